@@ -1,0 +1,161 @@
+"""Card abstractions as the MCCFR kernels see them: a bucket per (seat, round) for a dealt hand.
+
+A *deal* is an int array of card ids laid out as ``[seat 0 hole | seat 1 hole | board of round 0 |
+board of round 1 | ...]`` (``2 * numHoleCards + sum(numBoardCards)`` cards). :func:`deal_buckets`
+fills ``out[seat, round]`` with the seat's bucket in each round, computed once per sampled deal
+inside the numba kernel, and returns the showdown winner (0, 1, or -1 for a split).
+
+Kinds (``CardAbstraction.kind``):
+
+* ``LOSSLESS`` (0): the exact private information, for small games (Kuhn, Leduc, short decks).
+  The bucket of a seat in round ``r`` is ``hole * B_r + board_r`` where ``hole`` is the colex
+  rank of the sorted hole cards among ``C(D, h)`` and ``board_r`` a mixed-radix index of each
+  round's sorted board cards (radix ``C(D, n_k)`` per round ``k <= r``, ``B_r`` their product).
+  Imperfect recall is impossible here: the bucket determines the whole card history.
+* ``RANK`` (1): a deliberately simple bucketing for throughput work on full hold'em: preflop the
+  169 suit-isomorphic starting hands (``13 * hi + lo`` suited, ``13 * lo + hi`` offsuit and pairs),
+  later rounds the made-hand category of hole + board (9) times the higher hole-card rank (13).
+  It is *not* a strong abstraction (see the card-abstraction issue for EHS and potential-aware
+  buckets); it exists so that the kernels can be measured on the real no-limit tree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from math import comb
+
+import numba
+import numpy as np
+
+from holdem.evaluator import hand_category, rank_hand
+from holdem.gamedef import GameDef
+
+LOSSLESS, RANK = 0, 1
+
+_BINOM = np.array([[comb(n, k) for k in range(8)] for n in range(53)], dtype=np.int64)
+
+
+@dataclasses.dataclass(frozen=True)
+class CardAbstraction:
+    """Buckets per round for one game. ``num_buckets`` is int64 ``[numRounds]``."""
+
+    name: str
+    kind: int
+    num_buckets: tuple[int, ...]
+
+    def content_hash(self) -> str:
+        return hashlib.blake2b(repr((self.name, self.kind, self.num_buckets)).encode(), digest_size=8).hexdigest()
+
+    def buckets_array(self) -> np.ndarray:
+        return np.array(self.num_buckets, dtype=np.int64)
+
+
+def lossless(game: GameDef) -> CardAbstraction:
+    d = game.deck_size
+    hole = comb(d, game.num_hole_cards)
+    nb, radix = [], 1
+    for r in range(game.num_rounds):
+        radix *= comb(d, game.num_board_cards[r])
+        nb.append(hole * radix)
+    return CardAbstraction("lossless", LOSSLESS, tuple(nb))
+
+
+def rank_buckets(game: GameDef) -> CardAbstraction:
+    if game.num_hole_cards != 2 or game.num_suits != 4 or game.num_ranks != 13:
+        raise ValueError("the 'rank' card abstraction is for 52-card hold'em with two hole cards")
+    return CardAbstraction("rank", RANK, tuple([169] + [9 * 13] * (game.num_rounds - 1)))
+
+
+def default_card_abstraction(game: GameDef, name: str | None = None) -> CardAbstraction:
+    """``lossless`` for small decks, ``rank`` for 52-card hold'em, unless ``name`` says otherwise."""
+    if name is None:
+        name = "lossless" if game.deck_size <= 16 else "rank"
+    if name == "lossless":
+        ab = lossless(game)
+        if max(ab.num_buckets) > 50_000_000:
+            raise ValueError(f"lossless buckets for {game.name or 'this game'} need {max(ab.num_buckets):,} rows per node")
+        return ab
+    if name == "rank":
+        return rank_buckets(game)
+    raise ValueError(f"unknown card abstraction {name!r} (this version has 'lossless' and 'rank')")
+
+
+@numba.njit(cache=True, inline="always")
+def _colex(cards, start, n, tmp):
+    """Colex rank of the ``n`` cards ``cards[start:start+n]`` (insertion-sorted into ``tmp``)."""
+    for i in range(n):
+        c = cards[start + i]
+        j = i
+        while j > 0 and tmp[j - 1] > c:
+            tmp[j] = tmp[j - 1]
+            j -= 1
+        tmp[j] = c
+    idx = 0
+    for i in range(n):
+        idx += _BINOM[tmp[i], i + 1]
+    return idx
+
+
+def scratch_size(num_hole: int, total_board: int) -> int:
+    """Length of the int64 ``work`` buffer :func:`deal_buckets` needs."""
+    return 2 * (num_hole + total_board) + 2
+
+
+@numba.njit(cache=True)
+def deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, out, work):
+    """Fill ``out[seat, round]`` (int64 ``[2, numRounds]``) and return the showdown winner.
+
+    ``work`` is an int64 scratch buffer of :func:`scratch_size` entries (no allocation here).
+    """
+    num_rounds = board_per_round.shape[0]
+    total_board = 0
+    for r in range(num_rounds):
+        total_board += board_per_round[r]
+    ncards = num_hole + total_board
+    tmp = work[ncards:]
+    s0 = 0
+    s1 = 0
+    for p in range(2):
+        for i in range(num_hole):
+            work[i] = deal[p * num_hole + i]
+        for i in range(total_board):
+            work[num_hole + i] = deal[2 * num_hole + i]
+        strength = rank_hand(work, ncards, num_suits, num_ranks)
+        if p == 0:
+            s0 = strength
+        else:
+            s1 = strength
+        if kind == LOSSLESS:
+            hole = _colex(deal, p * num_hole, num_hole, tmp)
+            idx = 0
+            radix = 1
+            pos = 2 * num_hole
+            for r in range(num_rounds):
+                n = board_per_round[r]
+                idx = idx * _BINOM[deck_size, n] + _colex(deal, pos, n, tmp)
+                radix *= _BINOM[deck_size, n]
+                pos += n
+                out[p, r] = hole * radix + idx
+        else:  # RANK
+            c0 = deal[p * num_hole]
+            c1 = deal[p * num_hole + 1]
+            r0 = c0 // num_suits
+            r1 = c1 // num_suits
+            hi = max(r0, r1)
+            lo = min(r0, r1)
+            if c0 % num_suits == c1 % num_suits:
+                out[p, 0] = 13 * hi + lo
+            else:
+                out[p, 0] = 13 * lo + hi
+            seen = 0
+            for r in range(num_rounds):
+                seen += board_per_round[r]
+                if r > 0:
+                    cat = hand_category(rank_hand(work, num_hole + seen, num_suits, num_ranks))
+                    out[p, r] = cat * 13 + hi
+    if s0 > s1:
+        return 0
+    if s1 > s0:
+        return 1
+    return -1

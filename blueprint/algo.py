@@ -1,0 +1,97 @@
+"""MCCFR variants as options of one kernel, with named presets.
+
+* ``vanilla``: plain external-sampling MCCFR (no discounting, no pruning).
+* ``linear``: linear CFR weighting (Brown & Sandholm 2019): at every ``discount_every``
+  iterations, boundary ``k`` multiplies regrets and strategy sums by ``k / (k + 1)``, which weights
+  iteration ``t`` by about ``t``.
+* ``dcfr``: discounted CFR with alpha 1.5, beta 0, gamma 2: at boundary ``k`` positive regrets are
+  multiplied by ``k^a / (k^a + 1)``, negative ones by ``k^b / (k^b + 1)`` (1/2 for beta 0) and
+  strategy sums by ``(k / (k + 1))^g``.
+* ``pluribus``: linear weighting for the first ``discount_until`` iterations, then plain sums;
+  regret-based pruning after ``prune_start`` iterations in 95% of traversals, and a regret floor.
+
+Thresholds are in big blinds per effective iteration (see :mod:`blueprint.kernels`).
+The full-traversal solvers ``cfr`` (vanilla CFR) and ``cfr+`` (CFR+) use the same tree, tables and
+buckets; they enumerate every deal, so they are for small games.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+SAMPLED_ALGOS = ("pluribus", "dcfr", "linear", "vanilla")
+FULL_ALGOS = ("cfr", "cfr+")
+
+
+class AlgoError(ValueError):
+    pass
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgoConfig:
+    name: str
+    discount: str = "none"  # none | linear | dcfr
+    alpha: float = 1.5
+    beta: float = 0.0
+    gamma: float = 2.0
+    discount_every: int = 1000
+    discount_until: int = -1  # iterations; -1: for the whole run
+    prune: bool = False
+    prune_start: int = 0
+    prune_prob: float = 0.95
+    prune_threshold_bb: float = -0.02
+    floor_bb: float = -0.03
+    regret_dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        if self.discount not in ("none", "linear", "dcfr"):
+            raise AlgoError(f"discount must be none, linear or dcfr, got {self.discount!r}")
+        if self.discount_every < 1:
+            raise AlgoError(f"discount_every must be >= 1, got {self.discount_every}")
+        if not 0.0 <= self.prune_prob <= 1.0:
+            raise AlgoError(f"prune_prob must be in [0, 1], got {self.prune_prob}")
+        if self.prune and not self.floor_bb <= self.prune_threshold_bb < 0:
+            raise AlgoError("need floor_bb <= prune_threshold_bb < 0")
+        if self.regret_dtype not in ("float32", "int32"):
+            raise AlgoError(f"regret_dtype must be float32 or int32, got {self.regret_dtype!r}")
+        if self.name in FULL_ALGOS and self.regret_dtype != "float32":
+            raise AlgoError("full-traversal CFR keeps float32 regrets")
+
+    @property
+    def full_traversal(self) -> bool:
+        return self.name in FULL_ALGOS
+
+    def factors(self, k: int) -> tuple[float, float, float]:
+        """(positive regret, negative regret, strategy sum) multipliers at discount boundary k >= 1."""
+        if self.discount == "linear":
+            f = k / (k + 1.0)
+            return f, f, f
+        if self.discount == "dcfr":
+            pa = k**self.alpha
+            pb = k**self.beta
+            return pa / (pa + 1.0), pb / (pb + 1.0), (k / (k + 1.0)) ** self.gamma
+        return 1.0, 1.0, 1.0
+
+    def discounts_at(self, t: int) -> bool:
+        """Whether a discount boundary falls after iteration count ``t``."""
+        if self.discount == "none" or t <= 0 or t % self.discount_every:
+            return False
+        return self.discount_until < 0 or t <= self.discount_until
+
+
+PRESETS = {
+    "vanilla": AlgoConfig("vanilla"),
+    "linear": AlgoConfig("linear", discount="linear"),
+    "dcfr": AlgoConfig("dcfr", discount="dcfr"),
+    "pluribus": AlgoConfig(
+        "pluribus", discount="linear", discount_until=400_000, prune=True, prune_start=20_000
+    ),
+    "cfr": AlgoConfig("cfr"),
+    "cfr+": AlgoConfig("cfr+"),
+}
+
+
+def get_algo(name: str, **overrides) -> AlgoConfig:
+    if name not in PRESETS:
+        raise AlgoError(f"unknown algorithm {name!r}: choose one of {', '.join(PRESETS)}")
+    return dataclasses.replace(PRESETS[name], **{k: v for k, v in overrides.items() if v is not None})

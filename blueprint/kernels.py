@@ -1,0 +1,339 @@
+"""Numba MCCFR kernels over the flat betting tree and flat regret / strategy tables.
+
+Layout. A decision node ``n`` owns the block ``[row_offset[n], row_offset[n] + B_r * A_n)`` of
+the flat tables, where ``B_r`` is the number of card buckets of the node's round and ``A_n`` its
+number of actions; the entry of (bucket ``b``, action ``a``) is ``row_offset[n] + b * A_n + a``.
+An information set is (node, bucket). ``regret`` is float32 or int32 (see :mod:`numerics`),
+``strat`` (average-strategy sums) float32.
+
+External sampling (Lanctot et al. 2009, "Monte Carlo Sampling for Regret Minimization in
+Extensive Games"): one iteration is a traversal for each seat. Chance is sampled once per
+traversal (the whole deal), the opponent's actions are sampled from the current strategy (regret
+matching), and every action of the traverser is explored. At a traverser node with strategy
+``sigma`` and sampled action values ``v(a)`` the regret of ``a`` grows by ``v(a) - sum sigma v``;
+at opponent nodes ``sigma`` is added to the average-strategy sum ("simple" averaging as in
+OpenSpiel). Both estimates are unbiased up to a per-information-set constant.
+
+Regret-based pruning (Brown & Sandholm; as in Pluribus): when a traversal is chosen for pruning
+(after ``prune_start`` iterations, with probability ``prune_prob``), traverser actions whose
+regret is below ``threshold`` are skipped and their regret left alone, except on the last round,
+for actions that end the hand (their child is terminal), and never all actions of a node. The
+threshold and the regret floor are ``c * W`` where ``W`` is the effective number of iterations
+under the discounting of negative regrets, so they keep their meaning (an average regret per
+iteration, in chips) when regrets are discounted.
+
+Discounting (linear CFR and DCFR, Brown & Sandholm 2019) is not done here: the trainer calls
+:func:`discount_tables` every ``discount_every`` iterations, so no iteration sweeps the table.
+
+The full-traversal kernel (:func:`cfr_full_iteration`) runs vanilla CFR or CFR+ (Tammelin 2014)
+over an explicit list of deals with the same tree, tables and card buckets, for small games.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from abstraction.cards import deal_buckets
+from blueprint.numerics import rng_below, rng_uniform
+
+KIND_DECISION, KIND_FOLD = 0, 1
+
+
+@numba.njit(cache=True, inline="always")
+def terminal_utility(n, trav, kind, player, spent, winner):
+    """Net chips for seat ``trav`` at terminal node ``n``."""
+    if kind[n] == KIND_FOLD:
+        folder = player[n]
+        if folder == trav:
+            return -float(spent[n, trav])
+        return float(spent[n, folder])
+    if winner < 0:
+        return 0.0
+    v = float(min(spent[n, 0], spent[n, 1]))
+    return v if winner == trav else -v
+
+
+@numba.njit(cache=True, inline="always")
+def regret_matching(regret, base, na, out, off):
+    """Current strategy of the block at ``base`` into ``out[off:off+na]``."""
+    total = 0.0
+    for a in range(na):
+        r = float(regret[base + a])
+        if r > 0.0:
+            out[off + a] = r
+            total += r
+        else:
+            out[off + a] = 0.0
+    if total > 0.0:
+        for a in range(na):
+            out[off + a] /= total
+    else:
+        u = 1.0 / na
+        for a in range(na):
+            out[off + a] = u
+
+
+@numba.njit(cache=True)
+def _es_traverse(
+    trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
+    buckets, winner, regret, strat, rng, prune_now, thresh, floor, ceil, int_regret, scale,
+    last_round, sig, val, flag, f_node, f_base, f_next, f_val, f_prune, osig, maxa, stats,
+):
+    """One external-sampling traversal for seat ``trav`` from the root; returns its value.
+
+    Iterative depth-first search: a frame per traverser node on the current path (``f_*``
+    arrays, strategy in ``sig[d * maxa:]``, child values in ``val``, explored flags in ``flag``);
+    opponent nodes need no frame (one sampled child).
+    """
+    sp = 0
+    cur = 0
+    while True:
+        # descend through opponent nodes to a terminal or a traverser node
+        while kind[cur] == KIND_DECISION and player[cur] != trav:
+            stats[0] += 1
+            na = nact[cur]
+            base = row_off[cur] + buckets[player[cur], rnd[cur]] * na
+            regret_matching(regret, base, na, osig, 0)
+            for a in range(na):
+                strat[base + a] += osig[a]
+            u = rng_uniform(rng)
+            acc = 0.0
+            pick = na - 1
+            for a in range(na):
+                acc += osig[a]
+                if u < acc:
+                    pick = a
+                    break
+            cur = echild[cstart[cur] + pick]
+        if kind[cur] != KIND_DECISION:
+            ret = terminal_utility(cur, trav, kind, player, spent, winner)
+            have_ret = True
+        else:
+            stats[0] += 1
+            na = nact[cur]
+            base = row_off[cur] + buckets[trav, rnd[cur]] * na
+            off = sp * maxa
+            regret_matching(regret, base, na, sig, off)
+            prune = prune_now and rnd[cur] != last_round
+            if prune:
+                cs = cstart[cur]
+                prunable = 0
+                for a in range(na):
+                    if regret[base + a] < thresh and kind[echild[cs + a]] == KIND_DECISION:
+                        prunable += 1
+                prune = prunable < na
+            f_node[sp] = cur
+            f_base[sp] = base
+            f_next[sp] = 0
+            f_val[sp] = 0.0
+            f_prune[sp] = prune
+            sp += 1
+            ret = 0.0
+            have_ret = False
+        # unwind: hand values up, and find the next child to explore
+        while True:
+            f = sp - 1
+            if have_ret:
+                if sp == 0:
+                    return ret
+                a = f_next[f]
+                val[f * maxa + a] = ret
+                f_val[f] += sig[f * maxa + a] * ret
+                f_next[f] = a + 1
+                have_ret = False
+            n = f_node[f]
+            na = nact[n]
+            cs = cstart[n]
+            base = f_base[f]
+            off = f * maxa
+            a = f_next[f]
+            while a < na and f_prune[f] and regret[base + a] < thresh and kind[echild[cs + a]] == KIND_DECISION:
+                flag[off + a] = 0
+                stats[1] += 1
+                a += 1
+            f_next[f] = a
+            if a < na:
+                flag[off + a] = 1
+                cur = echild[cs + a]
+                break
+            # all children done: update regrets, pop the frame
+            v = f_val[f]
+            for b in range(na):
+                if flag[off + b]:
+                    r = float(regret[base + b]) + (val[off + b] - v) * scale
+                    if r < floor:
+                        r = floor
+                    elif r > ceil:
+                        r = ceil
+                    if int_regret:
+                        r = np.floor(r + 0.5)
+                    regret[base + b] = r
+            sp -= 1
+            ret = v
+            have_ret = True
+
+
+@numba.njit(cache=True)
+def sample_deal(rng, perm, deck_size, deal):
+    """Draw ``len(deal)`` distinct cards uniformly (partial Fisher-Yates from the identity)."""
+    for i in range(deck_size):
+        perm[i] = i
+    for i in range(deal.shape[0]):
+        j = i + rng_below(rng, deck_size - i)
+        t = perm[i]
+        perm[i] = perm[j]
+        perm[j] = t
+        deal[i] = perm[i]
+
+
+@numba.njit(cache=True)
+def es_iterations(
+    n_iters, t0, kind, player, rnd, spent, nact, cstart, echild, row_off, max_depth, maxa,
+    card_kind, num_hole, board_per_round, deck_size, num_suits, num_ranks,
+    regret, strat, rng, opts,
+):
+    """Run ``n_iters`` external-sampling iterations starting at iteration ``t0`` (0-based).
+
+    ``opts`` (float64): [0] prune_start, [1] prune_prob (0 disables pruning), [2] prune_c and
+    [3] floor_c (stored units per effective iteration, negative), [4] w_base, [5] t_base (the
+    effective iteration count ``W`` at iteration ``t_base``; ``W(t) = w_base + t - t_base``),
+    [6] ceil, [7] int_regret (0/1), [8] scale (stored units per chip).
+    Returns int64 [2]: decision nodes visited, actions pruned.
+    """
+    num_rounds = board_per_round.shape[0]
+    ncards = 2 * num_hole
+    for r in range(num_rounds):
+        ncards += board_per_round[r]
+    deal = np.empty(ncards, np.int64)
+    perm = np.empty(deck_size, np.int64)
+    work = np.empty(2 * ncards + 2, np.int64)
+    buckets = np.zeros((2, num_rounds), np.int64)
+    depth = max_depth + 1
+    sig = np.zeros(depth * maxa, np.float64)
+    val = np.zeros(depth * maxa, np.float64)
+    flag = np.zeros(depth * maxa, np.uint8)
+    osig = np.zeros(maxa, np.float64)
+    f_node = np.zeros(depth, np.int64)
+    f_base = np.zeros(depth, np.int64)
+    f_next = np.zeros(depth, np.int64)
+    f_val = np.zeros(depth, np.float64)
+    f_prune = np.zeros(depth, np.bool_)
+    stats = np.zeros(2, np.int64)
+    prune_start, prune_prob, prune_c, floor_c = opts[0], opts[1], opts[2], opts[3]
+    w_base, t_base, ceil, int_regret, scale = opts[4], opts[5], opts[6], opts[7] != 0.0, opts[8]
+    last_round = num_rounds - 1
+    for it in range(n_iters):
+        t = t0 + it
+        w = w_base + (t - t_base)
+        thresh = prune_c * w
+        floor = floor_c * w
+        if floor < -ceil:
+            floor = -ceil
+        for trav in range(2):
+            sample_deal(rng, perm, deck_size, deal)
+            winner = deal_buckets(
+                card_kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, buckets, work
+            )
+            prune_now = False
+            if prune_prob > 0.0 and t >= prune_start:
+                prune_now = rng_uniform(rng) < prune_prob
+            _es_traverse(
+                trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
+                buckets, winner, regret, strat, rng, prune_now, thresh, floor, ceil, int_regret, scale,
+                last_round, sig, val, flag, f_node, f_base, f_next, f_val, f_prune, osig, maxa, stats,
+            )
+    return stats
+
+
+@numba.njit(cache=True)
+def discount_tables(regret, strat, pos_f, neg_f, avg_f, int_regret):
+    """Scale positive regrets by ``pos_f``, negative by ``neg_f`` and strategy sums by ``avg_f``."""
+    for i in range(regret.shape[0]):
+        r = float(regret[i])
+        r = r * pos_f if r > 0.0 else r * neg_f
+        if int_regret:
+            r = np.floor(r + 0.5)
+        regret[i] = r
+    if avg_f != 1.0:
+        for i in range(strat.shape[0]):
+            strat[i] *= avg_f
+
+
+@numba.njit(cache=True)
+def _full_traverse(
+    n, trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
+    buckets, winner, regret, strat, delta, reach_p, reach_o, avg_w, sig, val, depth, maxa,
+):
+    if kind[n] != KIND_DECISION:
+        return terminal_utility(n, trav, kind, player, spent, winner)
+    p = player[n]
+    na = nact[n]
+    base = row_off[n] + buckets[p, rnd[n]] * na
+    off = depth * maxa
+    regret_matching(regret, base, na, sig, off)
+    cs = cstart[n]
+    v = 0.0
+    if p == trav:
+        for a in range(na):
+            va = _full_traverse(
+                echild[cs + a], trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
+                buckets, winner, regret, strat, delta, reach_p * sig[off + a], reach_o, avg_w, sig, val,
+                depth + 1, maxa,
+            )
+            val[off + a] = va
+            v += sig[off + a] * va
+        for a in range(na):
+            delta[base + a] += reach_o * (val[off + a] - v)
+            strat[base + a] += avg_w * reach_p * sig[off + a]
+        return v
+    for a in range(na):
+        s = sig[off + a]
+        if s > 0.0:
+            v += s * _full_traverse(
+                echild[cs + a], trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
+                buckets, winner, regret, strat, delta, reach_p, reach_o * s, avg_w, sig, val,
+                depth + 1, maxa,
+            )
+    return v
+
+
+@numba.njit(cache=True)
+def cfr_full_iteration(
+    t, kind, player, rnd, spent, nact, cstart, echild, row_off, max_depth, maxa,
+    card_kind, num_hole, board_per_round, deck_size, num_suits, num_ranks,
+    deals, regret, strat, delta, plus,
+):
+    """One CFR iteration (alternating updates) over all ``deals`` (int64 [D, cards], equally likely).
+
+    ``plus``: CFR+ (regrets floored at 0 after each update, average weighted by ``t + 1``);
+    otherwise vanilla CFR (uniform average). ``regret`` must be float here. Returns the expected
+    value of seat 0 under the current strategy (computed in seat 0's pass).
+    """
+    num_rounds = board_per_round.shape[0]
+    buckets = np.zeros((2, num_rounds), np.int64)
+    work = np.empty(2 * deals.shape[1] + 2, np.int64)
+    sig = np.zeros((max_depth + 1) * maxa, np.float64)
+    val = np.zeros((max_depth + 1) * maxa, np.float64)
+    nd = deals.shape[0]
+    w = 1.0 / nd
+    avg_w = float(t + 1) if plus else 1.0
+    ev0 = 0.0
+    for trav in range(2):
+        delta[:] = 0.0
+        for d in range(nd):
+            winner = deal_buckets(
+                card_kind, deals[d], num_hole, board_per_round, deck_size, num_suits, num_ranks, buckets, work
+            )
+            v = _full_traverse(
+                0, trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
+                buckets, winner, regret, strat, delta, 1.0, w, avg_w, sig, val, 0, maxa,
+            )
+            if trav == 0:
+                ev0 += w * v
+        for i in range(regret.shape[0]):
+            r = regret[i] + delta[i]
+            if plus and r < 0.0:
+                r = 0.0
+            regret[i] = r
+    return ev0

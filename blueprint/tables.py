@@ -1,0 +1,50 @@
+"""Regret and average-strategy tables: layout over the betting tree and the average strategy.
+
+``row_offset`` (int64 ``[N]``, -1 for terminals) gives each decision node's block in the flat
+tables (see :mod:`blueprint.kernels`); ``size`` is the total number of (information set, action)
+entries. Storage is 4 bytes of regret (float32 or int32) plus 4 bytes of float32 strategy sum per
+entry; the per-node ``row_offset`` (8 bytes per node) is the only metadata.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from abstraction.bets import KIND_DECISION, BettingTree
+
+
+def layout(tree: BettingTree, num_buckets: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(row_offset, size)`` for ``tree`` with ``num_buckets[round]`` card buckets."""
+    dec = tree.kind == KIND_DECISION
+    block = np.where(dec, num_buckets[tree.round.astype(np.int64)] * tree.num_actions.astype(np.int64), 0)
+    ends = np.cumsum(block)
+    row_offset = np.where(dec, ends - block, -1).astype(np.int64)
+    return row_offset, int(ends[-1]) if len(ends) else 0
+
+
+def tree_depth(tree: BettingTree) -> int:
+    """Number of decision nodes on the longest root-to-leaf path."""
+    depth = np.zeros(tree.num_nodes, np.int64)
+    for n in range(1, tree.num_nodes):  # preorder: parents come first
+        p = tree.parent[n]
+        depth[n] = depth[p] + 1
+    return int(depth.max()) + 1
+
+
+def normalize_blocks(tree: BettingTree, row_offset: np.ndarray, num_buckets: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    """Turn per-entry sums into probabilities per (node, bucket); all-zero rows become uniform.
+
+    Returns float64 of the same layout as ``sums``.
+    """
+    out = np.empty(sums.shape[0], np.float64)
+    for n in tree.decision_nodes():
+        na = int(tree.num_actions[n])
+        nb = int(num_buckets[tree.round[n]])
+        s = int(row_offset[n])
+        block = sums[s : s + nb * na].astype(np.float64).reshape(nb, na)
+        block = np.maximum(block, 0.0)
+        tot = block.sum(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            prob = np.where(tot > 0, block / np.where(tot > 0, tot, 1.0), 1.0 / na)
+        out[s : s + nb * na] = prob.ravel()
+    return out

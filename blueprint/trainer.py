@@ -1,0 +1,287 @@
+"""The single-process trainer: tree, card buckets, tables, schedules, checkpoints.
+
+:class:`Trainer` owns everything a run needs and advances it with the numba kernels of
+:mod:`blueprint.kernels`. All schedules count iterations: discount boundaries fall at multiples of
+``discount_every``; progress reporting may split the work into chunks of any size without
+changing the result, so the same seed gives the same tables and a resumed run is bit-identical to
+an uninterrupted one.
+
+Checkpoints use :mod:`blueprint.checkpoint` (one shard): the tables, the RNG state and the
+schedule state, with the resolved config and its hash in the manifest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import time
+from math import perm
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from abstraction.bets import BettingTree, build_tree, load_bets
+from abstraction.cards import CardAbstraction, default_card_abstraction
+from blueprint import checkpoint as ckpt
+from blueprint.algo import AlgoConfig, get_algo
+from blueprint.kernels import cfr_full_iteration, discount_tables, es_iterations
+from blueprint.numerics import REGRET_DTYPES, regret_bounds, regret_scale, seed_rng_state
+from blueprint.tables import layout, normalize_blocks, tree_depth
+from holdem.gamedef import GameDef, load_gamedef, parse_gamedef
+
+MAX_FULL_DEALS = 2_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines a run's result."""
+
+    game: str  # preset name or .game path as given
+    bets: Optional[str]  # bet abstraction name/path (None for limit games)
+    cards: Optional[str]  # card abstraction name (None: the game's default)
+    algo: AlgoConfig
+    seed: int = 0
+
+    def to_dict(self, gamedef: GameDef, bets_toml: Optional[str]) -> dict:
+        return {
+            "game": self.game,
+            "gamedef": gamedef.to_acpc(),
+            "bets": self.bets,
+            "bets_toml": bets_toml,
+            "cards": self.cards,
+            "algo": dataclasses.asdict(self.algo),
+            "seed": self.seed,
+        }
+
+
+def config_hash(d: dict) -> str:
+    return hashlib.blake2b(json.dumps(d, sort_keys=True).encode(), digest_size=8).hexdigest()
+
+
+class Trainer:
+    """Single-process MCCFR over one game, bet abstraction and card abstraction."""
+
+    def __init__(self, config: RunConfig, gamedef: Optional[GameDef] = None, bets_toml: Optional[str] = None):
+        self.config = config
+        self.game = gamedef or load_gamedef(config.game)
+        if self.game.is_limit:
+            self.bets = None
+        elif bets_toml is not None:
+            from abstraction.bets import parse_bets
+
+            self.bets = parse_bets(bets_toml, config.bets or "bets")
+        else:
+            self.bets = load_bets(config.bets or "fcpa")
+        self.tree: BettingTree = build_tree(self.game, self.bets)
+        self.cards: CardAbstraction = default_card_abstraction(self.game, config.cards)
+        self.num_buckets = self.cards.buckets_array()
+        self.row_offset, self.size = layout(self.tree, self.num_buckets)
+        algo = config.algo
+        self.regret = np.zeros(self.size, REGRET_DTYPES[algo.regret_dtype])
+        self.strat = np.zeros(self.size, np.float32)
+        self.iteration = 0
+        self.rng = seed_rng_state(np.random.SeedSequence(config.seed))
+        self.w_base = 0.0  # effective iteration count at t_base (for thresholds)
+        self.t_base = 0
+        self.node_visits = 0
+        self.pruned = 0
+        self.seconds = 0.0
+        self.max_depth = tree_depth(self.tree)
+        self.max_actions = int(self.tree.num_actions.max())
+        self._bpr = np.array(self.game.num_board_cards, np.int64)
+        self._deals = None
+        self._delta = None
+        bets_text = self.bets.to_toml() if self.bets is not None else None
+        self.config_dict = config.to_dict(self.game, bets_text)
+        self.config_hash = config_hash(self.config_dict)
+        self.abstraction_hash = hashlib.blake2b(
+            (self.tree.content_hash() + self.cards.content_hash()).encode(), digest_size=8
+        ).hexdigest()
+
+    # -- training -----------------------------------------------------------------------------
+    def _opts(self) -> np.ndarray:
+        a = self.config.algo
+        bb = self.game.big_blind
+        scale = regret_scale(a.regret_dtype, bb)
+        lo, hi = regret_bounds(a.regret_dtype)
+        prune_prob = a.prune_prob if a.prune else 0.0
+        prune_c = a.prune_threshold_bb * bb * scale
+        floor_c = a.floor_bb * bb * scale if a.prune else lo
+        return np.array(
+            [a.prune_start, prune_prob, prune_c, floor_c, self.w_base, self.t_base, hi,
+             1.0 if a.regret_dtype == "int32" else 0.0, scale],
+            np.float64,
+        )
+
+    def _full_deals(self) -> np.ndarray:
+        if self._deals is None:
+            g = self.game
+            n = g.cards_per_deal
+            count = perm(g.deck_size, n)
+            if count > MAX_FULL_DEALS:
+                raise ValueError(f"full-traversal CFR would enumerate {count:,} deals; use a sampled --algo")
+            self._deals = np.array(list(itertools.permutations(range(g.deck_size), n)), np.int64)
+            self._delta = np.zeros(self.size, np.float64)
+        return self._deals
+
+    def _kernel_args(self):
+        t = self.tree
+        return (t.kind, t.player, t.round, t.spent, t.num_actions, t.child_start, t.edge_child, self.row_offset,
+                self.max_depth, self.max_actions)
+
+    def _card_args(self):
+        g = self.game
+        return (self.cards.kind, g.num_hole_cards, self._bpr, g.deck_size, g.num_suits, g.num_ranks)
+
+    def _step(self, n: int) -> None:
+        a = self.config.algo
+        if a.full_traversal:
+            deals = self._full_deals()
+            for _ in range(n):
+                cfr_full_iteration(
+                    self.iteration, *self._kernel_args(), *self._card_args(), deals, self.regret, self.strat,
+                    self._delta, a.name == "cfr+",
+                )
+                self.iteration += 1
+            self.node_visits += n * 2 * len(deals) * int((self.tree.kind == 0).sum())
+            return
+        stats = es_iterations(
+            n, self.iteration, *self._kernel_args(), *self._card_args(), self.regret, self.strat, self.rng, self._opts()
+        )
+        self.iteration += n
+        self.node_visits += int(stats[0])
+        self.pruned += int(stats[1])
+
+    def _boundary(self) -> None:
+        a = self.config.algo
+        if not a.discounts_at(self.iteration):
+            return
+        k = self.iteration // a.discount_every
+        pos_f, neg_f, avg_f = a.factors(k)
+        discount_tables(self.regret, self.strat, pos_f, neg_f, avg_f, a.regret_dtype == "int32")
+        self.w_base = (self.w_base + (self.iteration - self.t_base)) * neg_f
+        self.t_base = self.iteration
+
+    def run(self, iterations: int, callback: Optional[Callable[["Trainer"], bool]] = None,
+            report_seconds: float = 0.5) -> None:
+        """Advance by ``iterations``; ``callback(self)`` about every ``report_seconds``.
+
+        The callback may return True to stop early (at a chunk boundary).
+        """
+        end = self.iteration + iterations
+        chunk = 1
+        a = self.config.algo
+        while self.iteration < end:
+            n = min(chunk, end - self.iteration)
+            if a.discount != "none":
+                nxt = (self.iteration // a.discount_every + 1) * a.discount_every
+                n = min(n, nxt - self.iteration)
+            t0 = time.perf_counter()
+            self._step(n)
+            dt = time.perf_counter() - t0
+            self.seconds += dt
+            self._boundary()
+            if dt < report_seconds / 4:
+                chunk *= 2
+            elif dt > report_seconds and chunk > 1:
+                chunk //= 2
+            if callback is not None and callback(self):
+                break
+
+    def run_for(self, seconds: float, callback=None, report_seconds: float = 0.5) -> None:
+        """Train for about ``seconds`` of wall time (stops at a chunk boundary)."""
+        deadline = time.perf_counter() + seconds
+
+        def cb(tr):
+            stop = callback(tr) if callback else False
+            return stop or time.perf_counter() >= deadline
+
+        self.run(2**62, cb, report_seconds)
+
+    # -- strategies ---------------------------------------------------------------------------
+    def average_strategy(self) -> np.ndarray:
+        """float64 probabilities in the table layout (uniform where never reached)."""
+        return normalize_blocks(self.tree, self.row_offset, self.num_buckets, self.strat)
+
+    def current_strategy(self) -> np.ndarray:
+        return normalize_blocks(self.tree, self.row_offset, self.num_buckets, self.regret)
+
+    def exploitability(self) -> tuple[float, list[float]]:
+        from blueprint.evaluate import exploitability
+
+        return exploitability(self.tree, self.cards, self.row_offset, self.average_strategy())
+
+    # -- checkpoints --------------------------------------------------------------------------
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        return {"regret": self.regret, "strat": self.strat, "rng": self.rng}
+
+    def manifest(self) -> dict:
+        return {
+            "iteration": self.iteration,
+            "config": self.config_dict,
+            "config_hash": self.config_hash,
+            "abstraction_hash": self.abstraction_hash,
+            "rng_state": [int(x) for x in self.rng],
+            "w_base": self.w_base,
+            "t_base": self.t_base,
+            "node_visits": self.node_visits,
+            "pruned": self.pruned,
+            "seconds": self.seconds,
+        }
+
+    def save(self, run_dir: Path, keep: Optional[int] = None) -> Path:
+        meta = {"shard": 0, "of": 1, "layout_size": self.size}
+        return ckpt.save_checkpoint(Path(run_dir), self.iteration, [(self.state_arrays(), meta)], self.manifest(),
+                                    keep=keep, replace=True)
+
+    @classmethod
+    def from_manifest_config(cls, cfg: dict) -> "Trainer":
+        algo = AlgoConfig(**cfg["algo"])
+        rc = RunConfig(game=cfg["game"], bets=cfg["bets"], cards=cfg["cards"], algo=algo, seed=cfg["seed"])
+        gamedef = parse_gamedef(cfg["gamedef"], name=Path(str(cfg["game"])).stem)
+        return cls(rc, gamedef=gamedef, bets_toml=cfg.get("bets_toml"))
+
+    @classmethod
+    def load(cls, run_dir: Path, log=None) -> "Trainer":
+        """Rebuild a trainer from the newest complete checkpoint of ``run_dir``."""
+        manifest, shards = ckpt.load_latest(Path(run_dir), log=log)
+        tr = cls.from_manifest_config(manifest["config"])
+        if tr.config_hash != manifest["config_hash"]:
+            raise ckpt.CheckpointError(
+                f"{run_dir}: config hash {manifest['config_hash']} does not match its config ({tr.config_hash})"
+            )
+        if tr.abstraction_hash != manifest["abstraction_hash"]:
+            raise ckpt.CheckpointError(
+                f"{run_dir}: abstraction hash {manifest['abstraction_hash']} does not match the rebuilt "
+                f"abstraction ({tr.abstraction_hash}); the checkpoint was made with other abstractions"
+            )
+        arrays, meta = shards[0]
+        for name in ("regret", "strat", "rng"):
+            have = getattr(tr, name)
+            got = arrays[name]
+            if got.shape != have.shape or got.dtype != have.dtype:
+                raise ckpt.CheckpointError(
+                    f"{run_dir}: array {name!r} is {got.dtype}{list(got.shape)}, expected {have.dtype}{list(have.shape)}"
+                )
+            setattr(tr, name, got)
+        tr.iteration = int(manifest["iteration"])
+        tr.w_base = float(manifest["w_base"])
+        tr.t_base = int(manifest["t_base"])
+        tr.node_visits = int(manifest["node_visits"])
+        tr.pruned = int(manifest["pruned"])
+        tr.seconds = float(manifest["seconds"])
+        return tr
+
+
+def make_trainer(game: str = "leduc", bets: Optional[str] = None, cards: Optional[str] = None,
+                 algo: str = "pluribus", seed: int = 0, **algo_overrides) -> Trainer:
+    gd = load_gamedef(game)
+    if gd.is_limit:
+        bets = None
+    elif bets is None:
+        bets = "fcpa"
+    return Trainer(RunConfig(game=game, bets=bets, cards=cards, algo=get_algo(algo, **algo_overrides), seed=seed),
+                   gamedef=gd)

@@ -1,0 +1,40 @@
+"""Point numba's on-disk cache at a directory keyed by this package's source.
+
+numba invalidates a cached function only when its own file changes, not when a function it calls
+in another module does; a stale cache then runs old machine code against new data layouts. Keying
+the cache directory by a hash of every source file of the project's packages makes any edit or
+upgrade start from a clean cache. ``$MCCFR_CACHE`` (default ``~/.cache/mccfr``) is the root;
+``NUMBA_CACHE_DIR``, when set by the user, wins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+_PACKAGES = ("holdem", "abstraction", "blueprint", "subgame", "cluster")
+
+
+def _source_hash() -> str:
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.blake2b(digest_size=8)
+    for pkg in _PACKAGES:
+        for f in sorted((root / pkg).glob("**/*.py")):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def configure() -> None:
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    base = Path(os.environ.get("MCCFR_CACHE", Path.home() / ".cache" / "mccfr"))
+    path = base / "numba" / _source_hash()
+    os.environ["NUMBA_CACHE_DIR"] = str(path)
+    try:
+        import numba.core.config as cfg
+
+        cfg.CACHE_DIR = str(path)
+    except ImportError:  # numba not installed yet: nothing to configure
+        pass
