@@ -260,7 +260,9 @@ def discount_tables(regret, strat, pos_f, neg_f, avg_f, int_regret):
             strat[i] *= avg_f
 
 
-@numba.njit(cache=True)
+# Not cached: numba's on-disk cache mishandles self-recursive functions (a cached copy segfaults
+# when loaded in a new process), so the full-traversal kernels compile in each process.
+@numba.njit
 def _full_traverse(
     n, trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
     buckets, winner, regret, strat, delta, reach_p, reach_o, avg_w, sig, val, depth, maxa,
@@ -298,7 +300,7 @@ def _full_traverse(
     return v
 
 
-@numba.njit(cache=True)
+@numba.njit
 def cfr_full_iteration(
     t, kind, player, rnd, spent, nact, cstart, echild, row_off, max_depth, maxa,
     card_kind, num_hole, board_per_round, deck_size, num_suits, num_ranks,

@@ -1,0 +1,241 @@
+"""The trained blueprint: load a run, query its average strategy by ACPC match state, export it.
+
+``bp.strategy(matchstate)`` walks the abstract betting tree along the real history. On-tree
+actions follow their edge; an off-tree no-limit raise is mapped by pseudo-harmonic action
+translation (:mod:`abstraction.translation`) to a neighbouring abstract raise. At the viewer's node
+the abstract actions become ACPC action strings for the *real* state: fold and call as they are
+(a fold that is not legal in the real state is merged into the call), a raise of pot fraction
+``f`` becomes ``r<to>`` with ``to = maxSpent + f * (pot + toCall)`` of the real pot, all-in the real
+stack, each clamped into the real legal range; keys that coincide are merged.
+
+Export (``bp.export(path)``) writes one Parquet row per (node, bucket, action) with columns
+``round: int8``, ``betting: string`` (ACPC betting of the abstract node), ``bucket: int32``,
+``action: string``, ``probability: float32``; the key-value metadata holds the schema version, the
+game definition, the bet and abstraction hashes and the config hash.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from abstraction.bets import ALLIN, KIND_DECISION
+from abstraction.cards import deal_buckets
+from abstraction.translation import translate
+from holdem.betting import CALL, FOLD, RAISE, Betting
+from holdem.game import Game
+from holdem.state import State, StateError
+
+EXPORT_SCHEMA_VERSION = 1
+
+
+class BlueprintError(ValueError):
+    """A query the blueprint cannot answer (wrong seat, terminal state, history off the tree)."""
+
+
+def hand_bucket(cards, game, hole: tuple[int, ...], board: tuple[int, ...], round_: int) -> int:
+    """Bucket of ``hole`` with the visible ``board`` in ``round_`` under card abstraction ``cards``."""
+    h = game.num_hole_cards
+    total = game.total_board_cards
+    deal = np.zeros(2 * h + total, np.int64)
+    deal[:h] = hole
+    deal[h : 2 * h] = hole
+    deal[2 * h : 2 * h + len(board)] = board
+    out = np.zeros((2, game.num_rounds), np.int64)
+    work = np.empty(2 * len(deal) + 2, np.int64)
+    deal_buckets(cards.kind, deal, h, np.array(game.num_board_cards, np.int64), game.deck_size,
+                 game.num_suits, game.num_ranks, out, work)
+    return int(out[0, round_])
+
+
+def _pot_fraction(b: Betting, to: int) -> float:
+    p = b.current_player()
+    to_call = min(b.max_spent, b.game.stack[p]) - b.spent[p]
+    return (to - b.max_spent) / (b.pot() + to_call)
+
+
+class Blueprint:
+    """Average strategy of a run over its abstract tree, queried with ACPC match states."""
+
+    def __init__(self, trainer):
+        self.game = Game(trainer.game)
+        self.gamedef = trainer.game
+        self.tree = trainer.tree
+        self.cards = trainer.cards
+        self.row_offset = trainer.row_offset
+        self.num_buckets = trainer.num_buckets
+        self.probs = trainer.average_strategy()
+        self.iteration = trainer.iteration
+        self.config_hash = trainer.config_hash
+        self.abstraction_hash = trainer.abstraction_hash
+        self.bets_hash = trainer.bets.content_hash() if trainer.bets is not None else "limit"
+
+    @classmethod
+    def load(cls, run_dir, log=None) -> "Blueprint":
+        from blueprint.trainer import Trainer
+
+        return cls(Trainer.load(Path(run_dir), log=log))
+
+    # -- walking the tree ---------------------------------------------------------------------
+    def _abstract_edges(self, n: int) -> tuple[int, int]:
+        return int(self.tree.child_start[n]), int(self.tree.num_actions[n])
+
+    def node_of(self, state: State, rng: Optional[np.random.Generator] = None) -> int:
+        """Abstract node reached by the betting of ``state`` (translating off-tree raises)."""
+        t = self.tree
+        g = self.gamedef
+        b = Betting.initial(g)
+        n = 0
+        for r, acts in enumerate(state.betting.actions):
+            for kind, size in acts:
+                if t.kind[n] != KIND_DECISION:
+                    raise BlueprintError(
+                        f"the history {state.betting.betting_string()!r} leaves the abstract tree "
+                        f"(the abstract hand is over at {t.betting_string(n)!r})"
+                    )
+                s, k = self._abstract_edges(n)
+                kinds = t.edge_kind[s : s + k]
+                if kind in (FOLD, CALL):
+                    hit = np.nonzero(kinds == kind)[0]
+                    if not len(hit):
+                        raise BlueprintError(f"abstract node {t.betting_string(n)!r} has no {'fc'[kind]!r} action")
+                    e = s + int(hit[0])
+                else:
+                    raises = np.nonzero(kinds == RAISE)[0]
+                    if not len(raises):
+                        raise BlueprintError(
+                            f"a raise at {b.betting_string()!r} where the abstraction has none "
+                            f"(abstract node {t.betting_string(n)!r})"
+                        )
+                    if g.is_limit:
+                        e = s + int(raises[0])
+                    else:
+                        tos = t.edge_to[s + raises]
+                        exact = np.nonzero(tos == size)[0]
+                        if len(exact) and self._same_spent(n, b):
+                            e = s + int(raises[exact[0]])
+                        else:
+                            ab = self._betting_at(n)
+                            fracs = [_pot_fraction(ab, int(x)) for x in tos]
+                            e = s + int(raises[translate(_pot_fraction(b, size), fracs, rng)])
+                n = int(t.edge_child[e])
+                b = b.apply(kind, size)
+        return n
+
+    def _same_spent(self, n: int, b: Betting) -> bool:
+        return tuple(int(x) for x in self.tree.spent[n]) == tuple(b.spent)
+
+    def _betting_at(self, n: int) -> Betting:
+        from holdem.betting import parse_betting
+
+        return parse_betting(self.tree.betting_string(n), self.gamedef)
+
+    # -- queries ------------------------------------------------------------------------------
+    def strategy(self, matchstate: str, rng: Optional[np.random.Generator] = None) -> dict[str, float]:
+        """The average strategy of the seat to act, who must be the MATCHSTATE's viewer.
+
+        Returns ``{ACPC action: probability}`` summing to 1 (see the module docstring).
+        """
+        state = matchstate if isinstance(matchstate, State) else self.game.state(matchstate)
+        if state.viewer is None:
+            raise BlueprintError("strategy() needs a MATCHSTATE (the viewer's cards), not a dealer STATE")
+        if state.is_terminal():
+            raise BlueprintError("the hand is over: no strategy at a terminal state")
+        actor = state.current_player()
+        if actor != state.viewer:
+            raise BlueprintError(
+                f"seat {actor} is to act, but this MATCHSTATE is seat {state.viewer}'s view; "
+                "ask with the acting seat's match state"
+            )
+        n = self.node_of(state, rng)
+        t = self.tree
+        if t.kind[n] != KIND_DECISION or int(t.player[n]) != actor:
+            raise BlueprintError(f"the history leaves the abstract tree at {t.betting_string(n)!r}")
+        r = int(t.round[n])
+        bucket = hand_bucket(self.cards, self.gamedef, state.hole_cards[actor], state.board_cards, r)
+        s, k = self._abstract_edges(n)
+        off = int(self.row_offset[n]) + bucket * k
+        probs = self.probs[off : off + k]
+        b = state.betting
+        rr = b.raise_range()
+        can_fold = b.can_fold()
+        out: dict[str, float] = {}
+        for i in range(k):
+            e = s + i
+            kind = int(t.edge_kind[e])
+            if kind == FOLD and can_fold:
+                key = "f"
+            elif kind == RAISE and rr is not None:
+                if self.gamedef.is_limit:
+                    key = "r"
+                else:
+                    frac = float(t.edge_frac[e])
+                    if frac == ALLIN:
+                        to = rr[1]
+                    else:
+                        p = b.current_player()
+                        to_call = min(b.max_spent, self.gamedef.stack[p]) - b.spent[p]
+                        to = b.max_spent + int(np.floor(frac * (b.pot() + to_call) + 0.5))
+                    key = f"r{min(max(to, rr[0]), rr[1])}"
+            else:
+                key = "c"
+            out[key] = out.get(key, 0.0) + float(probs[i])
+        total = sum(out.values())
+        return {a: p / total for a, p in out.items()}
+
+    # -- export -------------------------------------------------------------------------------
+    def export(self, path) -> int:
+        """Write the average strategy as Parquet (schema in the module docstring); returns rows."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        t = self.tree
+        schema = pa.schema(
+            [("round", pa.int8()), ("betting", pa.string()), ("bucket", pa.int32()),
+             ("action", pa.string()), ("probability", pa.float32())],
+            metadata={
+                "mccfr.schema_version": str(EXPORT_SCHEMA_VERSION),
+                "mccfr.game": self.gamedef.to_acpc(),
+                "mccfr.bets_hash": self.bets_hash,
+                "mccfr.abstraction_hash": self.abstraction_hash,
+                "mccfr.config_hash": self.config_hash,
+                "mccfr.iteration": str(self.iteration),
+            },
+        )
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        rows = 0
+        with pq.ParquetWriter(tmp, schema) as w:
+            batch: dict[str, list] = {c: [] for c in schema.names}
+            for n in t.decision_nodes():
+                n = int(n)
+                k = int(t.num_actions[n])
+                nb = int(self.num_buckets[t.round[n]])
+                off = int(self.row_offset[n])
+                labels = t.action_labels(n)
+                bet = t.betting_string(n)
+                batch["round"].append(np.full(nb * k, t.round[n], np.int8))
+                batch["betting"].append(np.full(nb * k, bet, object))
+                batch["bucket"].append(np.repeat(np.arange(nb, dtype=np.int32), k))
+                batch["action"].append(np.tile(np.array(labels, object), nb))
+                batch["probability"].append(self.probs[off : off + nb * k].astype(np.float32))
+                rows += nb * k
+                if sum(len(x) for x in batch["round"]) >= 1_000_000:
+                    w.write_table(_table(batch, schema))
+                    batch = {c: [] for c in schema.names}
+            if batch["round"]:
+                w.write_table(_table(batch, schema))
+        tmp.replace(path)
+        return rows
+
+
+def _table(batch, schema):
+    import pyarrow as pa
+
+    return pa.Table.from_arrays([pa.array(np.concatenate(batch[c]), type=schema.field(c).type) for c in schema.names],
+                                schema=schema)
+
+
+__all__ = ["Blueprint", "BlueprintError", "StateError", "hand_bucket"]
