@@ -81,7 +81,7 @@ def default_card_abstraction(game: GameDef, name: str | None = None) -> CardAbst
     raise ValueError(f"unknown card abstraction {name!r} (this version has 'lossless' and 'rank')")
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", error_model="numpy")
 def _colex(cards, start, n, tmp):
     """Colex rank of the ``n`` cards ``cards[start:start+n]`` (insertion-sorted into ``tmp``)."""
     for i in range(n):
@@ -102,7 +102,7 @@ def scratch_size(num_hole: int, total_board: int) -> int:
     return 2 * (num_hole + total_board) + 2
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, out, work):
     """Fill ``out[seat, round]`` (int64 ``[2, numRounds]``) and return the showdown winner.
 

@@ -40,7 +40,7 @@ from blueprint.numerics import rng_below, rng_uniform
 KIND_DECISION, KIND_FOLD = 0, 1
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", error_model="numpy")
 def terminal_utility(n, trav, kind, player, spent, winner):
     """Net chips for seat ``trav`` at terminal node ``n``."""
     if kind[n] == KIND_FOLD:
@@ -54,7 +54,7 @@ def terminal_utility(n, trav, kind, player, spent, winner):
     return v if winner == trav else -v
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", error_model="numpy")
 def regret_matching(regret, base, na, out, off):
     """Current strategy of the block at ``base`` into ``out[off:off+na]``."""
     total = 0.0
@@ -74,7 +74,7 @@ def regret_matching(regret, base, na, out, off):
             out[off + a] = u
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _es_traverse(
     trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
     buckets, winner, regret, strat, rng, prune_now, thresh, floor, ceil, int_regret, scale,
@@ -174,7 +174,7 @@ def _es_traverse(
             have_ret = True
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def sample_deal(rng, perm, deck_size, deal):
     """Draw ``len(deal)`` distinct cards uniformly (partial Fisher-Yates from the identity)."""
     for i in range(deck_size):
@@ -187,7 +187,7 @@ def sample_deal(rng, perm, deck_size, deal):
         deal[i] = perm[i]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def es_iterations(
     n_iters, t0, kind, player, rnd, spent, nact, cstart, echild, row_off, max_depth, maxa,
     card_kind, num_hole, board_per_round, deck_size, num_suits, num_ranks,
@@ -246,7 +246,7 @@ def es_iterations(
     return stats
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def discount_tables(regret, strat, pos_f, neg_f, avg_f, int_regret):
     """Scale positive regrets by ``pos_f``, negative by ``neg_f`` and strategy sums by ``avg_f``."""
     for i in range(regret.shape[0]):

@@ -1,0 +1,164 @@
+"""MCCFR speed against OpenSpiel's C++ external-sampling MCCFR, measured in one run.
+
+    python scripts/bench_mccfr.py leduc   # whole-process time to exploitability 0.03 on Leduc
+    python scripts/bench_mccfr.py hunl    # iterations/s on heads-up no-limit fcpa, 20 s windows
+    python scripts/bench_mccfr.py memory  # bytes per (information set, action)
+
+Leduc: ours is the wall time of the whole ``mccfr train --game leduc --target-exploitability
+0.03`` process (interpreter start, imports, JIT or cache load, training and the periodic exact
+evaluation), once with an empty numba cache (cold) and then warm. OpenSpiel's
+``ExternalSamplingMCCFRSolver`` on the same game (``universal_poker`` loaded from the same game
+definition) is timed for its training only: its exploitability checks (every 10,000 iterations)
+are excluded, which favours the peer.
+
+hunl: the heads-up no-limit ``fcpa`` tree at 200 big blinds; ours with the simple ``rank`` card
+buckets (the peer has no card abstraction; it stores its tables in hash maps as it goes). Each side
+runs for the same 20 s window after a short warm-up; RSS is read from /proc.
+
+Each command prints a table and a final JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def machine() -> str:
+    model = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {model}"
+
+
+def ours_leduc(target: float, cache: str, algo: str) -> dict:
+    out = tempfile.mkdtemp(prefix="bench-leduc-")
+    env = dict(os.environ, MCCFR_CACHE=cache)
+    env.pop("NUMBA_CACHE_DIR", None)
+    cmd = [sys.executable, "-m", "cluster.cli", "train", "--game", "leduc", "--algo", algo,
+           "--target-exploitability", str(target), "--eval-every", "0.05", "--iterations", "50000000",
+           "--out", str(Path(out) / "run"), "--json"]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    shutil.rmtree(out, ignore_errors=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"mccfr train failed:\n{proc.stderr}")
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"wall_s": wall, "iterations": res["iterations"], "exploitability": res["exploitability"],
+            "train_s": res["seconds"]}
+
+
+def openspiel_leduc(target: float, check_every: int = 10_000, limit_s: float = 600) -> dict:
+    import pyspiel
+
+    from holdem.gamedef import load_gamedef
+
+    game = pyspiel.load_game("universal_poker", load_gamedef("leduc").openspiel_params("fcpa"))
+    solver = pyspiel.ExternalSamplingMCCFRSolver(game, 1, pyspiel.MCCFRAverageType.SIMPLE)
+    it, train = 0, 0.0
+    while train < limit_s:
+        t0 = time.perf_counter()
+        for _ in range(check_every):
+            solver.run_iteration()
+        train += time.perf_counter() - t0
+        it += check_every
+        e = pyspiel.exploitability(game, solver.average_policy())
+        if e <= target:
+            return {"train_s": train, "iterations": it, "exploitability": e}
+    return {"train_s": train, "iterations": it, "exploitability": e, "gave_up": True}
+
+
+def cmd_leduc(target: float = 0.03, algo: str = "pluribus") -> dict:
+    cache = tempfile.mkdtemp(prefix="bench-numba-")
+    cold = ours_leduc(target, cache, algo)
+    warm = [ours_leduc(target, cache, algo) for _ in range(3)]
+    warm_best = min(warm, key=lambda r: r["wall_s"])
+    shutil.rmtree(cache, ignore_errors=True)
+    peer = openspiel_leduc(target)
+    res = {"machine": machine(), "target": target, "algo": algo, "ours_cold": cold, "ours_warm": warm_best,
+           "ours_warm_all_s": [round(w["wall_s"], 3) for w in warm], "openspiel": peer,
+           "speedup_warm": peer["train_s"] / warm_best["wall_s"], "speedup_cold": peer["train_s"] / cold["wall_s"]}
+    print(f"{'':28s}{'seconds':>10s}{'iterations':>14s}{'exploitability':>16s}")
+    for name, r, key in (("ours, whole process, cold", cold, "wall_s"), ("ours, whole process, warm", warm_best, "wall_s"),
+                         ("OpenSpiel ES, training only", peer, "train_s")):
+        print(f"{name:28s}{r[key]:10.2f}{r['iterations']:14,d}{r['exploitability']:16.4f}")
+    print(f"speed-up: {res['speedup_warm']:.1f}x warm, {res['speedup_cold']:.1f}x cold")
+    return res
+
+
+def cmd_hunl(window: float = 20.0) -> dict:
+    import pyspiel
+
+    from blueprint.trainer import make_trainer
+    from holdem.gamedef import load_gamedef
+
+    tr = make_trainer("hunl", bets="fcpa", cards="rank", algo="pluribus")
+    tr.run(200)  # compile / load the kernels
+    it0, v0, t0 = tr.iteration, tr.node_visits, time.perf_counter()
+    tr.run_for(window)
+    dt = time.perf_counter() - t0
+    ours = {"iterations_per_s": (tr.iteration - it0) / dt, "node_visits_per_s": (tr.node_visits - v0) / dt,
+            "table_bytes": int(tr.regret.nbytes + tr.strat.nbytes), "rss_bytes": rss_bytes()}
+
+    game = pyspiel.load_game("universal_poker", load_gamedef("hunl").openspiel_params("fcpa"))
+    solver = pyspiel.ExternalSamplingMCCFRSolver(game, 1, pyspiel.MCCFRAverageType.SIMPLE)
+    for _ in range(10):
+        solver.run_iteration()
+    m0, n, t0 = rss_bytes(), 0, time.perf_counter()
+    while time.perf_counter() - t0 < window:
+        for _ in range(20):
+            solver.run_iteration()
+        n += 20
+    dt = time.perf_counter() - t0
+    peer = {"iterations_per_s": n / dt, "rss_growth_bytes_per_s": (rss_bytes() - m0) / dt}
+    res = {"machine": machine(), "window_s": window, "ours": ours, "openspiel": peer,
+           "speedup": ours["iterations_per_s"] / peer["iterations_per_s"]}
+    print(f"ours:      {ours['iterations_per_s']:12,.0f} iterations/s  {ours['node_visits_per_s']:14,.0f} node visits/s")
+    print(f"OpenSpiel: {peer['iterations_per_s']:12,.0f} iterations/s  memory +{peer['rss_growth_bytes_per_s'] / 1e6:.1f} MB/s")
+    print(f"speed-up: {res['speedup']:.1f}x")
+    return res
+
+
+def cmd_memory() -> dict:
+    from blueprint.trainer import make_trainer
+
+    rows = []
+    for game, bets, cards in (("hunl", "fcpa", "rank"), ("hunl", "standard", "rank"), ("leduc", None, None)):
+        tr = make_trainer(game, bets=bets, cards=cards, algo="pluribus")
+        tree_bytes = sum(a.nbytes for a in tr.tree.arrays().values())
+        table = tr.regret.nbytes + tr.strat.nbytes
+        meta = tr.row_offset.nbytes
+        rows.append({"game": game, "bets": bets or "limit", "cards": tr.cards.name, "entries": tr.size,
+                     "table_bytes_per_entry": table / tr.size, "with_offsets": (table + meta) / tr.size,
+                     "with_tree": (table + meta + tree_bytes) / tr.size})
+    print(f"{'game':8s}{'bets':10s}{'cards':10s}{'entries':>12s}{'tables':>9s}{'+offsets':>10s}{'+tree':>9s}")
+    for r in rows:
+        print(f"{r['game']:8s}{r['bets']:10s}{r['cards']:10s}{r['entries']:12,d}{r['table_bytes_per_entry']:9.3f}"
+              f"{r['with_offsets']:10.3f}{r['with_tree']:9.3f}")
+    return {"machine": machine(), "rows": rows}
+
+
+if __name__ == "__main__":
+    which = sys.argv[1] if len(sys.argv) > 1 else "leduc"
+    fn = {"leduc": cmd_leduc, "hunl": cmd_hunl, "memory": cmd_memory}[which]
+    print(json.dumps(fn()))
