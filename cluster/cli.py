@@ -1,0 +1,1068 @@
+"""The ``mccfr`` command line: train, resume, status, eval, export.
+
+Commands (``mccfr COMMAND --help`` for every flag)::
+
+    mccfr train  [--game G] [--bets B] [--abstraction A] [--algo V]
+                 [--iterations N | --time SECONDS] [--out RUN_DIR] [--checkpoint-every SECONDS]
+                 [--keep N] [--seed S] [--target-exploitability X] [--eval-every SECONDS]
+                 [--report-every SECONDS] [--regret-dtype float32|int32] [--json]
+    mccfr resume RUN_DIR [--iterations N | --time SECONDS] [same run-control flags] [--json]
+    mccfr status RUN_DIR [--verify] [--json]
+    mccfr eval   RUN_DIR --exploitability [--json]
+    mccfr export RUN_DIR --out FILE.parquet [--json]
+
+Training is single-process for now (:class:`blueprint.trainer.Trainer`); Ray comes with the
+distributed job driver. A run directory holds (see DESIGN.md, "Files")::
+
+    RUN_DIR/run.toml            resolved config: game (+ its ACPC text), bets, card abstraction,
+                                algorithm fields, seed, config and abstraction hashes
+    RUN_DIR/checkpoints/<it>/   written every --checkpoint-every seconds, at the end and on
+                                Ctrl-C / SIGTERM (the newest --keep are kept)
+    RUN_DIR/metrics.jsonl       one JSON object per progress report, appended as it happens
+    RUN_DIR/metrics.parquet     the same rows, rewritten atomically at every checkpoint and at exit
+
+Metrics rows: ``iteration``, ``seconds`` (cumulative training-kernel seconds, across resumes),
+``wall_seconds`` (since this command started training), ``iterations_per_second`` and
+``node_visits_per_second`` (over the interval since the previous row, in kernel time),
+``exploitability`` (chips; null when not computed at that row), ``pruned`` (cumulative actions
+skipped by regret-based pruning), ``table_bytes``, ``rss_bytes``, ``time`` (Unix time).
+
+Exploitability is exact (OpenSpiel's NashConv / 2) and computed only on games small enough for
+the exact best response (Kuhn, Leduc, small decks); elsewhere it is skipped.
+
+``--json`` prints one JSON object as the last line of stdout. train / resume: ``iterations`` (the
+run's total), ``iterations_run`` (this command), ``seconds`` (cumulative training seconds),
+``wall_seconds``, ``iterations_per_second`` and ``node_visits_per_second`` (this command, leaving
+out the first chunk, which compiles the kernels), ``exploitability`` (chips, when computed),
+``stopped`` (``iterations``, ``time``, ``target`` or ``signal``), ``run_dir``, ``checkpoint``.
+status: the same summary keys from the metrics plus ``checkpoints`` (``iteration``, ``complete``,
+``bytes``, ``problem``, ``path``). eval: ``exploitability``, ``unit``, ``br_values``. export:
+``rows``, ``out``.
+
+Budgets: ``--time`` counts from the end of the first iteration (numba compiles or loads its kernels
+there); ``--iterations`` of resume are N *more* iterations. Ctrl-C or SIGTERM stops at the next
+chunk boundary, writes a checkpoint and exits with status 0 (a second signal aborts at once, status
+130, keeping the previous checkpoint). ``resume`` moves checkpoints newer than the one it could load
+(corrupt or truncated) to ``RUN_DIR/corrupt-checkpoints/`` so that pruning never counts them, and
+drops metrics rows past the resumed iteration (those iterations are trained again).
+
+Errors in what the user gave (unknown game, bet abstraction or algorithm, a malformed file, a
+missing run directory, no usable checkpoint) print one line ``error: ...`` on stderr and exit 2.
+
+Import cost: this module imports only the standard library and click at the top; numpy, numba,
+the trainer and pyarrow are imported inside the commands that need them, so ``mccfr --help`` and
+argument errors are instant.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import resource
+import shlex
+import signal
+import sys
+import threading
+import time
+from math import comb
+from pathlib import Path
+from typing import Any
+
+import click
+
+EXIT_USER_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+DEFAULT_TIME_BUDGET = 30.0  # seconds, when neither --iterations nor --time is given
+RUN_TOML = "run.toml"
+METRICS_JSONL = "metrics.jsonl"
+METRICS_PARQUET = "metrics.parquet"
+RUN_TOML_FORMAT = 1
+
+# Exact best response walks every public state with [H, H] matrix products; above this many
+# H^2 * public-board operations the evaluation would take minutes (hold'em never qualifies).
+EXACT_EVAL_MAX_COST = 1e9
+
+
+class CLIError(Exception):
+    """A problem with what the user asked for: printed as ``error: <message>``, exit status 2."""
+
+
+@contextlib.contextmanager
+def _user_input():
+    """Turn the project's input-error classes into :class:`CLIError` (imported lazily: they live
+    in modules that pull in numpy and numba).
+
+    ``ValueError`` is included because the card abstraction and the trainer's size checks raise it
+    for a request that cannot be met (an unknown card abstraction, a deck too big for lossless
+    buckets, full-traversal CFR on a big game); use this only around loading and building.
+    """
+    from abstraction.bets import BetAbstractionError
+    from blueprint.algo import AlgoError
+    from blueprint.checkpoint import CheckpointError
+    from holdem.gamedef import GameDefError
+
+    try:
+        yield
+    except (GameDefError, BetAbstractionError, AlgoError, CheckpointError, ValueError) as exc:
+        raise CLIError(str(exc)) from None
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+
+
+# -------------------------------------------------------------------------------------------------
+# the command group: every error becomes one "error: ..." line
+
+
+_NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
+
+
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("mccfr")
+    except PackageNotFoundError:
+        v = "(not installed; running from a source tree)"
+    click.echo(f"mccfr {v}")
+    ctx.exit()
+
+
+class _Group(click.Group):
+    """A click group whose usage errors and project errors print one ``error:`` line, exit 2."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _NoArgsIsHelp as exc:  # bare `mccfr`: the help, not an error
+            click.echo(exc.ctx.get_help())
+            rv = 0
+        except click.ClickException as exc:
+            hint = ""
+            ctx = getattr(exc, "ctx", None)
+            if isinstance(exc, click.UsageError) and ctx is not None:
+                hint = f" (see '{ctx.command_path} --help')"
+            _fail(f"{exc.format_message()}{hint}")
+            rv = EXIT_USER_ERROR
+        except CLIError as exc:
+            _fail(str(exc))
+            rv = EXIT_USER_ERROR
+        except OSError as exc:  # a file that cannot be read or written: the message names it
+            _fail(str(exc))
+            rv = EXIT_USER_ERROR
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            _fail("interrupted")
+            rv = EXIT_INTERRUPTED
+        except Exception as exc:
+            # A checkpoint that cannot be written (disk full, ...) or read: the message names the
+            # file and says which checkpoint is kept; a traceback would add nothing.
+            checkpoint = sys.modules.get("blueprint.checkpoint")
+            if checkpoint is None or not isinstance(exc, checkpoint.CheckpointError):
+                raise
+            _fail(str(exc))
+            rv = EXIT_USER_ERROR
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
+def cli() -> None:
+    """MCCFR blueprint training for two-player ACPC poker games."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point (``mccfr = "cluster.cli:main"``)."""
+    cli.main(args=argv, prog_name="mccfr")
+
+
+# -------------------------------------------------------------------------------------------------
+# small helpers
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary name in the same directory, fsync, rename."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _rss_bytes() -> int:
+    """Resident memory of this process (peak RSS where /proc is unavailable)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def _si(x: float) -> str:
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= div:
+            return f"{x / div:.2f}{suffix}"
+    return f"{x:.1f}"
+
+
+def _run_dir_arg(run_dir: str) -> Path:
+    path = Path(run_dir)
+    if not path.exists():
+        raise CLIError(f"run directory {run_dir!r} does not exist")
+    if not path.is_dir():
+        raise CLIError(f"{run_dir!r} is not a directory (expected a run directory made by 'mccfr train')")
+    return path
+
+
+def _exact_eval_cost(game) -> float:
+    """Rough work of one exact best response: private hands^2 x public boards (all rounds)."""
+    hands = comb(game.deck_size, game.num_hole_cards)
+    remaining = game.deck_size - 2 * game.num_hole_cards
+    boards, total = 1, 0
+    for k in game.num_board_cards:
+        boards *= comb(remaining, k)
+        remaining -= k
+        total += boards
+    return float(hands) ** 2 * total
+
+
+def _exact_eval_problem(tr) -> str | None:
+    """Why exact exploitability is out of reach for this trainer's game, or None."""
+    from blueprint.evaluate import MAX_HANDS
+
+    g = tr.game
+    hands = comb(g.deck_size, g.num_hole_cards)
+    if hands > MAX_HANDS:
+        return f"exact best response needs <= {MAX_HANDS} private hands, {g.name or 'this game'} has {hands}"
+    if _exact_eval_cost(g) > EXACT_EVAL_MAX_COST:
+        return f"{g.name or 'this game'} has too many public boards for an exact best response"
+    return None
+
+
+def _expl_unit(game) -> tuple[str, float]:
+    """(unit, chips -> unit factor): mbb/game for games with a big blind, else chips."""
+    if game.blind[0] != game.blind[1] and game.big_blind > 0:
+        return "mbb/g", 1000.0 / game.big_blind
+    return "chips", 1.0
+
+
+def example_matchstate(game) -> str:
+    """A valid MATCHSTATE for the first seat to act in round 0, holding the deck's top cards."""
+    from holdem.cards import cards_str
+
+    seat = game.first_player[0]
+    top = list(range(game.deck_size - 1, -1, -1))
+    hole = cards_str(top[: game.num_hole_cards], game.num_suits)
+    cards = f"{hole}|" if seat == 0 else f"|{hole}"
+    nb = game.num_board_cards[0]
+    if nb:
+        start = game.num_hole_cards
+        cards += "/" + cards_str(top[start : start + nb], game.num_suits)
+    return f"MATCHSTATE:{seat}:0::{cards}"
+
+
+# -------------------------------------------------------------------------------------------------
+# run.toml and metrics
+
+
+def _write_run_toml(run_dir: Path, tr, extra: dict[str, Any]) -> None:
+    import tomli_w
+
+    cfg = {k: v for k, v in tr.config_dict.items() if v is not None and k != "algo"}
+    doc: dict[str, Any] = {
+        "format": RUN_TOML_FORMAT,
+        **extra,
+        "config_hash": tr.config_hash,
+        "abstraction_hash": tr.abstraction_hash,
+        **cfg,
+        "card_abstraction": tr.cards.name,
+        "card_buckets": list(tr.cards.num_buckets),
+        "table_entries": int(tr.size),
+        "algo": tr.config_dict["algo"],
+    }
+    _atomic_write_bytes(run_dir / RUN_TOML, tomli_w.dumps(doc, multiline_strings=True).encode())
+
+
+def _read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """Rows of ``metrics.jsonl`` (a torn last line from a crash is skipped)."""
+    path = run_dir / METRICS_JSONL
+    rows = []
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(row, dict) and "iteration" in row:
+                    rows.append(row)
+    except FileNotFoundError:
+        pass
+    return rows
+
+
+_METRIC_FIELDS = (
+    ("iteration", "int64"),
+    ("seconds", "float64"),
+    ("wall_seconds", "float64"),
+    ("iterations_per_second", "float64"),
+    ("node_visits_per_second", "float64"),
+    ("exploitability", "float64"),
+    ("pruned", "int64"),
+    ("table_bytes", "int64"),
+    ("rss_bytes", "int64"),
+    ("time", "float64"),
+)
+
+
+def _write_metrics_parquet(run_dir: Path, rows: list[dict[str, Any]]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in _METRIC_FIELDS])
+    table = pa.Table.from_pylist([{k: r.get(k) for k, _ in _METRIC_FIELDS} for r in rows], schema=schema)
+    path = run_dir / METRICS_PARQUET
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        pq.write_table(table, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+# -------------------------------------------------------------------------------------------------
+# the training loop shared by train and resume
+
+
+class _Session:
+    """Drives ``Trainer.run`` with progress, metrics, evaluation, checkpoints and signals."""
+
+    def __init__(
+        self,
+        tr,
+        run_dir: Path,
+        *,
+        iterations: int | None,
+        seconds: float | None,
+        checkpoint_every: float,
+        keep: int,
+        eval_every: float,
+        report_every: float,
+        target: float | None,
+    ):
+        self.tr = tr
+        self.run_dir = run_dir
+        self.iterations = iterations
+        self.budget_seconds = seconds
+        self.checkpoint_every = checkpoint_every
+        self.keep = keep
+        self.eval_every = eval_every
+        self.report_every = report_every
+        self.target = target
+        self.eval_problem = _exact_eval_problem(tr) if (eval_every > 0 or target is not None) else "disabled"
+        if target is not None and self.eval_problem:
+            raise CLIError(f"--target-exploitability needs exact exploitability: {self.eval_problem}")
+        self.rows = _read_metrics(run_dir)
+        self.metrics_file = None
+        self.bar = None
+        self.tty = sys.stderr.isatty()
+        self.signal_name: str | None = None
+        self.stop_reason = "iterations" if iterations is not None else "time"
+        self.last_expl: float | None = None
+        self.last_expl_iter = -1
+        self.last_ckpt_iter = tr.iteration
+        self.last_ckpt_path: Path | None = None
+
+    # -- output ---------------------------------------------------------------------------------
+    def note(self, msg: str) -> None:
+        if self.bar is not None:
+            self.bar.write(msg, file=sys.stderr)
+        else:
+            click.echo(msg, err=True)
+
+    def _status_text(self, row: dict[str, Any]) -> str:
+        parts = [f"visits/s {_si(row['node_visits_per_second'])}"]
+        if self.last_expl is not None:
+            parts.append(f"expl {self.last_expl:.4g}")
+        if row["pruned_share"] is not None:
+            parts.append(f"pruned {100 * row['pruned_share']:.1f}%")
+        parts.append(f"mem {_human_bytes(row['rss_bytes'])}")
+        return ", ".join(parts)
+
+    # -- pieces ---------------------------------------------------------------------------------
+    def evaluate(self) -> float | None:
+        if self.eval_problem is not None:
+            return None
+        if self.last_expl_iter == self.tr.iteration:
+            return self.last_expl
+        try:
+            expl, _ = self.tr.exploitability()
+        except ValueError as exc:  # too many private hands: skip silently from now on
+            self.eval_problem = str(exc)
+            return None
+        self.last_expl, self.last_expl_iter = float(expl), self.tr.iteration
+        return self.last_expl
+
+    def checkpoint(self) -> None:
+        self.last_ckpt_path = self.tr.save(self.run_dir, keep=self.keep)
+        self.last_ckpt_iter = self.tr.iteration
+        self._flush_metrics_parquet()
+
+    def _flush_metrics_parquet(self) -> None:
+        if self.rows:
+            _write_metrics_parquet(self.run_dir, self.rows)
+
+    def report(self, now: float, with_eval: bool) -> dict[str, Any]:
+        tr = self.tr
+        d_sec = tr.seconds - self.prev_seconds
+        d_it = tr.iteration - self.prev_iter
+        d_vis = tr.node_visits - self.prev_visits
+        d_pr = tr.pruned - self.prev_pruned
+        expl = self.evaluate() if with_eval else None
+        last = self.rows[-1] if self.session_rows else None
+        if last is not None and d_it == 0:
+            # Nothing trained since the previous row (the final report right after a periodic one):
+            # add a row only to record an exploitability that row lacks.
+            if expl is None or last["exploitability"] is not None:
+                return last
+            ips, vps = last["iterations_per_second"], last["node_visits_per_second"]
+        else:
+            ips = d_it / d_sec if d_sec > 0 else 0.0
+            vps = d_vis / d_sec if d_sec > 0 else 0.0
+        row = {
+            "iteration": tr.iteration,
+            "seconds": tr.seconds,
+            "wall_seconds": now - self.t0,
+            "iterations_per_second": ips,
+            "node_visits_per_second": vps,
+            "exploitability": expl,
+            "pruned": tr.pruned,
+            "table_bytes": int(tr.regret.nbytes + tr.strat.nbytes),
+            "rss_bytes": _rss_bytes(),
+            "time": time.time(),
+        }
+        self.rows.append(row)
+        self.session_rows += 1
+        self.metrics_file.write(json.dumps(row) + "\n")
+        self.metrics_file.flush()
+        self.prev_seconds, self.prev_iter = tr.seconds, tr.iteration
+        self.prev_visits, self.prev_pruned = tr.node_visits, tr.pruned
+        shown = dict(row, pruned_share=(d_pr / d_vis if d_vis > 0 else None))
+        if self.bar is not None:
+            self.bar.update(tr.iteration - self.bar.n - self.start_iter)
+            self.bar.set_postfix_str(self._status_text(shown), refresh=True)
+        elif now - self.last_plain >= 60.0:
+            self.last_plain = now
+            click.echo(
+                f"iteration {tr.iteration:,}: {_si(row['iterations_per_second'])} it/s, "
+                + self._status_text(shown),
+                err=True,
+            )
+        return row
+
+    # -- signals --------------------------------------------------------------------------------
+    def _on_signal(self, signum, frame) -> None:
+        if self.signal_name is not None:  # a second signal: give up on the clean stop
+            raise KeyboardInterrupt
+        self.signal_name = signal.Signals(signum).name
+        self.note(
+            f"{self.signal_name}: stopping at the next chunk boundary and writing a checkpoint "
+            f"(send it again to abort without one)"
+        )
+
+    # -- the loop -------------------------------------------------------------------------------
+    def callback(self, tr) -> bool:
+        now = time.perf_counter()
+        if self.first_chunk_done is None:
+            # The first chunk (one iteration) includes compiling or loading the numba kernels: it
+            # counts neither in the session's rates nor against --time.
+            self.first_chunk_done = (tr.iteration, tr.seconds, tr.node_visits)
+            if self.budget_seconds is not None:
+                self.deadline = now + self.budget_seconds
+        stop = False
+        if self.signal_name is not None:
+            self.stop_reason, stop = "signal", True
+        elif self.deadline is not None and now >= self.deadline:
+            self.stop_reason, stop = "time", True
+        if not stop and now - self.last_report >= self.report_every:
+            with_eval = self.eval_problem is None and now - self.last_eval >= self.eval_every
+            self.report(now, with_eval)
+            self.last_report = time.perf_counter()
+            if with_eval:
+                self.last_eval = self.last_report
+            if (
+                self.target is not None
+                and self.last_expl is not None
+                and self.last_expl_iter == tr.iteration
+                and self.last_expl <= self.target
+            ):
+                self.stop_reason, stop = "target", True
+        if not stop and now - self.last_ckpt >= self.checkpoint_every:
+            self.checkpoint()
+            self.note(f"checkpoint at iteration {tr.iteration:,}: {self.last_ckpt_path}")
+            self.last_ckpt = time.perf_counter()
+        return stop
+
+    def run(self) -> dict[str, Any]:
+        tr = self.tr
+        self.t0 = time.perf_counter()
+        self.deadline = self.t0 + self.budget_seconds if self.budget_seconds is not None else None
+        self.last_report = self.last_eval = self.last_ckpt = self.t0
+        self.last_plain = self.t0
+        self.start_iter, self.start_seconds, self.start_visits = tr.iteration, tr.seconds, tr.node_visits
+        self.prev_seconds, self.prev_iter = tr.seconds, tr.iteration
+        self.prev_visits, self.prev_pruned = tr.node_visits, tr.pruned
+        self.first_chunk_done = None
+        self.session_rows = 0
+        if self.tty:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=self.iterations,
+                unit="it",
+                unit_scale=True,
+                dynamic_ncols=True,
+                file=sys.stderr,
+                desc=tr.game.name or "train",
+                mininterval=0.5,
+            )
+        handlers = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                handlers[sig] = signal.signal(sig, self._on_signal)
+        try:
+            with open(self.run_dir / METRICS_JSONL, "a") as self.metrics_file:
+                remaining = self.iterations if self.iterations is not None else 2**62
+                tr.run(remaining, self.callback, report_seconds=min(0.5, self.report_every))
+                if self.target is not None and self.stop_reason != "signal":
+                    expl = self.evaluate()
+                    if expl is not None and expl <= self.target:
+                        self.stop_reason = "target"
+                self.report(time.perf_counter(), with_eval=True)
+                if tr.iteration != self.last_ckpt_iter or self.last_ckpt_path is None:
+                    self.checkpoint()
+                else:
+                    self._flush_metrics_parquet()
+        finally:
+            for sig, old in handlers.items():
+                signal.signal(sig, old)
+            if self.bar is not None:
+                self.bar.close()
+                self.bar = None
+        return self.summary(time.perf_counter() - self.t0)
+
+    def summary(self, wall: float) -> dict[str, Any]:
+        tr = self.tr
+        # Rates over this session, leaving out the first chunk (it includes the numba compile).
+        base_it, base_sec, base_vis = self.first_chunk_done or (
+            self.start_iter,
+            self.start_seconds,
+            self.start_visits,
+        )
+        if tr.iteration - base_it <= 0 or tr.seconds - base_sec <= 0:
+            base_it, base_sec, base_vis = self.start_iter, self.start_seconds, self.start_visits
+        d_sec = tr.seconds - base_sec
+        out = {
+            "iterations": tr.iteration,
+            "iterations_run": tr.iteration - self.start_iter,
+            "seconds": tr.seconds,
+            "wall_seconds": wall,
+            "iterations_per_second": (tr.iteration - base_it) / d_sec if d_sec > 0 else 0.0,
+            "node_visits_per_second": (tr.node_visits - base_vis) / d_sec if d_sec > 0 else 0.0,
+        }
+        if self.last_expl is not None and self.last_expl_iter == tr.iteration:
+            out["exploitability"] = self.last_expl
+        out["stopped"] = self.stop_reason
+        out["run_dir"] = str(self.run_dir)
+        out["checkpoint"] = str(self.last_ckpt_path)
+        return out
+
+
+def _quarantine_newer(run_dir: Path, iteration: int) -> None:
+    """Move checkpoints newer than the one resumed from (it skipped them: unreadable or corrupt)
+    to ``RUN_DIR/corrupt-checkpoints/``.
+
+    Left in place, a corrupt checkpoint whose file sizes still match would count as complete when
+    old checkpoints are pruned (``--keep``), and could push the good ones out.
+    """
+    from blueprint.checkpoint import list_checkpoints
+
+    newer = [info for info in list_checkpoints(run_dir) if info.iteration > iteration]
+    if not newer:
+        return
+    dest_root = run_dir / "corrupt-checkpoints"
+    dest_root.mkdir(exist_ok=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    for info in newer:
+        dest = dest_root / f"{info.path.name}-{stamp}"
+        os.replace(info.path, dest)
+        click.echo(f"moved the unusable checkpoint {info.path} to {dest}", err=True)
+
+
+def _budget(iterations: int | None, seconds: float | None) -> tuple[int | None, float | None]:
+    if iterations is not None and seconds is not None:
+        raise click.UsageError("give --iterations or --time, not both")
+    if iterations is None and seconds is None:
+        seconds = DEFAULT_TIME_BUDGET
+    return iterations, seconds
+
+
+def _finish(tr, result: dict[str, Any], as_json: bool, sess: _Session) -> None:
+    run = shlex.quote(str(sess.run_dir))
+    if result["stopped"] == "signal":
+        click.echo(
+            f"stopped by {sess.signal_name} at iteration {tr.iteration:,}; checkpoint written: "
+            f"{result['checkpoint']}; continue with: mccfr resume {run}",
+            err=True,
+        )
+    elif result["stopped"] == "target":
+        click.echo(
+            f"exploitability {sess.last_expl:.6g} <= target {sess.target:g} at iteration {tr.iteration:,}",
+            err=True,
+        )
+    lines = [
+        (
+            f"trained {result['iterations_run']:,} iterations (total {tr.iteration:,}) in "
+            f"{result['wall_seconds']:.1f} s: {_si(result['iterations_per_second'])} it/s, "
+            f"{_si(result['node_visits_per_second'])} node visits/s"
+        ),
+    ]
+    if "exploitability" in result:
+        unit, factor = _expl_unit(tr.game)
+        value = result["exploitability"] * factor
+        lines.append(
+            f"exploitability: {value:.6g} {unit}"
+            + ("" if unit == "chips" else f" ({result['exploitability']:.6g} chips)")
+        )
+    ms = example_matchstate(tr.game)
+    lines += [
+        f"blueprint: {result['checkpoint']}",
+        "use it:",
+        f"  mccfr status {run}",
+        f"  mccfr eval {run} --exploitability"
+        if _exact_eval_problem(tr) is None
+        else f"  mccfr eval {run}   (exact exploitability is out of reach for this game)",
+        f"  mccfr export {run} --out {shlex.quote(str(sess.run_dir / 'strategy.parquet'))}",
+        f"  mccfr resume {run} --iterations N",
+        "  python -c "
+        + shlex.quote(
+            f"from blueprint.blueprint import Blueprint; "
+            f"print(Blueprint.load({json.dumps(str(sess.run_dir))})"
+            f".strategy({json.dumps(ms)}))"
+        ),
+    ]
+    for line in lines:
+        click.echo(line)
+    if as_json:
+        click.echo(json.dumps(result))
+
+
+# -------------------------------------------------------------------------------------------------
+# commands
+
+
+_iterations_opt = click.option(
+    "--iterations",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Train this many iterations (one traversal per player each).",
+)
+_time_opt = click.option(
+    "--time",
+    "seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help=f"Train for about this many seconds (default {DEFAULT_TIME_BUDGET:g} when --iterations is not "
+    "given), counted after the first iteration (which compiles the kernels).",
+)
+_ckpt_opt = click.option(
+    "--checkpoint-every",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds between checkpoints (one is also written at the end).",
+)
+_keep_opt = click.option(
+    "--keep",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Keep the newest N complete checkpoints.",
+)
+_target_opt = click.option(
+    "--target-exploitability",
+    "target",
+    type=float,
+    default=None,
+    help="Stop once the exact exploitability (chips) is <= X (small games).",
+)
+_eval_opt = click.option(
+    "--eval-every",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="Seconds between exact exploitability evaluations (small games; 0 disables).",
+)
+_report_opt = click.option(
+    "--report-every",
+    type=click.FloatRange(min=0.05),
+    default=1.0,
+    show_default=True,
+    help="Seconds between progress reports (the live line and a metrics row).",
+)
+_json_opt = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object as the last line of stdout."
+)
+
+
+@cli.command()
+@click.option(
+    "--game",
+    default="leduc",
+    show_default=True,
+    help="A preset (kuhn, leduc, hulhe, hunl, hunl100, ...) or an ACPC .game file.",
+)
+@click.option(
+    "--bets",
+    default=None,
+    help="Bet abstraction for no-limit games: a name (fcpa, small, standard) or a TOML file [default: fcpa].",
+)
+@click.option(
+    "--abstraction",
+    default=None,
+    help="Card abstraction name (lossless, rank) [default: lossless for small decks, else rank].",
+)
+@click.option(
+    "--algo",
+    default="pluribus",
+    show_default=True,
+    help="MCCFR variant: pluribus, dcfr, linear, vanilla; or full-traversal cfr, cfr+ (small games).",
+)
+@_iterations_opt
+@_time_opt
+@click.option(
+    "--out", "out", default=None, help="Run directory [default: runs/<game>-<algo>-<YYYYmmdd-HHMMSS>]."
+)
+@_ckpt_opt
+@_keep_opt
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every sampler.")
+@_target_opt
+@_eval_opt
+@_report_opt
+@click.option(
+    "--regret-dtype",
+    type=click.Choice(["float32", "int32"]),
+    default=None,
+    help="Regret storage [default: the algorithm's, float32].",
+)
+@_json_opt
+def train(
+    game,
+    bets,
+    abstraction,
+    algo,
+    iterations,
+    seconds,
+    out,
+    checkpoint_every,
+    keep,
+    seed,
+    target,
+    eval_every,
+    report_every,
+    regret_dtype,
+    as_json,
+):
+    """Train a blueprint into a new run directory."""
+    iterations, seconds = _budget(iterations, seconds)
+    if seed < 0:
+        raise click.BadParameter("must be >= 0", param_hint="--seed")
+    if out is None:
+        label = Path(game).stem if Path(game).suffix else game
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        out = os.path.join("runs", f"{label}-{algo}-{stamp}")
+    run_dir = Path(out)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise CLIError(f"--out {out!r} exists and is not a directory")
+    with _user_input():
+        from blueprint.checkpoint import list_checkpoints
+        from blueprint.trainer import make_trainer
+        from holdem.gamedef import load_gamedef
+
+        if list_checkpoints(run_dir):
+            raise CLIError(
+                f"{out} already has checkpoints; continue it with 'mccfr resume {shlex.quote(out)}' "
+                f"or choose another --out"
+            )
+        gd = load_gamedef(game)
+        if gd.is_limit and bets is not None:
+            click.echo(
+                f"warning: --bets is ignored: {gd.name or game} is a limit game (its own bet abstraction)",
+                err=True,
+            )
+        tr = make_trainer(game, bets=bets, cards=abstraction, algo=algo, seed=seed, regret_dtype=regret_dtype)
+    if tr.config.algo.full_traversal:
+        from math import perm
+
+        from blueprint.trainer import MAX_FULL_DEALS
+
+        deals = perm(tr.game.deck_size, tr.game.cards_per_deal)
+        if deals > MAX_FULL_DEALS:
+            raise CLIError(
+                f"--algo {algo} enumerates every deal: {deals:,} for {gd.name or game} (at most "
+                f"{MAX_FULL_DEALS:,}); use a sampled algorithm (pluribus, dcfr, linear, vanilla)"
+            )
+    if target is not None and _exact_eval_problem(tr):
+        raise CLIError(f"--target-exploitability needs exact exploitability: {_exact_eval_problem(tr)}")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CLIError(f"cannot create run directory {out!r}: {exc}") from None
+    for stale in (METRICS_JSONL, METRICS_PARQUET):  # leftovers of a run that never checkpointed
+        (run_dir / stale).unlink(missing_ok=True)
+    _write_run_toml(
+        run_dir, tr, {"created": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
+    )
+    click.echo(
+        f"training {gd.name or game} with {algo} (seed {seed}) into {run_dir}: {tr.size:,} table entries, "
+        f"{_human_bytes(tr.regret.nbytes + tr.strat.nbytes)}",
+        err=True,
+    )
+    sess = _Session(
+        tr,
+        run_dir,
+        iterations=iterations,
+        seconds=seconds,
+        checkpoint_every=checkpoint_every,
+        keep=keep,
+        eval_every=eval_every,
+        report_every=report_every,
+        target=target,
+    )
+    result = sess.run()
+    _finish(tr, result, as_json, sess)
+
+
+@cli.command()
+@click.argument("run_dir")
+@_iterations_opt
+@_time_opt
+@_ckpt_opt
+@_keep_opt
+@_target_opt
+@_eval_opt
+@_report_opt
+@_json_opt
+def resume(run_dir, iterations, seconds, checkpoint_every, keep, target, eval_every, report_every, as_json):
+    """Continue a run from its newest complete checkpoint (N more iterations)."""
+    iterations, seconds = _budget(iterations, seconds)
+    path = _run_dir_arg(run_dir)
+    from blueprint.trainer import Trainer
+
+    with _user_input():
+        tr = Trainer.load(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
+    click.echo(f"resuming {path} from the checkpoint at iteration {tr.iteration:,}", err=True)
+    _quarantine_newer(path, tr.iteration)
+    rows = _read_metrics(path)
+    kept = [r for r in rows if r["iteration"] <= tr.iteration]
+    if len(kept) != len(rows):  # the run died after its last checkpoint: those iterations are redone
+        click.echo(
+            f"dropping {len(rows) - len(kept)} metrics rows past iteration {tr.iteration:,} "
+            f"(after the checkpoint)",
+            err=True,
+        )
+        _atomic_write_bytes(path / METRICS_JSONL, "".join(json.dumps(r) + "\n" for r in kept).encode())
+    if not (path / RUN_TOML).exists():
+        _write_run_toml(path, tr, {"created": "unknown (rewritten by resume)"})
+    sess = _Session(
+        tr,
+        path,
+        iterations=iterations,
+        seconds=seconds,
+        checkpoint_every=checkpoint_every,
+        keep=keep,
+        eval_every=eval_every,
+        report_every=report_every,
+        target=target,
+    )
+    result = sess.run()
+    _finish(tr, result, as_json, sess)
+
+
+@cli.command()
+@click.argument("run_dir")
+@click.option("--verify", is_flag=True, help="Also check every checkpoint file's digest (reads every byte).")
+@_json_opt
+def status(run_dir, verify, as_json):
+    """List a run's checkpoints and summarise its metrics."""
+    path = _run_dir_arg(run_dir)
+    from blueprint.checkpoint import CheckpointError, list_checkpoints, read_manifest
+
+    infos = list_checkpoints(path, verify=verify)
+    rows = _read_metrics(path)
+    if not rows and (path / METRICS_PARQUET).exists():
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(path / METRICS_PARQUET).to_pylist()
+    complete = [i for i in infos if i.complete]
+    summary: dict[str, Any] = {
+        "iterations": None,
+        "seconds": None,
+        "iterations_per_second": None,
+        "node_visits_per_second": None,
+        "exploitability": None,
+    }
+    if rows:
+        last = rows[-1]
+        summary.update({k: last.get(k) for k in ("iterations_per_second", "node_visits_per_second")})
+        summary["iterations"], summary["seconds"] = last["iteration"], last.get("seconds")
+        expl = [r for r in rows if r.get("exploitability") is not None]
+        if expl:
+            summary["exploitability"] = expl[-1]["exploitability"]
+            summary["exploitability_iteration"] = expl[-1]["iteration"]
+    if complete:
+        try:
+            manifest = read_manifest(complete[0].path)
+        except CheckpointError:
+            manifest = {}
+        if summary["iterations"] is None or manifest.get("iteration", -1) > summary["iterations"]:
+            summary["iterations"] = manifest.get("iteration")
+            summary["seconds"] = manifest.get("seconds")
+    checkpoints = [
+        {
+            "iteration": i.iteration,
+            "complete": i.complete,
+            "bytes": i.bytes,
+            "problem": i.problem,
+            "path": str(i.path),
+        }
+        for i in infos
+    ]
+    summary["checkpoints"] = checkpoints
+    summary["resume_from"] = complete[0].iteration if complete else None
+    summary["run_dir"] = str(path)
+    click.echo(f"run {path}")
+    if not infos:
+        click.echo("  no checkpoints yet")
+    for c in checkpoints:
+        state = "complete" if c["complete"] else f"INCOMPLETE: {c['problem']}"
+        click.echo(f"  checkpoint {c['iteration']:>12,}  {_human_bytes(c['bytes']):>10}  {state}")
+    if rows:
+        click.echo(
+            f"  iterations {summary['iterations']:,} in {summary['seconds'] or 0:.1f} s of training; last "
+            f"{_si(summary['iterations_per_second'] or 0)} it/s, "
+            f"{_si(summary['node_visits_per_second'] or 0)} node visits/s"
+        )
+        if summary["exploitability"] is not None:
+            click.echo(
+                f"  exploitability {summary['exploitability']:.6g} chips at iteration "
+                f"{summary['exploitability_iteration']:,}"
+            )
+    elif summary["iterations"] is not None:
+        click.echo(f"  iterations {summary['iterations']:,} (no metrics)")
+    if as_json:
+        click.echo(json.dumps(summary))
+
+
+@cli.command(name="eval")
+@click.argument("run_dir")
+@click.option("--exploitability", "exploitability", is_flag=True, help="Exact exploitability (small games).")
+@_json_opt
+def eval_(run_dir, exploitability, as_json):
+    """Evaluate a run's blueprint (exact exploitability; matches and LBR come later)."""
+    if not exploitability:
+        raise click.UsageError("nothing to evaluate: give --exploitability")
+    path = _run_dir_arg(run_dir)
+    from blueprint.trainer import Trainer
+
+    with _user_input():
+        tr = Trainer.load(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
+    problem = _exact_eval_problem(tr)
+    if problem:
+        raise CLIError(f"cannot compute exact exploitability: {problem} (local best response comes later)")
+    t0 = time.perf_counter()
+    chips, br = tr.exploitability()
+    unit, factor = _expl_unit(tr.game)
+    result = {
+        "exploitability": chips * factor,
+        "unit": unit,
+        "br_values": [v * factor for v in br],
+        "exploitability_chips": chips,
+        "iteration": tr.iteration,
+        "seconds": time.perf_counter() - t0,
+    }
+    click.echo(
+        f"{path} at iteration {tr.iteration:,}: exploitability {result['exploitability']:.6g} {unit}"
+        + ("" if unit == "chips" else f" ({chips:.6g} chips)")
+    )
+    click.echo(
+        f"  best-response values: seat 0 {result['br_values'][0]:.6g}, seat 1 {result['br_values'][1]:.6g} "
+        f"{unit}"
+    )
+    if as_json:
+        click.echo(json.dumps(result))
+
+
+@cli.command()
+@click.argument("run_dir")
+@click.option("--out", "out", required=True, help="Parquet file to write.")
+@_json_opt
+def export(run_dir, out, as_json):
+    """Write the blueprint's average strategy as Parquet."""
+    path = _run_dir_arg(run_dir)
+    parent = Path(out).resolve().parent
+    if not parent.is_dir():
+        raise CLIError(f"cannot write --out {out!r}: directory {str(parent)!r} does not exist")
+    try:
+        from blueprint.blueprint import Blueprint
+    except ImportError as exc:
+        raise CLIError(f"export is not available in this build: {exc}") from None
+    with _user_input():
+        bp = Blueprint.load(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
+    written = bp.export(out)
+    rows = written if isinstance(written, int) and not isinstance(written, bool) else None
+    if rows is None:
+        import pyarrow.parquet as pq
+
+        rows = pq.ParquetFile(out).metadata.num_rows
+    click.echo(f"wrote {rows:,} rows to {out}")
+    if as_json:
+        click.echo(json.dumps({"rows": rows, "out": str(out), "run_dir": str(path)}))
+
+
+if __name__ == "__main__":
+    main()
