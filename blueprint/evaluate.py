@@ -29,6 +29,7 @@ from abstraction.cards import CardAbstraction, deal_buckets
 from holdem.evaluator import rank_hand
 
 MAX_HANDS = 5000
+MAX_WORK = 2e8  # hands x board sequences x decision nodes: beyond this an exact walk takes too long
 
 
 @numba.njit(cache=True)
@@ -76,6 +77,16 @@ class _Evaluator:
         if len(self.hands) > MAX_HANDS:
             raise ValueError(f"exact best response needs <= {MAX_HANDS} private hands, this game has {len(self.hands)}")
         H = len(self.hands)
+        boards = 1
+        for r in range(g.num_rounds):
+            dealt = 2 * g.num_hole_cards + sum(g.num_board_cards[:r])
+            boards *= comb(g.deck_size - dealt, g.num_board_cards[r])
+        work = float(H) * boards * max(1, len(tree.decision_nodes()))
+        if work > MAX_WORK:
+            raise ValueError(
+                f"exact best response is out of reach here ({H:,} hands x {boards:,} boards x "
+                f"{len(tree.decision_nodes()):,} betting nodes); use local best response on big games"
+            )
         masks = np.zeros(H, np.int64)
         for j in range(g.num_hole_cards):
             masks |= np.left_shift(np.int64(1), self.hands[:, j])

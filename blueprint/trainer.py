@@ -26,7 +26,7 @@ import numpy as np
 from abstraction.bets import BettingTree, build_tree, load_bets
 from abstraction.cards import CardAbstraction, default_card_abstraction
 from blueprint import checkpoint as ckpt
-from blueprint.algo import AlgoConfig, get_algo
+from blueprint.algo import AlgoConfig, AlgoError, get_algo
 from blueprint.kernels import cfr_full_iteration, discount_tables, es_iterations
 from blueprint.numerics import REGRET_DTYPES, regret_bounds, regret_scale, seed_rng_state
 from blueprint.tables import layout, normalize_blocks, tree_depth
@@ -94,6 +94,8 @@ class Trainer:
         self._bpr = np.array(self.game.num_board_cards, np.int64)
         self._deals = None
         self._delta = None
+        if algo.full_traversal:
+            self._full_deals()  # fail now, not at the first iteration, when the game is too big
         bets_text = self.bets.to_toml() if self.bets is not None else None
         self.config_dict = config.to_dict(self.game, bets_text)
         self.config_hash = config_hash(self.config_dict)
@@ -122,7 +124,10 @@ class Trainer:
             n = g.cards_per_deal
             count = perm(g.deck_size, n)
             if count > MAX_FULL_DEALS:
-                raise ValueError(f"full-traversal CFR would enumerate {count:,} deals; use a sampled --algo")
+                raise AlgoError(
+                    f"--algo {self.config.algo.name} enumerates every deal: {count:,} here is too many; "
+                    "use a sampled algorithm (pluribus, dcfr, linear, vanilla)"
+                )
             self._deals = np.array(list(itertools.permutations(range(g.deck_size), n)), np.int64)
             self._delta = np.zeros(self.size, np.float64)
         return self._deals

@@ -13,7 +13,7 @@ import hashlib
 import os
 from pathlib import Path
 
-_PACKAGES = ("holdem", "abstraction", "blueprint", "subgame", "cluster")
+_PACKAGES = ("holdem", "abstraction", "blueprint", "subgame")  # where numba kernels live
 
 
 def _source_hash() -> str:
