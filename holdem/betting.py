@@ -210,10 +210,7 @@ class Betting:
         """ACPC betting, rounds separated by ``/`` (e.g. ``r300c/cr900``)."""
         parts = []
         for acts in self.actions:
-            s = []
-            for kind, size in acts:
-                s.append(ACTION_CHARS[kind] + (str(size) if kind == RAISE and not self.game.is_limit else ""))
-            parts.append("".join(s))
+            parts.append("".join(action_string(kind, size, self.game) for kind, size in acts))
         return "/".join(parts)
 
     def showdown(self) -> bool:
@@ -232,6 +229,11 @@ class Betting:
         if winner < 0:
             return (0.0, 0.0)
         return (v, -v) if winner == 0 else (-v, v)
+
+
+def action_string(kind: int, size: int, game: GameDef) -> str:
+    """One action as ACPC writes it: ``f``, ``c``, ``r`` (limit) or ``r<to>`` (no-limit)."""
+    return ACTION_CHARS[kind] + (str(size) if kind == RAISE and not game.is_limit else "")
 
 
 def parse_action_token(text: str, pos: int, game: GameDef) -> tuple[int, int, int]:
@@ -279,6 +281,9 @@ def parse_betting(text: str, game: GameDef, offset: int = 0) -> Betting:
             raise ValueError(str(exc).replace(f"position {pos}", f"position {pos + offset}", 1)) from None
         if b.round > text[:pos].count("/"):
             raise ValueError(f"position {pos + offset}: missing '/' : betting round {text[:pos].count('/') + 1} is over")
+        written = action_string(kind, size, game)
+        if text[pos:nxt] != written:  # an alias ('k', 'b') or leading zeros: not ACPC's notation
+            raise ValueError(f"position {pos + offset}: malformed action {text[pos:nxt]!r}: ACPC writes it {written!r}")
         try:
             b = b.apply(kind, size)
         except IllegalActionError as exc:
