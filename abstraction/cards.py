@@ -68,9 +68,17 @@ def rank_buckets(game: GameDef) -> CardAbstraction:
 
 
 def default_card_abstraction(game: GameDef, name: str | None = None) -> CardAbstraction:
-    """``lossless`` for small decks, ``rank`` for 52-card hold'em, unless ``name`` says otherwise."""
+    """``lossless`` when it fits (at most 2M buckets a round), else ``rank`` for 52-card hold'em."""
     if name is None:
-        name = "lossless" if game.deck_size <= 16 else "rank"
+        if max(lossless(game).num_buckets) <= 2_000_000:
+            name = "lossless"
+        elif game.deck_size == 52 and game.num_hole_cards == 2:
+            name = "rank"
+        else:
+            raise ValueError(
+                f"no default card abstraction for {game.name or 'this game'}: lossless needs "
+                f"{max(lossless(game).num_buckets):,} buckets a round; name one with --abstraction"
+            )
     if name == "lossless":
         ab = lossless(game)
         if max(ab.num_buckets) > 50_000_000:
