@@ -1,4 +1,4 @@
-"""The ``mccfr`` command line: train, resume, status, eval, export.
+"""The ``mccfr`` command line: train, resume, status, eval, export, matrix.
 
 Commands (``mccfr COMMAND --help`` for every flag)::
 
@@ -8,8 +8,11 @@ Commands (``mccfr COMMAND --help`` for every flag)::
                  [--report-every SECONDS] [--regret-dtype float32|int32] [--json]
     mccfr resume RUN_DIR [--iterations N | --time SECONDS] [same run-control flags] [--json]
     mccfr status RUN_DIR [--verify] [--json]
-    mccfr eval   RUN_DIR --exploitability [--json]
+    mccfr eval   [RUN_DIR | --game G] [--exploitability] [--player SPEC] [--vs SPEC --hands N]
+                 [--seed S] [--json]
     mccfr export RUN_DIR --out FILE.parquet [--json]
+    mccfr matrix FILE.csv [--iterations N] [--positive-only] [--fixed-row P,..] [--fixed-column P,..]
+                 [--json]
 
 Training is single-process for now (:class:`blueprint.trainer.Trainer`); Ray comes with the
 distributed job driver. A run directory holds (see DESIGN.md, "Files")::
@@ -36,8 +39,10 @@ run's total), ``iterations_run`` (this command), ``seconds`` (cumulative trainin
 out the first chunk, which compiles the kernels), ``exploitability`` (chips, when computed),
 ``stopped`` (``iterations``, ``time``, ``target`` or ``signal``), ``run_dir``, ``checkpoint``.
 status: the same summary keys from the metrics plus ``checkpoints`` (``iteration``, ``complete``,
-``bytes``, ``problem``, ``path``). eval: ``exploitability``, ``unit``, ``br_values``. export:
-``rows``, ``out``.
+``bytes``, ``problem``, ``path``). eval: ``exploitability``, ``unit``, ``br_values``; a match
+(``--vs``): ``mean``, ``ci95``, ``hands``, ``unit`` (chips/hand, or mbb/game with a big blind),
+``win_rate`` and, for small games, ``exact`` (see :mod:`blueprint.match`). export: ``rows``,
+``out``. matrix: ``row``, ``column``, ``value``, ``exploitability``, ``iterations``.
 
 Budgets: ``--time`` counts from the end of the first iteration (numba compiles or loads its kernels
 there); ``--iterations`` of resume are N *more* iterations. Ctrl-C or SIGTERM stops at the next
@@ -999,14 +1004,49 @@ def status(run_dir, verify, as_json):
 
 
 @cli.command(name="eval")
-@click.argument("run_dir")
+@click.argument("run_dir", required=False)
 @click.option("--exploitability", "exploitability", is_flag=True, help="Exact exploitability (small games).")
+@click.option("--game", "game_name", default=None,
+              help="Game of a match without RUN_DIR: a preset (kuhn, leduc, hulhe, hunl, ...) or a .game file.")
+@click.option("--player", "player_spec", default=None, metavar="SPEC",
+              help="Player A: RUN_DIR, always-call, always-raise, random, kuhn-fixed, kuhn-greedy "
+                   "(default: the RUN_DIR argument).")
+@click.option("--vs", "vs_spec", default=None, metavar="SPEC", help="Player B: play a duplicate match against it.")
+@click.option("--hands", type=click.IntRange(min=2), default=10_000, show_default=True,
+              help="Hands of the match (whole duplicate pairs: each deal twice, seats swapped).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the deals and the players.")
 @_json_opt
-def eval_(run_dir, exploitability, as_json):
-    """Evaluate a run's blueprint (exact exploitability; matches and LBR come later)."""
-    if not exploitability:
-        raise click.UsageError("nothing to evaluate: give --exploitability")
-    path = _run_dir_arg(run_dir)
+def eval_(run_dir, exploitability, game_name, player_spec, vs_spec, hands, seed, as_json):
+    """Evaluate a run's blueprint (exact exploitability) or play a duplicate match.
+
+    \b
+    mccfr eval RUN_DIR --exploitability
+    mccfr eval --game kuhn --player kuhn-fixed --vs random --hands 20000
+    mccfr eval RUN_DIR --vs always-call --hands 20000     (the run's blueprint as player A)
+
+    A match reports player A's mean result (chips/hand; mbb/game in games with a big blind) with
+    a 95% interval over the duplicate pairs, its win rate (hands won), and for small games the
+    exact expected value computed from the game tree.
+    """
+    if not exploitability and vs_spec is None:
+        if player_spec is not None or game_name is not None:
+            raise click.UsageError("a match needs --vs SPEC (the opponent)")
+        raise click.UsageError("nothing to evaluate: give --exploitability or --vs SPEC")
+    if exploitability and run_dir is None:
+        raise click.UsageError("--exploitability needs RUN_DIR")
+    path = _run_dir_arg(run_dir) if run_dir is not None else None
+    result: dict[str, Any] = {}
+    if exploitability:
+        result.update(_eval_exploitability(path))
+    if vs_spec is not None:
+        if result:  # both: the match's unit takes "unit"; keep exploitability's beside it
+            result["exploitability_unit"] = result["unit"]
+        result.update(_eval_match(path, game_name, player_spec, vs_spec, hands, seed))
+    if as_json:
+        click.echo(json.dumps(result))
+
+
+def _eval_exploitability(path: Path) -> dict[str, Any]:
     from blueprint.trainer import Trainer
 
     with _user_input():
@@ -1033,8 +1073,69 @@ def eval_(run_dir, exploitability, as_json):
         f"  best-response values: seat 0 {result['br_values'][0]:.6g}, seat 1 {result['br_values'][1]:.6g} "
         f"{unit}"
     )
-    if as_json:
-        click.echo(json.dumps(result))
+    return result
+
+
+def _eval_match(path: Path | None, game_name: str | None, player_spec: str | None, vs_spec: str,
+                hands: int, seed: int) -> dict[str, Any]:
+    """A duplicate match of --player (or RUN_DIR) against --vs; the JSON keys of DESIGN.md."""
+    if player_spec is None and path is None:
+        raise click.UsageError("a match needs player A: give --player SPEC or RUN_DIR")
+    if game_name is None and path is None:
+        raise click.UsageError("a match needs a game: give --game G or RUN_DIR")
+    from blueprint.match import exact_value, play_match
+    from blueprint.players import BlueprintPlayer, player_from_spec
+    from holdem.game import Game
+
+    def log(msg: str) -> None:
+        click.echo(f"warning: {msg}", err=True)
+
+    with _user_input():
+        run_player = None
+        if path is not None and (game_name is None or player_spec is None):
+            from blueprint.blueprint import Blueprint
+
+            run_player = BlueprintPlayer(Blueprint.load(path, log=log), name=path.name or str(path))
+        game = Game.load(game_name) if game_name is not None else run_player.bp.game
+        if run_player is not None and run_player.bp.gamedef.to_acpc() != game.gamedef.to_acpc():
+            raise CLIError(f"{path} was trained on {run_player.bp.gamedef.name or 'another game'}, "
+                           f"not {game.gamedef.name or game_name}")
+        a = run_player if player_spec is None else player_from_spec(player_spec, game, log=log)
+        b = player_from_spec(vs_spec, game, log=log)
+    show = sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        if show:
+            click.echo(f"\r  {done:,}/{total:,} hands", err=True, nl=False)
+
+    t0 = time.perf_counter()
+    res = play_match(game, a, b, hands, seed=seed, progress=progress)
+    if show:
+        click.echo("", err=True)
+    seconds = time.perf_counter() - t0
+    out = res.to_json()
+    scale = 1000.0 / res.big_blind if res.big_blind else 1.0  # chips -> the result's unit
+    try:
+        ex = exact_value(game, a, b, max_states=500_000)
+    except (ValueError, TypeError):
+        ex = None
+    if ex is not None:
+        out["exact"] = ex.chips_per_hand * scale
+        out["exact_seats"] = [v * scale for v in ex.seat_chips]
+    out["seconds"] = seconds
+    unit = res.unit
+    click.echo(
+        f"{a.name} vs {b.name} on {game.gamedef.name or game_name}: {res.mean:+.6g} +- {res.ci95:.3g} {unit} "
+        f"for {a.name} over {res.hands:,} hands ({res.pairs:,} duplicate pairs, seed {seed})"
+        + (f"; exact {out['exact']:+.6g}" if ex is not None else "")
+    )
+    for seat in (0, 1):
+        click.echo(
+            f"  {a.name} in seat {seat}: {res.seat_chips[seat] * scale:+.6g} +- {res.seat_ci95[seat] * scale:.3g} {unit}"
+            + (f" (exact {out['exact_seats'][seat]:+.6g})" if ex is not None else "")
+        )
+    click.echo(f"  {a.name} won {res.win_rate:.1%} of the hands" + (f", tied {res.tie_rate:.1%}" if res.tie_rate else ""))
+    return out
 
 
 @cli.command()
@@ -1062,6 +1163,59 @@ def export(run_dir, out, as_json):
     click.echo(f"wrote {rows:,} rows to {out}")
     if as_json:
         click.echo(json.dumps({"rows": rows, "out": str(out), "run_dir": str(path)}))
+
+
+def _probabilities(text: str | None, option: str) -> list[float] | None:
+    if text is None:
+        return None
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise CLIError(f"{option} {text!r}: expected comma-separated probabilities, e.g. 0.4,0.3,0.3") from None
+
+
+@cli.command()
+@click.argument("csv_file", metavar="FILE.csv")
+@click.option("--iterations", type=click.IntRange(min=1), default=100_000, show_default=True)
+@click.option("--positive-only", is_flag=True,
+              help="Add only the positive part of each instantaneous regret (a variant of some course notes).")
+@click.option("--fixed-row", default=None, metavar="P1,P2,...", help="Fix the row player's strategy (it does not learn).")
+@click.option("--fixed-column", default=None, metavar="P1,P2,...",
+              help="Fix the column player's strategy (it does not learn).")
+@_json_opt
+def matrix(csv_file, iterations, positive_only, fixed_row, fixed_column, as_json):
+    """Regret matching for both players of a zero-sum matrix game.
+
+    FILE.csv: no header, one line per row-player action, one number per column-player action,
+    the row player's payoff. Prints the average strategies, the value (row player's payoff) and
+    the exploitability (NashConv / 2) as they converge.
+    """
+    from blueprint.matrix import MatrixGameError, RegretMatching, load_csv, report_points
+
+    try:
+        game = load_csv(csv_file)
+        rm = RegretMatching(game, positive_only=positive_only, fixed_row=_probabilities(fixed_row, "--fixed-row"),
+                            fixed_column=_probabilities(fixed_column, "--fixed-column"))
+    except MatrixGameError as exc:
+        raise CLIError(str(exc)) from None
+    m, n = game.shape
+    click.echo(f"{csv_file}: {m} x {n} zero-sum game, regret matching"
+               + (" (positive-only regret updates)" if positive_only else ""))
+    def vec(p) -> str:
+        return "(" + ", ".join(f"{v:.4f}" for v in p) + ")"
+
+    click.echo(f"{'iteration':>12}  {'row':<{9 * m}}  {'column':<{9 * n}}  {'value':>10}  {'exploitability':>14}")
+
+    def report(r) -> None:
+        s = r.summary()
+        click.echo(f"{s['iterations']:>12,}  {vec(s['row']):<{9 * m}}  {vec(s['column']):<{9 * n}}  "
+                   f"{s['value']:>+10.6f}  {s['exploitability']:>14.6g}")
+
+    rm.run(iterations, callback=report, report_at=report_points(iterations))
+    if as_json:
+        out = rm.summary()
+        out["positive_only"] = positive_only
+        click.echo(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,270 @@
+"""Head-to-head matches with duplicate deals, and the exact expected value of a pairing.
+
+Duplicate play. A match of ``hands`` hands is ``pairs = ceil(hands / 2)`` duplicate pairs. For each
+pair one deal is drawn (every card of the hand: both hole hands and all boards, in the deal order
+of :mod:`holdem.state`); it is played twice with the *same cards per seat*, once with player A in
+seat 0 and once with A in seat 1. Each player thus holds both hands of the deal, which removes
+most of the card luck from the comparison.
+
+Randomness: ``SeedSequence(seed).spawn(3)`` gives three ``numpy.random.Generator`` streams, for the
+deals, for player A and for player B, so the deals do not depend on the players and the same seed
+replays the same match.
+
+Results are from player A's side. ``chips_per_hand`` is A's mean net chips per hand; its 95%
+confidence interval is ``1.96 * s / sqrt(pairs)`` with ``s`` the standard deviation of the
+per-pair means (the pairs are independent; the two hands of a pair are not). Games with a big
+blind (blinds that differ, as in hold'em) also report milli-big-blinds per game (``mbb/game``,
+``1000 * chips / big blind``); ante games such as Kuhn and Leduc report chips per hand. The win
+rate is the fraction of hands A won (net > 0); ties (split pots) are counted apart.
+
+Exact value (:func:`exact_value`): for games small enough, the expected chips of A per hand in each
+seat, computed from the game tree by enumerating every deal (one card at a time, uniformly among
+the cards left) and both players' action probabilities (players must have ``probs(state)``; see
+:mod:`blueprint.players`). Matches do not need it; tables print it beside the sampled figures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from blueprint.players import Player
+from holdem.betting import IllegalActionError
+from holdem.game import Game
+from holdem.state import CHANCE, TERMINAL, State
+
+Z95 = 1.959963984540054
+
+
+class MatchError(RuntimeError):
+    """A player broke the rules (an illegal or malformed action)."""
+
+
+def view_of(state: State, seat: int) -> State:
+    """``seat``'s view of a dealer state: its MATCHSTATE as a State (the opponent's cards hidden)."""
+    hole = (state.hole_cards[0], ()) if seat == 0 else ((), state.hole_cards[1])
+    return State(state.game, state.betting, hole, state.board_cards, state.hand_id, seat)
+
+
+def play_hand(
+    game: Game,
+    seats: Sequence[Player],
+    rngs: Sequence[np.random.Generator],
+    deal: Sequence[int],
+    hand_id: int = 0,
+) -> State:
+    """Play one hand: ``seats[s]`` sits in seat ``s``; ``deal`` lists the cards in deal order.
+
+    Returns the terminal state. Raises :class:`MatchError` naming the player of an illegal action.
+    """
+    g = game.gamedef
+    state = game.initial_state(hand_id=hand_id)
+    i = 0
+    while True:
+        who = state.current_player()
+        if who == TERMINAL:
+            return state
+        if who == CHANCE:
+            # everything due now in one call: both hole hands, or the boards up to this round
+            # (all remaining boards after an all-in, when the round is already the last)
+            if i == 0:
+                k = 2 * g.num_hole_cards
+            else:
+                k = max(1, g.board_cards_through(state.round) - len(state.board_cards))
+            state = state.deal([int(c) for c in deal[i : i + k]])
+            i += k
+            continue
+        view = view_of(state, who)
+        action = seats[who].act(view, rngs[who])
+        try:
+            state = state.apply(action)
+        except IllegalActionError as exc:
+            raise MatchError(f"player {seats[who].name!r} in seat {who} at {view}: {exc}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchResult:
+    """A duplicate match from player A's side (see the module docstring).
+
+    ``seat_chips``: A's mean chips per hand in seat 0 and in seat 1; ``seat_ci95`` their 95%
+    half-widths (over the pairs).
+    """
+
+    player: str
+    opponent: str
+    game: str
+    hands: int
+    pairs: int
+    chips_per_hand: float
+    ci95_chips: float
+    seat_chips: tuple[float, float]
+    seat_ci95: tuple[float, float]
+    win_rate: float
+    tie_rate: float
+    big_blind: int | None
+    seed: int
+
+    @property
+    def unit(self) -> str:
+        return "mbb/game" if self.big_blind else "chips/hand"
+
+    def _scale(self) -> float:
+        return 1000.0 / self.big_blind if self.big_blind else 1.0
+
+    @property
+    def mean(self) -> float:
+        """A's result in :attr:`unit`."""
+        return self.chips_per_hand * self._scale()
+
+    @property
+    def ci95(self) -> float:
+        """Half-width of the 95% confidence interval of :attr:`mean`."""
+        return self.ci95_chips * self._scale()
+
+    def to_json(self) -> dict:
+        """JSON-ready figures; ``mean``, ``ci95``, ``seat_means`` and ``seat_ci95`` in :attr:`unit`."""
+        k = self._scale()
+        return {
+            "player": self.player,
+            "opponent": self.opponent,
+            "game": self.game,
+            "mean": self.mean,
+            "ci95": self.ci95,
+            "hands": self.hands,
+            "unit": self.unit,
+            "win_rate": self.win_rate,
+            "tie_rate": self.tie_rate,
+            "seat_means": [v * k for v in self.seat_chips],
+            "seat_ci95": [v * k for v in self.seat_ci95],
+            "pairs": self.pairs,
+            "chips_per_hand": self.chips_per_hand,
+            "ci95_chips": self.ci95_chips,
+            "seed": self.seed,
+        }
+
+
+def _ci(x: np.ndarray) -> float:
+    return Z95 * float(x.std(ddof=1)) / math.sqrt(len(x)) if len(x) > 1 else math.inf
+
+
+def big_blind_of(game: Game) -> int | None:
+    """The big blind of a blinds game; None for ante games (equal blinds: Kuhn, Leduc)."""
+    b = game.gamedef.blind
+    return max(b) if b[0] != b[1] else None
+
+
+def play_match(
+    game: Game,
+    a: Player,
+    b: Player,
+    hands: int,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> MatchResult:
+    """Play ``hands`` hands (rounded up to whole duplicate pairs) of A against B.
+
+    ``progress(hands_done, hands_total)`` is called now and then.
+    """
+    if hands < 2:
+        raise ValueError(f"a duplicate match needs at least 2 hands, got {hands}")
+    pairs = (hands + 1) // 2
+    g = game.gamedef
+    deal_rng, rng_a, rng_b = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
+    net = np.zeros((pairs, 2))  # A's net chips with A in seat 0, in seat 1
+    every = max(1, pairs // 100)
+    for j in range(pairs):
+        deal = deal_rng.choice(g.deck_size, g.cards_per_deal, replace=False)
+        end = play_hand(game, (a, b), (rng_a, rng_b), deal, 2 * j)
+        net[j, 0] = end.payoffs()[0]
+        end = play_hand(game, (b, a), (rng_b, rng_a), deal, 2 * j + 1)
+        net[j, 1] = end.payoffs()[1]
+        if progress is not None and (j + 1) % every == 0:
+            progress(2 * (j + 1), 2 * pairs)
+    per_pair = net.mean(axis=1)
+    return MatchResult(
+        player=a.name,
+        opponent=b.name,
+        game=g.name,
+        hands=2 * pairs,
+        pairs=pairs,
+        chips_per_hand=float(per_pair.mean()),
+        ci95_chips=_ci(per_pair),
+        seat_chips=(float(net[:, 0].mean()), float(net[:, 1].mean())),
+        seat_ci95=(_ci(net[:, 0]), _ci(net[:, 1])),
+        win_rate=float((net > 0).mean()),
+        tie_rate=float((net == 0).mean()),
+        big_blind=big_blind_of(game),
+        seed=seed,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactValue:
+    """A's exact expected chips per hand in seat 0, in seat 1, and over a duplicate pair."""
+
+    seat_chips: tuple[float, float]
+
+    @property
+    def chips_per_hand(self) -> float:
+        return (self.seat_chips[0] + self.seat_chips[1]) / 2.0
+
+
+def exact_value(
+    game: Game, a: Player, b: Player, max_states: int = 2_000_000, max_deals: int = 100_000
+) -> ExactValue:
+    """A's exact expected value against B (see the module docstring).
+
+    Raises:
+        TypeError: a player has no ``probs(state)``.
+        ValueError: the game has more than ``max_deals`` ordered deals, or its tree under these
+            players more than ``max_states`` states: too large for an exact value.
+    """
+    for p in (a, b):
+        if not callable(getattr(p, "probs", None)):
+            raise TypeError(f"player {p.name!r} has no probs(state): its exact value is unknown")
+    g = game.gamedef
+    deals = math.perm(g.deck_size, g.cards_per_deal)
+    if deals > max_deals:
+        raise ValueError(f"{g.name or 'this game'} has {deals:,} deals: too large for an exact value")
+    count = [0]
+
+    def ev(state: State, seats: Sequence[Player]) -> float:
+        """Seat 0's expected payoff from ``state``."""
+        count[0] += 1
+        if count[0] > max_states:
+            raise ValueError(
+                f"{g.name or 'this game'} with these players has more than {max_states:,} states: "
+                "too large for an exact value"
+            )
+        who = state.current_player()
+        if who == TERMINAL:
+            return state.payoffs()[0]
+        if who == CHANCE:
+            used = set(state.hole_cards[0]) | set(state.hole_cards[1]) | set(state.board_cards)
+            left = [c for c in range(g.deck_size) if c not in used]
+            return sum(ev(state.deal([c]), seats) for c in left) / len(left)
+        total = 0.0
+        for act, p in seats[who].probs(view_of(state, who)).items():
+            if p > 0.0:
+                total += p * ev(state.apply(act), seats)
+        return total
+
+    root = game.initial_state()
+    v0 = ev(root, (a, b))
+    v1 = -ev(root, (b, a))
+    return ExactValue((v0, v1))
+
+
+__all__ = [
+    "ExactValue",
+    "MatchError",
+    "MatchResult",
+    "big_blind_of",
+    "exact_value",
+    "play_hand",
+    "play_match",
+    "view_of",
+]

@@ -1,0 +1,286 @@
+"""Players for head-to-head matches: the :class:`Player` protocol, baselines, the blueprint.
+
+A player sees the hand as its seat's view: a :class:`holdem.state.State` whose ``viewer`` is the
+seat (the opponent's hole cards hidden, exactly what the dealer's MATCHSTATE tells it), always at
+a decision of that seat. It answers with an ACPC action string that is legal there.
+
+* ``act(state, rng) -> str`` samples an action; every random choice comes from ``rng`` (a
+  ``numpy.random.Generator`` the match derives from ``SeedSequence.spawn``).
+* ``probs(state) -> {action: probability}`` (optional, :class:`ExactPlayer`): the whole
+  distribution, which makes a pairing's expected value computable exactly from the game tree
+  (:func:`blueprint.match.exact_value`). Every player here has it.
+
+Baselines (usable in any game unless said otherwise; the names are the ``SPEC`` of
+``mccfr eval --player SPEC --vs SPEC``):
+
+* ``random``: uniform over the legal kinds fold / call / raise; in no-limit a raise then picks its
+  raise-to uniformly among the legal amounts ``[min, max]`` (DESIGN.md's definition). In limit
+  games that is uniform over the legal actions.
+* ``always-call``: check or call.
+* ``always-raise``: bet or raise whenever legal (no-limit: the minimum raise), else call.
+* ``kuhn-fixed`` (Kuhn only): first to act: bet, or call, with the K; check then fold with the
+  J; check then call with the Q. Second to act: call or bet with the K; fold or check otherwise.
+* ``kuhn-greedy`` (Kuhn only): bet or call with probability 0.3 with the J, 0.6 with the Q,
+  always with the K; otherwise check or fold.
+* a run directory: :class:`BlueprintPlayer`, the run's average strategy.
+
+The subgame-solving player lives in ``subgame/`` and is handed to match play from above; this
+module imports nothing from ``subgame/`` or ``cluster/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+
+from holdem.state import State
+
+if TYPE_CHECKING:
+    from blueprint.blueprint import Blueprint
+    from holdem.game import Game
+
+SPEC_NAMES = ("always-call", "always-raise", "random", "kuhn-fixed", "kuhn-greedy")
+
+
+class PlayerSpecError(ValueError):
+    """A player SPEC that names no player, or a player that cannot play this game."""
+
+
+@runtime_checkable
+class Player(Protocol):
+    """Anything that can play a seat: a ``name`` and ``act(state, rng) -> ACPC action``."""
+
+    name: str
+
+    def act(self, state: State, rng: np.random.Generator) -> str: ...
+
+
+@runtime_checkable
+class ExactPlayer(Player, Protocol):
+    """A player whose action distribution is known exactly at every decision."""
+
+    def probs(self, state: State) -> dict[str, float]: ...
+
+
+def sample(dist: dict[str, float], rng: np.random.Generator) -> str:
+    """One action of ``dist`` (``{action: probability}``, summing to 1)."""
+    acts = list(dist)
+    if len(acts) == 1:
+        return acts[0]
+    u = rng.random()
+    acc = 0.0
+    for a in acts:
+        acc += dist[a]
+        if u < acc:
+            return a
+    return next(a for a in reversed(acts) if dist[a] > 0)
+
+
+class _DistPlayer:
+    """A player defined by its distribution: ``act`` samples ``probs``."""
+
+    name = "player"
+
+    def probs(self, state: State) -> dict[str, float]:
+        raise NotImplementedError
+
+    def act(self, state: State, rng: np.random.Generator) -> str:
+        return sample(self.probs(state), rng)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _raise_action(state: State, to: int) -> str:
+    return "r" if state.gamedef.is_limit else f"r{to}"
+
+
+class RandomPlayer(_DistPlayer):
+    """Uniform over fold / call / raise, then (no-limit) a uniform raise-to in the legal range."""
+
+    name = "random"
+
+    def act(self, state: State, rng: np.random.Generator) -> str:
+        kinds = self._kinds(state)
+        k = kinds[int(rng.integers(len(kinds)))]
+        if k != "r":
+            return k
+        lo, hi = state.betting.raise_range()
+        return _raise_action(state, int(rng.integers(lo, hi + 1)))
+
+    @staticmethod
+    def _kinds(state: State) -> list[str]:
+        out = ["f"] if state.betting.can_fold() else []
+        out.append("c")
+        if state.betting.raise_range() is not None:
+            out.append("r")
+        return out
+
+    def probs(self, state: State) -> dict[str, float]:
+        kinds = self._kinds(state)
+        p = 1.0 / len(kinds)
+        out = {k: p for k in kinds if k != "r"}
+        if "r" in kinds:
+            lo, hi = state.betting.raise_range()
+            if state.gamedef.is_limit:
+                out["r"] = p
+            else:
+                q = p / (hi - lo + 1)
+                out.update({f"r{to}": q for to in range(lo, hi + 1)})
+        return out
+
+
+class AlwaysCall(_DistPlayer):
+    name = "always-call"
+
+    def probs(self, state: State) -> dict[str, float]:
+        return {"c": 1.0}
+
+
+class AlwaysRaise(_DistPlayer):
+    """Bet or raise whenever legal (the minimum raise in no-limit), else check or call."""
+
+    name = "always-raise"
+
+    def probs(self, state: State) -> dict[str, float]:
+        rr = state.betting.raise_range()
+        return {"c": 1.0} if rr is None else {_raise_action(state, rr[0]): 1.0}
+
+
+# -- Kuhn --------------------------------------------------------------------------------------
+def _check_kuhn(game: Game, who: str) -> None:
+    g = game.gamedef
+    if not (g.num_rounds == 1 and g.num_hole_cards == 1 and g.total_board_cards == 0 and g.deck_size == 3):
+        raise PlayerSpecError(
+            f"{who} plays Kuhn poker (3 cards J Q K, one hole card, one round), not {g.name or 'this game'}"
+        )
+
+
+def _kuhn_card(state: State) -> int:
+    """0, 1, 2 for J, Q, K (Kuhn's cards ``2c 3c 4c``)."""
+    return state.hole_cards[state.viewer][0] // state.gamedef.num_suits
+
+
+def _aggressive(state: State) -> str:
+    """Bet when nobody has, call when facing a bet."""
+    rr = state.betting.raise_range()
+    if state.betting.can_fold() or rr is None:
+        return "c"
+    return _raise_action(state, rr[0])
+
+
+def _passive(state: State) -> str:
+    """Fold when facing a bet, else check."""
+    return "f" if state.betting.can_fold() else "c"
+
+
+class KuhnFixed(_DistPlayer):
+    """The textbook rule-based Kuhn player (see the module docstring)."""
+
+    name = "kuhn-fixed"
+
+    def __init__(self, game: Game):
+        _check_kuhn(game, self.name)
+
+    def probs(self, state: State) -> dict[str, float]:
+        card = _kuhn_card(state)
+        if card == 2:
+            act = _aggressive(state)
+        elif card == 0:
+            act = _passive(state)
+        else:
+            first = state.viewer == state.gamedef.first_player[0]
+            act = "c" if first else _passive(state)
+        return {act: 1.0}
+
+
+class KuhnGreedy(_DistPlayer):
+    """Bet or call with probability 0.3 (J), 0.6 (Q), 1 (K); otherwise check or fold."""
+
+    name = "kuhn-greedy"
+    P_AGGRESSIVE = (0.3, 0.6, 1.0)
+
+    def __init__(self, game: Game):
+        _check_kuhn(game, self.name)
+
+    def probs(self, state: State) -> dict[str, float]:
+        p = self.P_AGGRESSIVE[_kuhn_card(state)]
+        agg, pas = _aggressive(state), _passive(state)
+        if p >= 1.0 or agg == pas:
+            return {agg: 1.0}
+        return {agg: p, pas: 1.0 - p}
+
+
+# -- the blueprint -----------------------------------------------------------------------------
+class BlueprintPlayer:
+    """Plays a :class:`blueprint.blueprint.Blueprint`'s average strategy."""
+
+    def __init__(self, bp: Blueprint, name: str = "blueprint"):
+        self.bp = bp
+        self.name = name
+
+    def probs(self, state: State) -> dict[str, float]:
+        return self.bp.strategy(state)
+
+    def act(self, state: State, rng: np.random.Generator) -> str:
+        return sample(self.bp.strategy(state, rng), rng)
+
+    def __repr__(self) -> str:
+        return f"<BlueprintPlayer {self.name!r}>"
+
+
+def player_from_spec(spec: str, game: Game, log=None) -> Player:
+    """The player a ``SPEC`` names (DESIGN.md: RUN_DIR, RUN_DIR+solve:METHOD, always-call,
+    always-raise, random, kuhn-fixed, kuhn-greedy) for ``game``.
+
+    Raises:
+        PlayerSpecError: an unknown name, a missing run directory, a run of another game, a
+            Kuhn player in another game, or ``+solve:`` (subgame solving is not built yet).
+    """
+    if not isinstance(spec, str) or not spec:
+        raise PlayerSpecError(f"empty player spec; use a run directory or one of {', '.join(SPEC_NAMES)}")
+    simple = {"random": RandomPlayer, "always-call": AlwaysCall, "always-raise": AlwaysRaise}
+    if spec in simple:
+        return simple[spec]()
+    if spec == "kuhn-fixed":
+        return KuhnFixed(game)
+    if spec == "kuhn-greedy":
+        return KuhnGreedy(game)
+    run_dir, sep, method = spec.partition("+")
+    if sep:
+        if not method.startswith("solve:") or not method[len("solve:") :]:
+            raise PlayerSpecError(f"player spec {spec!r}: expected RUN_DIR+solve:METHOD")
+        raise PlayerSpecError(
+            f"player spec {spec!r}: subgame solving (+{method}) is not built yet; use the blueprint alone ({run_dir})"
+        )
+    path = Path(spec)
+    if not path.is_dir():
+        raise PlayerSpecError(
+            f"unknown player {spec!r}: not a run directory and not one of {', '.join(SPEC_NAMES)}"
+        )
+    from blueprint.blueprint import Blueprint
+
+    bp = Blueprint.load(path, log=log)
+    if bp.gamedef.to_acpc() != game.gamedef.to_acpc():
+        raise PlayerSpecError(
+            f"player {spec!r} was trained on {bp.gamedef.name or 'another game'}, not {game.gamedef.name or 'this game'}"
+        )
+    return BlueprintPlayer(bp, name=path.name or spec)
+
+
+__all__ = [
+    "SPEC_NAMES",
+    "AlwaysCall",
+    "AlwaysRaise",
+    "BlueprintPlayer",
+    "ExactPlayer",
+    "KuhnFixed",
+    "KuhnGreedy",
+    "Player",
+    "PlayerSpecError",
+    "RandomPlayer",
+    "player_from_spec",
+    "sample",
+]

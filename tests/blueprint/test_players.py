@@ -1,0 +1,262 @@
+"""Baseline players, the Player protocol, SPEC parsing, duplicate matches and exact values."""
+
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+
+from blueprint.blueprint import Blueprint
+from blueprint.evaluate import expected_value
+from blueprint.match import MatchError, exact_value, play_hand, play_match, view_of
+from blueprint.players import (
+    SPEC_NAMES,
+    BlueprintPlayer,
+    ExactPlayer,
+    KuhnFixed,
+    KuhnGreedy,
+    Player,
+    PlayerSpecError,
+    RandomPlayer,
+    player_from_spec,
+)
+from blueprint.trainer import make_trainer
+from holdem.game import Game
+
+KUHN = Game.load("kuhn")
+J, Q, K = "2c", "3c", "4c"
+
+
+def view(game, betting: str, seat: int, card: str):
+    """Seat ``seat``'s MATCHSTATE as a State."""
+    cards = f"{card}|" if seat == 0 else f"|{card}"
+    return game.state(f"MATCHSTATE:{seat}:0:{betting}:{cards}")
+
+
+@pytest.fixture(scope="module")
+def kuhn_cfr():
+    tr = make_trainer("kuhn", algo="cfr+")
+    tr.run(2000)
+    return tr
+
+
+# -- the players ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "betting, seat, card, action",
+    [
+        ("", 0, K, "r"),
+        ("", 0, Q, "c"),
+        ("", 0, J, "c"),  # first: bet K, check Q and J
+        ("cr", 0, K, "c"),
+        ("cr", 0, Q, "c"),
+        ("cr", 0, J, "f"),  # then call with Q, fold J
+        ("r", 1, K, "c"),
+        ("r", 1, Q, "f"),
+        ("r", 1, J, "f"),  # second: call with K only
+        ("c", 1, K, "r"),
+        ("c", 1, Q, "c"),
+        ("c", 1, J, "c"),  # bet K after a check
+    ],
+)
+def test_kuhn_fixed(betting, seat, card, action):
+    assert KuhnFixed(KUHN).probs(view(KUHN, betting, seat, card)) == {action: 1.0}
+
+
+@pytest.mark.parametrize("card, p", [(J, 0.3), (Q, 0.6), (K, 1.0)])
+def test_kuhn_greedy(card, p):
+    g = KuhnGreedy(KUHN)
+    for betting, seat, agg, pas in [
+        ("", 0, "r", "c"),
+        ("c", 1, "r", "c"),
+        ("r", 1, "c", "f"),
+        ("cr", 0, "c", "f"),
+    ]:
+        probs = g.probs(view(KUHN, betting, seat, card))
+        assert probs.get(agg) == pytest.approx(p)
+        assert probs.get(pas, 0.0) == pytest.approx(1 - p)
+
+
+def test_kuhn_players_refuse_other_games():
+    with pytest.raises(PlayerSpecError, match="Kuhn"):
+        player_from_spec("kuhn-fixed", Game.load("leduc"))
+    with pytest.raises(PlayerSpecError, match="Kuhn"):
+        KuhnGreedy(Game.load("hunl"))
+
+
+def test_random_limit_is_uniform_over_legal_actions():
+    r = RandomPlayer()
+    assert r.probs(view(KUHN, "", 0, J)) == {"c": 0.5, "r": 0.5}
+    assert r.probs(view(KUHN, "r", 1, J)) == {"f": 0.5, "c": 0.5}
+    leduc = Game.load("leduc")
+    s = leduc.state("MATCHSTATE:1:0:r:|4c")
+    assert r.probs(s) == pytest.approx({"f": 1 / 3, "c": 1 / 3, "r": 1 / 3})
+
+
+def test_random_no_limit_kinds_then_uniform_raise_to():
+    g = Game.load("hunl")
+    s = g.state("MATCHSTATE:0:0::AhKd|")
+    lo, hi = s.raise_range()
+    p = RandomPlayer().probs(s)
+    assert p["f"] == pytest.approx(1 / 3) and p["c"] == pytest.approx(1 / 3)
+    raises = {k: v for k, v in p.items() if k.startswith("r")}
+    assert len(raises) == hi - lo + 1
+    assert sum(raises.values()) == pytest.approx(1 / 3)
+    rng = np.random.default_rng(0)
+    acts = [RandomPlayer().act(s, rng) for _ in range(3000)]
+    tos = np.array([int(a[1:]) for a in acts if a.startswith("r")])
+    assert abs(len(tos) / 3000 - 1 / 3) < 0.04
+    assert tos.min() >= lo and tos.max() <= hi
+    assert abs(tos.mean() - (lo + hi) / 2) < 0.05 * (hi - lo)
+    for a in acts[:50]:
+        s.apply(a)  # every sampled action is legal
+
+
+def test_always_raise_and_call():
+    g = Game.load("hunl")
+    s = g.state("MATCHSTATE:0:0::AhKd|")
+    assert player_from_spec("always-raise", g).probs(s) == {f"r{s.raise_range()[0]}": 1.0}
+    assert player_from_spec("always-call", g).probs(s) == {"c": 1.0}
+    # a capped limit round: always-raise calls
+    assert player_from_spec("always-raise", KUHN).probs(view(KUHN, "r", 1, K)) == {"c": 1.0}
+
+
+def test_protocol():
+    for name in SPEC_NAMES:
+        p = player_from_spec(name, KUHN)
+        assert isinstance(p, Player) and isinstance(p, ExactPlayer)
+        assert p.name == name
+
+
+def test_view_hides_the_opponent():
+    s = KUHN.initial_state().deal("4c2c")
+    v = view_of(s, 1)
+    assert str(v) == "MATCHSTATE:1:0::|2c"
+    assert v.legal_actions() == s.legal_actions() == ["c", "r"]  # seat 0 to act, in either view
+    assert str(view_of(s, 0)) == "MATCHSTATE:0:0::4c|"
+
+
+# -- SPEC ----------------------------------------------------------------------------------------
+def test_spec_errors(tmp_path):
+    with pytest.raises(PlayerSpecError, match="not built yet"):
+        player_from_spec(f"{tmp_path}+solve:resolve", KUHN)
+    with pytest.raises(PlayerSpecError, match="RUN_DIR\\+solve:METHOD"):
+        player_from_spec(f"{tmp_path}+foo", KUHN)
+    with pytest.raises(PlayerSpecError, match="unknown player 'nobody'.*kuhn-fixed"):
+        player_from_spec("nobody", KUHN)
+    with pytest.raises(PlayerSpecError, match="empty"):
+        player_from_spec("", KUHN)
+
+
+def test_spec_run_dir(tmp_path, kuhn_cfr):
+    kuhn_cfr.save(tmp_path / "run")
+    p = player_from_spec(str(tmp_path / "run"), KUHN)
+    assert isinstance(p, BlueprintPlayer) and p.name == "run"
+    s = view(KUHN, "", 0, K)
+    assert sum(p.probs(s).values()) == pytest.approx(1.0)
+    with pytest.raises(PlayerSpecError, match="trained on kuhn, not leduc"):
+        player_from_spec(str(tmp_path / "run"), Game.load("leduc"))
+
+
+# -- exact values --------------------------------------------------------------------------------
+def _exact(a: str, b: str):
+    return exact_value(KUHN, player_from_spec(a, KUHN), player_from_spec(b, KUHN))
+
+
+def test_exact_values_worked_by_hand():
+    # fixed vs always-call: first seat: K bets and is called (+2), Q shows down even, J loses 1;
+    # second seat: the same after the caller checks. 1/3 in each seat.
+    assert _exact("kuhn-fixed", "always-call").seat_chips == pytest.approx((1 / 3, 1 / 3), abs=1e-15)
+    # always-raise vs random, first seat: random folds half the time (+1) and calls (+-2, even)
+    # -> 1/2; second seat: after a bet (1/2) it is the same; after a check (1/2) it bets and
+    # random folds or calls: -> 1/4 + 1/2 * (1/2 * 1 + 1/2 * 0) ... = 1/4 + 0 = 1/4
+    e = _exact("always-raise", "random")
+    assert e.seat_chips == pytest.approx((1 / 2, 1 / 4), abs=1e-15)
+    assert e.chips_per_hand == pytest.approx(3 / 8, abs=1e-15)
+    # greedy vs fixed and its mirror are exact negatives
+    a, b = _exact("kuhn-greedy", "kuhn-fixed"), _exact("kuhn-fixed", "kuhn-greedy")
+    assert a.chips_per_hand == pytest.approx(-b.chips_per_hand, abs=1e-15)
+    assert a.chips_per_hand == pytest.approx(float(F(-19, 240)), abs=1e-12)
+
+
+def test_exact_value_of_a_blueprint_matches_the_evaluator(kuhn_cfr):
+    bp = BlueprintPlayer(Blueprint(kuhn_cfr))
+    e = exact_value(KUHN, bp, bp)
+    v = expected_value(kuhn_cfr.tree, kuhn_cfr.cards, kuhn_cfr.row_offset, kuhn_cfr.average_strategy())
+    assert e.seat_chips[0] == pytest.approx(v, abs=1e-9)
+    assert e.seat_chips[0] == pytest.approx(-1 / 18, abs=2e-3)
+    assert e.chips_per_hand == pytest.approx(0.0, abs=1e-12)
+
+
+def test_exact_value_on_leduc_and_limits():
+    g = Game.load("leduc")
+    e = exact_value(g, RandomPlayer(), player_from_spec("always-call", g))
+    assert np.isfinite(e.chips_per_hand)
+    with pytest.raises(ValueError, match="too large"):
+        exact_value(g, RandomPlayer(), RandomPlayer(), max_states=1000)
+
+    class NoProbs:
+        name = "opaque"
+
+        def act(self, state, rng):
+            return "c"
+
+    with pytest.raises(TypeError, match="opaque"):
+        exact_value(KUHN, NoProbs(), RandomPlayer())
+
+
+# -- matches -------------------------------------------------------------------------------------
+def test_match_agrees_with_exact_value_within_its_interval():
+    for a, b in [("kuhn-greedy", "random"), ("always-raise", "kuhn-fixed")]:
+        pa, pb = player_from_spec(a, KUHN), player_from_spec(b, KUHN)
+        r = play_match(KUHN, pa, pb, 6000, seed=7)
+        e = exact_value(KUHN, pa, pb)
+        assert r.hands == 6000 and r.pairs == 3000 and r.unit == "chips/hand"
+        assert abs(r.mean - e.chips_per_hand) < r.ci95 * 1.5, (a, b, r.mean, r.ci95, e.chips_per_hand)
+        for s in (0, 1):
+            assert abs(r.seat_chips[s] - e.seat_chips[s]) < r.seat_ci95[s] * 1.5
+        assert 0 < r.win_rate < 1 and r.tie_rate == 0.0  # Kuhn has no split pots
+
+
+def test_duplicate_deals_cancel_card_luck():
+    # two deterministic copies of a player: every pair nets exactly zero
+    p = player_from_spec("kuhn-fixed", KUHN)
+    r = play_match(KUHN, p, player_from_spec("kuhn-fixed", KUHN), 400, seed=1)
+    assert r.mean == 0.0 and r.ci95 == 0.0 and r.win_rate == 0.5
+    assert r.seat_chips[0] == pytest.approx(-r.seat_chips[1])
+
+
+def test_match_is_seeded():
+    a, b = RandomPlayer(), player_from_spec("kuhn-greedy", KUHN)
+    r1, r2 = play_match(KUHN, a, b, 500, seed=3), play_match(KUHN, a, b, 500, seed=3)
+    r3 = play_match(KUHN, a, b, 500, seed=4)
+    assert r1 == r2 and r1 != r3
+    assert play_match(KUHN, a, b, 5, seed=0).hands == 6  # whole duplicate pairs
+
+
+def test_match_on_other_games_and_units():
+    for name, unit in [("leduc", "chips/hand"), ("hulhe", "mbb/game"), ("hunl", "mbb/game")]:
+        g = Game.load(name)
+        r = play_match(g, RandomPlayer(), player_from_spec("always-raise", g), 40, seed=0)
+        assert r.unit == unit and r.hands == 40
+        if unit == "mbb/game":
+            assert r.mean == pytest.approx(r.chips_per_hand * 1000 / g.gamedef.big_blind)
+        assert set(r.to_json()) >= {"mean", "ci95", "hands", "unit", "win_rate"}
+
+
+def test_blueprint_player_in_a_match(kuhn_cfr):
+    bp = BlueprintPlayer(Blueprint(kuhn_cfr), "cfr")
+    r = play_match(KUHN, bp, player_from_spec("always-call", KUHN), 2000, seed=0)
+    e = exact_value(KUHN, bp, player_from_spec("always-call", KUHN))
+    assert abs(r.mean - e.chips_per_hand) < 1.5 * r.ci95
+
+
+def test_illegal_action_names_the_player():
+    class Cheater:
+        name = "cheater"
+
+        def act(self, state, rng):
+            return "r"
+
+    with pytest.raises(MatchError, match="cheater.*seat 1"):
+        play_hand(
+            KUHN, (player_from_spec("always-raise", KUHN), Cheater()), (np.random.default_rng(0),) * 2, [0, 1]
+        )

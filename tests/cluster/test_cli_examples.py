@@ -1,0 +1,155 @@
+"""``mccfr matrix`` and ``mccfr eval --player/--vs``: the classic examples through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cluster.cli import cli
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def mccfr(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def ok(*args) -> tuple[dict, str]:
+    r = mccfr(*args)
+    assert r.exit_code == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    return json.loads(lines[-1]), r.stdout
+
+
+def error(*args) -> str:
+    r = mccfr(*args)
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "Traceback" not in r.stderr
+    return last
+
+
+# -- matrix ----------------------------------------------------------------------------------------
+def test_matrix_rps_variant_converges_with_progress():
+    out, text = ok("matrix", EXAMPLES / "rps_variant.csv", "--iterations", 200_000, "--json")
+    assert {"row", "column", "value", "exploitability"} <= set(out)
+    assert out["row"] == pytest.approx([1 / 5, 7 / 15, 1 / 3], abs=0.01)
+    assert out["column"] == pytest.approx([1 / 3, 7 / 15, 1 / 5], abs=0.01)
+    assert out["value"] == pytest.approx(2 / 15, abs=0.003)
+    assert out["exploitability"] < 0.005
+    progress = [ln for ln in text.splitlines() if ln.strip()[:1].isdigit()]
+    assert len(progress) >= 10  # 1, 2, 5, 10, ... 200,000
+    first, last = float(progress[0].split()[-1]), float(progress[-1].split()[-1])
+    assert last < first
+
+
+def test_matrix_rps_and_options():
+    out, _ = ok("matrix", EXAMPLES / "rps.csv", "--iterations", 1000, "--json")
+    assert out["row"] == pytest.approx([1 / 3] * 3) and out["value"] == pytest.approx(0.0)
+    out, _ = ok(
+        "matrix", EXAMPLES / "rps.csv", "--fixed-column", "0.4,0.3,0.3", "--iterations", 10_000, "--json"
+    )
+    assert out["row"][1] > 0.999 and out["value"] == pytest.approx(0.1, abs=1e-3)
+    out, _ = ok("matrix", EXAMPLES / "rps_variant.csv", "--positive-only", "--iterations", 100, "--json")
+    assert out["positive_only"] is True and out["iterations"] == 100
+
+
+def test_matrix_errors(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("0,1,2\n1,2\n")
+    msg = error("matrix", bad)
+    assert "row 2" in msg and "2 entries" in msg and str(bad) in msg
+    bad.write_text("0,1\n1,two\n")
+    msg = error("matrix", bad)
+    assert "row 2" in msg and "column 2" in msg and "'two'" in msg
+    bad.write_text("")
+    assert "empty" in error("matrix", bad)
+    assert "cannot read" in error("matrix", tmp_path / "missing.csv")
+    assert "--fixed-column" in error("matrix", EXAMPLES / "rps.csv", "--fixed-column", "a,b,c")
+    assert "3 probabilities" in error("matrix", EXAMPLES / "rps.csv", "--fixed-row", "0.5,0.5")
+
+
+# -- eval: matches -------------------------------------------------------------------------------
+def test_eval_kuhn_match_with_exact_value():
+    out, text = ok(
+        "eval",
+        "--game",
+        "kuhn",
+        "--player",
+        "kuhn-fixed",
+        "--vs",
+        "random",
+        "--hands",
+        3000,
+        "--seed",
+        2,
+        "--json",
+    )
+    assert {"mean", "ci95", "hands", "unit", "win_rate", "exact"} <= set(out)
+    assert out["hands"] == 3000 and out["unit"] == "chips/hand"
+    assert out["exact"] == pytest.approx(0.125, abs=1e-12)
+    assert abs(out["mean"] - out["exact"]) < 1.5 * out["ci95"]
+    assert out["exact_seats"] == pytest.approx([1 / 6, 1 / 12], abs=1e-12)
+    assert "kuhn-fixed vs random" in text and "exact +0.125" in text
+    again, _ = ok(
+        "eval",
+        "--game",
+        "kuhn",
+        "--player",
+        "kuhn-fixed",
+        "--vs",
+        "random",
+        "--hands",
+        3000,
+        "--seed",
+        2,
+        "--json",
+    )
+    assert again["mean"] == out["mean"]  # seeded
+
+
+def test_eval_run_dir_as_player(tmp_path):
+    from blueprint.trainer import make_trainer
+
+    run = tmp_path / "kuhn"
+    tr = make_trainer("kuhn", algo="cfr+")
+    tr.run(300)
+    tr.save(run)  # the run-directory format of `mccfr train` (tested in test_cli.py)
+    out, _ = ok("eval", run, "--vs", "kuhn-greedy", "--hands", 1000, "--json")
+    assert out["player"] == "kuhn" and out["opponent"] == "kuhn-greedy"
+    assert out["exact"] > 0  # the equilibrium beats the greedy player
+    both, _ = ok("eval", run, "--exploitability", "--vs", "always-call", "--hands", 200, "--json")
+    assert both["exploitability"] < 0.02 and "mean" in both and "exact" in both
+    assert both["exploitability_unit"] == "chips" and both["unit"] == "chips/hand"
+    out, _ = ok("eval", "--game", "kuhn", "--player", "random", "--vs", run, "--hands", 200, "--json")
+    assert out["opponent"] == "kuhn"
+    msg = error("eval", "--game", "leduc", "--player", "random", "--vs", run)
+    assert "trained on kuhn, not leduc" in msg
+    assert "not built yet" in error("eval", run, "--vs", f"{run}+solve:resolve", "--hands", 10)
+
+
+def test_eval_hold_em_match_in_mbb_without_exact():
+    out, _ = ok(
+        "eval", "--game", "hunl", "--player", "random", "--vs", "always-call", "--hands", 20, "--json"
+    )
+    assert out["unit"] == "mbb/game" and "exact" not in out and out["hands"] == 20
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["eval"], "nothing to evaluate"),
+        (["eval", "--game", "kuhn", "--player", "random"], "needs --vs"),
+        (["eval", "--player", "random", "--vs", "random"], "needs a game"),
+        (["eval", "--game", "kuhn", "--vs", "random"], "needs player A"),
+        (["eval", "--game", "kuhn", "--player", "nobody", "--vs", "random"], "unknown player 'nobody'"),
+        (["eval", "--game", "leduc", "--player", "kuhn-fixed", "--vs", "random"], "plays Kuhn poker"),
+        (["eval", "--game", "nosuchgame", "--player", "random", "--vs", "random"], "unknown game"),
+        (["eval", "--game", "kuhn", "--player", "random", "--vs", "random", "--hands", "1"], "--hands"),
+    ],
+)
+def test_eval_match_errors(args, message):
+    assert message in error(*args)
