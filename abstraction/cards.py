@@ -12,6 +12,10 @@ Kinds (``CardAbstraction.kind``):
   rank of the sorted hole cards among ``C(D, h)`` and ``board_r`` a mixed-radix index of each
   round's sorted board cards (radix ``C(D, n_k)`` per round ``k <= r``, ``B_r`` their product).
   Imperfect recall is impossible here: the bucket determines the whole card history.
+* ``TABLE`` (2): built tables (:mod:`abstraction.buckets`): the seat's hand in round ``r`` (hole
+  cards and the board so far as a set) is indexed by suit isomorphism
+  (:mod:`abstraction.isomorphism`) and its bucket read from the round's table. Recipes ``small``
+  and ``medium`` are built on first use and cached; a built directory can be named directly.
 * ``RANK`` (1): a deliberately simple bucketing for throughput work on full hold'em: preflop the
   169 suit-isomorphic starting hands (``13 * hi + lo`` suited, ``13 * lo + hi`` offsuit and pairs),
   later rounds the made-hand category of hole + board (9) times the higher hole-card rank (13).
@@ -28,27 +32,68 @@ from math import comb
 import numba
 import numpy as np
 
+from abstraction.isomorphism import iso_index
 from holdem.evaluator import hand_category, rank_hand
 from holdem.gamedef import GameDef
 
-LOSSLESS, RANK = 0, 1
+LOSSLESS, RANK, TABLE = 0, 1, 2
 
 _BINOM = np.array([[comb(n, k) for k in range(8)] for n in range(53)], dtype=np.int64)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class CardAbstraction:
-    """Buckets per round for one game. ``num_buckets`` is int64 ``[numRounds]``."""
+    """Buckets per round for one game. ``num_buckets`` is int64 ``[numRounds]``.
+
+    ``TABLE`` abstractions also carry ``iso`` (the isomorphism tables, int64), ``table`` (every
+    round's bucket per hand class, uint16, concatenated) and ``offsets`` (int64 ``[numRounds]``,
+    where each round's part starts); ``source_hash`` is the content hash of the built file.
+    """
 
     name: str
     kind: int
     num_buckets: tuple[int, ...]
+    iso: np.ndarray | None = None
+    table: np.ndarray | None = None
+    offsets: np.ndarray | None = None
+    source_hash: str = ""
 
     def content_hash(self) -> str:
-        return hashlib.blake2b(repr((self.name, self.kind, self.num_buckets)).encode(), digest_size=8).hexdigest()
+        key = (self.kind, self.num_buckets, self.source_hash) if self.kind == TABLE else (self.name, self.kind, self.num_buckets)
+        return hashlib.blake2b(repr(key).encode(), digest_size=8).hexdigest()
 
     def buckets_array(self) -> np.ndarray:
         return np.array(self.num_buckets, dtype=np.int64)
+
+    def kernel_args(self) -> tuple:
+        """``(kind, iso, table, offsets)`` for :func:`deal_buckets` (placeholders when unused)."""
+        if self.kind == TABLE:
+            return self.kind, self.iso, self.table, self.offsets
+        n = len(self.num_buckets)
+        return self.kind, np.zeros(1, np.int64), np.zeros(1, np.uint16), np.zeros(n, np.int64)
+
+
+def from_file(game: GameDef, path, name: str | None = None) -> CardAbstraction:
+    """A built abstraction (``abstraction.bin`` or its directory) for ``game``."""
+    from abstraction.buckets import AbstractionError, card_structure, read_abstraction
+    from abstraction.isomorphism import HandIndexer
+
+    header, tables = read_abstraction(path)
+    if header["cards"] != card_structure(game):
+        raise AbstractionError(
+            f"{path}: built for another deal ({header['cards']}), not {game.name or 'this game'}'s "
+            f"({card_structure(game)})"
+        )
+    offsets = np.cumsum([0] + [len(t) for t in tables[:-1]]).astype(np.int64)
+    return CardAbstraction(
+        name=name or str(path),
+        kind=TABLE,
+        num_buckets=tuple(int(b) for b in header["buckets"]),
+        iso=HandIndexer.for_game(game).tables,
+        table=np.concatenate(tables).astype(np.uint16),
+        offsets=offsets,
+        source_hash=header["hash"],
+    )
 
 
 def lossless(game: GameDef) -> CardAbstraction:
@@ -67,26 +112,45 @@ def rank_buckets(game: GameDef) -> CardAbstraction:
     return CardAbstraction("rank", RANK, tuple([169] + [9 * 13] * (game.num_rounds - 1)))
 
 
-def default_card_abstraction(game: GameDef, name: str | None = None) -> CardAbstraction:
-    """``lossless`` when it fits (at most 2M buckets a round), else ``rank`` for 52-card hold'em."""
+def default_card_abstraction(game: GameDef, name: str | None = None, progress: bool = True,
+                             log=print) -> CardAbstraction:
+    """The card abstraction ``name`` for ``game``.
+
+    ``None``: ``lossless`` when it fits (at most 2M buckets a round), else the ``small`` recipe
+    for 52-card hold'em. Names: ``lossless``, ``rank``, a recipe (``small``, ``medium``: built on
+    first use and cached), or the path of a built abstraction.
+    """
+    from abstraction.buckets import RECIPES, AbstractionError, ensure_recipe
+
     if name is None:
         if max(lossless(game).num_buckets) <= 2_000_000:
             name = "lossless"
         elif game.deck_size == 52 and game.num_hole_cards == 2:
-            name = "rank"
+            name = "small"
         else:
-            raise ValueError(
+            raise AbstractionError(
                 f"no default card abstraction for {game.name or 'this game'}: lossless needs "
-                f"{max(lossless(game).num_buckets):,} buckets a round; name one with --abstraction"
+                f"{max(lossless(game).num_buckets):,} buckets a round; build one with "
+                "'mccfr abstraction build' and name it with --abstraction"
             )
     if name == "lossless":
         ab = lossless(game)
         if max(ab.num_buckets) > 50_000_000:
-            raise ValueError(f"lossless buckets for {game.name or 'this game'} need {max(ab.num_buckets):,} rows per node")
+            raise AbstractionError(
+                f"lossless buckets for {game.name or 'this game'} need {max(ab.num_buckets):,} rows per node"
+            )
         return ab
     if name == "rank":
         return rank_buckets(game)
-    raise ValueError(f"unknown card abstraction {name!r} (this version has 'lossless' and 'rank')")
+    if name in RECIPES:
+        return from_file(game, ensure_recipe(game, name, progress=progress, log=log), name=name)
+    from pathlib import Path
+
+    if Path(name).exists():
+        return from_file(game, name)
+    raise AbstractionError(
+        f"unknown card abstraction {name!r}: lossless, rank, a recipe ({', '.join(RECIPES)}) or a built directory"
+    )
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -111,10 +175,12 @@ def scratch_size(num_hole: int, total_board: int) -> int:
 
 
 @numba.njit(cache=True, error_model="numpy")
-def deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, out, work):
+def deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, out, work,
+                 iso, table, offsets):
     """Fill ``out[seat, round]`` (int64 ``[2, numRounds]``) and return the showdown winner.
 
-    ``work`` is an int64 scratch buffer of :func:`scratch_size` entries (no allocation here).
+    ``work`` is an int64 scratch buffer of :func:`scratch_size` entries (no allocation here);
+    ``iso``, ``table``, ``offsets`` are :meth:`CardAbstraction.kernel_args` (read for ``TABLE``).
     """
     num_rounds = board_per_round.shape[0]
     total_board = 0
@@ -145,6 +211,9 @@ def deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, nu
                 radix *= _BINOM[deck_size, n]
                 pos += n
                 out[p, r] = hole * radix + idx
+        elif kind == TABLE:
+            for r in range(num_rounds):
+                out[p, r] = table[offsets[r] + iso_index(iso, work, r)]
         else:  # RANK
             c0 = deal[p * num_hole]
             c1 = deal[p * num_hole + 1]

@@ -45,8 +45,9 @@ def hand_bucket(cards, game, hole: tuple[int, ...], board: tuple[int, ...], roun
     deal[2 * h : 2 * h + len(board)] = board
     out = np.zeros((2, game.num_rounds), np.int64)
     work = np.empty(2 * len(deal) + 2, np.int64)
-    deal_buckets(cards.kind, deal, h, np.array(game.num_board_cards, np.int64), game.deck_size,
-                 game.num_suits, game.num_ranks, out, work)
+    kind, iso, table, offsets = cards.kernel_args()
+    deal_buckets(kind, deal, h, np.array(game.num_board_cards, np.int64), game.deck_size,
+                 game.num_suits, game.num_ranks, out, work, iso, table, offsets)
     return int(out[0, round_])
 
 

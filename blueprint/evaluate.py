@@ -33,7 +33,8 @@ MAX_WORK = 2e8  # hands x board sequences x decision nodes: beyond this an exact
 
 
 @numba.njit(cache=True)
-def _hand_buckets(kind, hands, board, round_, num_hole, board_per_round, deck_size, num_suits, num_ranks):
+def _hand_buckets(kind, hands, board, round_, num_hole, board_per_round, deck_size, num_suits, num_ranks,
+                  iso, table, offsets):
     """Bucket in ``round_`` of every hand (rows of ``hands``) given the visible ``board``."""
     num_rounds = board_per_round.shape[0]
     total = 0
@@ -49,7 +50,8 @@ def _hand_buckets(kind, hands, board, round_, num_hole, board_per_round, deck_si
             deal[num_hole + j] = hands[i, j]
         for j in range(board.shape[0]):
             deal[2 * num_hole + j] = board[j]
-        deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, out, work)
+        deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, out, work,
+                     iso, table, offsets)
         res[i] = out[0, round_]
     return res
 
@@ -111,9 +113,10 @@ class _Evaluator:
         b = self._bucket_cache.get(key)
         if b is None:
             g = self.g
+            kind, iso, table, offsets = self.cards.kernel_args()
             b = _hand_buckets(
-                self.cards.kind, self.hands, np.array(board, np.int64), r, g.num_hole_cards, self.bpr,
-                g.deck_size, g.num_suits, g.num_ranks,
+                kind, self.hands, np.array(board, np.int64), r, g.num_hole_cards, self.bpr,
+                g.deck_size, g.num_suits, g.num_ranks, iso, table, offsets,
             )
             self._bucket_cache[key] = b
         return b
@@ -205,16 +208,31 @@ class _Evaluator:
         return total / pairs
 
 
+class BestResponse:
+    """Exact best response for one tree and card abstraction; reuse it for many strategies (the
+    card buckets and showdown matrices of every board are computed once)."""
+
+    def __init__(self, tree: BettingTree, cards: CardAbstraction, row_offset: np.ndarray):
+        self._ev = _Evaluator(tree, cards, row_offset, None)
+
+    def exploitability(self, probs: np.ndarray) -> tuple[float, list[float]]:
+        self._ev.probs = probs
+        brv = [self._ev.value(0, True), self._ev.value(1, True)]
+        return (brv[0] + brv[1]) / 2.0, brv
+
+    def expected_value(self, probs: np.ndarray) -> float:
+        self._ev.probs = probs
+        return self._ev.value(0, False)
+
+
 def exploitability(tree: BettingTree, cards: CardAbstraction, row_offset: np.ndarray, probs: np.ndarray) -> tuple[float, list[float]]:
     """``(exploitability, [BR value of seat 0, BR value of seat 1])`` in chips.
 
     ``probs`` is the strategy per table entry (see :func:`blueprint.tables.normalize_blocks`).
     """
-    ev = _Evaluator(tree, cards, row_offset, probs)
-    brv = [ev.value(0, True), ev.value(1, True)]
-    return (brv[0] + brv[1]) / 2.0, brv
+    return BestResponse(tree, cards, row_offset).exploitability(probs)
 
 
 def expected_value(tree: BettingTree, cards: CardAbstraction, row_offset: np.ndarray, probs: np.ndarray) -> float:
     """Expected chips of seat 0 when both seats follow ``probs``."""
-    return _Evaluator(tree, cards, row_offset, probs).value(0, False)
+    return BestResponse(tree, cards, row_offset).expected_value(probs)

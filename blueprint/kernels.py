@@ -190,7 +190,7 @@ def sample_deal(rng, perm, deck_size, deal):
 @numba.njit(cache=True, error_model="numpy")
 def es_iterations(
     n_iters, t0, kind, player, rnd, spent, nact, cstart, echild, row_off, max_depth, maxa,
-    card_kind, num_hole, board_per_round, deck_size, num_suits, num_ranks,
+    card_kind, num_hole, board_per_round, deck_size, num_suits, num_ranks, iso, table, offsets,
     regret, strat, rng, opts,
 ):
     """Run ``n_iters`` external-sampling iterations starting at iteration ``t0`` (0-based).
@@ -233,7 +233,8 @@ def es_iterations(
         for trav in range(2):
             sample_deal(rng, perm, deck_size, deal)
             winner = deal_buckets(
-                card_kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, buckets, work
+                card_kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, buckets, work,
+                iso, table, offsets,
             )
             prune_now = False
             if prune_prob > 0.0 and t >= prune_start:
@@ -303,7 +304,7 @@ def _full_traverse(
 @numba.njit
 def cfr_full_iteration(
     t, kind, player, rnd, spent, nact, cstart, echild, row_off, max_depth, maxa,
-    card_kind, num_hole, board_per_round, deck_size, num_suits, num_ranks,
+    card_kind, num_hole, board_per_round, deck_size, num_suits, num_ranks, iso, table, offsets,
     deals, regret, strat, delta, plus,
 ):
     """One CFR iteration (alternating updates) over all ``deals`` (int64 [D, cards], equally likely).
@@ -325,7 +326,8 @@ def cfr_full_iteration(
         delta[:] = 0.0
         for d in range(nd):
             winner = deal_buckets(
-                card_kind, deals[d], num_hole, board_per_round, deck_size, num_suits, num_ranks, buckets, work
+                card_kind, deals[d], num_hole, board_per_round, deck_size, num_suits, num_ranks, buckets, work,
+                iso, table, offsets,
             )
             v = _full_traverse(
                 0, trav, kind, player, rnd, spent, nact, cstart, echild, row_off,

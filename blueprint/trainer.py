@@ -76,6 +76,8 @@ class Trainer:
         else:
             self.bets = load_bets(config.bets or "fcpa")
         self.tree: BettingTree = build_tree(self.game, self.bets)
+        if config.algo.full_traversal:
+            self._check_full_deals()  # before building any card abstraction
         self.cards: CardAbstraction = default_card_abstraction(self.game, config.cards)
         self.num_buckets = self.cards.buckets_array()
         self.row_offset, self.size = layout(self.tree, self.num_buckets)
@@ -94,8 +96,7 @@ class Trainer:
         self._bpr = np.array(self.game.num_board_cards, np.int64)
         self._deals = None
         self._delta = None
-        if algo.full_traversal:
-            self._full_deals()  # fail now, not at the first iteration, when the game is too big
+        self._best_response = None
         bets_text = self.bets.to_toml() if self.bets is not None else None
         self.config_dict = config.to_dict(self.game, bets_text)
         self.config_hash = config_hash(self.config_dict)
@@ -118,16 +119,18 @@ class Trainer:
             np.float64,
         )
 
+    def _check_full_deals(self) -> None:
+        count = perm(self.game.deck_size, self.game.cards_per_deal)
+        if count > MAX_FULL_DEALS:
+            raise AlgoError(
+                f"--algo {self.config.algo.name} enumerates every deal: {count:,} here is too many; "
+                "use a sampled algorithm (pluribus, dcfr, linear, vanilla)"
+            )
+
     def _full_deals(self) -> np.ndarray:
         if self._deals is None:
             g = self.game
             n = g.cards_per_deal
-            count = perm(g.deck_size, n)
-            if count > MAX_FULL_DEALS:
-                raise AlgoError(
-                    f"--algo {self.config.algo.name} enumerates every deal: {count:,} here is too many; "
-                    "use a sampled algorithm (pluribus, dcfr, linear, vanilla)"
-                )
             self._deals = np.array(list(itertools.permutations(range(g.deck_size), n)), np.int64)
             self._delta = np.zeros(self.size, np.float64)
         return self._deals
@@ -139,7 +142,8 @@ class Trainer:
 
     def _card_args(self):
         g = self.game
-        return (self.cards.kind, g.num_hole_cards, self._bpr, g.deck_size, g.num_suits, g.num_ranks)
+        kind, iso, table, offsets = self.cards.kernel_args()
+        return (kind, g.num_hole_cards, self._bpr, g.deck_size, g.num_suits, g.num_ranks, iso, table, offsets)
 
     def _step(self, n: int) -> None:
         a = self.config.algo
@@ -215,9 +219,12 @@ class Trainer:
         return normalize_blocks(self.tree, self.row_offset, self.num_buckets, self.regret)
 
     def exploitability(self) -> tuple[float, list[float]]:
-        from blueprint.evaluate import exploitability
+        """Exact exploitability of the average strategy (small games; ValueError otherwise)."""
+        if self._best_response is None:
+            from blueprint.evaluate import BestResponse
 
-        return exploitability(self.tree, self.cards, self.row_offset, self.average_strategy())
+            self._best_response = BestResponse(self.tree, self.cards, self.row_offset)
+        return self._best_response.exploitability(self.average_strategy())
 
     # -- checkpoints --------------------------------------------------------------------------
     def state_arrays(self) -> dict[str, np.ndarray]:

@@ -80,7 +80,10 @@ import click
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 
-DEFAULT_TIME_BUDGET = 30.0  # seconds, when neither --iterations nor --time is given
+DEFAULT_TIME_BUDGET = 30.0  # seconds, when neither --iterations nor --time is given (small games)
+DEFAULT_TIME_BUDGET_HOLDEM = 240.0  # the same for 52-card games
+DEFAULT_GAME = "hunl100"  # the main job: heads-up no-limit hold'em, 100 big blinds
+DEFAULT_NOLIMIT_BETS = "small"  # pot and all-in, at most two raises a round
 RUN_TOML = "run.toml"
 METRICS_JSONL = "metrics.jsonl"
 METRICS_PARQUET = "metrics.parquet"
@@ -638,11 +641,11 @@ def _quarantine_newer(run_dir: Path, iteration: int) -> None:
         click.echo(f"moved the unusable checkpoint {info.path} to {dest}", err=True)
 
 
-def _budget(iterations: int | None, seconds: float | None) -> tuple[int | None, float | None]:
+def _budget(iterations: int | None, seconds: float | None, big: bool = False) -> tuple[int | None, float | None]:
     if iterations is not None and seconds is not None:
         raise click.UsageError("give --iterations or --time, not both")
     if iterations is None and seconds is None:
-        seconds = DEFAULT_TIME_BUDGET
+        seconds = DEFAULT_TIME_BUDGET_HOLDEM if big else DEFAULT_TIME_BUDGET
     return iterations, seconds
 
 
@@ -690,10 +693,41 @@ def _finish(tr, result: dict[str, Any], as_json: bool, sess: _Session) -> None:
             f".strategy({json.dumps(ms)}))"
         ),
     ]
-    for line in lines:
+    table = _opening_range(tr)
+    for line in table + lines:
         click.echo(line)
     if as_json:
         click.echo(json.dumps(result))
+
+
+def _opening_range(tr) -> list[str]:
+    """For two-card 13-rank games: the first actor's raise frequency by starting hand (13 x 13,
+    suited above the diagonal), read back through ``Blueprint.strategy``."""
+    g = tr.game
+    if g.num_hole_cards != 2 or g.num_ranks != 13 or g.num_suits != 4:
+        return []
+    from blueprint.blueprint import Blueprint
+    from holdem.cards import RANK_CHARS
+
+    bp = Blueprint(tr)
+    seat = g.first_player[0]
+    rows = [f"opening range of seat {seat} (first to act): % of raises by hand; suited above the diagonal"]
+    rows.append("     " + "".join(f"{RANK_CHARS[r]:>4s}" for r in range(12, -1, -1)))
+    for i in range(12, -1, -1):
+        cells = []
+        for j in range(12, -1, -1):
+            if i == j:
+                hole = f"{RANK_CHARS[i]}c{RANK_CHARS[j]}d"
+            elif j < i:  # row rank higher: suited
+                hole = f"{RANK_CHARS[i]}c{RANK_CHARS[j]}c"
+            else:
+                hole = f"{RANK_CHARS[j]}c{RANK_CHARS[i]}d"
+            cards = hole + "|" if seat == 0 else "|" + hole
+            strat = bp.strategy(f"MATCHSTATE:{seat}:0::{cards}")
+            raise_p = sum(p for a, p in strat.items() if a.startswith("r"))
+            cells.append(f"{100 * raise_p:4.0f}")
+        rows.append(f"  {RANK_CHARS[i]}  " + "".join(cells))
+    return rows
 
 
 # -------------------------------------------------------------------------------------------------
@@ -711,8 +745,9 @@ _time_opt = click.option(
     "seconds",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
-    help=f"Train for about this many seconds (default {DEFAULT_TIME_BUDGET:g} when --iterations is not "
-    "given), counted after the first iteration (which compiles the kernels).",
+    help=f"Train for about this many seconds (default when --iterations is not given: "
+    f"{DEFAULT_TIME_BUDGET_HOLDEM:g} for 52-card games, {DEFAULT_TIME_BUDGET:g} for small ones), counted after "
+    "the first iteration (which compiles the kernels).",
 )
 _ckpt_opt = click.option(
     "--checkpoint-every",
@@ -757,19 +792,21 @@ _json_opt = click.option(
 @cli.command()
 @click.option(
     "--game",
-    default="leduc",
+    default=DEFAULT_GAME,
     show_default=True,
     help="A preset (kuhn, leduc, hulhe, hunl, hunl100, ...) or an ACPC .game file.",
 )
 @click.option(
     "--bets",
     default=None,
-    help="Bet abstraction for no-limit games: a name (fcpa, small, standard) or a TOML file [default: fcpa].",
+    help=f"Bet abstraction for no-limit games: a name (fcpa, small, standard) or a TOML file "
+    f"[default: {DEFAULT_NOLIMIT_BETS}].",
 )
 @click.option(
     "--abstraction",
     default=None,
-    help="Card abstraction name (lossless, rank) [default: lossless for small decks, else rank].",
+    help="Card abstraction: lossless, rank, a recipe (small, medium: built on first use and cached) or a "
+    "built directory [default: lossless for small decks, else small].",
 )
 @click.option(
     "--algo",
@@ -813,7 +850,6 @@ def train(
     as_json,
 ):
     """Train a blueprint into a new run directory."""
-    iterations, seconds = _budget(iterations, seconds)
     if seed < 0:
         raise click.BadParameter("must be >= 0", param_hint="--seed")
     if out is None:
@@ -834,11 +870,14 @@ def train(
                 f"or choose another --out"
             )
         gd = load_gamedef(game)
+        iterations, seconds = _budget(iterations, seconds, big=gd.deck_size > 16)
         if gd.is_limit and bets is not None:
             click.echo(
                 f"warning: --bets is ignored: {gd.name or game} is a limit game (its own bet abstraction)",
                 err=True,
             )
+        if not gd.is_limit and bets is None:
+            bets = DEFAULT_NOLIMIT_BETS
         tr = make_trainer(game, bets=bets, cards=abstraction, algo=algo, seed=seed, regret_dtype=regret_dtype)
     if tr.config.algo.full_traversal:
         from math import perm
@@ -894,12 +933,14 @@ def train(
 @_json_opt
 def resume(run_dir, iterations, seconds, checkpoint_every, keep, target, eval_every, report_every, as_json):
     """Continue a run from its newest complete checkpoint (N more iterations)."""
-    iterations, seconds = _budget(iterations, seconds)
+    if iterations is not None and seconds is not None:
+        raise click.UsageError("give --iterations or --time, not both")
     path = _run_dir_arg(run_dir)
     from blueprint.trainer import Trainer
 
     with _user_input():
         tr = Trainer.load(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
+    iterations, seconds = _budget(iterations, seconds, big=tr.game.deck_size > 16)
     click.echo(f"resuming {path} from the checkpoint at iteration {tr.iteration:,}", err=True)
     _quarantine_newer(path, tr.iteration)
     rows = _read_metrics(path)
@@ -1216,6 +1257,55 @@ def matrix(csv_file, iterations, positive_only, fixed_row, fixed_column, as_json
         out = rm.summary()
         out["positive_only"] = positive_only
         click.echo(json.dumps(out))
+
+
+@cli.group()
+def abstraction() -> None:
+    """Card abstractions: build hand-strength buckets (cached, reused by training)."""
+
+
+@abstraction.command(name="build")
+@click.option("--game", default=DEFAULT_GAME, show_default=True, help="A preset or an ACPC .game file.")
+@click.option("--abstraction", "recipe", default=None, help="A recipe name: small, medium.")
+@click.option("--buckets", default=None, help="Bucket counts per round, e.g. 169,50,50,50 (preflop 169 = lossless).")
+@click.option("--method", default="ehs2", show_default=True, help="Statistic to cut into percentile buckets: ehs, ehs2.")
+@click.option("--out", "out", default=None, help="Directory to build into [default: the cache, for a recipe].")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads [default: all cores].")
+@_json_opt
+def abstraction_build(game, recipe, buckets, method, out, threads, as_json):
+    """Build a card abstraction (resumes a partial build in the same directory)."""
+    if (recipe is None) == (buckets is None):
+        raise click.UsageError("give --abstraction NAME or --buckets B1,B2,... (one of them)")
+    t0 = time.perf_counter()
+    with _user_input():
+        from abstraction.buckets import RECIPES, AbstractionError, build_buckets, ensure_recipe, read_abstraction
+        from holdem.gamedef import load_gamedef
+
+        gd = load_gamedef(game)
+        if recipe is not None:
+            if recipe not in RECIPES:
+                raise AbstractionError(f"unknown abstraction recipe {recipe!r}: choose one of {', '.join(RECIPES)}")
+            if out is None:
+                path = ensure_recipe(gd, recipe, log=lambda m: click.echo(m, err=True))
+            else:
+                rec = RECIPES[recipe]
+                path = build_buckets(gd, rec.buckets, rec.method, out, threads=threads,
+                                     log=lambda m: click.echo(m, err=True))
+        else:
+            try:
+                counts = tuple(int(x) for x in buckets.split(","))
+            except ValueError:
+                raise AbstractionError(f"--buckets {buckets!r}: expected comma-separated integers") from None
+            if out is None:
+                raise click.UsageError("--buckets needs --out DIR")
+            path = build_buckets(gd, counts, method, out, threads=threads, log=lambda m: click.echo(m, err=True))
+        header, _ = read_abstraction(path)
+    res = {"path": str(path), "buckets": header["buckets"], "method": header["method"], "hash": header["hash"],
+           "seconds": time.perf_counter() - t0}
+    click.echo(f"abstraction: {path} ({header['method']} buckets {header['buckets']}, hash {header['hash']})")
+    click.echo(f"train with it: mccfr train --game {shlex.quote(game)} --abstraction {shlex.quote(str(Path(path).parent))}")
+    if as_json:
+        click.echo(json.dumps(res))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 _PACKAGES = ("holdem", "abstraction", "blueprint", "subgame")  # where numba kernels live
@@ -26,11 +27,25 @@ def _source_hash() -> str:
     return h.hexdigest()
 
 
+KEEP = 4  # cache directories of other source versions kept (the newest ones)
+
+
+def _prune(root: Path, current: Path) -> None:
+    try:
+        others = sorted((p for p in root.iterdir() if p.is_dir() and p != current), key=lambda p: p.stat().st_mtime)
+    except OSError:
+        return
+    for old in others[:-KEEP] if len(others) > KEEP else []:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def configure() -> None:
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
     base = Path(os.environ.get("MCCFR_CACHE", Path.home() / ".cache" / "mccfr"))
     path = base / "numba" / _source_hash()
+    if not path.exists():  # a new source version: drop caches of old versions beyond the newest few
+        _prune(base / "numba", path)
     os.environ["NUMBA_CACHE_DIR"] = str(path)
     try:
         import numba.core.config as cfg

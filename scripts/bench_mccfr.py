@@ -55,7 +55,8 @@ def ours_leduc(target: float, cache: str, algo: str) -> dict:
     env = dict(os.environ, MCCFR_CACHE=cache)
     env.pop("NUMBA_CACHE_DIR", None)
     cmd = [sys.executable, "-m", "cluster.cli", "train", "--game", "leduc", "--algo", algo,
-           "--target-exploitability", str(target), "--eval-every", "0.05", "--iterations", "50000000",
+           "--target-exploitability", str(target), "--eval-every", "0.1", "--report-every", "0.1",
+           "--iterations", "50000000",
            "--out", str(Path(out) / "run"), "--json"]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)

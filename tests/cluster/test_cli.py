@@ -70,7 +70,7 @@ def trained(tmp_path_factory):
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory, trained):
     run = tmp_path_factory.mktemp("cli") / "halves"
-    first = ok("train", "--iterations", HALF, "--seed", "3", "--out", run, "--json", "--eval-every", "0")
+    first = ok("train", "--game", "leduc", "--iterations", HALF, "--seed", "3", "--out", run, "--json", "--eval-every", "0")
     second = mccfr("resume", run, "--iterations", FULL - HALF, "--json")
     assert second.exit_code == 0, second.stderr
     return run, first, second
@@ -106,7 +106,7 @@ def test_train_writes_a_complete_run(trained):
 def test_train_prints_how_to_query_the_blueprint(trained):
     run, _ = trained
     # a fresh short run to see the human output (the fixture's stdout ends in JSON)
-    result = mccfr("train", "--iterations", "200", "--out", run.parent / "short")
+    result = mccfr("train", "--game", "leduc", "--iterations", "200", "--out", run.parent / "short")
     assert result.exit_code == 0, result.stderr
     text = result.stdout
     assert "mccfr eval" in text and "--exploitability" in text and "mccfr export" in text
@@ -176,6 +176,8 @@ def test_export(trained):
 def test_target_exploitability_stops_early(tmp_path):
     out = ok(
         "train",
+        "--game",
+        "leduc",
         "--iterations",
         "2000000",
         "--target-exploitability",
@@ -194,7 +196,7 @@ def test_target_exploitability_stops_early(tmp_path):
 
 def test_train_refuses_a_run_dir_with_checkpoints(trained):
     run, _ = trained
-    result = mccfr("train", "--iterations", "10", "--out", run)
+    result = mccfr("train", "--game", "leduc", "--iterations", "10", "--out", run)
     assert (
         result.exit_code == 2
         and "already has checkpoints" in result.stderr
@@ -269,6 +271,8 @@ def test_sigint_checkpoints_and_exits_cleanly(tmp_path):
             "-m",
             "cluster.cli",
             "train",
+            "--game",
+            "leduc",
             "--time",
             "120",
             "--out",

@@ -1,0 +1,657 @@
+"""Card buckets per round from expected hand strength, built once and cached.
+
+Hand strength (HS) on the last round is the probability of beating a uniformly random opponent
+hand (ties count half), with card removal. Earlier rounds use its moments over the cards still to
+come: E[HS] ("EHS") and E[HS^2] (which also rewards potential; Johanson et al. 2013). Every
+quantity is computed per suit-isomorphism class of (hole cards, board as a set) (see
+:mod:`abstraction.isomorphism`), so the tables are indexed by the class of a hand.
+
+How the last round is computed without an O(n^2) loop: for each class of final *boards* (one
+canonical board per class) every hole hand is ranked once, the hands are sorted by strength, and
+one pass over the strength groups counts, for each hand, the opponents below and tied with it
+minus those sharing one of its cards (inclusion-exclusion over at most two hole cards): O(n log n)
+per board. An earlier round's moments average the next round's over every way to deal that
+round's cards, by table lookup.
+
+Percentile buckets: a round's classes are sorted by the chosen statistic and cut into ``B`` buckets
+of equal *probability* (each class weighted by how many raw hands it stands for), so each bucket
+is equally likely to be dealt. A round whose bucket count equals its number of classes is lossless
+(hold'em preflop: 169).
+
+Files (``DIR/abstraction.bin``): magic ``MCCFRABS``, version, a msgpack header (the card
+structure: deck and cards per round; method, bucket counts, content hash) and per round the uint16 bucket of every class, lz4
+compressed; written atomically, and a partial build is never loaded as complete. Intermediate
+per-round statistics go to ``DIR/partial/`` so an interrupted build resumes with the rounds done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shutil
+import struct
+import time
+from itertools import combinations
+from math import comb
+from pathlib import Path
+from typing import Callable, Optional
+
+import numba
+import numpy as np
+
+from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex
+from holdem.evaluator import rank_hand
+from holdem.gamedef import GameDef
+
+MAGIC = b"MCCFRABS"
+VERSION = 1
+METHODS = ("ehs", "ehs2")
+HS_SCALE = 65535.0
+HIST_BINS = 1 << 16
+
+
+class AbstractionError(ValueError):
+    """A bad bucket request, or a corrupt, partial or foreign abstraction file."""
+
+
+# ---------------------------------------------------------------------------------------------
+# numba kernels
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _holes_of(rest, k):
+    """All k-card hands (k in 1, 2) from the cards in ``rest``: int64 [n, k]."""
+    m = rest.shape[0]
+    if k == 1:
+        out = np.empty((m, 1), np.int64)
+        for i in range(m):
+            out[i, 0] = rest[i]
+        return out
+    out = np.empty((m * (m - 1) // 2, 2), np.int64)
+    n = 0
+    for i in range(m):
+        for j in range(i + 1, m):
+            out[n, 0] = rest[i]
+            out[n, 1] = rest[j]
+            n += 1
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _board_hs(board, holes, num_suits, num_ranks, deck_size, hs, skip):
+    """HS of every hole hand (rows of ``holes``) on the final ``board``; rows with ``skip`` set
+    (sharing a card with the board) get -1. Card removal by inclusion-exclusion."""
+    n = holes.shape[0]
+    k = holes.shape[1]
+    nb = board.shape[0]
+    work = np.empty(k + nb, np.int64)
+    for j in range(nb):
+        work[k + j] = board[j]
+    strength = np.empty(n, np.int64)
+    live = 0
+    for i in range(n):
+        if skip[i]:
+            strength[i] = -1
+            continue
+        live += 1
+        for j in range(k):
+            work[j] = holes[i, j]
+        strength[i] = rank_hand(work, k + nb, num_suits, num_ranks)
+    order = np.argsort(strength)
+    low_card = np.zeros(deck_size, np.int64)
+    tie_card = np.zeros(deck_size, np.int64)
+    low_total = 0
+    remaining = deck_size - nb - k  # cards an opponent can draw from, given ours
+    opp_total = remaining if k == 1 else remaining * (remaining - 1) // 2
+    i = 0
+    while i < n:
+        h = order[i]
+        if skip[h]:
+            hs[h] = -1.0
+            i += 1
+            continue
+        s = strength[h]
+        j = i
+        while j < n and strength[order[j]] == s:
+            j += 1
+        tie_total = j - i
+        for q in range(i, j):
+            for c in range(k):
+                tie_card[holes[order[q], c]] += 1
+        for q in range(i, j):
+            g = order[q]
+            if k == 1:
+                lower = low_total - low_card[holes[g, 0]]
+                ties = tie_total - tie_card[holes[g, 0]]
+            else:
+                a = holes[g, 0]
+                b = holes[g, 1]
+                lower = low_total - low_card[a] - low_card[b]
+                ties = tie_total - tie_card[a] - tie_card[b] + 1
+            hs[g] = (lower + 0.5 * ties) / opp_total
+        for q in range(i, j):
+            for c in range(k):
+                tie_card[holes[order[q], c]] -= 1
+                low_card[holes[order[q], c]] += 1
+        low_total += tie_total
+        i = j
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _rest_of(board, nb, deck):
+    used = np.zeros(deck, np.bool_)
+    for j in range(nb):
+        used[board[j]] = True
+    rest = np.empty(deck - nb, np.int64)
+    m = 0
+    for c in range(deck):
+        if not used[c]:
+            rest[m] = c
+            m += 1
+    return rest
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _final_round_chunk(t_board, t_hand, round_, nb, lo, hi, board_w, hole_k, num_suits, num_ranks, out_hs, hist):
+    """Canonical final boards ``lo..hi``: the HS of every hand class (uint16, x 65535) into
+    ``out_hs`` and the class weights into the histogram ``hist`` of quantized HS."""
+    deck = num_suits * num_ranks
+    board = np.zeros(max(nb, 1), np.int64)
+    hand = np.empty(hole_k + nb, np.int64)
+    for bidx in range(lo, hi):
+        if nb > 0:
+            iso_unindex(t_board, bidx, 0, board)
+        b = board[:nb]
+        holes = _holes_of(_rest_of(b, nb, deck), hole_k)
+        n = holes.shape[0]
+        skip = np.zeros(n, np.bool_)
+        hs = np.empty(n, np.float64)
+        _board_hs(b, holes, num_suits, num_ranks, deck, hs, skip)
+        for j in range(nb):
+            hand[hole_k + j] = b[j]
+        w = board_w[bidx]
+        for i in range(n):
+            for j in range(hole_k):
+                hand[j] = holes[i, j]
+            cls = iso_index(t_hand, hand, round_)
+            q = min(int(hs[i] * HS_SCALE + 0.5), 65535)
+            out_hs[cls] = q
+            hist[q] += w
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _earlier_round_chunk(t_board, t_hand, round_, next_round, nb, new_k, lo, hi, board_w, hole_k, num_suits,
+                         num_ranks, next_m1, next_m2, next_is_final, out_m1, out_m2, hist1, hist2,
+                         hole_lo, hole_hi):
+    """Canonical boards ``lo..hi`` of ``round_``: E[HS] and E[HS^2] of every hand class from the
+    next round's tables, averaged over every way to deal the next round's ``new_k`` cards.
+    Only the hole hands ``hole_lo..hole_hi`` of each board (so one board can be split)."""
+    deck = num_suits * num_ranks
+    board = np.zeros(max(nb, 1), np.int64)
+    hand = np.empty(hole_k + nb + new_k, np.int64)
+    idx = np.zeros(max(new_k, 1), np.int64)
+    for bidx in range(lo, hi):
+        if nb > 0:
+            iso_unindex(t_board, bidx, 0, board)
+        b = board[:nb]
+        rest = _rest_of(b, nb, deck)
+        holes = _holes_of(rest, hole_k)
+        avail = np.empty(rest.shape[0], np.int64)
+        for j in range(nb):
+            hand[hole_k + j] = b[j]
+        w = board_w[bidx]
+        for i in range(max(hole_lo, 0), min(hole_hi, holes.shape[0])):
+            for j in range(hole_k):
+                hand[j] = holes[i, j]
+            na = 0
+            for c in range(rest.shape[0]):
+                x = rest[c]
+                clash = False
+                for j in range(hole_k):
+                    if holes[i, j] == x:
+                        clash = True
+                if not clash:
+                    avail[na] = x
+                    na += 1
+            s1 = 0.0
+            s2 = 0.0
+            cnt = 0
+            for j in range(new_k):
+                idx[j] = j
+            while True:
+                for j in range(new_k):
+                    hand[hole_k + nb + j] = avail[idx[j]]
+                cls = iso_index(t_hand, hand, next_round)
+                if next_is_final:
+                    v = next_m1[cls] / HS_SCALE
+                    s1 += v
+                    s2 += v * v
+                else:
+                    s1 += next_m1[cls]
+                    s2 += next_m2[cls]
+                cnt += 1
+                p = new_k - 1
+                while p >= 0 and idx[p] == na - new_k + p:
+                    p -= 1
+                if p < 0:
+                    break
+                idx[p] += 1
+                for j in range(p + 1, new_k):
+                    idx[j] = idx[j - 1] + 1
+            cls = iso_index(t_hand, hand, round_)
+            e1 = s1 / cnt
+            e2 = s2 / cnt
+            out_m1[cls] = e1
+            out_m2[cls] = e2
+            hist1[min(int(e1 * HS_SCALE + 0.5), 65535)] += w
+            hist2[min(int(e2 * HS_SCALE + 0.5), 65535)] += w
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _penultimate_chunk(t_board, t_hand, round_, nb, new_k, lo, hi, board_w, hole_k, num_suits, num_ranks,
+                       out_m1, out_m2, hist1, hist2):
+    """Like :func:`_earlier_round_chunk` for the round before the last, computed directly: for
+    each way to complete the board, every hand's HS comes from one sorted pass (no lookups)."""
+    deck = num_suits * num_ranks
+    board = np.zeros(max(nb, 1), np.int64)
+    full = np.empty(nb + new_k, np.int64)
+    hand = np.empty(hole_k + nb, np.int64)
+    idx = np.zeros(max(new_k, 1), np.int64)
+    for bidx in range(lo, hi):
+        if nb > 0:
+            iso_unindex(t_board, bidx, 0, board)
+        for j in range(nb):
+            full[j] = board[j]
+            hand[hole_k + j] = board[j]
+        rest = _rest_of(board, nb, deck)
+        holes = _holes_of(rest, hole_k)
+        n = holes.shape[0]
+        s1 = np.zeros(n, np.float64)
+        s2 = np.zeros(n, np.float64)
+        cnt = np.zeros(n, np.int64)
+        hs = np.empty(n, np.float64)
+        skip = np.zeros(n, np.bool_)
+        na = rest.shape[0]
+        for j in range(new_k):
+            idx[j] = j
+        while True:
+            for j in range(new_k):
+                full[nb + j] = rest[idx[j]]
+            for i in range(n):
+                clash = False
+                for a in range(hole_k):
+                    for j in range(new_k):
+                        if holes[i, a] == full[nb + j]:
+                            clash = True
+                skip[i] = clash
+            _board_hs(full, holes, num_suits, num_ranks, deck, hs, skip)
+            for i in range(n):
+                if not skip[i]:
+                    s1[i] += hs[i]
+                    s2[i] += hs[i] * hs[i]
+                    cnt[i] += 1
+            p = new_k - 1
+            while p >= 0 and idx[p] == na - new_k + p:
+                p -= 1
+            if p < 0:
+                break
+            idx[p] += 1
+            for j in range(p + 1, new_k):
+                idx[j] = idx[j - 1] + 1
+        w = board_w[bidx]
+        for i in range(n):
+            for j in range(hole_k):
+                hand[j] = holes[i, j]
+            cls = iso_index(t_hand, hand, round_)
+            e1 = s1[i] / cnt[i]
+            e2 = s2[i] / cnt[i]
+            out_m1[cls] = e1
+            out_m2[cls] = e2
+            hist1[min(int(e1 * HS_SCALE + 0.5), 65535)] += w
+            hist2[min(int(e2 * HS_SCALE + 0.5), 65535)] += w
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _assign_buckets(values, scale, thresholds, out):
+    """``out[i]`` = number of thresholds <= quantized value (``values * scale`` rounded)."""
+    for i in range(values.shape[0]):
+        q = int(values[i] * scale + 0.5)
+        lo = 0
+        hi = thresholds.shape[0]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if thresholds[mid] <= q:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = lo
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _board_weights(t_board, deck, nb, size):
+    """Raw boards per board class: enumerate every ``nb``-card board (nb <= 5)."""
+    w = np.zeros(size, np.float64)
+    idx = np.arange(nb)
+    cards = np.empty(nb, np.int64)
+    if nb == 0:
+        w[0] = 1.0
+        return w
+    while True:
+        for j in range(nb):
+            cards[j] = idx[j]
+        w[iso_index(t_board, cards, 0)] += 1.0
+        p = nb - 1
+        while p >= 0 and idx[p] == deck - nb + p:
+            p -= 1
+        if p < 0:
+            break
+        idx[p] += 1
+        for j in range(p + 1, nb):
+            idx[j] = idx[j - 1] + 1
+    return w
+
+
+# ---------------------------------------------------------------------------------------------
+# building
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """Bucket counts per round and the statistic they cut (``ehs``: E[HS]; ``ehs2``: E[HS^2])."""
+
+    method: str
+    buckets: tuple[int, ...]
+
+
+# Preflop is lossless (169 classes) in every recipe. ``small`` is the main job's: cheap to build on
+# two cores. ``medium``/``large`` use the same statistic with more buckets until the
+# distribution- and potential-aware builders land (see the card-abstraction issue).
+RECIPES = {
+    "small": Recipe("ehs2", (169, 50, 50, 50)),
+    "medium": Recipe("ehs2", (169, 200, 200, 200)),
+}
+
+
+def _percentile_thresholds(hist: np.ndarray, n_buckets: int) -> np.ndarray:
+    """Quantized values at which the cumulative weight crosses k / n_buckets, k = 1..n-1."""
+    cum = np.cumsum(hist)
+    total = cum[-1]
+    if total <= 0:
+        raise AbstractionError("empty histogram: no hand was counted")
+    targets = total * np.arange(1, n_buckets) / n_buckets
+    # the first bin whose cumulative weight exceeds the target starts the next bucket
+    th = np.searchsorted(cum, targets, side="right").astype(np.int64)
+    return np.minimum(th, HIST_BINS - 1)
+
+
+def _run_chunks(fn, n_items: int, threads: int, desc: str, progress: bool, log: Optional[Callable] = None):
+    """Run ``fn(lo, hi)`` over ``0..n_items`` in chunks on ``threads`` threads (the kernels
+    release the GIL) with a progress bar and an ETA."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    n_chunks = max(1, min(n_items, threads * 64))
+    bounds = np.linspace(0, n_items, n_chunks + 1).astype(np.int64)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=n_items, desc=desc, unit="boards", dynamic_ncols=True, leave=True)
+    results = []
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        futs = [pool.submit(fn, int(bounds[i]), int(bounds[i + 1])) for i in range(n_chunks)]
+        for f, i in zip(futs, range(n_chunks)):
+            results.append(f.result())
+            if bar is not None:
+                bar.update(int(bounds[i + 1] - bounds[i]))
+    if bar is not None:
+        bar.close()
+    return results
+
+
+def _save_npz_atomic(path: Path, **arrays) -> None:
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, **arrays)
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def validate_request(game: GameDef, buckets: tuple[int, ...], method: str) -> HandIndexer:
+    if method not in METHODS:
+        raise AbstractionError(f"unknown bucketing method {method!r}: this version has {', '.join(METHODS)}")
+    if game.num_hole_cards not in (1, 2):
+        raise AbstractionError(f"hand-strength buckets support 1 or 2 hole cards, the game has {game.num_hole_cards}")
+    if game.total_board_cards == 0:
+        raise AbstractionError("the game has no board cards: use the lossless abstraction")
+    if len(buckets) != game.num_rounds:
+        raise AbstractionError(f"need {game.num_rounds} bucket counts (one per round), got {len(buckets)}: {list(buckets)}")
+    indexer = HandIndexer.for_game(game)
+    for r, b in enumerate(buckets):
+        if not isinstance(b, (int, np.integer)) or b < 1:
+            raise AbstractionError(f"round {r + 1}: bucket count must be a positive integer, got {b!r}")
+        if b > min(indexer.size(r), 65535):
+            raise AbstractionError(
+                f"round {r + 1}: {b} buckets but the round has only {indexer.size(r):,} hand classes"
+                if b > indexer.size(r) else f"round {r + 1}: at most 65,535 buckets, got {b}"
+            )
+    return indexer
+
+
+def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir, progress: bool = True,
+                  threads: Optional[int] = None, log: Callable[[str], None] = print,
+                  direct_penultimate: bool = True, keep_stats: bool = False) -> Path:
+    """Build the abstraction into ``out_dir/abstraction.bin`` (resuming a partial build there).
+
+    ``direct_penultimate``: compute the round before the last by direct evaluation (faster on
+    hold'em's turn) rather than by lookups into the last round's table; both give the same values.
+    ``keep_stats``: keep the per-class statistics in ``out_dir/stats/round<r>.npz``.
+    """
+    buckets = tuple(int(b) for b in buckets)
+    indexer = validate_request(game, buckets, method)
+    out_dir = Path(out_dir)
+    partial = out_dir / "partial"
+    partial.mkdir(parents=True, exist_ok=True)
+    threads = threads or os.cpu_count() or 1
+    S, N, deck, k = game.num_suits, game.num_ranks, game.deck_size, game.num_hole_cards
+    t_hand = indexer.tables
+    R = game.num_rounds
+    T = [game.board_cards_through(r) for r in range(R)]
+    t_start = time.perf_counter()
+
+    def board_indexer(nb):
+        if nb == 0:
+            return np.zeros(8, np.int64), 1, np.ones(1, np.float64)
+        bi = HandIndexer(S, N, (nb,))
+        return bi.tables, bi.size(0), _board_weights(bi.tables, deck, nb, bi.size(0))
+
+    stats: dict[int, dict[str, np.ndarray]] = {}
+    # the last round: hand strength
+    rf = R - 1
+    f_final = partial / f"round{rf}.npz"
+    if f_final.exists():
+        stats[rf] = dict(np.load(f_final))
+        log(f"round {rf + 1}: reusing {f_final}")
+    else:
+        tb, nboards, bw = board_indexer(T[rf])
+        hs = np.zeros(indexer.size(rf), np.uint16)
+
+        def work(lo, hi):
+            hist = np.zeros(HIST_BINS, np.float64)
+            _final_round_chunk(tb, t_hand, rf, T[rf], lo, hi, bw, k, S, N, hs, hist)
+            return hist
+
+        hists = _run_chunks(work, nboards, threads, f"round {rf + 1} hand strength", progress)
+        hist = np.sum(hists, axis=0)
+        stats[rf] = {"hs": hs, "hist1": hist, "hist2": hist}
+        _save_npz_atomic(f_final, **stats[rf])
+    # earlier rounds: moments over the next round, down to the first round that is not lossless
+    first_lossy = next((r for r in range(R) if buckets[r] != indexer.size(r)), rf)
+    for r in range(rf - 1, first_lossy - 1, -1):
+        if T[r] == T[r + 1]:
+            stats[r] = stats[r + 1]
+            continue
+        fr = partial / f"round{r}.npz"
+        if fr.exists():
+            stats[r] = dict(np.load(fr))
+            log(f"round {r + 1}: reusing {fr}")
+            continue
+        tb, nboards, bw = board_indexer(T[r])
+        m1 = np.zeros(indexer.size(r), np.float32)
+        m2 = np.zeros(indexer.size(r), np.float32)
+        nxt = stats[r + 1]
+        final_next = "hs" in nxt
+        n1 = nxt["hs"] if final_next else nxt["m1"]
+        n2 = nxt["hs"] if final_next else nxt["m2"]
+        new_k = T[r + 1] - T[r]
+
+        direct = final_next and direct_penultimate
+
+        def work(lo, hi, r=r, tb=tb, bw=bw, n1=n1, n2=n2, final_next=final_next, new_k=new_k, m1=m1, m2=m2,
+                 direct=direct):
+            h1 = np.zeros(HIST_BINS, np.float64)
+            h2 = np.zeros(HIST_BINS, np.float64)
+            if direct:
+                _penultimate_chunk(tb, t_hand, r, T[r], new_k, lo, hi, bw, k, S, N, m1, m2, h1, h2)
+            elif nboards == 1:  # one board (no board yet): split its hole hands instead
+                _earlier_round_chunk(tb, t_hand, r, r + 1, T[r], new_k, 0, 1, bw, k, S, N, n1, n2, final_next,
+                                     m1, m2, h1, h2, lo, hi)
+            else:
+                _earlier_round_chunk(tb, t_hand, r, r + 1, T[r], new_k, lo, hi, bw, k, S, N, n1, n2, final_next,
+                                     m1, m2, h1, h2, 0, 1 << 40)
+            return h1, h2
+
+        n_items = comb(deck, k) if (nboards == 1 and not direct) else nboards
+        res = _run_chunks(work, n_items, threads, f"round {r + 1} E[HS], E[HS^2]", progress)
+        stats[r] = {"m1": m1, "m2": m2, "hist1": np.sum([a for a, _ in res], axis=0),
+                    "hist2": np.sum([b for _, b in res], axis=0)}
+        _save_npz_atomic(fr, **stats[r])
+    # buckets
+    tables = []
+    for r in range(R):
+        size = indexer.size(r)
+        if buckets[r] == size:
+            tables.append(np.arange(size, dtype=np.uint16))
+            continue
+        st = stats[r]
+        if "hs" in st:  # already quantized
+            values, scale, hist = st["hs"], 1.0, st["hist1"]
+        elif method == "ehs":
+            values, scale, hist = st["m1"], HS_SCALE, st["hist1"]
+        else:
+            values, scale, hist = st["m2"], HS_SCALE, st["hist2"]
+        th = _percentile_thresholds(hist, buckets[r])
+        out = np.zeros(size, np.uint16)
+        _assign_buckets(values, scale, th, out)
+        tables.append(out)
+    path = write_abstraction(out_dir, game, method, buckets, [indexer.size(r) for r in range(R)], tables)
+    if keep_stats:  # the per-class statistics, for inspection and tests
+        shutil.rmtree(out_dir / "stats", ignore_errors=True)
+        os.replace(partial, out_dir / "stats")
+    else:  # they are only needed to resume a build
+        shutil.rmtree(partial, ignore_errors=True)
+    log(f"built {method} buckets {list(buckets)} for {game.name or 'the game'} in "
+        f"{time.perf_counter() - t_start:.1f} s: {path}")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# the file
+
+
+def card_structure(game: GameDef) -> str:
+    """What buckets depend on: the deck and how cards are dealt (not blinds, stacks or betting)."""
+    return (f"suits={game.num_suits} ranks={game.num_ranks} hole={game.num_hole_cards} "
+            f"board={','.join(map(str, game.num_board_cards))}")
+
+
+def _content_hash(cards_text: str, method: str, buckets, tables) -> str:
+    h = hashlib.blake2b(digest_size=8)
+    h.update(cards_text.encode())
+    h.update(method.encode())
+    h.update(repr(tuple(buckets)).encode())
+    for t in tables:
+        h.update(np.ascontiguousarray(t).tobytes())
+    return h.hexdigest()
+
+
+def write_abstraction(out_dir, game: GameDef, method: str, buckets, sizes, tables) -> Path:
+    import lz4.frame
+    import msgpack
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = card_structure(game)
+    chash = _content_hash(text, method, buckets, tables)
+    header = {"version": VERSION, "cards": text, "method": method, "buckets": list(buckets),
+              "sizes": [int(s) for s in sizes], "hash": chash}
+    body = msgpack.packb({"header": header, "tables": [t.astype("<u2").tobytes() for t in tables]})
+    data = MAGIC + struct.pack("<I", VERSION) + lz4.frame.compress(body)
+    path = out_dir / "abstraction.bin"
+    tmp = out_dir / "abstraction.bin.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def read_abstraction(path) -> tuple[dict, list[np.ndarray]]:
+    """``(header, tables)``; raises :class:`AbstractionError` on anything partial, corrupt or foreign."""
+    import lz4.frame
+    import msgpack
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / "abstraction.bin"
+    if not path.exists():
+        raise AbstractionError(f"{path}: no abstraction file (a build that did not finish leaves none)")
+    data = path.read_bytes()
+    if data[:8] != MAGIC:
+        raise AbstractionError(f"{path}: not an mccfr abstraction file (bad magic)")
+    (version,) = struct.unpack("<I", data[8:12])
+    if version != VERSION:
+        raise AbstractionError(f"{path}: format version {version}, this mccfr reads {VERSION}")
+    try:
+        obj = msgpack.unpackb(lz4.frame.decompress(data[12:]))
+        header = obj["header"]
+        tables = [np.frombuffer(b, "<u2").astype(np.uint16) for b in obj["tables"]]
+        header["cards"], header["method"], header["buckets"], header["sizes"], header["hash"]
+    except Exception as exc:  # noqa: BLE001 - any decoding failure means a corrupt file
+        raise AbstractionError(f"{path}: corrupt abstraction file ({type(exc).__name__}: {exc})") from None
+    if [len(t) for t in tables] != header["sizes"]:
+        raise AbstractionError(f"{path}: table sizes {[len(t) for t in tables]} do not match the header {header['sizes']}")
+    if _content_hash(header["cards"], header["method"], header["buckets"], tables) != header["hash"]:
+        raise AbstractionError(f"{path}: content hash mismatch (the file is corrupt)")
+    for r, (t, b) in enumerate(zip(tables, header["buckets"])):
+        if len(t) and int(t.max()) >= b:
+            raise AbstractionError(f"{path}: round {r + 1} has bucket {int(t.max())} >= its count {b}")
+    return header, tables
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("MCCFR_CACHE", Path.home() / ".cache" / "mccfr"))
+
+
+def recipe_dir(game: GameDef, name: str) -> Path:
+    rec = RECIPES[name]
+    key = hashlib.blake2b(f"{card_structure(game)}|{rec.method}|{rec.buckets}|v{VERSION}".encode(),
+                          digest_size=8).hexdigest()
+    return cache_root() / "abstractions" / f"{name}-{key}"
+
+
+def ensure_recipe(game: GameDef, name: str, progress: bool = True, log: Callable[[str], None] = print) -> Path:
+    """The cached build of recipe ``name`` for ``game``, building it on first use."""
+    if name not in RECIPES:
+        raise AbstractionError(f"unknown abstraction recipe {name!r}: choose one of {', '.join(RECIPES)}")
+    rec = RECIPES[name]
+    d = recipe_dir(game, name)
+    f = d / "abstraction.bin"
+    if f.exists():
+        return f
+    buckets = rec.buckets
+    if game.num_hole_cards != 2 or game.deck_size != 52:
+        raise AbstractionError(f"recipe {name!r} is for 52-card hold'em; use --buckets for other games")
+    log(f"building the {name!r} card abstraction for {game.name or 'the game'} (cached in {d})")
+    return build_buckets(game, buckets, rec.method, d, progress=progress, log=log)
