@@ -32,8 +32,8 @@ from math import comb
 import numba
 import numpy as np
 
-from abstraction.isomorphism import iso_index
-from holdem.evaluator import hand_category, rank_hand
+from abstraction.isomorphism import iso_index_masks
+from holdem.evaluator import card_bit, hand_category, rank_hand
 from holdem.gamedef import GameDef
 
 LOSSLESS, RANK, TABLE = 0, 1, 2
@@ -46,8 +46,10 @@ class CardAbstraction:
     """Buckets per round for one game. ``num_buckets`` is int64 ``[numRounds]``.
 
     ``TABLE`` abstractions also carry ``iso`` (the isomorphism tables, int64), ``table`` (every
-    round's bucket per hand class, uint16, concatenated) and ``offsets`` (int64 ``[numRounds]``,
-    where each round's part starts); ``source_hash`` is the content hash of the built file.
+    round's bucket per hand class, uint16, concatenated, then a ``[D * D]`` preflop lookup by the
+    two hole cards for two-card games) and ``offsets`` (int64 ``[numRounds + 1]``: where each
+    round's part starts, then where the preflop lookup starts, -1 if there is none);
+    ``source_hash`` is the content hash of the built file.
     """
 
     name: str
@@ -70,7 +72,7 @@ class CardAbstraction:
         if self.kind == TABLE:
             return self.kind, self.iso, self.table, self.offsets
         n = len(self.num_buckets)
-        return self.kind, np.zeros(1, np.int64), np.zeros(1, np.uint16), np.zeros(n, np.int64)
+        return self.kind, np.zeros(1, np.int64), np.zeros(1, np.uint16), np.full(n + 1, -1, np.int64)
 
 
 def from_file(game: GameDef, path, name: str | None = None) -> CardAbstraction:
@@ -84,14 +86,28 @@ def from_file(game: GameDef, path, name: str | None = None) -> CardAbstraction:
             f"{path}: built for another deal ({header['cards']}), not {game.name or 'this game'}'s "
             f"({card_structure(game)})"
         )
-    offsets = np.cumsum([0] + [len(t) for t in tables[:-1]]).astype(np.int64)
+    indexer = HandIndexer.for_game(game)
+    parts = list(tables)
+    offsets = list(np.cumsum([0] + [len(t) for t in tables]))  # R + 1 entries: the last is the total
+    if game.num_hole_cards == 2 and game.num_board_cards[0] == 0:
+        # preflop by the two hole cards directly: one read instead of an index computation
+        d = game.deck_size
+        pre = np.zeros(d * d, np.uint16)
+        a, b = np.triu_indices(d, 1)
+        hands = np.stack([a, b], axis=1).astype(np.int64)
+        cls = indexer.index_many(hands, 0)
+        pre[a * d + b] = tables[0][cls]
+        pre[b * d + a] = tables[0][cls]
+        parts.append(pre)
+    else:
+        offsets[-1] = -1
     return CardAbstraction(
         name=name or str(path),
         kind=TABLE,
         num_buckets=tuple(int(b) for b in header["buckets"]),
-        iso=HandIndexer.for_game(game).tables,
-        table=np.concatenate(tables).astype(np.uint16),
-        offsets=offsets,
+        iso=indexer.tables,
+        table=np.concatenate(parts).astype(np.uint16),
+        offsets=np.array(offsets, np.int64),
         source_hash=header["hash"],
     )
 
@@ -212,8 +228,22 @@ def deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, nu
                 pos += n
                 out[p, r] = hole * radix + idx
         elif kind == TABLE:
+            # the round's hand is (hole cards, board so far as a set), as packed rank masks
+            hole_m = np.int64(0)
+            for i in range(num_hole):
+                hole_m |= card_bit(work[i], num_suits)
+            board_m = np.int64(0)
+            pos = num_hole
             for r in range(num_rounds):
-                out[p, r] = table[offsets[r] + iso_index(iso, work, r)]
+                for i in range(board_per_round[r]):
+                    board_m |= card_bit(work[pos], num_suits)
+                    pos += 1
+                if r == 0 and offsets[num_rounds] >= 0:
+                    out[p, 0] = table[offsets[num_rounds] + work[0] * deck_size + work[1]]
+                elif board_m == 0:
+                    out[p, r] = table[offsets[r] + iso_index_masks(iso, r, hole_m, 0, 0, 0, 0)]
+                else:
+                    out[p, r] = table[offsets[r] + iso_index_masks(iso, r, hole_m, board_m, 0, 0, 0)]
         else:  # RANK
             c0 = deal[p * num_hole]
             c1 = deal[p * num_hole + 1]

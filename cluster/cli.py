@@ -81,7 +81,7 @@ EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
 
 DEFAULT_TIME_BUDGET = 30.0  # seconds, when neither --iterations nor --time is given (small games)
-DEFAULT_TIME_BUDGET_HOLDEM = 240.0  # the same for 52-card games
+DEFAULT_TIME_BUDGET_HOLDEM = 180.0  # the same for 52-card games
 DEFAULT_GAME = "hunl100"  # the main job: heads-up no-limit hold'em, 100 big blinds
 DEFAULT_NOLIMIT_BETS = "small"  # pot and all-in, at most two raises a round
 RUN_TOML = "run.toml"

@@ -3,6 +3,7 @@
     python scripts/bench_mccfr.py leduc   # whole-process time to exploitability 0.03 on Leduc
     python scripts/bench_mccfr.py hunl    # iterations/s on heads-up no-limit fcpa, 20 s windows
     python scripts/bench_mccfr.py memory  # bytes per (information set, action)
+    python scripts/bench_mccfr.py lookup  # throughput cost of the card-abstraction tables
 
 Leduc: ours is the wall time of the whole ``mccfr train --game leduc --target-exploitability
 0.03`` process (interpreter start, imports, JIT or cache load, training and the periodic exact
@@ -140,6 +141,30 @@ def cmd_hunl(window: float = 20.0) -> dict:
     return res
 
 
+def cmd_lookup(window: float = 20.0) -> dict:
+    """Cost of the card-abstraction tables in the hot loop: the same tree and kernel with the
+    ``rank`` bucketing (a handful of evaluator calls per deal, no tables) and with the ``small``
+    recipe (isomorphism index + table read per seat and round), alternating 4 windows each."""
+    from blueprint.trainer import make_trainer
+
+    res = {}
+    trainers = {name: make_trainer("hunl100", bets="small", cards=name, algo="pluribus") for name in ("rank", "small")}
+    for tr in trainers.values():
+        tr.run(500)
+    rates = {name: [] for name in trainers}
+    for _ in range(4):
+        for name, tr in trainers.items():
+            it0, t0 = tr.iteration, time.perf_counter()
+            tr.run_for(window / 4)
+            rates[name].append((tr.iteration - it0) / (time.perf_counter() - t0))
+    for name in trainers:
+        res[name] = max(rates[name])
+    res["table_cost"] = 1.0 - res["small"] / res["rank"]
+    print(f"rank buckets:  {res['rank']:12,.0f} iterations/s")
+    print(f"small tables:  {res['small']:12,.0f} iterations/s   (cost of the tables: {100 * res['table_cost']:.1f}%)")
+    return {"machine": machine(), **res, "all": rates}
+
+
 def cmd_memory() -> dict:
     from blueprint.trainer import make_trainer
 
@@ -161,5 +186,5 @@ def cmd_memory() -> dict:
 
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "leduc"
-    fn = {"leduc": cmd_leduc, "hunl": cmd_hunl, "memory": cmd_memory}[which]
+    fn = {"leduc": cmd_leduc, "hunl": cmd_hunl, "memory": cmd_memory, "lookup": cmd_lookup}[which]
     print(json.dumps(fn()))
