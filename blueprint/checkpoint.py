@@ -851,8 +851,20 @@ def prune_checkpoints(run_dir: str | os.PathLike[str], keep: int) -> list[Path]:
     complete = [info for info in infos if info.complete]
     if not complete:
         return []
-    newest = complete[0].iteration
-    doomed = complete[keep:] + [i for i in infos if not i.complete and i.iteration < newest]
+    # Only checkpoints whose every byte verifies count towards ``keep`` (newest first): a corrupt
+    # one (say, a flipped bit that the cheap size check misses) must not push a good one out. It
+    # is left in place, and removed once it is older than the kept ones.
+    kept = 0
+    cutoff = None
+    for info in complete:
+        if _verify_files(info.path, read_manifest(info.path)["files"]) is None:
+            kept += 1
+            if kept == keep:
+                cutoff = info.iteration
+                break
+    if cutoff is None:
+        return []
+    doomed = [i for i in infos if i.iteration < cutoff]
     removed = []
     for info in sorted(doomed, key=lambda i: i.iteration):
         try:

@@ -278,7 +278,7 @@ def _exact_eval_problem(tr) -> str | None:
 def _expl_unit(game) -> tuple[str, float]:
     """(unit, chips -> unit factor): mbb/game for games with a big blind, else chips."""
     if game.blind[0] != game.blind[1] and game.big_blind > 0:
-        return "mbb/g", 1000.0 / game.big_blind
+        return "mbb/game", 1000.0 / game.big_blind
     return "chips", 1.0
 
 

@@ -336,3 +336,17 @@ def test_prune_keeps_newest_complete(tmp_path: Path) -> None:
     assert prune_checkpoints(tmp_path, keep=1) == [tmp_path / "checkpoints" / "000000000004"]
     with pytest.raises(ValueError, match="keep"):
         prune_checkpoints(tmp_path, keep=0)
+
+
+def test_pruning_never_counts_a_corrupt_checkpoint_as_kept(tmp_path: Path) -> None:
+    for it in (100, 200, 300):
+        save(tmp_path, it, seed=it)
+    newest = shard_path(tmp_path / "checkpoints" / f"{300:012d}")
+    data = bytearray(newest.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size: only a full verification notices
+    newest.write_bytes(bytes(data))
+    ck.prune_checkpoints(tmp_path, keep=1)
+    left = sorted(i.iteration for i in ck.list_checkpoints(tmp_path))
+    assert left == [200, 300]  # the good 200 is kept; the corrupt 300 is not counted, not deleted
+    manifest, _ = ck.load_latest(tmp_path, log=lambda m: None)
+    assert manifest["iteration"] == 200
