@@ -260,6 +260,15 @@ class Trainer:
     def load(cls, run_dir: Path, log=None) -> "Trainer":
         """Rebuild a trainer from the newest complete checkpoint of ``run_dir``."""
         manifest, shards = ckpt.load_latest(Path(run_dir), log=log)
+        return cls.from_checkpoint(run_dir, manifest, shards)
+
+    @classmethod
+    def from_checkpoint(cls, run_dir: Path, manifest: dict, shards: list) -> "Trainer":
+        """Rebuild a trainer from a loaded checkpoint (``ckpt.load_latest``'s result).
+
+        A checkpoint of the Ray job (several shards, each a contiguous slice of the tables, the
+        RNG state in the manifest) is assembled into the full tables.
+        """
         tr = cls.from_manifest_config(manifest["config"])
         if tr.config_hash != manifest["config_hash"]:
             raise ckpt.CheckpointError(
@@ -271,6 +280,12 @@ class Trainer:
                 f"abstraction ({tr.abstraction_hash}); the checkpoint was made with other abstractions"
             )
         arrays, meta = shards[0]
+        if len(shards) > 1 or "rng" not in arrays:
+            arrays = {
+                "regret": np.concatenate([a["regret"] for a, _ in shards]),
+                "strat": np.concatenate([a["strat"] for a, _ in shards]),
+                "rng": np.array(manifest["rng_state"], np.uint64),
+            }
         for name in ("regret", "strat", "rng"):
             have = getattr(tr, name)
             got = arrays[name]

@@ -1,0 +1,178 @@
+"""Regret-table shards: the slicing of the flat tables, compact deltas, and the shard's state.
+
+The flat tables of :class:`blueprint.trainer.Trainer` (``regret`` float32/int32 ``[size]``,
+``strat`` float32 ``[size]``, node ``n``'s block at ``[row_offset[n], row_offset[n] + B * A_n)``)
+are split into S contiguous row ranges that start and end on node-block boundaries, of about equal
+size (:func:`slice_bounds`). :class:`ShardCore` owns one range; it is a plain class (testable
+without Ray) that the job wraps into an actor with ``ray.remote(ShardCore)``.
+
+A delta is what one worker's batch changed in one shard's range, packed by :func:`pack_delta`:
+lz4-compressed bytes holding the touched rows (uint32, relative to the range start) and, per
+touched row, the regret delta (float32, or int64 for int32 tables) and the strategy-sum delta
+(float32). ``apply_delta(worker, batch_seq, payload)`` is idempotent: a shard remembers the last
+batch sequence number applied per worker and ignores a repeated (or older) one, so a retried call
+never adds twice.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import lz4.frame
+import numpy as np
+
+from blueprint import checkpoint as ckpt
+from blueprint.algo import AlgoConfig
+from blueprint.kernels import discount_tables
+from blueprint.numerics import regret_bounds
+
+_HEADER = struct.Struct("<4sIQ")  # magic, version, number of rows
+_MAGIC = b"MCDL"
+_VERSION = 1
+
+
+def slice_bounds(row_offset: np.ndarray, size: int, num_shards: int) -> list[tuple[int, int]]:
+    """Split rows ``[0, size)`` into ``num_shards`` contiguous ranges on node-block boundaries.
+
+    Args:
+        row_offset: int64 ``[num_nodes]``, a decision node's first row, -1 elsewhere.
+        size: total rows.
+        num_shards: S >= 1.
+
+    Returns:
+        S pairs ``(row_lo, row_hi)``, in order, covering ``[0, size)`` exactly once; each cut is
+        the block start nearest to ``k * size / S`` (a range may be empty when there are fewer
+        blocks than shards).
+    """
+    if num_shards < 1:
+        raise ValueError(f"need at least one shard, got {num_shards}")
+    starts = np.unique(row_offset[row_offset >= 0])
+    starts = np.append(starts, size) if size not in starts else starts
+    cuts = [0]
+    for k in range(1, num_shards):
+        target = k * size / num_shards
+        i = int(np.searchsorted(starts, target))
+        cands = [starts[j] for j in (i - 1, i) if 0 <= j < len(starts)]
+        cut = int(min(cands, key=lambda s: (abs(s - target), s)))
+        cuts.append(max(cut, cuts[-1]))
+    cuts.append(size)
+    return [(cuts[k], cuts[k + 1]) for k in range(num_shards)]
+
+
+def pack_delta(rows: np.ndarray, d_regret: np.ndarray, d_strat: np.ndarray) -> bytes:
+    """Pack one shard's delta: ``rows`` uint32 (relative), ``d_regret`` float32/int64, ``d_strat`` float32."""
+    rows = np.ascontiguousarray(rows, np.uint32)
+    kind = 1 if d_regret.dtype == np.int64 else 0
+    body = (
+        rows.tobytes()
+        + np.ascontiguousarray(d_regret).tobytes()
+        + np.ascontiguousarray(d_strat, np.float32).tobytes()
+    )
+    return _HEADER.pack(_MAGIC, _VERSION | (kind << 8), len(rows)) + lz4.frame.compress(body)
+
+
+def unpack_delta(payload: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inverse of :func:`pack_delta`: ``(rows uint32, d_regret, d_strat float32)``."""
+    magic, version, n = _HEADER.unpack_from(payload)
+    if magic != _MAGIC or (version & 0xFF) != _VERSION:
+        raise ValueError(f"not a delta payload (magic {magic!r}, version {version})")
+    rdtype = np.int64 if version >> 8 else np.float32
+    body = lz4.frame.decompress(payload[_HEADER.size :])
+    rows = np.frombuffer(body, np.uint32, n, 0)
+    off = 4 * n
+    d_regret = np.frombuffer(body, rdtype, n, off)
+    off += np.dtype(rdtype).itemsize * n
+    d_strat = np.frombuffer(body, np.float32, n, off)
+    return rows, d_regret, d_strat
+
+
+class ShardCore:
+    """One slice ``[row_lo, row_hi)`` of the regret and strategy-sum tables.
+
+    Args:
+        index: shard number k.
+        row_lo, row_hi: the row range owned.
+        regret: the slice's regrets (float32 or int32 ``[row_hi - row_lo]``), or None for zeros.
+        strat: the slice's strategy sums (float32), or None for zeros.
+        algo: the run's algorithm (its discount schedule).
+        regret_dtype: "float32" or "int32" (used when ``regret`` is None).
+        last_seq: worker id -> last applied batch sequence number (from a checkpoint).
+    """
+
+    def __init__(
+        self,
+        index: int,
+        row_lo: int,
+        row_hi: int,
+        algo: AlgoConfig,
+        regret: np.ndarray | None = None,
+        strat: np.ndarray | None = None,
+        last_seq: dict[int, int] | None = None,
+    ):
+        n = row_hi - row_lo
+        self.index, self.row_lo, self.row_hi = index, row_lo, row_hi
+        self.algo = algo
+        dtype = np.int32 if algo.regret_dtype == "int32" else np.float32
+        self.regret = np.array(regret, dtype) if regret is not None else np.zeros(n, dtype)
+        self.strat = np.array(strat, np.float32) if strat is not None else np.zeros(n, np.float32)
+        if self.regret.shape != (n,) or self.strat.shape != (n,):
+            raise ValueError(f"shard {index}: slices must have {n} rows")
+        self.last_seq: dict[int, int] = {int(k): int(v) for k, v in (last_seq or {}).items()}
+        self.int_regret = algo.regret_dtype == "int32"
+        self.lo_bound, self.hi_bound = regret_bounds(algo.regret_dtype)
+        self.applied = 0
+        self.ignored = 0
+
+    def apply_delta(self, worker: int, batch_seq: int, payload: bytes) -> bool:
+        """Add a worker's delta unless ``batch_seq`` was already applied for ``worker``.
+
+        Returns:
+            True if applied, False if ignored as a repeat.
+        """
+        if batch_seq <= self.last_seq.get(worker, -1):
+            self.ignored += 1
+            return False
+        rows, d_regret, d_strat = unpack_delta(payload)
+        if len(rows) and int(rows.max()) >= len(self.regret):
+            raise ValueError(
+                f"shard {self.index}: delta row {int(rows.max())} outside {len(self.regret)} rows"
+            )
+        if self.int_regret:
+            r = self.regret[rows].astype(np.int64) + d_regret
+            self.regret[rows] = np.clip(r, self.lo_bound, self.hi_bound).astype(np.int32)
+        else:
+            self.regret[rows] += d_regret
+        self.strat[rows] += d_strat
+        self.last_seq[worker] = batch_seq
+        self.applied += 1
+        return True
+
+    def discount(self, iteration: int) -> bool:
+        """Discount the slice if a boundary falls after ``iteration`` (as ``Trainer._boundary``)."""
+        if not self.algo.discounts_at(iteration):
+            return False
+        pos_f, neg_f, avg_f = self.algo.factors(iteration // self.algo.discount_every)
+        discount_tables(self.regret, self.strat, pos_f, neg_f, avg_f, self.int_regret)
+        return True
+
+    def publish(self) -> dict[str, np.ndarray]:
+        """The slice for the next snapshot (copies: the object store keeps them immutable)."""
+        return {"regret": self.regret.copy(), "strat": self.strat.copy()}
+
+    def write(self, ckpt_dir: str, iteration: int) -> dict[str, Any]:
+        """Write the slice as ``shard-<k>`` of a checkpoint; returns the manifest file entry."""
+        meta = {
+            "shard": self.index,
+            "row_lo": self.row_lo,
+            "row_hi": self.row_hi,
+            "iteration": iteration,
+            "last_seq": {str(k): v for k, v in self.last_seq.items()},
+        }
+        return ckpt.write_shard(ckpt_dir, self.index, {"regret": self.regret, "strat": self.strat}, meta)
+
+    def stats(self) -> dict[str, int]:
+        return {"applied": self.applied, "ignored": self.ignored, "rows": len(self.regret)}
+
+    def ping(self) -> int:
+        return self.index

@@ -1,0 +1,177 @@
+"""The Ray training job: shard slicing and idempotent deltas (plain classes, no Ray), then a small
+local cluster: a 2-worker 2-shard Leduc job converges, a 1-worker job resumes bit for bit, and a
+killed worker is restarted while the job finishes and reports the loss."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+
+import itertools
+
+from blueprint import checkpoint as ckpt
+from blueprint.trainer import Trainer, make_trainer
+from cluster.job import RayJob, split_round
+from cluster.shard import ShardCore, pack_delta, slice_bounds, unpack_delta
+from cluster.worker import WorkerCore
+
+
+@pytest.fixture(scope="module")
+def leduc():
+    return make_trainer("leduc", seed=3)
+
+
+# -- plain classes ------------------------------------------------------------------------------
+@pytest.mark.parametrize("num_shards", [1, 2, 3, 7, 500])
+def test_slices_cover_table_once_on_block_boundaries(leduc, num_shards):
+    tr = leduc
+    bounds = slice_bounds(tr.row_offset, tr.size, num_shards)
+    assert len(bounds) == num_shards
+    assert bounds[0][0] == 0 and bounds[-1][1] == tr.size
+    for (_, hi), (lo, _) in itertools.pairwise(bounds):
+        assert hi == lo
+    starts = {int(x) for x in tr.row_offset[tr.row_offset >= 0]} | {tr.size}
+    for lo, hi in bounds:
+        assert lo <= hi and lo in starts and hi in starts
+    if num_shards <= 3:  # about equal sizes
+        sizes = [hi - lo for lo, hi in bounds]
+        assert max(sizes) - min(sizes) <= 2 * max(tr.num_buckets) * tr.max_actions
+
+
+def test_split_round():
+    assert split_round(10, 3) == [4, 3, 3]
+    assert sum(split_round(7, 4)) == 7
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_delta_roundtrip(dtype):
+    rows = np.array([0, 5, 9], np.uint32)
+    dr = np.array([1.5, -2, 3], dtype)
+    ds = np.array([0.25, 0, 1], np.float32)
+    r, a, b = unpack_delta(pack_delta(rows, dr, ds))
+    assert (
+        r.tolist() == rows.tolist()
+        and a.dtype == dtype
+        and a.tolist() == dr.tolist()
+        and b.tolist() == ds.tolist()
+    )
+
+
+def test_apply_delta_idempotent(leduc):
+    sh = ShardCore(0, 0, 10, leduc.config.algo)
+    payload = pack_delta(
+        np.array([1, 3], np.uint32), np.array([1.0, -2.0], np.float32), np.array([0.5, 1.0], np.float32)
+    )
+    assert sh.apply_delta(0, 1, payload)
+    assert not sh.apply_delta(0, 1, payload)  # a retried call
+    assert sh.apply_delta(1, 1, payload)  # another worker's batch 1
+    assert not sh.apply_delta(1, 0, payload)  # an older one
+    assert sh.regret[[1, 3]].tolist() == [2.0, -4.0] and sh.strat[[1, 3]].tolist() == [1.0, 2.0]
+    assert sh.stats()["ignored"] == 2
+
+
+def test_int32_shard_saturates():
+    algo = make_trainer("leduc", regret_dtype="int32").config.algo
+    sh = ShardCore(0, 0, 4, algo, regret=np.array([2**31 - 10, 0, 0, 0], np.int32))
+    sh.apply_delta(
+        0, 1, pack_delta(np.array([0], np.uint32), np.array([100], np.int64), np.zeros(1, np.float32))
+    )
+    assert sh.regret[0] == 2**31 - 2
+
+
+def test_worker_and_shards_without_ray(leduc):
+    """One worker against two shards, in process: the shards end with the worker's tables."""
+    tr = leduc
+    bounds = slice_bounds(tr.row_offset, tr.size, 2)
+    shards = [ShardCore(k, lo, hi, tr.config.algo) for k, (lo, hi) in enumerate(bounds)]
+    w = WorkerCore(0, tr.config_dict, bounds, tr.rng, tr.abstraction_hash)
+    for seq in (1, 2):
+        out = w.run_batch(seq, (seq - 1) * 200, 200, tr._opts(), *[s.publish() for s in shards])
+        stats, payloads = out[0], out[1:]
+        assert stats["iterations"] == 200 and stats["node_visits"] > 0 and stats["bytes"] > 0
+        for s, p in zip(shards, payloads):
+            assert s.apply_delta(0, seq, p)
+            assert not s.apply_delta(0, seq, p)
+    full_r = np.concatenate([s.regret for s in shards])
+    full_s = np.concatenate([s.strat for s in shards])
+    np.testing.assert_allclose(full_r, w.tr.regret, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(full_s, w.tr.strat, rtol=1e-5, atol=1e-4)
+    assert np.count_nonzero(full_s) > 0
+
+
+# -- on a local Ray cluster -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cluster():
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning", log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_two_workers_two_shards_converge(cluster):
+    iters = 20_000
+    tr = make_trainer("leduc", seed=1)
+    uniform, _ = tr.exploitability()
+    with RayJob(tr, workers=2, shards=2, batch=100) as job:
+        job.run(iters)
+        expl, _ = job.exploitability()
+        stats = job.stats()
+    single = make_trainer("leduc", seed=1)
+    single.run(iters)
+    ref, _ = single.exploitability()
+    assert job.iteration == iters
+    assert expl < 0.2 * uniform
+    assert expl < 2.0 * ref, (expl, ref)
+    assert stats["batches"] == iters // 100 and stats["bytes_per_batch"] > 0
+    assert 0 < stats["staleness"] <= 100  # half the batches saw the other worker's delta lag
+
+
+def test_resume_identity_one_worker(cluster, tmp_path):
+    n, b = 2_000, 250
+    a = make_trainer("leduc", seed=5)
+    with RayJob(a, workers=1, shards=2, batch=b) as job:
+        job.run(n)
+        job.save(tmp_path / "resumed")
+    with RayJob.load(tmp_path / "resumed") as job:
+        assert job.iteration == n and job.num_shards == 2 and job.batch == b
+        job.run(n)
+        job.save(tmp_path / "resumed")
+        resumed = job.sync()
+    straight = make_trainer("leduc", seed=5)
+    with RayJob(straight, workers=1, shards=2, batch=b) as job:
+        job.run(2 * n)
+        job.sync()
+    assert resumed.iteration == straight.iteration == 2 * n
+    assert resumed.regret.tobytes() == straight.regret.tobytes()
+    assert resumed.strat.tobytes() == straight.strat.tobytes()
+    assert resumed.rng.tolist() == straight.rng.tolist()
+    assert (resumed.w_base, resumed.t_base) == (straight.w_base, straight.t_base)
+    # the job's checkpoint reads as a trainer's (mccfr eval / export / status)
+    loaded = Trainer.load(tmp_path / "resumed")
+    assert loaded.iteration == 2 * n and loaded.strat.tobytes() == straight.strat.tobytes()
+    manifest, shards = ckpt.load_latest(tmp_path / "resumed")
+    assert len(shards) == 2 and manifest["job"]["workers"] == 1
+
+
+def test_killed_worker_is_restarted(cluster, tmp_path):
+    notes = []
+    tr = make_trainer("leduc", seed=2)
+    with RayJob(tr, workers=2, shards=2, batch=250, log=notes.append) as job:
+        rounds = []
+
+        def cb(j):
+            rounds.append(j.iteration)
+            if len(rounds) == 2:
+                j.kill_worker(1)
+            return False
+
+        job.run(4_000, cb)
+        stats = job.stats()
+        expl, _ = job.exploitability()
+        job.save(tmp_path / "run")
+    assert job.iteration == 4_000
+    assert stats["lost_batches"] == 1 and stats["worker_restarts"] == 1 and stats["lost_iterations"] == 250
+    assert any("worker 1 died" in m for m in notes)
+    assert np.isfinite(expl) and expl < 1.0
+    assert ckpt.load_latest(tmp_path / "run")[0]["job"]["lost_batches"] == 1
