@@ -118,12 +118,25 @@ class Blueprint:
                         if len(exact) and self._same_spent(n, b):
                             e = s + int(raises[exact[0]])
                         else:
-                            ab = self._betting_at(n)
-                            fracs = [_pot_fraction(ab, int(x)) for x in tos]
-                            e = s + int(raises[translate(_pot_fraction(b, size), fracs, rng)])
+                            e = self._translate(n, b, size, raises, rng)
                 n = int(t.edge_child[e])
                 b = b.apply(kind, size)
         return n
+
+    def _translate(self, n: int, b: Betting, size: int, raises: np.ndarray, rng) -> int:
+        """Edge an off-tree raise to ``size`` maps to. An all-in maps to the abstract all-in; a
+        bet that is not all-in never maps to it (the abstract hand would end while the real one
+        goes on), unless the abstraction offers nothing else."""
+        t = self.tree
+        s = int(t.child_start[n])
+        allin = t.edge_frac[s + raises] == ALLIN
+        real_allin = size >= self.gamedef.stack[b.current_player()]
+        if real_allin and allin.any():
+            return s + int(raises[np.nonzero(allin)[0][-1]])
+        pool = raises[~allin] if (~allin).any() else raises
+        ab = self._betting_at(n)
+        fracs = [_pot_fraction(ab, int(x)) for x in t.edge_to[s + pool]]
+        return s + int(pool[translate(_pot_fraction(b, size), fracs, rng)])
 
     def _same_spent(self, n: int, b: Betting) -> bool:
         return tuple(int(x) for x in self.tree.spent[n]) == tuple(b.spent)

@@ -220,12 +220,23 @@ class BlueprintPlayer:
     def __init__(self, bp: Blueprint, name: str = "blueprint"):
         self.bp = bp
         self.name = name
+        self.fallbacks = 0  # decisions where the history had left the abstract tree
 
     def probs(self, state: State) -> dict[str, float]:
         return self.bp.strategy(state)
 
     def act(self, state: State, rng: np.random.Generator) -> str:
-        return sample(self.bp.strategy(state, rng), rng)
+        """Sample the blueprint's strategy. When the real history has left the abstract tree (an
+        opponent raised more often than the bet abstraction allows), check or call: the
+        blueprint has no answer there, and subgame solving is what fills that gap."""
+        from blueprint.blueprint import BlueprintError
+
+        try:
+            strat = self.bp.strategy(state, rng)
+        except BlueprintError:
+            self.fallbacks += 1
+            return "c"
+        return sample(strat, rng)
 
     def __repr__(self) -> str:
         return f"<BlueprintPlayer {self.name!r}>"
