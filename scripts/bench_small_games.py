@@ -21,27 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from blueprint.evaluate import expected_value  # noqa: E402
+from blueprint.oracle import openspiel_exploitability  # noqa: E402
 from blueprint.trainer import make_trainer  # noqa: E402
-
-
-def openspiel_exploitability(tr) -> float:
-    import pyspiel
-    from open_spiel.python import policy as ospolicy
-
-    from blueprint.blueprint import Blueprint
-    from holdem.game import Game
-
-    bp = Blueprint(tr)
-    game = pyspiel.load_game("universal_poker", tr.game.openspiel_params("fcpa"))
-    g = Game(tr.game)
-    ids = {"f": 0, "c": 1, "r": 2}
-
-    def probs(state):
-        s = g.state(state.to_dict()["acpc_state"].splitlines()[0])
-        return {ids[k]: v for k, v in bp.strategy(s.matchstate(state.current_player())).items()}
-
-    tab = ospolicy.tabular_policy_from_callable(game, probs)
-    return float(pyspiel.exploitability(game, ospolicy.python_policy_to_pyspiel_policy(tab)))
 
 
 def main() -> dict:
