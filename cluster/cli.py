@@ -831,6 +831,14 @@ _json_opt = click.option(
     default=None,
     help="Regret storage [default: the algorithm's, float32].",
 )
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Ray worker actors (more than 1, or --shards/--address, runs the Ray job).")
+@click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Ray regret-shard actors (slices of the tables by betting node).")
+@click.option("--address", default=None,
+              help="Ray cluster to join ('auto': the one started with 'ray start'); default: a local one.")
+@click.option("--batch", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Iterations per worker per round of the Ray job.")
 @_json_opt
 def train(
     game,
@@ -847,6 +855,10 @@ def train(
     eval_every,
     report_every,
     regret_dtype,
+    workers,
+    shards,
+    address,
+    batch,
     as_json,
 ):
     """Train a blueprint into a new run directory."""
@@ -906,18 +918,36 @@ def train(
         f"{_human_bytes(tr.regret.nbytes + tr.strat.nbytes)}",
         err=True,
     )
-    sess = _Session(
-        tr,
-        run_dir,
-        iterations=iterations,
-        seconds=seconds,
-        checkpoint_every=checkpoint_every,
-        keep=keep,
-        eval_every=eval_every,
-        report_every=report_every,
-        target=target,
-    )
-    result = sess.run()
+    job = None
+    if workers > 1 or shards > 1 or address is not None:
+        if tr.config.algo.full_traversal:
+            raise CLIError(f"--algo {algo} enumerates every deal and runs in one process; drop --workers/--shards")
+        from cluster.job import RayJob  # imports ray: only here
+
+        job = RayJob(tr, workers=workers, shards=shards, batch=batch, address=address,
+                     log=lambda msg: click.echo(f"warning: {msg}", err=True))
+        click.echo(f"Ray job: {workers} workers, {shards} shards, batch {batch}", err=True)
+    try:
+        sess = _Session(
+            job if job is not None else tr,
+            run_dir,
+            iterations=iterations,
+            seconds=seconds,
+            checkpoint_every=checkpoint_every,
+            keep=keep,
+            eval_every=eval_every,
+            report_every=report_every,
+            target=target,
+        )
+        result = sess.run()
+        if job is not None:
+            job.sync()
+            st = job.stats()
+            result.update({k: st[k] for k in ("staleness", "bytes_per_batch", "workers", "shards", "batch",
+                                               "lost_batches", "lost_iterations", "worker_restarts")})
+    finally:
+        if job is not None:
+            job.close()
     _finish(tr, result, as_json, sess)
 
 

@@ -175,3 +175,28 @@ def test_killed_worker_is_restarted(cluster, tmp_path):
     assert any("worker 1 died" in m for m in notes)
     assert np.isfinite(expl) and expl < 1.0
     assert ckpt.load_latest(tmp_path / "run")[0]["job"]["lost_batches"] == 1
+
+
+def test_cli_train_with_workers(cluster, tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from cluster.cli import cli
+
+    out = tmp_path / "run"
+    args = ["train", "--game", "leduc", "--iterations", "2000", "--workers", "2", "--shards", "2"]
+    res = CliRunner().invoke(cli, [*args, "--batch", "250", "--out", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.stdout.strip().splitlines()[-1])
+    for key in (
+        "iterations",
+        "seconds",
+        "iterations_per_second",
+        "node_visits_per_second",
+        "staleness",
+        "bytes_per_batch",
+    ):
+        assert key in row
+    assert row["iterations"] == 2000 and row["workers"] == 2
+    assert Trainer.load(out).iteration == 2000
