@@ -310,5 +310,7 @@ def make_trainer(game: str = "leduc", bets: Optional[str] = None, cards: Optiona
         bets = None
     elif bets is None:
         bets = "fcpa"
+    if cards is not None and Path(cards).exists():  # a built directory: resume must find it from anywhere
+        cards = str(Path(cards).resolve())
     return Trainer(RunConfig(game=game, bets=bets, cards=cards, algo=get_algo(algo, **algo_overrides), seed=seed),
                    gamedef=gd)
