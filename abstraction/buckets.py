@@ -46,7 +46,7 @@ from holdem.gamedef import GameDef
 
 MAGIC = b"MCCFRABS"
 VERSION = 1
-METHODS = ("ehs", "ehs2")
+METHODS = ("ehs", "ehs2", "distribution", "potential")  # the last two: abstraction.clustering
 HS_SCALE = 65535.0
 HIST_BINS = 1 << 16
 
@@ -440,12 +440,14 @@ def validate_request(game: GameDef, buckets: tuple[int, ...], method: str) -> Ha
 
 def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir, progress: bool = True,
                   threads: Optional[int] = None, log: Callable[[str], None] = print,
-                  direct_penultimate: bool = True, keep_stats: bool = False) -> Path:
+                  direct_penultimate: bool = True, keep_stats: bool = False, seed: int = 0) -> Path:
     """Build the abstraction into ``out_dir/abstraction.bin`` (resuming a partial build there).
 
     ``direct_penultimate``: compute the round before the last by direct evaluation (faster on
     hold'em's turn) rather than by lookups into the last round's table; both give the same values.
     ``keep_stats``: keep the per-class statistics in ``out_dir/stats/round<r>.npz``.
+    ``method`` ``distribution`` / ``potential``: k-means clusters (:mod:`abstraction.clustering`)
+    from the last round's hand strength, seeded by ``seed``; the file format is the same.
     """
     buckets = tuple(int(b) for b in buckets)
     indexer = validate_request(game, buckets, method)
@@ -458,6 +460,11 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
     R = game.num_rounds
     T = [game.board_cards_through(r) for r in range(R)]
     t_start = time.perf_counter()
+    clustered = method in ("distribution", "potential")
+    if clustered:  # refuse before the expensive part
+        from abstraction.clustering import check_feasible
+
+        check_feasible(game, indexer, buckets)
 
     def board_indexer(nb):
         if nb == 0:
@@ -486,8 +493,9 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
         stats[rf] = {"hs": hs, "hist1": hist, "hist2": hist}
         _save_npz_atomic(f_final, **stats[rf])
     # earlier rounds: moments over the next round, down to the first round that is not lossless
+    # (clustered methods derive their features from the last round's strength instead)
     first_lossy = next((r for r in range(R) if buckets[r] != indexer.size(r)), rf)
-    for r in range(rf - 1, first_lossy - 1, -1):
+    for r in ([] if clustered else range(rf - 1, first_lossy - 1, -1)):
         if T[r] == T[r + 1]:
             stats[r] = stats[r + 1]
             continue
@@ -528,7 +536,11 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
         _save_npz_atomic(fr, **stats[r])
     # buckets
     tables = []
-    for r in range(R):
+    if clustered:
+        from abstraction.clustering import cluster_tables
+
+        tables = cluster_tables(game, indexer, buckets, method, stats[rf]["hs"], seed=seed, threads=threads, log=log)
+    for r in ([] if clustered else range(R)):
         size = indexer.size(r)
         if buckets[r] == size:
             tables.append(np.arange(size, dtype=np.uint16))

@@ -19,6 +19,7 @@ A board step with ``k`` possible boards (given both hands, every compatible pair
 from __future__ import annotations
 
 import itertools
+from collections import OrderedDict
 from math import comb
 
 import numba
@@ -29,6 +30,7 @@ from abstraction.cards import CardAbstraction, deal_buckets
 from holdem.evaluator import rank_hand
 
 MAX_HANDS = 5000
+SD_CACHE_BYTES = 256 << 20  # showdown matrices kept (most recently used boards); strengths are all kept
 MAX_WORK = 2e8  # hands x board sequences x decision nodes: beyond this an exact walk takes too long
 
 
@@ -96,7 +98,9 @@ class _Evaluator:
         self.compat = (masks[:, None] & masks[None, :]) == 0  # [H, H] no shared card
         self.bpr = np.array(g.num_board_cards, np.int64)
         self._bucket_cache: dict = {}
-        self._sd_cache: dict = {}
+        self._sd_cache: OrderedDict = OrderedDict()  # board -> [H, H] float64, LRU
+        self._sd_max = max(1, SD_CACHE_BYTES // (8 * H * H))
+        self._strength_cache: dict = {}  # board -> int64 [H] (small: kept for every board)
 
     # -- helpers ------------------------------------------------------------------------------
     def _board_mask(self, board: tuple[int, ...]) -> int:
@@ -123,12 +127,19 @@ class _Evaluator:
 
     def _showdown_matrix(self, board: tuple[int, ...]) -> np.ndarray:
         m = self._sd_cache.get(board)
-        if m is None:
+        if m is not None:
+            self._sd_cache.move_to_end(board)
+            return m
+        s = self._strength_cache.get(board)
+        if s is None:
             s = _strengths(self.hands, np.array(board, np.int64), self.g.num_suits, self.g.num_ranks)
-            m = np.sign(s[:, None] - s[None, :]).astype(np.float64) * self.compat
-            live = self._live(board)
-            m = m * live[:, None] * live[None, :]
-            self._sd_cache[board] = m
+            self._strength_cache[board] = s
+        m = np.sign(s[:, None] - s[None, :]).astype(np.float64) * self.compat
+        live = self._live(board)
+        m = m * live[:, None] * live[None, :]
+        self._sd_cache[board] = m
+        if len(self._sd_cache) > self._sd_max:
+            self._sd_cache.popitem(last=False)
         return m
 
     def _sigma(self, n: int, board, r: int) -> np.ndarray:
