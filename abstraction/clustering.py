@@ -48,8 +48,8 @@ is out of reach (52-card hold'em beyond the flop).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from math import comb
-from typing import Callable, Optional
 
 import numba
 import numpy as np
@@ -121,7 +121,7 @@ def _emd_greedy(p, q, ground, order):
             j = order[i, t]
             if cap[j] <= 0.0:
                 continue
-            m = rem if rem < cap[j] else cap[j]
+            m = min(cap[j], rem)
             cost += m * ground[i, j]
             cap[j] -= m
             rem -= m
@@ -190,9 +190,9 @@ def _weighted_median(X, w):
     return X[order[pick, np.arange(X.shape[1])], np.arange(X.shape[1])]
 
 
-def kmeans(X: np.ndarray, k: int, weights: Optional[np.ndarray] = None, *, rng: np.random.Generator,
-           metric: str = "l2", ground: Optional[np.ndarray] = None, max_iter: int = 100, n_init: int = 1,
-           exact: Optional[bool] = None) -> KMeans:
+def kmeans(X: np.ndarray, k: int, weights: np.ndarray | None = None, *, rng: np.random.Generator,
+           metric: str = "l2", ground: np.ndarray | None = None, max_iter: int = 100, n_init: int = 1,
+           exact: bool | None = None) -> KMeans:
     """Weighted k-means of the rows of ``X`` (float ``[n, d]``) into ``k`` clusters.
 
     ``metric``: ``"l2"`` (squared Euclidean, mean centres), ``"l1"`` (coordinate-wise weighted
@@ -454,12 +454,11 @@ def cluster_tables(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]
     D[rf][np.arange(indexer.size(rf)), bins] = 1.0
     for r in range(rf - 1, -1, -1):
         D[r] = np.asarray(P[r] @ D[r + 1])
-    tables: list[Optional[np.ndarray]] = [None] * R
-    centers: list[Optional[np.ndarray]] = [None] * R
+    tables: list[np.ndarray | None] = [None] * R
+    centers: list[np.ndarray | None] = [None] * R
     # the last round: OCHS
     if buckets[rf] == indexer.size(rf):
         tables[rf] = np.arange(indexer.size(rf), dtype=np.int64)
-        grounds_f = None
     else:
         hole_ix = HandIndexer(game.num_suits, game.num_ranks, (game.num_hole_cards,))
         hole_hands = hole_ix.unindex_many(np.arange(hole_ix.size(0)), 0)

@@ -21,15 +21,13 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from abstraction.buckets import build_buckets  # noqa: E402
-from abstraction.isomorphism import HandIndexer  # noqa: E402
-from blueprint.algo import get_algo  # noqa: E402
-from blueprint.trainer import RunConfig, Trainer  # noqa: E402
-from holdem.gamedef import GameDef  # noqa: E402
+from abstraction.buckets import build_buckets
+from abstraction.isomorphism import HandIndexer
+from blueprint.algo import get_algo
+from blueprint.trainer import RunConfig, Trainer
+from holdem.gamedef import GameDef
 
 
 def small_game(ranks: int, max_raises: int) -> GameDef:
@@ -70,7 +68,7 @@ def main(argv=None):
     ix = HandIndexer.for_game(game)
     sizes = (ix.size(0), ix.size(1))
     work = Path(args.work)
-    quiet = lambda m: None  # noqa: E731
+    quiet = lambda m: None
     points = [args.iterations >> k for k in range(args.points - 1, -1, -1)]
     rows = []
     print(f"game {game.name}: {args.ranks} ranks x 4 suits, limit, 2 rounds; classes {sizes}; "

@@ -6,7 +6,14 @@ import pytest
 from abstraction.buckets import AbstractionError, build_buckets, read_abstraction
 from abstraction.cards import TABLE, from_file
 from abstraction.clustering import (
-    _distances, cluster_tables, emd, emd_1d, emd_greedy, kmeans, preflop_weights, transitions,
+    _distances,
+    cluster_tables,
+    emd,
+    emd_1d,
+    emd_greedy,
+    kmeans,
+    preflop_weights,
+    transitions,
 )
 from abstraction.isomorphism import HandIndexer
 from holdem.gamedef import PRESETS, GameDef
