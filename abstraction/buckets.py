@@ -40,6 +40,7 @@ from typing import Callable, Optional
 import numba
 import numpy as np
 
+from abstraction.combinatorics import next_combination
 from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex
 from holdem.evaluator import rank_hand
 from holdem.gamedef import GameDef
@@ -231,14 +232,8 @@ def _earlier_round_chunk(t_board, t_hand, round_, next_round, nb, new_k, lo, hi,
                     s1 += next_m1[cls]
                     s2 += next_m2[cls]
                 cnt += 1
-                p = new_k - 1
-                while p >= 0 and idx[p] == na - new_k + p:
-                    p -= 1
-                if p < 0:
+                if not next_combination(idx, new_k, na):
                     break
-                idx[p] += 1
-                for j in range(p + 1, new_k):
-                    idx[j] = idx[j - 1] + 1
             cls = iso_index(t_hand, hand, round_)
             e1 = s1 / cnt
             e2 = s2 / cnt
@@ -291,14 +286,8 @@ def _penultimate_chunk(t_board, t_hand, round_, nb, new_k, lo, hi, board_w, hole
                     s1[i] += hs[i]
                     s2[i] += hs[i] * hs[i]
                     cnt[i] += 1
-            p = new_k - 1
-            while p >= 0 and idx[p] == na - new_k + p:
-                p -= 1
-            if p < 0:
+            if not next_combination(idx, new_k, na):
                 break
-            idx[p] += 1
-            for j in range(p + 1, new_k):
-                idx[j] = idx[j - 1] + 1
         w = board_w[bidx]
         for i in range(n):
             for j in range(hole_k):
@@ -341,14 +330,8 @@ def _board_weights(t_board, deck, nb, size):
         for j in range(nb):
             cards[j] = idx[j]
         w[iso_index(t_board, cards, 0)] += 1.0
-        p = nb - 1
-        while p >= 0 and idx[p] == deck - nb + p:
-            p -= 1
-        if p < 0:
+        if not next_combination(idx, nb, deck):
             break
-        idx[p] += 1
-        for j in range(p + 1, nb):
-            idx[j] = idx[j - 1] + 1
     return w
 
 

@@ -54,6 +54,7 @@ from math import comb
 import numba
 import numpy as np
 
+from abstraction.combinatorics import next_combination
 from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex
 from holdem.evaluator import rank_hand
 from holdem.gamedef import GameDef
@@ -290,14 +291,8 @@ def _transition_chunk(t_hand, r, hand_r, new_k, deck, lo, hi, out):
                 hand[hand_r + j] = avail[idx[j]]
             out[c - lo, m] = iso_index(t_hand, hand, r + 1)
             m += 1
-            p = new_k - 1
-            while p >= 0 and idx[p] == na - new_k + p:
-                p -= 1
-            if p < 0:
+            if not next_combination(idx, new_k, na):
                 break
-            idx[p] += 1
-            for j in range(p + 1, new_k):
-                idx[j] = idx[j - 1] + 1
 
 
 def transitions(game: GameDef, indexer: HandIndexer, r: int):
