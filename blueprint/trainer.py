@@ -164,15 +164,22 @@ class Trainer:
         self.node_visits += int(stats[0])
         self.pruned += int(stats[1])
 
-    def _boundary(self) -> None:
+    def discount_factors(self) -> Optional[tuple[float, float, float]]:
+        """At a discount boundary: the (positive regret, negative regret, strategy sum) factors,
+        after moving the effective-iteration count ``W`` across the boundary; else None.
+        Whoever owns the tables (this trainer, or the Ray job's shards) applies the factors."""
         a = self.config.algo
         if not a.discounts_at(self.iteration):
-            return
-        k = self.iteration // a.discount_every
-        pos_f, neg_f, avg_f = a.factors(k)
-        discount_tables(self.regret, self.strat, pos_f, neg_f, avg_f, a.regret_dtype == "int32")
-        self.w_base = (self.w_base + (self.iteration - self.t_base)) * neg_f
+            return None
+        factors = a.factors(self.iteration // a.discount_every)
+        self.w_base = (self.w_base + (self.iteration - self.t_base)) * factors[1]
         self.t_base = self.iteration
+        return factors
+
+    def _boundary(self) -> None:
+        factors = self.discount_factors()
+        if factors is not None:
+            discount_tables(self.regret, self.strat, *factors, self.config.algo.regret_dtype == "int32")
 
     def run(self, iterations: int, callback: Optional[Callable[["Trainer"], bool]] = None,
             report_seconds: float = 0.5) -> None:
@@ -202,13 +209,7 @@ class Trainer:
 
     def run_for(self, seconds: float, callback=None, report_seconds: float = 0.5) -> None:
         """Train for about ``seconds`` of wall time (stops at a chunk boundary)."""
-        deadline = time.perf_counter() + seconds
-
-        def cb(tr):
-            stop = callback(tr) if callback else False
-            return stop or time.perf_counter() >= deadline
-
-        self.run(2**62, cb, report_seconds)
+        run_for(self, seconds, callback, report_seconds)
 
     # -- strategies ---------------------------------------------------------------------------
     def average_strategy(self) -> np.ndarray:
@@ -301,6 +302,17 @@ class Trainer:
         tr.pruned = int(manifest["pruned"])
         tr.seconds = float(manifest["seconds"])
         return tr
+
+
+def run_for(runner, seconds: float, callback=None, report_seconds: float = 0.5) -> None:
+    """``runner.run`` (a Trainer or the Ray job) for about ``seconds`` of wall time."""
+    deadline = time.perf_counter() + seconds
+
+    def cb(r):
+        stop = callback(r) if callback else False
+        return stop or time.perf_counter() >= deadline
+
+    runner.run(2**62, cb, report_seconds)
 
 
 def make_trainer(game: str = "leduc", bets: Optional[str] = None, cards: Optional[str] = None,

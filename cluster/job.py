@@ -47,7 +47,7 @@ import numpy as np
 
 from blueprint import checkpoint as ckpt
 from blueprint.numerics import seed_rng_state
-from blueprint.trainer import Trainer
+from blueprint.trainer import Trainer, run_for
 from cluster.shard import ShardCore, slice_bounds
 from cluster.worker import WorkerCore
 
@@ -259,15 +259,9 @@ class RayJob:
         tr.seconds += time.perf_counter() - t_start
 
     def _boundary(self) -> None:
-        tr = self.tr
-        a = tr.config.algo
-        if not a.discounts_at(tr.iteration):
-            return
-        for s in self.shards:
-            s.discount.remote(tr.iteration)
-        _, neg_f, _ = a.factors(tr.iteration // a.discount_every)
-        tr.w_base = (tr.w_base + (tr.iteration - tr.t_base)) * neg_f
-        tr.t_base = tr.iteration
+        if self.tr.discount_factors() is not None:
+            for s in self.shards:
+                s.discount.remote(self.tr.iteration)
 
     def run(
         self, iterations: int, callback: Callable[[RayJob], bool] | None = None, report_seconds: float = 0.5
@@ -281,13 +275,7 @@ class RayJob:
                 break
 
     def run_for(self, seconds: float, callback=None, report_seconds: float = 0.5) -> None:
-        deadline = time.perf_counter() + seconds
-
-        def cb(job):
-            stop = callback(job) if callback else False
-            return stop or time.perf_counter() >= deadline
-
-        self.run(2**62, cb, report_seconds)
+        run_for(self, seconds, callback, report_seconds)
 
     # -- tables ---------------------------------------------------------------------------------
     def sync(self) -> Trainer:
