@@ -16,6 +16,7 @@ TOML format (``abstraction/bets/*.toml`` ships ``fcpa``, ``small`` and ``standar
     sizes = [1.0]
     allin = true
     max_raises = 3         # optional: no cap when absent
+    raise_mults = [2.5]    # optional: re-raises to m times the last bet of the round (postflop-solver's "2.5x")
 
 The tree (:class:`BettingTree`) stores nodes in depth-first preorder. Arrays (``N`` nodes,
 ``E`` edges; node 0 is the root):
@@ -66,6 +67,7 @@ class RoundBets:
     first_sizes: tuple[float, ...]
     allin: bool
     max_raises: int  # -1: no cap
+    raise_mults: tuple[float, ...] = ()  # re-raise to m x the round's current bet (after the first raise)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,10 +85,13 @@ class BetAbstraction:
             out.append(f"allin = {'true' if rb.allin else 'false'}")
             if rb.max_raises >= 0:
                 out.append(f"max_raises = {rb.max_raises}")
+            if rb.raise_mults:
+                out.append(f"raise_mults = {list(rb.raise_mults)}")
         return "\n".join(out) + "\n"
 
     def content_hash(self) -> str:
-        body = tuple((rb.sizes, rb.first_sizes, rb.allin, rb.max_raises) for rb in self.rounds)
+        body = tuple((rb.sizes, rb.first_sizes, rb.allin, rb.max_raises) + ((rb.raise_mults,) if rb.raise_mults else ())
+                     for rb in self.rounds)
         return hashlib.blake2b(repr(body).encode(), digest_size=8).hexdigest()
 
     def raise_targets(self, b: Betting) -> list[tuple[int, float]]:
@@ -110,8 +115,11 @@ class BetAbstraction:
         pot_after_call = b.pot() + to_call
         sizes = rb.first_sizes if n_raises == 0 else rb.sizes
         out: dict[int, float] = {}
-        for f in sizes:
-            to = b.max_spent + int(np.floor(f * pot_after_call + 0.5))
+        targets = [(b.max_spent + int(np.floor(f * pot_after_call + 0.5)), f) for f in sizes]
+        if n_raises and rb.raise_mults:
+            start = street_start(b)
+            targets += [(start + int(np.floor(m * (b.max_spent - start) + 0.5)), 0.0) for m in rb.raise_mults]
+        for to, f in sorted(targets, key=lambda t: t[0]):
             if to > hi:
                 continue
             to = max(to, lo)
@@ -121,8 +129,21 @@ class BetAbstraction:
         return sorted(out.items())
 
 
+def street_start(b: Betting) -> int:
+    """Each seat's commitment when ``b``'s round began (the last earlier raise-to, else the big blind;
+    0 in the first round, where the blinds are part of the round's bets)."""
+    if b.round == 0:
+        return 0
+    start = max(b.game.blind)
+    for acts in b.actions[: b.round]:
+        for kind, size in acts:
+            if kind == RAISE:
+                start = size
+    return start
+
+
 def _round_bets(tbl: dict, where: str) -> RoundBets:
-    known = {"sizes", "first_sizes", "allin", "max_raises"}
+    known = {"sizes", "first_sizes", "allin", "max_raises", "raise_mults"}
     for k in tbl:
         if k not in known:
             raise BetAbstractionError(f"{where}: unknown key {k!r} (expected {sorted(known)})")
@@ -143,7 +164,10 @@ def _round_bets(tbl: dict, where: str) -> RoundBets:
     mr = tbl.get("max_raises", -1)
     if not isinstance(mr, int) or isinstance(mr, bool) or mr < -1:
         raise BetAbstractionError(f"{where}: 'max_raises' must be a non-negative integer, got {mr!r}")
-    return RoundBets(sizes, first, allin, mr)
+    mults = fracs("raise_mults", [])
+    if any(m <= 1 for m in mults):
+        raise BetAbstractionError(f"{where}: 'raise_mults' must be multiples above 1 of the current bet, got {list(mults)!r}")
+    return RoundBets(sizes, first, allin, mr, mults)
 
 
 def parse_bets(text: str, source: str = "<string>") -> BetAbstraction:

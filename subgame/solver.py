@@ -1,0 +1,340 @@
+"""Solving a subgame: CFR+ or DCFR over hand ranges, with the safe-solving gadgets.
+
+A :class:`Subgame` is a public root (betting state and board), each seat's reach of every private
+hand there (its *range*), a bet abstraction for the rest of the hand, and, for the safe methods,
+the opponent's alternative values. The seat being refined is ``refine`` (the player whose strategy
+we will play); the other seat is the *opponent*, whose hands the gadgets protect against.
+
+Values are counterfactual: the opponent's value of hand ``h`` is ``sum_{h'} r(h') u(h, h')`` over the
+refined seat's hands ``h'`` compatible with ``h``, with ``r`` the refined seat's range (chips, net
+for the whole hand). ``alt[h]`` (the opponent's best-response value against the blueprint, in those
+units) is what it could get by playing to this subgame differently, or by the blueprint itself.
+
+Methods:
+
+``unsafe``            both seats' ranges from the blueprint, solved as a game of its own.
+``resolve``           (Burch et al. 2014) the opponent may, per hand, take ``alt[h]`` instead of
+                      entering; its entering hands keep their blueprint weights.
+``maxmargin``         (Moravcik et al. 2016) the opponent picks the hand it enters with, paid the
+                      margin ``(value - alt) / w`` (``w[h]`` its compatible mass of refined-seat
+                      hands): CFR on this gadget maximises the minimum margin.
+``reach-maxmargin``   (Brown & Sandholm 2017) maxmargin with ``alt + gifts``: what the opponent gave
+                      up by its earlier actions on the path, which the refined seat may give back.
+``estimate``          maxmargin with the blueprint's own values of the opponent instead of its best
+                      response values (not safe).
+``reach-estimate``    estimate with gifts measured on those values (not safe).
+
+Exploitability follows OpenSpiel: (best-response value of seat 0 + of seat 1) / 2, in chips per
+subgame (each seat's hands weighted by the ranges), and as a percentage of the starting pot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Optional
+
+import numpy as np
+
+from abstraction.bets import BetAbstraction
+from holdem.betting import Betting
+from holdem.gamedef import GameDef
+from subgame import kernels as K
+from subgame.tree import KIND_DECISION, PublicTree, SubgameError, build_public_tree
+
+METHODS = ("unsafe", "resolve", "maxmargin", "reach-maxmargin", "estimate", "reach-estimate")
+SAFE = ("resolve", "maxmargin", "reach-maxmargin")
+ALGOS = ("dcfr", "cfr+")
+
+
+@dataclasses.dataclass
+class Subgame:
+    game: GameDef
+    root: Betting
+    board: tuple[int, ...]
+    ranges: np.ndarray  # float64 [2, H]
+    bets: Optional[BetAbstraction]
+    refine: Optional[int] = None  # seat being refined (default: the seat to act at the root)
+    alt: Optional[np.ndarray] = None  # opponent's best-response values against the blueprint [H]
+    estimate: Optional[np.ndarray] = None  # opponent's values under the blueprint itself [H]
+    gifts: Optional[np.ndarray] = None  # [H], for reach-maxmargin (same units as alt)
+    estimate_gifts: Optional[np.ndarray] = None  # [H], for reach-estimate
+    tree: Optional[PublicTree] = None
+    action_filter: object = None
+
+    def __post_init__(self) -> None:
+        self.board = tuple(int(c) for c in self.board)
+        if self.refine is None:
+            self.refine = self.root.current_player()
+
+    @property
+    def opponent(self) -> int:
+        return 1 - int(self.refine)
+
+    @property
+    def pot(self) -> int:
+        return self.root.pot()
+
+    def public_tree(self) -> PublicTree:
+        if self.tree is None:
+            self.tree = build_public_tree(self.game, self.root, self.board, self.bets, action_filter=self.action_filter)
+            self.validate()
+        return self.tree
+
+    def validate(self) -> None:
+        t = self.public_tree() if self.tree is None else self.tree
+        H = t.num_hands
+        r = np.asarray(self.ranges, np.float64)
+        if r.shape != (2, H):
+            raise SubgameError(f"ranges must be 2 x {H} weights (one per hand), got shape {r.shape}")
+        if not np.all(np.isfinite(r)) or (r < 0).any():
+            raise SubgameError("ranges must be finite and non-negative")
+        blocked = ~t.valid[t.board[0]]
+        for s in (0, 1):
+            bad = np.nonzero(blocked & (r[s] > 0))[0]
+            if len(bad):
+                from holdem.cards import cards_str
+
+                h = t.hands[bad[0]]
+                raise SubgameError(
+                    f"seat {s}'s range gives weight {r[s, bad[0]]:g} to {cards_str(h.tolist(), self.game.num_suits)}, "
+                    f"which shares a card with the board ({len(bad)} such hands)")
+            if r[s].sum() <= 0:
+                raise SubgameError(f"seat {s}'s range is empty (all weights zero)")
+        self.ranges = r
+        for name in ("alt", "estimate", "gifts", "estimate_gifts"):
+            v = getattr(self, name)
+            if v is not None:
+                v = np.asarray(v, np.float64)
+                if v.shape != (H,) or not np.all(np.isfinite(v)):
+                    raise SubgameError(f"{name} must be {H} finite values (one per opponent hand)")
+                setattr(self, name, v)
+
+
+@dataclasses.dataclass
+class Solution:
+    subgame: Subgame
+    method: str
+    strategy: np.ndarray  # float32 [rows, H]: average strategy of every decision node
+    iterations: int
+    elapsed_s: float
+    exploitability: float  # chips, in the subgame with the blueprint ranges
+    exploitability_pct_pot: float
+    gadget_gap: Optional[float]  # safe/estimate methods: saddle-point gap of the gadget game (chips)
+    min_margin: Optional[float]  # min over opponent hands of (alt - best-response value) / w (chips)
+    br_values: tuple[np.ndarray, np.ndarray]  # each seat's best-response values per hand (cf)
+    history: list  # (iteration, seconds, exploitability chips)
+
+    @property
+    def tree(self) -> PublicTree:
+        return self.subgame.tree
+
+    def node_strategy(self, n: int) -> dict[str, np.ndarray]:
+        t = self.tree
+        if t.kind[n] != KIND_DECISION:
+            raise SubgameError(f"node {n} is not a decision")
+        r0 = int(t.row[n])
+        return {lab: self.strategy[r0 + a] for a, lab in enumerate(t.action_labels(n))}
+
+    def root_strategy(self) -> dict[str, np.ndarray]:
+        """Per action at the root, the probability for each hand of the seat to act."""
+        return self.node_strategy(0)
+
+    def hand_strategy(self, hand: tuple[int, ...], n: int = 0) -> dict[str, float]:
+        from subgame.tree import hand_index
+
+        i = hand_index(self.tree.game)[tuple(sorted(hand))]
+        return {k: float(v[i]) for k, v in self.node_strategy(n).items()}
+
+    def diagnostics(self) -> dict:
+        t = self.tree
+        return {
+            "method": self.method, "iterations": self.iterations, "elapsed_ms": round(self.elapsed_s * 1000, 1),
+            "exploitability": self.exploitability, "exploitability_pct_pot": self.exploitability_pct_pot,
+            "gadget_gap": self.gadget_gap, "min_margin": self.min_margin, "pot": self.subgame.pot,
+            "nodes": t.num_nodes, "hands": t.num_hands, "boards": len(t.boards),
+            "memory_mb": round(_state_bytes(t) / 2**20, 1),
+        }
+
+
+def _state_bytes(t: PublicTree) -> int:
+    return t.memory_bytes() + 3 * t.num_nodes * t.num_hands * 8 + 3 * t.num_rows * t.num_hands * 4
+
+
+class _Engine:
+    """Work arrays for one tree, shared by solving and evaluation."""
+
+    def __init__(self, tree: PublicTree):
+        self.t = tree
+        N, H = tree.num_nodes, tree.num_hands
+        self.reach = np.zeros((2, N, H), np.float64)
+        self.val = np.zeros((N, H), np.float64)
+        self.args = tree.kernel_args() + (tree.strength, np.int64(tree.game.deck_size))
+        self._dummy = np.zeros((1, H), np.float32)
+
+    def walk(self, sigma, root_reach, p, mode, regret=None, strat_sum=None, w=(1.0, 1.0, False, 1.0, 0.0)) -> np.ndarray:
+        regret = self._dummy if regret is None else regret
+        strat_sum = self._dummy if strat_sum is None else strat_sum
+        K.traverse(*self.args, sigma, root_reach, p, mode, self.reach, self.val, regret, strat_sum, *w)
+        return self.val[0].copy()
+
+    def compat_mass(self, r: np.ndarray) -> np.ndarray:
+        """Per hand, the total of ``r`` over hands compatible with it (and with the root board)."""
+        t = self.t
+        b = t.board[0]
+        out = np.zeros(t.num_hands)
+        K._fold_mass(np.where(t.valid[b], r, 0.0), t.hands, t.order[b], t.num_valid[b], t.game.deck_size, out,
+                     np.zeros(t.game.deck_size))
+        return out
+
+
+def average_strategy(tree: PublicTree, strat_sum: np.ndarray) -> np.ndarray:
+    sigma = np.zeros_like(strat_sum, dtype=np.float32)
+    K.strategy_from(strat_sum, sigma, tree.kind, tree.num_children, tree.row)
+    return sigma
+
+
+def exploitability(sub: Subgame, sigma: np.ndarray, engine: Optional[_Engine] = None):
+    """(exploitability in chips, [BR values of seat 0, seat 1] per hand) of ``sigma`` in ``sub``."""
+    t = sub.public_tree()
+    e = engine or _Engine(t)
+    r = sub.ranges
+    v0 = e.walk(sigma, r, 0, K.MODE_BR)
+    v1 = e.walk(sigma, r, 1, K.MODE_BR)
+    z = float(r[0] @ e.compat_mass(r[1]))
+    return (float(r[0] @ v0) + float(r[1] @ v1)) / 2.0 / z, (v0, v1)
+
+
+def _weights(algo: str, t: int):
+    if algo == "dcfr":
+        tp = (t - 1) ** 1.5
+        return (tp / (tp + 1.0), 0.5, False, ((t - 1) / t) ** 2, 1.0)
+    return (1.0, 1.0, True, 1.0, float(t))
+
+
+def _rm(x: np.ndarray) -> np.ndarray:
+    pos = np.maximum(x, 0.0)
+    s = pos.sum(axis=-1, keepdims=True)
+    n = x.shape[-1]
+    return np.where(s > 0, pos / np.where(s > 0, s, 1.0), 1.0 / n)
+
+
+def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None, time_budget: Optional[float] = None,
+          target_pct_pot: Optional[float] = None, algo: str = "dcfr", check_every: int = 10) -> Solution:
+    """Solve ``sub`` with ``method`` until ``iterations``, ``time_budget`` seconds, or an
+    exploitability (unsafe) / gadget gap (other methods) of ``target_pct_pot`` % of the pot."""
+    if method not in METHODS:
+        raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
+    if algo not in ALGOS:
+        raise SubgameError(f"unknown algorithm {algo!r}: expected one of {', '.join(ALGOS)}")
+    if iterations is None and time_budget is None and target_pct_pot is None:
+        iterations = 1000
+    t0 = time.perf_counter()
+    t = sub.public_tree()
+    sub.validate()
+    o, me = sub.opponent, int(sub.refine)
+    alt = None
+    if method != "unsafe":
+        base = sub.estimate if method in ("estimate", "reach-estimate") else sub.alt
+        if base is None:
+            what = "the blueprint's own values" if "estimate" in method else "alternative (best-response) values"
+            raise SubgameError(f"method {method!r} needs the opponent's {what}; this subgame has none "
+                               "(an explicit subgame without them supports 'unsafe' only)")
+        alt = base.copy()
+        if method.startswith("reach-"):
+            g = sub.estimate_gifts if method == "reach-estimate" else sub.gifts
+            if g is not None:
+                alt += np.maximum(g, 0.0)
+    e = _Engine(t)
+    H = t.num_hands
+    regret = np.zeros((t.num_rows, H), np.float32)
+    strat_sum = np.zeros((t.num_rows, H), np.float32)
+    sigma = np.zeros((t.num_rows, H), np.float32)
+    ranges = sub.ranges
+    w_opp = e.compat_mass(ranges[me])  # opponent hand -> refined seat's compatible mass
+    elig = (w_opp > 1e-300) & t.valid[t.board[0]]
+    g_reg = np.zeros((H, 2)) if method == "resolve" else np.zeros(H)
+    g_sum = np.zeros_like(g_reg)
+    pot = sub.pot
+    history = []
+    it = 0
+    gap = margin = None
+
+    def opp_reach(gstrat) -> np.ndarray:
+        rr = ranges.copy()
+        if method == "resolve":
+            rr[o] = ranges[o] * gstrat[:, 1]
+        elif method != "unsafe":
+            rr[o] = np.where(elig, gstrat / np.where(elig, w_opp, 1.0), 0.0)
+        return rr
+
+    def gadget_strategy(acc) -> np.ndarray:
+        if method == "resolve":
+            return _rm(acc)
+        x = np.where(elig, acc, 0.0)
+        pos = np.maximum(x, 0.0)
+        s = pos.sum()
+        return pos / s if s > 0 else elig / max(elig.sum(), 1)
+
+    def measure():
+        avg = average_strategy(t, strat_sum)
+        expl, (v0, v1) = exploitability(sub, avg, e)
+        g = m = None
+        if method != "unsafe":
+            gavg = gadget_strategy(g_sum) if method != "resolve" else g_sum / np.maximum(g_sum.sum(1, keepdims=True), 1e-300)
+            if method == "resolve":
+                gavg = np.where(g_sum.sum(1, keepdims=True) > 0, gavg, 0.5)
+            rr = opp_reach(gavg)
+            vb_o = e.walk(avg, rr, o, K.MODE_BR)  # opponent's best response inside the subgame
+            vb_me = e.walk(avg, rr, me, K.MODE_BR)  # refined seat's best response to the gadget opponent
+            if method == "resolve":
+                z = float(ranges[o] @ w_opp)
+                best_o = float(ranges[o] @ np.maximum(alt, vb_o))
+                worst_o = -float(ranges[me] @ vb_me) + float(ranges[o] @ ((1 - gavg[:, 1]) * alt))
+                g = (best_o - worst_o) / z
+            else:
+                marg = np.where(elig, (vb_o - alt) / np.where(elig, w_opp, 1.0), -np.inf)
+                best_o = float(marg.max())
+                worst_o = -float(ranges[me] @ vb_me) - float(np.where(elig, gavg * alt / np.where(elig, w_opp, 1.0), 0).sum())
+                g = best_o - worst_o
+            m = float(np.min(np.where(elig, (alt - vb_o) / np.where(elig, w_opp, 1.0), np.inf)))
+        return avg, expl, g, m, (v0, v1)
+
+    done = False
+    while not done:
+        it += 1
+        wts = _weights(algo, it)
+        for p in (0, 1):
+            K.strategy_from(regret, sigma, t.kind, t.num_children, t.row)
+            gstrat = gadget_strategy(g_reg) if method != "unsafe" else None
+            rr = opp_reach(gstrat)
+            v = e.walk(sigma, rr, p, K.MODE_CFR, regret, strat_sum, wts)
+            if p == o and method != "unsafe":
+                if method == "resolve":
+                    vals = np.stack([alt, v], 1)
+                    cur = (gstrat * vals).sum(1, keepdims=True)
+                else:
+                    vals = np.where(elig, (v - alt) / np.where(elig, w_opp, 1.0), 0.0)
+                    cur = float(gstrat @ vals)
+                inst = vals - cur
+                if algo == "cfr+":
+                    g_reg = np.maximum(g_reg + inst, 0.0)
+                    g_sum += it * gstrat
+                else:
+                    g_reg = np.where(g_reg > 0, g_reg * wts[0], g_reg * wts[1]) + inst
+                    g_sum = g_sum * wts[3] + gstrat
+        el = time.perf_counter() - t0
+        if iterations is not None and it >= iterations:
+            done = True
+        if time_budget is not None and el >= time_budget:
+            done = True
+        if target_pct_pot is not None and (it % check_every == 0 or done):
+            _, expl, gap, margin, _ = measure()
+            history.append((it, time.perf_counter() - t0, expl))
+            crit = gap if gap is not None else expl
+            if crit / pot * 100 <= target_pct_pot:
+                done = True
+    avg, expl, gap, margin, brv = measure()
+    history.append((it, time.perf_counter() - t0, expl))
+    el = time.perf_counter() - t0
+    return Solution(sub, method, avg, it, el, expl, expl / pot * 100, gap, margin, brv, history)

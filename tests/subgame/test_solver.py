@@ -1,0 +1,221 @@
+"""The range-vectorized subgame solver against a brute-force oracle over hand pairs, and its
+convergence and safety guarantees."""
+
+import numpy as np
+import pytest
+
+from abstraction.bets import parse_bets
+from holdem.betting import CALL, Betting
+from holdem.evaluator import rank_hand_py
+from holdem.gamedef import GameDef
+from subgame import kernels as K
+from subgame.solver import Subgame, _Engine, exploitability, solve
+from subgame.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD, SubgameError, build_public_tree
+
+# three rounds, 6 ranks x 4 suits (24 cards, 276 hands): a "turn hold'em" small enough for pairs
+GAME = GameDef("nolimit", 3, (1200, 1200), (100, 50), (0, 0, 0), (1, 0, 0), (255, 255, 255), 4, 6, 2, (0, 3, 1),
+               name="tiny3")
+BETS = parse_bets("[[round]]\nfirst_sizes = [0.5, 1.0]\nsizes = []\nraise_mults = [2.5]\nallin = true\n")
+
+
+def flop_root():
+    b = Betting.initial(GAME).apply(CALL).apply(CALL)
+    assert b.round == 1
+    return b
+
+
+def random_ranges(tree, rng):
+    r = rng.random((2, tree.num_hands)) ** 3
+    return r * tree.valid[tree.board[0]]
+
+
+class Brute:
+    """Values of one responder hand by explicit sums over opponent hands (no card-removal algebra,
+    no sorting): the best responder maximises the sum over opponent hands, as an information set."""
+
+    def __init__(self, tree):
+        self.t = tree
+        hs = [set(int(c) for c in h) for h in tree.hands]
+        self.hs = hs
+        self.compat = np.array([[not (a & b) for b in hs] for a in hs])
+        self._st = {}
+
+    def strength(self, h, board):
+        key = (h, board)
+        if key not in self._st:
+            self._st[key] = rank_hand_py(list(self.t.hands[h]) + list(board), GAME.num_suits, GAME.num_ranks)
+        return self._st[key]
+
+    def value(self, sigma, ranges, p, best, h):
+        t = self.t
+        if self.hs[h] & set(t.root_board):
+            return 0.0
+        w = ranges[1 - p] * self.compat[h] * t.valid[t.board[0]]
+        return self._rec(0, sigma, p, best, h, w, t.root_board)
+
+    def _rec(self, n, sigma, p, best, h, w, board):
+        t = self.t
+        k = t.kind[n]
+        sp = t.spent[n]
+        if k == KIND_FOLD:
+            f = t.player[n]
+            return w.sum() * (-sp[p] if f == p else sp[f])
+        if k == KIND_CHANCE:
+            tot, cnt = 0.0, 0
+            for c in t.children(n):
+                cards = t.boards[t.board[c]]
+                new = set(cards) - set(board)
+                if new & self.hs[h]:
+                    continue
+                cnt += 1
+                w2 = w * np.array([not (new & x) for x in self.hs])
+                tot += self._rec(c, sigma, p, best, h, w2, cards)
+            return tot / t.deal_count[n]
+        if k != KIND_DECISION:
+            mine = self.strength(h, board)
+            m = min(sp)
+            v = 0.0
+            for h2 in np.nonzero(w)[0]:
+                other = self.strength(h2, board)
+                v += w[h2] * (m if mine > other else -m if mine < other else 0)
+            return v
+        q = t.player[n]
+        kids = t.children(n)
+        r0 = t.row[n]
+        if q == p:
+            vals = [self._rec(c, sigma, p, best, h, w, board) for c in kids]
+            return max(vals) if best else sum(sigma[r0 + a, h] * v for a, v in enumerate(vals))
+        return sum(self._rec(c, sigma, p, best, h, w * sigma[r0 + a], board) for a, c in enumerate(kids))
+
+
+@pytest.mark.parametrize("round_", [1, 2])
+def test_values_match_brute_force_over_hand_pairs(round_):
+    rng = np.random.default_rng(round_)
+    b = flop_root()
+    board = (0, 5, 9)
+    if round_ == 2:
+        b = b.apply(CALL).apply(CALL)
+        board = board + (14,)
+    tree = build_public_tree(GAME, b, board, BETS)
+    if round_ == 1:
+        assert (tree.kind == KIND_CHANCE).sum() > 0
+    ranges = random_ranges(tree, rng)
+    sigma = rng.random((tree.num_rows, tree.num_hands)).astype(np.float32)
+    K.strategy_from(sigma, sigma, tree.kind, tree.num_children, tree.row)  # normalise rows
+    e = _Engine(tree)
+    brute = Brute(tree)
+    ok = np.nonzero(tree.valid[tree.board[0]])[0]
+    # flop trees are big for a per-hand walk: compare a sample of hands there, all on the river
+    sample = rng.choice(ok, 4, replace=False) if round_ == 1 else ok
+    for p in (0, 1):
+        for mode, best in ((K.MODE_EV, False), (K.MODE_BR, True)):
+            got = e.walk(sigma, ranges, p, mode)
+            for h in sample:
+                assert got[h] == pytest.approx(brute.value(sigma, ranges, p, best, h), rel=1e-9, abs=1e-7)
+
+
+def river_subgame(seed=0, **kw):
+    b = flop_root().apply(CALL).apply(CALL)
+    rng = np.random.default_rng(seed)
+    tree = build_public_tree(GAME, b, (0, 5, 9, 14), BETS)
+    return Subgame(GAME, b, (0, 5, 9, 14), random_ranges(tree, rng), BETS, tree=tree, **kw)
+
+
+@pytest.mark.parametrize("algo", ["dcfr", "cfr+"])
+def test_unsafe_solve_converges(algo):
+    sub = river_subgame()
+    early = solve(sub, "unsafe", iterations=5, algo=algo)
+    late = solve(sub, "unsafe", iterations=400, algo=algo)
+    assert late.exploitability < early.exploitability / 10
+    assert late.exploitability_pct_pot < 0.5
+    # the reported figure is what an independent best response finds
+    expl, _ = exploitability(sub, late.strategy)
+    assert expl == pytest.approx(late.exploitability)
+    strat = late.root_strategy()
+    total = sum(strat.values())
+    ok = sub.tree.valid[sub.tree.board[0]]
+    np.testing.assert_allclose(total[ok], 1.0, rtol=1e-5)
+
+
+def test_target_and_time_budget_stop():
+    sub = river_subgame()
+    s = solve(sub, "unsafe", target_pct_pot=2.0, check_every=5)
+    assert s.exploitability_pct_pot <= 2.0
+    assert s.iterations < 1000
+    s = solve(sub, "unsafe", time_budget=0.2)
+    assert s.iterations >= 1
+
+
+def _blueprint_values(sub, rng):
+    """A deliberately poor 'blueprint' in the subgame, and the opponent's values against it."""
+    t = sub.public_tree()
+    bp = rng.random((t.num_rows, t.num_hands)).astype(np.float32) ** 4
+    K.strategy_from(bp, bp, t.kind, t.num_children, t.row)
+    e = _Engine(t)
+    o = sub.opponent
+    alt = e.walk(bp, sub.ranges, o, K.MODE_BR)
+    est = e.walk(bp, sub.ranges, o, K.MODE_EV)
+    return bp, alt, est
+
+
+@pytest.mark.parametrize("method", ["resolve", "maxmargin", "reach-maxmargin"])
+def test_safe_methods_never_give_the_opponent_more_than_its_alternative(method):
+    rng = np.random.default_rng(3)
+    sub = river_subgame(seed=3)
+    bp, alt, est = _blueprint_values(sub, rng)
+    sub.alt = alt
+    sub.gifts = np.zeros_like(alt)
+    s = solve(sub, method, iterations=600)
+    # margin >= 0 for every opponent hand: the refined strategy is no more exploitable there
+    assert s.min_margin > -0.02 * sub.pot
+    assert s.gadget_gap < 0.02 * sub.pot
+    if method != "resolve":
+        # a poor blueprint leaves room: max-margin finds a strictly positive minimum margin
+        assert s.min_margin > 0
+
+
+def test_maxmargin_margin_at_least_resolve_margin():
+    rng = np.random.default_rng(4)
+    sub = river_subgame(seed=4)
+    _, alt, _ = _blueprint_values(sub, rng)
+    sub.alt = alt
+    mm = solve(sub, "maxmargin", iterations=600)
+    rs = solve(sub, "resolve", iterations=600)
+    assert mm.min_margin >= rs.min_margin - 0.01 * sub.pot
+
+
+def test_estimate_needs_values_and_unknown_method_errors():
+    sub = river_subgame()
+    with pytest.raises(SubgameError, match="alternative"):
+        solve(sub, "maxmargin", iterations=1)
+    with pytest.raises(SubgameError, match="blueprint's own values"):
+        solve(sub, "estimate", iterations=1)
+    with pytest.raises(SubgameError, match="unknown method 'safe'"):
+        solve(sub, "safe", iterations=1)
+
+
+def test_bad_ranges_are_named():
+    b = flop_root().apply(CALL).apply(CALL)
+    tree = build_public_tree(GAME, b, (0, 5, 9, 14), BETS)
+    r = np.ones((2, tree.num_hands))
+    with pytest.raises(SubgameError, match="shares a card with the board"):
+        Subgame(GAME, b, (0, 5, 9, 14), r, BETS, tree=tree).validate()
+    r = r * tree.valid[tree.board[0]]
+    r[1] = 0
+    with pytest.raises(SubgameError, match="seat 1's range is empty"):
+        Subgame(GAME, b, (0, 5, 9, 14), r, BETS, tree=tree).validate()
+    with pytest.raises(SubgameError, match="2 x 276"):
+        Subgame(GAME, b, (0, 5, 9, 14), r[:, :10], BETS, tree=tree).validate()
+    with pytest.raises(SubgameError, match="needs 4 board cards"):
+        build_public_tree(GAME, b, (0, 5, 9), BETS)
+
+
+def test_raise_mults_follow_the_last_bet():
+    b = flop_root().apply(CALL).apply(CALL)
+    tree = build_public_tree(GAME, b, (0, 5, 9, 14), BETS)
+    # pot 200: half a pot (100 more) is the minimum bet of one big blind, so r200; a pot r300; all-in
+    assert tree.action_labels(0) == ["c", "r200", "r300", "r1200"]
+    # facing a bet of 200 into the round (street start 100): 2.5x raises to 100 + 2.5 * 200 = 600
+    assert tree.action_labels(int(tree.children(0)[2])) == ["f", "c", "r600", "r1200"]
+    # facing the 100 bet: 2.5x is 350
+    assert tree.action_labels(int(tree.children(0)[1])) == ["f", "c", "r350", "r1200"]
