@@ -25,7 +25,9 @@ Methods:
 ``reach-estimate``    estimate with gifts measured on those values (not safe).
 
 Exploitability follows OpenSpiel: (best-response value of seat 0 + of seat 1) / 2, in chips per
-subgame (each seat's hands weighted by the ranges), and as a percentage of the starting pot.
+subgame (each seat's hands weighted by the ranges), and as a percentage of the starting pot. For the
+gadget methods the reported ``exploitability`` is half the saddle-point gap of the gadget game they
+solve (its NashConv / 2); ``subgame_exploitability`` is the profile's in the plain subgame.
 """
 
 from __future__ import annotations
@@ -118,9 +120,10 @@ class Solution:
     strategy: np.ndarray  # float32 [rows, H]: average strategy of every decision node
     iterations: int
     elapsed_s: float
-    exploitability: float  # chips, in the subgame with the blueprint ranges
+    exploitability: float  # chips: NashConv / 2 of the game solved (the subgame, or the method's gadget game)
     exploitability_pct_pot: float
-    gadget_gap: Optional[float]  # safe/estimate methods: saddle-point gap of the gadget game (chips)
+    subgame_exploitability: float  # chips: NashConv / 2 of the strategy profile in the subgame with the ranges
+    gadget_gap: Optional[float]  # gadget methods: saddle-point gap (NashConv) of the gadget game (chips)
     min_margin: Optional[float]  # min over opponent hands of (alt - best-response value) / w (chips)
     br_values: tuple[np.ndarray, np.ndarray]  # each seat's best-response values per hand (cf)
     history: list  # (iteration, seconds, exploitability chips)
@@ -151,7 +154,7 @@ class Solution:
         return {
             "method": self.method, "iterations": self.iterations, "elapsed_ms": round(self.elapsed_s * 1000, 1),
             "exploitability": self.exploitability, "exploitability_pct_pot": self.exploitability_pct_pot,
-            "gadget_gap": self.gadget_gap, "min_margin": self.min_margin, "pot": self.subgame.pot,
+            "subgame_exploitability": self.subgame_exploitability, "gadget_gap": self.gadget_gap, "min_margin": self.min_margin, "pot": self.subgame.pot,
             "nodes": t.num_nodes, "hands": t.num_hands, "boards": len(t.boards),
             "memory_mb": round(_state_bytes(t) / 2**20, 1),
         }
@@ -331,10 +334,11 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
         if target_pct_pot is not None and (it % check_every == 0 or done):
             _, expl, gap, margin, _ = measure()
             history.append((it, time.perf_counter() - t0, expl))
-            crit = gap if gap is not None else expl
+            crit = gap / 2 if gap is not None else expl
             if crit / pot * 100 <= target_pct_pot:
                 done = True
     avg, expl, gap, margin, brv = measure()
     history.append((it, time.perf_counter() - t0, expl))
     el = time.perf_counter() - t0
-    return Solution(sub, method, avg, it, el, expl, expl / pot * 100, gap, margin, brv, history)
+    solved = expl if gap is None else gap / 2
+    return Solution(sub, method, avg, it, el, solved, solved / pot * 100, expl, gap, margin, brv, history)

@@ -1,0 +1,238 @@
+"""Subgames built from a blueprint and an actual hand history.
+
+* **Ranges**: each seat's reach of every private hand at the subgame's root, the product of the
+  blueprint's probabilities of the actions taken along the (abstract) path, each looked up in the
+  hand's card bucket for the board visible when the action was taken.
+* **Alternative values** (``alt``): the opponent's counterfactual best-response values against the
+  blueprint from the root's abstract node to the end of the hand, per hand, on the blueprint's own
+  betting tree; **estimates**: its values when both seats follow the blueprint.
+* **Gifts** (reach variants): at each earlier decision of the opponent on the path, what the action
+  it took is worth less than its best action, per unit of the refined seat's compatible mass, added
+  up and carried to the root. They are computed for the decisions of the root's betting round
+  (whose continuation trees are cheap); earlier rounds contribute nothing, which only makes the reach
+  variants more conservative.
+
+:func:`blueprint_sigma` lifts the blueprint's strategy onto a :class:`~subgame.tree.PublicTree`
+built from the same betting abstraction (the solver's ``sigma`` layout), so the subgame kernels can
+evaluate the blueprint itself.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from abstraction.bets import KIND_DECISION as BT_DECISION
+from abstraction.bets import BetAbstraction
+from blueprint.blueprint import Blueprint, BlueprintError
+from holdem.state import State
+from subgame import kernels as K
+from subgame.solver import Subgame, _Engine
+from subgame.tree import KIND_CHANCE, KIND_DECISION, PublicTree, SubgameError, build_public_tree
+
+
+def _hand_buckets_for(bp: Blueprint, hands: np.ndarray, board: tuple[int, ...], r: int) -> np.ndarray:
+    from blueprint.evaluate import _hand_buckets
+
+    g = bp.gamedef
+    kind, iso, table, offsets = bp.cards.kernel_args()
+    return _hand_buckets(kind, hands.astype(np.int64), np.array(board, np.int64), r, g.num_hole_cards,
+                         np.array(g.num_board_cards, np.int64), g.deck_size, g.num_suits, g.num_ranks, iso, table,
+                         offsets)
+
+
+class BucketCache:
+    """Card buckets of every hand for (board, round), computed once."""
+
+    def __init__(self, bp: Blueprint, hands: np.ndarray):
+        self.bp, self.hands = bp, hands
+        self._c: dict = {}
+
+    def __call__(self, board: tuple[int, ...], r: int) -> tuple[np.ndarray, np.ndarray]:
+        """(indices of hands not blocked by ``board``, their buckets)."""
+        key = (tuple(sorted(board)), r)
+        if key not in self._c:
+            bs = set(board)
+            ok = np.array([not (set(h.tolist()) & bs) for h in self.hands])
+            idx = np.nonzero(ok)[0]
+            self._c[key] = (idx, _hand_buckets_for(self.bp, self.hands[idx], tuple(board), r))
+        return self._c[key]
+
+
+def node_probs(bp: Blueprint, n: int, buckets: np.ndarray) -> np.ndarray:
+    """[len(buckets), A] blueprint strategy at abstract node ``n`` for hands in those buckets."""
+    t = bp.tree
+    na = int(t.num_actions[n])
+    nb = int(bp.num_buckets[t.round[n]])
+    s = int(bp.row_offset[n])
+    return bp.probs[s : s + nb * na].reshape(nb, na)[buckets]
+
+
+def map_to_blueprint(tree: PublicTree, bp: Blueprint, node: int) -> np.ndarray:
+    """Abstract node of every public node of ``tree`` (built from abstract node ``node``'s state
+    with the blueprint's own bets); chance nodes map to the node after the round ends."""
+    bt = bp.tree
+    out = np.full(tree.num_nodes, -1, np.int64)
+    out[0] = node
+    for u in range(tree.num_nodes):
+        v = out[u]
+        if v < 0:
+            continue
+        k = tree.kind[u]
+        kids = tree.children(u)
+        if k == KIND_CHANCE:
+            out[kids] = v
+        elif k == KIND_DECISION:
+            if bt.kind[v] != BT_DECISION or int(bt.num_actions[v]) != len(kids):
+                raise SubgameError(f"public node {u} does not match abstract node {bt.betting_string(int(v))!r}")
+            out[kids] = bt.children(int(v))
+    return out
+
+
+def blueprint_sigma(bp: Blueprint, tree: PublicTree, node_map: np.ndarray, cache: Optional[BucketCache] = None) -> np.ndarray:
+    """float32 [rows, H]: the blueprint's strategy on ``tree`` (blocked hands get uniform rows)."""
+    cache = cache or BucketCache(bp, tree.hands)
+    sigma = np.zeros((tree.num_rows, tree.num_hands), np.float32)
+    for u in np.nonzero(tree.kind == KIND_DECISION)[0]:
+        v = int(node_map[u])
+        A = int(tree.num_children[u])
+        r0 = int(tree.row[u])
+        sigma[r0 : r0 + A] = 1.0 / A
+        board = tree.boards[tree.board[u]]
+        idx, bk = cache(board, int(bp.tree.round[v]))
+        sigma[r0 : r0 + A, idx] = node_probs(bp, v, bk).T
+    return sigma
+
+
+def abstract_path(bp: Blueprint, n: int) -> list[tuple[int, int]]:
+    """``(node, action index)`` of every decision from the root to abstract node ``n``."""
+    bt = bp.tree
+    path = []
+    while bt.parent[n] >= 0:
+        par = int(bt.parent[n])
+        path.append((par, int(bt.parent_edge[n]) - int(bt.child_start[par])))
+        n = par
+    return path[::-1]
+
+
+def _board_at_round(game, board: tuple[int, ...], r: int) -> tuple[int, ...]:
+    return tuple(board[: game.board_cards_through(r)])
+
+
+def blueprint_ranges(bp: Blueprint, n: int, board: tuple[int, ...], hands: np.ndarray,
+                     cache: Optional[BucketCache] = None) -> np.ndarray:
+    """[2, H] each seat's blueprint reach of every hand at abstract node ``n`` with ``board`` dealt."""
+    cache = cache or BucketCache(bp, hands)
+    g = bp.gamedef
+    bt = bp.tree
+    ranges = np.ones((2, len(hands)))
+    for m, a in abstract_path(bp, n):
+        r = int(bt.round[m])
+        q = int(bt.player[m])
+        idx, bk = cache(_board_at_round(g, board, r), r)
+        probs = node_probs(bp, m, bk)[:, a]
+        mult = np.zeros(len(hands))
+        mult[idx] = probs
+        ranges[q] *= mult
+    _, _ = cache(board, int(bt.round[n]))
+    bs = set(board)
+    blocked = np.array([bool(set(h.tolist()) & bs) for h in hands])
+    ranges[:, blocked] = 0.0
+    return ranges
+
+
+def blueprint_values(bp: Blueprint, n: int, board: tuple[int, ...], ranges: np.ndarray, seat: int,
+                     cache: Optional[BucketCache] = None, tree: Optional[PublicTree] = None):
+    """(best-response values, blueprint values) of ``seat``'s hands from abstract node ``n`` to the
+    end of the hand, against the other seat's ``ranges`` (counterfactual, per hand)."""
+    if tree is None:
+        tree = build_public_tree(bp.gamedef, bp._betting_at(n), board, bp_bets(bp))
+    nm = map_to_blueprint(tree, bp, n)
+    sigma = blueprint_sigma(bp, tree, nm, cache)
+    e = _Engine(tree)
+    br = e.walk(sigma, ranges, seat, K.MODE_BR)
+    ev = e.walk(sigma, ranges, seat, K.MODE_EV)
+    return br, ev, (tree, e, sigma)
+
+
+def bp_bets(bp: Blueprint) -> Optional[BetAbstraction]:
+    from blueprint.trainer import Trainer  # noqa: F401  (the blueprint's bets live on its tree)
+
+    return bp.tree.bets if not bp.gamedef.is_limit else None
+
+
+def gifts(bp: Blueprint, n: int, board: tuple[int, ...], hands: np.ndarray, seat: int, root_mass: np.ndarray,
+          cache: Optional[BucketCache] = None, estimate: bool = False) -> np.ndarray:
+    """Gifts of ``seat`` (the opponent) carried to abstract node ``n``, in counterfactual units there.
+
+    For each decision of ``seat`` in ``n``'s betting round on the path, the gap between its best
+    action's value and the taken one's (best-response values against the blueprint, or the
+    blueprint's own values when ``estimate``), per unit of the other seat's compatible mass, summed
+    and multiplied by ``root_mass`` (that mass at the root)."""
+    cache = cache or BucketCache(bp, hands)
+    bt = bp.tree
+    g = bp.gamedef
+    rnd = int(bt.round[n])
+    total = np.zeros(len(hands))
+    for m, a in abstract_path(bp, n):
+        if int(bt.round[m]) != rnd or int(bt.player[m]) != seat:
+            continue
+        r_m = blueprint_ranges(bp, m, board, hands, cache)
+        tree = build_public_tree(g, bp._betting_at(m), _board_at_round(g, board, rnd), bp_bets(bp))
+        nm = map_to_blueprint(tree, bp, m)
+        sigma = blueprint_sigma(bp, tree, nm, cache)
+        e = _Engine(tree)
+        e.walk(sigma, r_m, seat, K.MODE_EV if estimate else K.MODE_BR)
+        kids = tree.children(0)
+        vals = e.val[kids]  # [A, H] counterfactual values of each action
+        gap = vals.max(axis=0) - vals[a]
+        w = e.compat_mass(r_m[1 - seat])
+        total += np.where(w > 0, gap / np.where(w > 0, w, 1.0), 0.0)
+    return total * root_mass
+
+
+def from_matchstate(bp: Blueprint, matchstate: str | State, bets: Optional[BetAbstraction] = None,
+                    with_gifts: bool = True) -> tuple[Subgame, int]:
+    """The subgame at ``matchstate``'s public state for the seat to act (which must be the viewer),
+    from the blueprint's reach and values; returns ``(subgame, abstract node)``.
+
+    The real betting must be on the blueprint's tree (off-tree bets are nested solving's job, see
+    :mod:`subgame.nested`)."""
+    from subgame.bets import default_subgame_bets
+
+    state = matchstate if isinstance(matchstate, State) else bp.game.state(matchstate)
+    if state.viewer is None:
+        raise SubgameError("solving needs a MATCHSTATE (the viewer's cards), not a dealer STATE")
+    if state.is_terminal():
+        raise SubgameError("the hand is over: nothing to solve")
+    if state.is_chance():
+        raise SubgameError("cards are still to be dealt at this state")
+    if state.current_player() != state.viewer:
+        raise SubgameError(f"seat {state.current_player()} is to act, not the viewer (seat {state.viewer})")
+    try:
+        n = bp.node_of(state)
+    except BlueprintError as exc:
+        raise SubgameError(f"match state not reachable in the blueprint: {exc}") from None
+    if not bp._same_spent(n, state.betting) or bp.tree.kind[n] != BT_DECISION:
+        raise SubgameError(
+            f"the betting {state.betting.betting_string()!r} is not on the blueprint's tree "
+            f"(nearest abstract node {bp.tree.betting_string(n)!r}): use nested solving")
+    board = tuple(int(c) for c in state.board_cards)
+    from subgame.tree import all_hands
+
+    hands = all_hands(bp.gamedef)
+    cache = BucketCache(bp, hands)
+    ranges = blueprint_ranges(bp, n, board, hands, cache)
+    me = state.current_player()
+    o = 1 - me
+    if ranges[o].sum() <= 0 or ranges[me].sum() <= 0:
+        raise SubgameError("the blueprint never reaches this state (a range is empty)")
+    alt, est, (t_bp, e_bp, _) = blueprint_values(bp, n, board, ranges, o, cache)
+    sub = Subgame(bp.gamedef, state.betting, board, ranges, bets or default_subgame_bets(), refine=me, alt=alt,
+                  estimate=est)
+    if with_gifts:
+        mass = e_bp.compat_mass(ranges[me])
+        sub.gifts = gifts(bp, n, board, hands, o, mass, cache)
+        sub.estimate_gifts = gifts(bp, n, board, hands, o, mass, cache, estimate=True)
+    return sub, n
