@@ -199,8 +199,6 @@ def from_matchstate(bp: Blueprint, matchstate: str | State, bets: Optional[BetAb
 
     The real betting must be on the blueprint's tree (off-tree bets are nested solving's job, see
     :mod:`subgame.nested`)."""
-    from subgame.bets import default_subgame_bets
-
     state = matchstate if isinstance(matchstate, State) else bp.game.state(matchstate)
     if state.viewer is None:
         raise SubgameError("solving needs a MATCHSTATE (the viewer's cards), not a dealer STATE")
@@ -219,20 +217,29 @@ def from_matchstate(bp: Blueprint, matchstate: str | State, bets: Optional[BetAb
             f"the betting {state.betting.betting_string()!r} is not on the blueprint's tree "
             f"(nearest abstract node {bp.tree.betting_string(n)!r}): use nested solving")
     board = tuple(int(c) for c in state.board_cards)
+    sub = blueprint_subgame(bp, n, state.betting, board, state.current_player(), bets, with_gifts=with_gifts)
+    return sub, n
+
+
+def blueprint_subgame(bp: Blueprint, n: int, root, board: tuple[int, ...], refine: int,
+                      bets: Optional[BetAbstraction] = None, action_filter=None, with_gifts: bool = True) -> Subgame:
+    """The subgame rooted at betting ``root`` (the real state of abstract node ``n``) on ``board``,
+    refining ``refine``'s strategy, with ranges, alternative values and gifts from the blueprint."""
+    from subgame.bets import default_subgame_bets
     from subgame.tree import all_hands
 
     hands = all_hands(bp.gamedef)
     cache = BucketCache(bp, hands)
     ranges = blueprint_ranges(bp, n, board, hands, cache)
-    me = state.current_player()
+    me = refine
     o = 1 - me
     if ranges[o].sum() <= 0 or ranges[me].sum() <= 0:
         raise SubgameError("the blueprint never reaches this state (a range is empty)")
     alt, est, (t_bp, e_bp, _) = blueprint_values(bp, n, board, ranges, o, cache)
-    sub = Subgame(bp.gamedef, state.betting, board, ranges, bets or default_subgame_bets(), refine=me, alt=alt,
-                  estimate=est)
+    sub = Subgame(bp.gamedef, root, board, ranges, bets or default_subgame_bets(), refine=me, alt=alt,
+                  estimate=est, action_filter=action_filter)
     if with_gifts:
         mass = e_bp.compat_mass(ranges[me])
         sub.gifts = gifts(bp, n, board, hands, o, mass, cache)
         sub.estimate_gifts = gifts(bp, n, board, hands, o, mass, cache, estimate=True)
-    return sub, n
+    return sub

@@ -47,79 +47,68 @@ def strategy_from(acc, sigma, kind, num_children, row):
                     sigma[r0 + a, h] = 1.0 / A
 
 
-@numba.njit(cache=True)
-def _fold_mass(r, hands, order, nv, deck, out, percard):
+@numba.njit(cache=True, fastmath=True)
+def _fold_mass(r, order, nv, sc, deck, out, percard, tmp):
     """``out[h] = sum of r over hands compatible with h`` for the ``nv`` hands in ``order``."""
-    hole = hands.shape[1]
+    hole = sc.shape[1]
     percard[:deck] = 0.0
     tot = 0.0
     for k in range(nv):
-        h = order[k]
-        w = r[h]
+        w = r[order[k]]
+        tmp[k] = w
         tot += w
         for j in range(hole):
-            percard[hands[h, j]] += w
+            percard[sc[k, j]] += w
     for k in range(nv):
-        h = order[k]
         m = tot
         for j in range(hole):
-            m -= percard[hands[h, j]]
+            m -= percard[sc[k, j]]
         if hole == 2:
-            m += r[h]
-        out[h] = m
+            m += tmp[k]
+        out[order[k]] = m
 
 
-@numba.njit(cache=True)
-def _showdown(r, hands, order, nv, strength, deck, out, percard):
+@numba.njit(cache=True, fastmath=True)
+def _showdown(r, order, nv, sc, groups, ng, deck, out, percard, tmp, acc):
     """``out[h] = reach of compatible weaker hands - reach of compatible stronger hands``."""
-    hole = hands.shape[1]
+    hole = sc.shape[1]
+    for k in range(nv):
+        tmp[k] = r[order[k]]
     percard[:deck] = 0.0
     tot = 0.0
-    i = 0
-    while i < nv:
-        s = strength[order[i]]
-        j = i
-        while j < nv and strength[order[j]] == s:
-            j += 1
+    for g in range(ng):
+        i, j = groups[g], groups[g + 1]
         for k in range(i, j):
-            h = order[k]
             m = tot
             for q in range(hole):
-                m -= percard[hands[h, q]]
-            out[h] = m
+                m -= percard[sc[k, q]]
+            acc[k] = m
         for k in range(i, j):
-            h = order[k]
-            w = r[h]
+            w = tmp[k]
             tot += w
             for q in range(hole):
-                percard[hands[h, q]] += w
-        i = j
+                percard[sc[k, q]] += w
     percard[:deck] = 0.0
     tot = 0.0
-    i = nv - 1
-    while i >= 0:
-        s = strength[order[i]]
-        j = i
-        while j >= 0 and strength[order[j]] == s:
-            j -= 1
-        for k in range(i, j, -1):
-            h = order[k]
+    for g in range(ng - 1, -1, -1):
+        i, j = groups[g], groups[g + 1]
+        for k in range(i, j):
             m = tot
             for q in range(hole):
-                m -= percard[hands[h, q]]
-            out[h] -= m
-        for k in range(i, j, -1):
-            h = order[k]
-            w = r[h]
+                m -= percard[sc[k, q]]
+            acc[k] -= m
+        for k in range(i, j):
+            w = tmp[k]
             tot += w
             for q in range(hole):
-                percard[hands[h, q]] += w
-        i = j
+                percard[sc[k, q]] += w
+    for k in range(nv):
+        out[order[k]] = acc[k]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath=True)
 def traverse(kind, player, spent, child_start, num_children, board, row, deal_count, edge_child, hands, valid,
-             order, num_valid, strength, deck, sigma, root_reach, p, mode, reach, val, regret, strat_sum,
+             order, num_valid, sorted_cards, groups, num_groups, deck, sigma, root_reach, p, mode, reach, val, regret, strat_sum,
              w_pos, w_neg, floor_zero, s_old, s_new):
     """One walk for traverser ``p``; returns nothing, ``val[0]`` holds the root values per hand.
 
@@ -130,6 +119,8 @@ def traverse(kind, player, spent, child_start, num_children, board, row, deal_co
     H = hands.shape[0]
     o = 1 - p
     percard = np.zeros(deck, np.float64)
+    tmp = np.zeros(H, np.float64)
+    acc = np.zeros(H, np.float64)
     b0 = board[0]
     for h in range(H):
         v = valid[b0, h]
@@ -141,91 +132,92 @@ def traverse(kind, player, spent, child_start, num_children, board, row, deal_co
         if k == 0:
             q = player[n]
             cs = child_start[n]
+            rq = reach[q, n]
+            ro = reach[1 - q, n]
             for a in range(num_children[n]):
                 c = edge_child[cs + a]
-                r = row[n] + a
+                sg = sigma[row[n] + a]
+                cq = reach[q, c]
+                co = reach[1 - q, c]
                 for h in range(H):
-                    reach[q, c, h] = reach[q, n, h] * sigma[r, h]
-                    reach[1 - q, c, h] = reach[1 - q, n, h]
+                    cq[h] = rq[h] * sg[h]
+                    co[h] = ro[h]
         elif k == 3:
             cs = child_start[n]
+            r0 = reach[0, n]
+            r1 = reach[1, n]
             for a in range(num_children[n]):
                 c = edge_child[cs + a]
-                bc = board[c]
+                vb = valid[board[c]]
+                c0 = reach[0, c]
+                c1 = reach[1, c]
                 for h in range(H):
-                    if valid[bc, h]:
-                        reach[0, c, h] = reach[0, n, h]
-                        reach[1, c, h] = reach[1, n, h]
-                    else:
-                        reach[0, c, h] = 0.0
-                        reach[1, c, h] = 0.0
+                    c0[h] = r0[h] * vb[h]
+                    c1[h] = r1[h] * vb[h]
     # bottom-up
     for n in range(N - 1, -1, -1):
         k = kind[n]
         b = board[n]
+        vn = val[n]
         if k == 1:
             f = player[n]
             u = -float(spent[n, p]) if f == p else float(spent[n, f])
+            vn[:] = 0.0
+            _fold_mass(reach[o, n], order[b], num_valid[b], sorted_cards[b], deck, vn, percard, tmp)
             for h in range(H):
-                val[n, h] = 0.0
-            _fold_mass(reach[o, n], hands, order[b], num_valid[b], deck, val[n], percard)
-            for h in range(H):
-                val[n, h] *= u
+                vn[h] *= u
         elif k == 2:
             m = float(min(spent[n, 0], spent[n, 1]))
+            vn[:] = 0.0
+            _showdown(reach[o, n], order[b], num_valid[b], sorted_cards[b], groups[b], num_groups[b], deck, vn, percard,
+                      tmp, acc)
             for h in range(H):
-                val[n, h] = 0.0
-            _showdown(reach[o, n], hands, order[b], num_valid[b], strength[b], deck, val[n], percard)
-            for h in range(H):
-                val[n, h] *= m
+                vn[h] *= m
         elif k == 3:
             cs = child_start[n]
             inv = 1.0 / deal_count[n]
-            for h in range(H):
-                val[n, h] = 0.0
+            vn[:] = 0.0
             for a in range(num_children[n]):
-                c = edge_child[cs + a]
+                vc = val[edge_child[cs + a]]
                 for h in range(H):
-                    val[n, h] += val[c, h]
+                    vn[h] += vc[h]
             for h in range(H):
-                val[n, h] *= inv
+                vn[h] *= inv
         else:
             q = player[n]
             cs = child_start[n]
             A = num_children[n]
             r0 = row[n]
             if q != p:
-                for h in range(H):
-                    val[n, h] = 0.0
+                vn[:] = 0.0
                 for a in range(A):
-                    c = edge_child[cs + a]
+                    vc = val[edge_child[cs + a]]
                     for h in range(H):
-                        val[n, h] += val[c, h]
+                        vn[h] += vc[h]
             elif mode == 1:
-                c = edge_child[cs]
-                for h in range(H):
-                    val[n, h] = val[c, h]
+                vn[:] = val[edge_child[cs]]
                 for a in range(1, A):
-                    c = edge_child[cs + a]
+                    vc = val[edge_child[cs + a]]
                     for h in range(H):
-                        if val[c, h] > val[n, h]:
-                            val[n, h] = val[c, h]
+                        vn[h] = max(vn[h], vc[h])
             else:
-                for h in range(H):
-                    val[n, h] = 0.0
+                vn[:] = 0.0
                 for a in range(A):
-                    c = edge_child[cs + a]
+                    vc = val[edge_child[cs + a]]
+                    sg = sigma[r0 + a]
                     for h in range(H):
-                        val[n, h] += sigma[r0 + a, h] * val[c, h]
+                        vn[h] += sg[h] * vc[h]
                 if mode == 0:
+                    rp = reach[p, n]
                     for a in range(A):
-                        c = edge_child[cs + a]
+                        vc = val[edge_child[cs + a]]
+                        sg = sigma[r0 + a]
+                        rg = regret[r0 + a]
+                        ss = strat_sum[r0 + a]
                         for h in range(H):
-                            if not valid[b, h]:
-                                continue
-                            x = regret[r0 + a, h]
-                            x = x * (w_pos if x > 0 else w_neg) + (val[c, h] - val[n, h])
+                            x = rg[h]
+                            x = x * (w_pos if x > 0 else w_neg) + (vc[h] - vn[h])
                             if floor_zero and x < 0:
                                 x = 0.0
-                            regret[r0 + a, h] = x
-                            strat_sum[r0 + a, h] = strat_sum[r0 + a, h] * s_old + s_new * reach[p, n, h] * sigma[r0 + a, h]
+                            rg[h] = x
+                            ss[h] = ss[h] * s_old + s_new * rp[h] * sg[h]

@@ -167,27 +167,27 @@ def _state_bytes(t: PublicTree) -> int:
 class _Engine:
     """Work arrays for one tree, shared by solving and evaluation."""
 
-    def __init__(self, tree: PublicTree):
+    def __init__(self, tree: PublicTree, dtype=np.float64):
         self.t = tree
         N, H = tree.num_nodes, tree.num_hands
-        self.reach = np.zeros((2, N, H), np.float64)
-        self.val = np.zeros((N, H), np.float64)
-        self.args = tree.kernel_args() + (tree.strength, np.int64(tree.game.deck_size))
+        self.reach = np.zeros((2, N, H), dtype)
+        self.val = np.zeros((N, H), dtype)
+        self.args = tree.kernel_args() + (np.int64(tree.game.deck_size),)
         self._dummy = np.zeros((1, H), np.float32)
 
     def walk(self, sigma, root_reach, p, mode, regret=None, strat_sum=None, w=(1.0, 1.0, False, 1.0, 0.0)) -> np.ndarray:
         regret = self._dummy if regret is None else regret
         strat_sum = self._dummy if strat_sum is None else strat_sum
         K.traverse(*self.args, sigma, root_reach, p, mode, self.reach, self.val, regret, strat_sum, *w)
-        return self.val[0].copy()
+        return self.val[0].astype(np.float64)
 
     def compat_mass(self, r: np.ndarray) -> np.ndarray:
         """Per hand, the total of ``r`` over hands compatible with it (and with the root board)."""
         t = self.t
         b = t.board[0]
         out = np.zeros(t.num_hands)
-        K._fold_mass(np.where(t.valid[b], r, 0.0), t.hands, t.order[b], t.num_valid[b], t.game.deck_size, out,
-                     np.zeros(t.game.deck_size))
+        K._fold_mass(np.where(t.valid[b], r, 0.0), t.order[b], t.num_valid[b], t.sorted_cards[b], t.game.deck_size, out,
+                     np.zeros(t.game.deck_size), np.zeros(t.num_hands))
         return out
 
 
@@ -223,9 +223,13 @@ def _rm(x: np.ndarray) -> np.ndarray:
 
 
 def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None, time_budget: Optional[float] = None,
-          target_pct_pot: Optional[float] = None, algo: str = "dcfr", check_every: int = 10) -> Solution:
+          target_pct_pot: Optional[float] = None, algo: str = "dcfr", check_every: int = 10,
+          precision: str = "single") -> Solution:
     """Solve ``sub`` with ``method`` until ``iterations``, ``time_budget`` seconds, or an
-    exploitability (unsafe) / gadget gap (other methods) of ``target_pct_pot`` % of the pot."""
+    exploitability (unsafe) / gadget gap (other methods) of ``target_pct_pot`` % of the pot.
+
+    ``precision``: ``single`` keeps the per-node reach and value vectors in float32 (half the memory
+    traffic; values sum in float64 at the end), ``double`` in float64."""
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     if algo not in ALGOS:
@@ -248,7 +252,7 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
             g = sub.estimate_gifts if method == "reach-estimate" else sub.gifts
             if g is not None:
                 alt += np.maximum(g, 0.0)
-    e = _Engine(t)
+    e = _Engine(t, np.float32 if precision == "single" else np.float64)
     H = t.num_hands
     regret = np.zeros((t.num_rows, H), np.float32)
     strat_sum = np.zeros((t.num_rows, H), np.float32)

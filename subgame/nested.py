@@ -1,0 +1,202 @@
+"""Nested subgame solving for off-tree bets, and the one entry point that answers a match state.
+
+When the opponent makes a bet the blueprint does not have (``a*``, at abstract node ``m``), action
+translation answers as if a nearby abstract size had been bet. Nested solving instead opens a
+subgame rooted right after ``a*`` (Brown & Sandholm 2017, section 6): the refined seat's range is
+its blueprint reach at ``m`` (the opponent's action does not change it); the opponent's alternative
+value for each hand is its best-response value at ``m`` against the blueprint, the best it could get
+with an in-abstraction action, so the gadget makes ``a*`` worth no more to it than those. ``unsafe``
+takes the opponent's range at ``m`` times the blueprint's probability of the translated action.
+
+Later real actions in the same hand are put into the subgame's tree (whatever their size), so a
+state further down the hand is answered from the same solved subgame.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from abstraction.bets import KIND_DECISION as BT_DECISION
+from abstraction.bets import BetAbstraction
+from blueprint.blueprint import Blueprint, BlueprintError
+from holdem.betting import RAISE, Betting
+from holdem.state import State
+from subgame.construct import (BucketCache, blueprint_ranges, blueprint_subgame, blueprint_values, from_matchstate,
+                               gifts, node_probs)
+from subgame.solver import METHODS, Solution, Subgame, solve
+from subgame.tree import KIND_CHANCE, KIND_DECISION, PublicTree, SubgameError, all_hands
+
+
+def _flat(b: Betting) -> list[tuple[int, int, int]]:
+    return [(r, k, s) for r, acts in enumerate(b.actions) for k, s in acts]
+
+
+def real_path_filter(real: Betting):
+    """An ``action_filter`` for :func:`~subgame.tree.build_public_tree` that adds the real hand's
+    next action wherever a node lies on the real path and the bet abstraction lacks it."""
+    path = _flat(real)
+
+    def f(b: Betting, moves):
+        mine = _flat(b)
+        if len(mine) >= len(path) or path[: len(mine)] != mine:
+            return moves
+        _, kind, size = path[len(mine)]
+        if kind == RAISE:
+            if not any(k == RAISE and to == size for k, to in moves):
+                moves = sorted(moves + [(RAISE, size)], key=lambda m: (m[0], m[1]))
+        return moves
+
+    return f
+
+
+def first_off_tree(bp: Blueprint, state: State) -> Optional[tuple[int, int, Betting]]:
+    """``(abstract node m, index into the flat history, betting before it)`` of the first real
+    action the blueprint's tree does not have exactly, or None when the whole history is on-tree."""
+    t = bp.tree
+    b = Betting.initial(bp.gamedef)
+    n = 0
+    for i, (r, kind, size) in enumerate(_flat(state.betting)):
+        if t.kind[n] != BT_DECISION:
+            raise SubgameError(f"the history leaves the blueprint's tree at {t.betting_string(n)!r}")
+        s, k = int(t.child_start[n]), int(t.num_actions[n])
+        e_hit = None
+        for e in range(s, s + k):
+            if int(t.edge_kind[e]) == kind and (kind != RAISE or bp.gamedef.is_limit or int(t.edge_to[e]) == size):
+                e_hit = e
+                break
+        if e_hit is None:
+            return n, i, b
+        n = int(t.edge_child[e_hit])
+        b = b.apply(kind, size)
+    return None
+
+
+def node_of_state(tree: PublicTree, state: State) -> int:
+    """The node of ``tree`` reached by ``state``'s real history (from the tree's root)."""
+    root = _flat(tree.root_betting)
+    path = _flat(state.betting)
+    if path[: len(root)] != root:
+        raise SubgameError("the state does not continue the subgame's root")
+    board = tuple(sorted(int(c) for c in state.board_cards))
+    n = 0
+    i = len(root)
+    while True:
+        if tree.kind[n] == KIND_CHANCE:
+            hit = [c for c in tree.children(n) if set(tree.boards[tree.board[c]]) <= set(board)]
+            if not hit:
+                raise SubgameError("the state's board is not in the subgame")
+            n = int(hit[0])
+            continue
+        if i == len(path):
+            if tree.kind[n] != KIND_DECISION:
+                raise SubgameError("the hand is over at this state")
+            return n
+        _, kind, size = path[i]
+        s = int(tree.child_start[n])
+        for e in range(s, s + int(tree.num_children[n])):
+            if int(tree.edge_kind[e]) == kind and (kind != RAISE or tree.game.is_limit or int(tree.edge_to[e]) == size):
+                n = int(tree.edge_child[e])
+                break
+        else:
+            raise SubgameError(f"action {'fcr'[kind]}{size if kind == RAISE else ''} is not in the subgame's tree")
+        i += 1
+
+
+def nested_subgame(bp: Blueprint, state: State, bets: Optional[BetAbstraction] = None,
+                   with_gifts: bool = True) -> Subgame:
+    """The nested subgame for ``state`` whose history has an off-tree action of the opponent."""
+    from subgame.bets import default_subgame_bets
+
+    off = first_off_tree(bp, state)
+    if off is None:
+        raise SubgameError("the history is on the blueprint's tree: no nested subgame needed")
+    m, i, before = off
+    me = state.viewer
+    o = 1 - me
+    if int(bp.tree.player[m]) != o:
+        raise SubgameError("the first off-tree action is the viewer's own; nested solving answers the opponent's")
+    hist = _flat(state.betting)
+    r_m, kind, size = hist[i]
+    after = before.apply(kind, size)
+    if after.finished:
+        raise SubgameError("the off-tree action ends the hand")
+    g = bp.gamedef
+    board_m = tuple(int(c) for c in state.board_cards[: g.board_cards_through(r_m)])
+    hands = all_hands(g)
+    cache = BucketCache(bp, hands)
+    ranges = blueprint_ranges(bp, m, board_m, hands, cache)
+    if ranges[me].sum() <= 0 or ranges[o].sum() <= 0:
+        raise SubgameError("the blueprint never reaches the state before the off-tree action (a range is empty)")
+    alt, est, (t_bp, e_bp, _) = blueprint_values(bp, m, board_m, ranges, o, cache)
+    # unsafe's opponent range: as if the translated action had been taken
+    idx, bk = cache(board_m, int(bp.tree.round[m]))
+    probs = node_probs(bp, m, bk)
+    a = _translated_edge(bp, m, before, kind, size) - int(bp.tree.child_start[m])
+    opp = np.zeros(len(hands))
+    opp[idx] = ranges[o, idx] * probs[:, a]
+    if opp.sum() <= 0:
+        opp = ranges[o].copy()
+    rr = ranges.copy()
+    rr[o] = opp
+    sub = Subgame(g, after, board_m, rr, bets or default_subgame_bets(), refine=me, alt=alt, estimate=est,
+                  action_filter=real_path_filter(state.betting))
+    # the gadgets weigh the refined seat's hands by its range, unchanged by the opponent's bet
+    if with_gifts:
+        mass = e_bp.compat_mass(ranges[me])
+        sub.gifts = gifts(bp, m, board_m, hands, o, mass, cache)
+        sub.estimate_gifts = gifts(bp, m, board_m, hands, o, mass, cache, estimate=True)
+    return sub
+
+
+def _translated_edge(bp: Blueprint, m: int, before: Betting, kind: int, size: int) -> int:
+    t = bp.tree
+    s, k = int(t.child_start[m]), int(t.num_actions[m])
+    if kind != RAISE:
+        return s + next(i for i in range(k) if int(t.edge_kind[s + i]) == kind)
+    raises = np.array([i for i in range(k) if int(t.edge_kind[s + i]) == RAISE])
+    if not len(raises):
+        raise SubgameError(f"a raise where the blueprint has none ({t.betting_string(m)!r})")
+    return bp._translate(m, before, size, raises, None)
+
+
+def solve_state(bp: Blueprint, state: State | str, method: str = "reach-maxmargin", *, time_budget: Optional[float] = 2.0,
+                iterations: Optional[int] = None, target_pct_pot: Optional[float] = None,
+                bets: Optional[BetAbstraction] = None, nested: bool = True) -> tuple[Solution, int]:
+    """Solve the subgame for the seat to act at ``state`` (on-tree: rooted at the state; off-tree
+    opponent bet: nested, rooted after it). Returns the solution and the node of ``state`` in it."""
+    if method not in METHODS:
+        raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
+    if isinstance(state, str):
+        state = bp.game.state(state)
+    if state.viewer is None:
+        raise SubgameError("solving needs a MATCHSTATE (the viewer's cards), not a dealer STATE")
+    if state.is_terminal():
+        raise SubgameError("the hand is over: nothing to solve")
+    if state.current_player() != state.viewer:
+        raise SubgameError(f"seat {state.current_player()} is to act, not the viewer (seat {state.viewer})")
+    try:
+        off = first_off_tree(bp, state)
+    except BlueprintError as exc:
+        raise SubgameError(str(exc)) from None
+    if off is None:
+        sub, _ = from_matchstate(bp, state, bets=bets)
+    elif not nested:
+        raise SubgameError("the history is off the blueprint's tree and nested solving is off")
+    elif int(bp.tree.player[off[0]]) != state.viewer:
+        sub = nested_subgame(bp, state, bets)
+    else:
+        # the viewer's own earlier bet is off the blueprint's tree (it came from a subgame's finer
+        # sizes): re-solve from the decision where it was made, with the real actions in the tree
+        m, i, before = off
+        board = tuple(int(c) for c in state.board_cards[: bp.gamedef.board_cards_through(before.round)])
+        sub = blueprint_subgame(bp, m, before, board, state.viewer, bets, action_filter=real_path_filter(state.betting))
+    sol = solve(sub, method, iterations=iterations, time_budget=time_budget, target_pct_pot=target_pct_pot)
+    return sol, node_of_state(sub.public_tree(), state)
+
+
+def hand_strategy(sol: Solution, node: int, state: State) -> dict[str, float]:
+    """``{ACPC action: probability}`` of the viewer's hand at ``node`` of the solved subgame."""
+    hole = tuple(sorted(int(c) for c in state.hole_cards[state.viewer]))
+    return sol.hand_strategy(hole, node)
