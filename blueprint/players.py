@@ -242,13 +242,16 @@ class BlueprintPlayer:
         return f"<BlueprintPlayer {self.name!r}>"
 
 
-def player_from_spec(spec: str, game: Game, log=None) -> Player:
+def player_from_spec(spec: str, game: Game, log=None, solver=None) -> Player:
     """The player a ``SPEC`` names (DESIGN.md: RUN_DIR, RUN_DIR+solve:METHOD, always-call,
     always-raise, random, kuhn-fixed, kuhn-greedy) for ``game``.
 
+    ``solver(blueprint, method, name) -> Player`` builds the ``+solve:`` player; it is handed in
+    from above (``subgame.player.solving_player``), since ``blueprint`` does not import ``subgame``.
+
     Raises:
         PlayerSpecError: an unknown name, a missing run directory, a run of another game, a
-            Kuhn player in another game, or ``+solve:`` (subgame solving is not built yet).
+            Kuhn player in another game, or ``+solve:`` without a ``solver``.
     """
     if not isinstance(spec, str) or not spec:
         raise PlayerSpecError(f"empty player spec; use a run directory or one of {', '.join(SPEC_NAMES)}")
@@ -263,9 +266,13 @@ def player_from_spec(spec: str, game: Game, log=None) -> Player:
     if sep:
         if not method.startswith("solve:") or not method[len("solve:") :]:
             raise PlayerSpecError(f"player spec {spec!r}: expected RUN_DIR+solve:METHOD")
-        raise PlayerSpecError(
-            f"player spec {spec!r}: subgame solving (+{method}) is not built yet; use the blueprint alone ({run_dir})"
-        )
+        if solver is None:
+            raise PlayerSpecError(f"player spec {spec!r}: subgame solving is not available here")
+        inner = player_from_spec(run_dir, game, log=log)
+        try:
+            return solver(inner.bp, method[len("solve:") :], f"{inner.name}+{method}")
+        except ValueError as exc:
+            raise PlayerSpecError(f"player spec {spec!r}: {exc}") from None
     path = Path(spec)
     if not path.is_dir():
         raise PlayerSpecError(

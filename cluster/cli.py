@@ -1171,8 +1171,10 @@ def _eval_match(path: Path | None, game_name: str | None, player_spec: str | Non
         if run_player is not None and run_player.bp.gamedef.to_acpc() != game.gamedef.to_acpc():
             raise CLIError(f"{path} was trained on {run_player.bp.gamedef.name or 'another game'}, "
                            f"not {game.gamedef.name or game_name}")
-        a = run_player if player_spec is None else player_from_spec(player_spec, game, log=log)
-        b = player_from_spec(vs_spec, game, log=log)
+        from subgame.player import solving_player
+
+        a = run_player if player_spec is None else player_from_spec(player_spec, game, log=log, solver=solving_player)
+        b = player_from_spec(vs_spec, game, log=log, solver=solving_player)
     show = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:

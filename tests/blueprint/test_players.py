@@ -136,7 +136,7 @@ def test_view_hides_the_opponent():
 
 # -- SPEC ----------------------------------------------------------------------------------------
 def test_spec_errors(tmp_path):
-    with pytest.raises(PlayerSpecError, match="not built yet"):
+    with pytest.raises(PlayerSpecError, match="not available here"):
         player_from_spec(f"{tmp_path}+solve:resolve", KUHN)
     with pytest.raises(PlayerSpecError, match="RUN_DIR\\+solve:METHOD"):
         player_from_spec(f"{tmp_path}+foo", KUHN)

@@ -126,3 +126,26 @@ def test_solve_cli(bp, tmp_path, capsys):
         main(["solve", str(run), "--matchstate", "MATCHSTATE:0:0:cc/:7c7d|/2c3c4d", "--method", "bogus"])
     assert e.value.code == 2
     assert "unknown method 'bogus'" in capsys.readouterr().err
+
+
+def test_solving_player_plays_a_match_and_reuses_its_subgame(bp):
+    from blueprint.match import play_match
+    from blueprint.players import AlwaysCall, player_from_spec
+    from holdem.game import Game
+    from subgame.player import SolvingPlayer
+
+    g = Game(GAME)
+    sp = SolvingPlayer(bp, "maxmargin", iterations=30, bets=FINE)
+    res = play_match(g, sp, AlwaysCall(), 20, seed=1)
+    assert res.hands == 20
+    assert sp.solves > 0 and sp.fallbacks == 0
+    st = g.state("MATCHSTATE:0:7:cc/:7c7d|/2c3c4d")
+    probs, source = sp.probs(st)
+    assert source == "subgame" and abs(sum(probs.values()) - 1) < 1e-5
+    before = sp.solves
+    probs2, _ = sp.probs(st)  # the same decision again: answered from the solved subgame
+    assert sp.solves == before and probs2 == probs
+    pre, source = sp.probs(g.state("MATCHSTATE:1:8::|7c7d"))
+    assert source == "blueprint"
+    with pytest.raises(Exception, match="RUN_DIR\\+solve:METHOD"):
+        player_from_spec("x+solve:", g)

@@ -1,0 +1,69 @@
+"""Speed of the range-vectorized subgame solver on the two public Libratus endgames.
+
+The tree is the issue's: bets of 0.5, 1 and 2 pots and all-in; raises to 2.5x and all-in
+(``abstraction/bets/subgame.toml``). Each endgame is solved with DCFR (one thread) until the
+exploitability is at most ``--target`` percent of the starting pot (checked every ``--check``
+iterations, the check's cost included in the time), then the solve is repeated for a fixed number
+of iterations to give iterations/s without the checks.
+
+    python scripts/bench_subgame.py [--target 0.5] [--which river,turn] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import time
+from pathlib import Path
+
+from subgame.libratus import read_libratus
+from subgame.solver import solve
+
+FIX = Path(__file__).resolve().parents[1] / "tests" / "data" / "libratus"
+FILES = {"river": "subgame4.txt", "turn": "subgame2.txt"}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--target", type=float, default=0.5)
+    ap.add_argument("--which", default="river,turn")
+    ap.add_argument("--check", type=int, default=10)
+    ap.add_argument("--algo", default="dcfr")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    # compile the kernels once, outside the timings
+    solve(read_libratus(FIX / FILES["river"]), "unsafe", iterations=2)
+    rows = []
+    for which in args.which.split(","):
+        t0 = time.perf_counter()
+        sub = read_libratus(FIX / FILES[which])
+        tree = sub.public_tree()
+        build = time.perf_counter() - t0
+        c0 = time.process_time()
+        sol = solve(sub, "unsafe", target_pct_pot=args.target, check_every=args.check, algo=args.algo)
+        cpu = time.process_time() - c0
+        n = max(10, min(sol.iterations, 50))
+        t1 = time.perf_counter()
+        solve(sub, "unsafe", iterations=n, algo=args.algo)
+        its = n / (time.perf_counter() - t1)
+        d = sol.diagnostics()
+        row = {"endgame": which, "file": FILES[which], "nodes": tree.num_nodes, "boards": len(tree.boards),
+               "build_s": round(build, 2), "iterations": sol.iterations, "seconds_to_target": round(sol.elapsed_s, 2),
+               "cpu_seconds_to_target": round(cpu, 2),
+               "exploitability_pct_pot": round(sol.exploitability_pct_pot, 3), "iterations_per_s": round(its, 1),
+               "solver_memory_mb": d["memory_mb"], "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+               "load_avg_1m": round(os.getloadavg()[0], 2)}
+        rows.append(row)
+        print(f"{which:5s} {FILES[which]}: {tree.num_nodes:,} nodes, {len(tree.boards)} boards; "
+              f"{sol.iterations} iterations to {sol.exploitability_pct_pot:.3f}% of the pot in {sol.elapsed_s:.2f} s "
+              f"({cpu:.2f} s CPU) "
+              f"(tree built in {build:.1f} s); {its:.1f} iterations/s; solver state {d['memory_mb']:.0f} MB; "
+              f"load {row['load_avg_1m']}", flush=True)
+    if args.json:
+        print(json.dumps(rows))
+
+
+if __name__ == "__main__":
+    main()

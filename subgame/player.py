@@ -1,0 +1,113 @@
+"""A player that plays the blueprint early in the hand and re-solves subgames later (the
+``RUN_DIR+solve:METHOD`` player spec), and the per-hand reuse of a solved subgame.
+
+Preflop (rounds before ``from_round``) and on-tree, it plays the blueprint; from ``from_round`` on,
+or whenever the opponent's bet is off the blueprint's tree, it solves the subgame at the state
+(:func:`subgame.nested.solve_state`) and samples the solved strategy for its hand. Later decisions
+in the same hand that lie inside the solved subgame reuse it (Libratus re-solved at every opponent
+off-tree action; an on-tree continuation is answered from the solved tree).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from blueprint.blueprint import Blueprint, BlueprintError
+from blueprint.players import sample
+from holdem.state import State
+from subgame.nested import first_off_tree, hand_strategy, node_of_state, solve_state
+from subgame.solver import METHODS, Solution
+from subgame.tree import SubgameError
+
+
+class SubgameCache:
+    """The solved subgame of the current hand, reused while states stay inside it."""
+
+    def __init__(self):
+        self.sol: Optional[Solution] = None
+        self.key = None
+
+    def lookup(self, state: State, key) -> Optional[tuple[Solution, int]]:
+        if self.sol is None or key != self.key:
+            return None
+        try:
+            n = node_of_state(self.sol.tree, state)
+        except SubgameError:
+            return None
+        if int(self.sol.tree.player[n]) != state.viewer:
+            return None
+        return self.sol, n
+
+    def store(self, sol: Solution, key) -> None:
+        self.sol, self.key = sol, key
+
+
+class SolvingPlayer:
+    """Blueprint + safe subgame solving (``method``), within ``time_budget`` seconds or
+    ``iterations`` per solve."""
+
+    def __init__(self, bp: Blueprint, method: str = "reach-maxmargin", name: str = "blueprint+solve",
+                 time_budget: Optional[float] = None, iterations: Optional[int] = 200, from_round: int = 1,
+                 bets=None):
+        if method not in METHODS:
+            raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
+        self.bp, self.method, self.name = bp, method, name
+        self.time_budget, self.iterations, self.from_round, self.bets = time_budget, iterations, from_round, bets
+        self.cache = SubgameCache()
+        self.solves = 0
+        self.reused = 0
+        self.fallbacks = 0
+
+    def _key(self, state: State):
+        return (state.hand_id, tuple(state.hole_cards[state.viewer]))
+
+    def probs(self, state: State) -> tuple[dict[str, float], str]:
+        """``({action: probability}, source)`` with source ``blueprint`` or ``subgame``."""
+        off = None
+        try:
+            off = first_off_tree(self.bp, state)
+        except SubgameError:
+            off = "left"
+        if state.round < self.from_round and off is None:
+            return self.bp.strategy(state), "blueprint"
+        key = self._key(state)
+        hit = self.cache.lookup(state, key)
+        if hit is None:
+            sol, n = solve_state(self.bp, state, self.method, time_budget=self.time_budget, iterations=self.iterations,
+                                 bets=self.bets)
+            self.cache.store(sol, key)
+            self.solves += 1
+        else:
+            sol, n = hit
+            self.reused += 1
+        return hand_strategy(sol, n, state), "subgame"
+
+    def act(self, state: State, rng: np.random.Generator) -> str:
+        try:
+            strat, _ = self.probs(state)
+        except (SubgameError, BlueprintError):
+            self.fallbacks += 1
+            return "c"
+        return _legal(sample(strat, rng), state)
+
+    def __repr__(self) -> str:
+        return f"<SolvingPlayer {self.name!r} {self.method}>"
+
+
+def _legal(action: str, state: State) -> str:
+    """The sampled action, or a call when the state does not allow it (a raise beyond the caps)."""
+    if action[0] != "r":
+        return action
+    rr = state.betting.raise_range()
+    if rr is None:
+        return "c"
+    if state.gamedef.is_limit:
+        return "r"
+    return f"r{min(max(int(action[1:]), rr[0]), rr[1])}"
+
+
+def solving_player(bp: Blueprint, method: str, name: str) -> SolvingPlayer:
+    """The factory the player-spec parser is handed (``RUN_DIR+solve:METHOD``)."""
+    return SolvingPlayer(bp, method, name=name)
