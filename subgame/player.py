@@ -1,9 +1,11 @@
 """A player that plays the blueprint early in the hand and re-solves subgames later (the
 ``RUN_DIR+solve:METHOD`` player spec), and the per-hand reuse of a solved subgame.
 
-Preflop (rounds before ``from_round``) and on-tree, it plays the blueprint; from ``from_round`` on,
-or whenever the opponent's bet is off the blueprint's tree, it solves the subgame at the state
-(:func:`subgame.nested.solve_state`) and samples the solved strategy for its hand. Later decisions
+Before ``from_round`` (default: the last round, where a subgame has no chance nodes and solves in
+well under a second; the turn in hold'em is a 15,000-node tree) it plays the blueprint, translating
+off-tree bets; from ``from_round`` on it solves the subgame at the state
+(:func:`subgame.nested.solve_state`; nested when the opponent's bet is off the blueprint's tree) and
+samples the solved strategy for its hand. Later decisions
 in the same hand that lie inside the solved subgame reuse it (Libratus re-solved at every opponent
 off-tree action; an on-tree continuation is answered from the solved tree).
 """
@@ -17,7 +19,7 @@ import numpy as np
 from blueprint.blueprint import Blueprint, BlueprintError
 from blueprint.players import sample
 from holdem.state import State
-from subgame.nested import first_off_tree, hand_strategy, node_of_state, solve_state
+from subgame.nested import hand_strategy, node_of_state, solve_state
 from subgame.solver import METHODS, Solution
 from subgame.tree import SubgameError
 
@@ -49,11 +51,13 @@ class SolvingPlayer:
     ``iterations`` per solve."""
 
     def __init__(self, bp: Blueprint, method: str = "reach-maxmargin", name: str = "blueprint+solve",
-                 time_budget: Optional[float] = None, iterations: Optional[int] = 200, from_round: int = 1,
-                 bets=None):
+                 time_budget: Optional[float] = None, iterations: Optional[int] = 200,
+                 from_round: Optional[int] = None, bets=None):
         if method not in METHODS:
             raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
         self.bp, self.method, self.name = bp, method, name
+        if from_round is None:
+            from_round = bp.gamedef.num_rounds - 1
         self.time_budget, self.iterations, self.from_round, self.bets = time_budget, iterations, from_round, bets
         self.cache = SubgameCache()
         self.solves = 0
@@ -65,12 +69,7 @@ class SolvingPlayer:
 
     def probs(self, state: State) -> tuple[dict[str, float], str]:
         """``({action: probability}, source)`` with source ``blueprint`` or ``subgame``."""
-        off = None
-        try:
-            off = first_off_tree(self.bp, state)
-        except SubgameError:
-            off = "left"
-        if state.round < self.from_round and off is None:
+        if state.round < self.from_round:
             return self.bp.strategy(state), "blueprint"
         key = self._key(state)
         hit = self.cache.lookup(state, key)
