@@ -14,7 +14,7 @@ Commands (``mccfr COMMAND --help`` for every flag)::
     mccfr matrix FILE.csv [--iterations N] [--positive-only] [--fixed-row P,..] [--fixed-column P,..]
                  [--json]
     mccfr serve  RUN_DIR [--host H] [--port P] [--time-budget-ms D] [--threads N]
-    mccfr play   RUN_DIR --dealer HOST:PORT [--log FILE] [--seed S] [--method M] [--json]
+    mccfr play   (RUN_DIR | --server URL) --dealer HOST:PORT [--log FILE] [--seed S] [--method M] [--json]
 
 ``serve`` and ``play`` are :mod:`subgame.service` and :mod:`subgame.acpc_client`; FastAPI and
 uvicorn are imported only by ``serve``.
@@ -1313,7 +1313,13 @@ def abstraction_build(game, recipe, buckets, method, out, threads, as_json):
         raise click.UsageError("give --abstraction NAME or --buckets B1,B2,... (one of them)")
     t0 = time.perf_counter()
     with _user_input():
-        from abstraction.buckets import RECIPES, AbstractionError, build_buckets, ensure_recipe, read_abstraction
+        from abstraction.buckets import (
+            RECIPES,
+            AbstractionError,
+            build_buckets,
+            ensure_recipe,
+            read_abstraction,
+        )
         from holdem.gamedef import load_gamedef
 
         gd = load_gamedef(game)
@@ -1401,12 +1407,15 @@ def serve(run_dir, host, port, time_budget_ms, threads, access_log):
     what = f"{responder.game.gamedef.name or 'game'}" + (f", iteration {bp.iteration:,}" if bp is not None else "")
     click.echo(f"serving {path} ({what}) on http://{shown}:{bound}  "
                "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops", err=True)
-    make_server(app, sock, access_log=access_log).run(sockets=[sock])
+    make_server(app, sock, access_log=access_log).run(sockets=[sock])  # returns on Ctrl-C / SIGTERM
+    click.echo("stopped", err=True)
 
 
 @cli.command()
-@click.argument("run_dir")
+@click.argument("run_dir", required=False)
 @click.option("--dealer", "dealer", required=True, metavar="HOST:PORT", help="The dealer's address and this seat's port.")
+@click.option("--server", "server", default=None, metavar="URL",
+              help="Ask a running 'mccfr serve' at URL (http://HOST:PORT) instead of loading RUN_DIR.")
 @click.option("--log", "log_file", default=None, metavar="FILE", help="Write the match log (JSON lines) here.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the action sampling.")
 @click.option("--method", default=None, help="Method passed with every query (blueprint, or a solving method).")
@@ -1419,9 +1428,13 @@ def serve(run_dir, host, port, time_budget_ms, threads, access_log):
               help="Give up when the dealer sends nothing for this many seconds.")
 @click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=10, show_default=True)
 @_json_opt
-def play(run_dir, dealer, log_file, seed, method, time_budget_ms, time_per_hand_ms, response_limit_ms,
+def play(run_dir, dealer, server, log_file, seed, method, time_budget_ms, time_per_hand_ms, response_limit_ms,
          idle_timeout, connect_timeout, as_json):
-    """Play a match against an ACPC dealer (protocol 2.0.0) with the run's blueprint.
+    """Play a match against an ACPC dealer (protocol 2.0.0) with the run's blueprint (or a service).
+
+    \b
+    mccfr play RUN_DIR --dealer 127.0.0.1:18791 --log match.jsonl
+    mccfr play --server http://127.0.0.1:8000 --dealer 127.0.0.1:18791
 
     Connects to HOST:PORT, plays every hand the dealer deals within its time limits, writes the
     match log, and reports the hands played and the net result (mbb/hand with a 95% interval in
@@ -1436,14 +1449,27 @@ def play(run_dir, dealer, log_file, seed, method, time_budget_ms, time_per_hand_
         raise click.BadParameter(str(exc), param_hint="--dealer") from None
     if log_file is not None and not Path(log_file).resolve().parent.is_dir():
         raise CLIError(f"cannot write --log {log_file!r}: its directory does not exist")
+    if (run_dir is None) == (server is None):
+        raise click.UsageError("give RUN_DIR (play its blueprint) or --server URL (ask a running service), one of them")
+    if server is not None:
+        from subgame.responder import HttpResponder
+
+        try:
+            responder = HttpResponder(server)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--server") from None
+        except OSError as exc:
+            raise CLIError(f"cannot reach the query service at {server}: {exc.strerror or exc}") from None
+        path = server
+    else:
+        path, responder = _load_responder(run_dir, time_budget_ms)
     if method is not None:
         from subgame.responder import QueryError, check_method
 
         try:
-            check_method(method, ("blueprint",))
+            check_method(method, tuple(responder.methods))
         except QueryError as exc:
             raise click.BadParameter(str(exc), param_hint="--method") from None
-    path, responder = _load_responder(run_dir, time_budget_ms)
     show = sys.stderr.isatty()
 
     def progress(rep) -> None:
@@ -1460,7 +1486,7 @@ def play(run_dir, dealer, log_file, seed, method, time_budget_ms, time_per_hand_
     if show:
         click.echo("", err=True)
     out = rep.to_json()
-    out.update(dealer=dealer, run_dir=str(path), log=log_file)
+    out.update(dealer=dealer, log=log_file, **({"server": server} if server else {"run_dir": str(path)}))
     ci = f" +- {out['ci95']:.4g}" if out["ci95"] is not None else ""
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(rep.fallback_reasons.items()))
     click.echo(

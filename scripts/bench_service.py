@@ -43,11 +43,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from blueprint.players import sample, player_from_spec  # noqa: E402
-from holdem.game import Game  # noqa: E402
-from subgame.acpc_client import AcpcClient  # noqa: E402
-from subgame.acpc_dealer import AcpcDealer  # noqa: E402
-from subgame.responder import PlayerResponder  # noqa: E402
+from blueprint.players import player_from_spec, sample
+from holdem.game import Game
+from subgame.acpc_client import AcpcClient
+from subgame.acpc_dealer import AcpcDealer
+from subgame.responder import PlayerResponder
 
 Z95 = 1.959963984540054
 MCCFR = [sys.executable, "-c", "from cluster.cli import main; main()"]
@@ -55,7 +55,9 @@ MCCFR = [sys.executable, "-c", "from cluster.cli import main; main()"]
 
 def env() -> dict:
     e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in e.get("PYTHONPATH", "").split(os.pathsep) if p])
+    e["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + [p for p in e.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     return e
 
 
@@ -92,8 +94,13 @@ class Conn:
 
 
 def start_server(run_dir: str) -> tuple[subprocess.Popen, int]:
-    proc = subprocess.Popen(MCCFR + ["serve", run_dir, "--port", "0"], env=env(), stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        MCCFR + ["serve", run_dir, "--port", "0"],
+        env=env(),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     for line in proc.stderr:
         m = re.search(r"on http://127\.0\.0\.1:(\d+)", line)
         if m:
@@ -114,7 +121,11 @@ def state_pool(game: Game, port: int, size: int, seed: int) -> list[str]:
         state, i = game.initial_state(hand_id=len(pool)), 0
         while not state.is_terminal():
             if state.is_chance():
-                k = 2 * g.num_hole_cards if i == 0 else g.board_cards_through(state.round) - len(state.board_cards)
+                k = (
+                    2 * g.num_hole_cards
+                    if i == 0
+                    else g.board_cards_through(state.round) - len(state.board_cards)
+                )
                 state = state.deal([int(c) for c in deck[i : i + k]])
                 i += k
                 continue
@@ -174,36 +185,78 @@ def latency(args) -> dict:
     for rd in sorted({r[2] for r in allr}):
         sub = [r for r in allr if r[2] == rd]
         per_round[names[rd] if rd < 4 else str(rd)] = {
-            "n": len(sub), "rtt_p50": pct([r[0] for r in sub], .5), "rtt_p99": pct([r[0] for r in sub], .99),
-            "server_p50": pct([r[1] for r in sub], .5), "server_p99": pct([r[1] for r in sub], .99)}
+            "n": len(sub),
+            "rtt_p50": pct([r[0] for r in sub], 0.5),
+            "rtt_p99": pct([r[0] for r in sub], 0.99),
+            "server_p50": pct([r[1] for r in sub], 0.5),
+            "server_p99": pct([r[1] for r in sub], 0.99),
+        }
     out = {
-        "clients": args.clients, "seconds": wall, "queries": len(allr), "errors": sum(errors),
-        "qps": len(allr) / wall, "rtt_p50_ms": pct(rtt, .5), "rtt_p99_ms": pct(rtt, .99),
-        "server_p50_ms": pct(srv, .5), "server_p99_ms": pct(srv, .99), "server_max_ms": max(srv),
-        "per_round": per_round, "pool": len(pool), "pool_build_s": build_s,
-        "loadavg_before": load0, "loadavg_after": load1, "server_metrics": metrics.get("latency_ms"),
+        "clients": args.clients,
+        "seconds": wall,
+        "queries": len(allr),
+        "errors": sum(errors),
+        "qps": len(allr) / wall,
+        "rtt_p50_ms": pct(rtt, 0.5),
+        "rtt_p99_ms": pct(rtt, 0.99),
+        "server_p50_ms": pct(srv, 0.5),
+        "server_p99_ms": pct(srv, 0.99),
+        "server_max_ms": max(srv),
+        "per_round": per_round,
+        "pool": len(pool),
+        "pool_build_s": build_s,
+        "loadavg_before": load0,
+        "loadavg_after": load1,
+        "server_metrics": metrics.get("latency_ms"),
     }
-    print(f"{len(allr):,} queries from {args.clients} clients in {wall:.1f} s: {out['qps']:.0f} queries/s, "
-          f"{sum(errors)} errors; load average {load0[0]:.2f} -> {load1[0]:.2f}")
+    print(
+        f"{len(allr):,} queries from {args.clients} clients in {wall:.1f} s: {out['qps']:.0f} queries/s, "
+        f"{sum(errors)} errors; load average {load0[0]:.2f} -> {load1[0]:.2f}"
+    )
     print(f"{'':10s} {'n':>7s} {'rtt p50':>9s} {'rtt p99':>9s} {'srv p50':>9s} {'srv p99':>9s}  (ms)")
-    print(f"{'all':10s} {len(allr):7d} {out['rtt_p50_ms']:9.3f} {out['rtt_p99_ms']:9.3f} "
-          f"{out['server_p50_ms']:9.3f} {out['server_p99_ms']:9.3f}")
+    print(
+        f"{'all':10s} {len(allr):7d} {out['rtt_p50_ms']:9.3f} {out['rtt_p99_ms']:9.3f} "
+        f"{out['server_p50_ms']:9.3f} {out['server_p99_ms']:9.3f}"
+    )
     for name, r in per_round.items():
-        print(f"{name:10s} {r['n']:7d} {r['rtt_p50']:9.3f} {r['rtt_p99']:9.3f} {r['server_p50']:9.3f} {r['server_p99']:9.3f}")
+        print(
+            f"{name:10s} {r['n']:7d} {r['rtt_p50']:9.3f} {r['rtt_p99']:9.3f} {r['server_p50']:9.3f} {r['server_p99']:9.3f}"
+        )
     return out
 
 
 # -- ACPC matches ----------------------------------------------------------------------------------
 def one_match(args, game: Game, vs: str, seed: int, mccfr_seat: int, tmp: Path) -> dict:
     names = ["mccfr", vs] if mccfr_seat == 0 else [vs, "mccfr"]
-    dealer = AcpcDealer(game, args.hands, seed=seed, names=tuple(names), start_timeout_s=600,
-                        log_path=tmp / f"dealer-{vs}-{mccfr_seat}.log").start()
-    opp = PlayerResponder(player_from_spec(vs, game), game)
+    dealer = AcpcDealer(
+        game,
+        args.hands,
+        seed=seed,
+        names=tuple(names),
+        start_timeout_s=600,
+        log_path=tmp / f"dealer-{vs}-{mccfr_seat}.log",
+    ).start()
+    opp = PlayerResponder(player_from_spec(vs, game), game, seed=seed + 7)
     log = tmp / f"play-{vs}-{mccfr_seat}.jsonl"
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        MCCFR + ["play", args.run_dir, "--dealer", f"127.0.0.1:{dealer.ports[mccfr_seat]}", "--log", str(log),
-                 "--seed", str(seed), "--json"], env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        MCCFR
+        + [
+            "play",
+            args.run_dir,
+            "--dealer",
+            f"127.0.0.1:{dealer.ports[mccfr_seat]}",
+            "--log",
+            str(log),
+            "--seed",
+            str(seed),
+            "--json",
+        ],
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     opp_rep = {}
 
     def run_opp() -> None:
@@ -218,12 +271,24 @@ def one_match(args, game: Game, vs: str, seed: int, mccfr_seat: int, tmp: Path) 
     wall = time.perf_counter() - t0
     lines = [x for x in out.strip().splitlines() if x.startswith("{")]
     rep = json.loads(lines[-1]) if lines else {"error": err[-2000:]}
-    return {"vs": vs, "mccfr_seat": mccfr_seat, "seed": seed, "wall_s": wall, "client": rep,
-            "client_exit": proc.returncode, "dealer_error": res.error, "dealer_hands": res.hands,
-            "dealer_total": res.totals[mccfr_seat], "hand_values": [v[mccfr_seat] for v in res.hand_values],
-            "invalid_actions": res.invalid_actions[mccfr_seat], "ignored": res.ignored_responses[mccfr_seat],
-            "dealer_max_response_ms": res.max_response_ms[mccfr_seat], "used_ms": res.used_ms[mccfr_seat],
-            "opponent_ended": opp_rep["r"].ended, "log": str(log)}
+    return {
+        "vs": vs,
+        "mccfr_seat": mccfr_seat,
+        "seed": seed,
+        "wall_s": wall,
+        "client": rep,
+        "client_exit": proc.returncode,
+        "dealer_error": res.error,
+        "dealer_hands": res.hands,
+        "dealer_total": res.totals[mccfr_seat],
+        "hand_values": [v[mccfr_seat] for v in res.hand_values],
+        "invalid_actions": res.invalid_actions[mccfr_seat],
+        "ignored": res.ignored_responses[mccfr_seat],
+        "dealer_max_response_ms": res.max_response_ms[mccfr_seat],
+        "used_ms": res.used_ms[mccfr_seat],
+        "opponent_ended": opp_rep["r"].ended,
+        "log": str(log),
+    }
 
 
 def acpc(args) -> dict:
@@ -238,15 +303,23 @@ def acpc(args) -> dict:
             ms = [one_match(args, game, vs, args.seed, s, tmp) for s in seats]
             for m in ms:
                 c = m["client"]
-                ok = (m["dealer_error"] is None and m["client_exit"] == 0 and m["invalid_actions"] == 0
-                      and m["ignored"] == 0 and c.get("hands") == args.hands and c.get("net") == m["dealer_total"])
+                ok = (
+                    m["dealer_error"] is None
+                    and m["client_exit"] == 0
+                    and m["invalid_actions"] == 0
+                    and m["ignored"] == 0
+                    and c.get("hands") == args.hands
+                    and c.get("net") == m["dealer_total"]
+                )
                 m["ok"] = ok
-                print(f"mccfr (seat {m['mccfr_seat']}) vs {vs}: {c.get('hands')} hands in {m['wall_s']:.0f} s, "
-                      f"{c.get('mean', float('nan')):+.0f} +- {c.get('ci95') or float('nan'):.0f} mbb/hand; "
-                      f"protocol ok {ok}; dealer error {m['dealer_error']}; invalid {m['invalid_actions']}; "
-                      f"fallbacks {c.get('fallbacks')} {c.get('fallback_reasons')}; "
-                      f"max response {m['dealer_max_response_ms']:.1f} ms (dealer's clock), "
-                      f"{m['used_ms'] / 1e3 / max(1, m['dealer_hands']):.4f} s/hand of the 7 s allowed")
+                print(
+                    f"mccfr (seat {m['mccfr_seat']}) vs {vs}: {c.get('hands')} hands in {m['wall_s']:.0f} s, "
+                    f"{c.get('mean', float('nan')):+.0f} +- {c.get('ci95') or float('nan'):.0f} mbb/hand; "
+                    f"protocol ok {ok}; dealer error {m['dealer_error']}; invalid {m['invalid_actions']}; "
+                    f"fallbacks {c.get('fallbacks')} {c.get('fallback_reasons')}; "
+                    f"max response {m['dealer_max_response_ms']:.1f} ms (dealer's clock), "
+                    f"{m['used_ms'] / 1e3 / max(1, m['dealer_hands']):.4f} s/hand of the 7 s allowed"
+                )
             row = {"vs": vs, "matches": ms}
             if args.duplicate and all(m["dealer_hands"] == args.hands for m in ms):
                 pairs = (np.asarray(ms[0]["hand_values"]) + np.asarray(ms[1]["hand_values"])) / 2

@@ -40,8 +40,9 @@ import math
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -83,7 +84,7 @@ class LineReader:
                 self.sock.settimeout(None)
             try:
                 chunk = self.sock.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 raise TimeoutError(f"no complete line within {timeout:g} s") from None
             except (ConnectionResetError, BrokenPipeError):
                 chunk = b""
@@ -97,7 +98,7 @@ class LineReader:
             text = line.decode("ascii")
         except UnicodeDecodeError:
             raise ProtocolError(f"a line that is not ASCII: {line[:60]!r}") from None
-        return text[:-1] if text.endswith("\r") else text
+        return text.removesuffix("\r")
 
 
 def send_line(sock: socket.socket, text: str) -> None:
@@ -132,7 +133,12 @@ class TimeBank:
 
     def next_budget(self) -> int:
         bank = self.hands * self.time_per_hand_ms - self.used_ms
-        caps = (self.budget_ms, bank / 2, self.response_limit_ms / 2, (self.hand_limit_ms - self.hand_used_ms) / 2)
+        caps = (
+            self.budget_ms,
+            bank / 2,
+            self.response_limit_ms / 2,
+            (self.hand_limit_ms - self.hand_used_ms) / 2,
+        )
         return int(max(1, min(MAX_TIME_BUDGET_MS, *caps)))
 
     def spend(self, ms: float) -> None:
@@ -245,8 +251,18 @@ class AcpcClient:
         log, own = _open_log(self._log_arg)
         t0 = time.perf_counter()
         try:
-            self._write(log, {"event": "start", "dealer": peer, "game": self.game.gamedef.name or None,
-                              "name": self.name, "seed": self.seed, "match": self.match_id, "time": time.time()})
+            self._write(
+                log,
+                {
+                    "event": "start",
+                    "dealer": peer,
+                    "game": self.game.gamedef.name or None,
+                    "name": self.name,
+                    "seed": self.seed,
+                    "match": self.match_id,
+                    "time": time.time(),
+                },
+            )
             try:
                 send_line(sock, VERSION)
                 self._loop(LineReader(sock), sock, log)
@@ -275,7 +291,8 @@ class AcpcClient:
             if line is None:
                 rep.complete = finished
                 rep.ended = rep.ended or (
-                    "the dealer closed the connection after the last hand" if finished
+                    "the dealer closed the connection after the last hand"
+                    if finished
                     else f"the dealer closed the connection during hand {hand}"
                 )
                 return
@@ -304,8 +321,17 @@ class AcpcClient:
                 rep.hands += 1
                 rep.net += net
                 rep.hand_nets.append(net)
-                self._write(log, {"event": "hand", "hand": hand, "position": state.viewer, "final": line,
-                                  "net": net, "decisions": decisions})
+                self._write(
+                    log,
+                    {
+                        "event": "hand",
+                        "hand": hand,
+                        "position": state.viewer,
+                        "final": line,
+                        "net": net,
+                        "decisions": decisions,
+                    },
+                )
                 if self.progress is not None:
                     self.progress(rep)
             elif who == CHANCE:
@@ -321,7 +347,7 @@ class AcpcClient:
             ans = self.responder.answer(line, f"{self.match_id}:{state.hand_id}", budget, self.method)
         except QueryError as exc:
             action = self._fallback(record, exc.kind, str(exc))
-        except Exception as exc:  # a responder bug must not cost the match: log it, check/call
+        except Exception as exc:  # noqa: BLE001 - a responder bug must not cost the match: log it, check/call
             action = self._fallback(record, "responder_error", f"{type(exc).__name__}: {exc}")
         else:
             strategy = ans["strategy"]
@@ -365,5 +391,13 @@ def _open_log(arg) -> tuple[TextIO | None, bool]:
     return open(arg, "w", encoding="utf-8"), True
 
 
-__all__ = ["VERSION", "AcpcClient", "ClientReport", "LineReader", "ProtocolError", "TimeBank",
-           "parse_address", "send_line"]
+__all__ = [
+    "VERSION",
+    "AcpcClient",
+    "ClientReport",
+    "LineReader",
+    "ProtocolError",
+    "TimeBank",
+    "parse_address",
+    "send_line",
+]

@@ -107,7 +107,9 @@ class AcpcDealer:
         self.fixed_seats = fixed_seats
         self.max_invalid_actions = max_invalid_actions
         self.log_path = log_path
-        self.transcript: list[tuple[int, str, str]] | None = [] if transcript else None  # (seat, "to"/"from", line)
+        self.transcript: list[tuple[int, str, str]] | None = (
+            [] if transcript else None
+        )  # (seat, "to"/"from", line)
         self.host = host
         self._listen = []
         for p in ports:
@@ -121,7 +123,7 @@ class AcpcDealer:
         self.result = DealerResult(names=self.names)
 
     # -- running ------------------------------------------------------------------------------
-    def start(self) -> "AcpcDealer":
+    def start(self) -> AcpcDealer:
         self._thread = threading.Thread(target=self.run, name="acpc-dealer", daemon=True)
         self._thread.start()
         return self
@@ -137,7 +139,7 @@ class AcpcDealer:
         res = self.result
         t0 = time.perf_counter()
         conns: list[socket.socket] = []
-        log = open(self.log_path, "w", encoding="utf-8") if self.log_path is not None else None
+        log = open(self.log_path, "w", encoding="utf-8") if self.log_path is not None else None  # noqa: SIM115 - closed in finally
         try:
             if log is not None:
                 log.write(
@@ -149,7 +151,7 @@ class AcpcDealer:
                 ls.settimeout(self.start_timeout_s)
                 try:
                     c, _ = ls.accept()
-                except socket.timeout:
+                except TimeoutError:
                     raise DealerError(f"timed out waiting for seat {seat + 1} to connect") from None
                 c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 conns.append(c)
@@ -161,7 +163,9 @@ class AcpcDealer:
                 deck = rng.permutation(self.game.gamedef.deck_size)
                 self._play_hand(h, deck, conns, readers, log)
             if log is not None:
-                log.write(f"SCORE:{_num(res.totals[0])}|{_num(res.totals[1])}:{self.names[0]}|{self.names[1]}\n")
+                log.write(
+                    f"SCORE:{_num(res.totals[0])}|{_num(res.totals[1])}:{self.names[0]}|{self.names[1]}\n"
+                )
         except DealerError as exc:
             res.error = str(exc)
         except (OSError, ProtocolError) as exc:
@@ -206,7 +210,11 @@ class AcpcDealer:
         while True:
             who = state.current_player()
             if who == CHANCE:
-                k = 2 * g.num_hole_cards if i == 0 else max(1, g.board_cards_through(state.round) - len(state.board_cards))
+                k = (
+                    2 * g.num_hole_cards
+                    if i == 0
+                    else max(1, g.board_cards_through(state.round) - len(state.board_cards))
+                )
                 state = state.deal([int(c) for c in deck[i : i + k]])
                 i += k
                 continue
@@ -233,11 +241,14 @@ class AcpcDealer:
                 names[self._position(s, h)] = self.names[s]
             log.write(f"{state.dealer_string()}:{_num(pay[0])}|{_num(pay[1])}:{names[0]}|{names[1]}\n")
 
-    def _read_action(self, seat: int, reader: LineReader, sent: str, state: State, t_sent: float,
-                     used_hand: list[float]) -> str:
+    def _read_action(
+        self, seat: int, reader: LineReader, sent: str, state: State, t_sent: float, used_hand: list[float]
+    ) -> str:
         res = self.result
         while True:
-            left_ms = min(self.t_response_ms, self.t_hand_ms - used_hand[seat], self.t_match_ms - res.used_ms[seat])
+            left_ms = min(
+                self.t_response_ms, self.t_hand_ms - used_hand[seat], self.t_match_ms - res.used_ms[seat]
+            )
             try:
                 line = reader.readline(max(left_ms, 0) / 1e3)
             except TimeoutError:
@@ -247,7 +258,9 @@ class AcpcDealer:
                     f" match {self.t_match_ms:g} ms)"
                 ) from None
             if line is None:
-                raise DealerError(f"seat {seat + 1} ({self.names[seat]}) disconnected in hand {state.hand_id}")
+                raise DealerError(
+                    f"seat {seat + 1} ({self.names[seat]}) disconnected in hand {state.hand_id}"
+                )
             ms = (time.perf_counter() - t_sent) * 1e3
             self._note(seat, "from", line)
             if line[:1] in ("#", ";"):
@@ -256,8 +269,14 @@ class AcpcDealer:
             used_hand[seat] += ms
             res.responses[seat] += 1
             res.max_response_ms[seat] = max(res.max_response_ms[seat], ms)
-            if ms > self.t_response_ms or used_hand[seat] > self.t_hand_ms or res.used_ms[seat] > self.t_match_ms:
-                raise DealerError(f"seat {seat + 1} ({self.names[seat]}) ran out of time in hand {state.hand_id}")
+            if (
+                ms > self.t_response_ms
+                or used_hand[seat] > self.t_hand_ms
+                or res.used_ms[seat] > self.t_match_ms
+            ):
+                raise DealerError(
+                    f"seat {seat + 1} ({self.names[seat]}) ran out of time in hand {state.hand_id}"
+                )
             head, sep, action = line.rpartition(":")
             if not sep or head != sent:
                 res.ignored_responses[seat] += 1

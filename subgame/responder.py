@@ -48,6 +48,7 @@ lookup) and returns None for what needs ``answer`` in a worker thread (a subgame
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -117,8 +118,10 @@ def check_session(value: Any) -> str | None:
         raise QueryError("bad_session", f"session must be a string, got {type(value).__name__}", 422)
     if not 1 <= len(value) <= MAX_SESSION_LEN or not value.isprintable():
         raise QueryError(
-            "bad_session", f"session must be 1..{MAX_SESSION_LEN} printable characters, got {value[:40]!r}"
-            + ("..." if len(value) > 40 else ""), 422
+            "bad_session",
+            f"session must be 1..{MAX_SESSION_LEN} printable characters, got {value[:40]!r}"
+            + ("..." if len(value) > 40 else ""),
+            422,
         )
     return value
 
@@ -163,7 +166,8 @@ class _GameChecker:
             )
         if len(matchstate) > MAX_MATCHSTATE_LEN:
             raise QueryError(
-                "bad_matchstate", f"matchstate is {len(matchstate)} characters long (at most {MAX_MATCHSTATE_LEN})",
+                "bad_matchstate",
+                f"matchstate is {len(matchstate)} characters long (at most {MAX_MATCHSTATE_LEN})",
                 400,
             )
         if not matchstate.startswith("MATCHSTATE:"):
@@ -174,7 +178,7 @@ class _GameChecker:
                 400,
             )
         try:
-            return self.game.state(matchstate)
+            state = self.game.state(matchstate)
         except StateError as exc:
             other = self._parses_as(matchstate)
             mine = self.game.gamedef.name or "this server's game"
@@ -186,14 +190,28 @@ class _GameChecker:
                     400,
                 ) from None
             raise QueryError("bad_matchstate", f"matchstate {matchstate!r}: {exc}", 400) from None
+        if state.is_chance():  # cards missing: another game's (fewer hole or board cards)?
+            other = self._parses_as(matchstate, complete=True)
+            if other is not None:
+                mine = self.game.gamedef.name or "this server's game"
+                raise QueryError(
+                    "wrong_game",
+                    f"matchstate {matchstate!r} lacks cards for {mine} but is a complete {other} state; "
+                    f"this server plays {mine}",
+                    400,
+                )
+        return state
 
-    def _parses_as(self, matchstate: str) -> str | None:
+    def _parses_as(self, matchstate: str, complete: bool = False) -> str | None:
+        """The first other preset that parses ``matchstate`` (with every card due, if ``complete``)."""
         from holdem.state import StateError
 
         for name, g in self._other_games():
             try:
-                g.state(matchstate)
+                st = g.state(matchstate)
             except StateError:
+                continue
+            if complete and st.is_chance():
                 continue
             return name
         return None
@@ -298,6 +316,7 @@ class BlueprintResponder:
         """What /healthz reports about the blueprint."""
         return {
             "game": self.game.gamedef.name or None,
+            "gamedef": self.game.gamedef.to_acpc(),
             "iteration": int(self.bp.iteration),
             "config_hash": self.bp.config_hash,
             "abstraction_hash": self.bp.abstraction_hash,
@@ -305,17 +324,28 @@ class BlueprintResponder:
 
 
 class PlayerResponder:
-    """A :class:`blueprint.players.Player` with ``probs`` (always-call, random, ...) as a responder,
-    so baseline opponents can sit at an ACPC dealer through the same client."""
+    """A :class:`blueprint.players.Player` (always-call, random, ...) as a responder, so baseline
+    opponents can sit at an ACPC dealer through the same client.
+
+    The answer is the player's distribution (``probs``), or with ``seed`` given, the action its
+    ``act`` samples as a pure strategy: the same play when the client samples it, and much
+    cheaper for ``random`` in no-limit, whose distribution has one entry per legal raise-to.
+    """
 
     methods: tuple[str, ...] = ()
 
-    def __init__(self, player, game: Game):
-        if not hasattr(player, "probs"):
-            raise TypeError(f"{player!r} has no probs(state): it cannot answer strategy queries")
+    def __init__(self, player, game: Game, seed: int | None = None):
+        if seed is None and not hasattr(player, "probs"):
+            raise TypeError(f"{player!r} has no probs(state): give a seed to answer with its act()")
         self.player = player
         self.game = game
         self._checker = _GameChecker(game)
+        self._rng = None
+        self._lock = threading.Lock()
+        if seed is not None:
+            import numpy as np
+
+            self._rng = np.random.default_rng(seed)
 
     def answer(self, matchstate, session=None, time_budget_ms=None, method=None) -> dict[str, Any]:
         t0 = time.perf_counter()
@@ -323,8 +353,13 @@ class PlayerResponder:
         check_time_budget(time_budget_ms, DEFAULT_TIME_BUDGET_MS)
         check_session(session)
         state = decision_state(self._checker, matchstate)
+        if self._rng is not None:
+            with self._lock:
+                strategy = {self.player.act(state, self._rng): 1.0}
+        else:
+            strategy = self.player.probs(state)
         return {
-            "strategy": self.player.probs(state),
+            "strategy": strategy,
             "source": "blueprint",
             "method": None,
             "elapsed_ms": (time.perf_counter() - t0) * 1e3,
@@ -332,6 +367,69 @@ class PlayerResponder:
 
     def close(self) -> None:
         pass
+
+
+class HttpResponder:
+    """A responder that asks a running query service (``mccfr serve``) over HTTP: the same
+    ``answer``, with the service's 4xx answers raised as :class:`QueryError` (its kind and
+    message) and its game read from ``GET /healthz``. One keep-alive connection per thread."""
+
+    def __init__(self, url: str, timeout_s: float = 660.0):
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"server URL {url!r}: expected http://HOST:PORT")
+        self.url = f"http://{parts.netloc}"
+        self.host, self.port = parts.hostname, parts.port or 80
+        self.timeout_s = timeout_s
+        self._local = threading.local()
+        health = self._request("GET", "/healthz")[1]
+        text = health.get("gamedef")
+        if not text:
+            raise ValueError(f"{self.url}/healthz does not describe its game (is it 'mccfr serve'?)")
+        from holdem.game import Game
+        from holdem.gamedef import parse_gamedef
+
+        self.game = Game(parse_gamedef(text, name=health.get("game") or ""))
+        self.methods = tuple(health.get("methods", ()))
+        self.default_time_budget_ms = health.get("default_time_budget_ms")
+
+    def _request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        import http.client
+        import json
+
+        conn = getattr(self._local, "conn", None)
+        for attempt in (0, 1):  # a keep-alive connection the server closed: reconnect once
+            if conn is None:
+                conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+                self._local.conn = conn
+            try:
+                data = None if body is None else json.dumps(body).encode()
+                conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+                r = conn.getresponse()
+                return r.status, json.loads(r.read() or b"{}")
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                conn.close()
+                conn = self._local.conn = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def answer(self, matchstate, session=None, time_budget_ms=None, method=None) -> dict[str, Any]:
+        body = {"matchstate": matchstate}
+        for k, v in (("session", session), ("time_budget_ms", time_budget_ms), ("method", method)):
+            if v is not None:
+                body[k] = v
+        status, out = self._request("POST", "/v1/strategy", body)
+        if status == 200:
+            return out
+        raise QueryError(out.get("kind", "http_error"), f"{self.url}: {out.get('error', out)}", status)
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
 
 
 def example_matchstates(game: Game) -> list[str]:
@@ -388,6 +486,7 @@ __all__ = [
     "MAX_TIME_BUDGET_MS",
     "SOLVE_METHODS",
     "BlueprintResponder",
+    "HttpResponder",
     "PlayerResponder",
     "QueryError",
     "Responder",

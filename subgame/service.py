@@ -37,11 +37,12 @@ import asyncio
 import collections
 import contextlib
 import math
+import signal
 import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -63,14 +64,18 @@ class StrategyRequest(BaseModel):
         examples=["MATCHSTATE:0:0::AhKd|"],
     )
     session: StrictStr | None = Field(
-        None, max_length=MAX_SESSION_LEN, description="Key of the hand: answers within it may reuse a solved subgame"
+        None,
+        description=f"Key of the hand (1..{MAX_SESSION_LEN} printable characters): answers within it may "
+        "reuse a solved subgame",
     )
     time_budget_ms: StrictInt | None = Field(
-        None, description=f"Wall-time budget for the answer, 1..{MAX_TIME_BUDGET_MS} ms (default: the server's)"
+        None,
+        description=f"Wall-time budget for the answer, 1..{MAX_TIME_BUDGET_MS} ms (default: the server's)",
     )
     method: StrictStr | None = Field(
-        None, description="blueprint, or a subgame-solving method (unsafe, resolve, maxmargin, reach-maxmargin, "
-                          "estimate, reach-estimate) where the server solves"
+        None,
+        description="blueprint, or a subgame-solving method (unsafe, resolve, maxmargin, reach-maxmargin, "
+        "estimate, reach-estimate) where the server solves",
     )
 
 
@@ -186,7 +191,11 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
         title="mccfr strategy service",
         version="1",
         description="Strategy queries by ACPC MATCHSTATE: blueprint lookups and subgame solving.",
-        responses={400: {"model": ErrorResponse}, 409: {"model": ErrorResponse}, 422: {"model": ErrorResponse}},
+        responses={
+            400: {"model": ErrorResponse},
+            409: {"model": ErrorResponse},
+            422: {"model": ErrorResponse},
+        },
     )
     app.state.responder = responder
     app.state.metrics = metrics
@@ -210,7 +219,7 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
         except QueryError as exc:
             metrics.failed(exc.status, exc.kind)
             return JSONResponse({"error": str(exc), "kind": exc.kind}, status_code=exc.status)
-        except Exception as exc:  # a responder bug: report it, keep serving
+        except Exception as exc:  # noqa: BLE001 - a responder bug: report it (500), keep serving
             metrics.failed(500, "internal")
             return JSONResponse(
                 {"error": f"internal error: {type(exc).__name__}: {exc}", "kind": "internal"}, status_code=500
@@ -256,8 +265,25 @@ def make_server(app: FastAPI, sock: socket.socket, access_log: bool = False):
     ``server.run(sockets=[sock])`` (blocks) or :func:`serve_in_thread`."""
     import uvicorn
 
+    class _Server(uvicorn.Server):
+        """Stops gracefully on SIGINT / SIGTERM (a second one: at once) and returns normally,
+        instead of re-raising the signal after the shutdown as uvicorn does."""
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            sigs = (signal.SIGINT, signal.SIGTERM)
+            old = {sig: signal.signal(sig, self.handle_exit) for sig in sigs}
+            try:
+                yield
+            finally:
+                for sig, handler in old.items():
+                    signal.signal(sig, handler)
+
     config = uvicorn.Config(app, log_level="warning", access_log=access_log, lifespan="on")
-    return uvicorn.Server(config)
+    return _Server(config)
 
 
 class ThreadedServer:
@@ -281,11 +307,19 @@ class ThreadedServer:
         self.thread.join(timeout=10)
         self.sock.close()
 
-    def __enter__(self) -> "ThreadedServer":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
 
-__all__ = ["Metrics", "StrategyRequest", "StrategyResponse", "ThreadedServer", "bind", "create_app", "make_server"]
+__all__ = [
+    "Metrics",
+    "StrategyRequest",
+    "StrategyResponse",
+    "ThreadedServer",
+    "bind",
+    "create_app",
+    "make_server",
+]
