@@ -38,8 +38,9 @@ off_tree            422     the blueprint has no answer (the history left its ab
 :class:`BlueprintResponder` answers every query from a :class:`blueprint.blueprint.Blueprint`
 (source ``"blueprint"``). A subgame-solving responder (turn/river and off-tree bets re-solved
 under the time budget, the solved subgame reused within a ``session``) implements the same
-``answer`` and is chosen by :func:`make_responder` when given a ``solve_method``; it can reuse
-:meth:`BlueprintResponder.validate` for the checks above and fall back on the blueprint.
+``answer`` and is chosen by :func:`make_responder` when given a ``solve_method``; it can derive
+from :class:`ValidatingResponder` (or wrap a :class:`BlueprintResponder`) for the checks above
+and the blueprint's answers.
 Responders must be safe to call from several threads at once (the service runs queries in a
 thread pool). Optionally a responder has ``answer_fast`` (same arguments), which the service
 calls first, on its event loop: it answers what takes well under a millisecond (a blueprint
@@ -239,7 +240,31 @@ def decision_state(checker: _GameChecker, matchstate: Any) -> State:
     return state
 
 
-class BlueprintResponder:
+class ValidatingResponder:
+    """Base of the responders here: the game, the accepted methods, the default time budget, and
+    :meth:`validate` (every check of the module docstring). Subclasses implement ``answer``."""
+
+    methods: tuple[str, ...] = ()
+
+    def __init__(self, game: Game, default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS):
+        self.game = game
+        self.default_time_budget_ms = check_time_budget(default_time_budget_ms, DEFAULT_TIME_BUDGET_MS)
+        self._checker = _GameChecker(game)
+
+    def validate(
+        self, matchstate: Any, session: Any, time_budget_ms: Any, method: Any
+    ) -> tuple[State, str | None, int, str | None]:
+        """(the parsed decision state, session, budget in ms, method), or :class:`QueryError`."""
+        method = check_method(method, self.methods)
+        budget = check_time_budget(time_budget_ms, self.default_time_budget_ms)
+        session = check_session(session)
+        return decision_state(self._checker, matchstate), session, budget, method
+
+    def close(self) -> None:
+        pass
+
+
+class BlueprintResponder(ValidatingResponder):
     """Answers every query from a blueprint's average strategy (source ``"blueprint"``).
 
     Off-tree raises earlier in the hand are mapped by pseudo-harmonic action translation
@@ -250,19 +275,8 @@ class BlueprintResponder:
     methods: tuple[str, ...] = (BLUEPRINT_METHOD,)
 
     def __init__(self, bp: Blueprint, default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS):
+        super().__init__(bp.game, default_time_budget_ms)
         self.bp = bp
-        self.game = bp.game
-        self.default_time_budget_ms = check_time_budget(default_time_budget_ms, DEFAULT_TIME_BUDGET_MS)
-        self._checker = _GameChecker(self.game)
-
-    def validate(
-        self, matchstate: Any, session: Any, time_budget_ms: Any, method: Any
-    ) -> tuple[State, str | None, int, str | None]:
-        """Every check of the module docstring: (state, session, budget in ms, method)."""
-        method = check_method(method, self.methods)
-        budget = check_time_budget(time_budget_ms, self.default_time_budget_ms)
-        session = check_session(session)
-        return decision_state(self._checker, matchstate), session, budget, method
 
     def blueprint_strategy(self, state: State) -> dict[str, float]:
         from blueprint.blueprint import BlueprintError
@@ -289,18 +303,7 @@ class BlueprintResponder:
             "elapsed_ms": (time.perf_counter() - t0) * 1e3,
         }
 
-    def answer_fast(
-        self,
-        matchstate: str,
-        session: str | None = None,
-        time_budget_ms: int | None = None,
-        method: str | None = None,
-    ) -> dict[str, Any] | None:
-        """Every blueprint answer is fast: the service runs it on its event loop."""
-        return self.answer(matchstate, session, time_budget_ms, method)
-
-    def close(self) -> None:
-        pass
+    answer_fast = answer  # every blueprint answer is fast: the service runs it on its event loop
 
     def warm_up(self) -> None:
         """Answer one query per betting round so that numba's card-bucket kernels are compiled
@@ -323,7 +326,7 @@ class BlueprintResponder:
         }
 
 
-class PlayerResponder:
+class PlayerResponder(ValidatingResponder):
     """A :class:`blueprint.players.Player` (always-call, random, ...) as a responder, so baseline
     opponents can sit at an ACPC dealer through the same client.
 
@@ -337,9 +340,8 @@ class PlayerResponder:
     def __init__(self, player, game: Game, seed: int | None = None):
         if seed is None and not hasattr(player, "probs"):
             raise TypeError(f"{player!r} has no probs(state): give a seed to answer with its act()")
+        super().__init__(game)
         self.player = player
-        self.game = game
-        self._checker = _GameChecker(game)
         self._rng = None
         self._lock = threading.Lock()
         if seed is not None:
@@ -349,10 +351,7 @@ class PlayerResponder:
 
     def answer(self, matchstate, session=None, time_budget_ms=None, method=None) -> dict[str, Any]:
         t0 = time.perf_counter()
-        check_method(method, self.methods)
-        check_time_budget(time_budget_ms, DEFAULT_TIME_BUDGET_MS)
-        check_session(session)
-        state = decision_state(self._checker, matchstate)
+        state, _, _, _ = self.validate(matchstate, session, time_budget_ms, method)
         if self._rng is not None:
             with self._lock:
                 strategy = {self.player.act(state, self._rng): 1.0}
@@ -364,9 +363,6 @@ class PlayerResponder:
             "method": None,
             "elapsed_ms": (time.perf_counter() - t0) * 1e3,
         }
-
-    def close(self) -> None:
-        pass
 
 
 class HttpResponder:
@@ -490,6 +486,7 @@ __all__ = [
     "PlayerResponder",
     "QueryError",
     "Responder",
+    "ValidatingResponder",
     "check_method",
     "check_session",
     "check_time_budget",
