@@ -1,6 +1,7 @@
 """Query-service latency and throughput, and full ACPC matches of ``mccfr play``.
 
     python scripts/bench_service.py latency RUN_DIR [--clients 10] [--seconds 30]
+    python scripts/bench_service.py inprocess RUN_DIR    # CPU per answer without HTTP, per round
     python scripts/bench_service.py acpc RUN_DIR [--hands 1000] [--vs always-call,random] [--duplicate]
 
 latency: starts ``mccfr serve RUN_DIR --port 0`` in its own process, builds a pool of realistic
@@ -225,6 +226,50 @@ def latency(args) -> dict:
     return out
 
 
+def inprocess(args) -> dict:
+    """CPU time of one blueprint answer without HTTP (responder.answer), per round: the part of
+    a query's cost that does not depend on the load of the machine."""
+    from blueprint.blueprint import Blueprint
+    from subgame.responder import BlueprintResponder
+
+    responder = BlueprintResponder(Blueprint.load(args.run_dir))
+    responder.warm_up()
+    game = responder.game
+    rng = np.random.default_rng(args.seed)
+    g = game.gamedef
+    pool: list[str] = []
+    while len(pool) < args.pool:  # self-play through the responder, as in `latency`
+        deck = rng.permutation(g.deck_size)
+        state, i = game.initial_state(hand_id=len(pool)), 0
+        while not state.is_terminal():
+            if state.is_chance():
+                k = (
+                    2 * g.num_hole_cards
+                    if i == 0
+                    else g.board_cards_through(state.round) - len(state.board_cards)
+                )
+                state = state.deal([int(c) for c in deck[i : i + k]])
+                i += k
+                continue
+            ms = state.matchstate(state.current_player())
+            pool.append(ms)
+            state = state.apply(sample(responder.answer(ms)["strategy"], rng))
+    names = ["preflop", "flop", "turn", "river"]
+    out = {}
+    for rd in range(g.num_rounds):
+        sub = [ms for ms in pool if game.state(ms).round == rd]
+        if not sub:
+            continue
+        t = time.process_time()
+        for _ in range(args.repeat):
+            for ms in sub:
+                responder.answer(ms)
+        cpu = (time.process_time() - t) / (args.repeat * len(sub)) * 1e3
+        out[names[rd] if rd < 4 else str(rd)] = {"states": len(sub), "cpu_ms_per_answer": cpu}
+        print(f"{names[rd]:8s} {len(sub):6d} states: {cpu:.3f} ms of CPU per answer")
+    return {"per_round": out}
+
+
 # -- ACPC matches ----------------------------------------------------------------------------------
 def one_match(args, game: Game, vs: str, seed: int, mccfr_seat: int, tmp: Path) -> dict:
     names = ["mccfr", vs] if mccfr_seat == 0 else [vs, "mccfr"]
@@ -342,6 +387,11 @@ def main() -> None:
     a.add_argument("--seconds", type=float, default=30)
     a.add_argument("--pool", type=int, default=2000)
     a.add_argument("--seed", type=int, default=0)
+    c = sub.add_parser("inprocess")
+    c.add_argument("run_dir")
+    c.add_argument("--pool", type=int, default=2000)
+    c.add_argument("--repeat", type=int, default=3)
+    c.add_argument("--seed", type=int, default=0)
     b = sub.add_parser("acpc")
     b.add_argument("run_dir")
     b.add_argument("--hands", type=int, default=1000)
@@ -350,7 +400,7 @@ def main() -> None:
     b.add_argument("--duplicate", action="store_true")
     b.add_argument("--log-dir", default=None)
     args = ap.parse_args()
-    out = latency(args) if args.cmd == "latency" else acpc(args)
+    out = {"latency": latency, "inprocess": inprocess, "acpc": acpc}[args.cmd](args)
     out.update(command=" ".join(sys.argv), date=time.strftime("%Y-%m-%d %H:%M"), cpus=os.cpu_count())
     print(json.dumps(out))
 

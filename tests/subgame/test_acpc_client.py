@@ -222,7 +222,7 @@ def test_bad_dealer_addresses(text):
     assert parse_address("[::1]:9000") == ("::1", 9000)
 
 
-def test_play_command(tmp_path):
+def test_play_command(tmp_path, responder):
     """The CLI end to end: train a tiny run, play it against the dealer, read the JSON report."""
     run = tmp_path / "run"
     r = CliRunner().invoke(
@@ -263,6 +263,28 @@ def test_play_command(tmp_path):
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["hands"] == 8 and out["complete"] and out["net"] == res.totals[0] and out["unit"] == "mbb/hand"
     assert "played 8 hands" in r.stdout and log.exists()
+    # the same through a running query service (--server) instead of a run directory
+    from subgame.service import ThreadedServer, create_app
+
+    with ThreadedServer(create_app(responder)) as srv:
+        dealer = AcpcDealer(game, 4, seed=4).start()
+        opp = threading.Thread(
+            target=lambda: (
+                time.sleep(0.3)
+                or AcpcClient(PlayerResponder(AlwaysCall(), game)).play("127.0.0.1", dealer.ports[1])
+            )
+        )
+        opp.start()
+        r = CliRunner().invoke(
+            cli, ["play", "--server", srv.url, "--dealer", f"127.0.0.1:{dealer.ports[0]}", "--json"]
+        )
+        opp.join(30)
+        res = dealer.join(30)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["hands"] == 4 and out["complete"] and out["net"] == res.totals[0] and out["server"] == srv.url
+    r = CliRunner().invoke(cli, ["play", str(run), "--server", srv.url, "--dealer", "127.0.0.1:1"])
+    assert r.exit_code == 2 and "one of them" in r.stderr
     # bad input: an address without a port, a dealer nobody listens on
     r = CliRunner().invoke(cli, ["play", str(run), "--dealer", "localhost"])
     assert r.exit_code == 2 and "expected HOST:PORT" in r.stderr
