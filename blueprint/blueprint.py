@@ -17,6 +17,7 @@ game definition, the bet and abstraction hashes and the config hash.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 
@@ -77,7 +78,7 @@ class Blueprint:
         self._node_cache: dict[str, int] = {}
 
     @classmethod
-    def load(cls, run_dir, log=None) -> Blueprint:
+    def load(cls, run_dir, log=None) -> "Blueprint":
         from blueprint.trainer import Trainer
 
         return cls(Trainer.load(Path(run_dir), log=log))
@@ -86,7 +87,7 @@ class Blueprint:
     def _abstract_edges(self, n: int) -> tuple[int, int]:
         return int(self.tree.child_start[n]), int(self.tree.num_actions[n])
 
-    def node_of(self, state: State, rng: np.random.Generator | None = None) -> int:
+    def node_of(self, state: State, rng: Optional[np.random.Generator] = None) -> int:
         """Abstract node reached by the betting of ``state`` (translating off-tree raises)."""
         if rng is None:
             key = state.betting.betting_string()
@@ -99,7 +100,7 @@ class Blueprint:
             return n
         return self._walk(state, rng)
 
-    def _walk(self, state: State, rng: np.random.Generator | None) -> int:
+    def _walk(self, state: State, rng: Optional[np.random.Generator]) -> int:
         t = self.tree
         g = self.gamedef
         b = Betting.initial(g)
@@ -162,7 +163,7 @@ class Blueprint:
         return parse_betting(self.tree.betting_string(n), self.gamedef)
 
     # -- queries ------------------------------------------------------------------------------
-    def strategy(self, matchstate: str, rng: np.random.Generator | None = None) -> dict[str, float]:
+    def strategy(self, matchstate: str, rng: Optional[np.random.Generator] = None) -> dict[str, float]:
         """The average strategy of the seat to act, who must be the MATCHSTATE's viewer.
 
         Returns ``{ACPC action: probability}`` summing to 1 (see the module docstring).

@@ -1313,13 +1313,7 @@ def abstraction_build(game, recipe, buckets, method, out, threads, as_json):
         raise click.UsageError("give --abstraction NAME or --buckets B1,B2,... (one of them)")
     t0 = time.perf_counter()
     with _user_input():
-        from abstraction.buckets import (
-            RECIPES,
-            AbstractionError,
-            build_buckets,
-            ensure_recipe,
-            read_abstraction,
-        )
+        from abstraction.buckets import RECIPES, AbstractionError, build_buckets, ensure_recipe, read_abstraction
         from holdem.gamedef import load_gamedef
 
         gd = load_gamedef(game)

@@ -359,3 +359,17 @@ def test_serve_command(tmp_path):
     assert "stopped" in proc.stderr.read()
     r = CliRunner().invoke(cli, ["serve", str(tmp_path / "nope")])
     assert r.exit_code == 2 and "does not exist" in r.stderr
+
+
+def test_the_node_cache_agrees_with_the_walk(hunl_bp):
+    game = hunl_bp.game
+    states = [
+        "MATCHSTATE:0:0:r300:AhAd|",  # on the tree
+        "MATCHSTATE:0:0:r250:AhAd|",  # off-tree open, translated
+        "MATCHSTATE:1:0:r300r700:|AhAd",
+        "MATCHSTATE:0:0:cc/r130:AhAd|/2c3d4h",
+    ]
+    for ms in states:
+        st = game.state(ms)
+        assert hunl_bp.node_of(st) == hunl_bp._walk(st, None) == hunl_bp.node_of(st)
+        assert hunl_bp._node_cache[st.betting.betting_string()] == hunl_bp.node_of(st)
