@@ -367,7 +367,7 @@ def test_the_node_cache_agrees_with_the_walk(hunl_bp):
         "MATCHSTATE:0:0:r300:AhAd|",  # on the tree
         "MATCHSTATE:0:0:r250:AhAd|",  # off-tree open, translated
         "MATCHSTATE:1:0:r300r700:|AhAd",
-        "MATCHSTATE:0:0:cc/r130:AhAd|/2c3d4h",
+        "MATCHSTATE:1:0:cc/r350:|AhAd/2c3d4h",  # off-tree flop bet (the pot bet is to 300)
     ]
     for ms in states:
         st = game.state(ms)
