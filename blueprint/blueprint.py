@@ -29,6 +29,7 @@ from holdem.game import Game
 from holdem.state import State, StateError
 
 EXPORT_SCHEMA_VERSION = 1
+NODE_CACHE_SIZE = 100_000  # betting histories remembered by Blueprint.node_of (cleared when full)
 
 
 class BlueprintError(ValueError):
@@ -72,6 +73,9 @@ class Blueprint:
         self.config_hash = trainer.config_hash
         self.abstraction_hash = trainer.abstraction_hash
         self.bets_hash = trainer.bets.content_hash() if trainer.bets is not None else "limit"
+        # betting string -> abstract node, for deterministic walks (no rng): queries at play time
+        # repeat the same histories; bounded, and a plain dict is safe to share between threads
+        self._node_cache: dict[str, int] = {}
 
     @classmethod
     def load(cls, run_dir, log=None) -> "Blueprint":
@@ -85,6 +89,18 @@ class Blueprint:
 
     def node_of(self, state: State, rng: Optional[np.random.Generator] = None) -> int:
         """Abstract node reached by the betting of ``state`` (translating off-tree raises)."""
+        if rng is None:
+            key = state.betting.betting_string()
+            n = self._node_cache.get(key)
+            if n is None:
+                n = self._walk(state, None)
+                if len(self._node_cache) >= NODE_CACHE_SIZE:
+                    self._node_cache.clear()
+                self._node_cache[key] = n
+            return n
+        return self._walk(state, rng)
+
+    def _walk(self, state: State, rng: Optional[np.random.Generator]) -> int:
         t = self.tree
         g = self.gamedef
         b = Betting.initial(g)

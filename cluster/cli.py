@@ -1,4 +1,4 @@
-"""The ``mccfr`` command line: train, resume, status, eval, export, matrix.
+"""The ``mccfr`` command line: train, resume, status, eval, export, matrix, serve, play.
 
 Commands (``mccfr COMMAND --help`` for every flag)::
 
@@ -13,6 +13,11 @@ Commands (``mccfr COMMAND --help`` for every flag)::
     mccfr export RUN_DIR --out FILE.parquet [--json]
     mccfr matrix FILE.csv [--iterations N] [--positive-only] [--fixed-row P,..] [--fixed-column P,..]
                  [--json]
+    mccfr serve  RUN_DIR [--host H] [--port P] [--time-budget-ms D] [--threads N]
+    mccfr play   (RUN_DIR | --server URL) --dealer HOST:PORT [--log FILE] [--seed S] [--method M] [--json]
+
+``serve`` and ``play`` are :mod:`subgame.service` and :mod:`subgame.acpc_client`; FastAPI and
+uvicorn are imported only by ``serve``.
 
 Training is single-process for now (:class:`blueprint.trainer.Trainer`); Ray comes with the
 distributed job driver. A run directory holds (see DESIGN.md, "Files")::
@@ -1338,6 +1343,157 @@ def abstraction_build(game, recipe, buckets, method, out, threads, as_json):
     click.echo(f"train with it: mccfr train --game {shlex.quote(game)} --abstraction {shlex.quote(str(Path(path).parent))}")
     if as_json:
         click.echo(json.dumps(res))
+
+
+
+# -------------------------------------------------------------------------------------------------
+# serve and play: the query service and the ACPC client (FastAPI / uvicorn imported only here)
+
+
+def _load_responder(run_dir: str, time_budget_ms: int):
+    from subgame.responder import make_responder
+
+    path = _run_dir_arg(run_dir)
+    with _user_input():
+        responder = make_responder(path, default_time_budget_ms=time_budget_ms,
+                                   log=lambda msg: click.echo(f"warning: {msg}", err=True))
+    warm_up = getattr(responder, "warm_up", None)
+    if warm_up is not None:  # compile / load the numba kernels before the first real query
+        warm_up()
+    return path, responder
+
+
+_budget_opt = click.option(
+    "--time-budget-ms", "time_budget_ms", type=click.IntRange(1, 600_000), default=2_000, show_default=True,
+    help="Default wall-time budget of one answer (subgame solving; a request's time_budget_ms overrides it).",
+)
+
+
+@cli.command()
+@click.argument("run_dir")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port (0: any free port).")
+@_budget_opt
+@click.option("--threads", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Worker threads answering queries (the event loop never runs one).")
+@click.option("--access-log", is_flag=True, help="Log every request (costs latency).")
+def serve(run_dir, host, port, time_budget_ms, threads, access_log):
+    """Serve strategy queries over HTTP + JSON.
+
+    \b
+    POST /v1/strategy {"matchstate": "MATCHSTATE:...", "session"?, "time_budget_ms"?, "method"?}
+         -> {"strategy": {action: p}, "source": "blueprint"|"subgame", "method", "elapsed_ms"}
+    GET  /healthz, /metrics, /openapi.json (docs at /docs)
+
+    Bad input gets a 4xx with {"error": "...", "kind": "..."}; the server keeps serving. Stop with Ctrl-C.
+    """
+    try:
+        from subgame.service import bind, create_app, make_server
+    except ImportError as exc:
+        raise CLIError(f"serve needs fastapi and uvicorn ({exc}); pip install fastapi uvicorn") from None
+    path, responder = _load_responder(run_dir, time_budget_ms)
+    app = create_app(responder, threads=threads, describe={"run_dir": str(path)})
+    try:
+        sock = bind(host, port)
+    except OSError as exc:
+        raise CLIError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    bp = getattr(responder, "bp", None)
+    what = f"{responder.game.gamedef.name or 'game'}" + (f", iteration {bp.iteration:,}" if bp is not None else "")
+    click.echo(f"serving {path} ({what}) on http://{shown}:{bound}  "
+               "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops", err=True)
+    make_server(app, sock, access_log=access_log).run(sockets=[sock])  # returns on Ctrl-C / SIGTERM
+    click.echo("stopped", err=True)
+
+
+@cli.command()
+@click.argument("run_dir", required=False)
+@click.option("--dealer", "dealer", required=True, metavar="HOST:PORT", help="The dealer's address and this seat's port.")
+@click.option("--server", "server", default=None, metavar="URL",
+              help="Ask a running 'mccfr serve' at URL (http://HOST:PORT) instead of loading RUN_DIR.")
+@click.option("--log", "log_file", default=None, metavar="FILE", help="Write the match log (JSON lines) here.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the action sampling.")
+@click.option("--method", default=None, help="Method passed with every query (blueprint, or a solving method).")
+@_budget_opt
+@click.option("--time-per-hand-ms", type=click.FloatRange(min=1), default=7_000, show_default=True,
+              help="The dealer's average time per hand (its --t_per_hand): the client's time bank.")
+@click.option("--response-limit-ms", type=click.FloatRange(min=1), default=600_000, show_default=True,
+              help="The dealer's time per response (its --t_response).")
+@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=900, show_default=True,
+              help="Give up when the dealer sends nothing for this many seconds.")
+@click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=10, show_default=True)
+@_json_opt
+def play(run_dir, dealer, server, log_file, seed, method, time_budget_ms, time_per_hand_ms, response_limit_ms,
+         idle_timeout, connect_timeout, as_json):
+    """Play a match against an ACPC dealer (protocol 2.0.0) with the run's blueprint (or a service).
+
+    \b
+    mccfr play RUN_DIR --dealer 127.0.0.1:18791 --log match.jsonl
+    mccfr play --server http://127.0.0.1:8000 --dealer 127.0.0.1:18791
+
+    Connects to HOST:PORT, plays every hand the dealer deals within its time limits, writes the
+    match log, and reports the hands played and the net result (mbb/hand with a 95% interval in
+    games with a big blind). Exit status 1 when the match ended early (a disconnect, a protocol
+    error, a timeout).
+    """
+    from subgame.acpc_client import AcpcClient, parse_address
+
+    try:
+        host, port = parse_address(dealer)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--dealer") from None
+    if log_file is not None and not Path(log_file).resolve().parent.is_dir():
+        raise CLIError(f"cannot write --log {log_file!r}: its directory does not exist")
+    if (run_dir is None) == (server is None):
+        raise click.UsageError("give RUN_DIR (play its blueprint) or --server URL (ask a running service), one of them")
+    if server is not None:
+        from subgame.responder import HttpResponder
+
+        try:
+            responder = HttpResponder(server)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--server") from None
+        except OSError as exc:
+            raise CLIError(f"cannot reach the query service at {server}: {exc.strerror or exc}") from None
+        path = server
+    else:
+        path, responder = _load_responder(run_dir, time_budget_ms)
+    if method is not None:
+        from subgame.responder import QueryError, check_method
+
+        try:
+            check_method(method, tuple(responder.methods))
+        except QueryError as exc:
+            raise click.BadParameter(str(exc), param_hint="--method") from None
+    show = sys.stderr.isatty()
+
+    def progress(rep) -> None:
+        if show:
+            click.echo(f"\r  {rep.hands:,} hands, net {rep.net:+,.0f} chips", err=True, nl=False)
+
+    client = AcpcClient(responder, seed=seed, log=log_file, method=method, time_budget_ms=time_budget_ms,
+                        time_per_hand_ms=time_per_hand_ms, response_limit_ms=response_limit_ms,
+                        idle_timeout_s=idle_timeout, progress=progress)
+    try:
+        rep = client.play(host, port, connect_timeout=connect_timeout)
+    except OSError as exc:
+        raise CLIError(f"cannot connect to the dealer at {dealer}: {exc.strerror or exc}") from None
+    if show:
+        click.echo("", err=True)
+    out = rep.to_json()
+    out.update(dealer=dealer, log=log_file, **({"server": server} if server else {"run_dir": str(path)}))
+    ci = f" +- {out['ci95']:.4g}" if out["ci95"] is not None else ""
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(rep.fallback_reasons.items()))
+    click.echo(
+        f"played {rep.hands:,} hands at {dealer}: {out['mean']:+.6g}{ci} {out['unit']} (net {rep.net:+,.0f} chips); "
+        f"{rep.decisions:,} decisions, {rep.fallbacks} fallbacks{f' ({reasons})' if reasons else ''}, "
+        f"max response {rep.max_response_ms:.1f} ms; {rep.ended}"
+    )
+    if as_json:
+        click.echo(json.dumps(out))
+    if not rep.complete:
+        sys.exit(1)
 
 
 # -------------------------------------------------------------------------------------------------

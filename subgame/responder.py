@@ -1,0 +1,496 @@
+"""Answering strategy queries: the :class:`Responder` seam shared by the HTTP service and the
+ACPC client.
+
+A responder turns one query into one answer::
+
+    answer(matchstate, session=None, time_budget_ms=None, method=None) -> {
+        "strategy": {ACPC action: probability},   # sums to 1, keys legal in the match state
+        "source": "blueprint" | "subgame",
+        "method": None | "<solve method>",          # None for blueprint answers
+        "elapsed_ms": float,                        # time spent inside answer()
+    }
+
+* ``matchstate``: ``MATCHSTATE:<position>:<hand>:<betting>:<cards>`` of the seat to act.
+* ``session``: an opaque key of one hand as a client sees it (e.g. ``"<match>:<hand>"``); a
+  solving responder keys the reuse of a solved subgame by it. Up to :data:`MAX_SESSION_LEN`
+  printable characters.
+* ``time_budget_ms``: the most wall time the answer may take, 1 .. :data:`MAX_TIME_BUDGET_MS`;
+  None means the responder's default (the server's ``--time-budget-ms``).
+* ``method``: None (the responder chooses), ``"blueprint"`` (answer from the blueprint, no
+  solving) or one of :data:`SOLVE_METHODS` (DESIGN.md's subgame-solving methods).
+
+Every problem with a query raises :class:`QueryError`, which carries the HTTP status the service
+answers with and a short machine-readable ``kind``:
+
+==================  ======  =============================================================
+kind                status  meaning
+==================  ======  =============================================================
+bad_matchstate      400     malformed or illegal match state (the message names the position)
+wrong_game          400     it is a match state of another game (the message says which)
+not_your_turn       409     the seat to act is not the match state's viewer
+hand_over           409     the hand is over: nothing to decide
+bad_method          422     an unknown method, or one this responder cannot run
+bad_time_budget     422     not an integer in 1 .. MAX_TIME_BUDGET_MS
+bad_session         422     not a string of at most MAX_SESSION_LEN printable characters
+off_tree            422     the blueprint has no answer (the history left its abstract tree)
+==================  ======  =============================================================
+
+:class:`BlueprintResponder` answers every query from a :class:`blueprint.blueprint.Blueprint`
+(source ``"blueprint"``). A subgame-solving responder (turn/river and off-tree bets re-solved
+under the time budget, the solved subgame reused within a ``session``) implements the same
+``answer`` and is chosen by :func:`make_responder` when given a ``solve_method``; it can derive
+from :class:`ValidatingResponder` (or wrap a :class:`BlueprintResponder`) for the checks above
+and the blueprint's answers.
+Responders must be safe to call from several threads at once (the service runs queries in a
+thread pool). Optionally a responder has ``answer_fast`` (same arguments), which the service
+calls first, on its event loop: it answers what takes well under a millisecond (a blueprint
+lookup) and returns None for what needs ``answer`` in a worker thread (a subgame solve).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from blueprint.blueprint import Blueprint
+    from holdem.game import Game
+    from holdem.state import State
+
+#: DESIGN.md's subgame-solving methods (``subgame.solve(..., method=...)``).
+SOLVE_METHODS = ("unsafe", "resolve", "maxmargin", "reach-maxmargin", "estimate", "reach-estimate")
+#: ``method`` value that asks for the blueprint's answer, no solving.
+BLUEPRINT_METHOD = "blueprint"
+MAX_TIME_BUDGET_MS = 600_000  # the ACPC reference dealer's time per response
+DEFAULT_TIME_BUDGET_MS = 2_000
+MAX_SESSION_LEN = 256
+MAX_MATCHSTATE_LEN = 4096
+
+
+class QueryError(ValueError):
+    """A query that cannot be answered; ``status`` is the HTTP status, ``kind`` a short tag."""
+
+    def __init__(self, kind: str, message: str, status: int):
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+
+@runtime_checkable
+class Responder(Protocol):
+    """Answers strategy queries (module docstring). ``game`` is the game it plays; ``methods``
+    the ``method`` values it accepts besides None."""
+
+    game: Game
+    methods: tuple[str, ...]
+
+    def answer(
+        self,
+        matchstate: str,
+        session: str | None = None,
+        time_budget_ms: int | None = None,
+        method: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+def check_time_budget(value: Any, default: int) -> int:
+    """The request's time budget in ms, or ``default`` for None; :class:`QueryError` otherwise."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise QueryError(
+            "bad_time_budget", f"time_budget_ms must be an integer number of milliseconds, got {value!r}", 422
+        )
+    if not 1 <= value <= MAX_TIME_BUDGET_MS:
+        raise QueryError(
+            "bad_time_budget", f"time_budget_ms must be in 1..{MAX_TIME_BUDGET_MS}, got {value}", 422
+        )
+    return value
+
+
+def check_session(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise QueryError("bad_session", f"session must be a string, got {type(value).__name__}", 422)
+    if not 1 <= len(value) <= MAX_SESSION_LEN or not value.isprintable():
+        raise QueryError(
+            "bad_session",
+            f"session must be 1..{MAX_SESSION_LEN} printable characters, got {value[:40]!r}"
+            + ("..." if len(value) > 40 else ""),
+            422,
+        )
+    return value
+
+
+def check_method(value: Any, accepted: tuple[str, ...]) -> str | None:
+    """``value`` when None or in ``accepted``; a :class:`QueryError` naming the choices otherwise."""
+    if value is None or (isinstance(value, str) and value in accepted):
+        return value
+    known = (BLUEPRINT_METHOD, *SOLVE_METHODS)
+    if isinstance(value, str) and value in known:
+        raise QueryError(
+            "bad_method",
+            f"method {value!r} is not available on this server (it answers with: "
+            f"{', '.join(accepted) or 'the blueprint only'}); subgame solving needs a solving responder",
+            422,
+        )
+    raise QueryError("bad_method", f"unknown method {value!r}: expected one of {', '.join(known)}", 422)
+
+
+class _GameChecker:
+    """Parses match states of one game; on failure tells whether the string is another game's."""
+
+    def __init__(self, game: Game):
+        self.game = game
+        self._others: list[tuple[str, Game]] | None = None
+
+    def _other_games(self) -> list[tuple[str, Game]]:
+        if self._others is None:
+            from holdem.game import Game
+            from holdem.gamedef import PRESETS
+
+            mine = self.game.gamedef.to_acpc()
+            self._others = [(n, Game(g)) for n, g in PRESETS.items() if g.to_acpc() != mine]
+        return self._others
+
+    def parse(self, matchstate: Any) -> State:
+        from holdem.state import StateError
+
+        if not isinstance(matchstate, str):
+            raise QueryError(
+                "bad_matchstate", f"matchstate must be a string, got {type(matchstate).__name__}", 400
+            )
+        if len(matchstate) > MAX_MATCHSTATE_LEN:
+            raise QueryError(
+                "bad_matchstate",
+                f"matchstate is {len(matchstate)} characters long (at most {MAX_MATCHSTATE_LEN})",
+                400,
+            )
+        if not matchstate.startswith("MATCHSTATE:"):
+            what = "a dealer STATE" if matchstate.startswith("STATE:") else repr(matchstate[:20])
+            raise QueryError(
+                "bad_matchstate",
+                f"matchstate: expected 'MATCHSTATE:<position>:<hand>:<betting>:<cards>', got {what}",
+                400,
+            )
+        try:
+            state = self.game.state(matchstate)
+        except StateError as exc:
+            other = self._parses_as(matchstate)
+            mine = self.game.gamedef.name or "this server's game"
+            if other is not None:
+                raise QueryError(
+                    "wrong_game",
+                    f"matchstate is not a {mine} state ({exc}); it parses as a {other} state, "
+                    f"and this server plays {mine}",
+                    400,
+                ) from None
+            raise QueryError("bad_matchstate", f"matchstate {matchstate!r}: {exc}", 400) from None
+        if state.is_chance():  # cards missing: another game's (fewer hole or board cards)?
+            other = self._parses_as(matchstate, complete=True)
+            if other is not None:
+                mine = self.game.gamedef.name or "this server's game"
+                raise QueryError(
+                    "wrong_game",
+                    f"matchstate {matchstate!r} lacks cards for {mine} but is a complete {other} state; "
+                    f"this server plays {mine}",
+                    400,
+                )
+        return state
+
+    def _parses_as(self, matchstate: str, complete: bool = False) -> str | None:
+        """The first other preset that parses ``matchstate`` (with every card due, if ``complete``)."""
+        from holdem.state import StateError
+
+        for name, g in self._other_games():
+            try:
+                st = g.state(matchstate)
+            except StateError:
+                continue
+            if complete and st.is_chance():
+                continue
+            return name
+        return None
+
+
+def decision_state(checker: _GameChecker, matchstate: Any) -> State:
+    """The parsed match state, checked to be a decision of its viewer (else :class:`QueryError`)."""
+    from holdem.state import CHANCE, TERMINAL
+
+    state = checker.parse(matchstate)
+    actor = state.current_player()
+    if actor == TERMINAL:
+        raise QueryError("hand_over", f"the hand is over in {matchstate!r}: there is nothing to decide", 409)
+    if actor == CHANCE:
+        raise QueryError(
+            "bad_matchstate", f"matchstate {matchstate!r} is missing cards ({state._pending_text()})", 400
+        )
+    if actor != state.viewer:
+        raise QueryError(
+            "not_your_turn",
+            f"seat {actor} is to act in {matchstate!r}, but this MATCHSTATE is seat {state.viewer}'s view: "
+            "ask when it is the viewer's turn",
+            409,
+        )
+    return state
+
+
+class ValidatingResponder:
+    """Base of the responders here: the game, the accepted methods, the default time budget, and
+    :meth:`validate` (every check of the module docstring). Subclasses implement ``answer``."""
+
+    methods: tuple[str, ...] = ()
+
+    def __init__(self, game: Game, default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS):
+        self.game = game
+        self.default_time_budget_ms = check_time_budget(default_time_budget_ms, DEFAULT_TIME_BUDGET_MS)
+        self._checker = _GameChecker(game)
+
+    def validate(
+        self, matchstate: Any, session: Any, time_budget_ms: Any, method: Any
+    ) -> tuple[State, str | None, int, str | None]:
+        """(the parsed decision state, session, budget in ms, method), or :class:`QueryError`."""
+        method = check_method(method, self.methods)
+        budget = check_time_budget(time_budget_ms, self.default_time_budget_ms)
+        session = check_session(session)
+        return decision_state(self._checker, matchstate), session, budget, method
+
+    def close(self) -> None:
+        pass
+
+
+class BlueprintResponder(ValidatingResponder):
+    """Answers every query from a blueprint's average strategy (source ``"blueprint"``).
+
+    Off-tree raises earlier in the hand are mapped by pseudo-harmonic action translation
+    (deterministically: the same query gets the same answer). A history with more raises than
+    the bet abstraction allows has no blueprint answer: :class:`QueryError` ``off_tree``.
+    """
+
+    methods: tuple[str, ...] = (BLUEPRINT_METHOD,)
+
+    def __init__(self, bp: Blueprint, default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS):
+        super().__init__(bp.game, default_time_budget_ms)
+        self.bp = bp
+
+    def blueprint_strategy(self, state: State) -> dict[str, float]:
+        from blueprint.blueprint import BlueprintError
+
+        try:
+            return self.bp.strategy(state)
+        except BlueprintError as exc:
+            raise QueryError("off_tree", f"the blueprint cannot answer {str(state)!r}: {exc}", 422) from None
+
+    def answer(
+        self,
+        matchstate: str,
+        session: str | None = None,
+        time_budget_ms: int | None = None,
+        method: str | None = None,
+    ) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        state, _, _, _ = self.validate(matchstate, session, time_budget_ms, method)
+        strategy = self.blueprint_strategy(state)
+        return {
+            "strategy": strategy,
+            "source": "blueprint",
+            "method": None,
+            "elapsed_ms": (time.perf_counter() - t0) * 1e3,
+        }
+
+    answer_fast = answer  # every blueprint answer is fast: the service runs it on its event loop
+
+    def warm_up(self) -> None:
+        """Answer one query per betting round so that numba's card-bucket kernels are compiled
+        (or loaded from the cache) before the first real query: that first call can take
+        seconds."""
+        for ms in example_matchstates(self.game):
+            try:
+                self.answer(ms)
+            except QueryError:
+                pass
+
+    def describe(self) -> dict[str, Any]:
+        """What /healthz reports about the blueprint."""
+        return {
+            "game": self.game.gamedef.name or None,
+            "gamedef": self.game.gamedef.to_acpc(),
+            "iteration": int(self.bp.iteration),
+            "config_hash": self.bp.config_hash,
+            "abstraction_hash": self.bp.abstraction_hash,
+        }
+
+
+class PlayerResponder(ValidatingResponder):
+    """A :class:`blueprint.players.Player` (always-call, random, ...) as a responder, so baseline
+    opponents can sit at an ACPC dealer through the same client.
+
+    The answer is the player's distribution (``probs``), or with ``seed`` given, the action its
+    ``act`` samples as a pure strategy: the same play when the client samples it, and much
+    cheaper for ``random`` in no-limit, whose distribution has one entry per legal raise-to.
+    """
+
+    methods: tuple[str, ...] = ()
+
+    def __init__(self, player, game: Game, seed: int | None = None):
+        if seed is None and not hasattr(player, "probs"):
+            raise TypeError(f"{player!r} has no probs(state): give a seed to answer with its act()")
+        super().__init__(game)
+        self.player = player
+        self._rng = None
+        self._lock = threading.Lock()
+        if seed is not None:
+            import numpy as np
+
+            self._rng = np.random.default_rng(seed)
+
+    def answer(self, matchstate, session=None, time_budget_ms=None, method=None) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        state, _, _, _ = self.validate(matchstate, session, time_budget_ms, method)
+        if self._rng is not None:
+            with self._lock:
+                strategy = {self.player.act(state, self._rng): 1.0}
+        else:
+            strategy = self.player.probs(state)
+        return {
+            "strategy": strategy,
+            "source": "blueprint",
+            "method": None,
+            "elapsed_ms": (time.perf_counter() - t0) * 1e3,
+        }
+
+
+class HttpResponder:
+    """A responder that asks a running query service (``mccfr serve``) over HTTP: the same
+    ``answer``, with the service's 4xx answers raised as :class:`QueryError` (its kind and
+    message) and its game read from ``GET /healthz``. One keep-alive connection per thread."""
+
+    def __init__(self, url: str, timeout_s: float = 660.0):
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        if parts.scheme != "http" or not parts.hostname:
+            raise ValueError(f"server URL {url!r}: expected http://HOST:PORT")
+        self.url = f"http://{parts.netloc}"
+        self.host, self.port = parts.hostname, parts.port or 80
+        self.timeout_s = timeout_s
+        self._local = threading.local()
+        health = self._request("GET", "/healthz")[1]
+        text = health.get("gamedef")
+        if not text:
+            raise ValueError(f"{self.url}/healthz does not describe its game (is it 'mccfr serve'?)")
+        from holdem.game import Game
+        from holdem.gamedef import parse_gamedef
+
+        self.game = Game(parse_gamedef(text, name=health.get("game") or ""))
+        self.methods = tuple(health.get("methods", ()))
+        self.default_time_budget_ms = health.get("default_time_budget_ms")
+
+    def _request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        import http.client
+        import json
+
+        conn = getattr(self._local, "conn", None)
+        for attempt in (0, 1):  # a keep-alive connection the server closed: reconnect once
+            if conn is None:
+                conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+                self._local.conn = conn
+            try:
+                data = None if body is None else json.dumps(body).encode()
+                conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+                r = conn.getresponse()
+                return r.status, json.loads(r.read() or b"{}")
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                conn.close()
+                conn = self._local.conn = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def answer(self, matchstate, session=None, time_budget_ms=None, method=None) -> dict[str, Any]:
+        body = {"matchstate": matchstate}
+        for k, v in (("session", session), ("time_budget_ms", time_budget_ms), ("method", method)):
+            if v is not None:
+                body[k] = v
+        status, out = self._request("POST", "/v1/strategy", body)
+        if status == 200:
+            return out
+        raise QueryError(out.get("kind", "http_error"), f"{self.url}: {out.get('error', out)}", status)
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+
+
+def example_matchstates(game: Game) -> list[str]:
+    """One valid MATCHSTATE per betting round, each at a decision of its viewer (everyone checks
+    or calls until that round; the deck's top cards are dealt)."""
+    g = game.gamedef
+    state = game.initial_state()
+    top = list(range(g.deck_size - 1, -1, -1))
+    state = state.deal(top[: 2 * g.num_hole_cards])
+    i = 2 * g.num_hole_cards
+    out = []
+    while not state.is_terminal():
+        if state.is_chance():
+            k = g.board_cards_through(state.round) - len(state.board_cards)
+            state = state.deal(top[i : i + k])
+            i += k
+            continue
+        if not out or state.round != game.state(out[-1]).round:
+            out.append(state.matchstate(state.current_player()))
+        state = state.apply("c")
+    return out
+
+
+def make_responder(
+    run_dir: str | Path,
+    solve_method: str | None = None,
+    default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS,
+    log=None,
+) -> Responder:
+    """The responder for a run: the blueprint alone (``solve_method=None``), or blueprint plus
+    subgame solving with ``solve_method`` as the default method.
+
+    Raises:
+        QueryError: ``solve_method`` names no method (``bad_method``), or solving is not built yet.
+        blueprint.checkpoint.CheckpointError, ValueError: the run cannot be loaded.
+    """
+    from blueprint.blueprint import Blueprint
+
+    if solve_method is not None:
+        check_method(solve_method, SOLVE_METHODS)
+        # The subgame-solving responder plugs in here: it wraps the blueprint responder
+        # (validation, early-hand answers) and re-solves later streets and off-tree bets.
+        raise QueryError(
+            "bad_method",
+            f"subgame solving (method {solve_method!r}) is not built yet; serve the blueprint alone",
+            422,
+        )
+    return BlueprintResponder(Blueprint.load(Path(run_dir), log=log), default_time_budget_ms)
+
+
+__all__ = [
+    "BLUEPRINT_METHOD",
+    "DEFAULT_TIME_BUDGET_MS",
+    "MAX_TIME_BUDGET_MS",
+    "SOLVE_METHODS",
+    "BlueprintResponder",
+    "HttpResponder",
+    "PlayerResponder",
+    "QueryError",
+    "Responder",
+    "ValidatingResponder",
+    "check_method",
+    "check_session",
+    "check_time_budget",
+    "decision_state",
+    "example_matchstates",
+    "make_responder",
+]

@@ -1,0 +1,375 @@
+"""The query service: the Responder seam, every kind of bad input, the HTTP endpoints, metrics,
+and concurrent requests that do not block each other."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import threading
+import time
+
+import pytest
+
+from subgame.responder import (
+    BlueprintResponder,
+    QueryError,
+    Responder,
+    example_matchstates,
+    make_responder,
+)
+from subgame.service import ThreadedServer, create_app
+
+PREFLOP = "MATCHSTATE:1:0::|AhAd"  # hunl20: seat 1 (small blind) acts first preflop
+FLOP = "MATCHSTATE:0:3:cc/:AhAd|/2c3d4h"
+
+BAD = [
+    # (matchstate, keyword arguments, status, kind, fragment of the message)
+    ("MATCHSTATE:0:0:cc/:AhAd|/2c3d4h4h", {}, 400, "bad_matchstate", "duplicate card '4h'"),
+    ("MATCHSTATE:0:0:r30000:AhAd|", {}, 400, "bad_matchstate", "illegal action 'r30000'"),
+    ("MATCHSTATE:0:0:cc:AhAd|", {}, 400, "bad_matchstate", "position"),
+    ("hello", {}, 400, "bad_matchstate", "expected 'MATCHSTATE:<position>"),
+    ("STATE:0::AhAd|KsKd", {}, 400, "bad_matchstate", "dealer STATE"),
+    ("MATCHSTATE:0:0::Ah|", {}, 400, "bad_matchstate", "missing cards"),
+    ("MATCHSTATE:1:0:r:|4d", {}, 400, "wrong_game", "parses as a leduc state"),
+    ("MATCHSTATE:0:0::4c|", {}, 400, "wrong_game", "complete kuhn state"),
+    ("MATCHSTATE:0:0::AhAd|", {}, 409, "not_your_turn", "seat 1 is to act"),
+    ("MATCHSTATE:0:0:f:AhAd|", {}, 409, "hand_over", "the hand is over"),
+    (PREFLOP, {"method": "magic"}, 422, "bad_method", "unknown method 'magic'"),
+    (PREFLOP, {"method": "resolve"}, 422, "bad_method", "not available on this server"),
+    (PREFLOP, {"time_budget_ms": 0}, 422, "bad_time_budget", "1..600000"),
+    (PREFLOP, {"time_budget_ms": 10**9}, 422, "bad_time_budget", "got 1000000000"),
+    (PREFLOP, {"session": ""}, 422, "bad_session", "printable"),
+    (PREFLOP, {"session": "x" * 300}, 422, "bad_session", "1..256"),
+    ("MATCHSTATE:0:0:r200r400r600:AhAd|", {}, 422, "off_tree", "abstraction has none"),
+]
+
+
+# -- the responder, without HTTP -----------------------------------------------------------------
+def test_blueprint_responder_answers_from_the_blueprint(responder, hunl_bp):
+    assert isinstance(responder, Responder)
+    for ms in (PREFLOP, FLOP, *example_matchstates(responder.game)):
+        out = responder.answer(ms, session="s1", time_budget_ms=50)
+        assert set(out) == {"strategy", "source", "method", "elapsed_ms"}
+        assert out["source"] == "blueprint" and out["method"] is None and out["elapsed_ms"] >= 0
+        assert out["strategy"] == hunl_bp.strategy(ms)
+        assert sum(out["strategy"].values()) == pytest.approx(1.0)
+        state = responder.game.state(ms)
+        for a in out["strategy"]:
+            state.apply(a)  # every key is legal
+    assert responder.answer(PREFLOP, method="blueprint")["strategy"] == hunl_bp.strategy(PREFLOP)
+
+
+@pytest.mark.parametrize("matchstate, kwargs, status, kind, fragment", BAD)
+def test_every_bad_query_is_a_query_error_naming_the_problem(
+    responder, matchstate, kwargs, status, kind, fragment
+):
+    with pytest.raises(QueryError) as info:
+        responder.answer(matchstate, **kwargs)
+    assert (info.value.status, info.value.kind) == (status, kind)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("value", [True, 2.5, "100"])
+def test_time_budget_must_be_an_integer(responder, value):
+    with pytest.raises(QueryError, match="integer") as info:
+        responder.answer(PREFLOP, time_budget_ms=value)
+    assert info.value.status == 422
+
+
+def test_make_responder_seam(tmp_path):
+    with pytest.raises(QueryError, match="not built yet") as info:
+        make_responder(tmp_path, solve_method="resolve")
+    assert info.value.kind == "bad_method"
+    with pytest.raises(QueryError, match="unknown method 'nope'"):
+        make_responder(tmp_path, solve_method="nope")
+
+
+# -- HTTP ------------------------------------------------------------------------------------------
+class Client:
+    """Requests to a :class:`ThreadedServer` over one keep-alive connection (real sockets)."""
+
+    class Response:
+        def __init__(self, status: int, text: str):
+            self.status_code, self.text = status, text
+
+        def json(self):
+            return json.loads(self.text)
+
+    def __init__(self, server: ThreadedServer):
+        self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+
+    def _do(self, method: str, path: str, body: bytes | None = None, headers=None) -> Client.Response:
+        self.conn.request(method, path, body=body, headers=headers or {})
+        r = self.conn.getresponse()
+        return Client.Response(r.status, r.read().decode())
+
+    def get(self, path: str) -> Client.Response:
+        return self._do("GET", path)
+
+    def post(self, path: str, json: dict | None = None, content: bytes | None = None, headers=None):
+        body = content if content is not None else __import__("json").dumps(json).encode()
+        return self._do("POST", path, body, headers or {"Content-Type": "application/json"})
+
+
+@contextlib.contextmanager
+def serving(responder, **kw):
+    with ThreadedServer(create_app(responder, **kw)) as srv:
+        yield Client(srv)
+
+
+@pytest.fixture(scope="module")
+def client(responder):
+    with serving(responder, threads=4, describe={"run_dir": "test"}) as c:
+        yield c
+
+
+def test_strategy_endpoint(client, hunl_bp):
+    r = client.post("/v1/strategy", json={"matchstate": FLOP, "session": "h1", "time_budget_ms": 100})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["source"] == "blueprint" and body["method"] is None and body["elapsed_ms"] > 0
+    assert body["strategy"] == pytest.approx(hunl_bp.strategy(FLOP))
+
+
+def test_health_and_openapi(client):
+    h = client.get("/healthz").json()
+    assert h["status"] == "ok" and h["responder"] == "BlueprintResponder" and h["game"] == "hunl20"
+    assert h["methods"] == ["blueprint"] and h["run_dir"] == "test" and h["iteration"] == 1000
+    spec = client.get("/openapi.json").json()
+    post = spec["paths"]["/v1/strategy"]["post"]
+    req = spec["components"]["schemas"]["StrategyRequest"]
+    assert set(req["properties"]) == {"matchstate", "session", "time_budget_ms", "method"}
+    assert req["required"] == ["matchstate"]
+    assert {"200", "400", "409", "422"} <= set(post["responses"])
+    assert {"/healthz", "/metrics"} <= set(spec["paths"])
+
+
+@pytest.mark.parametrize("matchstate, kwargs, status, kind, fragment", BAD)
+def test_bad_input_is_a_4xx_and_the_server_keeps_serving(client, matchstate, kwargs, status, kind, fragment):
+    r = client.post("/v1/strategy", json={"matchstate": matchstate, **kwargs})
+    assert r.status_code == status
+    assert r.json()["kind"] == kind and fragment in r.json()["error"]
+    assert client.post("/v1/strategy", json={"matchstate": PREFLOP}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        (b"not json", "body: not valid JSON"),
+        (b"[1, 2]", "valid dictionary"),
+        (json.dumps({}).encode(), "matchstate: Field required"),
+        (json.dumps({"matchstate": 7}).encode(), "matchstate: Input should be a valid string"),
+        (json.dumps({"matchstate": PREFLOP, "time_budget_ms": "fast"}).encode(), "time_budget_ms"),
+        (json.dumps({"matchstate": PREFLOP, "time_budget_ms": True}).encode(), "time_budget_ms"),
+        (json.dumps({"matchstate": PREFLOP, "budget": 5}).encode(), "budget: unknown field"),
+    ],
+)
+def test_malformed_bodies_are_422_naming_the_field(client, body, fragment):
+    r = client.post("/v1/strategy", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == 422
+    assert r.json()["kind"] == "invalid_request" and fragment in r.json()["error"], r.json()
+    assert client.post("/v1/strategy", json={"matchstate": PREFLOP}).status_code == 200
+
+
+def test_metrics_count_requests_errors_and_latency(responder):
+    with serving(responder, threads=2) as c:
+        for _ in range(5):
+            assert c.post("/v1/strategy", json={"matchstate": FLOP}).status_code == 200
+        c.post("/v1/strategy", json={"matchstate": "MATCHSTATE:0:0::AhAd|"})
+        c.post("/v1/strategy", content=b"{", headers={"Content-Type": "application/json"})
+        m = c.get("/metrics").json()
+    assert m["requests"] == 7 and m["in_flight"] == 0
+    assert m["responses"] == {"200": 5, "409": 1, "422": 1}
+    assert m["errors"] == {"not_your_turn": 1, "invalid_request": 1}
+    lat = m["latency_ms"]["blueprint"]
+    assert lat["count"] == 5 and 0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"]
+
+
+class _Broken:
+    """A responder with a bug: the service answers 500 and goes on."""
+
+    methods = ()
+
+    def __init__(self, game):
+        self.game = game
+
+    def answer(self, matchstate, session=None, time_budget_ms=None, method=None):
+        if session == "boom":
+            raise RuntimeError("kaboom")
+        return {"strategy": {"c": 1.0}, "source": "blueprint", "method": None, "elapsed_ms": 0.0}
+
+    def close(self):
+        pass
+
+
+def test_a_responder_bug_is_a_500_and_the_server_goes_on(responder):
+    with serving(_Broken(responder.game)) as c:
+        r = c.post("/v1/strategy", json={"matchstate": PREFLOP, "session": "boom"})
+        assert r.status_code == 500 and "kaboom" in r.json()["error"]
+        assert c.post("/v1/strategy", json={"matchstate": PREFLOP}).json()["strategy"] == {"c": 1.0}
+
+
+# -- concurrency, over a real socket ----------------------------------------------------------------
+class _SlowSolver:
+    """Blueprint answers on the fast path; session 'solve' goes to a worker thread and takes 1 s
+    (a stand-in for a subgame solve)."""
+
+    methods = ("blueprint",)
+    SOLVE_S = 1.0
+
+    def __init__(self, inner: BlueprintResponder):
+        self.inner = inner
+        self.game = inner.game
+
+    def answer_fast(self, matchstate, session=None, time_budget_ms=None, method=None):
+        return None if session == "solve" else self.inner.answer(matchstate, session, time_budget_ms, method)
+
+    def answer(self, matchstate, session=None, time_budget_ms=None, method=None):
+        time.sleep(self.SOLVE_S)
+        out = self.inner.answer(matchstate, session, time_budget_ms, method)
+        return {**out, "source": "subgame", "method": "resolve"}
+
+    def close(self):
+        pass
+
+
+def _post(port: int, body: dict) -> tuple[int, dict, float]:
+    t = time.perf_counter()
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("POST", "/v1/strategy", body=json.dumps(body), headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    out = json.loads(r.read())
+    c.close()
+    return r.status, out, time.perf_counter() - t
+
+
+def test_slow_queries_do_not_block_fast_ones_or_each_other(responder):
+    with ThreadedServer(create_app(_SlowSolver(responder), threads=4)) as srv:
+        slow: list = []
+        threads = [
+            threading.Thread(
+                target=lambda: slow.append(_post(srv.port, {"matchstate": FLOP, "session": "solve"}))
+            )
+            for _ in range(4)
+        ]
+        t0 = time.perf_counter()
+        for t in threads:
+            t.start()
+        time.sleep(0.2)  # the four solves are running
+        fast = [_post(srv.port, {"matchstate": PREFLOP}) for _ in range(5)]
+        fast_done = time.perf_counter() - t0
+        for t in threads:
+            t.join()
+        all_done = time.perf_counter() - t0
+    assert all(s == 200 and o["source"] == "blueprint" for s, o, _ in fast)
+    assert fast_done < 0.2 + 0.6 * _SlowSolver.SOLVE_S  # answered while the solves ran
+    assert all(s == 200 and o["source"] == "subgame" and o["method"] == "resolve" for s, o, _ in slow)
+    assert all(o["elapsed_ms"] >= 1000 * _SlowSolver.SOLVE_S for _, o, _ in slow)
+    assert all_done < 2.5 * _SlowSolver.SOLVE_S  # in parallel: not 4 x 1 s one after another
+
+
+def test_ten_concurrent_clients_get_the_right_answers(responder, hunl_bp):
+    states = example_matchstates(responder.game) + [PREFLOP, FLOP]
+    want = {ms: hunl_bp.strategy(ms) for ms in states}
+    errors: list = []
+    with ThreadedServer(create_app(responder)) as srv:
+
+        def client(k: int) -> None:
+            for i in range(20):
+                ms = states[(k + i) % len(states)]
+                status, out, _ = _post(srv.port, {"matchstate": ms, "session": f"c{k}"})
+                if status != 200 or out["strategy"] != pytest.approx(want[ms]):
+                    errors.append((ms, status, out))
+
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(10)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        metrics = json.loads(_get(srv.port, "/metrics"))
+    assert not errors
+    assert metrics["answers"]["blueprint"] == 200 and metrics["in_flight"] == 0
+
+
+def _get(port: int, path: str) -> str:
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", path)
+    return c.getresponse().read().decode()
+
+
+def test_http_responder_is_the_same_responder_over_the_wire(responder, hunl_bp):
+    from subgame.responder import HttpResponder
+
+    with ThreadedServer(create_app(responder)) as srv:
+        remote = HttpResponder(srv.url)
+        assert remote.game.gamedef.to_acpc() == responder.game.gamedef.to_acpc()
+        assert remote.methods == ("blueprint",)
+        out = remote.answer(FLOP, session="s", time_budget_ms=10)
+        assert out["strategy"] == pytest.approx(hunl_bp.strategy(FLOP)) and out["source"] == "blueprint"
+        with pytest.raises(QueryError, match="seat 1 is to act") as info:
+            remote.answer("MATCHSTATE:0:0::AhAd|")
+        assert (info.value.status, info.value.kind) == (409, "not_your_turn")
+        remote.close()
+    with pytest.raises(ValueError, match="expected http://HOST:PORT"):
+        HttpResponder("ftp://x:1")
+
+
+def test_serve_command(tmp_path):
+    """The real entry point: `mccfr serve RUN --port 0` in a subprocess, queried, then stopped."""
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from cluster.cli import cli
+
+    run = tmp_path / "run"
+    r = CliRunner().invoke(
+        cli,
+        ["train", "--game", "hunl20", "--abstraction", "rank", "--iterations", "200", "--out", str(run)],
+        catch_exceptions=False,
+    )
+    assert r.exit_code == 0, r.stderr
+    repo = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from cluster.cli import main; main()", "serve", str(run), "--port", "0"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stderr.readline()
+        m = re.search(r"on http://127\.0\.0\.1:(\d+)", line)
+        assert m, line + proc.stderr.read()
+        port = int(m.group(1))
+        status, out, _ = _post(port, {"matchstate": PREFLOP})
+        assert status == 200 and out["source"] == "blueprint"
+        status, out, _ = _post(port, {"matchstate": "MATCHSTATE:0:0::AhAd|"})
+        assert status == 409
+        assert json.loads(_get(port, "/healthz"))["run_dir"] == str(run)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0  # a clean stop
+    assert "stopped" in proc.stderr.read()
+    r = CliRunner().invoke(cli, ["serve", str(tmp_path / "nope")])
+    assert r.exit_code == 2 and "does not exist" in r.stderr
+
+
+def test_the_node_cache_agrees_with_the_walk(hunl_bp):
+    game = hunl_bp.game
+    states = [
+        "MATCHSTATE:0:0:r300:AhAd|",  # on the tree
+        "MATCHSTATE:0:0:r250:AhAd|",  # off-tree open, translated
+        "MATCHSTATE:1:0:r300r700:|AhAd",
+        "MATCHSTATE:1:0:cc/r350:|AhAd/2c3d4h",  # off-tree flop bet (the pot bet is to 300)
+    ]
+    for ms in states:
+        st = game.state(ms)
+        assert hunl_bp.node_of(st) == hunl_bp._walk(st, None) == hunl_bp.node_of(st)
+        assert hunl_bp._node_cache[st.betting.betting_string()] == hunl_bp.node_of(st)
