@@ -1350,13 +1350,16 @@ def abstraction_build(game, recipe, buckets, method, out, threads, as_json):
 # serve and play: the query service and the ACPC client (FastAPI / uvicorn imported only here)
 
 
-def _load_responder(run_dir: str, time_budget_ms: int):
-    from subgame.responder import make_responder
+def _load_responder(run_dir: str, time_budget_ms: int, solve_method: str | None = None):
+    from subgame.responder import QueryError, make_responder
 
     path = _run_dir_arg(run_dir)
     with _user_input():
-        responder = make_responder(path, default_time_budget_ms=time_budget_ms,
-                                   log=lambda msg: click.echo(f"warning: {msg}", err=True))
+        try:
+            responder = make_responder(path, solve_method=solve_method, default_time_budget_ms=time_budget_ms,
+                                       log=lambda msg: click.echo(f"warning: {msg}", err=True))
+        except QueryError as exc:
+            raise click.BadParameter(str(exc), param_hint="--solve") from None
     warm_up = getattr(responder, "warm_up", None)
     if warm_up is not None:  # compile / load the numba kernels before the first real query
         warm_up()
@@ -1377,7 +1380,10 @@ _budget_opt = click.option(
 @click.option("--threads", type=click.IntRange(min=1), default=8, show_default=True,
               help="Worker threads answering queries (the event loop never runs one).")
 @click.option("--access-log", is_flag=True, help="Log every request (costs latency).")
-def serve(run_dir, host, port, time_budget_ms, threads, access_log):
+@click.option("--solve", "solve_method", default=None, metavar="METHOD",
+              help="Re-solve the last round (and off-tree bets there) with this method (e.g. reach-maxmargin); "
+                   "default: blueprint answers only.")
+def serve(run_dir, host, port, time_budget_ms, threads, access_log, solve_method):
     """Serve strategy queries over HTTP + JSON.
 
     \b
@@ -1391,7 +1397,7 @@ def serve(run_dir, host, port, time_budget_ms, threads, access_log):
         from subgame.service import bind, create_app, make_server
     except ImportError as exc:
         raise CLIError(f"serve needs fastapi and uvicorn ({exc}); pip install fastapi uvicorn") from None
-    path, responder = _load_responder(run_dir, time_budget_ms)
+    path, responder = _load_responder(run_dir, time_budget_ms, solve_method)
     app = create_app(responder, threads=threads, describe={"run_dir": str(path)})
     try:
         sock = bind(host, port)
@@ -1458,7 +1464,9 @@ def play(run_dir, dealer, server, log_file, seed, method, time_budget_ms, time_p
             raise CLIError(f"cannot reach the query service at {server}: {exc.strerror or exc}") from None
         path = server
     else:
-        path, responder = _load_responder(run_dir, time_budget_ms)
+        from subgame.responder import SOLVE_METHODS
+
+        path, responder = _load_responder(run_dir, time_budget_ms, method if method in SOLVE_METHODS else None)
     if method is not None:
         from subgame.responder import QueryError, check_method
 

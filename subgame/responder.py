@@ -33,6 +33,7 @@ bad_method          422     an unknown method, or one this responder cannot run
 bad_time_budget     422     not an integer in 1 .. MAX_TIME_BUDGET_MS
 bad_session         422     not a string of at most MAX_SESSION_LEN printable characters
 off_tree            422     the blueprint has no answer (the history left its abstract tree)
+unsolvable          422     no subgame can be built there (e.g. the blueprint never reaches it)
 ==================  ======  =============================================================
 
 :class:`BlueprintResponder` answers every query from a :class:`blueprint.blueprint.Blueprint`
@@ -326,6 +327,88 @@ class BlueprintResponder(ValidatingResponder):
         }
 
 
+class SolvingResponder(BlueprintResponder):
+    """Blueprint early in the hand; from ``from_round`` on (default: the last round, whose subgames
+    have no chance nodes and solve within the default budget) a subgame solved with the query's
+    method (default ``solve_method``) under its time budget, nested when the opponent's bet is off
+    the blueprint's tree. Queries with the same ``session`` reuse the hand's solved subgame while
+    the state stays inside it. ``method="blueprint"`` answers from the blueprint."""
+
+    methods: tuple[str, ...] = (BLUEPRINT_METHOD, *SOLVE_METHODS)
+    MAX_SESSIONS = 1024
+
+    def __init__(self, bp: Blueprint, solve_method: str = "reach-maxmargin",
+                 default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS, from_round: int | None = None):
+        super().__init__(bp, default_time_budget_ms)
+        self.solve_method = check_method(solve_method, SOLVE_METHODS)
+        self.from_round = bp.gamedef.num_rounds - 1 if from_round is None else from_round
+        self._sessions: dict = {}
+        self._lock = threading.Lock()
+
+    def _blueprint_answer(self, state, t0) -> dict[str, Any]:
+        return {"strategy": self.blueprint_strategy(state), "source": "blueprint", "method": None,
+                "elapsed_ms": (time.perf_counter() - t0) * 1e3}
+
+    def answer_fast(self, matchstate, session=None, time_budget_ms=None, method=None):
+        t0 = time.perf_counter()
+        state, _, _, method = self.validate(matchstate, session, time_budget_ms, method)
+        if method == BLUEPRINT_METHOD or state.round < self.from_round:
+            return self._blueprint_answer(state, t0)
+        return None
+
+    def answer(self, matchstate, session=None, time_budget_ms=None, method=None) -> dict[str, Any]:
+        from blueprint.blueprint import BlueprintError
+        from subgame.nested import hand_strategy, solve_state
+        from subgame.player import SubgameCache
+        from subgame.tree import SubgameError
+
+        t0 = time.perf_counter()
+        state, session, budget, method = self.validate(matchstate, session, time_budget_ms, method)
+        if method == BLUEPRINT_METHOD or state.round < self.from_round:
+            return self._blueprint_answer(state, t0)
+        method = method or self.solve_method
+        key = (state.hand_id, tuple(state.hole_cards[state.viewer]), method)
+        cache = None
+        if session is not None:
+            with self._lock:
+                cache = self._sessions.pop(session, None) or SubgameCache()
+                self._sessions[session] = cache  # most recent last
+                while len(self._sessions) > self.MAX_SESSIONS:
+                    self._sessions.pop(next(iter(self._sessions)))
+        hit = cache.lookup(state, key) if cache is not None else None
+        try:
+            if hit is None:
+                left = budget / 1e3 - (time.perf_counter() - t0)
+                sol, node = solve_state(self.bp, state, method, time_budget=max(0.02, 0.8 * left))
+                if cache is not None:
+                    cache.store(sol, key)
+            else:
+                sol, node = hit
+            strategy = hand_strategy(sol, node, state)
+        except (SubgameError, BlueprintError) as exc:
+            raise QueryError("unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422) from None
+        return {"strategy": strategy, "source": "subgame", "method": method,
+                "elapsed_ms": (time.perf_counter() - t0) * 1e3, "reused": hit is not None,
+                "iterations": sol.iterations, "exploitability_pct_pot": sol.exploitability_pct_pot}
+
+    def warm_up(self) -> None:
+        """Blueprint lookups, then one small solve per round solved here, so that the first real
+        query does not pay for compiling (or loading) the solver's kernels."""
+        super().warm_up()
+        from subgame.nested import solve_state
+
+        for ms in example_matchstates(self.game):
+            try:
+                state = self._checker.parse(ms)
+                if state.round >= self.from_round and state.viewer == state.current_player():
+                    solve_state(self.bp, state, self.solve_method, time_budget=None, iterations=2)
+            except Exception:  # a warm-up query the blueprint cannot serve: nothing to compile from it
+                pass
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "solve_method": self.solve_method, "solve_from_round": self.from_round}
+
+
 class PlayerResponder(ValidatingResponder):
     """A :class:`blueprint.players.Player` (always-call, random, ...) as a responder, so baseline
     opponents can sit at an ACPC dealer through the same client.
@@ -459,24 +542,19 @@ def make_responder(
     subgame solving with ``solve_method`` as the default method.
 
     Raises:
-        QueryError: ``solve_method`` names no method (``bad_method``), or solving is not built yet.
+        QueryError: ``solve_method`` names no method (``bad_method``).
         blueprint.checkpoint.CheckpointError, ValueError: the run cannot be loaded.
     """
     from blueprint.blueprint import Blueprint
 
     if solve_method is not None:
         check_method(solve_method, SOLVE_METHODS)
-        # The subgame-solving responder plugs in here: it wraps the blueprint responder
-        # (validation, early-hand answers) and re-solves later streets and off-tree bets.
-        raise QueryError(
-            "bad_method",
-            f"subgame solving (method {solve_method!r}) is not built yet; serve the blueprint alone",
-            422,
-        )
+        return SolvingResponder(Blueprint.load(Path(run_dir), log=log), solve_method, default_time_budget_ms)
     return BlueprintResponder(Blueprint.load(Path(run_dir), log=log), default_time_budget_ms)
 
 
 __all__ = [
+    "SolvingResponder",
     "BLUEPRINT_METHOD",
     "DEFAULT_TIME_BUDGET_MS",
     "MAX_TIME_BUDGET_MS",

@@ -78,11 +78,29 @@ def test_time_budget_must_be_an_integer(responder, value):
 
 
 def test_make_responder_seam(tmp_path):
-    with pytest.raises(QueryError, match="not built yet") as info:
-        make_responder(tmp_path, solve_method="resolve")
-    assert info.value.kind == "bad_method"
     with pytest.raises(QueryError, match="unknown method 'nope'"):
         make_responder(tmp_path, solve_method="nope")
+
+
+def test_solving_responder_answers_the_river_from_a_subgame_and_reuses_it(hunl_bp):
+    from subgame.responder import SolvingResponder
+
+    r = SolvingResponder(hunl_bp, "unsafe", default_time_budget_ms=3000)
+    r.warm_up()
+    pre = "MATCHSTATE:1:3::|AsKd"
+    assert r.answer_fast(pre)["source"] == "blueprint"
+    river = "MATCHSTATE:0:3:cc/cc/cc/:AsKd|/2c7h9s/Td/3c"
+    assert r.answer_fast(river) is None  # a solve: the service runs it in a worker thread
+    a = r.answer(river, session="h3", method="resolve")
+    assert a["source"] == "subgame" and a["method"] == "resolve" and not a["reused"]
+    assert abs(sum(a["strategy"].values()) - 1) < 1e-5
+    assert a["elapsed_ms"] < 3000 * 1.5 + 2000
+    b = r.answer(river, session="h3", method="resolve")
+    assert b["reused"] and b["strategy"] == a["strategy"]
+    assert r.answer(river, method="blueprint")["source"] == "blueprint"
+    with pytest.raises(QueryError) as info:
+        r.answer("MATCHSTATE:1:3:cc/cc/cc/:|AsKd/2c7h9s/Td/3c")
+    assert info.value.kind == "not_your_turn"
 
 
 # -- HTTP ------------------------------------------------------------------------------------------
