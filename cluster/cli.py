@@ -65,7 +65,6 @@ import contextlib
 import datetime
 import json
 import os
-import resource
 import shlex
 import signal
 import sys
@@ -76,6 +75,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from cluster import rss_bytes
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -214,16 +215,6 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-
-
-def _rss_bytes() -> int:
-    """Resident memory of this process (peak RSS where /proc is unavailable)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return peak if sys.platform == "darwin" else peak * 1024
 
 
 def _human_bytes(n: float) -> str:
@@ -480,7 +471,7 @@ class _Session:
             "exploitability": expl,
             "pruned": tr.pruned,
             "table_bytes": int(tr.regret.nbytes + tr.strat.nbytes),
-            "rss_bytes": _rss_bytes(),
+            "rss_bytes": rss_bytes(),
             "time": time.time(),
         }
         self.rows.append(row)

@@ -82,15 +82,23 @@ def test_int32_shard_saturates():
 
 
 def test_worker_and_shards_without_ray(leduc):
-    """One worker against two shards, in process: the shards end with the worker's tables."""
+    """One worker against two shards, in process, batches spanning a discount boundary (pluribus
+    discounts every 1,000 iterations): the shards end with the worker's tables, and those with
+    the single-process trainer's (up to the rounding of adding deltas)."""
     tr = leduc
     bounds = slice_bounds(tr.row_offset, tr.size, 2)
     shards = [ShardCore(k, lo, hi, tr.config.algo) for k, (lo, hi) in enumerate(bounds)]
     w = WorkerCore(0, tr.config_dict, bounds, tr.rng, tr.abstraction_hash)
-    for seq in (1, 2):
-        out = w.run_batch(seq, (seq - 1) * 200, 200, tr._opts(), *[s.publish() for s in shards])
+    w_base, t_base = 0.0, 0
+    for seq in (1, 2, 3):
+        t = (seq - 1) * 700
+        snap = [s.publish() for s in shards]
+        spans = [s.discount_span(t, t + 700) for s in shards]
+        assert spans == ([0, 0] if seq == 1 else [1, 1])  # the boundaries at 1,000 and 2,000
+        out = w.run_batch(seq, t, t, 700, t + 700, w_base, t_base, *snap)
+        w_base, t_base = w.tr.w_base, w.tr.t_base
         stats, payloads = out[0], out[1:]
-        assert stats["iterations"] == 200 and stats["node_visits"] > 0 and stats["bytes"] > 0
+        assert stats["iterations"] == 700 and stats["node_visits"] > 0 and stats["bytes"] > 0
         for s, p in zip(shards, payloads):
             assert s.apply_delta(0, seq, p)
             assert not s.apply_delta(0, seq, p)
@@ -99,6 +107,27 @@ def test_worker_and_shards_without_ray(leduc):
     np.testing.assert_allclose(full_r, w.tr.regret, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(full_s, w.tr.strat, rtol=1e-5, atol=1e-4)
     assert np.count_nonzero(full_s) > 0
+    single = make_trainer("leduc", seed=3)
+    single.run(2100)
+    assert (single.w_base, single.t_base) == (w_base, t_base) and t_base == 2000
+    np.testing.assert_allclose(full_s, single.strat, rtol=1e-3, atol=1e-2)
+
+
+def test_worker_skips_other_workers_iterations(leduc):
+    """A worker whose batch starts after a boundary of the round discounts the snapshot through it
+    first: with an empty batch its delta is empty, whatever boundaries the round spans."""
+    tr = make_trainer("leduc", seed=4)
+    tr.run(900)
+    bounds = slice_bounds(tr.row_offset, tr.size, 1)
+    w = WorkerCore(1, tr.config_dict, bounds, tr.rng, tr.abstraction_hash)
+    out = w.run_batch(1, 900, 3100, 0, 3100, tr.w_base, tr.t_base, {"regret": tr.regret, "strat": tr.strat})
+    assert out[0]["touched_rows"] == 0
+    sh = ShardCore(0, 0, tr.size, tr.config.algo, tr.regret, tr.strat)
+    assert sh.discount_span(900, 3100) == 3
+    np.testing.assert_array_equal(sh.regret, w.tr.regret)
+    tr.skip_to(3100)
+    assert (w.tr.w_base, w.tr.t_base) == (tr.w_base, tr.t_base) and tr.t_base == 3000
+    np.testing.assert_array_equal(tr.strat, w.tr.strat)
 
 
 # -- on a local Ray cluster -----------------------------------------------------------------------
