@@ -67,8 +67,12 @@ from cluster.shard import ShardCore, slice_bounds
 from cluster.worker import WorkerCore
 
 
+DEFAULT_BATCH = 10_000  # iterations per worker per round
+
+
 class JobError(RuntimeError):
-    pass
+    """The job cannot go on (a shard died and could not be restored, ...); the message says why
+    and which checkpoint to resume from."""
 
 
 def worker_seed_state(seed: int, worker: int, iteration: int = 0) -> np.ndarray:
@@ -110,7 +114,7 @@ class RayJob:
         trainer: Trainer,
         workers: int = 2,
         shards: int = 2,
-        batch: int = 1000,
+        batch: int = DEFAULT_BATCH,
         address: str | None = None,
         worker_cpus: float = 1,
         worker_rng: list | None = None,
@@ -438,6 +442,22 @@ class RayJob:
         self.checkpoint_pauses.append(time.perf_counter() - t_start)
         return ckpt_dir
 
+    @staticmethod
+    def resume_kwargs(manifest: dict[str, Any], **overrides) -> dict[str, Any]:
+        """Constructor keywords that continue the job of a checkpoint's manifest: its workers,
+        shards, batch, worker RNG states and batch numbers (a single-process checkpoint: one
+        worker continuing the trainer's RNG). ``overrides`` (None values ignored) replace them."""
+        job = manifest.get("job") or {}
+        kw = {
+            "workers": job.get("workers", 1),
+            "shards": job.get("shards", 1),
+            "batch": job.get("batch", DEFAULT_BATCH),
+            "worker_rng": job.get("worker_rng", [manifest["rng_state"]]),
+            "worker_seq": job.get("worker_seq"),
+        }
+        kw.update({k: v for k, v in overrides.items() if v is not None})
+        return kw
+
     @classmethod
     def load(cls, run_dir: Path, log: Callable[[str], Any] | None = None, **kwargs) -> RayJob:
         """Resume from the newest complete checkpoint of ``run_dir`` (written by a job with any
@@ -446,13 +466,7 @@ class RayJob:
         manifest, shards = ckpt.load_latest(Path(run_dir), log=log)
         tr = Trainer.from_checkpoint(Path(run_dir), manifest, shards)
         del shards
-        job = manifest.get("job") or {}
-        kwargs.setdefault("workers", job.get("workers", 1))
-        kwargs.setdefault("shards", job.get("shards", 1))
-        kwargs.setdefault("batch", job.get("batch", 1000))
-        kwargs.setdefault("worker_rng", job.get("worker_rng", [manifest["rng_state"]]))
-        kwargs.setdefault("worker_seq", job.get("worker_seq"))
-        return cls(tr, log=log, **kwargs)
+        return cls(tr, log=log, **cls.resume_kwargs(manifest, **kwargs))
 
     # -- shutdown ---------------------------------------------------------------------------------
     def close(self) -> None:

@@ -229,3 +229,108 @@ def test_cli_train_with_workers(cluster, tmp_path):
         assert key in row
     assert row["iterations"] == 2000 and row["workers"] == 2
     assert Trainer.load(out).iteration == 2000
+
+
+def test_killed_shard_is_restored_exactly(cluster, tmp_path):
+    """A shard killed before any checkpoint is rebuilt from the job's starting slices, one killed
+    after a checkpoint from that checkpoint, each plus the logged calls since: with one worker the
+    tables end bit for bit as in an uninterrupted job (rounds span pluribus' discount boundaries)."""
+    notes = []
+    with RayJob(make_trainer("leduc", seed=7), workers=1, shards=2, batch=700, log=notes.append) as job:
+
+        def cb(j):
+            if j.iteration == 1400:
+                j.ray.kill(j.shards[0], no_restart=True)
+            elif j.iteration == 2100:
+                j.save(tmp_path / "run")
+            elif j.iteration == 2800:
+                j.ray.kill(j.shards[1], no_restart=True)
+            return False
+
+        job.run(4200, cb)
+        restored = job.sync()
+        assert job.stats()["shard_restores"] == 2
+    with RayJob(make_trainer("leduc", seed=7), workers=1, shards=2, batch=700) as job:
+        job.run(4200)
+        straight = job.sync()
+    assert restored.regret.tobytes() == straight.regret.tobytes()
+    assert restored.strat.tobytes() == straight.strat.tobytes()
+    assert any("shard 0 died" in m and "the job's start" in m for m in notes)
+    assert any("shard 1 died" in m and "000000002100" in m for m in notes)
+
+
+def test_dead_shard_without_log_stops_with_resumable_checkpoint(cluster, tmp_path):
+    """With the replay log over its cap, a dead shard stops the job with an error naming the
+    checkpoint to resume from; that checkpoint resumes."""
+    from cluster.job import JobError
+
+    notes = []
+    job = RayJob(make_trainer("leduc", seed=8), workers=2, shards=2, batch=250, max_replay_bytes=1,
+                 log=notes.append)
+    try:
+        job.run(1000)
+        ckpt_dir = job.save(tmp_path / "run")
+        job.run(500)
+        job.ray.kill(job.shards[1], no_restart=True)
+        with pytest.raises(JobError, match=r"shard\(s\) \[1\] died.*resume from the last complete checkpoint"
+                           r".*000000001000.*not kept"):
+            job.run(500)
+    finally:
+        job.close()
+    assert any("a shard that dies before the next checkpoint stops the job" in m for m in notes)
+    with RayJob.load(tmp_path / "run") as job:
+        assert job.iteration == 1000 and job.num_workers == 2 and job.base_dir is None
+        job.run(500)
+    assert ckpt_dir.exists()
+
+
+def test_corrupt_newest_checkpoint_is_reported_and_previous_used(cluster, tmp_path):
+    with RayJob(make_trainer("leduc", seed=9), workers=1, shards=2, batch=500) as job:
+        job.run(1000)
+        job.save(tmp_path / "run")
+        job.run(1000)
+        newest = job.save(tmp_path / "run")
+    shard = newest / "shard-1.msgpack.lz4"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # a flipped bit: same size, wrong content
+    shard.write_bytes(bytes(data))
+    notes = []
+    with RayJob.load(tmp_path / "run", log=notes.append) as job:
+        assert job.iteration == 1000 and job.num_shards == 2
+    assert len(notes) == 1 and str(shard) in notes[0] and "skipping checkpoint" in notes[0]
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 2 MiB tmpfs (root only: the drill fills a real file system)."""
+    import os
+    import subprocess
+
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_full_disk_keeps_previous_checkpoint(cluster, tiny_disk):
+    with RayJob(make_trainer("leduc", seed=10), workers=1, shards=2, batch=500) as job:
+        job.run(500)
+        first = job.save(tiny_disk / "run")
+        free = __import__("shutil").disk_usage(tiny_disk).free
+        (tiny_disk / "filler").write_bytes(b"\0" * (free - 4096))  # the disk fills up
+        job.run(500)
+        with pytest.raises(ckpt.CheckpointError) as err:
+            job.save(tiny_disk / "run")
+        msg = str(err.value)
+        assert "000000001000" in msg and "No space left on device" in msg
+        assert f"the previous checkpoint ({first}, iteration 500) is kept" in msg
+        assert [c.iteration for c in ckpt.list_checkpoints(tiny_disk / "run")] == [500]
+        (tiny_disk / "filler").unlink()  # space again: the job goes on and checkpoints
+        job.run(500)
+        job.save(tiny_disk / "run")
+        # a shard that dies now is rebuilt from the newest checkpoint, not the failed one
+        assert job.base_dir.name == "000000001500"
+    assert ckpt.load_latest(tiny_disk / "run")[0]["iteration"] == 1500
