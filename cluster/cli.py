@@ -816,7 +816,9 @@ _ray_opts = [
                  help="Ray cluster to join ('auto': the one started with 'ray start'); default: a local one."),
     click.option("--batch", type=click.IntRange(min=1), default=None,
                  help="Iterations per worker per round of the Ray job (rounds may span discount boundaries; "
-                      "staleness is at most (workers - 1) x batch) [default: 10000; resume: the run's]."),
+                      "staleness is at most (workers - 1) x batch and costs exploitability in proportion to "
+                      "batch / iterations) [default: table entries / 25, 100 to 100,000; resume: the "
+                      "run's]."),
 ]
 
 
@@ -954,18 +956,8 @@ def train(
         if tr.config.algo.full_traversal:
             raise CLIError(f"--algo {algo} enumerates every deal and runs in one process; drop --workers/--shards")
         job = _ray_job(tr, {"workers": workers, "shards": shards, "batch": batch, "address": address})
-    sess = _Session(
-        job if job is not None else tr,
-        run_dir,
-        iterations=iterations,
-        seconds=seconds,
-        checkpoint_every=checkpoint_every,
-        keep=keep,
-        eval_every=eval_every,
-        report_every=report_every,
-        target=target,
-    )
-    _run(tr, job, sess, as_json)
+    _run(tr, job, run_dir, as_json, iterations=iterations, seconds=seconds, checkpoint_every=checkpoint_every,
+         keep=keep, eval_every=eval_every, report_every=report_every, target=target)
 
 
 def _ray_job(tr, kwargs: dict[str, Any]):
@@ -978,14 +970,18 @@ def _ray_job(tr, kwargs: dict[str, Any]):
     return job
 
 
-def _run(tr, job, sess: _Session, as_json: bool) -> None:
-    """Run the session (on the Ray job if there is one), then print the result."""
+def _run(tr, job, run_dir: Path, as_json: bool, **session) -> None:
+    """Run a training session (on the Ray job if there is one), then print the result."""
     try:
+        sess = _Session(job if job is not None else tr, run_dir, **session)
         try:
             result = sess.run()
         except Exception as exc:
-            if job is not None and type(exc).__name__ == "JobError":
-                raise CLIError(str(exc)) from None
+            if job is not None:
+                from cluster.job import JobError
+
+                if isinstance(exc, JobError):  # a shard died and could not be restored: say so, exit 2
+                    raise CLIError(str(exc)) from None
             raise
         if job is not None:
             job.sync()
@@ -1044,18 +1040,8 @@ def resume(run_dir, iterations, seconds, checkpoint_every, keep, target, eval_ev
 
         job = _ray_job(tr, RayJob.resume_kwargs(manifest, workers=workers, shards=shards, batch=batch,
                                                 address=address))
-    sess = _Session(
-        job if job is not None else tr,
-        path,
-        iterations=iterations,
-        seconds=seconds,
-        checkpoint_every=checkpoint_every,
-        keep=keep,
-        eval_every=eval_every,
-        report_every=report_every,
-        target=target,
-    )
-    _run(tr, job, sess, as_json)
+    _run(tr, job, path, as_json, iterations=iterations, seconds=seconds, checkpoint_every=checkpoint_every,
+         keep=keep, eval_every=eval_every, report_every=report_every, target=target)
 
 
 @cli.command()

@@ -67,7 +67,14 @@ from cluster.shard import ShardCore, slice_bounds
 from cluster.worker import WorkerCore
 
 
-DEFAULT_BATCH = 10_000  # iterations per worker per round
+def default_batch(table_entries: int) -> int:
+    """Iterations per worker per round when none is given: table entries / 25, within
+    [100, 100,000]. Staleness costs exploitability in proportion to batch / iterations, and more in
+    a small table, where each iteration moves a larger part of the strategy (Leduc, 2,604 entries:
+    104; 2 workers at batch 100 end 4M iterations within 7% of one process, at 1,000 1.8x worse); a
+    big table needs big batches to keep the per-round overhead small (hunl100 with the small
+    abstractions, 116,463 entries: 4,658). See BENCHMARKS.md, "Ray job"."""
+    return int(min(max(table_entries // 25, 100), 100_000))
 
 
 class JobError(RuntimeError):
@@ -97,7 +104,7 @@ class RayJob:
             schedule counters and the starting tables.
         workers: N worker actors.
         shards: S shard actors.
-        batch: B iterations per worker per round.
+        batch: B iterations per worker per round (default: :func:`default_batch`).
         address: ``ray.init`` address (None: join a running local Ray or start one; "auto": join
             the cluster started with ``ray start``).
         worker_cpus: CPUs each worker actor reserves (shards reserve none).
@@ -114,7 +121,7 @@ class RayJob:
         trainer: Trainer,
         workers: int = 2,
         shards: int = 2,
-        batch: int = DEFAULT_BATCH,
+        batch: int | None = None,
         address: str | None = None,
         worker_cpus: float = 1,
         worker_rng: list | None = None,
@@ -125,6 +132,8 @@ class RayJob:
     ):
         import ray
 
+        if batch is None:
+            batch = default_batch(trainer.size)
         if workers < 1 or shards < 1 or batch < 1:
             raise JobError("workers, shards and batch must be >= 1")
         if trainer.config.algo.full_traversal:
@@ -451,7 +460,7 @@ class RayJob:
         kw = {
             "workers": job.get("workers", 1),
             "shards": job.get("shards", 1),
-            "batch": job.get("batch", DEFAULT_BATCH),
+            "batch": job.get("batch"),
             "worker_rng": job.get("worker_rng", [manifest["rng_state"]]),
             "worker_seq": job.get("worker_seq"),
         }

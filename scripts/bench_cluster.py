@@ -1,6 +1,6 @@
 """Benchmark the Ray job (cluster/job.py) against the single-process trainer.
 
-    python scripts/bench_cluster.py leduc      [--iterations 4000000] [--batch 10000] [--seeds 0,1,2]
+    python scripts/bench_cluster.py leduc      [--iterations 4000000] [--batch 100,1000] [--seeds 0]
     python scripts/bench_cluster.py throughput [--seconds 30] [--batch 20000] [--cards small]
     python scripts/bench_cluster.py checkpoint [--cards small] [--iterations 200000]
 
@@ -36,29 +36,31 @@ def emit(row: dict) -> None:
     print(json.dumps(row), flush=True)
 
 
-def leduc(iters: int, batch: int, seeds: list[int]) -> None:
-    single_e, ray_e = [], []
+def leduc(iters: int, batches: list[int], seeds: list[int]) -> None:
+    single_e, ray_e = [], {b: [] for b in batches}
     for seed in seeds:
         tr = make_trainer("leduc", seed=seed)
         t = time.perf_counter()
         tr.run(iters)
         dt = time.perf_counter() - t
         e1 = tr.exploitability()[0]
-        emit({"bench": "leduc", "mode": "single", "seed": seed, "iterations": iters, "seconds": dt,
-              "exploitability": e1})
-        with RayJob(make_trainer("leduc", seed=seed), workers=2, shards=2, batch=batch) as job:
-            t = time.perf_counter()
-            job.run(iters)
-            dt = time.perf_counter() - t
-            e2 = job.exploitability()[0]
-            st = job.stats()
-        emit({"bench": "leduc", "mode": "ray 2w/2s", "seed": seed, "batch": batch, "iterations": iters,
-              "seconds": dt, "exploitability": e2, "staleness": st["staleness"],
-              "bytes_per_batch": st["bytes_per_batch"]})
         single_e.append(e1)
-        ray_e.append(e2)
-    emit({"bench": "leduc", "mode": "mean", "single": float(np.mean(single_e)), "ray": float(np.mean(ray_e)),
-          "ratio": float(np.mean(ray_e) / np.mean(single_e))})
+        emit({"bench": "leduc", "mode": "single", "seed": seed, "iterations": iters, "seconds": dt,
+              "exploitability": e1, "table_entries": tr.size})
+        for batch in batches:
+            with RayJob(make_trainer("leduc", seed=seed), workers=2, shards=2, batch=batch) as job:
+                t = time.perf_counter()
+                job.run(iters)
+                dt = time.perf_counter() - t
+                e2 = job.exploitability()[0]
+                st = job.stats()
+            ray_e[batch].append(e2)
+            emit({"bench": "leduc", "mode": "ray 2w/2s", "seed": seed, "batch": batch, "iterations": iters,
+                  "seconds": dt, "exploitability": e2, "vs_single": e2 / e1, "staleness": st["staleness"],
+                  "bytes_per_batch": st["bytes_per_batch"]})
+    for batch in batches:
+        emit({"bench": "leduc", "mode": "mean", "batch": batch, "single": float(np.mean(single_e)),
+              "ray": float(np.mean(ray_e[batch])), "ratio": float(np.mean(ray_e[batch]) / np.mean(single_e))})
 
 
 def _single_rate(args: tuple) -> tuple[float, int, int]:
@@ -95,6 +97,7 @@ def throughput(seconds: float, batch: int, cards: str, workers: list[int]) -> No
             job.run(w * batch)  # warm up: actors start, kernels and card tables load
             it0, t = job.iteration, time.perf_counter()
             b0, s0, c0, r0 = job.batches, job.bytes_sent, job.compute_seconds, job.round_seconds
+            ws0 = job.worker_seconds
             while time.perf_counter() - t < seconds:
                 job.run(w * batch)
             dt = time.perf_counter() - t
@@ -107,8 +110,12 @@ def throughput(seconds: float, batch: int, cards: str, workers: list[int]) -> No
                 "iterations_per_second": rates[w], "vs_single": rates[w] / single,
                 "rounds_seconds": job.round_seconds - r0, "wall_seconds": dt,
                 "bytes_per_batch": sent / max(batches, 1), "bytes_per_second": sent / dt,
-                # share of the worker slots' wall time not spent in the kernel
+                # share of the worker slots' wall time not spent in the kernel, split into the
+                # worker's own snapshot copy / delta packing and the rest (Ray calls, waiting for
+                # the other worker, the shards' apply and publish)
                 "overhead_share": 1 - (job.compute_seconds - c0) / (w * (job.round_seconds - r0)),
+                "worker_copy_pack_share": ((job.worker_seconds - ws0) - (job.compute_seconds - c0))
+                / (w * (job.round_seconds - r0)),
                 "staleness": st["staleness"], "worker_rss_bytes": st["worker_rss_bytes"],
                 "driver_rss_bytes": rss_bytes(),
             })
@@ -136,6 +143,7 @@ def checkpoint(cards: str, iters: int) -> None:
         emit({"bench": "checkpoint", "mode": "Trainer.load (read + rebuild tree and card tables)",
               "seconds": time.perf_counter() - t})
         with RayJob(tr, workers=1, shards=2, batch=10_000) as job:
+            job.run(10_000)  # the actors are up
             t = time.perf_counter()
             path = job.save(Path(d) / "ray")
             w = time.perf_counter() - t
@@ -151,8 +159,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("what", choices=["leduc", "throughput", "checkpoint"])
     ap.add_argument("--iterations", type=int, default=None)
-    ap.add_argument("--batch", type=int, default=None)
-    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--batch", default=None, help="iterations per worker per round (leduc: a list, 100,1000)")
+    ap.add_argument("--seeds", default="0")
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--cards", default="small")
     ap.add_argument("--workers", default="1,2")
@@ -161,9 +169,10 @@ def main() -> None:
     emit({"machine": platform.processor() or platform.machine(), "cpus": ray.cluster_resources().get("CPU"),
           "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
     if a.what == "leduc":
-        leduc(a.iterations or 4_000_000, a.batch or 10_000, [int(s) for s in a.seeds.split(",")])
+        leduc(a.iterations or 4_000_000, [int(b) for b in (a.batch or "100,1000").split(",")],
+              [int(s) for s in a.seeds.split(",")])
     elif a.what == "throughput":
-        throughput(a.seconds, a.batch or 20_000, a.cards, [int(w) for w in a.workers.split(",")])
+        throughput(a.seconds, int(a.batch or 20_000), a.cards, [int(w) for w in a.workers.split(",")])
     else:
         checkpoint(a.cards, a.iterations or 200_000)
     ray.shutdown()

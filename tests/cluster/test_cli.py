@@ -319,3 +319,13 @@ def test_import_is_light():
         check=True,
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_status_plot_without_exploitability_is_a_clear_error(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text(json.dumps({"iteration": 10, "exploitability": None}) + "\n")
+    result = mccfr("status", run, "--plot", tmp_path / "x.png")
+    assert result.exit_code == 2
+    assert "has no exploitability in its metrics" in result.stderr
+    assert not (tmp_path / "x.png").exists()

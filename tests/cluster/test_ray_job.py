@@ -334,3 +334,63 @@ def test_full_disk_keeps_previous_checkpoint(cluster, tiny_disk):
         # a shard that dies now is rebuilt from the newest checkpoint, not the failed one
         assert job.base_dir.name == "000000001500"
     assert ckpt.load_latest(tiny_disk / "run")[0]["iteration"] == 1500
+
+
+def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
+    """The driver of a Ray run (a real ``mccfr train`` process joined to this cluster) killed with
+    kill -9 loses nothing older than its last complete checkpoint; ``mccfr resume`` continues it as
+    a Ray run; ``mccfr status`` summarises its metrics and draws the exploitability curve."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from cluster.cli import cli
+
+    run = tmp_path / "run"
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
+    address = ray.get_runtime_context().gcs_address
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from cluster.cli import main; main()", "train", "--game", "leduc",
+         "--workers", "2", "--shards", "2", "--batch", "500", "--time", "120", "--checkpoint-every", "0.3",
+         "--eval-every", "0.3", "--report-every", "0.2", "--keep", "2", "--address", address, "--out", str(run)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.time() + 120
+        while len([c for c in ckpt.list_checkpoints(run) if c.complete]) < 2:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.time() < deadline, "no two checkpoints within 120 s"
+            time.sleep(0.1)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    newest = max(c.iteration for c in ckpt.list_checkpoints(run) if c.complete)
+    assert newest >= 2 * 1000
+    res = CliRunner().invoke(cli, ["resume", str(run), "--iterations", "2000", "--eval-every", "0.3", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["iterations"] - out["iterations_run"] >= newest  # resumed from the newest (or newer)
+    assert (out["workers"], out["shards"], out["batch"]) == (2, 2, 500)
+    assert "Ray job: 2 workers, 2 shards, batch 500" in res.stderr
+    manifest, shards = ckpt.load_latest(run)
+    assert manifest["iteration"] == out["iterations"] and len(shards) == 2
+    its = [json.loads(line)["iteration"] for line in (run / "metrics.jsonl").read_text().splitlines()
+           if line.strip().endswith("}")]
+    assert its == sorted(its)  # rows past the resumed checkpoint were dropped
+
+    png = tmp_path / "curve.png"
+    res = CliRunner().invoke(cli, ["status", str(run), "--plot", str(png), "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
+    assert summary["iterations"] == out["iterations"] and summary["workers"] == 2
+    assert summary["staleness"] > 0 and summary["bytes_per_batch"] > 0 and summary["worker_rss_bytes"] > 0
+    assert summary["checkpoint_pause_seconds"] > 0 and summary["exploitability"] > 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    assert "Ray job: 2 workers" in res.stdout and "exploitability curve" in res.stdout
