@@ -435,6 +435,9 @@ class _Session:
         if row["pruned_share"] is not None:
             parts.append(f"pruned {100 * row['pruned_share']:.1f}%")
         parts.append(f"mem {_human_bytes(row['rss_bytes'])}")
+        if row.get("workers") is not None:  # the Ray job
+            parts.append(f"{row['workers']} workers, stale {row['staleness']:.0f} it, "
+                         f"worker mem {_human_bytes(row['worker_rss_bytes'] or 0)}")
         return ", ".join(parts)
 
     # -- pieces ---------------------------------------------------------------------------------

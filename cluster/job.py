@@ -52,6 +52,8 @@ log is capped at ``max_replay_bytes``; past that, or if the restore itself fails
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import shutil
 import time
 from collections.abc import Callable
@@ -274,8 +276,8 @@ class RayJob:
         self.restarts += 1
 
     def kill_worker(self, k: int) -> None:
-        """Kill worker ``k``'s actor (fault drills)."""
-        self.ray.kill(self.workers[k], no_restart=True)
+        """kill -9 worker ``k``'s process (fault drills; the worker must run on this node)."""
+        os.kill(self.ray.get(self.workers[k].pid.remote()), signal.SIGKILL)
 
     # -- the trainer-like interface (used by the CLI's session) ---------------------------------
     def __getattr__(self, name: str) -> Any:

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -148,3 +149,6 @@ class WorkerCore:
 
     def ping(self) -> int:
         return self.worker_id
+
+    def pid(self) -> int:
+        return os.getpid()

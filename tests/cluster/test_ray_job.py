@@ -250,59 +250,28 @@ def test_killed_shard_is_restored_exactly(cluster, tmp_path):
         job.run(4200, cb)
         restored = job.sync()
         assert job.stats()["shard_restores"] == 2
-    with RayJob(make_trainer("leduc", seed=7), workers=1, shards=2, batch=700) as job:
-        job.run(4200)
-        straight = job.sync()
-    assert restored.regret.tobytes() == straight.regret.tobytes()
-    assert restored.strat.tobytes() == straight.strat.tobytes()
+    # the same calls in process, uninterrupted
+    tr = make_trainer("leduc", seed=7)
+    bounds = slice_bounds(tr.row_offset, tr.size, 2)
+    shards = [ShardCore(k, lo, hi, tr.config.algo) for k, (lo, hi) in enumerate(bounds)]
+    w = WorkerCore(0, tr.config_dict, bounds, tr.rng, tr.abstraction_hash)
+    for seq, t in enumerate(range(0, 4200, 700), start=1):
+        snap = [s.publish() for s in shards]
+        for s in shards:
+            s.discount_span(t, t + 700)
+        out = w.run_batch(seq, t, t, 700, t + 700, tr.w_base, tr.t_base, *snap)
+        for s, p in zip(shards, out[1:]):
+            s.apply_delta(0, seq, p)
+        tr.skip_to(t + 700, tables=False)
+    assert restored.regret.tobytes() == np.concatenate([s.regret for s in shards]).tobytes()
+    assert restored.strat.tobytes() == np.concatenate([s.strat for s in shards]).tobytes()
     assert any("shard 0 died" in m and "the job's start" in m for m in notes)
     assert any("shard 1 died" in m and "000000002100" in m for m in notes)
 
 
-def test_dead_shard_without_log_stops_with_resumable_checkpoint(cluster, tmp_path):
-    """With the replay log over its cap, a dead shard stops the job with an error naming the
-    checkpoint to resume from; that checkpoint resumes."""
-    from cluster.job import JobError
-
-    notes = []
-    job = RayJob(make_trainer("leduc", seed=8), workers=2, shards=2, batch=250, max_replay_bytes=1,
-                 log=notes.append)
-    try:
-        job.run(1000)
-        ckpt_dir = job.save(tmp_path / "run")
-        job.run(500)
-        job.ray.kill(job.shards[1], no_restart=True)
-        with pytest.raises(JobError, match=r"shard\(s\) \[1\] died.*resume from the last complete checkpoint"
-                           r".*000000001000.*not kept"):
-            job.run(500)
-    finally:
-        job.close()
-    assert any("a shard that dies before the next checkpoint stops the job" in m for m in notes)
-    with RayJob.load(tmp_path / "run") as job:
-        assert job.iteration == 1000 and job.num_workers == 2 and job.base_dir is None
-        job.run(500)
-    assert ckpt_dir.exists()
-
-
-def test_corrupt_newest_checkpoint_is_reported_and_previous_used(cluster, tmp_path):
-    with RayJob(make_trainer("leduc", seed=9), workers=1, shards=2, batch=500) as job:
-        job.run(1000)
-        job.save(tmp_path / "run")
-        job.run(1000)
-        newest = job.save(tmp_path / "run")
-    shard = newest / "shard-1.msgpack.lz4"
-    data = bytearray(shard.read_bytes())
-    data[len(data) // 2] ^= 0xFF  # a flipped bit: same size, wrong content
-    shard.write_bytes(bytes(data))
-    notes = []
-    with RayJob.load(tmp_path / "run", log=notes.append) as job:
-        assert job.iteration == 1000 and job.num_shards == 2
-    assert len(notes) == 1 and str(shard) in notes[0] and "skipping checkpoint" in notes[0]
-
-
 @pytest.fixture
-def tiny_disk(tmp_path):
-    """A 2 MiB tmpfs (root only: the drill fills a real file system)."""
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs (root only: the full-disk drill fills a real file system), else ``None``."""
     import os
     import subprocess
 
@@ -310,30 +279,63 @@ def tiny_disk(tmp_path):
     mnt.mkdir()
     if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
                                            capture_output=True).returncode != 0:
-        pytest.skip("needs root to mount a tmpfs")
+        yield None
+        return
     yield mnt
     subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
-def test_full_disk_keeps_previous_checkpoint(cluster, tiny_disk):
-    with RayJob(make_trainer("leduc", seed=10), workers=1, shards=2, batch=500) as job:
+def test_checkpoint_drills_full_disk_corrupt_file_dead_shard(cluster, small_disk, tmp_path):
+    """One job through three drills: a full disk (a failed write leaves the previous checkpoint
+    intact and says so; the job goes on), a corrupt newest checkpoint (reported by name, the previous
+    one used), and a shard that dies with the replay log over its cap (the job stops with an error
+    naming the checkpoint to resume from, which resumes)."""
+    import shutil
+
+    from cluster.job import JobError
+
+    disk = small_disk or tmp_path
+    run = disk / "run"
+    notes = []
+    job = RayJob(make_trainer("leduc", seed=10), workers=1, shards=2, batch=500, log=notes.append)
+    try:
         job.run(500)
-        first = job.save(tiny_disk / "run")
-        free = __import__("shutil").disk_usage(tiny_disk).free
-        (tiny_disk / "filler").write_bytes(b"\0" * (free - 4096))  # the disk fills up
+        first = job.save(run)
         job.run(500)
-        with pytest.raises(ckpt.CheckpointError) as err:
-            job.save(tiny_disk / "run")
-        msg = str(err.value)
-        assert "000000001000" in msg and "No space left on device" in msg
-        assert f"the previous checkpoint ({first}, iteration 500) is kept" in msg
-        assert [c.iteration for c in ckpt.list_checkpoints(tiny_disk / "run")] == [500]
-        (tiny_disk / "filler").unlink()  # space again: the job goes on and checkpoints
+        if small_disk is not None:  # the disk fills up
+            (disk / "filler").write_bytes(b"\0" * (shutil.disk_usage(disk).free - 4096))
+            with pytest.raises(ckpt.CheckpointError) as err:
+                job.save(run)
+            msg = str(err.value)
+            assert "000000001000" in msg and "No space left on device" in msg
+            assert f"the previous checkpoint ({first}, iteration 500) is kept" in msg
+            assert [c.iteration for c in ckpt.list_checkpoints(run)] == [500]
+            assert job.base_dir == first  # a dead shard would be rebuilt from the intact one
+            (disk / "filler").unlink()  # space again: the job goes on and checkpoints
         job.run(500)
-        job.save(tiny_disk / "run")
-        # a shard that dies now is rebuilt from the newest checkpoint, not the failed one
-        assert job.base_dir.name == "000000001500"
-    assert ckpt.load_latest(tiny_disk / "run")[0]["iteration"] == 1500
+        newest = job.save(run)
+        assert job.base_dir == newest and newest.name == "000000001500"
+        job.max_replay_bytes = 1  # from now on the deltas since the checkpoint are not kept
+        job.run(500)
+        job.ray.kill(job.shards[1], no_restart=True)
+        with pytest.raises(JobError, match=r"shard\(s\) \[1\] died.*resume from the last complete checkpoint"
+                           r".*000000001500.*not kept"):
+            job.run(500)
+    finally:
+        job.close()
+    assert any("a shard that dies before the next checkpoint stops the job" in m for m in notes)
+    manifest, _ = ckpt.load_latest(run)  # intact, and resumes as this job
+    assert manifest["iteration"] == 1500 and RayJob.resume_kwargs(manifest)["shards"] == 2
+    # a flipped bit in the newest checkpoint: reported by name, the previous one is used
+    shard = newest / "shard-1.msgpack.lz4"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    notes.clear()
+    manifest, shards = ckpt.load_latest(run, log=notes.append)  # as RayJob.load does
+    assert manifest["iteration"] == 500 and len(shards) == 2
+    assert Trainer.from_checkpoint(run, manifest, shards).iteration == 500
+    assert len(notes) == 1 and str(shard) in notes[0] and "skipping checkpoint" in notes[0]
 
 
 def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
@@ -358,7 +360,7 @@ def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
     address = ray.get_runtime_context().gcs_address
     proc = subprocess.Popen(
         [sys.executable, "-c", "from cluster.cli import main; main()", "train", "--game", "leduc",
-         "--workers", "2", "--shards", "2", "--batch", "500", "--time", "120", "--checkpoint-every", "0.3",
+         "--workers", "2", "--shards", "1", "--batch", "500", "--time", "120", "--checkpoint-every", "0.3",
          "--eval-every", "0.3", "--report-every", "0.2", "--keep", "2", "--address", address, "--out", str(run)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
@@ -377,10 +379,10 @@ def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["iterations"] - out["iterations_run"] >= newest  # resumed from the newest (or newer)
-    assert (out["workers"], out["shards"], out["batch"]) == (2, 2, 500)
-    assert "Ray job: 2 workers, 2 shards, batch 500" in res.stderr
+    assert (out["workers"], out["shards"], out["batch"]) == (2, 1, 500)
+    assert "Ray job: 2 workers, 1 shards, batch 500" in res.stderr
     manifest, shards = ckpt.load_latest(run)
-    assert manifest["iteration"] == out["iterations"] and len(shards) == 2
+    assert manifest["iteration"] == out["iterations"] and manifest["job"]["workers"] == 2
     its = [json.loads(line)["iteration"] for line in (run / "metrics.jsonl").read_text().splitlines()
            if line.strip().endswith("}")]
     assert its == sorted(its)  # rows past the resumed checkpoint were dropped
