@@ -1,6 +1,7 @@
 """Benchmark the Ray job (cluster/job.py) against the single-process trainer.
 
     python scripts/bench_cluster.py leduc      [--iterations 4000000] [--batch 100,1000] [--seeds 0]
+                                               [--algo pluribus] [--workers 2]
     python scripts/bench_cluster.py throughput [--seconds 30] [--batch 20000] [--cards small]
     python scripts/bench_cluster.py checkpoint [--cards small] [--iterations 200000]
 
@@ -36,26 +37,26 @@ def emit(row: dict) -> None:
     print(json.dumps(row), flush=True)
 
 
-def leduc(iters: int, batches: list[int], seeds: list[int]) -> None:
+def leduc(iters: int, batches: list[int], seeds: list[int], algo: str = "pluribus", workers: int = 2) -> None:
     single_e, ray_e = [], {b: [] for b in batches}
     for seed in seeds:
-        tr = make_trainer("leduc", seed=seed)
+        tr = make_trainer("leduc", seed=seed, algo=algo)
         t = time.perf_counter()
         tr.run(iters)
         dt = time.perf_counter() - t
         e1 = tr.exploitability()[0]
         single_e.append(e1)
-        emit({"bench": "leduc", "mode": "single", "seed": seed, "iterations": iters, "seconds": dt,
+        emit({"bench": "leduc", "mode": "single", "algo": algo, "seed": seed, "iterations": iters, "seconds": dt,
               "exploitability": e1, "table_entries": tr.size})
         for batch in batches:
-            with RayJob(make_trainer("leduc", seed=seed), workers=2, shards=2, batch=batch) as job:
+            with RayJob(make_trainer("leduc", seed=seed, algo=algo), workers=workers, shards=2, batch=batch) as job:
                 t = time.perf_counter()
                 job.run(iters)
                 dt = time.perf_counter() - t
                 e2 = job.exploitability()[0]
                 st = job.stats()
             ray_e[batch].append(e2)
-            emit({"bench": "leduc", "mode": "ray 2w/2s", "seed": seed, "batch": batch, "iterations": iters,
+            emit({"bench": "leduc", "mode": f"ray {workers}w/2s", "algo": algo, "seed": seed, "batch": batch, "iterations": iters,
                   "seconds": dt, "exploitability": e2, "vs_single": e2 / e1, "staleness": st["staleness"],
                   "bytes_per_batch": st["bytes_per_batch"]})
     for batch in batches:
@@ -163,14 +164,15 @@ def main() -> None:
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--cards", default="small")
-    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--workers", default="1,2", help="throughput: the job sizes; leduc: the last one")
+    ap.add_argument("--algo", default="pluribus", help="leduc: the MCCFR variant")
     a = ap.parse_args()
     ray.init(include_dashboard=False, logging_level="warning", log_to_driver=False)
     emit({"machine": platform.processor() or platform.machine(), "cpus": ray.cluster_resources().get("CPU"),
           "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
     if a.what == "leduc":
         leduc(a.iterations or 4_000_000, [int(b) for b in (a.batch or "100,1000").split(",")],
-              [int(s) for s in a.seeds.split(",")])
+              [int(s) for s in a.seeds.split(",")], a.algo, int(a.workers.split(",")[-1]))
     elif a.what == "throughput":
         throughput(a.seconds, int(a.batch or 20_000), a.cards, [int(w) for w in a.workers.split(",")])
     else:
