@@ -80,6 +80,7 @@ __all__ = [
     "load_latest",
     "prune_checkpoints",
     "save_checkpoint",
+    "previous_kept",
     "encode_rng_state",
     "decode_rng_state",
 ]
@@ -878,6 +879,14 @@ def prune_checkpoints(run_dir: str | os.PathLike[str], keep: int) -> list[Path]:
     return removed
 
 
+def previous_kept(run_dir: str | os.PathLike[str], iteration: int) -> str:
+    """What a failed write of checkpoint ``iteration`` leaves to resume from, in words."""
+    previous = next((i for i in list_checkpoints(run_dir) if i.complete and i.iteration != iteration), None)
+    if previous is None:
+        return "there is no earlier complete checkpoint"
+    return f"the previous checkpoint ({previous.path}, iteration {previous.iteration}) is kept"
+
+
 def save_checkpoint(
     run_dir: str | os.PathLike[str],
     iteration: int,
@@ -906,12 +915,7 @@ def save_checkpoint(
     """
     if not shards:
         raise ValueError("a checkpoint needs at least one shard")
-    previous = next((i for i in list_checkpoints(run_dir) if i.complete and i.iteration != iteration), None)
-    kept = (
-        f"the previous checkpoint ({previous.path}, iteration {previous.iteration}) is kept"
-        if previous
-        else "there is no earlier complete checkpoint"
-    )
+    kept = previous_kept(run_dir, iteration)
     ckpt_dir = new_checkpoint_dir(run_dir, iteration, replace=replace)
     try:
         files = [write_shard(ckpt_dir, k, arrays, meta) for k, (arrays, meta) in enumerate(shards)]

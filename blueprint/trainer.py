@@ -181,6 +181,23 @@ class Trainer:
         if factors is not None:
             discount_tables(self.regret, self.strat, *factors, self.config.algo.regret_dtype == "int32")
 
+    def skip_to(self, iteration: int, tables: bool = True) -> None:
+        """Move the schedule to ``iteration`` without training: every discount boundary on the way
+        moves ``w_base``/``t_base`` and, if ``tables``, discounts the tables (the Ray job's workers
+        skip the other workers' iterations of a round this way; its driver with ``tables=False``)."""
+        if iteration < self.iteration:
+            raise ValueError(f"cannot move the schedule back from {self.iteration} to {iteration}")
+        a = self.config.algo
+        while self.iteration < iteration:
+            nxt = iteration
+            if a.discount != "none":
+                nxt = min(nxt, (self.iteration // a.discount_every + 1) * a.discount_every)
+            self.iteration = nxt
+            if tables:
+                self._boundary()
+            else:
+                self.discount_factors()
+
     def run(self, iterations: int, callback: Optional[Callable[["Trainer"], bool]] = None,
             report_seconds: float = 0.5) -> None:
         """Advance by ``iterations``; ``callback(self)`` about every ``report_seconds``.
@@ -302,6 +319,20 @@ class Trainer:
         tr.pruned = int(manifest["pruned"])
         tr.seconds = float(manifest["seconds"])
         return tr
+
+
+def discount_span(algo: AlgoConfig, regret: np.ndarray, strat: np.ndarray, t: int, t_end: int) -> int:
+    """Discount tables (or slices of them) at every boundary in ``(t, t_end]``, in order, with the
+    factors ``Trainer._boundary`` uses there. Returns the number of boundaries applied."""
+    n = 0
+    if algo.discount == "none":
+        return n
+    every = algo.discount_every
+    for b in range((t // every + 1) * every, t_end + 1, every):
+        if algo.discounts_at(b):
+            discount_tables(regret, strat, *algo.factors(b // every), algo.regret_dtype == "int32")
+            n += 1
+    return n
 
 
 def run_for(runner, seconds: float, callback=None, report_seconds: float = 0.5) -> None:

@@ -5,9 +5,10 @@ Commands (``mccfr COMMAND --help`` for every flag)::
     mccfr train  [--game G] [--bets B] [--abstraction A] [--algo V]
                  [--iterations N | --time SECONDS] [--out RUN_DIR] [--checkpoint-every SECONDS]
                  [--keep N] [--seed S] [--target-exploitability X] [--eval-every SECONDS]
-                 [--report-every SECONDS] [--regret-dtype float32|int32] [--json]
-    mccfr resume RUN_DIR [--iterations N | --time SECONDS] [same run-control flags] [--json]
-    mccfr status RUN_DIR [--verify] [--json]
+                 [--report-every SECONDS] [--regret-dtype float32|int32]
+                 [--workers N] [--shards S] [--address ADDR] [--batch B] [--json]
+    mccfr resume RUN_DIR [--iterations N | --time SECONDS] [same run-control and Ray flags] [--json]
+    mccfr status RUN_DIR [--verify] [--plot FILE.png] [--json]
     mccfr eval   [RUN_DIR | --game G] [--exploitability] [--player SPEC] [--vs SPEC --hands N]
                  [--seed S] [--json]
     mccfr export RUN_DIR --out FILE.parquet [--json]
@@ -19,8 +20,10 @@ Commands (``mccfr COMMAND --help`` for every flag)::
 ``serve`` and ``play`` are :mod:`subgame.service` and :mod:`subgame.acpc_client`; FastAPI and
 uvicorn are imported only by ``serve``.
 
-Training is single-process for now (:class:`blueprint.trainer.Trainer`); Ray comes with the
-distributed job driver. A run directory holds (see DESIGN.md, "Files")::
+Training runs in one process (:class:`blueprint.trainer.Trainer`), or as a Ray job
+(:class:`cluster.job.RayJob`) with ``--workers``/``--shards``/``--address``; ``resume`` continues a
+Ray run as a Ray run (same workers, shards, batch unless given). A run directory holds (see
+DESIGN.md, "Files")::
 
     RUN_DIR/run.toml            resolved config: game (+ its ACPC text), bets, card abstraction,
                                 algorithm fields, seed, config and abstraction hashes
@@ -33,7 +36,12 @@ Metrics rows: ``iteration``, ``seconds`` (cumulative training-kernel seconds, ac
 ``wall_seconds`` (since this command started training), ``iterations_per_second`` and
 ``node_visits_per_second`` (over the interval since the previous row, in kernel time),
 ``exploitability`` (chips; null when not computed at that row), ``pruned`` (cumulative actions
-skipped by regret-based pruning), ``table_bytes``, ``rss_bytes``, ``time`` (Unix time).
+skipped by regret-based pruning), ``table_bytes``, ``rss_bytes`` (this process), ``time`` (Unix
+time), ``checkpoint_seconds`` (the pause of a checkpoint written since the previous row, else
+null); Ray runs add ``workers``, ``staleness`` (iterations, mean per batch), ``bytes_per_batch``
+and ``worker_rss_bytes`` (the largest worker's resident memory). A failed periodic checkpoint (disk
+full, ...) is reported and training goes on (the previous checkpoint is intact); a failed final one
+is an error.
 
 Exploitability is exact (OpenSpiel's NashConv / 2) and computed only on games small enough for
 the exact best response (Kuhn, Leduc, small decks); elsewhere it is skipped.
@@ -44,7 +52,8 @@ run's total), ``iterations_run`` (this command), ``seconds`` (cumulative trainin
 out the first chunk, which compiles the kernels), ``exploitability`` (chips, when computed),
 ``stopped`` (``iterations``, ``time``, ``target`` or ``signal``), ``run_dir``, ``checkpoint``.
 status: the same summary keys from the metrics plus ``checkpoints`` (``iteration``, ``complete``,
-``bytes``, ``problem``, ``path``). eval: ``exploitability``, ``unit``, ``br_values``; a match
+``bytes``, ``problem``, ``path``), ``checkpoint_pause_seconds``, ``rss_bytes``, for Ray runs
+``workers``, ``staleness``, ``bytes_per_batch``, ``worker_rss_bytes``, and ``plot`` with ``--plot``. eval: ``exploitability``, ``unit``, ``br_values``; a match
 (``--vs``): ``mean``, ``ci95``, ``hands``, ``unit`` (chips/hand, or mbb/game with a big blind),
 ``win_rate`` and, for small games, ``exact`` (see :mod:`blueprint.match`). export: ``rows``,
 ``out``. matrix: ``row``, ``column``, ``value``, ``exploitability``, ``iterations``.
@@ -70,7 +79,6 @@ import contextlib
 import datetime
 import json
 import os
-import resource
 import shlex
 import signal
 import sys
@@ -81,6 +89,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from cluster import rss_bytes
 
 EXIT_USER_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -221,16 +231,6 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def _rss_bytes() -> int:
-    """Resident memory of this process (peak RSS where /proc is unavailable)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return peak if sys.platform == "darwin" else peak * 1024
-
-
 def _human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
@@ -356,6 +356,11 @@ _METRIC_FIELDS = (
     ("table_bytes", "int64"),
     ("rss_bytes", "int64"),
     ("time", "float64"),
+    ("checkpoint_seconds", "float64"),
+    ("workers", "int64"),
+    ("staleness", "float64"),
+    ("bytes_per_batch", "float64"),
+    ("worker_rss_bytes", "int64"),
 )
 
 
@@ -419,6 +424,7 @@ class _Session:
         self.last_expl_iter = -1
         self.last_ckpt_iter = tr.iteration
         self.last_ckpt_path: Path | None = None
+        self.ckpt_pause: float | None = None
 
     # -- output ---------------------------------------------------------------------------------
     def note(self, msg: str) -> None:
@@ -434,6 +440,9 @@ class _Session:
         if row["pruned_share"] is not None:
             parts.append(f"pruned {100 * row['pruned_share']:.1f}%")
         parts.append(f"mem {_human_bytes(row['rss_bytes'])}")
+        if row.get("workers") is not None:  # the Ray job
+            parts.append(f"{row['workers']} workers, stale {row['staleness']:.0f} it, "
+                         f"worker mem {_human_bytes(row['worker_rss_bytes'] or 0)}")
         return ", ".join(parts)
 
     # -- pieces ---------------------------------------------------------------------------------
@@ -451,7 +460,9 @@ class _Session:
         return self.last_expl
 
     def checkpoint(self) -> None:
+        t = time.perf_counter()
         self.last_ckpt_path = self.tr.save(self.run_dir, keep=self.keep)
+        self.ckpt_pause = time.perf_counter() - t  # training waits this long; the next row says so
         self.last_ckpt_iter = self.tr.iteration
         self._flush_metrics_parquet()
 
@@ -485,9 +496,14 @@ class _Session:
             "exploitability": expl,
             "pruned": tr.pruned,
             "table_bytes": int(tr.regret.nbytes + tr.strat.nbytes),
-            "rss_bytes": _rss_bytes(),
+            "rss_bytes": rss_bytes(),
             "time": time.time(),
+            "checkpoint_seconds": self.ckpt_pause,
         }
+        self.ckpt_pause = None
+        if hasattr(tr, "stats"):  # the Ray job
+            st = tr.stats()
+            row.update({k: st[k] for k in ("workers", "staleness", "bytes_per_batch", "worker_rss_bytes")})
         self.rows.append(row)
         self.session_rows += 1
         self.metrics_file.write(json.dumps(row) + "\n")
@@ -545,8 +561,13 @@ class _Session:
             ):
                 self.stop_reason, stop = "target", True
         if not stop and now - self.last_ckpt >= self.checkpoint_every:
-            self.checkpoint()
-            self.note(f"checkpoint at iteration {tr.iteration:,}: {self.last_ckpt_path}")
+            from blueprint.checkpoint import CheckpointError
+
+            try:
+                self.checkpoint()
+                self.note(f"checkpoint at iteration {tr.iteration:,}: {self.last_ckpt_path}")
+            except CheckpointError as exc:  # disk full, ...: the previous one is intact; go on
+                self.note(f"warning: {exc}; training goes on and tries again in {self.checkpoint_every:g} s")
             self.last_ckpt = time.perf_counter()
         return stop
 
@@ -793,6 +814,28 @@ _json_opt = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object as the last line of stdout."
 )
 
+_ray_opts = [
+    click.option("--workers", type=click.IntRange(min=1), default=None,
+                 help="Ray worker actors (more than 1, or --shards/--address, runs the Ray job) [default: 1; "
+                      "resume: the run's].",),
+    click.option("--shards", type=click.IntRange(min=1), default=None,
+                 help="Ray regret-shard actors (slices of the tables by betting node) [default: 1; resume: the run's]."),
+    click.option("--address", default=None,
+                 help="Ray cluster to join ('auto': the one started with 'ray start'); default: a local one."),
+    click.option("--batch", type=click.IntRange(min=1), default=None,
+                 help="Iterations per worker per round of the Ray job (rounds may span discount boundaries; "
+                      "staleness is at most (workers - 1) x batch and costs exploitability in proportion to "
+                      "batch / iterations) [default: table entries / 25, 100 to 100,000; resume: the "
+                      "run's]."),
+]
+
+
+def _with_ray_opts(f):
+    for opt in reversed(_ray_opts):
+        f = opt(f)
+    return f
+
+
 
 @cli.command()
 @click.option(
@@ -836,14 +879,7 @@ _json_opt = click.option(
     default=None,
     help="Regret storage [default: the algorithm's, float32].",
 )
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Ray worker actors (more than 1, or --shards/--address, runs the Ray job).")
-@click.option("--shards", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Ray regret-shard actors (slices of the tables by betting node).")
-@click.option("--address", default=None,
-              help="Ray cluster to join ('auto': the one started with 'ray start'); default: a local one.")
-@click.option("--batch", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Iterations per worker per round of the Ray job.")
+@_with_ray_opts
 @_json_opt
 def train(
     game,
@@ -924,32 +960,43 @@ def train(
         err=True,
     )
     job = None
-    if workers > 1 or shards > 1 or address is not None:
+    if (workers or 1) > 1 or (shards or 1) > 1 or address is not None:
         if tr.config.algo.full_traversal:
             raise CLIError(f"--algo {algo} enumerates every deal and runs in one process; drop --workers/--shards")
-        from cluster.job import RayJob  # imports ray: only here
+        job = _ray_job(tr, {"workers": workers, "shards": shards, "batch": batch, "address": address})
+    _run(tr, job, run_dir, as_json, iterations=iterations, seconds=seconds, checkpoint_every=checkpoint_every,
+         keep=keep, eval_every=eval_every, report_every=report_every, target=target)
 
-        job = RayJob(tr, workers=workers, shards=shards, batch=batch, address=address,
-                     log=lambda msg: click.echo(f"warning: {msg}", err=True))
-        click.echo(f"Ray job: {workers} workers, {shards} shards, batch {batch}", err=True)
+
+def _ray_job(tr, kwargs: dict[str, Any]):
+    """The Ray job around ``tr`` (imports Ray: only here)."""
+    from cluster.job import RayJob
+
+    job = RayJob(tr, log=lambda msg: click.echo(f"warning: {msg}", err=True),
+                 **{k: v for k, v in kwargs.items() if v is not None})
+    click.echo(f"Ray job: {job.num_workers} workers, {job.num_shards} shards, batch {job.batch}", err=True)
+    return job
+
+
+def _run(tr, job, run_dir: Path, as_json: bool, **session) -> None:
+    """Run a training session (on the Ray job if there is one), then print the result."""
     try:
-        sess = _Session(
-            job if job is not None else tr,
-            run_dir,
-            iterations=iterations,
-            seconds=seconds,
-            checkpoint_every=checkpoint_every,
-            keep=keep,
-            eval_every=eval_every,
-            report_every=report_every,
-            target=target,
-        )
-        result = sess.run()
+        sess = _Session(job if job is not None else tr, run_dir, **session)
+        try:
+            result = sess.run()
+        except Exception as exc:
+            if job is not None:
+                from cluster.job import JobError
+
+                if isinstance(exc, JobError):  # a shard died and could not be restored: say so, exit 2
+                    raise CLIError(str(exc)) from None
+            raise
         if job is not None:
             job.sync()
             st = job.stats()
             result.update({k: st[k] for k in ("staleness", "bytes_per_batch", "workers", "shards", "batch",
-                                               "lost_batches", "lost_iterations", "worker_restarts")})
+                                               "lost_batches", "lost_iterations", "worker_restarts",
+                                               "shard_restores", "checkpoint_pause_seconds")})
     finally:
         if job is not None:
             job.close()
@@ -965,16 +1012,22 @@ def train(
 @_target_opt
 @_eval_opt
 @_report_opt
+@_with_ray_opts
 @_json_opt
-def resume(run_dir, iterations, seconds, checkpoint_every, keep, target, eval_every, report_every, as_json):
-    """Continue a run from its newest complete checkpoint (N more iterations)."""
+def resume(run_dir, iterations, seconds, checkpoint_every, keep, target, eval_every, report_every,
+           workers, shards, address, batch, as_json):
+    """Continue a run from its newest complete checkpoint (N more iterations). A Ray run goes on as a
+    Ray run with the same workers, shards and batch (unless given)."""
     if iterations is not None and seconds is not None:
         raise click.UsageError("give --iterations or --time, not both")
     path = _run_dir_arg(run_dir)
+    from blueprint.checkpoint import load_latest
     from blueprint.trainer import Trainer
 
     with _user_input():
-        tr = Trainer.load(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
+        manifest, shard_data = load_latest(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
+        tr = Trainer.from_checkpoint(path, manifest, shard_data)
+        del shard_data
     iterations, seconds = _budget(iterations, seconds, big=tr.game.deck_size > 16)
     click.echo(f"resuming {path} from the checkpoint at iteration {tr.iteration:,}", err=True)
     _quarantine_newer(path, tr.iteration)
@@ -989,27 +1042,24 @@ def resume(run_dir, iterations, seconds, checkpoint_every, keep, target, eval_ev
         _atomic_write_bytes(path / METRICS_JSONL, "".join(json.dumps(r) + "\n" for r in kept).encode())
     if not (path / RUN_TOML).exists():
         _write_run_toml(path, tr, {"created": "unknown (rewritten by resume)"})
-    sess = _Session(
-        tr,
-        path,
-        iterations=iterations,
-        seconds=seconds,
-        checkpoint_every=checkpoint_every,
-        keep=keep,
-        eval_every=eval_every,
-        report_every=report_every,
-        target=target,
-    )
-    result = sess.run()
-    _finish(tr, result, as_json, sess)
+    job = None
+    if manifest.get("job") or any(x is not None for x in (workers, shards, address)):
+        from cluster.job import RayJob
+
+        job = _ray_job(tr, RayJob.resume_kwargs(manifest, workers=workers, shards=shards, batch=batch,
+                                                address=address))
+    _run(tr, job, path, as_json, iterations=iterations, seconds=seconds, checkpoint_every=checkpoint_every,
+         keep=keep, eval_every=eval_every, report_every=report_every, target=target)
 
 
 @cli.command()
 @click.argument("run_dir")
 @click.option("--verify", is_flag=True, help="Also check every checkpoint file's digest (reads every byte).")
+@click.option("--plot", "plot", default=None, metavar="FILE.png",
+              help="Draw the exploitability curve (exploitability against iterations, log scale) to a PNG.")
 @_json_opt
-def status(run_dir, verify, as_json):
-    """List a run's checkpoints and summarise its metrics."""
+def status(run_dir, verify, plot, as_json):
+    """List a run's checkpoints and summarise its metrics (and draw its exploitability curve)."""
     path = _run_dir_arg(run_dir)
     from blueprint.checkpoint import CheckpointError, list_checkpoints, read_manifest
 
@@ -1053,6 +1103,14 @@ def status(run_dir, verify, as_json):
         }
         for i in infos
     ]
+    if rows:
+        pauses = [r["checkpoint_seconds"] for r in rows if r.get("checkpoint_seconds") is not None]
+        summary["checkpoint_pause_seconds"] = max(pauses) if pauses else None
+        summary["rss_bytes"] = max((r.get("rss_bytes") or 0) for r in rows)
+        job_rows = [r for r in rows if r.get("workers") is not None]
+        if job_rows:
+            summary.update({k: job_rows[-1].get(k) for k in ("workers", "staleness", "bytes_per_batch")})
+            summary["worker_rss_bytes"] = max((r.get("worker_rss_bytes") or 0) for r in job_rows)
     summary["checkpoints"] = checkpoints
     summary["resume_from"] = complete[0].iteration if complete else None
     summary["run_dir"] = str(path)
@@ -1073,10 +1131,54 @@ def status(run_dir, verify, as_json):
                 f"  exploitability {summary['exploitability']:.6g} chips at iteration "
                 f"{summary['exploitability_iteration']:,}"
             )
+        if summary.get("workers") is not None:
+            click.echo(
+                f"  Ray job: {summary['workers']} workers, staleness {summary['staleness']:.0f} iterations, "
+                f"{_human_bytes(summary['bytes_per_batch'] or 0)} per batch, worker memory "
+                f"{_human_bytes(summary['worker_rss_bytes'])}"
+            )
+        if summary["checkpoint_pause_seconds"] is not None:
+            click.echo(f"  longest checkpoint pause {summary['checkpoint_pause_seconds']:.2f} s; "
+                       f"driver memory {_human_bytes(summary['rss_bytes'])}")
     elif summary["iterations"] is not None:
         click.echo(f"  iterations {summary['iterations']:,} (no metrics)")
+    if plot is not None:
+        summary["plot"] = _plot_exploitability(path, rows, Path(plot))
+        click.echo(f"  exploitability curve: {summary['plot']}")
     if as_json:
         click.echo(json.dumps(summary))
+
+
+def _plot_exploitability(run_dir: Path, rows: list[dict[str, Any]], out: Path) -> str:
+    """Draw exploitability against iterations (both log scale) from the metrics rows to ``out``."""
+    points = [(r["iteration"], r["exploitability"]) for r in rows
+              if r.get("exploitability") is not None and r["iteration"] > 0 and r["exploitability"] > 0]
+    if not points:
+        raise CLIError(
+            f"{run_dir} has no exploitability in its metrics (it is computed exactly only on small games, "
+            "and not with --eval-every 0): nothing to plot"
+        )
+    if out.suffix.lower() != ".png":
+        raise CLIError(f"--plot {out}: the file must end in .png")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+    ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("iterations")
+    ax.set_ylabel("exploitability (chips, NashConv / 2)")
+    ax.set_title(run_dir.name)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    try:
+        fig.savefig(out)
+    finally:
+        plt.close(fig)
+    return str(out)
 
 
 @cli.command(name="eval")

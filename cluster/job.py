@@ -8,15 +8,25 @@ job checkpoint has the trainer's manifest keys and ``Trainer.load`` / ``mccfr ev
 The loop runs in rounds (bulk-synchronous):
 
 * a round covers iterations ``[t, t_end)`` with ``t_end`` the next multiple of ``N * B`` (the batch
-  grid is fixed in iterations from 0), capped at the next discount boundary and at the end of the
-  run; it is split into N contiguous batches, worker k running ``[t0_k, t0_k + b_k)``;
-* every worker gets the same snapshot (the shards' published slices, by object reference), runs its
-  batch on a private copy and returns per-shard compact deltas as separate objects; the driver
-  waits with ``ray.wait`` and forwards each finished worker's delta references to the shards
-  (``apply_delta(worker, batch_seq, payload)``, idempotent) without fetching them;
-* at the end of the round the shards discount at the trainer's boundaries and publish the next
-  snapshot. Actor calls from the driver run in submission order, so a shard publishes only after
-  applying every delta of the round.
+  grid is fixed in iterations from 0), capped at the end of the run; it is split into N contiguous
+  batches, worker k running ``[t0_k, t0_k + b_k)``. A round may span many discount boundaries:
+  discounting is a function of the iteration count, so every party applies the round's boundaries
+  itself (no synchronisation at a boundary);
+* the shards first discount their slices through every boundary of the round
+  (``discount_span(t, t_end)``); every worker gets the same snapshot (the shards' published slices
+  at ``t``, by object reference), runs its batch on a private copy that passes the same boundaries
+  (skipping the other workers' iterations), and returns per-shard compact deltas, its copy minus the
+  discounted snapshot, as separate objects; the driver waits with ``ray.wait`` and forwards each
+  finished worker's delta references to the shards (``apply_delta(worker, batch_seq, payload)``,
+  idempotent) without fetching them;
+* at the end of the round the shards publish the next snapshot. Actor calls from the driver run in
+  submission order, so a shard discounts before any delta of the round and publishes only after
+  applying every one.
+
+With linear weighting (``linear``, ``pluribus``) a boundary multiplies the whole table by one
+factor, so a delta discounted on the worker and added to the discounted table is exactly what one
+process would have; ``dcfr``'s sign-dependent factors make it approximate for more than one worker
+(as staleness is).
 
 Staleness: a worker's delta is computed against the snapshot of the start of its round; the deltas
 of other workers applied before it in the round are what it did not see. ``staleness`` reports that
@@ -30,13 +40,20 @@ cuts that batch in two).
 Faults: a worker whose actor dies (``ray.kill``, kill -9 of its process, a lost node) makes its
 result raise ``RayActorError``; the driver records the lost batch (its iterations were allocated
 but never applied), re-creates the actor from the worker's last known RNG state, and the worker
-rejoins in the next round from the latest snapshot. A shard that dies stops the job with a clear
-error; the last complete checkpoint is intact and resumable.
+rejoins in the next round from the latest snapshot. A shard that dies is restored: the driver keeps
+the log of every call it made to the shards since the last complete checkpoint (the round spans and
+the references of the delta objects, which stay in the object store while referenced); a new shard
+actor loads its slice from that checkpoint (or from the job's starting tables) and replays the log,
+which reproduces its state exactly (the deltas are idempotent and applied in the same order). The
+log is capped at ``max_replay_bytes``; past that, or if the restore itself fails, the job stops with
+:class:`JobError` naming the shard and the checkpoint to resume from.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import shutil
 import time
 from collections.abc import Callable
@@ -52,8 +69,19 @@ from cluster.shard import ShardCore, slice_bounds
 from cluster.worker import WorkerCore
 
 
+def default_batch(table_entries: int) -> int:
+    """Iterations per worker per round when none is given: table entries / 25, within
+    [100, 100,000]. Staleness costs exploitability in proportion to batch / iterations, and more in
+    a small table, where each iteration moves a larger part of the strategy (Leduc, 2,604 entries:
+    104; 2 workers at batch 100 end 4M iterations within 7% of one process, at 1,000 1.8x worse); a
+    big table needs big batches to keep the per-round overhead small (hunl100 with the small
+    abstractions, 116,463 entries: 4,658). See BENCHMARKS.md, "Ray job"."""
+    return int(min(max(table_entries // 25, 100), 100_000))
+
+
 class JobError(RuntimeError):
-    pass
+    """The job cannot go on (a shard died and could not be restored, ...); the message says why
+    and which checkpoint to resume from."""
 
 
 def worker_seed_state(seed: int, worker: int, iteration: int = 0) -> np.ndarray:
@@ -78,7 +106,7 @@ class RayJob:
             schedule counters and the starting tables.
         workers: N worker actors.
         shards: S shard actors.
-        batch: B iterations per worker per round.
+        batch: B iterations per worker per round (default: :func:`default_batch`).
         address: ``ray.init`` address (None: join a running local Ray or start one; "auto": join
             the cluster started with ``ray start``).
         worker_cpus: CPUs each worker actor reserves (shards reserve none).
@@ -86,6 +114,8 @@ class RayJob:
         worker_seq: per worker, the last batch sequence number used (a resumed job).
         log: called with human-readable notes (lost batches, restarts).
         ray_init: extra keyword arguments for ``ray.init``.
+        max_replay_bytes: the most delta bytes kept since the last checkpoint to restore a shard
+            that dies (past that a dead shard stops the job).
     """
 
     def __init__(
@@ -93,16 +123,19 @@ class RayJob:
         trainer: Trainer,
         workers: int = 2,
         shards: int = 2,
-        batch: int = 1000,
+        batch: int | None = None,
         address: str | None = None,
         worker_cpus: float = 1,
         worker_rng: list | None = None,
         worker_seq: list[int] | None = None,
         log: Callable[[str], Any] | None = None,
         ray_init: dict | None = None,
+        max_replay_bytes: int = 1 << 30,
     ):
         import ray
 
+        if batch is None:
+            batch = default_batch(trainer.size)
         if workers < 1 or shards < 1 or batch < 1:
             raise JobError("workers, shards and batch must be >= 1")
         if trainer.config.algo.full_traversal:
@@ -133,19 +166,18 @@ class RayJob:
             for k in range(workers)
         ]
         self.config_ref = ray.put(trainer.config_dict)
-        ShardActor = ray.remote(num_cpus=0, max_restarts=0)(ShardCore)
-        self.shards = [
-            ShardActor.remote(
-                k,
-                lo,
-                hi,
-                trainer.config.algo,
-                trainer.regret[lo:hi],
-                trainer.strat[lo:hi],
-                {w: self.worker_seq[w] for w in range(workers)},
-            )
-            for k, (lo, hi) in enumerate(self.bounds)
+        self._ShardActor = ray.remote(num_cpus=0, max_restarts=0)(ShardCore)
+        # what a shard that dies is rebuilt from: the starting slices (until the first checkpoint),
+        # then the last complete checkpoint; plus the log of the shard calls made since
+        self.base_refs: list | None = [
+            (ray.put(trainer.regret[lo:hi]), ray.put(trainer.strat[lo:hi])) for lo, hi in self.bounds
         ]
+        self.base_seq = list(self.worker_seq)
+        self.base_dir: Path | None = None
+        self.replay: list[tuple] | None = []
+        self.replay_bytes = 0
+        self.max_replay_bytes = max_replay_bytes
+        self.shards = [self._new_shard(k) for k in range(shards)]
         self._WorkerActor = ray.remote(num_cpus=worker_cpus, max_restarts=0)(WorkerCore)
         self.workers = [self._new_worker(k) for k in range(workers)]
         self.snapshot = [s.publish.remote() for s in self.shards]
@@ -157,8 +189,11 @@ class RayJob:
         self.staleness_sum = 0
         self.lost: list[dict[str, Any]] = []
         self.restarts = 0
+        self.shard_restores = 0
         self.compute_seconds = 0.0
         self.worker_seconds = 0.0
+        self.round_seconds = 0.0
+        self.worker_rss: dict[int, int] = {}
         self.checkpoint_pauses: list[float] = []
 
     # -- actors -------------------------------------------------------------------------------
@@ -166,6 +201,68 @@ class RayJob:
         return self._WorkerActor.remote(
             k, self.config_ref, self.bounds, self.worker_rng[k], self.tr.abstraction_hash
         )
+
+    def _new_shard(self, k: int):
+        """A shard actor holding slice k as of the restore base (the starting slices, or the last
+        complete checkpoint's file); the caller replays the log since."""
+        lo, hi = self.bounds[k]
+        seq = {w: self.base_seq[w] for w in range(self.num_workers)}
+        if self.base_dir is None:
+            r_ref, s_ref = self.base_refs[k]
+            return self._ShardActor.remote(k, lo, hi, self.tr.config.algo, r_ref, s_ref, seq)
+        actor = self._ShardActor.remote(k, lo, hi, self.tr.config.algo, None, None, seq)
+        actor.load.remote(str(self.base_dir / ckpt.shard_name(k)))
+        return actor
+
+    def _restore_shards(self, exc: BaseException) -> None:
+        """Re-create every dead shard from the restore base and replay the log (see the module
+        docstring); raise :class:`JobError` when that is impossible."""
+        ray = self.ray
+        dead = []
+        for k, s in enumerate(self.shards):
+            try:
+                ray.get(s.ping.remote(), timeout=60)
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                dead.append(k)
+        if not dead:
+            raise JobError(f"a shard call failed: {exc}") from exc
+        since = f"checkpoint {self.base_dir}" if self.base_dir is not None else "the job's start"
+        stop = (
+            f"shard(s) {dead} died; the job stops: resume from the last complete checkpoint "
+            f"({self.base_dir or 'none written yet'}) with 'mccfr resume RUN_DIR'"
+        )
+        if self.replay is None:
+            raise JobError(f"{stop} (the deltas since {since} were over {self.max_replay_bytes:,} bytes and not kept)") from exc
+        for k in dead:
+            self.log(f"shard {k} died ({type(exc).__name__}); restoring it from {since} and {len(self.replay)} logged calls")
+            with contextlib.suppress(Exception):  # already gone
+                ray.kill(self.shards[k], no_restart=True)
+            self.shards[k] = self._new_shard(k)
+        try:
+            calls = []
+            for op in self.replay:
+                for k in dead:
+                    sh = self.shards[k]
+                    if op[0] == "span":
+                        calls.append(sh.discount_span.remote(op[1], op[2]))
+                    else:
+                        calls.append(sh.apply_delta.remote(op[1], op[2], op[3][k]))
+            ray.get(calls + [self.shards[k].ping.remote() for k in dead])
+        except Exception as exc2:
+            raise JobError(f"{stop} (restoring it failed: {exc2})") from exc2
+        self.shard_restores += len(dead)
+
+    def _log_call(self, op: tuple, nbytes: int = 0) -> None:
+        if self.replay is None:
+            return
+        self.replay.append(op)
+        self.replay_bytes += nbytes
+        if self.replay_bytes > self.max_replay_bytes:
+            self.replay = None  # frees the delta objects; a dead shard now stops the job
+            self.log(
+                f"more than {self.max_replay_bytes:,} delta bytes since the last checkpoint: a shard that "
+                "dies before the next checkpoint stops the job"
+            )
 
     def _restart_worker(self, k: int, info: dict[str, Any], exc: BaseException) -> None:
         self.lost.append(info)
@@ -179,8 +276,8 @@ class RayJob:
         self.restarts += 1
 
     def kill_worker(self, k: int) -> None:
-        """Kill worker ``k``'s actor (fault drills)."""
-        self.ray.kill(self.workers[k], no_restart=True)
+        """kill -9 worker ``k``'s process (fault drills; the worker must run on this node)."""
+        os.kill(self.ray.get(self.workers[k].pid.remote()), signal.SIGKILL)
 
     # -- the trainer-like interface (used by the CLI's session) ---------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -195,20 +292,18 @@ class RayJob:
     def _round_size(self, end: int) -> int:
         t = self.tr.iteration
         grid = self.num_workers * self.batch
-        total = min((t // grid + 1) * grid, end) - t
-        a = self.tr.config.algo
-        if a.discount != "none":
-            total = min(total, (t // a.discount_every + 1) * a.discount_every - t)
-        return total
+        return min((t // grid + 1) * grid, end) - t
 
     def _round(self, end: int) -> None:
         ray = self.ray
         tr = self.tr
         t = tr.iteration
         total = self._round_size(end)
+        t_end = t + total
         sizes = split_round(total, self.num_workers)
-        opts = tr._opts()
         t_start = time.perf_counter()
+        calls = [s.discount_span.remote(t, t_end) for s in self.shards]
+        self._log_call(("span", t, t_end))
         pending: dict[Any, tuple[int, dict[str, Any], list]] = {}
         t0 = t
         for k, b in enumerate(sizes):
@@ -219,11 +314,10 @@ class RayJob:
             refs = (
                 self.workers[k]
                 .run_batch.options(num_returns=1 + self.num_shards)
-                .remote(seq, t0, b, opts, *self.snapshot)
+                .remote(seq, t, t0, b, t_end, tr.w_base, tr.t_base, *self.snapshot)
             )
             pending[refs[0]] = (k, {"worker": k, "batch_seq": seq, "t0": t0, "iterations": b}, refs[1:])
             t0 += b
-        applied: list[Any] = []
         applied_iters = 0
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
@@ -235,8 +329,10 @@ class RayJob:
                     self._restart_worker(k, info, exc)
                     continue
                 for shard, payload in zip(self.shards, payloads):
-                    applied.append(shard.apply_delta.remote(k, info["batch_seq"], payload))
+                    calls.append(shard.apply_delta.remote(k, info["batch_seq"], payload))
+                self._log_call(("delta", k, info["batch_seq"], payloads), stats["bytes"])
                 self.worker_rng[k] = np.array(stats["rng"], np.uint64)
+                self.worker_rss[k] = stats["rss_bytes"]
                 tr.node_visits += stats["node_visits"]
                 tr.pruned += stats["pruned"]
                 self.batches += 1
@@ -247,21 +343,16 @@ class RayJob:
                 self.worker_seconds += stats["seconds"]
                 applied_iters += stats["iterations"]
         try:
-            ray.get(applied)
+            ray.get(calls)
         except ray.exceptions.RayActorError as exc:
-            raise JobError(
-                f"a shard actor died ({exc}); stopping: resume from the last complete checkpoint"
-            ) from exc
-        tr.iteration = t + total
-        self._boundary()
+            self._restore_shards(exc)
+        tr.skip_to(t_end, tables=False)
         self.snapshot = [s.publish.remote() for s in self.shards]
+        ray.wait(self.snapshot, num_returns=len(self.snapshot), fetch_local=False)
         self.version += 1
-        tr.seconds += time.perf_counter() - t_start
-
-    def _boundary(self) -> None:
-        if self.tr.discount_factors() is not None:
-            for s in self.shards:
-                s.discount.remote(self.tr.iteration)
+        dt = time.perf_counter() - t_start
+        tr.seconds += dt
+        self.round_seconds += dt
 
     def run(
         self, iterations: int, callback: Callable[[RayJob], bool] | None = None, report_seconds: float = 0.5
@@ -300,6 +391,9 @@ class RayJob:
         b = max(self.batches, 1)
         return {
             "workers": self.num_workers,
+            "shard_restores": self.shard_restores,
+            "worker_rss_bytes": max(self.worker_rss.values()) if self.worker_rss else None,
+            "bytes_per_second": self.bytes_sent / self.round_seconds if self.round_seconds > 0 else None,
             "shards": self.num_shards,
             "batch": self.batch,
             "batches": self.batches,
@@ -331,10 +425,14 @@ class RayJob:
         return m
 
     def save(self, run_dir: Path, keep: int | None = None) -> Path:
-        """Checkpoint: every shard writes its slice (in parallel), then the driver the manifest."""
+        """Checkpoint: every shard writes its slice (in parallel), then the driver the manifest.
+
+        A failed write (disk full, ...) removes the partial directory and raises
+        :class:`CheckpointError` saying which checkpoint is kept; the job can go on."""
         t_start = time.perf_counter()
         run_dir = Path(run_dir)
         it = self.tr.iteration
+        kept = ckpt.previous_kept(run_dir, it)
         ckpt_dir = ckpt.new_checkpoint_dir(run_dir, it, replace=True)
         try:
             files = self.ray.get([s.write.remote(str(ckpt_dir), it) for s in self.shards])
@@ -342,14 +440,34 @@ class RayJob:
         except BaseException as exc:
             shutil.rmtree(ckpt_dir, ignore_errors=True)
             if isinstance(exc, Exception):
+                cause = getattr(exc, "cause", None) or exc  # a shard's error comes as RayTaskError
                 raise ckpt.CheckpointError(
-                    f"writing checkpoint {ckpt_dir} (iteration {it}) failed: {exc}"
+                    f"writing checkpoint {ckpt_dir} (iteration {it}) failed: {cause}; {kept}"
                 ) from exc
             raise
+        # a shard that dies from now on is rebuilt from this checkpoint
+        self.base_dir, self.base_refs, self.base_seq = ckpt_dir, None, list(self.worker_seq)
+        self.replay, self.replay_bytes = [], 0
         if keep is not None:
             ckpt.prune_checkpoints(run_dir, keep)
         self.checkpoint_pauses.append(time.perf_counter() - t_start)
         return ckpt_dir
+
+    @staticmethod
+    def resume_kwargs(manifest: dict[str, Any], **overrides) -> dict[str, Any]:
+        """Constructor keywords that continue the job of a checkpoint's manifest: its workers,
+        shards, batch, worker RNG states and batch numbers (a single-process checkpoint: one
+        worker continuing the trainer's RNG). ``overrides`` (None values ignored) replace them."""
+        job = manifest.get("job") or {}
+        kw = {
+            "workers": job.get("workers", 1),
+            "shards": job.get("shards", 1),
+            "batch": job.get("batch"),
+            "worker_rng": job.get("worker_rng", [manifest["rng_state"]]),
+            "worker_seq": job.get("worker_seq"),
+        }
+        kw.update({k: v for k, v in overrides.items() if v is not None})
+        return kw
 
     @classmethod
     def load(cls, run_dir: Path, log: Callable[[str], Any] | None = None, **kwargs) -> RayJob:
@@ -359,13 +477,7 @@ class RayJob:
         manifest, shards = ckpt.load_latest(Path(run_dir), log=log)
         tr = Trainer.from_checkpoint(Path(run_dir), manifest, shards)
         del shards
-        job = manifest.get("job") or {}
-        kwargs.setdefault("workers", job.get("workers", 1))
-        kwargs.setdefault("shards", job.get("shards", 1))
-        kwargs.setdefault("batch", job.get("batch", 1000))
-        kwargs.setdefault("worker_rng", job.get("worker_rng", [manifest["rng_state"]]))
-        kwargs.setdefault("worker_seq", job.get("worker_seq"))
-        return cls(tr, log=log, **kwargs)
+        return cls(tr, log=log, **cls.resume_kwargs(manifest, **kwargs))
 
     # -- shutdown ---------------------------------------------------------------------------------
     def close(self) -> None:

@@ -24,8 +24,8 @@ import numpy as np
 
 from blueprint import checkpoint as ckpt
 from blueprint.algo import AlgoConfig
-from blueprint.kernels import discount_tables
 from blueprint.numerics import regret_bounds
+from blueprint.trainer import discount_span
 
 _HEADER = struct.Struct("<4sIQ")  # magic, version, number of rows
 _MAGIC = b"MCDL"
@@ -148,13 +148,23 @@ class ShardCore:
         self.applied += 1
         return True
 
-    def discount(self, iteration: int) -> bool:
-        """Discount the slice if a boundary falls after ``iteration`` (as ``Trainer._boundary``)."""
-        if not self.algo.discounts_at(iteration):
-            return False
-        pos_f, neg_f, avg_f = self.algo.factors(iteration // self.algo.discount_every)
-        discount_tables(self.regret, self.strat, pos_f, neg_f, avg_f, self.int_regret)
-        return True
+    def discount_span(self, t: int, t_end: int) -> int:
+        """Discount the slice at every boundary in ``(t, t_end]`` (a round's, before its deltas)."""
+        return discount_span(self.algo, self.regret, self.strat, t, t_end)
+
+    def load(self, path: str) -> int:
+        """Replace the slice by the one in shard file ``path`` (a restart after this shard died);
+        returns the iteration it was written at."""
+        arrays, meta = ckpt.read_shard(path)
+        if (meta.get("row_lo"), meta.get("row_hi")) != (self.row_lo, self.row_hi):
+            raise ckpt.CheckpointError(
+                f"{path} holds rows [{meta.get('row_lo')}, {meta.get('row_hi')}), shard {self.index} owns "
+                f"[{self.row_lo}, {self.row_hi})"
+            )
+        self.regret = np.array(arrays["regret"], self.regret.dtype)
+        self.strat = np.array(arrays["strat"], np.float32)
+        self.last_seq = {int(k): int(v) for k, v in meta["last_seq"].items()}
+        return int(meta["iteration"])
 
     def publish(self) -> dict[str, np.ndarray]:
         """The slice for the next snapshot (copies: the object store keeps them immutable)."""

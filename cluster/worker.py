@@ -5,20 +5,22 @@
 (a small dict: no large arrays travel), keeps its own xoshiro RNG state, and per batch:
 
 1. concatenates the shards' published slices into a private copy of the tables (the snapshot),
-2. runs ``n`` iterations of :func:`blueprint.kernels.es_iterations` on that copy, so it sees its
-   own updates,
-3. finds the touched rows (where the copy differs from the snapshot) and packs, per shard, the
-   differences with :func:`cluster.shard.pack_delta`.
+2. runs its ``n`` iterations with the trainer's own loop (:meth:`Trainer.run`) on that copy, so it
+   sees its own updates, passing every discount boundary of the round (a batch may span many),
+3. finds the touched rows (where the copy differs from the snapshot discounted through the round)
+   and packs, per shard, the differences with :func:`cluster.shard.pack_delta`.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 import numpy as np
 
-from blueprint.kernels import es_iterations
+from blueprint.trainer import discount_span
+from cluster import rss_bytes
 from cluster.shard import pack_delta
 
 
@@ -55,40 +57,62 @@ class WorkerCore:
                 f"worker {worker_id}: shard ranges end at {self.bounds[-1][1]}, table has {self.tr.size}"
             )
         self.tr.rng = np.array(rng, np.uint64)
-        self.kargs = self.tr._kernel_args()
-        self.cargs = self.tr._card_args()
         self.int_regret = self.tr.config.algo.regret_dtype == "int32"
+        self._base_r = np.empty_like(self.tr.regret)  # the snapshot through a round's discounting
+        self._base_s = np.empty_like(self.tr.strat)
 
     def rng_state(self) -> list[int]:
         return [int(x) for x in self.tr.rng]
 
-    def run_batch(self, batch_seq: int, t0: int, n: int, opts: np.ndarray, *slices: dict) -> list[Any]:
-        """Run ``n`` iterations from iteration ``t0`` against the snapshot made of ``slices``.
+    def run_batch(
+        self, batch_seq: int, t: int, t0: int, n: int, t_end: int, w_base: float, t_base: int, *slices: dict
+    ) -> list[Any]:
+        """Run iterations ``[t0, t0 + n)`` of the round ``[t, t_end)`` against the snapshot ``slices``
+        (the tables at iteration ``t``, schedule state ``w_base``/``t_base``).
+
+        The worker's copy goes through every discount boundary of the round in order: those before
+        its batch (the other workers' iterations, skipped), those inside it, and those after it, so
+        its delta is ``copy - D(snapshot)`` with ``D`` the round's discounting, the very sweep the
+        shards apply before adding the deltas. With one worker the shards end with the copy.
 
         Args:
             batch_seq: this worker's batch number (for the shards' idempotency).
-            t0: first iteration number.
-            n: iterations.
-            opts: float64 kernel options (``Trainer._opts``).
+            t, t_end: the round.
+            t0, n: this batch (``t <= t0``, ``t0 + n <= t_end``).
+            w_base, t_base: the schedule state at ``t`` (``Trainer.w_base``/``t_base``).
             slices: per shard, ``{"regret", "strat"}`` as published.
 
         Returns:
             ``[stats, payload_0, ..., payload_{S-1}]``: stats is a dict (batch_seq, iterations,
-            node_visits, pruned, touched rows, bytes sent, rng after the batch, seconds);
+            node_visits, pruned, touched rows, bytes sent, rng after the batch, seconds, rss);
             payload_k is the packed delta for shard k.
         """
+        if not t <= t0 <= t0 + n <= t_end:
+            raise ValueError(f"worker {self.worker_id}: batch [{t0}, {t0 + n}) outside the round [{t}, {t_end})")
         t_start = time.perf_counter()
         tr = self.tr
         snap_r = [s["regret"] for s in slices]
         snap_s = [s["strat"] for s in slices]
         np.concatenate(snap_r, out=tr.regret)
         np.concatenate(snap_s, out=tr.strat)
+        visits, pruned = tr.node_visits, tr.pruned
+        tr.iteration, tr.w_base, tr.t_base = t, w_base, t_base
+        tr.skip_to(t0)
         t_run = time.perf_counter()
-        st = es_iterations(n, t0, *self.kargs, *self.cargs, tr.regret, tr.strat, tr.rng, opts)
+        tr.run(n)
         t_delta = time.perf_counter()
+        tr.skip_to(t_end)
+        # the reference each delta is taken against: the snapshot through the round's discounting
+        base_r, base_s = snap_r, snap_s
+        if self._discounts(t, t_end):
+            np.concatenate(snap_r, out=self._base_r)
+            np.concatenate(snap_s, out=self._base_s)
+            discount_span(tr.config.algo, self._base_r, self._base_s, t, t_end)
+            base_r = [self._base_r[lo:hi] for lo, hi in self.bounds]
+            base_s = [self._base_s[lo:hi] for lo, hi in self.bounds]
         payloads = []
         touched = 0
-        for (lo, hi), r0, s0 in zip(self.bounds, snap_r, snap_s):
+        for (lo, hi), r0, s0 in zip(self.bounds, base_r, base_s):
             r1 = tr.regret[lo:hi]
             s1 = tr.strat[lo:hi]
             rows = np.flatnonzero((r1 != r0) | (s1 != s0))
@@ -99,21 +123,32 @@ class WorkerCore:
             ds = s1[rows] - s0[rows]
             payloads.append(pack_delta(rows, dr, ds))
             touched += len(rows)
-        t_end = time.perf_counter()
+        t_end_s = time.perf_counter()
         stats = {
             "worker": self.worker_id,
             "batch_seq": batch_seq,
             "t0": t0,
             "iterations": n,
-            "node_visits": int(st[0]),
-            "pruned": int(st[1]),
+            "node_visits": tr.node_visits - visits,
+            "pruned": tr.pruned - pruned,
             "touched_rows": touched,
             "bytes": sum(len(p) for p in payloads),
             "rng": self.rng_state(),
-            "seconds": t_end - t_start,
+            "seconds": t_end_s - t_start,
             "compute_seconds": t_delta - t_run,
+            "rss_bytes": rss_bytes(),
         }
         return [stats, *payloads]
 
+    def _discounts(self, t: int, t_end: int) -> bool:
+        a = self.tr.config.algo
+        if a.discount == "none":
+            return False
+        first = (t // a.discount_every + 1) * a.discount_every
+        return first <= t_end and a.discounts_at(first)
+
     def ping(self) -> int:
         return self.worker_id
+
+    def pid(self) -> int:
+        return os.getpid()

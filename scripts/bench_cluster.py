@@ -1,111 +1,182 @@
-"""Benchmark the Ray job: Leduc convergence (2 workers / 2 shards vs one process at equal
-iterations) and throughput (1 vs 2 workers) on hunl100 with the small bet and rank card
-abstractions, with bytes per batch and the compute share of worker time.
+"""Benchmark the Ray job (cluster/job.py) against the single-process trainer.
 
-    python scripts/bench_cluster.py [--leduc-iters 20000] [--seconds 30] [--batch 2000]
+    python scripts/bench_cluster.py leduc      [--iterations 4000000] [--batch 100,1000] [--seeds 0]
+                                               [--algo pluribus] [--workers 2]
+    python scripts/bench_cluster.py throughput [--seconds 30] [--batch 20000] [--cards small]
+    python scripts/bench_cluster.py checkpoint [--cards small] [--iterations 200000]
+
+leduc: exact exploitability at equal total iterations, single process vs a 2-worker 2-shard job,
+per seed and on average. throughput: hunl100 (``--bets small``, the default no-limit game of
+``mccfr train``), single process (the peer measured in the same run), then Ray jobs with 1 and 2
+workers (2 shards each): iterations/s after a warm-up round, bytes per batch and per second, the
+share of the workers' time spent outside the kernel (snapshot copy, deltas, waiting), memory.
+checkpoint: write and load times and sizes of the default game's checkpoint, one shard (single
+process) and two (the Ray job). One JSON object per line; the first one describes the machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import tempfile
 import time
+from pathlib import Path
 
+import numpy as np
 import ray
 
-from blueprint.trainer import make_trainer
+from blueprint import checkpoint as ckpt
+from blueprint.trainer import Trainer, make_trainer
+from cluster import rss_bytes
 from cluster.job import RayJob
 
 
-def leduc(iters: int, batches: list[int]) -> list[dict]:
-    out = []
-    single = make_trainer("leduc", seed=1)
-    t = time.perf_counter()
-    single.run(iters)
-    out.append(
-        {
-            "mode": "single",
-            "iterations": iters,
-            "seconds": time.perf_counter() - t,
-            "exploitability": single.exploitability()[0],
-        }
-    )
-    for b in batches:
-        with RayJob(make_trainer("leduc", seed=1), workers=2, shards=2, batch=b) as job:
-            job.run(2 * b)  # warm up: actors start, kernels load
-            start_it, t = job.iteration, time.perf_counter()
-            job.run(iters - job.iteration)
-            dt = time.perf_counter() - t
-            st = job.stats()
-            out.append(
-                {
-                    "mode": "ray 2w/2s",
-                    "batch": b,
-                    "iterations": job.iteration,
-                    "seconds": dt,
-                    "iterations_per_second": (job.iteration - start_it) / dt,
-                    "exploitability": job.exploitability()[0],
-                    "staleness": st["staleness"],
-                    "bytes_per_batch": st["bytes_per_batch"],
-                }
-            )
-    return out
+def emit(row: dict) -> None:
+    print(json.dumps(row), flush=True)
 
 
-def throughput(seconds: float, batch: int) -> list[dict]:
-    out = []
-    tr = make_trainer("hunl100", bets="small", cards="rank", seed=1)
-    tr.run(200)
+def leduc(iters: int, batches: list[int], seeds: list[int], algo: str = "pluribus", workers: int = 2) -> None:
+    single_e, ray_e = [], {b: [] for b in batches}
+    for seed in seeds:
+        tr = make_trainer("leduc", seed=seed, algo=algo)
+        t = time.perf_counter()
+        tr.run(iters)
+        dt = time.perf_counter() - t
+        e1 = tr.exploitability()[0]
+        single_e.append(e1)
+        emit({"bench": "leduc", "mode": "single", "algo": algo, "seed": seed, "iterations": iters, "seconds": dt,
+              "exploitability": e1, "table_entries": tr.size})
+        for batch in batches:
+            with RayJob(make_trainer("leduc", seed=seed, algo=algo), workers=workers, shards=2, batch=batch) as job:
+                t = time.perf_counter()
+                job.run(iters)
+                dt = time.perf_counter() - t
+                e2 = job.exploitability()[0]
+                st = job.stats()
+            ray_e[batch].append(e2)
+            emit({"bench": "leduc", "mode": f"ray {workers}w/2s", "algo": algo, "seed": seed, "batch": batch, "iterations": iters,
+                  "seconds": dt, "exploitability": e2, "vs_single": e2 / e1, "staleness": st["staleness"],
+                  "bytes_per_batch": st["bytes_per_batch"]})
+    for batch in batches:
+        emit({"bench": "leduc", "mode": "mean", "batch": batch, "single": float(np.mean(single_e)),
+              "ray": float(np.mean(ray_e[batch])), "ratio": float(np.mean(ray_e[batch]) / np.mean(single_e))})
+
+
+def _single_rate(args: tuple) -> tuple[float, int, int]:
+    """Iterations/s of one single-process trainer over ``seconds`` after a warm-up ``batch``, started
+    at the wall-clock instant ``start`` (so concurrent ones overlap)."""
+    cards, seed, batch, seconds, start = args
+    tr = make_trainer("hunl100", bets="small", cards=cards, seed=seed)
+    tr.run(batch)  # compiles / loads the kernels
+    time.sleep(max(0.0, start - time.time()))
     t, it0 = time.perf_counter(), tr.iteration
     while time.perf_counter() - t < seconds:
         tr.run(batch)
-    dt = time.perf_counter() - t
-    out.append(
-        {"mode": "single", "iterations_per_second": (tr.iteration - it0) / dt, "table_entries": tr.size}
-    )
-    for w in (1, 2):
-        tr = make_trainer("hunl100", bets="small", cards="rank", seed=1)
+    return (tr.iteration - it0) / (time.perf_counter() - t), tr.size, rss_bytes()
+
+
+def throughput(seconds: float, batch: int, cards: str, workers: list[int]) -> None:
+    import multiprocessing
+
+    emit({"bench": "throughput", "load_average": os.getloadavg()})
+    single, size, rss = _single_rate((cards, 1, batch, seconds, 0.0))
+    emit({"bench": "throughput", "mode": "single", "cards": cards, "iterations_per_second": single,
+          "table_entries": size, "rss_bytes": rss})
+    # the ceiling the machine gives two processes now: two independent trainers at once
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        start = time.time() + 30  # both load their card tables first
+        pair = pool.map(_single_rate, [(cards, s, batch, seconds, start) for s in (1, 2)])
+    two = sum(r for r, _, _ in pair)
+    emit({"bench": "throughput", "mode": "2 independent single processes at once",
+          "iterations_per_second": two, "vs_single": two / single})
+    rates = {}
+    for w in workers:
+        tr = make_trainer("hunl100", bets="small", cards=cards, seed=1)
         with RayJob(tr, workers=w, shards=2, batch=batch) as job:
-            job.run(w * batch)  # warm up
+            job.run(w * batch)  # warm up: actors start, kernels and card tables load
             it0, t = job.iteration, time.perf_counter()
-            b0, s0 = job.batches, job.bytes_sent
+            b0, s0, c0, r0 = job.batches, job.bytes_sent, job.compute_seconds, job.round_seconds
+            ws0 = job.worker_seconds
             while time.perf_counter() - t < seconds:
                 job.run(w * batch)
             dt = time.perf_counter() - t
             st = job.stats()
-            out.append(
-                {
-                    "mode": f"ray {w}w/2s",
-                    "batch": batch,
-                    "iterations_per_second": (job.iteration - it0) / dt,
-                    "bytes_per_batch": (job.bytes_sent - s0) / max(job.batches - b0, 1),
-                    "compute_share": st["compute_share"],
-                    "staleness": st["staleness"],
-                }
-            )
-    return out
+            batches = job.batches - b0
+            sent = job.bytes_sent - s0
+            rates[w] = (job.iteration - it0) / dt
+            emit({
+                "bench": "throughput", "mode": f"ray {w}w/2s", "batch": batch,
+                "iterations_per_second": rates[w], "vs_single": rates[w] / single,
+                "rounds_seconds": job.round_seconds - r0, "wall_seconds": dt,
+                "bytes_per_batch": sent / max(batches, 1), "bytes_per_second": sent / dt,
+                # share of the worker slots' wall time not spent in the kernel, split into the
+                # worker's own snapshot copy / delta packing and the rest (Ray calls, waiting for
+                # the other worker, the shards' apply and publish)
+                "overhead_share": 1 - (job.compute_seconds - c0) / (w * (job.round_seconds - r0)),
+                "worker_copy_pack_share": ((job.worker_seconds - ws0) - (job.compute_seconds - c0))
+                / (w * (job.round_seconds - r0)),
+                "staleness": st["staleness"], "worker_rss_bytes": st["worker_rss_bytes"],
+                "driver_rss_bytes": rss_bytes(),
+            })
+    if 1 in rates and 2 in rates:
+        emit({"bench": "throughput", "mode": "ratio 2w/1w", "ratio": rates[2] / rates[1],
+              "load_average": os.getloadavg()})
+
+
+def checkpoint(cards: str, iters: int) -> None:
+    tr = make_trainer("hunl100", bets="small", cards=cards, seed=1)
+    tr.run(iters)
+    with tempfile.TemporaryDirectory(dir=".") as d:
+        t = time.perf_counter()
+        path = tr.save(Path(d) / "single")
+        w = time.perf_counter() - t
+        size = sum(f.stat().st_size for f in path.iterdir())
+        t = time.perf_counter()
+        manifest, shards = ckpt.load_latest(Path(d) / "single")
+        rd = time.perf_counter() - t
+        emit({"bench": "checkpoint", "mode": "single (1 shard)", "iterations": iters, "table_entries": tr.size,
+              "table_bytes": int(tr.regret.nbytes + tr.strat.nbytes), "bytes": size, "write_seconds": w,
+              "read_verify_seconds": rd})
+        t = time.perf_counter()
+        Trainer.load(Path(d) / "single")
+        emit({"bench": "checkpoint", "mode": "Trainer.load (read + rebuild tree and card tables)",
+              "seconds": time.perf_counter() - t})
+        with RayJob(tr, workers=1, shards=2, batch=10_000) as job:
+            job.run(10_000)  # the actors are up
+            t = time.perf_counter()
+            path = job.save(Path(d) / "ray")
+            w = time.perf_counter() - t
+            size = sum(f.stat().st_size for f in path.iterdir())
+            t = time.perf_counter()
+            ckpt.load_latest(Path(d) / "ray")
+            rd = time.perf_counter() - t
+        emit({"bench": "checkpoint", "mode": "ray (2 shards, pause of the job)", "bytes": size,
+              "write_seconds": w, "read_verify_seconds": rd})
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--leduc-iters", type=int, default=20_000)
+    ap.add_argument("what", choices=["leduc", "throughput", "checkpoint"])
+    ap.add_argument("--iterations", type=int, default=None)
+    ap.add_argument("--batch", default=None, help="iterations per worker per round (leduc: a list, 100,1000)")
+    ap.add_argument("--seeds", default="0")
     ap.add_argument("--seconds", type=float, default=30.0)
-    ap.add_argument("--batch", type=int, default=2000)
+    ap.add_argument("--cards", default="small")
+    ap.add_argument("--workers", default="1,2", help="throughput: the job sizes; leduc: the last one")
+    ap.add_argument("--algo", default="pluribus", help="leduc: the MCCFR variant")
     a = ap.parse_args()
     ray.init(include_dashboard=False, logging_level="warning", log_to_driver=False)
-    print(
-        json.dumps(
-            {
-                "machine": platform.processor() or platform.machine(),
-                "cpus": ray.cluster_resources().get("CPU"),
-            }
-        )
-    )
-    for row in leduc(a.leduc_iters, [100, 500]):
-        print(json.dumps(row))
-    for row in throughput(a.seconds, a.batch):
-        print(json.dumps(row))
+    emit({"machine": platform.processor() or platform.machine(), "cpus": ray.cluster_resources().get("CPU"),
+          "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
+    if a.what == "leduc":
+        leduc(a.iterations or 4_000_000, [int(b) for b in (a.batch or "100,1000").split(",")],
+              [int(s) for s in a.seeds.split(",")], a.algo, int(a.workers.split(",")[-1]))
+    elif a.what == "throughput":
+        throughput(a.seconds, int(a.batch or 20_000), a.cards, [int(w) for w in a.workers.split(",")])
+    else:
+        checkpoint(a.cards, a.iterations or 200_000)
     ray.shutdown()
 
 

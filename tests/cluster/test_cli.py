@@ -319,3 +319,40 @@ def test_import_is_light():
         check=True,
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_status_plot_without_exploitability_is_a_clear_error(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text(json.dumps({"iteration": 10, "exploitability": None}) + "\n")
+    result = mccfr("status", run, "--plot", tmp_path / "x.png")
+    assert result.exit_code == 2
+    assert "has no exploitability in its metrics" in result.stderr
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_failed_periodic_checkpoint_warns_and_training_goes_on(tmp_path, monkeypatch):
+    """Disk full at a periodic checkpoint: a warning naming what is kept, training goes on, the
+    final checkpoint is written."""
+    from blueprint.checkpoint import CheckpointError, load_latest
+    from blueprint.trainer import Trainer
+
+    real = Trainer.save
+    calls = []
+
+    def flaky(self, run_dir, keep=None):
+        calls.append(self.iteration)
+        if len(calls) == 1:
+            raise CheckpointError("writing checkpoint X failed: [Errno 28] No space left on device; "
+                                  "there is no earlier complete checkpoint")
+        return real(self, run_dir, keep=keep)
+
+    monkeypatch.setattr(Trainer, "save", flaky)
+    run = tmp_path / "run"
+    result = mccfr("train", "--game", "leduc", "--time", "1.5", "--checkpoint-every", "0.3",
+                   "--eval-every", "0", "--out", run, "--json")
+    assert result.exit_code == 0, result.stderr
+    assert "warning: writing checkpoint X failed: [Errno 28] No space left on device" in result.stderr
+    assert "training goes on" in result.stderr
+    assert len(calls) >= 2
+    assert load_latest(run)[0]["iteration"] == last_json(result)["iterations"]

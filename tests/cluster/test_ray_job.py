@@ -82,15 +82,23 @@ def test_int32_shard_saturates():
 
 
 def test_worker_and_shards_without_ray(leduc):
-    """One worker against two shards, in process: the shards end with the worker's tables."""
+    """One worker against two shards, in process, batches spanning a discount boundary (pluribus
+    discounts every 1,000 iterations): the shards end with the worker's tables, and those with
+    the single-process trainer's (up to the rounding of adding deltas)."""
     tr = leduc
     bounds = slice_bounds(tr.row_offset, tr.size, 2)
     shards = [ShardCore(k, lo, hi, tr.config.algo) for k, (lo, hi) in enumerate(bounds)]
     w = WorkerCore(0, tr.config_dict, bounds, tr.rng, tr.abstraction_hash)
-    for seq in (1, 2):
-        out = w.run_batch(seq, (seq - 1) * 200, 200, tr._opts(), *[s.publish() for s in shards])
+    w_base, t_base = 0.0, 0
+    for seq in (1, 2, 3):
+        t = (seq - 1) * 700
+        snap = [s.publish() for s in shards]
+        spans = [s.discount_span(t, t + 700) for s in shards]
+        assert spans == ([0, 0] if seq == 1 else [1, 1])  # the boundaries at 1,000 and 2,000
+        out = w.run_batch(seq, t, t, 700, t + 700, w_base, t_base, *snap)
+        w_base, t_base = w.tr.w_base, w.tr.t_base
         stats, payloads = out[0], out[1:]
-        assert stats["iterations"] == 200 and stats["node_visits"] > 0 and stats["bytes"] > 0
+        assert stats["iterations"] == 700 and stats["node_visits"] > 0 and stats["bytes"] > 0
         for s, p in zip(shards, payloads):
             assert s.apply_delta(0, seq, p)
             assert not s.apply_delta(0, seq, p)
@@ -99,6 +107,27 @@ def test_worker_and_shards_without_ray(leduc):
     np.testing.assert_allclose(full_r, w.tr.regret, rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(full_s, w.tr.strat, rtol=1e-5, atol=1e-4)
     assert np.count_nonzero(full_s) > 0
+    single = make_trainer("leduc", seed=3)
+    single.run(2100)
+    assert (single.w_base, single.t_base) == (w_base, t_base) and t_base == 2000
+    np.testing.assert_allclose(full_s, single.strat, rtol=1e-3, atol=1e-2)
+
+
+def test_worker_skips_other_workers_iterations(leduc):
+    """A worker whose batch starts after a boundary of the round discounts the snapshot through it
+    first: with an empty batch its delta is empty, whatever boundaries the round spans."""
+    tr = make_trainer("leduc", seed=4)
+    tr.run(900)
+    bounds = slice_bounds(tr.row_offset, tr.size, 1)
+    w = WorkerCore(1, tr.config_dict, bounds, tr.rng, tr.abstraction_hash)
+    out = w.run_batch(1, 900, 3100, 0, 3100, tr.w_base, tr.t_base, {"regret": tr.regret, "strat": tr.strat})
+    assert out[0]["touched_rows"] == 0
+    sh = ShardCore(0, 0, tr.size, tr.config.algo, tr.regret, tr.strat)
+    assert sh.discount_span(900, 3100) == 3
+    np.testing.assert_array_equal(sh.regret, w.tr.regret)
+    tr.skip_to(3100)
+    assert (w.tr.w_base, w.tr.t_base) == (tr.w_base, tr.t_base) and tr.t_base == 3000
+    np.testing.assert_array_equal(tr.strat, w.tr.strat)
 
 
 # -- on a local Ray cluster -----------------------------------------------------------------------
@@ -200,3 +229,170 @@ def test_cli_train_with_workers(cluster, tmp_path):
         assert key in row
     assert row["iterations"] == 2000 and row["workers"] == 2
     assert Trainer.load(out).iteration == 2000
+
+
+def test_killed_shard_is_restored_exactly(cluster, tmp_path):
+    """A shard killed before any checkpoint is rebuilt from the job's starting slices, one killed
+    after a checkpoint from that checkpoint, each plus the logged calls since: with one worker the
+    tables end bit for bit as in an uninterrupted job (rounds span pluribus' discount boundaries)."""
+    notes = []
+    with RayJob(make_trainer("leduc", seed=7), workers=1, shards=2, batch=700, log=notes.append) as job:
+
+        def cb(j):
+            if j.iteration == 1400:
+                j.ray.kill(j.shards[0], no_restart=True)
+            elif j.iteration == 2100:
+                j.save(tmp_path / "run")
+            elif j.iteration == 2800:
+                j.ray.kill(j.shards[1], no_restart=True)
+            return False
+
+        job.run(4200, cb)
+        restored = job.sync()
+        assert job.stats()["shard_restores"] == 2
+    # the same calls in process, uninterrupted
+    tr = make_trainer("leduc", seed=7)
+    bounds = slice_bounds(tr.row_offset, tr.size, 2)
+    shards = [ShardCore(k, lo, hi, tr.config.algo) for k, (lo, hi) in enumerate(bounds)]
+    w = WorkerCore(0, tr.config_dict, bounds, tr.rng, tr.abstraction_hash)
+    for seq, t in enumerate(range(0, 4200, 700), start=1):
+        snap = [s.publish() for s in shards]
+        for s in shards:
+            s.discount_span(t, t + 700)
+        out = w.run_batch(seq, t, t, 700, t + 700, tr.w_base, tr.t_base, *snap)
+        for s, p in zip(shards, out[1:]):
+            s.apply_delta(0, seq, p)
+        tr.skip_to(t + 700, tables=False)
+    assert restored.regret.tobytes() == np.concatenate([s.regret for s in shards]).tobytes()
+    assert restored.strat.tobytes() == np.concatenate([s.strat for s in shards]).tobytes()
+    assert any("shard 0 died" in m and "the job's start" in m for m in notes)
+    assert any("shard 1 died" in m and "000000002100" in m for m in notes)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 2 MiB tmpfs (root only: the full-disk drill fills a real file system), else ``None``."""
+    import os
+    import subprocess
+
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
+                                           capture_output=True).returncode != 0:
+        yield None
+        return
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_checkpoint_drills_full_disk_corrupt_file_dead_shard(cluster, small_disk, tmp_path):
+    """One job through three drills: a full disk (a failed write leaves the previous checkpoint
+    intact and says so; the job goes on), a corrupt newest checkpoint (reported by name, the previous
+    one used), and a shard that dies with the replay log over its cap (the job stops with an error
+    naming the checkpoint to resume from, which resumes)."""
+    import shutil
+
+    from cluster.job import JobError
+
+    disk = small_disk or tmp_path
+    run = disk / "run"
+    notes = []
+    job = RayJob(make_trainer("leduc", seed=10), workers=1, shards=2, batch=500, log=notes.append)
+    try:
+        job.run(500)
+        first = job.save(run)
+        job.run(500)
+        if small_disk is not None:  # the disk fills up
+            (disk / "filler").write_bytes(b"\0" * (shutil.disk_usage(disk).free - 4096))
+            with pytest.raises(ckpt.CheckpointError) as err:
+                job.save(run)
+            msg = str(err.value)
+            assert "000000001000" in msg and "No space left on device" in msg
+            assert f"the previous checkpoint ({first}, iteration 500) is kept" in msg
+            assert [c.iteration for c in ckpt.list_checkpoints(run)] == [500]
+            assert job.base_dir == first  # a dead shard would be rebuilt from the intact one
+            (disk / "filler").unlink()  # space again: the job goes on and checkpoints
+        job.run(500)
+        newest = job.save(run)
+        assert job.base_dir == newest and newest.name == "000000001500"
+        job.max_replay_bytes = 1  # from now on the deltas since the checkpoint are not kept
+        job.run(500)
+        job.ray.kill(job.shards[1], no_restart=True)
+        with pytest.raises(JobError, match=r"shard\(s\) \[1\] died.*resume from the last complete checkpoint"
+                           r".*000000001500.*not kept"):
+            job.run(500)
+    finally:
+        job.close()
+    assert any("a shard that dies before the next checkpoint stops the job" in m for m in notes)
+    manifest, _ = ckpt.load_latest(run)  # intact, and resumes as this job
+    assert manifest["iteration"] == 1500 and RayJob.resume_kwargs(manifest)["shards"] == 2
+    # a flipped bit in the newest checkpoint: reported by name, the previous one is used
+    shard = newest / "shard-1.msgpack.lz4"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    notes.clear()
+    manifest, shards = ckpt.load_latest(run, log=notes.append)  # as RayJob.load does
+    assert manifest["iteration"] == 500 and len(shards) == 2
+    assert Trainer.from_checkpoint(run, manifest, shards).iteration == 500
+    assert len(notes) == 1 and str(shard) in notes[0] and "skipping checkpoint" in notes[0]
+
+
+def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
+    """The driver of a Ray run (a real ``mccfr train`` process joined to this cluster) killed with
+    kill -9 loses nothing older than its last complete checkpoint; ``mccfr resume`` continues it as
+    a Ray run; ``mccfr status`` summarises its metrics and draws the exploitability curve."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from cluster.cli import cli
+
+    run = tmp_path / "run"
+    repo = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
+    address = ray.get_runtime_context().gcs_address
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from cluster.cli import main; main()", "train", "--game", "leduc",
+         "--workers", "2", "--shards", "1", "--batch", "500", "--time", "120", "--checkpoint-every", "0.3",
+         "--eval-every", "0.3", "--report-every", "0.2", "--keep", "2", "--address", address, "--out", str(run)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.time() + 120
+        while len([c for c in ckpt.list_checkpoints(run) if c.complete]) < 2:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.time() < deadline, "no two checkpoints within 120 s"
+            time.sleep(0.1)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    newest = max(c.iteration for c in ckpt.list_checkpoints(run) if c.complete)
+    assert newest >= 2 * 1000
+    res = CliRunner().invoke(cli, ["resume", str(run), "--iterations", "2000", "--eval-every", "0.3", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["iterations"] - out["iterations_run"] >= newest  # resumed from the newest (or newer)
+    assert (out["workers"], out["shards"], out["batch"]) == (2, 1, 500)
+    assert "Ray job: 2 workers, 1 shards, batch 500" in res.stderr
+    manifest, shards = ckpt.load_latest(run)
+    assert manifest["iteration"] == out["iterations"] and manifest["job"]["workers"] == 2
+    its = [json.loads(line)["iteration"] for line in (run / "metrics.jsonl").read_text().splitlines()
+           if line.strip().endswith("}")]
+    assert its == sorted(its)  # rows past the resumed checkpoint were dropped
+
+    png = tmp_path / "curve.png"
+    res = CliRunner().invoke(cli, ["status", str(run), "--plot", str(png), "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout.strip().splitlines()[-1])
+    assert summary["iterations"] == out["iterations"] and summary["workers"] == 2
+    assert summary["staleness"] > 0 and summary["bytes_per_batch"] > 0 and summary["worker_rss_bytes"] > 0
+    assert summary["checkpoint_pause_seconds"] > 0 and summary["exploitability"] > 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    assert "Ray job: 2 workers" in res.stdout and "exploitability curve" in res.stdout
