@@ -66,6 +66,8 @@ def main(argv=None):
     ap.add_argument("--work", default="/tmp/abstraction_quality3")
     ap.add_argument("--json", default=None)
     ap.add_argument("--no-iso", action="store_true")
+    ap.add_argument("--last-round", default="ochs", choices=("ochs", "hs"),
+                    help="clustered methods: OCHS k-means or hand-strength percentiles on the last round")
     args = ap.parse_args(argv)
     game = small_game(args.ranks, args.max_raises, args.flop)
     ix = HandIndexer.for_game(game)
@@ -93,13 +95,15 @@ def main(argv=None):
                 out_json.write_text(json.dumps({"args": vars(args), "classes": sizes, "rows": rows}, indent=1))
             continue
         bk = sizes if m == "iso" else (sizes[0], b, b)
-        d = work / (f"iso" if m == "iso" else f"{m}-{b}-s{args.seed}")
+        tag = "" if args.last_round == "ochs" or m not in ("distribution", "potential") else "-lasths"
+        d = work / (f"iso" if m == "iso" else f"{m}{tag}-{b}-s{args.seed}")
         t0 = time.perf_counter()
         if not (d / "abstraction.bin").exists():
-            build_buckets(game, bk, "ehs" if m == "iso" else m, d, progress=False, log=quiet, seed=args.seed)
+            build_buckets(game, bk, "ehs" if m == "iso" else m, d, progress=False, log=quiet, seed=args.seed,
+                          last_round=args.last_round)
         tb = time.perf_counter() - t0
         curve, tt = solve_curve(game, d, args.iterations, points)
-        rows.append({"method": m, "buckets": list(bk), "build_s": tb, "solve_s": tt, "curve": curve})
+        rows.append({"method": m + tag, "buckets": list(bk), "build_s": tb, "solve_s": tt, "curve": curve})
         print(f"{m:>12} {'/'.join(map(str, bk)):<16} build {tb:6.1f}s solve+BR {tt:7.1f}s  "
               + "  ".join(f"{it:>5}:{v:8.2f}" for it, v in curve), flush=True)
         if out_json:
@@ -111,7 +115,8 @@ def main(argv=None):
     for m in methods:
         cells = []
         for b in bs:
-            r = next((r for r in rows if r["method"] == m and r["buckets"][1] == b), None)
+            mt = m + ("-lasths" if args.last_round == "hs" and m in ("distribution", "potential") else "")
+            r = next((r for r in rows if r["method"] == mt and r["buckets"][1] == b), None)
             cells.append("" if r is None else f"{r['curve'][-1][1]:.1f} ({r['curve'][-2][1]:.1f})")
         print(f"| {m} | " + " | ".join(cells) + " |")
     for name in ("iso", "lossless"):
