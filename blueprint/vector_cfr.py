@@ -216,8 +216,7 @@ def _walk(n, bid, d, bw, trav, mode, rs, ro,
             if mode == MODE_BR:
                 best = vals[0, h]
                 for a in range(1, na):
-                    if vals[a, h] > best:
-                        best = vals[a, h]
+                    best = max(best, vals[a, h])
                 out[h] = best
             else:
                 v = 0.0

@@ -96,7 +96,7 @@ def main(argv=None):
             continue
         bk = sizes if m == "iso" else (sizes[0], b, b)
         tag = "" if args.last_round == "ochs" or m not in ("distribution", "potential") else "-lasths"
-        d = work / (f"iso" if m == "iso" else f"{m}{tag}-{b}-s{args.seed}")
+        d = work / ("iso" if m == "iso" else f"{m}{tag}-{b}-s{args.seed}")
         t0 = time.perf_counter()
         if not (d / "abstraction.bin").exists():
             build_buckets(game, bk, "ehs" if m == "iso" else m, d, progress=False, log=quiet, seed=args.seed,
