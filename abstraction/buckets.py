@@ -423,7 +423,8 @@ def validate_request(game: GameDef, buckets: tuple[int, ...], method: str) -> Ha
 
 def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir, progress: bool = True,
                   threads: Optional[int] = None, log: Callable[[str], None] = print,
-                  direct_penultimate: bool = True, keep_stats: bool = False, seed: int = 0) -> Path:
+                  direct_penultimate: bool = True, keep_stats: bool = False, seed: int = 0,
+                  last_round: str = "ochs") -> Path:
     """Build the abstraction into ``out_dir/abstraction.bin`` (resuming a partial build there).
 
     ``direct_penultimate``: compute the round before the last by direct evaluation (faster on
@@ -431,6 +432,8 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
     ``keep_stats``: keep the per-class statistics in ``out_dir/stats/round<r>.npz``.
     ``method`` ``distribution`` / ``potential``: k-means clusters (:mod:`abstraction.clustering`)
     from the last round's hand strength, seeded by ``seed``; the file format is the same.
+    ``last_round`` (clustered methods): ``ochs`` (k-means of OCHS vectors) or ``hs`` (hand-strength
+    percentiles on the last round, the earlier rounds clustered as ``method`` says).
     """
     buckets = tuple(int(b) for b in buckets)
     indexer = validate_request(game, buckets, method)
@@ -522,7 +525,8 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
     if clustered:
         from abstraction.clustering import cluster_tables
 
-        tables = cluster_tables(game, indexer, buckets, method, stats[rf]["hs"], seed=seed, threads=threads, log=log)
+        tables = cluster_tables(game, indexer, buckets, method, stats[rf]["hs"], seed=seed, threads=threads, log=log,
+                                last_round=last_round)
     for r in ([] if clustered else range(R)):
         size = indexer.size(r)
         if buckets[r] == size:

@@ -419,7 +419,8 @@ def check_feasible(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]
 
 def cluster_tables(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...], method: str,
                    final_hs: np.ndarray, seed: int = 0, threads: int = 1, n_init: int = 3,
-                   log: Callable[[str], None] = print, ochs_clusters: int = OCHS_CLUSTERS) -> list[np.ndarray]:
+                   log: Callable[[str], None] = print, ochs_clusters: int = OCHS_CLUSTERS,
+                   last_round: str = "ochs") -> list[np.ndarray]:
     """Per round the uint16 bucket of every class (see the module doc).
 
     ``final_hs``: uint16 ``[size(R-1)]``, last-round hand strength x 65535 (from
@@ -452,8 +453,23 @@ def cluster_tables(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]
     tables: list[np.ndarray | None] = [None] * R
     centers: list[np.ndarray | None] = [None] * R
     # the last round: OCHS
+    if last_round not in ("ochs", "hs"):
+        raise AbstractionError(f"unknown last-round clustering {last_round!r}: ochs or hs")
     if buckets[rf] == indexer.size(rf):
         tables[rf] = np.arange(indexer.size(rf), dtype=np.int64)
+    elif last_round == "hs":  # equal-probability percentiles of hand strength; centres = mean HS
+        from abstraction.buckets import HIST_BINS, _assign_buckets, _percentile_thresholds
+
+        hist = np.bincount(final_hs.astype(np.int64), weights=w[rf], minlength=HIST_BINS)
+        th = _percentile_thresholds(hist, buckets[rf])
+        lab = np.zeros(indexer.size(rf), np.uint16)
+        _assign_buckets(final_hs.astype(np.float64), 1.0, th, lab)
+        tables[rf] = lab.astype(np.int64)
+        hs = final_hs.astype(np.float64) / 65535.0
+        wsum = np.bincount(tables[rf], weights=w[rf], minlength=buckets[rf])
+        centers[rf] = (np.bincount(tables[rf], weights=w[rf] * hs, minlength=buckets[rf])
+                       / np.maximum(wsum, 1e-300))[:, None]
+        log(f"round {rf + 1}: {buckets[rf]} hand-strength percentile buckets")
     else:
         hole_ix = HandIndexer(game.num_suits, game.num_ranks, (game.num_hole_cards,))
         hole_hands = hole_ix.unindex_many(np.arange(hole_ix.size(0)), 0)

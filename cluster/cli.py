@@ -1407,11 +1407,15 @@ def abstraction() -> None:
 @click.option("--game", default=DEFAULT_GAME, show_default=True, help="A preset or an ACPC .game file.")
 @click.option("--abstraction", "recipe", default=None, help="A recipe name: small, medium.")
 @click.option("--buckets", default=None, help="Bucket counts per round, e.g. 169,50,50,50 (preflop 169 = lossless).")
-@click.option("--method", default="ehs2", show_default=True, help="Statistic to cut into percentile buckets: ehs, ehs2.")
+@click.option("--method", default="ehs2", show_default=True,
+              help="ehs, ehs2 (percentile buckets of E[HS] / E[HS^2]), distribution (k-medians of final-strength "
+                   "histograms under EMD, OCHS last round) or potential (EMD over next-round bucket histograms); "
+                   "the clustered two are for small decks (52-card hold'em is refused beyond what fits).")
+@click.option("--seed", type=int, default=0, show_default=True, help="k-means seed (distribution, potential).")
 @click.option("--out", "out", default=None, help="Directory to build into [default: the cache, for a recipe].")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads [default: all cores].")
 @_json_opt
-def abstraction_build(game, recipe, buckets, method, out, threads, as_json):
+def abstraction_build(game, recipe, buckets, method, out, threads, seed, as_json):
     """Build a card abstraction (resumes a partial build in the same directory)."""
     if (recipe is None) == (buckets is None):
         raise click.UsageError("give --abstraction NAME or --buckets B1,B2,... (one of them)")
@@ -1437,7 +1441,8 @@ def abstraction_build(game, recipe, buckets, method, out, threads, as_json):
                 raise AbstractionError(f"--buckets {buckets!r}: expected comma-separated integers") from None
             if out is None:
                 raise click.UsageError("--buckets needs --out DIR")
-            path = build_buckets(gd, counts, method, out, threads=threads, log=lambda m: click.echo(m, err=True))
+            path = build_buckets(gd, counts, method, out, threads=threads, seed=seed,
+                                 log=lambda m: click.echo(m, err=True))
         header, _ = read_abstraction(path)
     res = {"path": str(path), "buckets": header["buckets"], "method": header["method"], "hash": header["hash"],
            "seconds": time.perf_counter() - t0}

@@ -134,3 +134,45 @@ def test_bad_requests_and_files(tmp_path, built):
                                                            np.zeros(3, np.uint16)])
     with pytest.raises(AbstractionError, match="round 2 has bucket 1"):
         read_abstraction(bad)
+
+
+def test_truncated_future_and_partial_files_are_refused(tmp_path, built):
+    import struct
+
+    from abstraction.buckets import MAGIC, VERSION
+
+    d, _ = built
+    data = (d / "abstraction.bin").read_bytes()
+    bad = tmp_path / "t"
+    bad.mkdir()
+    (bad / "abstraction.bin").write_bytes(data[: len(data) - 40])  # an interrupted copy
+    with pytest.raises(AbstractionError, match="corrupt"):
+        read_abstraction(bad)
+    (bad / "abstraction.bin").write_bytes(MAGIC + struct.pack("<I", VERSION + 1) + data[12:])
+    with pytest.raises(AbstractionError, match=f"format version {VERSION + 1}"):
+        read_abstraction(bad)
+    # a build interrupted before writing its file leaves only partial/ statistics: never loaded
+    (bad / "abstraction.bin").unlink()
+    (bad / "partial").mkdir()
+    (bad / "partial" / "round2.npz").write_bytes(b"x")
+    with pytest.raises(AbstractionError, match="no abstraction file"):
+        from_file(SMALL, bad)
+    for counts, msg in (((10, 0, 8), "positive integer"), ((10, 8, 70000), "hand classes|at most 65,535")):
+        with pytest.raises(AbstractionError, match=msg):
+            build_buckets(SMALL, counts, "ehs", tmp_path / "b", progress=False)
+
+
+def test_cli_build_errors(tmp_path):
+    from click.testing import CliRunner
+
+    from cluster.cli import cli
+
+    r = CliRunner().invoke(cli, ["abstraction", "build", "--game", "leduc", "--abstraction", "huge"])
+    assert r.exit_code != 0 and "unknown abstraction recipe 'huge'" in r.output
+    r = CliRunner().invoke(cli, ["abstraction", "build", "--game", "leduc", "--buckets", "6,3", "--out",
+                                 str(tmp_path / "x")])
+    assert r.exit_code != 0 and "only 3 hand classes" in r.output
+    r = CliRunner().invoke(cli, ["abstraction", "build", "--game", "leduc", "--buckets", "3,3", "--method", "kmeans",
+                                 "--out", str(tmp_path / "y")])
+    assert r.exit_code != 0 and "unknown bucketing method 'kmeans'" in r.output
+    assert not (tmp_path / "y" / "abstraction.bin").exists()

@@ -1,0 +1,431 @@
+"""Full-width CFR+ and exact best response vectorized over private hands, on the public tree.
+
+For small-deck games with a few rounds (the card-abstraction quality experiment), where walking
+every deal (:func:`blueprint.kernels.cfr_full_iteration`) or the dict-based exact best response
+(:mod:`blueprint.evaluate`) is too slow. One numba walk serves three modes:
+
+* ``CFR``: one CFR+ traversal for the traverser (alternating updates): regrets per (node, bucket)
+  accumulate ``sum_h w * (v_a(h) - v(h))`` over the hands ``h`` in the bucket and the boards on
+  the path, the average strategy the traverser's reach times ``iteration + 1`` (linear averaging);
+* ``BR``: the best responder's value in the *real* game (it knows its own cards and the board, so
+  it maximizes per hand and board), the opponent playing a fixed strategy per (node, bucket);
+* ``EV``: the traverser's value when both play the fixed strategy.
+
+**Public states.** A state is (betting node, board). Boards are a flat list per round: the empty
+board, then for round 1 one canonical representative per suit-isomorphism class of its cards with
+its *orbit weight* (the number of raw boards in the class), then every raw continuation of each
+(in deal order). The walk carries the opponent's (and in ``CFR`` the traverser's) reach as a
+vector over all ``H`` hole hands; hands that share a card with the board have reach 0 and value 0.
+
+**Why canonical boards are enough.** Buckets are functions of isomorphism classes, so the strategy
+is invariant under suit permutations and so is every value: a round-1 board ``F`` and its image
+``sigma(F)`` give the same bucket sums, so regrets summed over a class of boards are the orbit
+weight times one representative's. The per-hand value that goes back into round 0 is, for hand
+``h``, ``sum_F w_F v(h, F)``, which has the right bucket sums but not the right value per hand;
+averaging it over the suit class of ``h`` gives the exact ``sum_F' v(h, F')`` over all raw boards
+(the average over the symmetric group of ``g(sigma h)`` is the average over ``h``'s orbit), which
+the best response needs before it takes a maximum per hand in round 0.
+
+**Terminals** in O(H) with card removal: a fold pays ``u * (R - R_c1 - R_c2 + r_h)`` (``R`` the
+opponent's total reach, ``R_c`` the reach of hands holding card ``c``); a showdown sweeps the
+hands in order of strength keeping per-card sums of the weaker and of the stronger hands.
+
+A board step averages its boards (each weighted by its orbit weight over the number of boards
+compatible with any two hands); the game value divides the sum over hands by the number of
+ordered pairs of compatible hands.
+"""
+
+from __future__ import annotations
+
+import itertools
+from math import comb
+
+import numba
+import numpy as np
+
+from abstraction.bets import KIND_DECISION, KIND_FOLD, BettingTree
+from abstraction.buckets import _board_weights
+from abstraction.cards import CardAbstraction
+from abstraction.isomorphism import HandIndexer
+from blueprint.evaluate import _hand_buckets, _strengths
+
+MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
+
+
+@numba.njit(cache=True)
+def _fold_values(reach, live, hands, u, deck, out):
+    H = reach.shape[0]
+    k = hands.shape[1]
+    card = np.zeros(deck, np.float64)
+    tot = 0.0
+    for h in range(H):
+        r = reach[h]
+        if r != 0.0:
+            tot += r
+            for j in range(k):
+                card[hands[h, j]] += r
+    for h in range(H):
+        if not live[h]:
+            out[h] = 0.0
+            continue
+        s = tot + reach[h]
+        for j in range(k):
+            s -= card[hands[h, j]]
+        if k == 1:
+            s -= reach[h]  # one card: the hand itself was subtracted once, not twice
+        out[h] = u * s
+
+
+@numba.njit(cache=True)
+def _showdown_values(reach, order, strength, nlive, hands, m, deck, out):
+    """``out[h] = m * sum_{h' compatible} sign(s(h) - s(h')) reach[h']`` for the live hands
+    (``order[:nlive]`` by increasing strength ``strength[:nlive]``); 0 elsewhere."""
+    H = reach.shape[0]
+    k = hands.shape[1]
+    for h in range(H):
+        out[h] = 0.0
+    card = np.zeros(deck, np.float64)
+    tot = 0.0
+    i = 0
+    while i < nlive:  # weaker hands: + reach
+        j = i
+        while j < nlive and strength[j] == strength[i]:
+            j += 1
+        for q in range(i, j):
+            h = order[q]
+            s = tot
+            for c in range(k):
+                s -= card[hands[h, c]]
+            out[h] = s
+        for q in range(i, j):
+            h = order[q]
+            r = reach[h]
+            tot += r
+            for c in range(k):
+                card[hands[h, c]] += r
+        i = j
+    for c in range(deck):
+        card[c] = 0.0
+    tot = 0.0
+    i = nlive - 1
+    while i >= 0:  # stronger hands: - reach
+        j = i
+        while j >= 0 and strength[j] == strength[i]:
+            j -= 1
+        for q in range(i, j, -1):
+            h = order[q]
+            s = tot
+            for c in range(k):
+                s -= card[hands[h, c]]
+            out[h] = m * (out[h] - s)
+        for q in range(i, j, -1):
+            h = order[q]
+            r = reach[h]
+            tot += r
+            for c in range(k):
+                card[hands[h, c]] += r
+        i = j
+
+
+# Not cached: numba's on-disk cache mishandles self-recursive functions (see blueprint.kernels).
+@numba.njit(error_model="numpy")
+def _walk(n, bid, d, bw, trav, mode, rs, ro,
+          kind, player, rnd, spent, nact, cstart, echild, row_off,
+          b_lo, b_hi, b_w, b_sym, b_round, bk, live, order, strength, nlive, hands, pclass, pclass_size, deck,
+          regret, strat, delta, probs, avg_w, w_out, w_rs, w_ro, w_sig, w_vals):
+    """The value vector of public state (``n``, board ``bid``) for ``trav``, into ``w_out[d]``
+    (``w_*[d]`` is this call's scratch; a child at depth ``d + 1`` writes ``w_out[d + 1]``)."""
+    H = rs.shape[0]
+    out = w_out[d]
+    for h in range(H):
+        out[h] = 0.0
+    if rnd[n] != b_round[bid]:  # a new round: average over its boards
+        cro = w_ro[d]
+        res = w_out[d + 1]
+        for k in range(b_lo[bid], b_hi[bid]):
+            w = b_w[k]
+            lv = live[k]
+            for h in range(H):
+                cro[h] = ro[h] if lv[h] else 0.0
+            _walk(n, k, d + 1, bw * w, trav, mode, rs, cro, kind, player, rnd, spent, nact, cstart, echild,
+                  row_off, b_lo, b_hi, b_w, b_sym, b_round, bk, live, order, strength, nlive, hands, pclass,
+                  pclass_size, deck, regret, strat, delta, probs, avg_w, w_out, w_rs, w_ro, w_sig, w_vals)
+            for h in range(H):
+                out[h] += w * res[h]
+        if b_sym[bid]:  # canonical boards: average over each hand's suit class
+            acc = np.zeros(pclass_size.shape[0], np.float64)
+            for h in range(H):
+                acc[pclass[h]] += out[h]
+            for h in range(H):
+                out[h] = acc[pclass[h]] / pclass_size[pclass[h]]
+        return 0
+    lv = live[bid]
+    if kind[n] != KIND_DECISION:
+        if kind[n] == KIND_FOLD:
+            folder = player[n]
+            u = -float(spent[n, trav]) if folder == trav else float(spent[n, folder])
+            _fold_values(ro, lv, hands, u, deck, out)
+        else:
+            m = float(min(spent[n, 0], spent[n, 1]))
+            _showdown_values(ro, order[bid], strength[bid], nlive[bid], hands, m, deck, out)
+        return 0
+    p = player[n]
+    na = nact[n]
+    base = row_off[n]
+    bkt = bk[bid]
+    sig = w_sig[d]
+    for h in range(H):
+        if not lv[h]:
+            for a in range(na):
+                sig[a, h] = 0.0
+            continue
+        row = base + bkt[h] * na
+        if mode == MODE_CFR:
+            tot = 0.0
+            for a in range(na):
+                x = regret[row + a]
+                if x > 0.0:
+                    tot += x
+            if tot > 0.0:
+                for a in range(na):
+                    x = regret[row + a]
+                    sig[a, h] = x / tot if x > 0.0 else 0.0
+            else:
+                for a in range(na):
+                    sig[a, h] = 1.0 / na
+        else:
+            for a in range(na):
+                sig[a, h] = probs[row + a]
+    cs = cstart[n]
+    res = w_out[d + 1]
+    if p == trav:
+        vals = w_vals[d]
+        crs = w_rs[d]
+        for a in range(na):
+            for h in range(H):
+                crs[h] = rs[h] * sig[a, h] if mode == MODE_CFR else rs[h]
+            _walk(echild[cs + a], bid, d + 1, bw, trav, mode, crs, ro,
+                  kind, player, rnd, spent, nact, cstart, echild, row_off,
+                  b_lo, b_hi, b_w, b_sym, b_round, bk, live, order, strength, nlive, hands, pclass,
+                  pclass_size, deck, regret, strat, delta, probs, avg_w, w_out, w_rs, w_ro, w_sig, w_vals)
+            for h in range(H):
+                vals[a, h] = res[h]
+        for h in range(H):
+            if not lv[h]:
+                continue
+            if mode == MODE_BR:
+                best = vals[0, h]
+                for a in range(1, na):
+                    best = max(best, vals[a, h])
+                out[h] = best
+            else:
+                v = 0.0
+                for a in range(na):
+                    v += sig[a, h] * vals[a, h]
+                out[h] = v
+        if mode == MODE_CFR:
+            for h in range(H):
+                if not lv[h]:
+                    continue
+                row = base + bkt[h] * na
+                for a in range(na):
+                    delta[row + a] += bw * (vals[a, h] - out[h])
+                    strat[row + a] += avg_w * bw * rs[h] * sig[a, h]
+        return 0
+    cro = w_ro[d]
+    for a in range(na):
+        nz = False
+        for h in range(H):
+            x = ro[h] * sig[a, h]
+            cro[h] = x
+            if x != 0.0:
+                nz = True
+        if not nz:
+            continue
+        _walk(echild[cs + a], bid, d + 1, bw, trav, mode, rs, cro,
+              kind, player, rnd, spent, nact, cstart, echild, row_off,
+              b_lo, b_hi, b_w, b_sym, b_round, bk, live, order, strength, nlive, hands, pclass,
+              pclass_size, deck, regret, strat, delta, probs, avg_w, w_out, w_rs, w_ro, w_sig, w_vals)
+        for h in range(H):
+            out[h] += res[h]
+    return 0
+
+
+@numba.njit(cache=True)
+def _apply_delta(regret, delta, plus):
+    for i in range(regret.shape[0]):
+        x = regret[i] + delta[i]
+        if plus and x < 0.0:
+            x = 0.0
+        regret[i] = x
+        delta[i] = 0.0
+
+
+class VectorCFR:
+    """CFR+ on ``tree`` with the card abstraction ``cards`` (buckets from its tables), and the
+    exact best response in the real game, both over the public tree (see the module doc).
+
+    The first round must deal no board cards (hole cards only); later rounds deal any number.
+    ``cards=None``: the lossless abstraction with perfect recall, one bucket per suit class of
+    (hole cards, each round's board cards as its own group) (:class:`HandIndexer` with
+    ``perfect_recall=True``), whose solution converges to an equilibrium of the real game.
+    """
+
+    def __init__(self, tree: BettingTree, cards: CardAbstraction | None, max_public_states: float = 5e7,
+                 canonical: bool = True):
+        g = tree.game
+        if g.num_board_cards[0] != 0:
+            raise ValueError("VectorCFR needs a first round without board cards")
+        self.tree, self.cards, self.g = tree, cards, g
+        D, k = g.deck_size, g.num_hole_cards
+        self.hands = np.array(list(itertools.combinations(range(D), k)), np.int64)
+        H = len(self.hands)
+        # boards per round: empty; canonical round-1 boards with orbit weights; raw continuations
+        R = g.num_rounds
+        boards: list[tuple] = [()]
+        weights = [1.0]
+        rounds = [0]
+        lo, hi = [0], [0]
+        level = [0]
+        for r in range(1, R):
+            nb = g.num_board_cards[r]
+            nxt = []
+            for b in level:
+                lo[b] = len(boards)
+                if nb == 0:
+                    cands = [(boards[b], 1.0)]
+                elif r == 1 and canonical:
+                    bi = HandIndexer(g.num_suits, g.num_ranks, (nb,))
+                    w = _board_weights(bi.tables, D, nb, bi.size(0))
+                    reps = bi.unindex_many(np.arange(bi.size(0)), 0)
+                    cands = [(tuple(int(x) for x in sorted(rep)), float(w[i])) for i, rep in enumerate(reps)]
+                else:
+                    used = set(boards[b])
+                    cands = [(boards[b] + c, 1.0) for c in itertools.combinations([c for c in range(D) if c not in used], nb)]
+                nposs = comb(D - 2 * k - len(boards[b]), nb)  # boards compatible with any two hands
+                for cb, w in cands:
+                    boards.append(cb)
+                    weights.append(w / nposs)
+                    rounds.append(r)
+                    lo.append(0)
+                    hi.append(0)
+                    nxt.append(len(boards) - 1)
+                hi[b] = len(boards)
+            level = nxt
+        nbrd = len(boards)
+        work = float(nbrd) * H * max(1, len(tree.decision_nodes()) / max(1, R))
+        if work > max_public_states * 1000:
+            raise ValueError(f"public tree too large for VectorCFR: {nbrd:,} boards x {H:,} hands")
+        self.boards = boards
+        self.b_lo = np.array(lo, np.int64)
+        self.b_hi = np.array(hi, np.int64)
+        self.b_w = np.array(weights, np.float64)
+        self.b_sym = np.zeros(nbrd, np.bool_)
+        self.b_sym[0] = canonical and R > 1 and g.num_board_cards[1] > 0
+        self.b_round = np.array(rounds, np.int64)
+        masks = np.zeros(H, np.int64)
+        for j in range(k):
+            masks |= np.left_shift(np.int64(1), self.hands[:, j])
+        self.live = np.zeros((nbrd, H), np.bool_)
+        self.bk = np.zeros((nbrd, H), np.int64)
+        self.order = np.zeros((nbrd, H), np.int64)
+        self.strength = np.zeros((nbrd, H), np.int64)
+        self.nlive = np.zeros(nbrd, np.int64)
+        if cards is None:
+            prix = HandIndexer.for_game(g, perfect_recall=True)
+            num_buckets = tuple(prix.size(r) for r in range(R))
+        else:
+            kind, iso, table, offsets = cards.kernel_args()
+            num_buckets = cards.num_buckets
+        self.num_buckets = np.array(num_buckets, np.int64)
+        bpr = np.array(g.num_board_cards, np.int64)
+        for b, cb in enumerate(boards):
+            bm = 0
+            for c in cb:
+                bm |= 1 << c
+            lv = (masks & bm) == 0
+            self.live[b] = lv
+            barr = np.array(cb, np.int64)
+            if cards is None:
+                cardsr = np.concatenate([self.hands, np.broadcast_to(barr, (H, len(cb)))], axis=1)
+                self.bk[b][lv] = prix.index_many(np.ascontiguousarray(cardsr[lv]), rounds[b])
+            else:
+                self.bk[b] = _hand_buckets(kind, self.hands, barr, rounds[b], k, bpr, D, g.num_suits, g.num_ranks,
+                                           iso, table, offsets)
+            self.bk[b][~lv] = 0
+            if rounds[b] == R - 1:
+                s = _strengths(self.hands, barr, g.num_suits, g.num_ranks)
+                idx = np.flatnonzero(lv)
+                o = idx[np.argsort(s[idx], kind="stable")]
+                self.nlive[b] = len(o)
+                self.order[b, : len(o)] = o
+                self.strength[b, : len(o)] = s[o]
+        ix = HandIndexer(g.num_suits, g.num_ranks, (k,))
+        self.pclass = ix.index_many(self.hands, 0).astype(np.int64)
+        self.pclass_size = np.bincount(self.pclass).astype(np.float64)
+        # the table layout: one block [buckets, actions] per decision node
+        nbk = self.num_buckets
+        self.row_offset = np.zeros(tree.num_nodes, np.int64)
+        off = 0
+        for n in tree.decision_nodes():
+            self.row_offset[n] = off
+            off += int(nbk[tree.round[n]]) * int(tree.num_actions[n])
+        self.size = off
+        self.regret = np.zeros(off, np.float64)
+        self.strat = np.zeros(off, np.float64)
+        self.delta = np.zeros(off, np.float64)
+        self.iteration = 0
+        depth = self._depth(0) + 2 * R + 2
+        maxa = int(tree.num_actions.max())
+        self._ws = (np.zeros((depth, H)), np.zeros((depth, H)), np.zeros((depth, H)),
+                    np.zeros((depth, maxa, H)), np.zeros((depth, maxa, H)))
+        # ordered pairs of compatible hands: the value normalizer (boards are averaged)
+        self.norm = float(H) * comb(D - k, k)
+
+    def _run(self, trav, mode, probs, avg_w):
+        t = self.tree
+        ones = self.live[0].astype(np.float64)
+        _walk(0, 0, 0, 1.0, trav, mode, ones.copy(), ones.copy(),
+              t.kind, t.player, t.round, t.spent, t.num_actions, t.child_start, t.edge_child,
+              self.row_offset, self.b_lo, self.b_hi, self.b_w, self.b_sym, self.b_round, self.bk, self.live,
+              self.order, self.strength, self.nlive, self.hands, self.pclass, self.pclass_size,
+              self.g.deck_size, self.regret, self.strat, self.delta, probs, avg_w, *self._ws)
+        return self._ws[0][0].copy()
+
+    def _depth(self, n: int) -> int:
+        t = self.tree
+        best, stack = 0, [(n, 0)]
+        while stack:
+            m, dd = stack.pop()
+            best = max(best, dd)
+            for c in t.children(m):
+                stack.append((int(c), dd + 1))
+        return best
+
+    def iterate(self, n: int = 1, plus: bool = True) -> None:
+        """``n`` CFR+ iterations (alternating updates; linear averaging)."""
+        dummy = np.zeros(1, np.float64)
+        for _ in range(n):
+            for trav in range(2):
+                self._run(trav, MODE_CFR, dummy, float(self.iteration + 1) if plus else 1.0)
+                _apply_delta(self.regret, self.delta, plus)
+            self.iteration += 1
+
+    def average(self) -> np.ndarray:
+        """The average strategy per entry (rows that were never reached: uniform)."""
+        from blueprint.tables import normalize_blocks
+
+        return normalize_blocks(self.tree, self.row_offset, self.num_buckets, self.strat)
+
+    def best_response_values(self, probs: np.ndarray) -> list[float]:
+        return [float(self._run(i, MODE_BR, probs, 0.0).sum()) / self.norm for i in range(2)]
+
+    def exploitability(self, probs: np.ndarray | None = None) -> tuple[float, list[float]]:
+        """``(exploitability, [BR value of seat 0, seat 1])`` in chips, OpenSpiel's convention."""
+        probs = self.average() if probs is None else np.ascontiguousarray(probs, np.float64)
+        brv = self.best_response_values(probs)
+        return (brv[0] + brv[1]) / 2.0, brv
+
+    def expected_value(self, probs: np.ndarray) -> float:
+        """Seat 0's expected chips when both seats play ``probs``."""
+        return float(self._run(0, MODE_EV, np.ascontiguousarray(probs, np.float64), 0.0).sum()) / self.norm
