@@ -72,6 +72,8 @@ class Blueprint:
         self.config_hash = trainer.config_hash
         self.abstraction_hash = trainer.abstraction_hash
         self.bets_hash = trainer.bets.content_hash() if trainer.bets is not None else "limit"
+        self._node_cache: dict = {}  # betting actions -> node, for walks that translated no raise
+        self._betting_cache: dict = {}  # abstract node -> its Betting
 
     @classmethod
     def load(cls, run_dir, log=None) -> "Blueprint":
@@ -84,7 +86,24 @@ class Blueprint:
         return int(self.tree.child_start[n]), int(self.tree.num_actions[n])
 
     def node_of(self, state: State, rng: Optional[np.random.Generator] = None) -> int:
-        """Abstract node reached by the betting of ``state`` (translating off-tree raises)."""
+        """Abstract node reached by the betting of ``state`` (translating off-tree raises).
+
+        Walks that translate nothing are memoised by their betting (matches ask the
+        same histories again and again)."""
+        key = state.betting.actions
+        n = self._node_cache.get(key)
+        if n is not None:
+            return n
+        n, translated = self._walk(state, rng)
+        if not translated:
+            if len(self._node_cache) >= 200_000:
+                self._node_cache.clear()
+            self._node_cache[key] = n
+        return n
+
+    def _walk(self, state: State, rng: Optional[np.random.Generator]) -> tuple[int, bool]:
+        """``(node, whether an off-tree raise was translated)`` for :meth:`node_of`."""
+        translated = False
         t = self.tree
         g = self.gamedef
         b = Betting.initial(g)
@@ -119,9 +138,10 @@ class Blueprint:
                             e = s + int(raises[exact[0]])
                         else:
                             e = self._translate(n, b, size, raises, rng)
+                            translated = True
                 n = int(t.edge_child[e])
                 b = b.apply(kind, size)
-        return n
+        return n, translated
 
     def _translate(self, n: int, b: Betting, size: int, raises: np.ndarray, rng) -> int:
         """Edge an off-tree raise to ``size`` maps to. An all-in maps to the abstract all-in; a
@@ -142,9 +162,12 @@ class Blueprint:
         return tuple(int(x) for x in self.tree.spent[n]) == tuple(b.spent)
 
     def _betting_at(self, n: int) -> Betting:
-        from holdem.betting import parse_betting
+        b = self._betting_cache.get(n)
+        if b is None:
+            from holdem.betting import parse_betting
 
-        return parse_betting(self.tree.betting_string(n), self.gamedef)
+            b = self._betting_cache[n] = parse_betting(self.tree.betting_string(n), self.gamedef)
+        return b
 
     # -- queries ------------------------------------------------------------------------------
     def strategy(self, matchstate: str, rng: Optional[np.random.Generator] = None) -> dict[str, float]:

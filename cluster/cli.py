@@ -1153,7 +1153,13 @@ def _eval_match(path: Path | None, game_name: str | None, player_spec: str | Non
     if player_spec is None and path is None:
         raise click.UsageError("a match needs player A: give --player SPEC or RUN_DIR")
     if game_name is None and path is None:
-        raise click.UsageError("a match needs a game: give --game G or RUN_DIR")
+        # the game of a run directory among the players, if any
+        for spec in (player_spec, vs_spec):
+            if spec and "+" not in spec and Path(spec).is_dir():
+                path = Path(spec)
+                break
+        else:
+            raise click.UsageError("a match needs a game: give --game G or RUN_DIR (or a run directory as a player)")
     from blueprint.match import exact_value, play_match
     from blueprint.players import BlueprintPlayer, player_from_spec
     from holdem.game import Game
@@ -1171,8 +1177,10 @@ def _eval_match(path: Path | None, game_name: str | None, player_spec: str | Non
         if run_player is not None and run_player.bp.gamedef.to_acpc() != game.gamedef.to_acpc():
             raise CLIError(f"{path} was trained on {run_player.bp.gamedef.name or 'another game'}, "
                            f"not {game.gamedef.name or game_name}")
-        a = run_player if player_spec is None else player_from_spec(player_spec, game, log=log)
-        b = player_from_spec(vs_spec, game, log=log)
+        a = run_player if player_spec is None or (run_player and Path(player_spec) == path) else \
+            player_from_spec(player_spec, game, log=log)
+        b = run_player if (run_player and game_name is None and Path(vs_spec) == path and a is not run_player) \
+            else player_from_spec(vs_spec, game, log=log)
     show = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:
