@@ -338,6 +338,7 @@ class LBRResult:
     seed: int
     seconds: float
     decisions: int
+    per_pair: np.ndarray = dataclasses.field(default=None, repr=False, compare=False)  # chips per deal (both seats)
 
     @property
     def unit(self) -> str:
@@ -542,6 +543,7 @@ class LocalBestResponse:
             seed=seed,
             seconds=time.perf_counter() - t0,
             decisions=self.decisions,
+            per_pair=per_pair,
         )
 
 
