@@ -252,7 +252,7 @@ class Blueprint:
             raise BlueprintError(f"the history leaves the abstract tree at {t.betting_string(n)!r}")
         r = int(t.round[n])
         bucket = hand_bucket(self.cards, self.gamedef, state.hole_cards[actor], state.board_cards, r)
-        s, k = self._abstract_edges(n)
+        _, k = self._abstract_edges(n)
         off = int(self.row_offset[n]) + bucket * k
         probs = self.probs[off : off + k]
         out: dict[str, float] = {}

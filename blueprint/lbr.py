@@ -50,7 +50,6 @@ import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import Optional, Union
 
 import numba
 import numpy as np
@@ -59,7 +58,7 @@ from abstraction.bets import ALLIN, KIND_DECISION
 from abstraction.combinatorics import next_combination
 from blueprint.blueprint import Blueprint
 from blueprint.evaluate import _hand_buckets
-from blueprint.match import Z95, big_blind_of, view_of
+from blueprint.match import InBigBlinds, big_blind_of, ci95, view_of
 from blueprint.players import AlwaysCall, AlwaysRaise, Player, RandomPlayer, sample
 from holdem.evaluator import card_bit, rank_cardset
 from holdem.game import Game
@@ -269,7 +268,7 @@ class BlueprintOpponent:
         P /= P.sum(axis=1, keepdims=True)
         return keys, P
 
-    def act(self, state: State, hand: int, rng: np.random.Generator) -> tuple[str, Optional[np.ndarray]]:
+    def act(self, state: State, hand: int, rng: np.random.Generator) -> tuple[str, np.ndarray | None]:
         keys, P = self.action_probs(state)
         a = sample(dict(zip(keys, P[hand])), rng)
         return a, P[:, keys.index(a)]
@@ -279,7 +278,7 @@ class BlueprintOpponent:
         keys, P = self.action_probs(state)
         return P[:, keys.index(action)] if action in keys else np.zeros(len(self.hands))
 
-    def fold_probs(self, state: State) -> Union[np.ndarray, float]:
+    def fold_probs(self, state: State) -> np.ndarray | float:
         keys, P = self.action_probs(state)
         return P[:, keys.index("f")] if "f" in keys else 0.0
 
@@ -291,7 +290,7 @@ class CardBlindOpponent:
         self.player = player
         self.name = player.name
 
-    def act(self, state: State, hand: int, rng: np.random.Generator) -> tuple[str, Optional[np.ndarray]]:
+    def act(self, state: State, hand: int, rng: np.random.Generator) -> tuple[str, np.ndarray | None]:
         return self.player.act(view_of(state, state.current_player()), rng), None
 
     def likelihood(self, state: State, action: str) -> None:
@@ -322,7 +321,7 @@ def _opponent(opponent, hands: _Hands):
 
 # -- the LBR player -----------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
-class LBRResult:
+class LBRResult(InBigBlinds):
     """LBR's mean winnings against the opponent (a lower bound on its exploitability)."""
 
     opponent: str
@@ -334,18 +333,11 @@ class LBRResult:
     ci95_chips: float
     seat_chips: tuple[float, float]
     seat_ci95: tuple[float, float]
-    big_blind: Optional[int]
+    big_blind: int | None
     seed: int
     seconds: float
     decisions: int
     per_pair: np.ndarray = dataclasses.field(default=None, repr=False, compare=False)  # chips per deal (both seats)
-
-    @property
-    def unit(self) -> str:
-        return "mbb/game" if self.big_blind else "chips/hand"
-
-    def _scale(self) -> float:
-        return 1000.0 / self.big_blind if self.big_blind else 1.0
 
     @property
     def lbr(self) -> float:
@@ -511,7 +503,7 @@ class LocalBestResponse:
                 a = self.decide(state, weights, rng_lbr)
             state = state.apply(a)
 
-    def run(self, hands: int, seed: int = 0, progress: Optional[Callable[[int, int], None]] = None) -> LBRResult:
+    def run(self, hands: int, seed: int = 0, progress: Callable[[int, int], None] | None = None) -> LBRResult:
         """LBR over ``hands`` hands (whole duplicate pairs: each deal with LBR in both seats)."""
         if hands < 2:
             raise LBRError(f"LBR needs at least 2 hands (one duplicate pair), got {hands}")
@@ -536,9 +528,9 @@ class LocalBestResponse:
             hands=2 * pairs,
             pairs=pairs,
             chips_per_hand=float(per_pair.mean()),
-            ci95_chips=_ci(per_pair),
+            ci95_chips=ci95(per_pair),
             seat_chips=(float(net[:, 0].mean()), float(net[:, 1].mean())),
-            seat_ci95=(_ci(net[:, 0]), _ci(net[:, 1])),
+            seat_ci95=(ci95(net[:, 0]), ci95(net[:, 1])),
             big_blind=big_blind_of(self.game),
             seed=seed,
             seconds=time.perf_counter() - t0,
@@ -592,10 +584,6 @@ class LBRPlayer:
 
     def act(self, view: State, rng: np.random.Generator) -> str:
         return sample(self.probs(view), rng)
-
-
-def _ci(x: np.ndarray) -> float:
-    return Z95 * float(x.std(ddof=1)) / math.sqrt(len(x)) if len(x) > 1 else math.inf
 
 
 def local_best_response(game: Game, opponent, hands: int, menu: str = "fcpa", seed: int = 0,

@@ -17,7 +17,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -27,17 +26,8 @@ from blueprint.lbr import LocalBestResponse
 from blueprint.match import play_match
 from blueprint.players import BlueprintPlayer, player_from_spec
 
-
-def machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores, {model}"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_mccfr import machine
 
 
 def load_avg() -> float:
