@@ -18,9 +18,10 @@ its menu as if the hand were then checked and called down to a showdown:
 and takes the best (ties: call, then the smaller raise, then fold). Equity is exact over every
 remaining board when there are at most ``max_exact_boards`` of them (50: the river and the turn in
 hold'em, every round of small decks) and sampled before that (``samples`` = 500 boards: the flop
-and pre-flop in hold'em). In the first round LBR just calls by
-default (``preflop="call"``, the common setting of the 2017 study, where pre-flop rollouts were too
-costly); ``preflop="menu"`` uses the menu there too.
+and pre-flop in hold'em). By default LBR uses its menu in every round (``preflop="menu"``);
+``preflop="call"`` makes it just check or call in the first round, the cheap setting of the 2017
+study. That setting is a poor exploiter of a weak blueprint: it calls every pre-flop all-in with
+any hand (BENCHMARKS.md measures it losing to a barely trained blueprint).
 
 Whatever LBR's heuristic estimates, the result is the *sampled value of a real strategy* against
 the opponent, played out to the end of each hand, so its expectation is at most the best
@@ -369,7 +370,7 @@ class LBRResult(InBigBlinds):
 class LocalBestResponse:
     """LBR against one opponent in one game (see the module docstring)."""
 
-    def __init__(self, game: Game, opponent, menu: str = "fcpa", preflop: str = "call",
+    def __init__(self, game: Game, opponent, menu: str = "fcpa", preflop: str = "menu",
                  max_exact_boards: int = MAX_EXACT_BOARDS, samples: int = SAMPLES):
         if preflop not in ("call", "menu"):
             raise LBRError(f"preflop must be 'call' or 'menu', got {preflop!r}")
@@ -587,7 +588,7 @@ class LBRPlayer:
 
 
 def local_best_response(game: Game, opponent, hands: int, menu: str = "fcpa", seed: int = 0,
-                        preflop: str = "call", progress=None, **kw) -> LBRResult:
+                        preflop: str = "menu", progress=None, **kw) -> LBRResult:
     """LBR of ``opponent`` (a :class:`Blueprint`, a BlueprintPlayer, or a card-blind baseline)."""
     return LocalBestResponse(game, opponent, menu=menu, preflop=preflop, **kw).run(hands, seed=seed, progress=progress)
 

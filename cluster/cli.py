@@ -1091,8 +1091,9 @@ def status(run_dir, verify, as_json):
 @click.option("--lbr-actions", "lbr_actions", default="fcpa", show_default=True, metavar="MENU",
               help="LBR's raises: fc (none), fcpa (pot, all-in), pot-fractions (0.5, 0.75, 1, 1.5, 2 pots, "
                    "all-in), or a list such as 0.5,1,allin.")
-@click.option("--lbr-preflop", "lbr_preflop", type=click.Choice(["call", "menu"]), default="call",
-              show_default=True, help="LBR in the first round: just call (as in the 2017 study) or use the menu.")
+@click.option("--lbr-preflop", "lbr_preflop", type=click.Choice(["menu", "call"]), default="menu",
+              show_default=True, help="LBR in the first round: use the menu, or just check/call (cheaper, "
+                                      "the 2017 study's setting; weak against pre-flop all-ins).")
 @_json_opt
 def eval_(run_dir, exploitability, game_name, player_spec, vs_spec, hands, seed, lbr, lbr_actions, lbr_preflop,
           as_json):

@@ -5,8 +5,14 @@ training lengths, head-to-head duplicate matches, and match / LBR throughput.
     cp -r runs/bp60 runs/bp600 && mccfr resume runs/bp600 --time 540
     python scripts/bench_lbr.py runs/bp60 runs/bp600 [--lbr-hands 4000] [--match-hands 20000]
         [--menu fcpa] [--skip-lbr | --skip-matches] [--out bench_lbr.json]
+    python scripts/bench_lbr.py --validate [--lbr-hands 2000]
 
-For every run: LBR (``--menu``, pre-flop call) over ``--lbr-hands`` hands; for the last run also
+``--validate``: on no-limit Leduc (``tests/data/games/leduc_nolimit.game``, fcpa bets, CFR+ after
+0, 3, 30 and 300 iterations) the exact best-response value per seat beside LBR's exact value
+(every equity is exact on that deck, so LBR is a deterministic strategy and
+``blueprint.match.exact_value`` evaluates it) and LBR's sampled value with its interval.
+
+For every run: LBR (``--menu``, ``--preflop``) over ``--lbr-hands`` hands; for the last run also
 duplicate matches against always-call and random over ``--match-hands`` hands. Prints one JSON
 object per measurement as it goes (and all of them into ``--out``), then a Markdown table.
 """
@@ -44,18 +50,48 @@ def emit(rows: list, row: dict, out: str | None) -> None:
         Path(out).write_text(json.dumps(rows, indent=1))
 
 
+def validate(hands: int, seed: int) -> None:
+    from blueprint.lbr import LBRPlayer
+    from blueprint.match import exact_value
+    from blueprint.trainer import make_trainer
+
+    game = str(Path(__file__).resolve().parents[1] / "tests" / "data" / "games" / "leduc_nolimit.game")
+    print(f"{datetime.datetime.now().isoformat(timespec='seconds')}, {machine()}, load {load_avg():.1f}")
+    print("| CFR+ iterations | exact BR seat 0 / seat 1 | exploitability | exact LBR seat 0 / seat 1 | exact LBR | "
+          "sampled LBR (95%) |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for iters in (0, 3, 30, 300):
+        tr = make_trainer(game, algo="cfr+", bets="fcpa")
+        tr.run(iters)
+        expl, brv = tr.exploitability()
+        bp = Blueprint(tr)
+        lbr = LocalBestResponse(bp.game, bp, menu="fcpa", preflop="menu")
+        ex = exact_value(bp.game, LBRPlayer(lbr), BlueprintPlayer(bp), max_states=5_000_000)
+        res = lbr.run(hands, seed=seed)
+        k = 1000.0 / bp.gamedef.big_blind
+        print(f"| {iters} | {brv[0] * k:,.0f} / {brv[1] * k:,.0f} | {expl * k:,.0f} | "
+              f"{ex.seat_chips[0] * k:,.0f} / {ex.seat_chips[1] * k:,.0f} | {ex.chips_per_hand * k:,.0f} | "
+              f"{res.lbr:,.0f} +- {res.lbr_ci95:,.0f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("runs", nargs="+", help="run directories, shortest training first")
+    ap.add_argument("runs", nargs="*", help="run directories, shortest training first")
+    ap.add_argument("--validate", action="store_true", help="LBR against exact best response on no-limit Leduc")
     ap.add_argument("--lbr-hands", type=int, default=4000)
     ap.add_argument("--match-hands", type=int, default=20000)
     ap.add_argument("--menu", default="fcpa")
-    ap.add_argument("--preflop", default="call", choices=["call", "menu"])
+    ap.add_argument("--preflop", default="menu", choices=["menu", "call"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-matches", action="store_true")
     ap.add_argument("--skip-lbr", action="store_true")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    if args.validate:
+        validate(args.lbr_hands, args.seed)
+        return
+    if not args.runs:
+        ap.error("give run directories, or --validate")
     rows: list = []
     head = {
         "what": "setup",

@@ -180,7 +180,8 @@ def test_menus_and_their_actions(nl_leduc):
     assert acts[:2] == ["f", "c"] and acts[-1] == "r1200" and len(acts) == len(set(acts))
     for a in acts:
         state.apply(a)  # every candidate is legal
-    assert LocalBestResponse(game, bp, menu="fcpa").candidates(state) == ["c"]  # pre-flop: call
+    assert LocalBestResponse(game, bp, menu="fcpa", preflop="call").candidates(state) == ["c"]
+    assert LocalBestResponse(game, bp, menu="fcpa").candidates(state) == ["f", "c", "r600", "r1200"]
 
 
 def test_bad_opponents_and_games(nl_leduc):
