@@ -25,7 +25,10 @@ any hand (BENCHMARKS.md measures it losing to a barely trained blueprint).
 
 Whatever LBR's heuristic estimates, the result is the *sampled value of a real strategy* against
 the opponent, played out to the end of each hand, so its expectation is at most the best
-response value; averaging both seats gives a lower bound on exploitability
+response value. A hand that ends in a showdown scores LBR's payoff averaged over the opponent's
+range at that point instead of against the one dealt hand (``rao_blackwell=True``): the range is
+the exact posterior of the opponent's hand given all LBR has seen (uniform prior, card removal,
+the opponent's known strategy), so the expectation is unchanged and the variance much smaller; averaging both seats gives a lower bound on exploitability
 (``(BR_0 + BR_1) / 2``, OpenSpiel's convention). Each deal is played twice, LBR in seat 0 and in
 seat 1 with the same cards per seat, and the 95% interval is over the pairs.
 
@@ -371,7 +374,7 @@ class LocalBestResponse:
     """LBR against one opponent in one game (see the module docstring)."""
 
     def __init__(self, game: Game, opponent, menu: str = "fcpa", preflop: str = "menu",
-                 max_exact_boards: int = MAX_EXACT_BOARDS, samples: int = SAMPLES):
+                 max_exact_boards: int = MAX_EXACT_BOARDS, samples: int = SAMPLES, rao_blackwell: bool = True):
         if preflop not in ("call", "menu"):
             raise LBRError(f"preflop must be 'call' or 'menu', got {preflop!r}")
         if samples < 1:
@@ -384,6 +387,7 @@ class LocalBestResponse:
         self.menu_name = menu
         self.sizes = parse_menu(menu)
         self.preflop = preflop
+        self.rao_blackwell = rao_blackwell
         self.max_exact = int(max_exact_boards)
         self.samples = int(samples)
         self.hands = _Hands(game)
@@ -483,6 +487,8 @@ class LocalBestResponse:
         while True:
             who = state.current_player()
             if who == TERMINAL:
+                if self.rao_blackwell and state.betting.showdown() and weights.sum() > 0:
+                    return self._expected_showdown(state, seat, weights)
                 return float(state.payoffs()[seat])
             if who == CHANCE:
                 k = max(1, g.board_cards_through(state.round) - len(state.board_cards))
@@ -503,6 +509,17 @@ class LocalBestResponse:
             else:
                 a = self.decide(state, weights, rng_lbr)
             state = state.apply(a)
+
+    def _expected_showdown(self, state: State, seat: int, weights: np.ndarray) -> float:
+        """LBR's showdown payoff averaged over the opponent's range (its exact posterior given
+        everything LBR has seen): the same expectation as the dealt hand's payoff, less variance."""
+        g = self.g
+        hole = np.array(state.hole_cards[seat], np.int64)
+        board = np.array(state.board_cards, np.int64)
+        eq = equity_vs_range(hole, board, np.zeros(0, np.int64), 0, self.hands.cs, self.hands.mask, weights,
+                             g.num_suits, 1, 1, 0)
+        m = float(min(state.betting.spent))
+        return float(weights @ (2.0 * eq - 1.0)) / float(weights.sum()) * m
 
     def run(self, hands: int, seed: int = 0, progress: Callable[[int, int], None] | None = None) -> LBRResult:
         """LBR over ``hands`` hands (whole duplicate pairs: each deal with LBR in both seats)."""

@@ -59,9 +59,12 @@ def test_exact_lbr_value_is_below_exact_best_response(nl_leduc, iters):
         assert v.chips_per_hand > 0.4 * expl > 0
 
 
-def test_sampled_lbr_agrees_with_its_exact_value(nl_leduc):
+@pytest.mark.parametrize("rao_blackwell", [True, False])
+def test_sampled_lbr_agrees_with_its_exact_value(nl_leduc, rao_blackwell):
+    """Sampled LBR estimates the same expectation with or without averaging showdowns over the
+    range (Rao-Blackwellisation)."""
     bp, expl, _ = nl_leduc[30]
-    lbr = LocalBestResponse(bp.game, bp, menu="fcpa", preflop="menu")
+    lbr = LocalBestResponse(bp.game, bp, menu="fcpa", preflop="menu", rao_blackwell=rao_blackwell)
     exact = exact_value(bp.game, LBRPlayer(lbr), BlueprintPlayer(bp), max_states=5_000_000).chips_per_hand
     res = lbr.run(600, seed=4)
     assert res.hands == 600 and res.pairs == 300 and res.unit == "mbb/game"
