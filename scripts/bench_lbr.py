@@ -7,7 +7,7 @@ training lengths, head-to-head duplicate matches, and match / LBR throughput.
         [--menu fcpa] [--skip-lbr | --skip-matches] [--out bench_lbr.json]
     python scripts/bench_lbr.py --validate [--lbr-hands 2000]
 
-``--validate``: on no-limit Leduc (``tests/data/games/leduc_nolimit.game``, fcpa bets, CFR+ after
+``--validate``: on no-limit Leduc (``tests/data/leduc_nolimit.game``, fcpa bets, CFR+ after
 0, 3, 30 and 300 iterations) the exact best-response value per seat beside LBR's exact value
 (every equity is exact on that deck, so LBR is a deterministic strategy and
 ``blueprint.match.exact_value`` evaluates it) and LBR's sampled value with its interval.
@@ -55,7 +55,7 @@ def validate(hands: int, seed: int) -> None:
     from blueprint.match import exact_value
     from blueprint.trainer import make_trainer
 
-    game = str(Path(__file__).resolve().parents[1] / "tests" / "data" / "games" / "leduc_nolimit.game")
+    game = str(Path(__file__).resolve().parents[1] / "tests" / "data" / "leduc_nolimit.game")
     print(f"{datetime.datetime.now().isoformat(timespec='seconds')}, {machine()}, load {load_avg():.1f}")
     print("| CFR+ iterations | exact BR seat 0 / seat 1 | exploitability | exact LBR seat 0 / seat 1 | exact LBR | "
           "sampled LBR (95%) |")

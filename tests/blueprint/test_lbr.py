@@ -28,7 +28,7 @@ from blueprint.trainer import make_trainer
 from holdem.evaluator import rank_hand_py
 from holdem.game import Game
 
-NL_LEDUC = str(Path(__file__).resolve().parents[1] / "data" / "games" / "leduc_nolimit.game")
+NL_LEDUC = str(Path(__file__).resolve().parents[1] / "data" / "leduc_nolimit.game")
 
 
 @pytest.fixture(scope="module")

@@ -267,7 +267,7 @@ def test_blueprint_memo_keeps_translation_random():
     is translated afresh (randomly with an rng) on every query, before and after other queries."""
     from pathlib import Path
 
-    game = Path(__file__).resolve().parents[1] / "data" / "games" / "leduc_nolimit.game"
+    game = Path(__file__).resolve().parents[1] / "data" / "leduc_nolimit.game"
     tr = make_trainer(str(game), algo="cfr+", bets="standard")
     tr.run(10)
     bp = Blueprint(tr)
