@@ -46,3 +46,19 @@ def translate(x: float, sizes: Sequence[float], rng: Optional[np.random.Generato
     if rng is None:
         return lo if p >= 0.5 else hi
     return lo if rng.random() < p else hi
+
+
+def translate_probs(x: float, sizes: Sequence[float]) -> list[tuple[int, float]]:
+    """The distribution of :func:`translate` with an ``rng``: ``[(index into sizes, probability)]``."""
+    if not len(sizes):
+        raise ValueError("no abstract sizes to translate to")
+    if x <= sizes[0]:
+        return [(0, 1.0)]
+    if x >= sizes[-1]:
+        return [(len(sizes) - 1, 1.0)]
+    hi = int(np.searchsorted(sizes, x, side="left"))
+    if sizes[hi] == x:
+        return [(hi, 1.0)]
+    lo = hi - 1
+    p = pseudo_harmonic(x, sizes[lo], sizes[hi])
+    return [(lo, p), (hi, 1.0 - p)]

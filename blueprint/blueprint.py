@@ -23,7 +23,7 @@ import numpy as np
 
 from abstraction.bets import ALLIN, KIND_DECISION
 from abstraction.cards import deal_buckets
-from abstraction.translation import translate
+from abstraction.translation import translate, translate_probs
 from holdem.betting import CALL, FOLD, RAISE, Betting
 from holdem.game import Game
 from holdem.state import State, StateError
@@ -73,9 +73,11 @@ class Blueprint:
         self.config_hash = trainer.config_hash
         self.abstraction_hash = trainer.abstraction_hash
         self.bets_hash = trainer.bets.content_hash() if trainer.bets is not None else "limit"
-        # betting string -> abstract node, for deterministic walks (no rng): queries at play time
-        # repeat the same histories; bounded, and a plain dict is safe to share between threads
-        self._node_cache: dict[str, int] = {}
+        # betting actions -> abstract node: every deterministic walk (no rng; play-time queries repeat
+        # the same histories) and every walk that translated no raise; bounded, and a plain dict is
+        # safe to share between threads
+        self._node_cache: dict = {}
+        self._betting_cache: dict = {}  # abstract node -> its Betting
 
     @classmethod
     def load(cls, run_dir, log=None) -> "Blueprint":
@@ -88,19 +90,24 @@ class Blueprint:
         return int(self.tree.child_start[n]), int(self.tree.num_actions[n])
 
     def node_of(self, state: State, rng: Optional[np.random.Generator] = None) -> int:
-        """Abstract node reached by the betting of ``state`` (translating off-tree raises)."""
-        if rng is None:
-            key = state.betting.betting_string()
-            n = self._node_cache.get(key)
-            if n is None:
-                n = self._walk(state, None)
-                if len(self._node_cache) >= NODE_CACHE_SIZE:
-                    self._node_cache.clear()
-                self._node_cache[key] = n
-            return n
-        return self._walk(state, rng)
+        """Abstract node reached by the betting of ``state`` (translating off-tree raises).
 
-    def _walk(self, state: State, rng: Optional[np.random.Generator]) -> int:
+        Deterministic walks (no ``rng``) and walks that translate nothing are memoised by their
+        betting (queries and matches ask the same histories again and again)."""
+        key = state.betting.actions
+        n = self._node_cache.get(key)
+        if n is not None:
+            return n
+        n, translated = self._walk(state, rng)
+        if rng is None or not translated:
+            if len(self._node_cache) >= NODE_CACHE_SIZE:
+                self._node_cache.clear()
+            self._node_cache[key] = n
+        return n
+
+    def _walk(self, state: State, rng: Optional[np.random.Generator]) -> tuple[int, bool]:
+        """``(node, whether an off-tree raise was translated)`` for :meth:`node_of`."""
+        translated = False
         t = self.tree
         g = self.gamedef
         b = Betting.initial(g)
@@ -135,9 +142,10 @@ class Blueprint:
                             e = s + int(raises[exact[0]])
                         else:
                             e = self._translate(n, b, size, raises, rng)
+                            translated = True
                 n = int(t.edge_child[e])
                 b = b.apply(kind, size)
-        return n
+        return n, translated
 
     def _translate(self, n: int, b: Betting, size: int, raises: np.ndarray, rng) -> int:
         """Edge an off-tree raise to ``size`` maps to. An all-in maps to the abstract all-in; a
@@ -154,13 +162,76 @@ class Blueprint:
         fracs = [_pot_fraction(ab, int(x)) for x in t.edge_to[s + pool]]
         return s + int(pool[translate(_pot_fraction(b, size), fracs, rng)])
 
+    def node_distribution(self, state: State) -> list[tuple[int, float]]:
+        """Where :meth:`node_of` with an ``rng`` lands, as ``[(node, probability)]``: every
+        off-tree raise of the history branches into its pseudo-harmonic neighbours. A branch
+        whose history leaves the abstract tree (where :meth:`strategy` raises) is node ``-1``.
+        The nodes need not be decisions of the seat to act (the caller checks, as strategy does)."""
+        t = self.tree
+        g = self.gamedef
+        out: dict[int, float] = {}
+        rounds = state.betting.actions
+        flat = [a for acts in rounds for a in acts]
+
+        def go(i: int, n: int, b: Betting, p: float) -> None:
+            if i == len(flat):
+                out[n] = out.get(n, 0.0) + p
+                return
+            kind, size = flat[i]
+            if t.kind[n] != KIND_DECISION:
+                out[-1] = out.get(-1, 0.0) + p
+                return
+            s, k = self._abstract_edges(n)
+            kinds = t.edge_kind[s : s + k]
+            if kind in (FOLD, CALL):
+                hit = np.nonzero(kinds == kind)[0]
+                edges = [(s + int(hit[0]), 1.0)] if len(hit) else []
+            else:
+                raises = np.nonzero(kinds == RAISE)[0]
+                if not len(raises):
+                    edges = []
+                elif g.is_limit:
+                    edges = [(s + int(raises[0]), 1.0)]
+                else:
+                    exact = np.nonzero(t.edge_to[s + raises] == size)[0]
+                    if len(exact) and self._same_spent(n, b):
+                        edges = [(s + int(raises[exact[0]]), 1.0)]
+                    else:
+                        edges = self._translate_probs(n, b, size, raises)
+            if not edges:
+                out[-1] = out.get(-1, 0.0) + p
+                return
+            nb = b.apply(kind, size)
+            for e, q in edges:
+                if q > 0.0:
+                    go(i + 1, int(t.edge_child[e]), nb, p * q)
+
+        go(0, 0, Betting.initial(g), 1.0)
+        return sorted(out.items())
+
+    def _translate_probs(self, n: int, b: Betting, size: int, raises: np.ndarray) -> list[tuple[int, float]]:
+        """:meth:`_translate`'s distribution: ``[(edge, probability)]``."""
+        t = self.tree
+        s = int(t.child_start[n])
+        allin = t.edge_frac[s + raises] == ALLIN
+        real_allin = size >= self.gamedef.stack[b.current_player()]
+        if real_allin and allin.any():
+            return [(s + int(raises[np.nonzero(allin)[0][-1]]), 1.0)]
+        pool = raises[~allin] if (~allin).any() else raises
+        ab = self._betting_at(n)
+        fracs = [_pot_fraction(ab, int(x)) for x in t.edge_to[s + pool]]
+        return [(s + int(pool[i]), q) for i, q in translate_probs(_pot_fraction(b, size), fracs)]
+
     def _same_spent(self, n: int, b: Betting) -> bool:
         return tuple(int(x) for x in self.tree.spent[n]) == tuple(b.spent)
 
     def _betting_at(self, n: int) -> Betting:
-        from holdem.betting import parse_betting
+        b = self._betting_cache.get(n)
+        if b is None:
+            from holdem.betting import parse_betting
 
-        return parse_betting(self.tree.betting_string(n), self.gamedef)
+            b = self._betting_cache[n] = parse_betting(self.tree.betting_string(n), self.gamedef)
+        return b
 
     # -- queries ------------------------------------------------------------------------------
     def strategy(self, matchstate: str, rng: Optional[np.random.Generator] = None) -> dict[str, float]:
@@ -185,13 +256,23 @@ class Blueprint:
             raise BlueprintError(f"the history leaves the abstract tree at {t.betting_string(n)!r}")
         r = int(t.round[n])
         bucket = hand_bucket(self.cards, self.gamedef, state.hole_cards[actor], state.board_cards, r)
-        s, k = self._abstract_edges(n)
+        _, k = self._abstract_edges(n)
         off = int(self.row_offset[n]) + bucket * k
         probs = self.probs[off : off + k]
-        b = state.betting
+        out: dict[str, float] = {}
+        for key, p in zip(self.action_keys(n, state.betting), probs):
+            out[key] = out.get(key, 0.0) + float(p)
+        total = sum(out.values())
+        return {a: p / total for a, p in out.items()}
+
+    def action_keys(self, n: int, b: Betting) -> list[str]:
+        """The ACPC action string each abstract action of node ``n`` becomes in the real betting
+        ``b`` (see the module docstring); keys may repeat (the caller merges them)."""
+        t = self.tree
+        s, k = self._abstract_edges(n)
         rr = b.raise_range()
         can_fold = b.can_fold()
-        out: dict[str, float] = {}
+        keys = []
         for i in range(k):
             e = s + i
             kind = int(t.edge_kind[e])
@@ -211,9 +292,8 @@ class Blueprint:
                     key = f"r{min(max(to, rr[0]), rr[1])}"
             else:
                 key = "c"
-            out[key] = out.get(key, 0.0) + float(probs[i])
-        total = sum(out.values())
-        return {a: p / total for a, p in out.items()}
+            keys.append(key)
+        return keys
 
     # -- export -------------------------------------------------------------------------------
     def export(self, path) -> int:

@@ -85,8 +85,21 @@ def play_hand(
             raise MatchError(f"player {seats[who].name!r} in seat {who} at {view}: {exc}") from None
 
 
+class InBigBlinds:
+    """Unit of a result with a ``big_blind`` (None for ante games): mbb/game or chips/hand."""
+
+    big_blind: int | None
+
+    @property
+    def unit(self) -> str:
+        return "mbb/game" if self.big_blind else "chips/hand"
+
+    def _scale(self) -> float:
+        return 1000.0 / self.big_blind if self.big_blind else 1.0
+
+
 @dataclasses.dataclass(frozen=True)
-class MatchResult:
+class MatchResult(InBigBlinds):
     """A duplicate match from player A's side (see the module docstring).
 
     ``seat_chips``: A's mean chips per hand in seat 0 and in seat 1; ``seat_ci95`` their 95%
@@ -106,13 +119,6 @@ class MatchResult:
     tie_rate: float
     big_blind: int | None
     seed: int
-
-    @property
-    def unit(self) -> str:
-        return "mbb/game" if self.big_blind else "chips/hand"
-
-    def _scale(self) -> float:
-        return 1000.0 / self.big_blind if self.big_blind else 1.0
 
     @property
     def mean(self) -> float:
@@ -146,7 +152,8 @@ class MatchResult:
         }
 
 
-def _ci(x: np.ndarray) -> float:
+def ci95(x: np.ndarray) -> float:
+    """Half-width of the 95% normal interval of the mean of independent samples ``x``."""
     return Z95 * float(x.std(ddof=1)) / math.sqrt(len(x)) if len(x) > 1 else math.inf
 
 
@@ -191,9 +198,9 @@ def play_match(
         hands=2 * pairs,
         pairs=pairs,
         chips_per_hand=float(per_pair.mean()),
-        ci95_chips=_ci(per_pair),
+        ci95_chips=ci95(per_pair),
         seat_chips=(float(net[:, 0].mean()), float(net[:, 1].mean())),
-        seat_ci95=(_ci(net[:, 0]), _ci(net[:, 1])),
+        seat_ci95=(ci95(net[:, 0]), ci95(net[:, 1])),
         win_rate=float((net > 0).mean()),
         tie_rate=float((net == 0).mean()),
         big_blind=big_blind_of(game),
@@ -260,9 +267,11 @@ def exact_value(
 
 __all__ = [
     "ExactValue",
+    "InBigBlinds",
     "MatchError",
     "MatchResult",
     "big_blind_of",
+    "ci95",
     "exact_value",
     "play_hand",
     "play_match",

@@ -139,7 +139,14 @@ class State:
         return (0, 1) if self.viewer is None else (self.viewer,)
 
     def _pending(self) -> list[tuple[str, int]]:
-        """``(what, missing)`` for each slot still to deal now, in deal order."""
+        """``(what, missing)`` for each slot still to deal now, in deal order (computed once per
+        state: legality checks ask for it many times)."""
+        memo = self.__dict__.get("_pending_memo")
+        if memo is None:
+            memo = self.__dict__["_pending_memo"] = self._compute_pending()
+        return list(memo)
+
+    def _compute_pending(self) -> tuple[tuple[str, int], ...]:
         b = self.betting
         if b.finished and not b.showdown():
             return []
@@ -154,7 +161,7 @@ class State:
             missing = g.board_cards_through(r) - max(dealt, g.board_cards_through(r - 1))
             if missing > 0:
                 out.append((f"the board of round {r + 1}", missing))
-        return out
+        return tuple(out)
 
     def is_chance(self) -> bool:
         """True when cards must be dealt (:meth:`deal`) before the hand can go on."""

@@ -260,3 +260,23 @@ def test_illegal_action_names_the_player():
         play_hand(
             KUHN, (player_from_spec("always-raise", KUHN), Cheater()), (np.random.default_rng(0),) * 2, [0, 1]
         )
+
+
+def test_blueprint_memo_keeps_translation_random():
+    """Blueprint memoises the abstract node of histories that translate nothing; an off-tree raise
+    is translated afresh (randomly with an rng) on every query, before and after other queries."""
+    from pathlib import Path
+
+    game = Path(__file__).resolve().parents[1] / "data" / "leduc_nolimit.game"
+    tr = make_trainer(str(game), algo="cfr+", bets="standard")
+    tr.run(10)
+    bp = Blueprint(tr)
+    on = "MATCHSTATE:0:0:r300:2c|"
+    first = bp.strategy(on)
+    assert bp.strategy(on) == first and bp.strategy(on, np.random.default_rng(1)) == first
+    off = "MATCHSTATE:0:0:r400:2c|"  # 1.5 pots: between the 1- and 2-pot abstract raises
+    det = bp.strategy(off)
+    assert bp.strategy(off) == det  # without an rng the more likely neighbour, every time
+    rng = np.random.default_rng(0)
+    seen = {tuple(sorted(bp.strategy(off, rng).items())) for _ in range(40)}
+    assert len(seen) == 2  # both neighbours are drawn

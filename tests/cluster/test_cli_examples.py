@@ -126,6 +126,10 @@ def test_eval_run_dir_as_player(tmp_path):
     assert both["exploitability_unit"] == "chips" and both["unit"] == "chips/hand"
     out, _ = ok("eval", "--game", "kuhn", "--player", "random", "--vs", run, "--hands", 200, "--json")
     assert out["opponent"] == "kuhn"
+    # the game comes from a run directory among the players when neither --game nor RUN_DIR is given
+    for a, b in ((run, "kuhn-greedy"), ("kuhn-greedy", run)):
+        out, _ = ok("eval", "--player", a, "--vs", b, "--hands", 200, "--seed", 1, "--json")
+        assert {out["player"], out["opponent"]} == {"kuhn", "kuhn-greedy"} and "exact" in out
     msg = error("eval", "--game", "leduc", "--player", "random", "--vs", run)
     assert "trained on kuhn, not leduc" in msg
     assert "not built yet" in error("eval", run, "--vs", f"{run}+solve:resolve", "--hands", 10)

@@ -1,0 +1,625 @@
+"""Local best response (Lisy & Bowling 2017): a lower bound on exploitability for big games.
+
+LBR plays real hands against a fixed opponent strategy (a blueprint, or a baseline player) from
+each seat. It knows its own cards and tracks the opponent's *range*: a weight per private hand
+(1,326 in hold'em), zero for hands that share a card with LBR's hand or the board, multiplied by
+the opponent's probability of every action it is seen to take (Bayes: the blueprint's strategy
+for that hand's card bucket at that node). At each of its decisions LBR values each action of
+its menu as if the hand were then checked and called down to a showdown:
+
+* fold: ``-spent[LBR]``;
+* call/check: ``(2 E - 1) * m``, with ``E`` LBR's showdown equity (win + tie / 2) against the
+  range and ``m`` the contested amount after calling;
+* raise to ``x``: ``fp * spent[opp] + (1 - fp) * (2 E_c - 1) * m_x``, where ``fp`` is the
+  range-weighted probability that the opponent folds to the raise (its strategy at the node the
+  raise leads to, per hand) and ``E_c`` the equity against the part of the range that does not
+  fold;
+
+and takes the best (ties: call, then the smaller raise, then fold). Equity is exact over every
+remaining board when there are at most ``max_exact_boards`` of them (50: the river and the turn in
+hold'em, every round of small decks) and sampled before that (``samples`` = 500 boards: the flop
+and pre-flop in hold'em). By default LBR uses its menu in every round (``preflop="menu"``);
+``preflop="call"`` makes it just check or call in the first round, the cheap setting of the 2017
+study. That setting is a poor exploiter of a weak blueprint: it calls every pre-flop all-in with
+any hand (BENCHMARKS.md measures it losing to a barely trained blueprint).
+
+Whatever LBR's heuristic estimates, the result is the *sampled value of a real strategy* against
+the opponent, played out to the end of each hand, so its expectation is at most the best
+response value. A hand that ends in a showdown scores LBR's payoff averaged over the opponent's
+range at that point instead of against the one dealt hand (``rao_blackwell=True``): the range is
+the exact posterior of the opponent's hand given all LBR has seen (uniform prior, card removal,
+the opponent's known strategy), so the expectation is unchanged and the variance much smaller; averaging both seats gives a lower bound on exploitability
+(``(BR_0 + BR_1) / 2``, OpenSpiel's convention). Each deal is played twice, LBR in seat 0 and in
+seat 1 with the same cards per seat, and the 95% interval is over the pairs.
+
+Action menus (``--lbr-actions``): ``fc`` (fold, call), ``fcpa`` (fold, call, pot, all-in: the
+sizes of the study), ``pot-fractions`` (fold, call, 0.5, 0.75, 1, 1.5, 2 pots and all-in), or a
+comma list of pot fractions with ``allin`` (``0.5,1,allin``). A pot fraction ``f`` raises to
+``maxSpent + f * (pot + toCall)``, clamped into the legal range; limit games have one raise.
+
+The opponent's strategy is exactly what :class:`blueprint.players.BlueprintPlayer` plays: an
+off-tree raise of LBR's is mapped by the randomized pseudo-harmonic translation (its mixture over
+both neighbours, :meth:`blueprint.blueprint.Blueprint.node_distribution`), and where the history
+leaves the abstract tree the player checks or calls. Baselines that ignore their cards
+(``always-call``, ``always-raise``, ``random``) need no range update.
+
+The range and equity computations are numba kernels over flat arrays (:func:`equity_vs_range`,
+:func:`range_buckets`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import time
+from collections.abc import Callable, Sequence
+
+import numba
+import numpy as np
+
+from abstraction.bets import ALLIN, KIND_DECISION
+from abstraction.combinatorics import next_combination
+from blueprint.blueprint import Blueprint
+from blueprint.evaluate import _hand_buckets
+from blueprint.match import InBigBlinds, big_blind_of, ci95, view_of
+from blueprint.players import AlwaysCall, AlwaysRaise, Player, RandomPlayer, sample
+from holdem.evaluator import card_bit, rank_cardset
+from holdem.game import Game
+from holdem.state import CHANCE, TERMINAL, State
+
+MENUS: dict[str, tuple[float, ...]] = {
+    "fc": (),
+    "fcpa": (1.0, ALLIN),
+    "pot-fractions": (0.5, 0.75, 1.0, 1.5, 2.0, ALLIN),
+}
+MAX_EXACT_BOARDS = 50  # hold'em: river 1 and turn 44-46 boards exact; flop (990-1,081) and pre-flop sampled
+SAMPLES = 500
+
+
+class LBRError(ValueError):
+    """Bad LBR input: an unknown action menu, an opponent LBR cannot model, a game too large."""
+
+
+def parse_menu(text: str) -> tuple[float, ...]:
+    """Raise sizes (pot fractions, :data:`abstraction.bets.ALLIN` for all-in) of a menu name or
+    a comma list such as ``0.5,1,allin``."""
+    if text in MENUS:
+        return MENUS[text]
+    sizes = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        if part in ("allin", "all-in", "a"):
+            sizes.append(ALLIN)
+            continue
+        try:
+            f = float(part)
+        except ValueError:
+            raise LBRError(
+                f"unknown LBR action menu {text!r}: use {', '.join(MENUS)} or pot fractions such as 0.5,1,allin"
+            ) from None
+        if not (f > 0 and math.isfinite(f)):
+            raise LBRError(f"LBR action menu {text!r}: pot fractions must be positive, got {part!r}")
+        sizes.append(f)
+    return tuple(sorted(set(sizes), key=lambda x: (x == ALLIN, x)))
+
+
+# -- numba kernels ------------------------------------------------------------------------------
+@numba.njit(cache=True)
+def hand_cardsets(hands, num_suits):
+    """Evaluator cardset (and a card-id bitmask) of each row of ``hands``."""
+    n = hands.shape[0]
+    cs = np.zeros(n, np.int64)
+    mask = np.zeros(n, np.int64)
+    for i in range(n):
+        for j in range(hands.shape[1]):
+            cs[i] |= card_bit(hands[i, j], num_suits)
+            mask[i] |= np.int64(1) << hands[i, j]
+    return cs, mask
+
+
+@numba.njit(cache=True)
+def equity_vs_range(my_cards, board, rest, k, hands_cs, hands_mask, weights, num_suits, max_exact, samples,
+                    seed):
+    """Showdown equity (win + tie / 2) of ``my_cards`` against each opponent hand with a positive
+    weight, over the ``k`` board cards still to come drawn from ``rest`` (the cards neither in
+    ``my_cards`` nor on ``board``), each completion that the hand does not block counted equally.
+
+    Every completion when there are at most ``max_exact`` of them, else ``samples`` uniform ones.
+    Returns float64 ``[H]`` (0.5 for hands of weight 0 or without a completion).
+    """
+    H = hands_cs.shape[0]
+    win = np.zeros(H)
+    cnt = np.zeros(H)
+    mine = np.int64(0)
+    for c in my_cards:
+        mine |= card_bit(c, num_suits)
+    base = np.int64(0)
+    for c in board:
+        base |= card_bit(c, num_suits)
+    live = np.nonzero(weights > 0.0)[0]
+    n = rest.shape[0]
+    total = 1.0
+    for i in range(k):
+        total = total * (n - i) / (i + 1)
+    idx = np.arange(max(k, 1))
+    exact = total <= max_exact
+    draws = int(total + 0.5) if exact else samples
+    np.random.seed(seed)
+    pool = rest.copy()
+    for d in range(draws):
+        cs = base
+        m = np.int64(0)
+        if k > 0:
+            if exact:
+                if d > 0:
+                    next_combination(idx, k, n)
+                for i in range(k):
+                    c = rest[idx[i]]
+                    cs |= card_bit(c, num_suits)
+                    m |= np.int64(1) << c
+            else:
+                for i in range(k):  # partial Fisher-Yates: k distinct cards
+                    j = i + np.random.randint(n - i)
+                    t = pool[i]
+                    pool[i] = pool[j]
+                    pool[j] = t
+                    cs |= card_bit(pool[i], num_suits)
+                    m |= np.int64(1) << pool[i]
+        r = rank_cardset(cs | mine)
+        for t in range(live.shape[0]):
+            h = live[t]
+            if hands_mask[h] & m:
+                continue
+            o = rank_cardset(cs | hands_cs[h])
+            cnt[h] += 1.0
+            if r > o:
+                win[h] += 1.0
+            elif r == o:
+                win[h] += 0.5
+    eq = np.full(H, 0.5)
+    for t in range(live.shape[0]):
+        h = live[t]
+        if cnt[h] > 0:
+            eq[h] = win[h] / cnt[h]
+    return eq
+
+
+@numba.njit(cache=True)
+def _remove_cards(weights, hands_mask, mask):
+    """Zero the weight of every hand that holds a card of ``mask``."""
+    for h in range(weights.shape[0]):
+        if hands_mask[h] & mask:
+            weights[h] = 0.0
+
+
+def range_buckets(bp: Blueprint, hands: np.ndarray, hands_mask: np.ndarray, board: Sequence[int],
+                  round_: int) -> np.ndarray:
+    """int64 ``[H]``: the blueprint's card bucket in ``round_`` of every hand with ``board``
+    (0 for hands that share a card with the board: the bucket tables must never see those)."""
+    g = bp.gamedef
+    if len(board) != g.board_cards_through(round_):
+        raise LBRError(f"round {round_ + 1} needs {g.board_cards_through(round_)} board cards, got {len(board)}")
+    m = 0
+    for c in board:
+        m |= 1 << int(c)
+    ok = (hands_mask & np.int64(m)) == 0
+    kind, iso, table, offsets = bp.cards.kernel_args()
+    out = np.zeros(len(hands), np.int64)
+    out[ok] = _hand_buckets(kind, hands[ok], np.array(board, np.int64), round_, g.num_hole_cards,
+                            np.array(g.num_board_cards, np.int64), g.deck_size, g.num_suits, g.num_ranks,
+                            iso, table, offsets)
+    return out
+
+
+# -- opponents ----------------------------------------------------------------------------------
+class _Hands:
+    """Every private hand of a game (colex order of ``itertools.combinations``)."""
+
+    def __init__(self, game: Game):
+        g = game.gamedef
+        if g.deck_size > 63:
+            raise LBRError(f"LBR handles decks of at most 63 cards, {g.name or 'this game'} has {g.deck_size}")
+        self.hands = np.array(list(itertools.combinations(range(g.deck_size), g.num_hole_cards)), np.int64)
+        self.index = {tuple(int(c) for c in h): i for i, h in enumerate(self.hands)}
+        self.cs, self.mask = hand_cardsets(self.hands, g.num_suits)
+
+    def __len__(self) -> int:
+        return len(self.hands)
+
+    def of(self, hole: Sequence[int]) -> int:
+        return self.index[tuple(sorted(int(c) for c in hole))]
+
+
+class BlueprintOpponent:
+    """The blueprint as LBR's opponent: its action probabilities for every private hand at once."""
+
+    def __init__(self, bp: Blueprint, hands: _Hands):
+        self.bp = bp
+        self.hands = hands
+        self.name = "blueprint"
+        self._buckets: dict = {}
+
+    def _bucket_vector(self, board: tuple[int, ...], r: int) -> np.ndarray:
+        key = (board, r)
+        v = self._buckets.get(key)
+        if v is None:
+            if len(self._buckets) > 64:
+                self._buckets.clear()
+            v = self._buckets[key] = range_buckets(self.bp, self.hands.hands, self.hands.mask, board, r)
+        return v
+
+    def action_probs(self, state: State) -> tuple[list[str], np.ndarray]:
+        """``(keys, P)``: ``P[h, j]`` the probability that the seat to act, holding hand ``h``,
+        takes action ``keys[j]`` (what :class:`BlueprintPlayer` samples, translation included)."""
+        bp, t = self.bp, self.bp.tree
+        actor = state.current_player()
+        H = len(self.hands)
+        cols: dict[str, np.ndarray] = {}
+        for n, q in bp.node_distribution(state):
+            if n < 0 or t.kind[n] != KIND_DECISION or int(t.player[n]) != actor or int(t.round[n]) != state.round:
+                cols["c"] = cols.get("c", 0.0) + np.full(H, q)  # off the tree: the player calls
+                continue
+            r = int(t.round[n])
+            k = int(t.num_actions[n])
+            nb = int(bp.num_buckets[r])
+            off = int(bp.row_offset[n])
+            block = bp.probs[off : off + nb * k].reshape(nb, k)[self._bucket_vector(state.board_cards, r)]
+            for i, key in enumerate(bp.action_keys(n, state.betting)):
+                cols[key] = cols.get(key, 0.0) + q * block[:, i]
+        keys = list(cols)
+        P = np.stack([np.broadcast_to(cols[a], (H,)) for a in keys], axis=1).astype(np.float64)
+        P /= P.sum(axis=1, keepdims=True)
+        return keys, P
+
+    def act(self, state: State, hand: int, rng: np.random.Generator) -> tuple[str, np.ndarray | None]:
+        keys, P = self.action_probs(state)
+        a = sample(dict(zip(keys, P[hand])), rng)
+        return a, P[:, keys.index(a)]
+
+    def likelihood(self, state: State, action: str) -> np.ndarray:
+        """``P[h]``: the probability of ``action`` at ``state`` for every hand ``h``."""
+        keys, P = self.action_probs(state)
+        return P[:, keys.index(action)] if action in keys else np.zeros(len(self.hands))
+
+    def fold_probs(self, state: State) -> np.ndarray | float:
+        keys, P = self.action_probs(state)
+        return P[:, keys.index("f")] if "f" in keys else 0.0
+
+
+class CardBlindOpponent:
+    """A baseline that ignores its cards (always-call, always-raise, random): no range update."""
+
+    def __init__(self, player: Player):
+        self.player = player
+        self.name = player.name
+
+    def act(self, state: State, hand: int, rng: np.random.Generator) -> tuple[str, np.ndarray | None]:
+        return self.player.act(view_of(state, state.current_player()), rng), None
+
+    def likelihood(self, state: State, action: str) -> None:
+        return None  # the same for every hand: no range update
+
+    def fold_probs(self, state: State) -> float:
+        b = state.betting
+        if not b.can_fold():
+            return 0.0
+        if isinstance(self.player, RandomPlayer):
+            return 1.0 / len(RandomPlayer._kinds(state))
+        return float(self.player.probs(view_of(state, state.current_player())).get("f", 0.0))
+
+
+def _opponent(opponent, hands: _Hands):
+    if isinstance(opponent, Blueprint):
+        return BlueprintOpponent(opponent, hands)
+    if isinstance(opponent, (AlwaysCall, AlwaysRaise, RandomPlayer)):
+        return CardBlindOpponent(opponent)
+    bp = getattr(opponent, "bp", None)
+    if isinstance(bp, Blueprint):  # a BlueprintPlayer
+        return BlueprintOpponent(bp, hands)
+    raise LBRError(
+        f"LBR needs an opponent whose strategy it can read per hand: a blueprint (RUN_DIR) or "
+        f"always-call, always-raise, random; not {getattr(opponent, 'name', opponent)!r}"
+    )
+
+
+# -- the LBR player -----------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class LBRResult(InBigBlinds):
+    """LBR's mean winnings against the opponent (a lower bound on its exploitability)."""
+
+    opponent: str
+    game: str
+    menu: str
+    hands: int
+    pairs: int
+    chips_per_hand: float
+    ci95_chips: float
+    seat_chips: tuple[float, float]
+    seat_ci95: tuple[float, float]
+    big_blind: int | None
+    seed: int
+    seconds: float
+    decisions: int
+    per_pair: np.ndarray = dataclasses.field(default=None, repr=False, compare=False)  # chips per deal (both seats)
+
+    @property
+    def lbr(self) -> float:
+        return self.chips_per_hand * self._scale()
+
+    @property
+    def lbr_ci95(self) -> float:
+        return self.ci95_chips * self._scale()
+
+    def to_json(self) -> dict:
+        k = self._scale()
+        return {
+            "lbr": self.lbr,
+            "lbr_ci95": self.lbr_ci95,
+            "unit": self.unit,
+            "hands": self.hands,
+            "pairs": self.pairs,
+            "lbr_seats": [v * k for v in self.seat_chips],
+            "lbr_seats_ci95": [v * k for v in self.seat_ci95],
+            "lbr_chips": self.chips_per_hand,
+            "lbr_ci95_chips": self.ci95_chips,
+            "lbr_actions": self.menu,
+            "opponent": self.opponent,
+            "seed": self.seed,
+            "seconds": self.seconds,
+        }
+
+
+class LocalBestResponse:
+    """LBR against one opponent in one game (see the module docstring)."""
+
+    def __init__(self, game: Game, opponent, menu: str = "fcpa", preflop: str = "menu",
+                 max_exact_boards: int = MAX_EXACT_BOARDS, samples: int = SAMPLES, rao_blackwell: bool = True):
+        if preflop not in ("call", "menu"):
+            raise LBRError(f"preflop must be 'call' or 'menu', got {preflop!r}")
+        if samples < 1:
+            raise LBRError(f"samples must be >= 1, got {samples}")
+        bp = opponent if isinstance(opponent, Blueprint) else getattr(opponent, "bp", None)
+        if isinstance(bp, Blueprint) and bp.gamedef.to_acpc() != game.gamedef.to_acpc():
+            raise LBRError(f"the blueprint plays {bp.gamedef.name or 'another game'}, not {game.gamedef.name or 'this game'}")
+        self.game = game
+        self.g = game.gamedef
+        self.menu_name = menu
+        self.sizes = parse_menu(menu)
+        self.preflop = preflop
+        self.rao_blackwell = rao_blackwell
+        self.max_exact = int(max_exact_boards)
+        self.samples = int(samples)
+        self.hands = _Hands(game)
+        self.opp = _opponent(opponent, self.hands)
+        self.decisions = 0
+
+    # -- one decision -------------------------------------------------------------------------
+    def candidates(self, state: State) -> list[str]:
+        """LBR's legal menu actions here: ``f`` (when facing a bet), ``c``, then raises by size."""
+        b = state.betting
+        out = ["f"] if b.can_fold() else []
+        out.append("c")
+        if self.preflop == "call" and state.round == 0:
+            return ["c"]
+        rr = b.raise_range()
+        if rr is None or not self.sizes:
+            return out
+        if self.g.is_limit:
+            return out + ["r"]
+        p = b.current_player()
+        to_call = min(b.max_spent, self.g.stack[p]) - b.spent[p]
+        tos = []
+        for f in self.sizes:
+            to = rr[1] if f == ALLIN else b.max_spent + int(np.floor(f * (b.pot() + to_call) + 0.5))
+            to = min(max(to, rr[0]), rr[1])
+            if to not in tos:
+                tos.append(to)
+        return out + [f"r{to}" for to in sorted(tos)]
+
+    def action_values(self, state: State, weights: np.ndarray, rng: np.random.Generator) -> dict[str, float]:
+        """LBR's estimated net chips of each candidate action (see the module docstring)."""
+        g = self.g
+        me = state.current_player()
+        opp = 1 - me
+        b = state.betting
+        cands = self.candidates(state)
+        if len(cands) == 1:
+            return {cands[0]: 0.0}
+        done = g.board_cards_through(g.num_rounds - 1)
+        board = np.array(state.board_cards, np.int64)
+        hole = np.array(state.hole_cards[me], np.int64)
+        used = set(state.board_cards) | set(state.hole_cards[me])
+        rest = np.array([c for c in range(g.deck_size) if c not in used], np.int64)
+        eq = self._eq_cache.get(len(board))
+        if eq is None:  # weights only fall to zero within a street: the first vector serves all its decisions
+            eq = equity_vs_range(hole, board, rest, done - len(board), self.hands.cs, self.hands.mask, weights,
+                                 g.num_suits, self.max_exact, self.samples, int(rng.integers(2**31 - 1)))
+            self._eq_cache[len(board)] = eq
+        W = float(weights.sum())
+        E = float(weights @ eq) / W
+        out: dict[str, float] = {}
+        for a in cands:
+            if a == "f":
+                out[a] = -float(b.spent[me])
+            elif a == "c":
+                m = min(min(b.max_spent, g.stack[me]), b.spent[opp])
+                out[a] = (2.0 * E - 1.0) * m
+            else:
+                after = state.apply(a)
+                to = after.betting.spent[me]
+                fp_h = self.opp.fold_probs(after)
+                fp_vec = np.broadcast_to(np.asarray(fp_h, np.float64), weights.shape)
+                fp = float(weights @ fp_vec) / W
+                wc = weights * (1.0 - fp_vec)
+                Wc = float(wc.sum())
+                Ec = float(wc @ eq) / Wc if Wc > 0 else E
+                m = min(to, g.stack[opp])
+                out[a] = fp * float(b.spent[opp]) + (1.0 - fp) * (2.0 * Ec - 1.0) * m
+        return out
+
+    def decide(self, state: State, weights: np.ndarray, rng: np.random.Generator) -> str:
+        vals = self.action_values(state, weights, rng)
+        self.decisions += 1
+        order = [a for a in vals if a != "f"] + (["f"] if "f" in vals else [])
+        best = order[0]
+        for a in order[1:]:
+            if vals[a] > vals[best] + 1e-9:
+                best = a
+        return best
+
+    # -- one hand -----------------------------------------------------------------------------
+    def play_hand(self, deal: Sequence[int], seat: int, rng_opp: np.random.Generator,
+                  rng_lbr: np.random.Generator, hand_id: int = 0) -> float:
+        """LBR's net chips in ``seat`` for one hand with the cards ``deal`` (deal order)."""
+        g = self.g
+        h = g.num_hole_cards
+        state = self.game.initial_state(hand_id=hand_id).deal([int(c) for c in deal[: 2 * h]])
+        i = 2 * h
+        opp = 1 - seat
+        weights = np.ones(len(self.hands))
+        self._eq_cache: dict[int, np.ndarray] = {}  # board length -> LBR's equity vector this hand
+        mine = 0
+        for c in state.hole_cards[seat]:
+            mine |= 1 << c
+        _remove_cards(weights, self.hands.mask, np.int64(mine))
+        opp_hand = self.hands.of(state.hole_cards[opp])
+        while True:
+            who = state.current_player()
+            if who == TERMINAL:
+                if self.rao_blackwell and state.betting.showdown() and weights.sum() > 0:
+                    return self._expected_showdown(state, seat, weights)
+                return float(state.payoffs()[seat])
+            if who == CHANCE:
+                k = max(1, g.board_cards_through(state.round) - len(state.board_cards))
+                cards = [int(c) for c in deal[i : i + k]]
+                i += k
+                state = state.deal(cards)
+                m = 0
+                for c in cards:
+                    m |= 1 << c
+                _remove_cards(weights, self.hands.mask, np.int64(m))
+                continue
+            if who == opp:
+                a, lik = self.opp.act(state, opp_hand, rng_opp)
+                if lik is not None:
+                    nw = weights * lik
+                    if nw.sum() > 0:  # the true hand has positive likelihood; guard underflow
+                        weights = nw / nw.sum()
+            else:
+                a = self.decide(state, weights, rng_lbr)
+            state = state.apply(a)
+
+    def _expected_showdown(self, state: State, seat: int, weights: np.ndarray) -> float:
+        """LBR's showdown payoff averaged over the opponent's range (its exact posterior given
+        everything LBR has seen): the same expectation as the dealt hand's payoff, less variance."""
+        g = self.g
+        hole = np.array(state.hole_cards[seat], np.int64)
+        board = np.array(state.board_cards, np.int64)
+        eq = equity_vs_range(hole, board, np.zeros(0, np.int64), 0, self.hands.cs, self.hands.mask, weights,
+                             g.num_suits, 1, 1, 0)
+        m = float(min(state.betting.spent))
+        return float(weights @ (2.0 * eq - 1.0)) / float(weights.sum()) * m
+
+    def run(self, hands: int, seed: int = 0, progress: Callable[[int, int], None] | None = None) -> LBRResult:
+        """LBR over ``hands`` hands (whole duplicate pairs: each deal with LBR in both seats)."""
+        if hands < 2:
+            raise LBRError(f"LBR needs at least 2 hands (one duplicate pair), got {hands}")
+        pairs = (hands + 1) // 2
+        g = self.g
+        deal_rng, rng_opp, rng_lbr = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
+        net = np.zeros((pairs, 2))
+        every = max(1, pairs // 100)
+        t0 = time.perf_counter()
+        self.decisions = 0
+        for j in range(pairs):
+            deal = deal_rng.choice(g.deck_size, g.cards_per_deal, replace=False)
+            for seat in (0, 1):
+                net[j, seat] = self.play_hand(deal, seat, rng_opp, rng_lbr, 2 * j + seat)
+            if progress is not None and (j + 1) % every == 0:
+                progress(2 * (j + 1), 2 * pairs)
+        per_pair = net.mean(axis=1)
+        return LBRResult(
+            opponent=getattr(self.opp, "name", "?"),
+            game=g.name,
+            menu=self.menu_name,
+            hands=2 * pairs,
+            pairs=pairs,
+            chips_per_hand=float(per_pair.mean()),
+            ci95_chips=ci95(per_pair),
+            seat_chips=(float(net[:, 0].mean()), float(net[:, 1].mean())),
+            seat_ci95=(ci95(net[:, 0]), ci95(net[:, 1])),
+            big_blind=big_blind_of(self.game),
+            seed=seed,
+            seconds=time.perf_counter() - t0,
+            decisions=self.decisions,
+            per_pair=per_pair,
+        )
+
+
+class LBRPlayer:
+    """LBR as a :class:`blueprint.players.Player` for match play: from the seat's view alone (its
+    cards, the board, the public betting) it rebuilds the opponent's range by replaying the
+    history, then decides as :meth:`LocalBestResponse.decide`. Deterministic when every equity is
+    exact (small decks), so :func:`blueprint.match.exact_value` gives LBR's exact value."""
+
+    name = "lbr"
+
+    def __init__(self, lbr: LocalBestResponse):
+        self.lbr = lbr
+
+    def range_of(self, view: State) -> np.ndarray:
+        """The opponent's range (normalised weights over all hands) at ``view``."""
+        from holdem.betting import Betting
+
+        L, g = self.lbr, self.lbr.g
+        seat = view.viewer
+        w = np.ones(len(L.hands))
+        m = 0
+        for c in tuple(view.hole_cards[seat]) + tuple(view.board_cards):
+            m |= 1 << int(c)
+        _remove_cards(w, L.hands.mask, np.int64(m))
+        b = Betting.initial(g)
+        for r, acts in enumerate(view.betting.actions):
+            for (kind, size), who in zip(acts, view.betting.actors[r]):
+                if who != seat:
+                    prefix = State(view.game, b, view.hole_cards, view.board_cards[: g.board_cards_through(r)],
+                                   view.hand_id, seat)
+                    a = ("fcr"[kind] + (str(size) if kind == 2 and not g.is_limit else ""))
+                    lik = L.opp.likelihood(prefix, a)
+                    if lik is not None:
+                        nw = w * lik
+                        if nw.sum() > 0:
+                            w = nw / nw.sum()
+                b = b.apply(kind, size)
+        return w
+
+    def probs(self, view: State) -> dict[str, float]:
+        L = self.lbr
+        L._eq_cache = {}
+        rng = np.random.default_rng(len(view.board_cards))  # only sampled equities use it
+        return {L.decide(view, self.range_of(view), rng): 1.0}
+
+    def act(self, view: State, rng: np.random.Generator) -> str:
+        return sample(self.probs(view), rng)
+
+
+def local_best_response(game: Game, opponent, hands: int, menu: str = "fcpa", seed: int = 0,
+                        preflop: str = "menu", progress=None, **kw) -> LBRResult:
+    """LBR of ``opponent`` (a :class:`Blueprint`, a BlueprintPlayer, or a card-blind baseline)."""
+    return LocalBestResponse(game, opponent, menu=menu, preflop=preflop, **kw).run(hands, seed=seed, progress=progress)
+
+
+__all__ = [
+    "MENUS",
+    "BlueprintOpponent",
+    "CardBlindOpponent",
+    "LBRError",
+    "LBRPlayer",
+    "LBRResult",
+    "LocalBestResponse",
+    "equity_vs_range",
+    "local_best_response",
+    "parse_menu",
+    "range_buckets",
+]

@@ -1,0 +1,156 @@
+"""Benchmark the evaluation of big games: local best response of hunl100 blueprints at two
+training lengths, head-to-head duplicate matches, and match / LBR throughput.
+
+    mccfr train --time 60 --out runs/bp60                     # the default main job, 60 s
+    cp -r runs/bp60 runs/bp600 && mccfr resume runs/bp600 --time 540
+    python scripts/bench_lbr.py runs/bp60 runs/bp600 [--lbr-hands 4000] [--match-hands 20000]
+        [--menu fcpa] [--skip-lbr | --skip-matches] [--out bench_lbr.json]
+    python scripts/bench_lbr.py --validate [--lbr-hands 2000]
+
+``--validate``: on no-limit Leduc (``tests/data/leduc_nolimit.game``, fcpa bets, CFR+ after
+0, 3, 30 and 300 iterations) the exact best-response value per seat beside LBR's exact value
+(every equity is exact on that deck, so LBR is a deterministic strategy and
+``blueprint.match.exact_value`` evaluates it) and LBR's sampled value with its interval.
+
+For every run: LBR (``--menu``, ``--preflop``) over ``--lbr-hands`` hands; for the last run also
+duplicate matches against always-call and random over ``--match-hands`` hands. Prints one JSON
+object per measurement as it goes (and all of them into ``--out``), then a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from blueprint.blueprint import Blueprint
+from blueprint.lbr import LocalBestResponse
+from blueprint.match import play_match
+from blueprint.players import BlueprintPlayer, player_from_spec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_mccfr import machine
+
+
+def load_avg() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
+
+
+def emit(rows: list, row: dict, out: str | None) -> None:
+    rows.append(row)
+    print(json.dumps(row), flush=True)
+    if out:
+        Path(out).write_text(json.dumps(rows, indent=1))
+
+
+def validate(hands: int, seed: int) -> None:
+    from blueprint.lbr import LBRPlayer
+    from blueprint.match import exact_value
+    from blueprint.trainer import make_trainer
+
+    game = str(Path(__file__).resolve().parents[1] / "tests" / "data" / "leduc_nolimit.game")
+    print(f"{datetime.datetime.now().isoformat(timespec='seconds')}, {machine()}, load {load_avg():.1f}")
+    print("| CFR+ iterations | exact BR seat 0 / seat 1 | exploitability | exact LBR seat 0 / seat 1 | exact LBR | "
+          "sampled LBR (95%) |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for iters in (0, 3, 30, 300):
+        tr = make_trainer(game, algo="cfr+", bets="fcpa")
+        tr.run(iters)
+        expl, brv = tr.exploitability()
+        bp = Blueprint(tr)
+        lbr = LocalBestResponse(bp.game, bp, menu="fcpa", preflop="menu")
+        ex = exact_value(bp.game, LBRPlayer(lbr), BlueprintPlayer(bp), max_states=5_000_000)
+        res = lbr.run(hands, seed=seed)
+        k = 1000.0 / bp.gamedef.big_blind
+        print(f"| {iters} | {brv[0] * k:,.0f} / {brv[1] * k:,.0f} | {expl * k:,.0f} | "
+              f"{ex.seat_chips[0] * k:,.0f} / {ex.seat_chips[1] * k:,.0f} | {ex.chips_per_hand * k:,.0f} | "
+              f"{res.lbr:,.0f} +- {res.lbr_ci95:,.0f} |", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="*", help="run directories, shortest training first")
+    ap.add_argument("--validate", action="store_true", help="LBR against exact best response on no-limit Leduc")
+    ap.add_argument("--lbr-hands", type=int, default=4000)
+    ap.add_argument("--match-hands", type=int, default=20000)
+    ap.add_argument("--menu", default="fcpa")
+    ap.add_argument("--preflop", default="menu", choices=["menu", "call"])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--skip-matches", action="store_true")
+    ap.add_argument("--skip-lbr", action="store_true")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if args.validate:
+        validate(args.lbr_hands, args.seed)
+        return
+    if not args.runs:
+        ap.error("give run directories, or --validate")
+    rows: list = []
+    head = {
+        "what": "setup",
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": machine(),
+        "load_average_start": load_avg(),
+        "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
+    }
+    emit(rows, head, args.out)
+    bps = {}
+    pairs = {}
+    for run in args.runs:
+        bp = Blueprint.load(run)
+        bps[run] = bp
+        if args.skip_lbr:
+            continue
+        lbr = LocalBestResponse(bp.game, bp, menu=args.menu, preflop=args.preflop)
+        lbr.run(2, seed=12345)  # compile / warm up
+        res = lbr.run(args.lbr_hands, seed=args.seed)
+        row = {"what": "lbr", "run": run, "iterations": bp.iteration, **res.to_json(),
+               "hands_per_second": res.hands / res.seconds, "load_average": load_avg()}
+        emit(rows, row, args.out)
+        pairs[run] = res.per_pair * 1000.0 / bp.gamedef.big_blind
+    if len(args.runs) > 1 and not args.skip_lbr:
+        # the same seed deals the same cards to every run: a paired interval for the change
+        first, last = args.runs[0], args.runs[-1]
+        d = pairs[last] - pairs[first]
+        half = 1.96 * float(d.std(ddof=1)) / len(d) ** 0.5
+        emit(rows, {"what": "lbr_change", "from": first, "to": last, "change": float(d.mean()), "ci95": half,
+                    "unit": "mbb/game", "pairs": len(d)}, args.out)
+    if not args.skip_matches:
+        run = args.runs[-1]
+        bp = bps[run]
+        for vs in ("always-call", "random"):
+            a = BlueprintPlayer(bp, name=Path(run).name)
+            b = player_from_spec(vs, bp.game)
+            t = time.perf_counter()
+            res = play_match(bp.game, a, b, args.match_hands, seed=args.seed)
+            dt = time.perf_counter() - t
+            row = {"what": "match", "run": run, "iterations": bp.iteration, **res.to_json(), "seconds": dt,
+                   "hands_per_second": res.hands / dt, "fallbacks": a.fallbacks, "load_average": load_avg()}
+            emit(rows, row, args.out)
+    print()
+    print(f"{head['date']}, {head['machine']}, load average at start {head['load_average_start']:.1f}")
+    print(f"`python scripts/{head['command']}`")
+    print()
+    print("| measurement | iterations | value (mbb/game) | 95% interval | hands | seconds |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in rows[1:]:
+        if r["what"] == "lbr_change":
+            print(f"| LBR change {Path(r['from']).name} -> {Path(r['to']).name} (same deals, paired) | | "
+                  f"{r['change']:+,.0f} | +-{r['ci95']:,.0f} | {2 * r['pairs']:,} | |")
+        elif r["what"] == "lbr":
+            print(f"| LBR ({r['lbr_actions']}) vs {Path(r['run']).name} | {r['iterations']:,} | {r['lbr']:+,.0f} | "
+                  f"+-{r['lbr_ci95']:,.0f} | {r['hands']:,} | {r['seconds']:.0f} |")
+        else:
+            print(f"| {r['player']} vs {r['opponent']} | {r['iterations']:,} | {r['mean']:+,.0f} | "
+                  f"+-{r['ci95']:,.0f} | {r['hands']:,} | {r['seconds']:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
