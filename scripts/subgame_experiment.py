@@ -26,8 +26,7 @@ from abstraction.isomorphism import HandIndexer
 from blueprint.algo import get_algo
 from blueprint.blueprint import Blueprint
 from blueprint.trainer import RunConfig, Trainer
-from subgame.fullgame import COLUMNS, FLOP_BETS_TOML, CombinedBestResponse, FullGame, SolveSettings, flop_game, mbb, \
-    run_experiment
+from subgame.fullgame import COLUMNS, FLOP_BETS_TOML, FullGame, SolveSettings, flop_game, mbb, run_experiment
 
 
 def log(msg: str) -> None:
@@ -74,6 +73,8 @@ def main(argv=None) -> int:
     ap.add_argument("--solve-iterations", type=int, default=200)
     ap.add_argument("--algo", default="dcfr", choices=("dcfr", "cfr+"))
     ap.add_argument("--max-boards", type=int, default=None, help="re-solve only the first N board classes")
+    ap.add_argument("--solve-budget", type=float, default=None,
+                    help="seconds of solving per blueprint; classes not reached keep the blueprint (coverage reported)")
     ap.add_argument("--check-base", action="store_true",
                     help="also score each blueprint with trainer.exploitability() (the dense evaluator; slow)")
     ap.add_argument("--seed", type=int, default=0)
@@ -89,14 +90,12 @@ def main(argv=None) -> int:
     for fb in [int(x) for x in a.flop_buckets.split(",")]:
         bp, info = blueprint_for(game, fb, a.train_iterations, a.seed, work, a.check_base)
         fg = FullGame(bp)
-        t0 = time.perf_counter()
-        fast = CombinedBestResponse(fg).exploitability()[0]
-        log(f"flop buckets {fb}: blueprint by the fast scorer {mbb(game, fast):.3f} mbb/game ({time.perf_counter() - t0:.0f} s)")
+        res = run_experiment(bp, settings, log=log, max_boards=a.max_boards, fg=fg, time_budget=a.solve_budget, seed=a.seed)
+        fast = res["chips"]["blueprint"]
         if info["base_exploitability"] is not None:
             diff = abs(fast - info["base_exploitability"])
-            log(f"  |fast - trainer.exploitability()| = {diff:.3g} chips")
-        res = run_experiment(bp, settings, log=log, max_boards=a.max_boards, fg=fg)
-        res.update(flop_buckets=fb, blueprint=info, fast_blueprint_chips=fast)
+            log(f"  blueprint: |exact scorer - trainer.exploitability()| = {diff:.3g} chips")
+        res.update(flop_buckets=fb, blueprint=info)
         res["br_values"] = {k: list(v) for k, v in res["br_values"].items()}
         results["rows"].append(res)
         if a.out:
@@ -105,10 +104,10 @@ def main(argv=None) -> int:
     if a.out:
         Path(a.out).write_text(json.dumps(results, indent=1, default=str))
     cols = [c for c in COLUMNS if c in results["rows"][0]["mbb"]]
-    print("| flop buckets | " + " | ".join(cols) + " |")
-    print("|---" * (len(cols) + 1) + "|")
+    print("| flop buckets | boards re-solved | " + " | ".join(cols) + " |")
+    print("|---" * (len(cols) + 2) + "|")
     for r in results["rows"]:
-        print(f"| {r['flop_buckets']} | " + " | ".join(f"{r['mbb'][c]:.1f}" for c in cols) + " |")
+        print(f"| {r['flop_buckets']} | {100 * r['coverage']:.0f}% | " + " | ".join(f"{r['mbb'][c]:.1f}" for c in cols) + " |")
     return 0
 
 

@@ -412,11 +412,15 @@ def mbb(game: GameDef, chips: float) -> float:
 
 
 def run_experiment(bp: Blueprint, settings: SolveSettings, log: Callable[[str], None] = print,
-                   max_boards: Optional[int] = None, fg: Optional[FullGame] = None) -> dict:
+                   max_boards: Optional[int] = None, fg: Optional[FullGame] = None,
+                   time_budget: Optional[float] = None, seed: int = 0) -> dict:
     """Re-solve every root of the last round on every board class with every method and score each
     combined strategy exactly. Returns ``{"mbb": {column: mbb/game}, "chips": ..., "br_values": ...,
-    "diagnostics": per-method summary, "seconds": ...}``. ``max_boards``: solve only the first board
-    classes (the others keep the blueprint; for tests)."""
+    "diagnostics": per-method summary, "coverage": ..., "seconds": ...}``.
+
+    Board classes are solved in a random order (``seed``); ``max_boards`` or ``time_budget`` (seconds
+    of solving) stop early, and the classes not reached keep the blueprint's flop strategy (``coverage``
+    is the share of all boards re-solved)."""
     g = bp.gamedef
     t0 = time.perf_counter()
     fg = fg or FullGame(bp)
@@ -425,12 +429,20 @@ def run_experiment(bp: Blueprint, settings: SolveSettings, log: Callable[[str], 
     erates = preflop_gift_rates(walker, True)
     t_gifts = time.perf_counter() - t0
     log(f"setup and gift rates for {len(fg.roots)} roots: {t_gifts:.1f} s")
-    reps = fg.reps[:max_boards] if max_boards else fg.reps
+    order = np.random.default_rng(seed).permutation(len(fg.reps))
+    reps = [fg.reps[k] for k in order]
+    if max_boards:
+        reps = reps[:max_boards]
     cols = ("blueprint",) + tuple(settings.methods)
     tables = {c: {} for c in cols}
     diags = []
     t1 = time.perf_counter()
+    done = []
     for i, rep in enumerate(reps):
+        if time_budget is not None and time.perf_counter() - t1 >= time_budget:
+            log(f"time budget reached after {i} board classes")
+            break
+        done.append(rep)
         for n in fg.roots:
             res, d = solve_root_board(fg, n, rep, settings, rates, erates)
             for c in settings.methods:
@@ -439,6 +451,7 @@ def run_experiment(bp: Blueprint, settings: SolveSettings, log: Callable[[str], 
         if (i + 1) % 10 == 0 or i + 1 == len(reps):
             el = time.perf_counter() - t1
             log(f"board classes {i + 1}/{len(reps)}: {el:.0f} s ({el / (i + 1):.2f} s each)")
+    log(f"solved {len(done)} board classes ({sum(fg.classes.count[r] for r in done)} of {len(fg.classes.canon)} boards)")
     t_solve = time.perf_counter() - t1
     scores, brvs = {}, {}
     for c in cols:
@@ -457,5 +470,6 @@ def run_experiment(bp: Blueprint, settings: SolveSettings, log: Callable[[str], 
                 "mean_elapsed_ms": float(np.mean([d["elapsed_ms"] for d in ds])),
             }
     return {"mbb": {c: mbb(g, v) for c, v in scores.items()}, "chips": scores, "br_values": brvs,
-            "diagnostics": summary, "board_classes_solved": len(reps), "board_classes": len(fg.reps),
+            "diagnostics": summary, "board_classes_solved": len(done), "board_classes": len(fg.reps),
+            "coverage": sum(fg.classes.count[r] for r in done) / len(fg.classes.canon),
             "roots": len(fg.roots), "seconds": {"gifts": t_gifts, "solve": t_solve, "total": time.perf_counter() - t0}}

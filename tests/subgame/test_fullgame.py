@@ -15,7 +15,7 @@ from subgame.fullgame import (FLOP_BETS_TOML, CombinedBestResponse, FullGame, So
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     d = tmp_path_factory.mktemp("fullgame")
-    g = flop_game(ranks=4, suits=4, stack_bb=5)
+    g = flop_game(ranks=4, suits=3, stack_bb=5)
     ix = HandIndexer.for_game(g)
     ab = build_buckets(g, (ix.size(0), 3), "ehs", d / "ab", progress=False, log=lambda s: None)
     (d / "bets.toml").write_text(FLOP_BETS_TOML)
@@ -53,15 +53,16 @@ def test_gift_rates_are_nonnegative_and_zero_without_opponent_decisions(tiny):
     rates = preflop_gift_rates(CombinedBestResponse(fg))
     for (n, seat), r in rates.items():
         assert (r >= -1e-9).all()
-    # the small blind (seat 1) acts first: at "cc/" the big blind's check is its only decision, and the
-    # small blind's call is the small blind's
+    # a blueprint that is not an exact best response somewhere gives something away preflop
     assert any(r.max() > 0 for r in rates.values())
 
 
 def test_safe_resolve_not_worse_than_blueprint(tiny):
     _, bp, fg = tiny
-    res = run_experiment(bp, SolveSettings(iterations=150, methods=("unsafe", "resolve", "maxmargin")),
-                         log=lambda s: None, fg=fg)
+    # a third of the board classes (the rest keep the blueprint, which is itself a safe choice)
+    res = run_experiment(bp, SolveSettings(iterations=100, methods=("resolve", "maxmargin")),
+                         log=lambda s: None, fg=fg, max_boards=len(fg.reps) // 3)
+    assert 0 < res["coverage"] < 1
     mbb = res["mbb"]
     # exact best response in the full game: the safe methods at most the blueprint (small tolerance for
     # the finite solves), and the flop re-solved without card abstraction helps here
