@@ -122,6 +122,10 @@ class _Evaluator:
                 kind, self.hands, np.array(board, np.int64), r, g.num_hole_cards, self.bpr,
                 g.deck_size, g.num_suits, g.num_ranks, iso, table, offsets,
             )
+            # a hand that shares a card with the board is not a deal: its "bucket" is whatever the
+            # table holds at a meaningless index (can exceed the bucket count); it is masked out of
+            # every value, so give it bucket 0
+            b = np.where(self._live(board), b, 0)
             self._bucket_cache[key] = b
         return b
 
