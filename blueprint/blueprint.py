@@ -73,9 +73,10 @@ class Blueprint:
         self.config_hash = trainer.config_hash
         self.abstraction_hash = trainer.abstraction_hash
         self.bets_hash = trainer.bets.content_hash() if trainer.bets is not None else "limit"
-        # betting actions -> abstract node: every deterministic walk (no rng; play-time queries repeat
-        # the same histories) and every walk that translated no raise; bounded, and a plain dict is
-        # safe to share between threads
+        # betting actions -> (abstract node, translated?): every deterministic walk (no rng; play-time
+        # queries repeat the same histories) and every walk that translated no raise; a translated
+        # entry is not used by a walk with an rng (which translates afresh). Bounded; a plain dict
+        # is safe to share between threads
         self._node_cache: dict = {}
         self._betting_cache: dict = {}  # abstract node -> its Betting
 
@@ -95,14 +96,14 @@ class Blueprint:
         Deterministic walks (no ``rng``) and walks that translate nothing are memoised by their
         betting (queries and matches ask the same histories again and again)."""
         key = state.betting.actions
-        n = self._node_cache.get(key)
-        if n is not None:
-            return n
+        hit = self._node_cache.get(key)
+        if hit is not None and (rng is None or not hit[1]):
+            return hit[0]
         n, translated = self._walk(state, rng)
         if rng is None or not translated:
             if len(self._node_cache) >= NODE_CACHE_SIZE:
                 self._node_cache.clear()
-            self._node_cache[key] = n
+            self._node_cache[key] = (n, translated)
         return n
 
     def _walk(self, state: State, rng: Optional[np.random.Generator]) -> tuple[int, bool]:

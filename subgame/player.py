@@ -67,7 +67,11 @@ class SolvingPlayer:
     def _key(self, state: State):
         return (state.hand_id, tuple(state.hole_cards[state.viewer]))
 
-    def probs(self, state: State) -> tuple[dict[str, float], str]:
+    def probs(self, state: State) -> dict[str, float]:
+        """``{action: probability}`` at ``state`` (deterministic for a fixed iteration count)."""
+        return self.strategy(state)[0]
+
+    def strategy(self, state: State) -> tuple[dict[str, float], str]:
         """``({action: probability}, source)`` with source ``blueprint`` or ``subgame``."""
         if state.round < self.from_round:
             return self.bp.strategy(state), "blueprint"
@@ -85,7 +89,7 @@ class SolvingPlayer:
 
     def act(self, state: State, rng: np.random.Generator) -> str:
         try:
-            strat, _ = self.probs(state)
+            strat, _ = self.strategy(state)
         except (SubgameError, BlueprintError):
             self.fallbacks += 1
             return "c"

@@ -132,7 +132,9 @@ def test_eval_run_dir_as_player(tmp_path):
         assert {out["player"], out["opponent"]} == {"kuhn", "kuhn-greedy"} and "exact" in out
     msg = error("eval", "--game", "leduc", "--player", "random", "--vs", run)
     assert "trained on kuhn, not leduc" in msg
-    assert "not built yet" in error("eval", run, "--vs", f"{run}+solve:resolve", "--hands", 10)
+    # blueprint + subgame solving (Kuhn has one round: every decision is re-solved), exact value too
+    out, _ = ok("eval", run, "--vs", f"{run}+solve:resolve", "--hands", 10, "--json")
+    assert out["opponent"] == "kuhn+solve:resolve" and "exact" in out
 
 
 def test_eval_hold_em_match_in_mbb_without_exact():

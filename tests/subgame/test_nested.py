@@ -140,12 +140,12 @@ def test_solving_player_plays_a_match_and_reuses_its_subgame(bp):
     assert res.hands == 20
     assert sp.solves > 0 and sp.fallbacks == 0
     st = g.state("MATCHSTATE:0:7:cc/:7c7d|/2c3c4d")
-    probs, source = sp.probs(st)
+    probs, source = sp.strategy(st)
     assert source == "subgame" and abs(sum(probs.values()) - 1) < 1e-5
     before = sp.solves
-    probs2, _ = sp.probs(st)  # the same decision again: answered from the solved subgame
+    probs2, _ = sp.strategy(st)  # the same decision again: answered from the solved subgame
     assert sp.solves == before and probs2 == probs
-    pre, source = sp.probs(g.state("MATCHSTATE:1:8::|7c7d"))
+    pre, source = sp.strategy(g.state("MATCHSTATE:1:8::|7c7d"))
     assert source == "blueprint"
     with pytest.raises(Exception, match="RUN_DIR\\+solve:METHOD"):
         player_from_spec("x+solve:", g)

@@ -389,5 +389,5 @@ def test_the_node_cache_agrees_with_the_walk(hunl_bp):
     ]
     for ms in states:
         st = game.state(ms)
-        assert hunl_bp.node_of(st) == hunl_bp._walk(st, None) == hunl_bp.node_of(st)
-        assert hunl_bp._node_cache[st.betting.betting_string()] == hunl_bp.node_of(st)
+        assert hunl_bp.node_of(st) == hunl_bp._walk(st, None)[0] == hunl_bp.node_of(st)
+        assert hunl_bp._node_cache[st.betting.actions][0] == hunl_bp.node_of(st)
