@@ -20,6 +20,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+# the O(H) terminal values with card removal, shared with blueprint.vector_cfr (the layer below)
+from blueprint.vector_cfr import _fold_values, _showdown_values
+
 MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
 
 
@@ -48,67 +51,8 @@ def strategy_from(acc, sigma, kind, num_children, row):
 
 
 @numba.njit(cache=True, fastmath=True)
-def _fold_mass(r, order, nv, sc, deck, out, percard, tmp):
-    """``out[h] = sum of r over hands compatible with h`` for the ``nv`` hands in ``order``."""
-    hole = sc.shape[1]
-    percard[:deck] = 0.0
-    tot = 0.0
-    for k in range(nv):
-        w = r[order[k]]
-        tmp[k] = w
-        tot += w
-        for j in range(hole):
-            percard[sc[k, j]] += w
-    for k in range(nv):
-        m = tot
-        for j in range(hole):
-            m -= percard[sc[k, j]]
-        if hole == 2:
-            m += tmp[k]
-        out[order[k]] = m
-
-
-@numba.njit(cache=True, fastmath=True)
-def _showdown(r, order, nv, sc, groups, ng, deck, out, percard, tmp, acc):
-    """``out[h] = reach of compatible weaker hands - reach of compatible stronger hands``."""
-    hole = sc.shape[1]
-    for k in range(nv):
-        tmp[k] = r[order[k]]
-    percard[:deck] = 0.0
-    tot = 0.0
-    for g in range(ng):
-        i, j = groups[g], groups[g + 1]
-        for k in range(i, j):
-            m = tot
-            for q in range(hole):
-                m -= percard[sc[k, q]]
-            acc[k] = m
-        for k in range(i, j):
-            w = tmp[k]
-            tot += w
-            for q in range(hole):
-                percard[sc[k, q]] += w
-    percard[:deck] = 0.0
-    tot = 0.0
-    for g in range(ng - 1, -1, -1):
-        i, j = groups[g], groups[g + 1]
-        for k in range(i, j):
-            m = tot
-            for q in range(hole):
-                m -= percard[sc[k, q]]
-            acc[k] -= m
-        for k in range(i, j):
-            w = tmp[k]
-            tot += w
-            for q in range(hole):
-                percard[sc[k, q]] += w
-    for k in range(nv):
-        out[order[k]] = acc[k]
-
-
-@numba.njit(cache=True, fastmath=True)
 def traverse(kind, player, spent, child_start, num_children, board, row, deal_count, edge_child, hands, valid,
-             order, num_valid, sorted_cards, groups, num_groups, deck, sigma, root_reach, p, mode, reach, val, regret, strat_sum,
+             order, num_valid, sorted_strength, deck, sigma, root_reach, p, mode, reach, val, regret, strat_sum,
              w_pos, w_neg, floor_zero, s_old, s_new):
     """One walk for traverser ``p``; returns nothing, ``val[0]`` holds the root values per hand.
 
@@ -118,9 +62,6 @@ def traverse(kind, player, spent, child_start, num_children, board, row, deal_co
     N = kind.shape[0]
     H = hands.shape[0]
     o = 1 - p
-    percard = np.zeros(deck, np.float64)
-    tmp = np.zeros(H, np.float64)
-    acc = np.zeros(H, np.float64)
     b0 = board[0]
     for h in range(H):
         v = valid[b0, h]
@@ -162,17 +103,10 @@ def traverse(kind, player, spent, child_start, num_children, board, row, deal_co
         if k == 1:
             f = player[n]
             u = -float(spent[n, p]) if f == p else float(spent[n, f])
-            vn[:] = 0.0
-            _fold_mass(reach[o, n], order[b], num_valid[b], sorted_cards[b], deck, vn, percard, tmp)
-            for h in range(H):
-                vn[h] *= u
+            _fold_values(reach[o, n], valid[b], hands, u, deck, vn)
         elif k == 2:
             m = float(min(spent[n, 0], spent[n, 1]))
-            vn[:] = 0.0
-            _showdown(reach[o, n], order[b], num_valid[b], sorted_cards[b], groups[b], num_groups[b], deck, vn, percard,
-                      tmp, acc)
-            for h in range(H):
-                vn[h] *= m
+            _showdown_values(reach[o, n], order[b], sorted_strength[b], num_valid[b], hands, m, deck, vn)
         elif k == 3:
             cs = child_start[n]
             inv = 1.0 / deal_count[n]

@@ -186,8 +186,7 @@ class _Engine:
         t = self.t
         b = t.board[0]
         out = np.zeros(t.num_hands)
-        K._fold_mass(np.where(t.valid[b], r, 0.0), t.order[b], t.num_valid[b], t.sorted_cards[b], t.game.deck_size, out,
-                     np.zeros(t.game.deck_size), np.zeros(t.num_hands))
+        K._fold_values(np.where(t.valid[b], r, 0.0), t.valid[b], t.hands, 1.0, t.game.deck_size, out)
         return out
 
 

@@ -30,8 +30,7 @@ Per board (``B`` boards; a hand "is blocked" when it shares a card with the boar
 ``order``         int32 [B, H]  unblocked hands by increasing showdown strength (complete boards),
                                 the first ``num_valid[b]`` entries used
 ``strength``      int64 [B, H]  showdown rank of hand + board (complete boards; else 0)
-``sorted_cards``  int32 [B, H, hole]  the cards of the hand at each position of ``order``
-``groups``        int32 [B, H+1]  where each run of equal strength starts in ``order`` (then the end)
+``sorted_strength`` int64 [B, H]  the strength at each position of ``order``
 ================  ============  ===============================================================
 """
 
@@ -91,9 +90,7 @@ class PublicTree:
     order: np.ndarray
     num_valid: np.ndarray
     strength: np.ndarray
-    sorted_cards: np.ndarray  # int32 [B, H, hole]: the cards of the hand at each sorted position
-    groups: np.ndarray  # int32 [B, H + 1]: starts of runs of equal strength in sorted order (then nv)
-    num_groups: np.ndarray  # int32 [B]
+    sorted_strength: np.ndarray  # int64 [B, H]: strength of the hand at each position of ``order``
     bettings: list[Optional[Betting]]  # the betting state of each node (None at chance nodes)
     num_rows: int
 
@@ -122,7 +119,7 @@ class PublicTree:
         """The arrays the numba kernels take, in their order."""
         return (self.kind, self.player, self.spent, self.child_start, self.num_children, self.board, self.row,
                 self.deal_count, self.edge_child, self.hands, self.valid, self.order, self.num_valid,
-                self.sorted_cards, self.groups, self.num_groups)
+                self.sorted_strength)
 
     def memory_bytes(self) -> int:
         return sum(a.nbytes for a in self.kernel_args()) + self.edge_kind.nbytes + self.edge_to.nbytes
@@ -135,9 +132,7 @@ def _board_data(game: GameDef, hands: np.ndarray, boards: list[tuple[int, ...]])
     order = np.zeros((B, H), np.int32)
     num_valid = np.zeros(B, np.int32)
     strength = np.zeros((B, H), np.int64)
-    sorted_cards = np.zeros((B, H, hands.shape[1]), np.int32)
-    groups = np.zeros((B, H + 1), np.int32)
-    num_groups = np.zeros(B, np.int32)
+    sorted_strength = np.zeros((B, H), np.int64)
     total = game.total_board_cards
     from holdem.evaluator import rank_many
 
@@ -155,13 +150,8 @@ def _board_data(game: GameDef, hands: np.ndarray, boards: list[tuple[int, ...]])
             idx = idx[np.argsort(st, kind="stable")]
         order[b, : len(idx)] = idx
         num_valid[b] = len(idx)
-        sorted_cards[b, : len(idx)] = hands[idx]
-        st = strength[b, idx]
-        starts = np.nonzero(np.r_[True, st[1:] != st[:-1]])[0] if len(idx) else np.zeros(0, np.int64)
-        groups[b, : len(starts)] = starts
-        groups[b, len(starts)] = len(idx)
-        num_groups[b] = len(starts)
-    return valid, order, num_valid, strength, sorted_cards, groups, num_groups
+        sorted_strength[b, : len(idx)] = strength[b, idx]
+    return valid, order, num_valid, strength, sorted_strength
 
 
 def build_public_tree(game: GameDef, root: Betting, board: Sequence[int], bets: Optional[BetAbstraction],
@@ -285,15 +275,15 @@ def build_public_tree(game: GameDef, root: Betting, board: Sequence[int], bets: 
     board_list = [None] * len(boards)
     for k, v in boards.items():
         board_list[v] = k
-    valid, order, num_valid, strength, sorted_cards, groups, num_groups = _board_data(game, hands, board_list)
+    valid, order, num_valid, strength, sorted_strength = _board_data(game, hands, board_list)
     return PublicTree(
         game=game, root_betting=root, root_board=board, hands=hands, kind=kind_a,
         player=np.array(player, np.int8), spent=np.array(spent, np.int32).reshape(-1, 2),
         child_start=np.array(cstart, np.int32), num_children=nchild_a, board=np.array(bid, np.int32),
         row=row, deal_count=np.array(dcount, np.int64), edge_child=np.array(e_child, np.int32),
         edge_kind=np.array(e_kind, np.int8), edge_to=np.array(e_to, np.int32), boards=board_list,
-        valid=valid, order=order, num_valid=num_valid, strength=strength, sorted_cards=sorted_cards, groups=groups,
-        num_groups=num_groups, bettings=bettings,
+        valid=valid, order=order, num_valid=num_valid, strength=strength, sorted_strength=sorted_strength,
+        bettings=bettings,
         num_rows=int(counts.sum()),
     )
 
