@@ -73,3 +73,13 @@ def test_bad_files_are_named(tmp_path):
     p.write_text(" ".join(raw))
     with pytest.raises(SubgameError, match="shares a card with the board"):
         read_libratus(p)
+
+
+def test_package_entry_point():
+    import subgame
+
+    sub = read_libratus(FIX / "subgame4.txt")
+    sol = subgame.solve(sub, method="unsafe", iterations=20)
+    assert isinstance(sol, subgame.Solution) and sol.iterations == 20 and "unsafe" in subgame.METHODS
+    with pytest.raises(AttributeError):
+        subgame.nothing_here
