@@ -1,6 +1,6 @@
 """Query-service latency and throughput, and full ACPC matches of ``mccfr play``.
 
-    python scripts/bench_service.py latency RUN_DIR [--clients 10] [--seconds 30]
+    python scripts/bench_service.py latency RUN_DIR [--clients 10] [--seconds 30] [--solve METHOD]
     python scripts/bench_service.py inprocess RUN_DIR    # CPU per answer without HTTP, per round
     python scripts/bench_service.py acpc RUN_DIR [--hands 1000] [--vs always-call,random] [--duplicate]
 
@@ -94,9 +94,9 @@ class Conn:
         return json.loads(r.read())
 
 
-def start_server(run_dir: str) -> tuple[subprocess.Popen, int]:
+def start_server(run_dir: str, solve: str | None = None) -> tuple[subprocess.Popen, int]:
     proc = subprocess.Popen(
-        MCCFR + ["serve", run_dir, "--port", "0"],
+        MCCFR + ["serve", run_dir, "--port", "0"] + (["--solve", solve] if solve else []),
         env=env(),
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
@@ -141,7 +141,7 @@ def state_pool(game: Game, port: int, size: int, seed: int) -> list[str]:
 
 def latency(args) -> dict:
     game = run_game(args.run_dir)
-    proc, port = start_server(args.run_dir)
+    proc, port = start_server(args.run_dir, getattr(args, "solve", None))
     try:
         t0 = time.perf_counter()
         pool = state_pool(game, port, args.pool, args.seed)
@@ -387,6 +387,8 @@ def main() -> None:
     a.add_argument("--seconds", type=float, default=30)
     a.add_argument("--pool", type=int, default=2000)
     a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--solve", default=None, metavar="METHOD",
+                   help="serve with subgame solving of the last round (mccfr serve --solve METHOD)")
     c = sub.add_parser("inprocess")
     c.add_argument("run_dir")
     c.add_argument("--pool", type=int, default=2000)

@@ -26,7 +26,7 @@ from blueprint.vector_cfr import _fold_values, _showdown_values
 MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def strategy_from(acc, sigma, kind, num_children, row):
     """``sigma`` = regret matching of ``acc`` (positive parts normalised; uniform where none)."""
     H = acc.shape[1]
@@ -50,7 +50,7 @@ def strategy_from(acc, sigma, kind, num_children, row):
                     sigma[r0 + a, h] = 1.0 / A
 
 
-@numba.njit(cache=True, fastmath=True)
+@numba.njit(cache=True, fastmath=True, nogil=True)  # nogil: concurrent solves (the service) use every core
 def traverse(kind, player, spent, child_start, num_children, board, row, deal_count, edge_child, hands, valid,
              order, num_valid, sorted_strength, deck, sigma, root_reach, p, mode, reach, val, regret, strat_sum,
              w_pos, w_neg, floor_zero, s_old, s_new):

@@ -379,7 +379,8 @@ class SolvingResponder(BlueprintResponder):
         try:
             if hit is None:
                 left = budget / 1e3 - (time.perf_counter() - t0)
-                sol, node = solve_state(self.bp, state, method, time_budget=max(0.02, 0.8 * left))
+                # building the subgame and the final best-response check also take time: solve for 60% of it
+                sol, node = solve_state(self.bp, state, method, time_budget=max(0.02, 0.6 * left))
                 if cache is not None:
                     cache.store(sol, key)
             else:
