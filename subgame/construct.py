@@ -135,7 +135,6 @@ def blueprint_ranges(bp: Blueprint, n: int, board: tuple[int, ...], hands: np.nd
         mult = np.zeros(len(hands))
         mult[idx] = probs
         ranges[q] *= mult
-    _, _ = cache(board, int(bt.round[n]))
     bs = set(board)
     blocked = np.array([bool(set(h.tolist()) & bs) for h in hands])
     ranges[:, blocked] = 0.0
@@ -157,8 +156,7 @@ def blueprint_values(bp: Blueprint, n: int, board: tuple[int, ...], ranges: np.n
 
 
 def bp_bets(bp: Blueprint) -> Optional[BetAbstraction]:
-    from blueprint.trainer import Trainer  # noqa: F401  (the blueprint's bets live on its tree)
-
+    """The blueprint's bet abstraction (it lives on its tree; None for limit games)."""
     return bp.tree.bets if not bp.gamedef.is_limit else None
 
 
@@ -192,13 +190,9 @@ def gifts(bp: Blueprint, n: int, board: tuple[int, ...], hands: np.ndarray, seat
     return total * root_mass
 
 
-def from_matchstate(bp: Blueprint, matchstate: str | State, bets: Optional[BetAbstraction] = None,
-                    with_gifts: bool = True) -> tuple[Subgame, int]:
-    """The subgame at ``matchstate``'s public state for the seat to act (which must be the viewer),
-    from the blueprint's reach and values; returns ``(subgame, abstract node)``.
-
-    The real betting must be on the blueprint's tree (off-tree bets are nested solving's job, see
-    :mod:`subgame.nested`)."""
+def decision_state(bp: Blueprint, matchstate: str | State) -> State:
+    """``matchstate`` parsed, checked to be a decision of its viewer (the seat solving), or
+    :class:`SubgameError` naming what it is instead."""
     state = matchstate if isinstance(matchstate, State) else bp.game.state(matchstate)
     if state.viewer is None:
         raise SubgameError("solving needs a MATCHSTATE (the viewer's cards), not a dealer STATE")
@@ -208,6 +202,17 @@ def from_matchstate(bp: Blueprint, matchstate: str | State, bets: Optional[BetAb
         raise SubgameError("cards are still to be dealt at this state")
     if state.current_player() != state.viewer:
         raise SubgameError(f"seat {state.current_player()} is to act, not the viewer (seat {state.viewer})")
+    return state
+
+
+def from_matchstate(bp: Blueprint, matchstate: str | State, bets: Optional[BetAbstraction] = None,
+                    with_gifts: bool = True) -> tuple[Subgame, int]:
+    """The subgame at ``matchstate``'s public state for the seat to act (which must be the viewer),
+    from the blueprint's reach and values; returns ``(subgame, abstract node)``.
+
+    The real betting must be on the blueprint's tree (off-tree bets are nested solving's job, see
+    :mod:`subgame.nested`)."""
+    state = decision_state(bp, matchstate)
     try:
         n = bp.node_of(state)
     except BlueprintError as exc:

@@ -23,8 +23,8 @@ from abstraction.bets import BetAbstraction
 from blueprint.blueprint import Blueprint, BlueprintError
 from holdem.betting import RAISE, Betting
 from holdem.state import State
-from subgame.construct import (BucketCache, blueprint_ranges, blueprint_subgame, blueprint_values, from_matchstate,
-                               gifts, node_probs)
+from subgame.construct import (BucketCache, blueprint_ranges, blueprint_subgame, blueprint_values, decision_state,
+                               from_matchstate, gifts, node_probs)
 from subgame.solver import METHODS, Solution, Subgame, solve
 from subgame.tree import KIND_CHANCE, KIND_DECISION, PublicTree, SubgameError, all_hands
 
@@ -168,14 +168,7 @@ def solve_state(bp: Blueprint, state: State | str, method: str = "reach-maxmargi
     opponent bet: nested, rooted after it). Returns the solution and the node of ``state`` in it."""
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
-    if isinstance(state, str):
-        state = bp.game.state(state)
-    if state.viewer is None:
-        raise SubgameError("solving needs a MATCHSTATE (the viewer's cards), not a dealer STATE")
-    if state.is_terminal():
-        raise SubgameError("the hand is over: nothing to solve")
-    if state.current_player() != state.viewer:
-        raise SubgameError(f"seat {state.current_player()} is to act, not the viewer (seat {state.viewer})")
+    state = decision_state(bp, state)
     try:
         off = first_off_tree(bp, state)
     except BlueprintError as exc:
