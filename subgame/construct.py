@@ -182,8 +182,7 @@ def gifts(bp: Blueprint, n: int, board: tuple[int, ...], hands: np.ndarray, seat
         sigma = blueprint_sigma(bp, tree, nm, cache)
         e = _Engine(tree)
         e.walk(sigma, r_m, seat, K.MODE_EV if estimate else K.MODE_BR)
-        kids = tree.children(0)
-        vals = e.val[kids]  # [A, H] counterfactual values of each action
+        vals = e.root_child_values()  # [A, H] counterfactual values of each action
         gap = vals.max(axis=0) - vals[a]
         w = e.compat_mass(r_m[1 - seat])
         total += np.where(w > 0, gap / np.where(w > 0, w, 1.0), 0.0)

@@ -1,14 +1,25 @@
 """numba kernels of the range-vectorized subgame solver (see :mod:`subgame.tree` for the arrays).
 
-One call of :func:`traverse` walks the whole public tree twice: top-down in preorder, multiplying
-each seat's reach vector (over all ``H`` hands) by its strategy, then bottom-up, computing the
-traverser's counterfactual values per hand. Terminal values cost O(H) per node (after an
-O(H log H) sort per board done once when the tree is built), with exact card removal:
+Compact hand lists. On each board only some hands matter for a seat: those not blocked by the board
+and inside the seat's *support* (the hands its root reach may give weight to; by default every
+unblocked hand). :class:`subgame.tree.HandLists` numbers them ``0 .. nlive[b, s] - 1`` per board and
+seat; every vector the walk carries (reach, values, strategy rows) is sized to such a list, and a
+chance node maps its board's list to each child board's list (a gather for reach going down, a
+scatter-add for values coming up). Strategy tables are flat in the same layout: decision node ``n``
+of seat ``q`` on board ``b`` owns ``num_children[n]`` rows of ``nlive[b, q]`` entries from
+``coff[n]`` on.
+
+:func:`walk` is one depth-first pass (an explicit stack, one frame per depth): reach vectors go down
+as the walk descends, values come up as it returns, and only the frames on the current path hold
+vectors, so the working set is ``depth x actions x hands`` whatever the tree's size. In a CFR walk
+(mode 0) each decision's strategy is regret matching of its regrets, computed when the walk enters
+it. Terminal values cost O(L) per node with exact card removal (the two seats' lists on the board):
 
 * fold: ``sum_{h' ~ h} r[h'] = T - C[c1] - C[c2] + r[h]`` (``T`` the total opponent reach, ``C[c]``
-  the reach of hands holding card ``c``, ``h ~ h'`` for hands sharing no card);
-* showdown: one ascending and one descending sweep over hands sorted by strength, keeping the same
-  totals for the weaker (stronger) hands seen so far; ties are settled group by group.
+  the reach of opponent hands holding card ``c``, ``h ~ h'`` for hands sharing no card);
+* showdown: both lists sorted by strength (once per board); one ascending sweep adds the opponent
+  hands strictly weaker than each traverser hand, one descending sweep subtracts those strictly
+  stronger (ties count zero without any grouping; a hand is never strictly weaker than itself).
 
 Modes: 0 = a CFR iteration for the traverser (regrets and average strategy updated), 1 = best
 response of the traverser to ``sigma`` (max over its actions), 2 = the traverser's values when
@@ -20,15 +31,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-# the O(H) terminal values with card removal, shared with blueprint.vector_cfr (the layer below)
-from blueprint.vector_cfr import _fold_values, _showdown_values
-
 MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
 
 
 @numba.njit(cache=True, nogil=True)
 def strategy_from(acc, sigma, kind, num_children, row):
-    """``sigma`` = regret matching of ``acc`` (positive parts normalised; uniform where none)."""
+    """``sigma`` = regret matching of ``acc`` (positive parts normalised; uniform where none), in the
+    full-width ``(rows, H)`` layout of :attr:`PublicTree.row`."""
     H = acc.shape[1]
     for n in range(kind.shape[0]):
         if kind[n] != 0:
@@ -50,108 +59,321 @@ def strategy_from(acc, sigma, kind, num_children, row):
                     sigma[r0 + a, h] = 1.0 / A
 
 
-@numba.njit(cache=True, fastmath=True, nogil=True)  # nogil: concurrent solves (the service) use every core
-def traverse(kind, player, spent, child_start, num_children, board, row, deal_count, edge_child, hands, valid,
-             order, num_valid, sorted_strength, deck, sigma, root_reach, p, mode, reach, val, regret, strat_sum,
-             w_pos, w_neg, floor_zero, s_old, s_new):
-    """One walk for traverser ``p``; returns nothing, ``val[0]`` holds the root values per hand.
+@numba.njit(cache=True, nogil=True)
+def strategy_from_compact(acc, sigma, kind, num_children, board, player, coff, nlive):
+    """:func:`strategy_from` in the compact layout (``acc`` and ``sigma`` flat, see the module doc)."""
+    for n in range(kind.shape[0]):
+        if kind[n] != 0:
+            continue
+        A = num_children[n]
+        L = nlive[board[n], player[n]]
+        base = coff[n]
+        for j in range(L):
+            tot = 0.0
+            for a in range(A):
+                x = acc[base + a * L + j]
+                if x > 0:
+                    tot += x
+            if tot > 0:
+                for a in range(A):
+                    x = acc[base + a * L + j]
+                    sigma[base + a * L + j] = x / tot if x > 0 else 0.0
+            else:
+                for a in range(A):
+                    sigma[base + a * L + j] = 1.0 / A
 
-    Mode 0 updates ``regret`` (``R <- R * (w_pos if R > 0 else w_neg) + r``, floored at 0 when
-    ``floor_zero``) and ``strat_sum`` (``S <- S * s_old + s_new * own reach * sigma``) at ``p``'s nodes.
-    """
+
+@numba.njit(cache=True, nogil=True)
+def compress_strategy(full, out, kind, num_children, board, player, row, coff, nlive, idx):
+    """``full`` ``(rows, H)`` -> compact ``out`` (each decision's rows restricted to its seat's list)."""
+    for n in range(kind.shape[0]):
+        if kind[n] != 0:
+            continue
+        b = board[n]
+        q = player[n]
+        L = nlive[b, q]
+        for a in range(num_children[n]):
+            src = full[row[n] + a]
+            base = coff[n] + a * L
+            for j in range(L):
+                out[base + j] = src[idx[b, q, j]]
+
+
+@numba.njit(cache=True, nogil=True)
+def expand_strategy(comp, out, kind, num_children, board, player, row, coff, nlive, idx):
+    """Compact ``comp`` -> full ``(rows, H)`` ``out``; hands outside a list get the uniform strategy."""
+    for n in range(kind.shape[0]):
+        if kind[n] != 0:
+            continue
+        b = board[n]
+        q = player[n]
+        L = nlive[b, q]
+        A = num_children[n]
+        for a in range(A):
+            dst = out[row[n] + a]
+            dst[:] = 1.0 / A
+            base = coff[n] + a * L
+            for j in range(L):
+                dst[idx[b, q, j]] = comp[base + j]
+
+
+@numba.njit(cache=True, nogil=True)
+def max_depth(kind, child_start, num_children, edge_child):
+    """Deepest node below the root (the root at depth 0); nodes are in preorder."""
     N = kind.shape[0]
-    H = hands.shape[0]
+    depth = np.zeros(N, np.int64)
+    best = 0
+    for n in range(N):
+        d = depth[n]
+        if d > best:
+            best = d
+        for a in range(num_children[n]):
+            depth[edge_child[child_start[n] + a]] = d + 1
+    return best
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def fold_values(ro, no, cards_o, cards_p, same_p, npl, u, cacc, out):
+    """``out[i] = u * sum of ro over the opponent hands sharing no card with traverser hand i``
+    (compact lists: ``cards_*[i]`` the cards of list entry ``i``, ``same_p[i]`` the traverser hand's
+    entry in the opponent's list or -1)."""
+    k = cards_o.shape[1]
+    cacc[:] = 0.0
+    tot = 0.0
+    for j in range(no):
+        r = ro[j]
+        tot += r
+        for c in range(k):
+            cacc[cards_o[j, c]] += r
+    for i in range(npl):
+        s = tot
+        for c in range(k):
+            s -= cacc[cards_p[i, c]]
+        if k == 2:  # the same hand shares both cards: subtracted twice, added back once
+            q = same_p[i]
+            if q >= 0:
+                s += ro[q]
+        out[i] = u * s
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def showdown_values(ro, no, so_pos, so_cards, so_str, npl, sp_pos, sp_cards, sp_str, m, cacc, out):
+    """``out[i] = m * sum_{h' compatible} sign(s(i) - s(h')) ro[h']``: each seat's list in strength
+    order (``s*_pos`` the list entry at each sorted position, ``s*_cards`` its cards, ``s*_str`` its
+    strength)."""
+    k = so_cards.shape[1]
+    cacc[:] = 0.0
+    tot = 0.0
+    j = 0
+    for i in range(npl):  # opponent hands strictly weaker: + reach
+        st = sp_str[i]
+        while j < no and so_str[j] < st:
+            r = ro[so_pos[j]]
+            tot += r
+            for c in range(k):
+                cacc[so_cards[j, c]] += r
+            j += 1
+        s = tot
+        for c in range(k):
+            s -= cacc[sp_cards[i, c]]
+        out[sp_pos[i]] = s
+    cacc[:] = 0.0
+    tot = 0.0
+    j = no - 1
+    for i in range(npl - 1, -1, -1):  # strictly stronger: - reach
+        st = sp_str[i]
+        while j >= 0 and so_str[j] > st:
+            r = ro[so_pos[j]]
+            tot += r
+            for c in range(k):
+                cacc[so_cards[j, c]] += r
+            j -= 1
+        s = tot
+        for c in range(k):
+            s -= cacc[sp_cards[i, c]]
+        q = sp_pos[i]
+        out[q] = m * (out[q] - s)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _terminal(c, p, kind, player, spent, board, nlive, cards, same, s_pos, s_cards, s_str, ro, cacc, out):
+    o = 1 - p
+    b = board[c]
+    if kind[c] == 1:
+        f = player[c]
+        u = -float(spent[c, p]) if f == p else float(spent[c, f])
+        fold_values(ro, nlive[b, o], cards[b, o], cards[b, p], same[b, p], nlive[b, p], u, cacc, out)
+    else:
+        m = float(min(spent[c, 0], spent[c, 1]))
+        showdown_values(ro, nlive[b, o], s_pos[b, o], s_cards[b, o], s_str[b, o], nlive[b, p], s_pos[b, p],
+                        s_cards[b, p], s_str[b, p], m, cacc, out)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _scatter_up(vals, acc, p, pb, cb, nlive, idx, pos):
+    """Add a chance child's values (list of board ``cb``) into its parent's (list of board ``pb``)."""
+    for j in range(nlive[cb, p]):
+        acc[pos[pb, p, idx[cb, p, j]]] += vals[j]
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True)  # nogil: concurrent solves (the service) use every core
+def walk(kind, player, spent, child_start, num_children, board, deal_count, edge_child, coff,
+         nlive, idx, pos, cards, same, s_pos, s_cards, s_str,
+         sigma, root_reach, p, mode, regret, strat_sum, w_pos, w_neg, floor_zero, s_old, s_new,
+         rbuf, cv, sg, tmp, cacc, tot, rid, fn, fa, out):
+    """One depth-first walk for traverser ``p``; ``out[:nlive[board[0], p]]`` gets its root values.
+
+    ``root_reach[s, :nlive[board[0], s]]``: each seat's reach on the root board's lists. ``sigma``
+    (compact) is read in modes 1 and 2; mode 0 plays regret matching of ``regret`` and updates it
+    (``R <- R * (w_pos if R > 0 else w_neg) + r``, floored at 0 when ``floor_zero``) and ``strat_sum``
+    (``S <- S * s_old + s_new * own reach * sigma``) at ``p``'s nodes. Work arrays (one frame per
+    depth ``d``): ``rbuf[d, s]`` reach, ``cv[d, a]`` child values (a chance node sums into ``cv[d, 0]``),
+    ``sg[d, a]`` the strategy (mode 0), ``tmp[d]`` a chance child's values, ``rid[d, s]`` the frame
+    whose ``rbuf`` holds seat ``s``'s reach at depth ``d`` (a decision changes only its seat's)."""
     o = 1 - p
     b0 = board[0]
-    for h in range(H):
-        v = valid[b0, h]
-        reach[0, 0, h] = root_reach[0, h] if v else 0.0
-        reach[1, 0, h] = root_reach[1, h] if v else 0.0
-    # top-down
-    for n in range(N):
-        k = kind[n]
-        if k == 0:
-            q = player[n]
-            cs = child_start[n]
-            rq = reach[q, n]
-            ro = reach[1 - q, n]
-            for a in range(num_children[n]):
-                c = edge_child[cs + a]
-                sg = sigma[row[n] + a]
-                cq = reach[q, c]
-                co = reach[1 - q, c]
-                for h in range(H):
-                    cq[h] = rq[h] * sg[h]
-                    co[h] = ro[h]
-        elif k == 3:
-            cs = child_start[n]
-            r0 = reach[0, n]
-            r1 = reach[1, n]
-            for a in range(num_children[n]):
-                c = edge_child[cs + a]
-                vb = valid[board[c]]
-                c0 = reach[0, c]
-                c1 = reach[1, c]
-                for h in range(H):
-                    c0[h] = r0[h] * vb[h]
-                    c1[h] = r1[h] * vb[h]
-    # bottom-up
-    for n in range(N - 1, -1, -1):
-        k = kind[n]
-        b = board[n]
-        vn = val[n]
-        if k == 1:
-            f = player[n]
-            u = -float(spent[n, p]) if f == p else float(spent[n, f])
-            _fold_values(reach[o, n], valid[b], hands, u, deck, vn)
-        elif k == 2:
-            m = float(min(spent[n, 0], spent[n, 1]))
-            _showdown_values(reach[o, n], order[b], sorted_strength[b], num_valid[b], hands, m, deck, vn)
-        elif k == 3:
-            cs = child_start[n]
+    for s in range(2):
+        for j in range(nlive[b0, s]):
+            rbuf[0, s, j] = root_reach[s, j]
+        rid[0, s] = 0
+    if kind[0] == 1 or kind[0] == 2:
+        _terminal(0, p, kind, player, spent, board, nlive, cards, same, s_pos, s_cards, s_str, rbuf[0, o], cacc, out)
+        return
+    d = 0
+    fn[0] = 0
+    fa[0] = 0
+    enter = True
+    while True:
+        n = fn[d]
+        kn = kind[n]
+        bn = board[n]
+        if enter:  # prepare node n at depth d
+            enter = False
+            if kn == 0:
+                if mode == 0:
+                    q = player[n]
+                    A = num_children[n]
+                    L = nlive[bn, q]
+                    base = coff[n]
+                    t = tot
+                    for j in range(L):
+                        t[j] = 0.0
+                    for a in range(A):
+                        rg = regret[base + a * L: base + (a + 1) * L]
+                        for j in range(L):
+                            x = rg[j]
+                            t[j] += x if x > 0 else 0.0
+                    for a in range(A):
+                        rg = regret[base + a * L: base + (a + 1) * L]
+                        sa = sg[d, a]
+                        for j in range(L):
+                            x = rg[j]
+                            sa[j] = ((x if x > 0 else 0.0) / t[j]) if t[j] > 0 else 1.0 / A
+            else:  # chance: values summed into cv[d, 0]
+                acc = cv[d, 0]
+                for j in range(nlive[bn, p]):
+                    acc[j] = 0.0
+        a = fa[d]
+        if a < num_children[n]:
+            fa[d] = a + 1
+            c = edge_child[child_start[n] + a]
+            bc = board[c]
+            kc = kind[c]
+            if kn == 0:
+                q = player[n]
+                if q == p and (mode != 0 or kc == 1 or kc == 2):  # the traverser's own reach is not needed
+                    rid[d + 1, q] = rid[d, q]
+                else:
+                    L = nlive[bn, q]
+                    src = rbuf[rid[d, q], q]
+                    dst = rbuf[d + 1, q]
+                    if mode == 0:
+                        sa = sg[d, a]
+                        for j in range(L):
+                            dst[j] = src[j] * sa[j]
+                    else:
+                        base = coff[n] + a * L
+                        sa2 = sigma[base: base + L]
+                        for j in range(L):
+                            dst[j] = src[j] * sa2[j]
+                    rid[d + 1, q] = d + 1
+                rid[d + 1, 1 - q] = rid[d, 1 - q]
+            else:
+                for s in range(2):
+                    src = rbuf[rid[d, s], s]
+                    dst = rbuf[d + 1, s]
+                    for j in range(nlive[bc, s]):
+                        dst[j] = src[pos[bn, s, idx[bc, s, j]]]
+                    rid[d + 1, s] = d + 1
+            if kc == 1 or kc == 2:
+                if kn == 0:
+                    _terminal(c, p, kind, player, spent, board, nlive, cards, same, s_pos, s_cards, s_str,
+                              rbuf[rid[d + 1, o], o], cacc, cv[d, a])
+                else:
+                    _terminal(c, p, kind, player, spent, board, nlive, cards, same, s_pos, s_cards, s_str,
+                              rbuf[rid[d + 1, o], o], cacc, tmp[d + 1])
+                    _scatter_up(tmp[d + 1], cv[d, 0], p, bn, bc, nlive, idx, pos)
+            else:
+                d += 1
+                fn[d] = c
+                fa[d] = 0
+                enter = True
+            continue
+        # every child done: node n's values into its parent's slot
+        if d == 0:
+            dst = out
+        elif kind[fn[d - 1]] == 0:
+            dst = cv[d - 1, fa[d - 1] - 1]
+        else:
+            dst = tmp[d]
+        L = nlive[bn, p]
+        if kn == 3:
             inv = 1.0 / deal_count[n]
-            vn[:] = 0.0
-            for a in range(num_children[n]):
-                vc = val[edge_child[cs + a]]
-                for h in range(H):
-                    vn[h] += vc[h]
-            for h in range(H):
-                vn[h] *= inv
+            acc = cv[d, 0]
+            for j in range(L):
+                dst[j] = acc[j] * inv
         else:
             q = player[n]
-            cs = child_start[n]
             A = num_children[n]
-            r0 = row[n]
             if q != p:
-                vn[:] = 0.0
-                for a in range(A):
-                    vc = val[edge_child[cs + a]]
-                    for h in range(H):
-                        vn[h] += vc[h]
-            elif mode == 1:
-                vn[:] = val[edge_child[cs]]
+                for j in range(L):
+                    dst[j] = cv[d, 0, j]
                 for a in range(1, A):
-                    vc = val[edge_child[cs + a]]
-                    for h in range(H):
-                        vn[h] = max(vn[h], vc[h])
+                    vc = cv[d, a]
+                    for j in range(L):
+                        dst[j] += vc[j]
+            elif mode == 1:
+                for j in range(L):
+                    dst[j] = cv[d, 0, j]
+                for a in range(1, A):
+                    vc = cv[d, a]
+                    for j in range(L):
+                        dst[j] = max(dst[j], vc[j])
             else:
-                vn[:] = 0.0
+                base = coff[n]
+                for j in range(L):
+                    dst[j] = 0.0
                 for a in range(A):
-                    vc = val[edge_child[cs + a]]
-                    sg = sigma[r0 + a]
-                    for h in range(H):
-                        vn[h] += sg[h] * vc[h]
+                    vc = cv[d, a]
+                    sa = sg[d, a] if mode == 0 else sigma[base + a * L: base + (a + 1) * L]
+                    for j in range(L):
+                        dst[j] += sa[j] * vc[j]
                 if mode == 0:
-                    rp = reach[p, n]
+                    rp = rbuf[rid[d, p], p]
                     for a in range(A):
-                        vc = val[edge_child[cs + a]]
-                        sg = sigma[r0 + a]
-                        rg = regret[r0 + a]
-                        ss = strat_sum[r0 + a]
-                        for h in range(H):
-                            x = rg[h]
-                            x = x * (w_pos if x > 0 else w_neg) + (vc[h] - vn[h])
+                        vc = cv[d, a]
+                        sa = sg[d, a]
+                        rg = regret[base + a * L: base + (a + 1) * L]
+                        ss = strat_sum[base + a * L: base + (a + 1) * L]
+                        for j in range(L):
+                            x = rg[j]
+                            x = x * (w_pos if x > 0 else w_neg) + (vc[j] - dst[j])
                             if floor_zero and x < 0:
                                 x = 0.0
-                            rg[h] = x
-                            ss[h] = ss[h] * s_old + s_new * rp[h] * sg[h]
+                            rg[j] = x
+                            ss[j] = ss[j] * s_old + s_new * rp[j] * sa[j]
+        if d == 0:
+            return
+        d -= 1
+        if kind[fn[d]] == 3:
+            _scatter_up(tmp[d + 1], cv[d, 0], p, board[fn[d]], bn, nlive, idx, pos)

@@ -42,7 +42,8 @@ from abstraction.bets import BetAbstraction
 from holdem.betting import Betting
 from holdem.gamedef import GameDef
 from subgame import kernels as K
-from subgame.tree import KIND_DECISION, PublicTree, SubgameError, build_public_tree
+from blueprint.vector_cfr import _fold_values
+from subgame.tree import KIND_DECISION, PublicTree, SubgameError, build_public_tree, hand_lists
 
 METHODS = ("unsafe", "resolve", "maxmargin", "reach-maxmargin", "estimate", "reach-estimate")
 SAFE = ("resolve", "maxmargin", "reach-maxmargin")
@@ -127,6 +128,7 @@ class Solution:
     min_margin: Optional[float]  # min over opponent hands of (alt - best-response value) / w (chips)
     br_values: tuple[np.ndarray, np.ndarray]  # each seat's best-response values per hand (cf)
     history: list  # (iteration, seconds, exploitability chips)
+    state_bytes: int = 0  # the solver's memory: tree, hand lists, work arrays, regret and average tables
 
     @property
     def tree(self) -> PublicTree:
@@ -156,53 +158,143 @@ class Solution:
             "exploitability": self.exploitability, "exploitability_pct_pot": self.exploitability_pct_pot,
             "subgame_exploitability": self.subgame_exploitability, "gadget_gap": self.gadget_gap, "min_margin": self.min_margin, "pot": self.subgame.pot,
             "nodes": t.num_nodes, "hands": t.num_hands, "boards": len(t.boards),
-            "memory_mb": round(_state_bytes(t) / 2**20, 1),
+            "memory_mb": round(self.state_bytes / 2**20, 1),
         }
 
 
-def _state_bytes(t: PublicTree) -> int:
-    return t.memory_bytes() + 3 * t.num_nodes * t.num_hands * 8 + 3 * t.num_rows * t.num_hands * 4
-
-
 class _Engine:
-    """Work arrays for one tree, shared by solving and evaluation."""
+    """Work arrays for one tree and one support (the hands each seat may hold, see
+    :class:`subgame.tree.HandLists`), shared by solving and evaluation.
 
-    def __init__(self, tree: PublicTree, dtype=np.float64):
+    :meth:`walk` takes and returns full-width vectors (``H`` hands, strategies ``(rows, H)``);
+    :meth:`walk_compact` takes the compact strategy tables the solver keeps. Values of hands outside
+    the traverser's support are 0 (the default support is every hand the root board does not block).
+    """
+
+    def __init__(self, tree: PublicTree, dtype=np.float64, support: Optional[np.ndarray] = None):
         self.t = tree
-        N, H = tree.num_nodes, tree.num_hands
-        self.reach = np.zeros((2, N, H), dtype)
-        self.val = np.zeros((N, H), dtype)
-        self.args = tree.kernel_args() + (np.int64(tree.game.deck_size),)
-        self._dummy = np.zeros((1, H), np.float32)
+        self.dtype = dtype
+        self.lists = hl = hand_lists(tree, support)
+        H = tree.num_hands
+        D = int(K.max_depth(tree.kind, tree.child_start, tree.num_children, tree.edge_child)) + 2
+        A = max(1, int(tree.num_children.max()))
+        self.rbuf = np.zeros((D, 2, H), dtype)
+        self.cv = np.zeros((D, A, H), dtype)
+        self.sg = np.zeros((D, A, H), dtype)
+        self.tmp = np.zeros((D, H), dtype)
+        self.out = np.zeros(H, dtype)
+        self.cacc = np.zeros(tree.game.deck_size, np.float64)
+        self.tot = np.zeros(H, np.float64)
+        self.rid = np.zeros((D, 2), np.int64)
+        self.fn = np.zeros(D, np.int64)
+        self.fa = np.zeros(D, np.int64)
+        self.args = (tree.kind, tree.player, tree.spent, tree.child_start, tree.num_children, tree.board,
+                     tree.deal_count, tree.edge_child) + hl.kernel_args()
+        self._dummy = np.zeros(1, np.float32)
+        self._root_reach = np.zeros((2, H), np.float64)
+        b0 = tree.board[0]
+        self._root_idx = [hl.idx[b0, s, : hl.nlive[b0, s]] for s in (0, 1)]
+        self._outside = [tree.valid[b0] & ~hl.support[s] for s in (0, 1)]
+        self._last_p = 0
 
-    def walk(self, sigma, root_reach, p, mode, regret=None, strat_sum=None, w=(1.0, 1.0, False, 1.0, 0.0)) -> np.ndarray:
+    @property
+    def size(self) -> int:
+        """Length of the compact strategy tables."""
+        return self.lists.size
+
+    def memory_bytes(self) -> int:
+        return self.lists.memory_bytes() + sum(
+            a.nbytes for a in (self.rbuf, self.cv, self.sg, self.tmp, self.out, self.tot))
+
+    def compress(self, sigma: np.ndarray) -> np.ndarray:
+        """A full ``(rows, H)`` strategy in the compact layout (the engine's dtype)."""
+        t, hl = self.t, self.lists
+        if sigma.shape != (t.num_rows, t.num_hands):
+            raise SubgameError(f"strategy must be {t.num_rows} x {t.num_hands}, got shape {sigma.shape}")
+        out = np.empty(hl.size, self.dtype)
+        K.compress_strategy(sigma, out, t.kind, t.num_children, t.board, t.player, t.row, hl.coff, hl.nlive, hl.idx)
+        return out
+
+    def expand(self, comp: np.ndarray) -> np.ndarray:
+        """A compact strategy as float32 ``(rows, H)`` (uniform for hands outside the lists)."""
+        t, hl = self.t, self.lists
+        out = np.empty((t.num_rows, t.num_hands), np.float32)
+        K.expand_strategy(comp, out, t.kind, t.num_children, t.board, t.player, t.row, hl.coff, hl.nlive, hl.idx)
+        return out
+
+    def average(self, acc: np.ndarray) -> np.ndarray:
+        """Compact normalised strategy from compact accumulators (regret matching; uniform where none)."""
+        t, hl = self.t, self.lists
+        out = np.empty(hl.size, self.dtype)
+        K.strategy_from_compact(acc, out, t.kind, t.num_children, t.board, t.player, hl.coff, hl.nlive)
+        return out
+
+    def walk_compact(self, sigma_c, root_reach, p, mode, regret=None, strat_sum=None,
+                     w=(1.0, 1.0, False, 1.0, 0.0)) -> np.ndarray:
+        """Traverser ``p``'s root values (float64, ``H``) for compact ``sigma_c`` (unused in
+        :data:`MODE_CFR <subgame.kernels.MODE_CFR>`, which plays regret matching of ``regret``)."""
+        rr = self._root_reach
+        for s in (0, 1):
+            r = root_reach[s]
+            if (r[self._outside[s]] != 0).any():
+                raise SubgameError(f"seat {s}'s reach gives weight to hands outside the engine's support")
+            rr[s, : len(self._root_idx[s])] = r[self._root_idx[s]]
+        sigma_c = np.zeros(1, self.dtype) if sigma_c is None else sigma_c
         regret = self._dummy if regret is None else regret
         strat_sum = self._dummy if strat_sum is None else strat_sum
-        K.traverse(*self.args, sigma, root_reach, p, mode, self.reach, self.val, regret, strat_sum, *w)
-        return self.val[0].astype(np.float64)
+        K.walk(*self.args, sigma_c, rr, p, mode, regret, strat_sum, *w, self.rbuf, self.cv, self.sg, self.tmp,
+               self.cacc, self.tot, self.rid, self.fn, self.fa, self.out)
+        self._last_p = p
+        v = np.zeros(self.t.num_hands)
+        ri = self._root_idx[p]
+        v[ri] = self.out[: len(ri)]
+        return v
+
+    def walk(self, sigma, root_reach, p, mode) -> np.ndarray:
+        """Traverser ``p``'s root values (float64, ``H``) when the seats play the full-width ``sigma``
+        (mode 1: ``p`` best-responds)."""
+        if mode == K.MODE_CFR:
+            raise SubgameError("a CFR walk keeps compact tables: use walk_compact")
+        return self.walk_compact(self.compress(sigma), root_reach, p, mode)
+
+    def root_child_values(self) -> np.ndarray:
+        """``[A, H]``: the last walk's traverser values of each child of the root (a decision)."""
+        t = self.t
+        if t.kind[0] != KIND_DECISION:
+            raise SubgameError("the root is not a decision")
+        ri = self._root_idx[self._last_p]
+        out = np.zeros((int(t.num_children[0]), t.num_hands))
+        out[:, ri] = self.cv[0, : out.shape[0], : len(ri)]
+        return out
 
     def compat_mass(self, r: np.ndarray) -> np.ndarray:
         """Per hand, the total of ``r`` over hands compatible with it (and with the root board)."""
-        t = self.t
+        return self.compat_mass_of(self.t, r)
+
+    @staticmethod
+    def compat_mass_of(t: PublicTree, r: np.ndarray) -> np.ndarray:
         b = t.board[0]
         out = np.zeros(t.num_hands)
-        K._fold_values(np.where(t.valid[b], r, 0.0), t.valid[b], t.hands, 1.0, t.game.deck_size, out)
+        _fold_values(np.where(t.valid[b], r, 0.0), t.valid[b], t.hands, 1.0, t.game.deck_size, out)
         return out
 
 
 def average_strategy(tree: PublicTree, strat_sum: np.ndarray) -> np.ndarray:
+    """Full-width ``(rows, H)`` normalised strategy from full-width accumulators."""
     sigma = np.zeros_like(strat_sum, dtype=np.float32)
     K.strategy_from(strat_sum, sigma, tree.kind, tree.num_children, tree.row)
     return sigma
 
 
 def exploitability(sub: Subgame, sigma: np.ndarray, engine: Optional[_Engine] = None):
-    """(exploitability in chips, [BR values of seat 0, seat 1] per hand) of ``sigma`` in ``sub``."""
-    t = sub.public_tree()
-    e = engine or _Engine(t)
-    r = sub.ranges
-    v0 = e.walk(sigma, r, 0, K.MODE_BR)
-    v1 = e.walk(sigma, r, 1, K.MODE_BR)
+    """(exploitability in chips, [BR values of seat 0, seat 1] per hand) of the full-width ``sigma`` in ``sub``."""
+    e = engine or _Engine(sub.public_tree())
+    return _exploitability(sub.ranges, e, e.compress(sigma))
+
+
+def _exploitability(r: np.ndarray, e: _Engine, sigma_c: np.ndarray):
+    v0 = e.walk_compact(sigma_c, r, 0, K.MODE_BR)
+    v1 = e.walk_compact(sigma_c, r, 1, K.MODE_BR)
     z = float(r[0] @ e.compat_mass(r[1]))
     return (float(r[0] @ v0) + float(r[1] @ v1)) / 2.0 / z, (v0, v1)
 
@@ -251,14 +343,20 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
             g = sub.estimate_gifts if method == "reach-estimate" else sub.gifts
             if g is not None:
                 alt += np.maximum(g, 0.0)
-    e = _Engine(t, np.float32 if precision == "single" else np.float64)
+    if precision not in ("single", "double"):
+        raise SubgameError(f"unknown precision {precision!r}: expected 'single' or 'double'")
     H = t.num_hands
-    regret = np.zeros((t.num_rows, H), np.float32)
-    strat_sum = np.zeros((t.num_rows, H), np.float32)
-    sigma = np.zeros((t.num_rows, H), np.float32)
     ranges = sub.ranges
-    w_opp = e.compat_mass(ranges[me])  # opponent hand -> refined seat's compatible mass
-    elig = (w_opp > 1e-300) & t.valid[t.board[0]]
+    valid0 = t.valid[t.board[0]]
+    w_opp = _Engine.compat_mass_of(t, ranges[me])  # opponent hand -> refined seat's compatible mass
+    elig = (w_opp > 1e-300) & valid0
+    # the hands each seat may hold: its range's, and for the margin gadgets every eligible opponent hand
+    support = np.stack([ranges[0] > 0, ranges[1] > 0]) & valid0
+    if method not in ("unsafe", "resolve"):
+        support[o] = elig
+    e = _Engine(t, np.float32 if precision == "single" else np.float64, support)
+    regret = np.zeros(e.size, np.float32)
+    strat_sum = np.zeros(e.size, np.float32)
     g_reg = np.zeros((H, 2)) if method == "resolve" else np.zeros(H)
     g_sum = np.zeros_like(g_reg)
     pot = sub.pot
@@ -283,16 +381,16 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
         return pos / s if s > 0 else elig / max(elig.sum(), 1)
 
     def measure():
-        avg = average_strategy(t, strat_sum)
-        expl, (v0, v1) = exploitability(sub, avg, e)
+        avg = e.average(strat_sum)
+        expl, (v0, v1) = _exploitability(ranges, e, avg)
         g = m = None
         if method != "unsafe":
             gavg = gadget_strategy(g_sum) if method != "resolve" else g_sum / np.maximum(g_sum.sum(1, keepdims=True), 1e-300)
             if method == "resolve":
                 gavg = np.where(g_sum.sum(1, keepdims=True) > 0, gavg, 0.5)
             rr = opp_reach(gavg)
-            vb_o = e.walk(avg, rr, o, K.MODE_BR)  # opponent's best response inside the subgame
-            vb_me = e.walk(avg, rr, me, K.MODE_BR)  # refined seat's best response to the gadget opponent
+            vb_o = e.walk_compact(avg, rr, o, K.MODE_BR)  # opponent's best response inside the subgame
+            vb_me = e.walk_compact(avg, rr, me, K.MODE_BR)  # refined seat's best response to the gadget opponent
             if method == "resolve":
                 z = float(ranges[o] @ w_opp)
                 best_o = float(ranges[o] @ np.maximum(alt, vb_o))
@@ -311,10 +409,9 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
         it += 1
         wts = _weights(algo, it)
         for p in (0, 1):
-            K.strategy_from(regret, sigma, t.kind, t.num_children, t.row)
             gstrat = gadget_strategy(g_reg) if method != "unsafe" else None
             rr = opp_reach(gstrat)
-            v = e.walk(sigma, rr, p, K.MODE_CFR, regret, strat_sum, wts)
+            v = e.walk_compact(None, rr, p, K.MODE_CFR, regret, strat_sum, wts)
             if p == o and method != "unsafe":
                 if method == "resolve":
                     vals = np.stack([alt, v], 1)
@@ -344,4 +441,6 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
     history.append((it, time.perf_counter() - t0, expl))
     el = time.perf_counter() - t0
     solved = expl if gap is None else gap / 2
-    return Solution(sub, method, avg, it, el, solved, solved / pot * 100, expl, gap, margin, brv, history)
+    state = t.memory_bytes() + e.memory_bytes() + regret.nbytes + strat_sum.nbytes
+    return Solution(sub, method, e.expand(avg), it, el, solved, solved / pot * 100, expl, gap, margin, brv, history,
+                    state)

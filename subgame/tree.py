@@ -93,6 +93,7 @@ class PublicTree:
     sorted_strength: np.ndarray  # int64 [B, H]: strength of the hand at each position of ``order``
     bettings: list[Optional[Betting]]  # the betting state of each node (None at chance nodes)
     num_rows: int
+    _default_lists: Optional["HandLists"] = dataclasses.field(default=None, repr=False)
 
     @property
     def num_nodes(self) -> int:
@@ -123,6 +124,86 @@ class PublicTree:
 
     def memory_bytes(self) -> int:
         return sum(a.nbytes for a in self.kernel_args()) + self.edge_kind.nbytes + self.edge_to.nbytes
+
+
+@dataclasses.dataclass
+class HandLists:
+    """Per board and seat, the hands the solver carries (see :mod:`subgame.kernels`): unblocked by
+    the board and inside the seat's support. Arrays ``[B, 2, H]`` (the first ``nlive[b, s]`` entries
+    used; ``int32``) and ``[B, 2, H, k]`` for cards:
+
+    ``nlive``  [B, 2]   list sizes
+    ``idx``             list entry -> hand index (into :attr:`PublicTree.hands`)
+    ``pos``             hand index -> list entry, or -1 (indexed by hand, all ``H`` used)
+    ``cards``           cards of each list entry
+    ``same``            entry of the same hand in the other seat's list, or -1
+    ``s_pos``           complete boards: list entries by increasing strength
+    ``s_cards``         their cards
+    ``s_str``  (int64)  their strengths
+    ``coff``   [N]      first entry of each decision node's rows in the flat strategy tables
+    ``size``            the tables' length
+    """
+
+    support: np.ndarray
+    nlive: np.ndarray
+    idx: np.ndarray
+    pos: np.ndarray
+    cards: np.ndarray
+    same: np.ndarray
+    s_pos: np.ndarray
+    s_cards: np.ndarray
+    s_str: np.ndarray
+    coff: np.ndarray
+    size: int
+
+    def kernel_args(self) -> tuple:
+        return (self.coff, self.nlive, self.idx, self.pos, self.cards, self.same, self.s_pos, self.s_cards,
+                self.s_str)
+
+    def memory_bytes(self) -> int:
+        return sum(a.nbytes for a in self.kernel_args())
+
+
+def hand_lists(tree: "PublicTree", support: Optional[np.ndarray] = None) -> HandLists:
+    """The compact hand lists of ``tree`` for ``support`` (bool ``[2, H]``; default every hand not
+    blocked by the root board, for both seats). Cached on the tree for the default support."""
+    if support is None and tree._default_lists is not None:
+        return tree._default_lists
+    H = tree.num_hands
+    valid = tree.valid
+    sup = np.broadcast_to(valid[tree.board[0]], (2, H)) if support is None else np.asarray(support, np.bool_)
+    if sup.shape != (2, H):
+        raise SubgameError(f"support must be 2 x {H} booleans, got shape {sup.shape}")
+    B = len(tree.boards)
+    live = valid[:, None, :] & sup[None, :, :]  # [B, 2, H]
+    nlive = live.sum(2).astype(np.int32)
+    idx = np.argsort(~live, axis=2, kind="stable").astype(np.int32)  # live hands first, in order
+    pos = np.where(live, np.cumsum(live, axis=2) - 1, -1).astype(np.int32)
+    k = tree.hands.shape[1]
+    cards = tree.hands[idx].astype(np.int32)  # [B, 2, H, k]
+    same = np.take_along_axis(pos[:, ::-1, :], idx.astype(np.int64), axis=2).astype(np.int32)
+    s_pos = np.zeros((B, 2, H), np.int32)
+    s_cards = np.zeros((B, 2, H, k), np.int32)
+    s_str = np.zeros((B, 2, H), np.int64)
+    total = tree.game.total_board_cards
+    for b, bc in enumerate(tree.boards):
+        if len(bc) != total:
+            continue
+        srt = tree.order[b, : tree.num_valid[b]]
+        for s in (0, 1):
+            sel = srt[sup[s, srt]]
+            s_pos[b, s, : len(sel)] = pos[b, s, sel]
+            s_cards[b, s, : len(sel)] = tree.hands[sel]
+            s_str[b, s, : len(sel)] = tree.strength[b, sel]
+    coff = np.full(tree.num_nodes, -1, np.int64)
+    dec = np.nonzero(tree.kind == KIND_DECISION)[0]
+    sizes = tree.num_children[dec].astype(np.int64) * nlive[tree.board[dec], tree.player[dec]]
+    coff[dec] = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if len(dec) else []
+    out = HandLists(support=np.array(sup), nlive=nlive, idx=idx, pos=pos, cards=cards, same=same, s_pos=s_pos,
+                    s_cards=s_cards, s_str=s_str, coff=coff, size=int(sizes.sum()))
+    if support is None:
+        tree._default_lists = out
+    return out
 
 
 def _board_data(game: GameDef, hands: np.ndarray, boards: list[tuple[int, ...]]):

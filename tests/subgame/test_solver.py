@@ -9,7 +9,7 @@ from holdem.betting import CALL, Betting
 from holdem.evaluator import rank_hand_py
 from holdem.gamedef import GameDef
 from subgame import kernels as K
-from subgame.solver import Subgame, _Engine, exploitability, solve
+from subgame.solver import Subgame, _Engine, _weights, exploitability, solve
 from subgame.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD, SubgameError, build_public_tree
 
 # three rounds, 6 ranks x 4 suits (24 cards, 276 hands): a "turn hold'em" small enough for pairs
@@ -112,6 +112,42 @@ def test_values_match_brute_force_over_hand_pairs(round_):
             got = e.walk(sigma, ranges, p, mode)
             for h in sample:
                 assert got[h] == pytest.approx(brute.value(sigma, ranges, p, best, h), rel=1e-9, abs=1e-7)
+
+
+def test_compact_hand_lists_agree_with_every_unblocked_hand():
+    """A seat's vectors keep only the hands of its support (here a sparse random range) on each board:
+    on a flop subgame (a chance node deals the turn) the values of those hands, and five DCFR
+    iterations, are those of the walk over every unblocked hand, and match brute force."""
+    rng = np.random.default_rng(7)
+    tree = build_public_tree(GAME, flop_root(), (0, 5, 9), BETS)
+    assert (tree.kind == KIND_CHANCE).sum() > 0
+    ranges = random_ranges(tree, rng)
+    ranges[rng.random(ranges.shape) < 0.6] = 0.0
+    support = ranges > 0
+    wide, narrow = _Engine(tree), _Engine(tree, support=support)
+    assert narrow.size < 0.6 * wide.size
+    sigma = rng.random((tree.num_rows, tree.num_hands)).astype(np.float32)
+    K.strategy_from(sigma, sigma, tree.kind, tree.num_children, tree.row)
+    brute = Brute(tree)
+    for p in (0, 1):
+        for mode, best in ((K.MODE_EV, False), (K.MODE_BR, True)):
+            a = wide.walk(sigma, ranges, p, mode)
+            b = narrow.walk(sigma, ranges, p, mode)
+            np.testing.assert_allclose(b[support[p]], a[support[p]], rtol=1e-12, atol=1e-9)
+            assert (b[~support[p]] == 0).all()
+            for h in rng.choice(np.nonzero(support[p])[0], 2, replace=False):
+                assert b[h] == pytest.approx(brute.value(sigma, ranges, p, best, h), rel=1e-9, abs=1e-7)
+    tables = {e: (np.zeros(e.size, np.float32), np.zeros(e.size, np.float32)) for e in (wide, narrow)}
+    for it in range(1, 6):
+        for p in (0, 1):
+            for e, (reg, ss) in tables.items():
+                e.walk_compact(None, ranges, p, K.MODE_CFR, reg, ss, _weights("dcfr", it))
+    avg = [e.expand(e.average(tables[e][1])) for e in (wide, narrow)]
+    np.testing.assert_allclose(avg[1], avg[0], rtol=1e-5, atol=1e-6)
+    outside = ranges.copy()
+    outside[0, np.nonzero(~support[0] & tree.valid[tree.board[0]])[0][0]] = 1.0
+    with pytest.raises(SubgameError, match="outside the engine's support"):
+        narrow.walk(sigma, outside, 0, K.MODE_EV)
 
 
 def river_subgame(seed=0, **kw):
