@@ -17,9 +17,10 @@ it. Terminal values cost O(L) per node with exact card removal (the two seats' l
 
 * fold: ``sum_{h' ~ h} r[h'] = T - C[c1] - C[c2] + r[h]`` (``T`` the total opponent reach, ``C[c]``
   the reach of opponent hands holding card ``c``, ``h ~ h'`` for hands sharing no card);
-* showdown: both lists sorted by strength (once per board); one ascending sweep adds the opponent
-  hands strictly weaker than each traverser hand, one descending sweep subtracts those strictly
-  stronger (ties count zero without any grouping; a hand is never strictly weaker than itself).
+* showdown: both seats' lists merged by strength (once per board); one ascending sweep adds the
+  opponent hands strictly weaker than each traverser hand, one descending sweep subtracts those
+  strictly stronger (at a tie the traverser's hand is read first, so ties count zero without any
+  grouping, and a hand never counts against itself).
 
 Modes: 0 = a CFR iteration for the traverser (regrets and average strategy updated), 1 = best
 response of the traverser to ``sigma`` (max over its actions), 2 = the traverser's values when
@@ -157,46 +158,44 @@ def fold_values(ro, no, cards_o, cards_p, same_p, npl, u, cacc, out):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def showdown_values(ro, no, so_pos, so_cards, so_str, npl, sp_pos, sp_cards, sp_str, m, cacc, out):
-    """``out[i] = m * sum_{h' compatible} sign(s(i) - s(h')) ro[h']``: each seat's list in strength
-    order (``s*_pos`` the list entry at each sorted position, ``s*_cards`` its cards, ``s*_str`` its
-    strength)."""
-    k = so_cards.shape[1]
+def showdown_values(ro, n_ev, up, up_cards, down, down_cards, m, cacc, out):
+    """``out[i] = m * sum_{h' compatible} sign(s(i) - s(h')) ro[h']`` for each traverser entry ``i``,
+    by the two sweeps of events of :class:`subgame.tree.HandLists` (``up``: additions of weaker
+    opponent hands and reads; ``down``: the same from the strong end)."""
+    k = up_cards.shape[1]
     cacc[:] = 0.0
     tot = 0.0
-    j = 0
-    for i in range(npl):  # opponent hands strictly weaker: + reach
-        st = sp_str[i]
-        while j < no and so_str[j] < st:
-            r = ro[so_pos[j]]
+    for e in range(n_ev):
+        q = up[e]
+        if q >= 0:
+            r = ro[q]
             tot += r
             for c in range(k):
-                cacc[so_cards[j, c]] += r
-            j += 1
-        s = tot
-        for c in range(k):
-            s -= cacc[sp_cards[i, c]]
-        out[sp_pos[i]] = s
+                cacc[up_cards[e, c]] += r
+        else:
+            s = tot
+            for c in range(k):
+                s -= cacc[up_cards[e, c]]
+            out[-q - 1] = s
     cacc[:] = 0.0
     tot = 0.0
-    j = no - 1
-    for i in range(npl - 1, -1, -1):  # strictly stronger: - reach
-        st = sp_str[i]
-        while j >= 0 and so_str[j] > st:
-            r = ro[so_pos[j]]
+    for e in range(n_ev):
+        q = down[e]
+        if q >= 0:
+            r = ro[q]
             tot += r
             for c in range(k):
-                cacc[so_cards[j, c]] += r
-            j -= 1
-        s = tot
-        for c in range(k):
-            s -= cacc[sp_cards[i, c]]
-        q = sp_pos[i]
-        out[q] = m * (out[q] - s)
+                cacc[down_cards[e, c]] += r
+        else:
+            s = tot
+            for c in range(k):
+                s -= cacc[down_cards[e, c]]
+            i = -q - 1
+            out[i] = m * (out[i] - s)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _terminal(c, p, kind, player, spent, board, nlive, cards, same, s_pos, s_cards, s_str, ro, cacc, out):
+def _terminal(c, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards, ro, cacc, out):
     o = 1 - p
     b = board[c]
     if kind[c] == 1:
@@ -205,8 +204,8 @@ def _terminal(c, p, kind, player, spent, board, nlive, cards, same, s_pos, s_car
         fold_values(ro, nlive[b, o], cards[b, o], cards[b, p], same[b, p], nlive[b, p], u, cacc, out)
     else:
         m = float(min(spent[c, 0], spent[c, 1]))
-        showdown_values(ro, nlive[b, o], s_pos[b, o], s_cards[b, o], s_str[b, o], nlive[b, p], s_pos[b, p],
-                        s_cards[b, p], s_str[b, p], m, cacc, out)
+        showdown_values(ro, nlive[b, 0] + nlive[b, 1], up[b, p], up_cards[b, p], down[b, p], down_cards[b, p], m,
+                        cacc, out)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
@@ -218,7 +217,7 @@ def _scatter_up(vals, acc, p, pb, cb, nlive, idx, pos):
 
 @numba.njit(cache=True, fastmath=True, nogil=True)  # nogil: concurrent solves (the service) use every core
 def walk(kind, player, spent, child_start, num_children, board, deal_count, edge_child, coff,
-         nlive, idx, pos, cards, same, s_pos, s_cards, s_str,
+         nlive, idx, pos, cards, same, up, up_cards, down, down_cards,
          sigma, root_reach, p, mode, regret, strat_sum, w_pos, w_neg, floor_zero, s_old, s_new,
          rbuf, cv, sg, tmp, cacc, tot, rid, fn, fa, out):
     """One depth-first walk for traverser ``p``; ``out[:nlive[board[0], p]]`` gets its root values.
@@ -237,7 +236,7 @@ def walk(kind, player, spent, child_start, num_children, board, deal_count, edge
             rbuf[0, s, j] = root_reach[s, j]
         rid[0, s] = 0
     if kind[0] == 1 or kind[0] == 2:
-        _terminal(0, p, kind, player, spent, board, nlive, cards, same, s_pos, s_cards, s_str, rbuf[0, o], cacc, out)
+        _terminal(0, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards, rbuf[0, o], cacc, out)
         return
     d = 0
     fn[0] = 0
@@ -258,17 +257,21 @@ def walk(kind, player, spent, child_start, num_children, board, deal_count, edge
                     t = tot
                     for j in range(L):
                         t[j] = 0.0
-                    for a in range(A):
-                        rg = regret[base + a * L: base + (a + 1) * L]
-                        for j in range(L):
-                            x = rg[j]
-                            t[j] += x if x > 0 else 0.0
-                    for a in range(A):
+                    for a in range(A):  # positive parts, and their sum per hand
                         rg = regret[base + a * L: base + (a + 1) * L]
                         sa = sg[d, a]
                         for j in range(L):
                             x = rg[j]
-                            sa[j] = ((x if x > 0 else 0.0) / t[j]) if t[j] > 0 else 1.0 / A
+                            x = x if x > 0 else 0.0
+                            sa[j] = x
+                            t[j] += x
+                    for j in range(L):
+                        t[j] = 1.0 / t[j] if t[j] > 0 else 0.0
+                    inv_a = 1.0 / A
+                    for a in range(A):
+                        sa = sg[d, a]
+                        for j in range(L):
+                            sa[j] = sa[j] * t[j] if t[j] > 0 else inv_a
             else:  # chance: values summed into cv[d, 0]
                 acc = cv[d, 0]
                 for j in range(nlive[bn, p]):
@@ -307,10 +310,10 @@ def walk(kind, player, spent, child_start, num_children, board, deal_count, edge
                     rid[d + 1, s] = d + 1
             if kc == 1 or kc == 2:
                 if kn == 0:
-                    _terminal(c, p, kind, player, spent, board, nlive, cards, same, s_pos, s_cards, s_str,
+                    _terminal(c, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards,
                               rbuf[rid[d + 1, o], o], cacc, cv[d, a])
                 else:
-                    _terminal(c, p, kind, player, spent, board, nlive, cards, same, s_pos, s_cards, s_str,
+                    _terminal(c, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards,
                               rbuf[rid[d + 1, o], o], cacc, tmp[d + 1])
                     _scatter_up(tmp[d + 1], cv[d, 0], p, bn, bc, nlive, idx, pos)
             else:

@@ -319,6 +319,11 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
     """Solve ``sub`` with ``method`` until ``iterations``, ``time_budget`` seconds, or an
     exploitability (unsafe) / gadget gap (other methods) of ``target_pct_pot`` % of the pot.
 
+    With a target, the exploitability is checked (two best-response walks) at iteration
+    ``check_every``, then where the fall between the last two checks (fitted as ``t^-alpha``,
+    ``alpha`` in [0.5, 2.5], 1 after the first check) would reach the target, at least
+    ``check_every // 5`` and at most ``check_every`` iterations on.
+
     ``precision``: ``single`` keeps the per-node reach and value vectors in float32 (half the memory
     traffic; values sum in float64 at the end), ``double`` in float64."""
     if method not in METHODS:
@@ -405,6 +410,9 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
         return avg, expl, g, m, (v0, v1)
 
     done = False
+    next_check = check_every  # iteration of the next exploitability check (with a target)
+    last = None  # the last measure()
+    prev = None  # (iteration, gap in % of the pot) of the last check
     while not done:
         it += 1
         wts = _weights(algo, it)
@@ -431,14 +439,23 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
             done = True
         if time_budget is not None and el >= time_budget:
             done = True
-        if target_pct_pot is not None and (it % check_every == 0 or done):
-            _, expl, gap, margin, _ = measure()
-            history.append((it, time.perf_counter() - t0, expl))
-            crit = gap / 2 if gap is not None else expl
-            if crit / pot * 100 <= target_pct_pot:
+        if target_pct_pot is not None and (it >= next_check or done):
+            last = measure()
+            history.append((it, time.perf_counter() - t0, last[1]))
+            crit = (last[2] / 2 if last[2] is not None else last[1]) / pot * 100
+            if crit <= target_pct_pot:
                 done = True
-    avg, expl, gap, margin, brv = measure()
-    history.append((it, time.perf_counter() - t0, expl))
+            else:  # check where the gap's fall since the last check (as t^-alpha) would reach the target
+                alpha = 1.0
+                if prev is not None and prev[1] > crit:
+                    alpha = min(2.5, max(0.5, np.log(prev[1] / crit) / np.log(it / prev[0])))
+                step = int(np.ceil(it * (crit / target_pct_pot) ** (1.0 / alpha))) - it
+                next_check = it + min(check_every, max(1, check_every // 5, step))
+                prev = (it, crit)
+    if last is None or history[-1][0] != it:
+        last = measure()
+        history.append((it, time.perf_counter() - t0, last[1]))
+    avg, expl, gap, margin, brv = last
     el = time.perf_counter() - t0
     solved = expl if gap is None else gap / 2
     state = t.memory_bytes() + e.memory_bytes() + regret.nbytes + strat_sum.nbytes

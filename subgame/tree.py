@@ -130,16 +130,19 @@ class PublicTree:
 class HandLists:
     """Per board and seat, the hands the solver carries (see :mod:`subgame.kernels`): unblocked by
     the board and inside the seat's support. Arrays ``[B, 2, H]`` (the first ``nlive[b, s]`` entries
-    used; ``int32``) and ``[B, 2, H, k]`` for cards:
+    used; ``int16``, small for the cache) and ``[B, 2, H, k]`` (``uint8``) for cards:
 
     ``nlive``  [B, 2]   list sizes
     ``idx``             list entry -> hand index (into :attr:`PublicTree.hands`)
     ``pos``             hand index -> list entry, or -1 (indexed by hand, all ``H`` used)
     ``cards``           cards of each list entry
     ``same``            entry of the same hand in the other seat's list, or -1
-    ``s_pos``           complete boards: list entries by increasing strength
-    ``s_cards``         their cards
-    ``s_str``  (int64)  their strengths
+    ``up``, ``down``    complete boards, for traverser seat ``p`` (second index): the showdown
+                        sweeps' events, both seats' lists merged by increasing (``up``) or decreasing
+                        (``down``) strength, a traverser hand before the opponent hands it ties with;
+                        ``e >= 0`` adds opponent entry ``e``, ``e < 0`` reads traverser entry
+                        ``-e - 1`` (``nlive[b, 0] + nlive[b, 1]`` events, ``[B, 2, 2H]``)
+    ``up_cards``, ``down_cards``  the cards of each event's hand (``[B, 2, 2H, k]``)
     ``coff``   [N]      first entry of each decision node's rows in the flat strategy tables
     ``size``            the tables' length
     """
@@ -150,15 +153,16 @@ class HandLists:
     pos: np.ndarray
     cards: np.ndarray
     same: np.ndarray
-    s_pos: np.ndarray
-    s_cards: np.ndarray
-    s_str: np.ndarray
+    up: np.ndarray
+    up_cards: np.ndarray
+    down: np.ndarray
+    down_cards: np.ndarray
     coff: np.ndarray
     size: int
 
     def kernel_args(self) -> tuple:
-        return (self.coff, self.nlive, self.idx, self.pos, self.cards, self.same, self.s_pos, self.s_cards,
-                self.s_str)
+        return (self.coff, self.nlive, self.idx, self.pos, self.cards, self.same, self.up, self.up_cards, self.down,
+                self.down_cards)
 
     def memory_bytes(self) -> int:
         return sum(a.nbytes for a in self.kernel_args())
@@ -174,33 +178,41 @@ def hand_lists(tree: "PublicTree", support: Optional[np.ndarray] = None) -> Hand
     sup = np.broadcast_to(valid[tree.board[0]], (2, H)) if support is None else np.asarray(support, np.bool_)
     if sup.shape != (2, H):
         raise SubgameError(f"support must be 2 x {H} booleans, got shape {sup.shape}")
+    if H >= 2**15 or tree.game.deck_size > 255:
+        raise SubgameError(f"{H} hands or {tree.game.deck_size} cards: too many for the compact hand lists")
     B = len(tree.boards)
     live = valid[:, None, :] & sup[None, :, :]  # [B, 2, H]
     nlive = live.sum(2).astype(np.int32)
-    idx = np.argsort(~live, axis=2, kind="stable").astype(np.int32)  # live hands first, in order
-    pos = np.where(live, np.cumsum(live, axis=2) - 1, -1).astype(np.int32)
+    idx = np.argsort(~live, axis=2, kind="stable").astype(np.int16)  # live hands first, in order
+    pos = np.where(live, np.cumsum(live, axis=2) - 1, -1).astype(np.int16)
     k = tree.hands.shape[1]
-    cards = tree.hands[idx].astype(np.int32)  # [B, 2, H, k]
-    same = np.take_along_axis(pos[:, ::-1, :], idx.astype(np.int64), axis=2).astype(np.int32)
-    s_pos = np.zeros((B, 2, H), np.int32)
-    s_cards = np.zeros((B, 2, H, k), np.int32)
-    s_str = np.zeros((B, 2, H), np.int64)
+    cards = tree.hands[idx].astype(np.uint8)  # [B, 2, H, k]
+    same = np.take_along_axis(pos[:, ::-1, :], idx.astype(np.int64), axis=2).astype(np.int16)
+    up = np.zeros((B, 2, 2 * H), np.int16)
+    down = np.zeros((B, 2, 2 * H), np.int16)
+    up_cards = np.zeros((B, 2, 2 * H, k), np.uint8)
+    down_cards = np.zeros((B, 2, 2 * H, k), np.uint8)
     total = tree.game.total_board_cards
     for b, bc in enumerate(tree.boards):
         if len(bc) != total:
             continue
         srt = tree.order[b, : tree.num_valid[b]]
-        for s in (0, 1):
-            sel = srt[sup[s, srt]]
-            s_pos[b, s, : len(sel)] = pos[b, s, sel]
-            s_cards[b, s, : len(sel)] = tree.hands[sel]
-            s_str[b, s, : len(sel)] = tree.strength[b, sel]
+        sel = [srt[sup[s, srt]] for s in (0, 1)]
+        for p in (0, 1):
+            hs = np.concatenate([sel[p], sel[1 - p]])
+            code = np.concatenate([-pos[b, p, sel[p]].astype(np.int32) - 1, pos[b, 1 - p, sel[1 - p]]])
+            add = np.concatenate([np.zeros(len(sel[p]), np.int8), np.ones(len(sel[1 - p]), np.int8)])
+            st = tree.strength[b, hs]
+            for arr, arr_c, key in ((up, up_cards, st), (down, down_cards, -st)):
+                o = np.lexsort((add, key))  # by strength, a traverser read before the additions it ties with
+                arr[b, p, : len(o)] = code[o]
+                arr_c[b, p, : len(o)] = tree.hands[hs[o]]
     coff = np.full(tree.num_nodes, -1, np.int64)
     dec = np.nonzero(tree.kind == KIND_DECISION)[0]
     sizes = tree.num_children[dec].astype(np.int64) * nlive[tree.board[dec], tree.player[dec]]
     coff[dec] = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if len(dec) else []
-    out = HandLists(support=np.array(sup), nlive=nlive, idx=idx, pos=pos, cards=cards, same=same, s_pos=s_pos,
-                    s_cards=s_cards, s_str=s_str, coff=coff, size=int(sizes.sum()))
+    out = HandLists(support=np.array(sup), nlive=nlive, idx=idx, pos=pos, cards=cards, same=same, up=up,
+                    up_cards=up_cards, down=down, down_cards=down_cards, coff=coff, size=int(sizes.sum()))
     if support is None:
         tree._default_lists = out
     return out
