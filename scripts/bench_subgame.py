@@ -2,9 +2,10 @@
 
 The tree is the issue's: bets of 0.5, 1 and 2 pots and all-in; raises to 2.5x and all-in
 (``abstraction/bets/subgame.toml``). Each endgame is solved with DCFR (one thread) until the
-exploitability is at most ``--target`` percent of the starting pot (checked every ``--check``
-iterations, the check's cost included in the time), then the solve is repeated for a fixed number
-of iterations to give iterations/s without the checks.
+exploitability is at most ``--target`` percent of the starting pot (checked at iteration ``--check``
+and then at most every ``--check`` iterations, the checks' cost included in the time), then the
+solve is repeated for a fixed number of iterations to give iterations/s (wall and CPU) without the
+checks.
 
     python scripts/bench_subgame.py [--target 0.5] [--which river,turn] [--json]
 """
@@ -45,21 +46,23 @@ def main(argv=None) -> None:
         sol = solve(sub, "unsafe", target_pct_pot=args.target, check_every=args.check, algo=args.algo)
         cpu = time.process_time() - c0
         n = max(10, min(sol.iterations, 50))
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         solve(sub, "unsafe", iterations=n, algo=args.algo)
         its = n / (time.perf_counter() - t1)
+        its_cpu = n / (time.process_time() - c1)
         d = sol.diagnostics()
         row = {"endgame": which, "file": FILES[which], "nodes": tree.num_nodes, "boards": len(tree.boards),
                "build_s": round(build, 2), "iterations": sol.iterations, "seconds_to_target": round(sol.elapsed_s, 2),
                "cpu_seconds_to_target": round(cpu, 2),
                "exploitability_pct_pot": round(sol.exploitability_pct_pot, 3), "iterations_per_s": round(its, 1),
+               "iterations_per_cpu_s": round(its_cpu, 1),
                "solver_memory_mb": d["memory_mb"], "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
                "load_avg_1m": round(os.getloadavg()[0], 2)}
         rows.append(row)
         print(f"{which:5s} {FILES[which]}: {tree.num_nodes:,} nodes, {len(tree.boards)} boards; "
               f"{sol.iterations} iterations to {sol.exploitability_pct_pot:.3f}% of the pot in {sol.elapsed_s:.2f} s "
               f"({cpu:.2f} s CPU) "
-              f"(tree built in {build:.1f} s); {its:.1f} iterations/s; solver state {d['memory_mb']:.0f} MB; "
+              f"(tree built in {build:.1f} s); {its:.1f} iterations/s ({its_cpu:.1f} per CPU s); solver state {d['memory_mb']:.0f} MB; "
               f"load {row['load_avg_1m']}", flush=True)
     if args.json:
         print(json.dumps(rows))
