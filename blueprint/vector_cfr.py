@@ -29,6 +29,9 @@ the best response needs before it takes a maximum per hand in round 0.
 **Terminals** in O(H) with card removal: a fold pays ``u * (R - R_c1 - R_c2 + r_h)`` (``R`` the
 opponent's total reach, ``R_c`` the reach of hands holding card ``c``); a showdown sweeps the
 hands in order of strength keeping per-card sums of the weaker and of the stronger hands.
+:func:`fold_values` and :func:`showdown_values` are the same terminals over a list of hands per seat
+(the subgame solver's compact lists; the showdown's sweep order merged ahead of time per board);
+``_fold_values`` is the full-width case of ``fold_values``.
 
 A board step averages its boards (each weighted by its orbit weight over the number of boards
 compatible with any two hands); the game value divides the sum over hands by the number of
@@ -52,28 +55,77 @@ from blueprint.evaluate import _hand_buckets, _strengths
 MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
 
 
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def fold_values(ro, no, cards_o, cards_p, same_p, npl, u, cacc, out):
+    """``out[i] = u * sum of ro over the opponent hands sharing no card with traverser hand i``
+    (lists of hands per seat, as the subgame solver's :class:`subgame.tree.HandLists`: ``cards_*[i]``
+    the cards of list entry ``i``, ``same_p[i]`` the traverser hand's entry in the opponent's list or
+    -1; an empty ``same_p`` when both lists are the same)."""
+    k = cards_o.shape[1]
+    cacc[:] = 0.0
+    tot = 0.0
+    for j in range(no):
+        r = ro[j]
+        tot += r
+        for c in range(k):
+            cacc[cards_o[j, c]] += r
+    for i in range(npl):
+        s = tot
+        for c in range(k):
+            s -= cacc[cards_p[i, c]]
+        if k == 2:  # the same hand shares both cards: subtracted twice, added back once
+            q = same_p[i] if same_p.shape[0] > 0 else i  # no same_p: both lists are every hand
+            if q >= 0:
+                s += ro[q]
+        out[i] = u * s
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def showdown_values(ro, n_ev, up, up_cards, down, down_cards, m, cacc, out):
+    """``out[i] = m * sum_{h' compatible} sign(s(i) - s(h')) ro[h']`` for each traverser entry ``i``,
+    by the two sweeps of events of :class:`subgame.tree.HandLists` (``up``: additions of weaker
+    opponent hands and reads; ``down``: the same from the strong end). The sweep of
+    :func:`_showdown_values` with the tie groups and the two seats' lists merged ahead of time."""
+    k = up_cards.shape[1]
+    cacc[:] = 0.0
+    tot = 0.0
+    for e in range(n_ev):
+        q = up[e]
+        if q >= 0:
+            r = ro[q]
+            tot += r
+            for c in range(k):
+                cacc[up_cards[e, c]] += r
+        else:
+            s = tot
+            for c in range(k):
+                s -= cacc[up_cards[e, c]]
+            out[-q - 1] = s
+    cacc[:] = 0.0
+    tot = 0.0
+    for e in range(n_ev):
+        q = down[e]
+        if q >= 0:
+            r = ro[q]
+            tot += r
+            for c in range(k):
+                cacc[down_cards[e, c]] += r
+        else:
+            s = tot
+            for c in range(k):
+                s -= cacc[down_cards[e, c]]
+            i = -q - 1
+            out[i] = m * (out[i] - s)
+
+
 @numba.njit(cache=True)
 def _fold_values(reach, live, hands, u, deck, out):
+    """:func:`fold_values` over every hand (each seat's list is all ``H`` hands); 0 where not ``live``."""
     H = reach.shape[0]
-    k = hands.shape[1]
-    card = np.zeros(deck, np.float64)
-    tot = 0.0
-    for h in range(H):
-        r = reach[h]
-        if r != 0.0:
-            tot += r
-            for j in range(k):
-                card[hands[h, j]] += r
+    fold_values(reach, H, hands, hands, np.empty(0, np.int16), H, u, np.zeros(deck), out)
     for h in range(H):
         if not live[h]:
             out[h] = 0.0
-            continue
-        s = tot + reach[h]
-        for j in range(k):
-            s -= card[hands[h, j]]
-        if k == 1:
-            s -= reach[h]  # one card: the hand itself was subtracted once, not twice
-        out[h] = u * s
 
 
 @numba.njit(cache=True)

@@ -32,6 +32,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+# the terminal values with card removal live with the full-width ones they generalise
+from blueprint.vector_cfr import fold_values, showdown_values
+
 MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
 
 
@@ -131,67 +134,6 @@ def max_depth(kind, child_start, num_children, edge_child):
         for a in range(num_children[n]):
             depth[edge_child[child_start[n] + a]] = d + 1
     return best
-
-
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def fold_values(ro, no, cards_o, cards_p, same_p, npl, u, cacc, out):
-    """``out[i] = u * sum of ro over the opponent hands sharing no card with traverser hand i``
-    (compact lists: ``cards_*[i]`` the cards of list entry ``i``, ``same_p[i]`` the traverser hand's
-    entry in the opponent's list or -1)."""
-    k = cards_o.shape[1]
-    cacc[:] = 0.0
-    tot = 0.0
-    for j in range(no):
-        r = ro[j]
-        tot += r
-        for c in range(k):
-            cacc[cards_o[j, c]] += r
-    for i in range(npl):
-        s = tot
-        for c in range(k):
-            s -= cacc[cards_p[i, c]]
-        if k == 2:  # the same hand shares both cards: subtracted twice, added back once
-            q = same_p[i]
-            if q >= 0:
-                s += ro[q]
-        out[i] = u * s
-
-
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def showdown_values(ro, n_ev, up, up_cards, down, down_cards, m, cacc, out):
-    """``out[i] = m * sum_{h' compatible} sign(s(i) - s(h')) ro[h']`` for each traverser entry ``i``,
-    by the two sweeps of events of :class:`subgame.tree.HandLists` (``up``: additions of weaker
-    opponent hands and reads; ``down``: the same from the strong end)."""
-    k = up_cards.shape[1]
-    cacc[:] = 0.0
-    tot = 0.0
-    for e in range(n_ev):
-        q = up[e]
-        if q >= 0:
-            r = ro[q]
-            tot += r
-            for c in range(k):
-                cacc[up_cards[e, c]] += r
-        else:
-            s = tot
-            for c in range(k):
-                s -= cacc[up_cards[e, c]]
-            out[-q - 1] = s
-    cacc[:] = 0.0
-    tot = 0.0
-    for e in range(n_ev):
-        q = down[e]
-        if q >= 0:
-            r = ro[q]
-            tot += r
-            for c in range(k):
-                cacc[down_cards[e, c]] += r
-        else:
-            s = tot
-            for c in range(k):
-                s -= cacc[down_cards[e, c]]
-            i = -q - 1
-            out[i] = m * (out[i] - s)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)

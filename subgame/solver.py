@@ -126,7 +126,7 @@ class Solution:
     subgame_exploitability: float  # chips: NashConv / 2 of the strategy profile in the subgame with the ranges
     gadget_gap: Optional[float]  # gadget methods: saddle-point gap (NashConv) of the gadget game (chips)
     min_margin: Optional[float]  # min over opponent hands of (alt - best-response value) / w (chips)
-    br_values: tuple[np.ndarray, np.ndarray]  # each seat's best-response values per hand (cf)
+    br_values: tuple[np.ndarray, np.ndarray]  # each seat's best-response values per hand (cf; 0 outside its support)
     history: list  # (iteration, seconds, exploitability chips)
     state_bytes: int = 0  # the solver's memory: tree, hand lists, work arrays, regret and average tables
 
@@ -324,8 +324,9 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
     ``alpha`` in [0.5, 2.5], 1 after the first check) would reach the target, at least
     ``check_every // 5`` and at most ``check_every`` iterations on.
 
-    ``precision``: ``single`` keeps the per-node reach and value vectors in float32 (half the memory
-    traffic; values sum in float64 at the end), ``double`` in float64."""
+    ``precision``: ``single`` keeps the walk's reach and value vectors in float32 (terminal sums in
+    float64), ``double`` in float64; regrets and average strategies are float32 either way.
+    """
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     if algo not in ALGOS:

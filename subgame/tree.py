@@ -3,11 +3,12 @@
 A subgame starts at a public state (a :class:`~holdem.betting.Betting` and the board dealt so far)
 and runs to the end of the hand. Its nodes are *public* states: decisions, folds, showdowns and
 chance nodes that deal the next round's board cards (or the rest of the board after an all-in).
-Private hands are not in the tree: the solver carries a vector over all ``H`` two-card (or one-card)
-hands at every node.
+Private hands are not in the tree: the solver carries, along the path it walks, a vector per seat over
+the hands that seat may hold on the node's board (:class:`HandLists`, out of all ``H`` two-card or
+one-card hands).
 
-Nodes are stored in depth-first preorder (a parent's index is below its children's), so one pass in
-index order goes top-down and one in reverse order goes bottom-up. Arrays (``N`` nodes, ``E`` edges):
+Nodes are stored in depth-first preorder (a parent's index is below its children's, each subtree
+contiguous). Arrays (``N`` nodes, ``E`` edges):
 
 ================  ============  ===============================================================
 ``kind``          int8  [N]     0 decision, 1 fold, 2 showdown, 3 chance
