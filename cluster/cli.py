@@ -15,7 +15,8 @@ Commands (``mccfr COMMAND --help`` for every flag)::
     mccfr matrix FILE.csv [--iterations N] [--positive-only] [--fixed-row P,..] [--fixed-column P,..]
                  [--json]
     mccfr serve  RUN_DIR [--host H] [--port P] [--time-budget-ms D] [--threads N]
-                 [--solve METHOD [--solve-from ROUND] [--solver-threads N]] [--ray [--replicas N] [--address ADDR]]
+                 [--solve METHOD [--solve-from ROUND] [--solver-threads N] [--max-solve-ms M]]
+                 [--ray [--replicas N] [--address ADDR]]
     mccfr play   (RUN_DIR | --server URL) --dealer HOST:PORT [--log FILE] [--seed S] [--method M] [--json]
 
 ``serve`` and ``play`` are :mod:`subgame.service` and :mod:`subgame.acpc_client`; FastAPI and
@@ -1571,14 +1572,17 @@ _budget_opt = click.option(
 ROUND_NAMES = ("preflop", "flop", "turn", "river")
 
 
-def _solving_options(run_dir, solve_method, solve_from, solver_threads) -> dict:
+def _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solve_ms) -> dict:
     """make_responder's subgame-solving keyword arguments from serve's flags (checked)."""
     if solve_method is None:
-        for flag, v in (("--solve-from", solve_from), ("--solver-threads", solver_threads)):
+        for flag, v in (("--solve-from", solve_from), ("--solver-threads", solver_threads),
+                        ("--max-solve-ms", max_solve_ms)):
             if v is not None:
                 raise click.UsageError(f"{flag} applies to subgame solving: give --solve METHOD too")
         return {}
     out = {}
+    if max_solve_ms is not None:
+        out["max_solve_ms"] = max_solve_ms
     if solver_threads is not None:
         out["solver_threads"] = solver_threads
     if solve_from is not None:
@@ -1619,13 +1623,16 @@ def _solving_options(run_dir, solve_method, solve_from, solver_threads) -> dict:
                    "blueprint, with 'fallback' saying so.")
 @click.option("--solver-threads", "solver_threads", type=click.IntRange(min=1), default=None,
               help="With --solve: solves running at once [default: one per core; with --ray, cores / replicas].")
+@click.option("--max-solve-ms", "max_solve_ms", type=click.IntRange(min=1), default=None,
+              help="With --solve: iterate at most this long beyond what a useful solve needs [default: until the "
+                   "budget's end]; shorter solves free the solver threads sooner, so more queries get one.")
 @click.option("--ray", "use_ray", is_flag=True,
               help="Deploy as a Ray Serve application (needs the serve extra: pip install \"mccfr[serve]\").")
 @click.option("--replicas", type=click.IntRange(min=1), default=None, help="With --ray: service replicas [default: 1].")
 @click.option("--address", default=None, metavar="ADDR",
               help="With --ray: the Ray cluster to join ('auto', or ray://HOST:PORT) [default: start a local one].")
 def serve(run_dir, host, port, time_budget_ms, threads, access_log, solve_method, solve_from, solver_threads,
-          use_ray, replicas, address):
+          max_solve_ms, use_ray, replicas, address):
     """Serve strategy queries over HTTP + JSON.
 
     \b
@@ -1640,7 +1647,7 @@ def serve(run_dir, host, port, time_budget_ms, threads, access_log, solve_method
         for flag, v in (("--replicas", replicas), ("--address", address)):
             if v is not None:
                 raise click.UsageError(f"{flag} applies to the Ray Serve deployment: give --ray too")
-    solving = _solving_options(run_dir, solve_method, solve_from, solver_threads)
+    solving = _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solve_ms)
     if use_ray:
         return _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas or 1, address)
     try:

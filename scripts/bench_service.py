@@ -95,8 +95,10 @@ class Conn:
         return json.loads(r.read())
 
 
-def start_server(run_dir: str, solve: str | None = None, solve_from: str | None = None) -> tuple[subprocess.Popen, int]:
+def start_server(run_dir: str, solve: str | None = None, solve_from: str | None = None,
+                 max_solve_ms: int | None = None) -> tuple[subprocess.Popen, int]:
     extra = (["--solve", solve] if solve else []) + (["--solve-from", solve_from] if solve_from else [])
+    extra += ["--max-solve-ms", str(max_solve_ms)] if max_solve_ms else []
     proc = subprocess.Popen(
         MCCFR + ["serve", run_dir, "--port", "0"] + extra,
         env=env(),
@@ -143,7 +145,8 @@ def state_pool(game: Game, port: int, size: int, seed: int) -> list[str]:
 
 def latency(args) -> dict:
     game = run_game(args.run_dir)
-    proc, port = start_server(args.run_dir, getattr(args, "solve", None), getattr(args, "solve_from", None))
+    proc, port = start_server(args.run_dir, getattr(args, "solve", None), getattr(args, "solve_from", None),
+                              getattr(args, "max_solve_ms", None))
     try:
         t0 = time.perf_counter()
         pool = state_pool(game, port, args.pool, args.seed)
@@ -404,6 +407,8 @@ def main() -> None:
                    help="serve with subgame solving of the last round (mccfr serve --solve METHOD)")
     a.add_argument("--solve-from", default=None, metavar="ROUND",
                    help="with --solve: the first round solved (mccfr serve --solve-from ROUND)")
+    a.add_argument("--max-solve-ms", type=int, default=None,
+                   help="with --solve: mccfr serve --max-solve-ms")
     c = sub.add_parser("inprocess")
     c.add_argument("run_dir")
     c.add_argument("--pool", type=int, default=2000)

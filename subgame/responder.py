@@ -42,6 +42,10 @@ under the time budget, the solved subgame reused within a ``session``) implement
 ``answer`` and is chosen by :func:`make_responder` when given a ``solve_method``; it can derive
 from :class:`ValidatingResponder` (or wrap a :class:`BlueprintResponder`) for the checks above
 and the blueprint's answers.
+A responder whose ``answer`` takes a keyword ``arrived`` (a :func:`time.perf_counter` instant:
+when the request arrived) counts the time budget from it instead of from the call; the service
+passes it. :class:`SolvingResponder` answers within the budget and, when a solve cannot fit,
+from the blueprint with ``"fallback": "busy" | "budget" | "deadline"`` saying why.
 Responders must be safe to call from several threads at once (the service runs queries in a
 thread pool). Optionally a responder has ``answer_fast`` (same arguments), which the service
 calls first, on its event loop: it answers what takes well under a millisecond (a blueprint
@@ -329,9 +333,9 @@ class BlueprintResponder(ValidatingResponder):
 
 class _CostModel:
     """Per betting round, the seconds a solve takes to become useful (construction, tree, the
-    minimum iterations, final check): a moving average of the solves that were useful, raised to at
-    least the whole time of one that was not (stopped, or too few iterations), and lowered by 1%
-    at each query it turns away."""
+    minimum iterations, final check): a moving average of the solves that were useful; one that was
+    not (stopped, or too few iterations) raises it to the time it ran or twice the estimate,
+    whichever is more; each query it turns away lowers it by 1%."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -346,9 +350,13 @@ class _CostModel:
             old = self._est.get(rnd)
             self._est[rnd] = seconds if old is None else 0.7 * old + 0.3 * seconds
 
-    def at_least(self, rnd: int, seconds: float) -> None:
+    def failed(self, rnd: int, seconds: float) -> None:
+        """A solve that was not useful after ``seconds``: a useful one takes longer than that, and
+        than twice the estimate that let it start (exponential back-off: a round too slow to solve
+        is tried again ever more rarely)."""
         with self._lock:
-            self._est[rnd] = max(self._est.get(rnd, 0.0), seconds)
+            old = self._est.get(rnd)
+            self._est[rnd] = max(seconds, 2.0 * old) if old else seconds
 
     def decay(self, rnd: int, factor: float = 0.99) -> None:
         """A query refused on the estimate: lower it a little (after enough refusals the round is
@@ -388,8 +396,11 @@ class SolvingResponder(BlueprintResponder):
     the subgame's construction included:
 
     * at most ``solver_threads`` solves run at once (default: one per core), each in a solver
-      thread of its own; a query waits for a free one only while the rest of its budget still
-      covers a useful solve of its round (:class:`_CostModel`, learned from earlier solves);
+      thread of its own; a query waits for a free one only when one frees (the running solves end
+      by their deadlines) while the rest of its budget still covers a useful solve of its round
+      (:class:`_CostModel`, learned from earlier solves), else it is answered at once;
+    * a solve iterates until its deadline, or for at most ``max_solve_ms`` beyond the time a
+      useful solve needs (shorter solves free the solver threads sooner: more queries get one);
     * the solve gets a deadline ``reserve_ms`` before the budget ends, checked between the
       construction's steps and before every solver iteration (an iteration is started only when it
       and the final check still fit); the query's thread waits for it until half the reserve is
@@ -408,7 +419,8 @@ class SolvingResponder(BlueprintResponder):
 
     def __init__(self, bp: Blueprint, solve_method: str = "reach-maxmargin",
                  default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS, from_round: int | None = None,
-                 solver_threads: int | None = None, min_iterations: int = 10, reserve_ms: float = 100.0):
+                 solver_threads: int | None = None, min_iterations: int = 10, reserve_ms: float = 100.0,
+                 max_solve_ms: float | None = None):
         from concurrent.futures import ThreadPoolExecutor
 
         super().__init__(bp, default_time_budget_ms)
@@ -423,11 +435,16 @@ class SolvingResponder(BlueprintResponder):
             raise ValueError(f"min_iterations must be >= 1, got {min_iterations}")
         if reserve_ms < 0:
             raise ValueError(f"reserve_ms must be >= 0, got {reserve_ms}")
+        if max_solve_ms is not None and max_solve_ms <= 0:
+            raise ValueError(f"max_solve_ms must be > 0, got {max_solve_ms}")
+        self.max_solve_ms = max_solve_ms
         self.min_iterations = min_iterations
         self.reserve_ms = float(reserve_ms)
         self._sessions: dict = {}
         self._lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(self.solver_threads)
+        self._cond = threading.Condition()
+        self._running: list[list[float]] = []  # one [deadline] per solve running
+        self._waiting = 0  # queries waiting for a solver thread
         self._solvers = ThreadPoolExecutor(self.solver_threads, thread_name_prefix="mccfr-solve")
         self.cost = _CostModel()
 
@@ -448,8 +465,37 @@ class SolvingResponder(BlueprintResponder):
     def _reserve_s(self, budget_s: float) -> float:
         return min(self.reserve_ms / 1e3, 0.25 * budget_s)
 
-    def _solve_job(self, state, method: str, deadline: float, stop: threading.Event):
-        """Runs in a solver thread holding a slot; frees it when done."""
+    def _take_slot(self, solve_by: float, need: float) -> list | None:
+        """A solver slot for a solve that must end by ``solve_by`` and needs ``need`` seconds, or
+        None when none frees in time. The running solves end by their own deadlines, so the wait
+        is known: a query gives up at once unless more slots free in time than queries already
+        wait for one."""
+        with self._cond:
+            while len(self._running) >= self.solver_threads:
+                now = time.perf_counter()
+                latest_start = solve_by - need
+                # slots that free in time (a solve given up may run past its deadline: soon, we hope)
+                in_time = sum(1 for s in self._running if max(now, s[0]) < latest_start)
+                if in_time <= self._waiting:  # the queries already waiting take them first
+                    return None
+                self._waiting += 1
+                try:
+                    self._cond.wait(timeout=latest_start - now)
+                finally:
+                    self._waiting -= 1
+                if time.perf_counter() >= latest_start and len(self._running) >= self.solver_threads:
+                    return None
+            slot = [solve_by]
+            self._running.append(slot)
+            return slot
+
+    def _free_slot(self, slot: list) -> None:
+        with self._cond:
+            self._running.remove(slot)
+            self._cond.notify()
+
+    def _solve_job(self, state, method: str, deadline: float, stop: threading.Event, slot: list):
+        """Runs in a solver thread holding ``slot``; frees it when done."""
         from subgame.nested import solve_state
 
         t = time.perf_counter()
@@ -464,8 +510,8 @@ class SolvingResponder(BlueprintResponder):
             return sol, node
         finally:
             if not useful:  # stopped, or too few iterations: a useful solve takes longer than this one ran
-                self.cost.at_least(state.round, time.perf_counter() - t)
-            self._slots.release()
+                self.cost.failed(state.round, time.perf_counter() - t)
+            self._free_slot(slot)
 
     def answer(self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None) -> dict[str, Any]:
         from concurrent.futures import TimeoutError as FutureTimeout
@@ -500,13 +546,16 @@ class SolvingResponder(BlueprintResponder):
             if need > left:
                 self.cost.decay(state.round)  # so that a round refused long enough is tried again
                 return self._blueprint_answer(state, t0, "budget", method)
-            if not self._slots.acquire(timeout=left - need):
+            if self.max_solve_ms is not None:
+                solve_by = min(solve_by, time.perf_counter() + need + self.max_solve_ms / 1e3)
+            slot = self._take_slot(solve_by, need)
+            if slot is None:
                 return self._blueprint_answer(state, t0, "busy", method)
             stop = threading.Event()
             try:
-                fut = self._solvers.submit(self._solve_job, state, method, solve_by, stop)
+                fut = self._solvers.submit(self._solve_job, state, method, solve_by, stop, slot)
             except BaseException:
-                self._slots.release()
+                self._free_slot(slot)
                 raise
             try:
                 sol, node = fut.result(timeout=max(0.0, deadline - reserve / 2 - time.perf_counter()))
@@ -558,15 +607,14 @@ class SolvingResponder(BlueprintResponder):
 
     def _wait_idle(self) -> None:
         """Until no solve runs."""
-        for _ in range(self.solver_threads):
-            self._slots.acquire()
-        for _ in range(self.solver_threads):
-            self._slots.release()
+        with self._cond:
+            while self._running:
+                self._cond.wait()
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "solve_method": self.solve_method, "solve_from_round": self.from_round,
                 "solver_threads": self.solver_threads, "min_iterations": self.min_iterations,
-                "reserve_ms": self.reserve_ms}
+                "reserve_ms": self.reserve_ms, "max_solve_ms": self.max_solve_ms}
 
     def close(self) -> None:
         self._solvers.shutdown(wait=False, cancel_futures=True)
