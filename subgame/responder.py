@@ -334,8 +334,9 @@ class BlueprintResponder(ValidatingResponder):
 class _CostModel:
     """Per betting round, the seconds a solve takes to become useful (construction, tree, the
     minimum iterations, final check): a moving average of the solves that were useful; one that was
-    not (stopped, or too few iterations) raises it to the time it ran or twice the estimate,
-    whichever is more; each query it turns away lowers it by 1%."""
+    not (too few iterations) raises it to at least the time it ran, one that never iterated (its
+    construction outlasted the budget) to at least twice the estimate (exponential back-off); each
+    query it turns away lowers it by 1%."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -350,13 +351,13 @@ class _CostModel:
             old = self._est.get(rnd)
             self._est[rnd] = seconds if old is None else 0.7 * old + 0.3 * seconds
 
-    def failed(self, rnd: int, seconds: float) -> None:
-        """A solve that was not useful after ``seconds``: a useful one takes longer than that, and
-        than twice the estimate that let it start (exponential back-off: a round too slow to solve
-        is tried again ever more rarely)."""
+    def failed(self, rnd: int, seconds: float, backoff: bool) -> None:
+        """A solve that was not useful after ``seconds``: a useful one takes longer than that;
+        with ``backoff`` (it never reached an iteration) also twice the estimate that let it start:
+        a round too slow to solve at all is tried again ever more rarely."""
         with self._lock:
-            old = self._est.get(rnd)
-            self._est[rnd] = max(seconds, 2.0 * old) if old else seconds
+            old = self._est.get(rnd, 0.0)
+            self._est[rnd] = max(seconds, 2.0 * old if backoff else old)
 
     def decay(self, rnd: int, factor: float = 0.99) -> None:
         """A query refused on the estimate: lower it a little (after enough refusals the round is
@@ -499,9 +500,10 @@ class SolvingResponder(BlueprintResponder):
         from subgame.nested import solve_state
 
         t = time.perf_counter()
-        useful = False
+        useful, iterated = False, False
         try:
             sol, node = solve_state(self.bp, state, method, time_budget=None, deadline=deadline, stop=stop)
+            iterated = sol.iterations > 0
             if sol.iterations >= self.min_iterations:
                 useful = True
                 tm = sol.timing
@@ -510,7 +512,7 @@ class SolvingResponder(BlueprintResponder):
             return sol, node
         finally:
             if not useful:  # stopped, or too few iterations: a useful solve takes longer than this one ran
-                self.cost.failed(state.round, time.perf_counter() - t)
+                self.cost.failed(state.round, time.perf_counter() - t, backoff=not iterated)
             self._free_slot(slot)
 
     def answer(self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None) -> dict[str, Any]:

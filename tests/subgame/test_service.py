@@ -495,3 +495,22 @@ def test_the_service_counts_the_budget_from_the_request(hunl_bp):
         out = resp.json()
         assert out["elapsed_ms"] < 300 and (out["source"] == "subgame" or out["fallback"] in ("busy", "deadline"))
         assert "fallback" in c.get("/openapi.json").text
+
+
+def test_cost_model_learns_backs_off_and_decays():
+    from subgame.responder import _CostModel
+
+    c = _CostModel()
+    assert c.get(3) == 0.0
+    c.finished(3, 0.2)
+    c.finished(3, 0.4)
+    assert c.get(3) == pytest.approx(0.7 * 0.2 + 0.3 * 0.4)
+    c.failed(3, 0.1, backoff=False)  # iterated, too few: at least the time it ran
+    assert c.get(3) == pytest.approx(0.26)
+    c.failed(3, 0.5, backoff=False)
+    assert c.get(3) == pytest.approx(0.5)
+    c.failed(2, 2.5, backoff=True)  # a turn solve that never iterated
+    c.failed(2, 2.0, backoff=True)
+    assert c.get(2) == pytest.approx(5.0)
+    c.decay(2)
+    assert c.get(2) == pytest.approx(4.95)
