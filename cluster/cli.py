@@ -1676,12 +1676,12 @@ def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solvi
 
     from cluster.serve import RayServeMissing, build_app, import_serve, run, shutdown
 
+    if port == 0:
+        raise click.BadParameter("the Ray Serve proxy needs a fixed port, not 0", param_hint="--port")
     try:
         import_serve()
     except RayServeMissing as exc:
         raise CLIError(str(exc)) from None
-    if port == 0:
-        raise click.BadParameter("the Ray Serve proxy needs a fixed port, not 0", param_hint="--port")
     path = _run_dir_arg(run_dir)
     opts = {"solve_method": solve_method, "default_time_budget_ms": time_budget_ms, **solving}
     if solve_method is not None and "solver_threads" not in solving:

@@ -514,3 +514,21 @@ def test_cost_model_learns_backs_off_and_decays():
     assert c.get(2) == pytest.approx(5.0)
     c.decay(2)
     assert c.get(2) == pytest.approx(4.95)
+
+
+def test_serve_solving_flags_are_checked(tmp_path):
+    from click.testing import CliRunner
+
+    from cluster.cli import cli
+
+    gamedef = ("GAMEDEF\nnolimit\nnumPlayers = 2\nnumRounds = 4\nstack = 2000 2000\nblind = 100 50\n"
+               "firstPlayer = 2 1 1 1\nnumSuits = 4\nnumRanks = 13\nnumHoleCards = 2\nnumBoardCards = 0 3 1 1\n"
+               "END GAMEDEF\n")
+    (tmp_path / "run.toml").write_text(f'gamedef = """{gamedef}"""\n')
+    run = CliRunner()
+    r = run.invoke(cli, ["serve", str(tmp_path), "--solve-from", "turn"])
+    assert r.exit_code == 2 and "--solve-from applies to subgame solving" in r.stderr
+    r = run.invoke(cli, ["serve", str(tmp_path), "--solve", "resolve", "--solve-from", "fifth"])
+    assert r.exit_code == 2 and "'fifth' is no betting round" in r.stderr and "river" in r.stderr
+    r = run.invoke(cli, ["serve", str(tmp_path), "--ray", "--port", "0"])
+    assert r.exit_code == 2 and "fixed port" in r.stderr
