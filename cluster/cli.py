@@ -15,6 +15,8 @@ Commands (``mccfr COMMAND --help`` for every flag)::
     mccfr matrix FILE.csv [--iterations N] [--positive-only] [--fixed-row P,..] [--fixed-column P,..]
                  [--json]
     mccfr serve  RUN_DIR [--host H] [--port P] [--time-budget-ms D] [--threads N]
+                 [--solve METHOD [--solve-from ROUND] [--solver-threads N] [--max-solve-ms M]]
+                 [--ray [--replicas N] [--address ADDR]]
     mccfr play   (RUN_DIR | --server URL) --dealer HOST:PORT [--log FILE] [--seed S] [--method M] [--json]
 
 ``serve`` and ``play`` are :mod:`subgame.service` and :mod:`subgame.acpc_client`; FastAPI and
@@ -1545,14 +1547,14 @@ def abstraction_build(game, recipe, buckets, method, out, threads, seed, as_json
 # serve and play: the query service and the ACPC client (FastAPI / uvicorn imported only here)
 
 
-def _load_responder(run_dir: str, time_budget_ms: int, solve_method: str | None = None):
+def _load_responder(run_dir: str, time_budget_ms: int, solve_method: str | None = None, **solving):
     from subgame.responder import QueryError, make_responder
 
     path = _run_dir_arg(run_dir)
     with _user_input():
         try:
             responder = make_responder(path, solve_method=solve_method, default_time_budget_ms=time_budget_ms,
-                                       log=lambda msg: click.echo(f"warning: {msg}", err=True))
+                                       log=lambda msg: click.echo(f"warning: {msg}", err=True), **solving)
         except QueryError as exc:
             raise click.BadParameter(str(exc), param_hint="--solve") from None
     warm_up = getattr(responder, "warm_up", None)
@@ -1567,10 +1569,47 @@ _budget_opt = click.option(
 )
 
 
+ROUND_NAMES = ("preflop", "flop", "turn", "river")
+
+
+def _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solve_ms) -> dict:
+    """make_responder's subgame-solving keyword arguments from serve's flags (checked)."""
+    if solve_method is None:
+        for flag, v in (("--solve-from", solve_from), ("--solver-threads", solver_threads),
+                        ("--max-solve-ms", max_solve_ms)):
+            if v is not None:
+                raise click.UsageError(f"{flag} applies to subgame solving: give --solve METHOD too")
+        return {}
+    out = {}
+    if max_solve_ms is not None:
+        out["max_solve_ms"] = max_solve_ms
+    if solver_threads is not None:
+        out["solver_threads"] = solver_threads
+    if solve_from is not None:
+        import tomllib
+
+        from holdem.gamedef import parse_gamedef
+
+        path = _run_dir_arg(run_dir)
+        with _user_input():
+            g = parse_gamedef(tomllib.loads((path / "run.toml").read_text())["gamedef"])
+        names = ROUND_NAMES[: g.num_rounds] if g.num_rounds == 4 else ()
+        r = names.index(solve_from) if solve_from in names else None
+        if r is None and solve_from.isdigit():
+            r = int(solve_from)
+        if r is None or not 0 <= r < g.num_rounds:
+            choices = ", ".join([*names, f"0..{g.num_rounds - 1}"])
+            raise click.BadParameter(f"{solve_from!r} is no betting round of this game (expected {choices})",
+                                     param_hint="--solve-from")
+        out["from_round"] = r
+    return out
+
+
 @cli.command()
 @click.argument("run_dir")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port (0: any free port).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              help="Port (0: any free port; --ray needs a fixed one).")
 @_budget_opt
 @click.option("--threads", type=click.IntRange(min=1), default=8, show_default=True,
               help="Worker threads answering queries (the event loop never runs one).")
@@ -1578,21 +1617,44 @@ _budget_opt = click.option(
 @click.option("--solve", "solve_method", default=None, metavar="METHOD",
               help="Re-solve the last round (and off-tree bets there) with this method (e.g. reach-maxmargin); "
                    "default: blueprint answers only.")
-def serve(run_dir, host, port, time_budget_ms, threads, access_log, solve_method):
+@click.option("--solve-from", "solve_from", default=None, metavar="ROUND",
+              help="With --solve: the first betting round solved (preflop, flop, turn, river or its index) "
+                   "[default: the last round]. A solve that cannot fit the time budget is answered from the "
+                   "blueprint, with 'fallback' saying so.")
+@click.option("--solver-threads", "solver_threads", type=click.IntRange(min=1), default=None,
+              help="With --solve: solves running at once [default: one per core; with --ray, cores / replicas].")
+@click.option("--max-solve-ms", "max_solve_ms", type=click.IntRange(min=1), default=None,
+              help="With --solve: iterate at most this long beyond what a useful solve needs [default: until the "
+                   "budget's end]; shorter solves free the solver threads sooner, so more queries get one.")
+@click.option("--ray", "use_ray", is_flag=True,
+              help="Deploy as a Ray Serve application (needs the serve extra: pip install \"mccfr[serve]\").")
+@click.option("--replicas", type=click.IntRange(min=1), default=None, help="With --ray: service replicas [default: 1].")
+@click.option("--address", default=None, metavar="ADDR",
+              help="With --ray: the Ray cluster to join ('auto', or ray://HOST:PORT) [default: start a local one].")
+def serve(run_dir, host, port, time_budget_ms, threads, access_log, solve_method, solve_from, solver_threads,
+          max_solve_ms, use_ray, replicas, address):
     """Serve strategy queries over HTTP + JSON.
 
     \b
     POST /v1/strategy {"matchstate": "MATCHSTATE:...", "session"?, "time_budget_ms"?, "method"?}
-         -> {"strategy": {action: p}, "source": "blueprint"|"subgame", "method", "elapsed_ms"}
+         -> {"strategy": {action: p}, "source": "blueprint"|"subgame", "method", "elapsed_ms",
+             "fallback"? (why a query for a solve got the blueprint's answer: busy, budget, deadline)}
     GET  /healthz, /metrics, /openapi.json (docs at /docs)
 
     Bad input gets a 4xx with {"error": "...", "kind": "..."}; the server keeps serving. Stop with Ctrl-C.
     """
+    if not use_ray:
+        for flag, v in (("--replicas", replicas), ("--address", address)):
+            if v is not None:
+                raise click.UsageError(f"{flag} applies to the Ray Serve deployment: give --ray too")
+    solving = _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solve_ms)
+    if use_ray:
+        return _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas or 1, address)
     try:
         from subgame.service import bind, create_app, make_server
     except ImportError as exc:
         raise CLIError(f"serve needs fastapi and uvicorn ({exc}); pip install fastapi uvicorn") from None
-    path, responder = _load_responder(run_dir, time_budget_ms, solve_method)
+    path, responder = _load_responder(run_dir, time_budget_ms, solve_method, **solving)
     app = create_app(responder, threads=threads, describe={"run_dir": str(path)})
     try:
         sock = bind(host, port)
@@ -1605,6 +1667,41 @@ def serve(run_dir, host, port, time_budget_ms, threads, access_log, solve_method
     click.echo(f"serving {path} ({what}) on http://{shown}:{bound}  "
                "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops", err=True)
     make_server(app, sock, access_log=access_log).run(sockets=[sock])  # returns on Ctrl-C / SIGTERM
+    click.echo("stopped", err=True)
+
+
+def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas, address):
+    import signal
+    import threading
+
+    from cluster.serve import RayServeMissing, build_app, import_serve, run, shutdown
+
+    if port == 0:
+        raise click.BadParameter("the Ray Serve proxy needs a fixed port, not 0", param_hint="--port")
+    try:
+        import_serve()
+    except RayServeMissing as exc:
+        raise CLIError(str(exc)) from None
+    path = _run_dir_arg(run_dir)
+    opts = {"solve_method": solve_method, "default_time_budget_ms": time_budget_ms, **solving}
+    if solve_method is not None and "solver_threads" not in solving:
+        from subgame.responder import default_solver_threads
+
+        opts["solver_threads"] = max(1, default_solver_threads() // replicas)
+    with _user_input():
+        from subgame.responder import make_responder
+
+        make_responder(path, **opts).close()  # fail here, with a clear message, not inside a replica
+    app = build_app(str(path), replicas, threads=threads, responder_options=opts)
+    url = run(app, host=host, port=port, address=address)
+    click.echo(f"serving {path} on Ray Serve ({replicas} replica{'s' if replicas > 1 else ''}) at {url}  "
+               "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops", err=True)
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    while not done.wait(1.0):
+        pass
+    shutdown()
     click.echo("stopped", err=True)
 
 

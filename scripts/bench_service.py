@@ -1,6 +1,6 @@
 """Query-service latency and throughput, and full ACPC matches of ``mccfr play``.
 
-    python scripts/bench_service.py latency RUN_DIR [--clients 10] [--seconds 30] [--solve METHOD]
+    python scripts/bench_service.py latency RUN_DIR [--clients 10] [--seconds 30] [--solve METHOD [--solve-from ROUND]]
     python scripts/bench_service.py inprocess RUN_DIR    # CPU per answer without HTTP, per round
     python scripts/bench_service.py acpc RUN_DIR [--hands 1000] [--vs always-call,random] [--duplicate]
 
@@ -10,7 +10,8 @@ so every round and on-tree history appears), then runs ``--clients`` closed-loop
 (one keep-alive HTTP connection each, in this process) sending pool states as fast as they are
 answered for ``--seconds``. Reports the round-trip latency seen by the clients and the server's
 own ``elapsed_ms`` (handler start to answer ready, queueing for a worker thread included):
-p50/p99 overall and per betting round, and the throughput in queries/s.
+p50/p99 overall and per betting round, and the throughput in queries/s; with ``--solve``, per
+round the fraction of answers from a subgame and from each fallback (busy, budget, deadline).
 
 acpc: for each opponent, runs the in-repo ACPC dealer (:mod:`subgame.acpc_dealer`) for
 ``--hands`` hands, ``mccfr play RUN_DIR`` as a separate process in seat 0 and the opponent (an
@@ -94,9 +95,12 @@ class Conn:
         return json.loads(r.read())
 
 
-def start_server(run_dir: str, solve: str | None = None) -> tuple[subprocess.Popen, int]:
+def start_server(run_dir: str, solve: str | None = None, solve_from: str | None = None,
+                 max_solve_ms: int | None = None) -> tuple[subprocess.Popen, int]:
+    extra = (["--solve", solve] if solve else []) + (["--solve-from", solve_from] if solve_from else [])
+    extra += ["--max-solve-ms", str(max_solve_ms)] if max_solve_ms else []
     proc = subprocess.Popen(
-        MCCFR + ["serve", run_dir, "--port", "0"] + (["--solve", solve] if solve else []),
+        MCCFR + ["serve", run_dir, "--port", "0"] + extra,
         env=env(),
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
@@ -141,7 +145,8 @@ def state_pool(game: Game, port: int, size: int, seed: int) -> list[str]:
 
 def latency(args) -> dict:
     game = run_game(args.run_dir)
-    proc, port = start_server(args.run_dir, getattr(args, "solve", None))
+    proc, port = start_server(args.run_dir, getattr(args, "solve", None), getattr(args, "solve_from", None),
+                              getattr(args, "max_solve_ms", None))
     try:
         t0 = time.perf_counter()
         pool = state_pool(game, port, args.pool, args.seed)
@@ -164,7 +169,7 @@ def latency(args) -> dict:
                 if status != 200:
                     errors[k] += 1
                     continue
-                out.append((rtt, ans["elapsed_ms"], rounds[ms]))
+                out.append((rtt, ans["elapsed_ms"], rounds[ms], ans.get("fallback") or ans["source"]))
 
         threads = [threading.Thread(target=client, args=(k,)) for k in range(args.clients)]
         t_start = time.perf_counter()
@@ -185,12 +190,21 @@ def latency(args) -> dict:
     per_round = {}
     for rd in sorted({r[2] for r in allr}):
         sub = [r for r in allr if r[2] == rd]
+        kinds = {}
+        for r in sub:
+            kinds[r[3]] = kinds.get(r[3], 0) + 1
+        solved = [r for r in sub if r[3] == "subgame"]
         per_round[names[rd] if rd < 4 else str(rd)] = {
             "n": len(sub),
             "rtt_p50": pct([r[0] for r in sub], 0.5),
             "rtt_p99": pct([r[0] for r in sub], 0.99),
             "server_p50": pct([r[1] for r in sub], 0.5),
             "server_p99": pct([r[1] for r in sub], 0.99),
+            "server_max": max(r[1] for r in sub),
+            # answered by: blueprint (never asked to solve), subgame, or a fallback (busy, budget, deadline)
+            "answered_by": {k: v / len(sub) for k, v in sorted(kinds.items())},
+            "subgame_server_p50": pct([r[1] for r in solved], 0.5) if solved else None,
+            "subgame_server_p99": pct([r[1] for r in solved], 0.99) if solved else None,
         }
     out = {
         "clients": args.clients,
@@ -220,8 +234,10 @@ def latency(args) -> dict:
         f"{out['server_p50_ms']:9.3f} {out['server_p99_ms']:9.3f}"
     )
     for name, r in per_round.items():
+        by = ", ".join(f"{k} {v:.0%}" for k, v in r["answered_by"].items())
         print(
             f"{name:10s} {r['n']:7d} {r['rtt_p50']:9.3f} {r['rtt_p99']:9.3f} {r['server_p50']:9.3f} {r['server_p99']:9.3f}"
+            f"  max {r['server_max']:.1f}; {by}"
         )
     return out
 
@@ -389,6 +405,10 @@ def main() -> None:
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("--solve", default=None, metavar="METHOD",
                    help="serve with subgame solving of the last round (mccfr serve --solve METHOD)")
+    a.add_argument("--solve-from", default=None, metavar="ROUND",
+                   help="with --solve: the first round solved (mccfr serve --solve-from ROUND)")
+    a.add_argument("--max-solve-ms", type=int, default=None,
+                   help="with --solve: mccfr serve --max-solve-ms")
     c = sub.add_parser("inprocess")
     c.add_argument("run_dir")
     c.add_argument("--pool", type=int, default=2000)

@@ -25,7 +25,7 @@ from holdem.betting import RAISE, Betting
 from holdem.state import State
 from subgame.construct import (BucketCache, blueprint_ranges, blueprint_subgame, blueprint_values, decision_state,
                                from_matchstate, gifts, node_probs)
-from subgame.solver import METHODS, Solution, Subgame, solve
+from subgame.solver import METHODS, Solution, Subgame, check_interrupt, solve
 from subgame.tree import KIND_CHANCE, KIND_DECISION, PublicTree, SubgameError, all_hands
 
 
@@ -163,12 +163,19 @@ def _translated_edge(bp: Blueprint, m: int, before: Betting, kind: int, size: in
 
 def solve_state(bp: Blueprint, state: State | str, method: str = "reach-maxmargin", *, time_budget: Optional[float] = 2.0,
                 iterations: Optional[int] = None, target_pct_pot: Optional[float] = None,
-                bets: Optional[BetAbstraction] = None, nested: bool = True) -> tuple[Solution, int]:
+                bets: Optional[BetAbstraction] = None, nested: bool = True, deadline: Optional[float] = None,
+                stop=None) -> tuple[Solution, int]:
     """Solve the subgame for the seat to act at ``state`` (on-tree: rooted at the state; off-tree
-    opponent bet: nested, rooted after it). Returns the solution and the node of ``state`` in it."""
+    opponent bet: nested, rooted after it). Returns the solution and the node of ``state`` in it.
+
+    ``deadline`` (a :func:`time.perf_counter` instant) and ``stop`` (a :class:`threading.Event`)
+    bound the whole call, the subgame's construction from the blueprint included: they are checked
+    between the construction's steps (:class:`~subgame.solver.SolveInterrupted` when they have
+    passed) and before every iteration of :func:`~subgame.solver.solve`."""
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     state = decision_state(bp, state)
+    check_interrupt(deadline, stop)
     try:
         off = first_off_tree(bp, state)
     except BlueprintError as exc:
@@ -185,7 +192,11 @@ def solve_state(bp: Blueprint, state: State | str, method: str = "reach-maxmargi
         m, i, before = off
         board = tuple(int(c) for c in state.board_cards[: bp.gamedef.board_cards_through(before.round)])
         sub = blueprint_subgame(bp, m, before, board, state.viewer, bets, action_filter=real_path_filter(state.betting))
-    sol = solve(sub, method, iterations=iterations, time_budget=time_budget, target_pct_pot=target_pct_pot)
+    check_interrupt(deadline, stop)
+    sub.public_tree()
+    check_interrupt(deadline, stop)
+    sol = solve(sub, method, iterations=iterations, time_budget=time_budget, target_pct_pot=target_pct_pot,
+                deadline=deadline, stop=stop)
     return sol, node_of_state(sub.public_tree(), state)
 
 

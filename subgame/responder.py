@@ -42,6 +42,10 @@ under the time budget, the solved subgame reused within a ``session``) implement
 ``answer`` and is chosen by :func:`make_responder` when given a ``solve_method``; it can derive
 from :class:`ValidatingResponder` (or wrap a :class:`BlueprintResponder`) for the checks above
 and the blueprint's answers.
+A responder whose ``answer`` takes a keyword ``arrived`` (a :func:`time.perf_counter` instant:
+when the request arrived) counts the time budget from it instead of from the call; the service
+passes it. :class:`SolvingResponder` answers within the budget and, when a solve cannot fit,
+from the blueprint with ``"fallback": "busy" | "budget" | "deadline"`` saying why.
 Responders must be safe to call from several threads at once (the service runs queries in a
 thread pool). Optionally a responder has ``answer_fast`` (same arguments), which the service
 calls first, on its event loop: it answers what takes well under a millisecond (a blueprint
@@ -327,42 +331,200 @@ class BlueprintResponder(ValidatingResponder):
         }
 
 
+class _CostModel:
+    """Per betting round, the seconds a solve takes to become useful (construction, tree, the
+    minimum iterations, final check): a moving average of the solves that were useful; one that was
+    not (too few iterations) raises it to at least the time it ran, one that never iterated (its
+    construction outlasted the budget) to at least twice the estimate (exponential back-off); each
+    query it turns away lowers it by 1%."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._est: dict[int, float] = {}
+
+    def get(self, rnd: int) -> float:
+        with self._lock:
+            return self._est.get(rnd, 0.0)
+
+    def finished(self, rnd: int, seconds: float) -> None:
+        with self._lock:
+            old = self._est.get(rnd)
+            self._est[rnd] = seconds if old is None else 0.7 * old + 0.3 * seconds
+
+    def failed(self, rnd: int, seconds: float, backoff: bool) -> None:
+        """A solve that was not useful after ``seconds``: a useful one takes longer than that;
+        with ``backoff`` (it never reached an iteration) also twice the estimate that let it start:
+        a round too slow to solve at all is tried again ever more rarely."""
+        with self._lock:
+            old = self._est.get(rnd, 0.0)
+            self._est[rnd] = max(seconds, 2.0 * old if backoff else old)
+
+    def decay(self, rnd: int, factor: float = 0.99) -> None:
+        """A query refused on the estimate: lower it a little (after enough refusals the round is
+        tried again, in case the machine got faster or quieter)."""
+        with self._lock:
+            if rnd in self._est:
+                self._est[rnd] *= factor
+
+    def clear(self) -> None:
+        with self._lock:
+            self._est.clear()
+
+    def snapshot(self) -> dict[int, float]:
+        with self._lock:
+            return dict(self._est)
+
+
+def default_solver_threads() -> int:
+    """The cores this process may run on: one solve per core at most."""
+    import os
+
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 class SolvingResponder(BlueprintResponder):
     """Blueprint early in the hand; from ``from_round`` on (default: the last round, whose subgames
     have no chance nodes and solve within the default budget) a subgame solved with the query's
     method (default ``solve_method``) under its time budget, nested when the opponent's bet is off
     the blueprint's tree. Queries with the same ``session`` reuse the hand's solved subgame while
-    the state stays inside it. ``method="blueprint"`` answers from the blueprint."""
+    the state stays inside it. ``method="blueprint"`` answers from the blueprint.
+
+    **The answer comes back within the time budget**, counted from ``arrived`` (the service passes
+    the moment the request reached its handler; default: the call of :meth:`answer`), waiting and
+    the subgame's construction included:
+
+    * at most ``solver_threads`` solves run at once (default: one per core), each in a solver
+      thread of its own; a query waits for a free one only when one frees (the running solves end
+      by their deadlines) while the rest of its budget still covers a useful solve of its round
+      (:class:`_CostModel`, learned from earlier solves), else it is answered at once;
+    * a solve iterates until its deadline, or for at most ``max_solve_ms`` beyond the time a
+      useful solve needs (shorter solves free the solver threads sooner: more queries get one);
+    * the solve gets a deadline ``reserve_ms`` before the budget ends, checked between the
+      construction's steps and before every solver iteration (an iteration is started only when it
+      and the final check still fit); the query's thread waits for it until half the reserve is
+      left, then answers without it;
+    * a solve that cannot be useful in time (fewer than ``min_iterations``) is not used.
+
+    Instead of a subgame answer the query then gets the blueprint's (``source: "blueprint"``) with
+    ``fallback`` saying why: ``"busy"`` (every solver thread taken for the rest of the budget),
+    ``"budget"`` (a solve of this round has needed more than the budget left), ``"deadline"``
+    (the solve did not finish, or reached fewer than ``min_iterations``, in time) and ``method``
+    the method that was asked for. Subgame answers carry ``iterations``,
+    ``exploitability_pct_pot`` (None when there was no time to measure it) and ``reused``."""
 
     methods: tuple[str, ...] = (BLUEPRINT_METHOD, *SOLVE_METHODS)
     MAX_SESSIONS = 1024
 
     def __init__(self, bp: Blueprint, solve_method: str = "reach-maxmargin",
-                 default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS, from_round: int | None = None):
+                 default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS, from_round: int | None = None,
+                 solver_threads: int | None = None, min_iterations: int = 10, reserve_ms: float = 100.0,
+                 max_solve_ms: float | None = None):
+        from concurrent.futures import ThreadPoolExecutor
+
         super().__init__(bp, default_time_budget_ms)
         self.solve_method = check_method(solve_method, SOLVE_METHODS)
         self.from_round = bp.gamedef.num_rounds - 1 if from_round is None else from_round
+        if not 0 <= self.from_round < bp.gamedef.num_rounds:
+            raise ValueError(f"from_round must be in 0..{bp.gamedef.num_rounds - 1}, got {from_round}")
+        self.solver_threads = default_solver_threads() if solver_threads is None else solver_threads
+        if self.solver_threads < 1:
+            raise ValueError(f"solver_threads must be >= 1, got {solver_threads}")
+        if min_iterations < 1:
+            raise ValueError(f"min_iterations must be >= 1, got {min_iterations}")
+        if reserve_ms < 0:
+            raise ValueError(f"reserve_ms must be >= 0, got {reserve_ms}")
+        if max_solve_ms is not None and max_solve_ms <= 0:
+            raise ValueError(f"max_solve_ms must be > 0, got {max_solve_ms}")
+        self.max_solve_ms = max_solve_ms
+        self.min_iterations = min_iterations
+        self.reserve_ms = float(reserve_ms)
         self._sessions: dict = {}
         self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._running: list[list[float]] = []  # one [deadline] per solve running
+        self._waiting = 0  # queries waiting for a solver thread
+        self._solvers = ThreadPoolExecutor(self.solver_threads, thread_name_prefix="mccfr-solve")
+        self.cost = _CostModel()
 
-    def _blueprint_answer(self, state, t0) -> dict[str, Any]:
-        return {"strategy": self.blueprint_strategy(state), "source": "blueprint", "method": None,
-                "elapsed_ms": (time.perf_counter() - t0) * 1e3}
+    def _blueprint_answer(self, state, t0, fallback: str | None = None, method: str | None = None) -> dict[str, Any]:
+        out = {"strategy": self.blueprint_strategy(state), "source": "blueprint", "method": method,
+               "elapsed_ms": (time.perf_counter() - t0) * 1e3}
+        if fallback is not None:
+            out["fallback"] = fallback
+        return out
 
-    def answer_fast(self, matchstate, session=None, time_budget_ms=None, method=None):
-        t0 = time.perf_counter()
+    def answer_fast(self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None):
+        t0 = time.perf_counter() if arrived is None else arrived
         state, _, _, method = self.validate(matchstate, session, time_budget_ms, method)
         if method == BLUEPRINT_METHOD or state.round < self.from_round:
             return self._blueprint_answer(state, t0)
         return None
 
-    def answer(self, matchstate, session=None, time_budget_ms=None, method=None) -> dict[str, Any]:
+    def _reserve_s(self, budget_s: float) -> float:
+        return min(self.reserve_ms / 1e3, 0.25 * budget_s)
+
+    def _take_slot(self, solve_by: float, need: float) -> list | None:
+        """A solver slot for a solve that must end by ``solve_by`` and needs ``need`` seconds, or
+        None when none frees in time. The running solves end by their own deadlines, so the wait
+        is known: a query gives up at once unless more slots free in time than queries already
+        wait for one."""
+        with self._cond:
+            while len(self._running) >= self.solver_threads:
+                now = time.perf_counter()
+                latest_start = solve_by - need
+                # slots that free in time (a solve given up may run past its deadline: soon, we hope)
+                in_time = sum(1 for s in self._running if max(now, s[0]) < latest_start)
+                if in_time <= self._waiting:  # the queries already waiting take them first
+                    return None
+                self._waiting += 1
+                try:
+                    self._cond.wait(timeout=latest_start - now)
+                finally:
+                    self._waiting -= 1
+                if time.perf_counter() >= latest_start and len(self._running) >= self.solver_threads:
+                    return None
+            slot = [solve_by]
+            self._running.append(slot)
+            return slot
+
+    def _free_slot(self, slot: list) -> None:
+        with self._cond:
+            self._running.remove(slot)
+            self._cond.notify()
+
+    def _solve_job(self, state, method: str, deadline: float, stop: threading.Event, slot: list):
+        """Runs in a solver thread holding ``slot``; frees it when done."""
+        from subgame.nested import solve_state
+
+        t = time.perf_counter()
+        useful, iterated = False, False
+        try:
+            sol, node = solve_state(self.bp, state, method, time_budget=None, deadline=deadline, stop=stop)
+            iterated = sol.iterations > 0
+            if sol.iterations >= self.min_iterations:
+                useful = True
+                tm = sol.timing
+                setup = (time.perf_counter() - t) - sol.elapsed_s + tm["tree_s"]
+                self.cost.finished(state.round, setup + (self.min_iterations + 2) * tm["iter_s"])
+            return sol, node
+        finally:
+            if not useful:  # stopped, or too few iterations: a useful solve takes longer than this one ran
+                self.cost.failed(state.round, time.perf_counter() - t, backoff=not iterated)
+            self._free_slot(slot)
+
+    def answer(self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None) -> dict[str, Any]:
+        from concurrent.futures import TimeoutError as FutureTimeout
+
         from blueprint.blueprint import BlueprintError
-        from subgame.nested import hand_strategy, solve_state
+        from subgame.nested import hand_strategy
         from subgame.player import SubgameCache
+        from subgame.solver import SolveInterrupted
         from subgame.tree import SubgameError
 
-        t0 = time.perf_counter()
+        t0 = time.perf_counter() if arrived is None else arrived
         state, session, budget, method = self.validate(matchstate, session, time_budget_ms, method)
         if method == BLUEPRINT_METHOD or state.round < self.from_round:
             return self._blueprint_answer(state, t0)
@@ -376,15 +538,43 @@ class SolvingResponder(BlueprintResponder):
                 while len(self._sessions) > self.MAX_SESSIONS:
                     self._sessions.pop(next(iter(self._sessions)))
         hit = cache.lookup(state, key) if cache is not None else None
+        if hit is None:
+            budget_s = budget / 1e3
+            reserve = self._reserve_s(budget_s)
+            deadline = t0 + budget_s  # the answer is due then
+            solve_by = deadline - reserve  # the solve stops iterating by then
+            need = max(self.cost.get(state.round), 0.005)
+            left = solve_by - time.perf_counter()
+            if need > left:
+                self.cost.decay(state.round)  # so that a round refused long enough is tried again
+                return self._blueprint_answer(state, t0, "budget", method)
+            if self.max_solve_ms is not None:
+                solve_by = min(solve_by, time.perf_counter() + need + self.max_solve_ms / 1e3)
+            slot = self._take_slot(solve_by, need)
+            if slot is None:
+                return self._blueprint_answer(state, t0, "busy", method)
+            stop = threading.Event()
+            try:
+                fut = self._solvers.submit(self._solve_job, state, method, solve_by, stop, slot)
+            except BaseException:
+                self._free_slot(slot)
+                raise
+            try:
+                sol, node = fut.result(timeout=max(0.0, deadline - reserve / 2 - time.perf_counter()))
+            except FutureTimeout:
+                stop.set()  # the solver thread stops at its next check, frees its slot, records its time
+                return self._blueprint_answer(state, t0, "deadline", method)
+            except SolveInterrupted:
+                return self._blueprint_answer(state, t0, "deadline", method)
+            except (SubgameError, BlueprintError) as exc:
+                raise QueryError("unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422) from None
+            if sol.iterations < self.min_iterations:
+                return self._blueprint_answer(state, t0, "deadline", method)
+            if cache is not None:
+                cache.store(sol, key)
+        else:
+            sol, node = hit
         try:
-            if hit is None:
-                left = budget / 1e3 - (time.perf_counter() - t0)
-                # building the subgame and the final best-response check also take time: solve for 60% of it
-                sol, node = solve_state(self.bp, state, method, time_budget=max(0.02, 0.6 * left))
-                if cache is not None:
-                    cache.store(sol, key)
-            else:
-                sol, node = hit
             strategy = hand_strategy(sol, node, state)
         except (SubgameError, BlueprintError) as exc:
             raise QueryError("unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422) from None
@@ -398,16 +588,38 @@ class SolvingResponder(BlueprintResponder):
         super().warm_up()
         from subgame.nested import solve_state
 
-        for ms in example_matchstates(self.game):
+        examples = [ms for ms in example_matchstates(self.game) if self._checker.parse(ms).round >= self.from_round]
+        for ms in examples[-1:]:  # the last round's subgame is the smallest; every kernel runs on it
             try:
-                state = self._checker.parse(ms)
-                if state.round >= self.from_round and state.viewer == state.current_player():
-                    solve_state(self.bp, state, self.solve_method, time_budget=None, iterations=2)
+                solve_state(self.bp, self._checker.parse(ms), self.solve_method, time_budget=None, iterations=2)
             except Exception:  # a warm-up query the blueprint cannot serve: nothing to compile from it
                 pass
+        # one query per solved round (the last first) under the default budget, twice: the first
+        # pass runs every code path of a real query once (numba may still load or compile there),
+        # the second teaches the cost model what a solve of each round takes, so that the first real
+        # query of a round too slow to solve does not start a solve only to abandon it
+        for rep in range(2):
+            self.cost.clear()
+            for ms in reversed(examples):
+                try:
+                    self.answer(ms)
+                except QueryError:
+                    pass
+                self._wait_idle()  # a solve given up goes on to its next check: let it end
+
+    def _wait_idle(self) -> None:
+        """Until no solve runs."""
+        with self._cond:
+            while self._running:
+                self._cond.wait()
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "solve_method": self.solve_method, "solve_from_round": self.from_round}
+        return {**super().describe(), "solve_method": self.solve_method, "solve_from_round": self.from_round,
+                "solver_threads": self.solver_threads, "min_iterations": self.min_iterations,
+                "reserve_ms": self.reserve_ms, "max_solve_ms": self.max_solve_ms}
+
+    def close(self) -> None:
+        self._solvers.shutdown(wait=False, cancel_futures=True)
 
 
 class PlayerResponder(ValidatingResponder):
@@ -538,9 +750,11 @@ def make_responder(
     solve_method: str | None = None,
     default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS,
     log=None,
+    **solving: Any,
 ) -> Responder:
     """The responder for a run: the blueprint alone (``solve_method=None``), or blueprint plus
-    subgame solving with ``solve_method`` as the default method.
+    subgame solving with ``solve_method`` as the default method (``solving``: the other keyword
+    arguments of :class:`SolvingResponder`, e.g. ``from_round``, ``solver_threads``).
 
     Raises:
         QueryError: ``solve_method`` names no method (``bad_method``).
@@ -550,7 +764,10 @@ def make_responder(
 
     if solve_method is not None:
         check_method(solve_method, SOLVE_METHODS)
-        return SolvingResponder(Blueprint.load(Path(run_dir), log=log), solve_method, default_time_budget_ms)
+        return SolvingResponder(Blueprint.load(Path(run_dir), log=log), solve_method, default_time_budget_ms,
+                                **solving)
+    if solving:
+        raise TypeError(f"{', '.join(sorted(solving))}: options of subgame solving, which needs a solve_method")
     return BlueprintResponder(Blueprint.load(Path(run_dir), log=log), default_time_budget_ms)
 
 

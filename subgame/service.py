@@ -12,7 +12,10 @@ Endpoints (the OpenAPI description is at ``GET /openapi.json``, interactive docs
 Answers come from a :class:`subgame.responder.Responder` (the blueprint now; a subgame-solving
 responder plugs into :func:`subgame.responder.make_responder`). ``elapsed_ms`` is the server's
 time for the request from the moment the handler starts to the moment the answer is ready,
-waiting for a worker thread included.
+waiting for a worker thread included. A responder whose ``answer`` takes ``arrived`` (a
+:func:`time.perf_counter` instant) is given the handler's start, and counts the request's time
+budget from it (:class:`subgame.responder.SolvingResponder` answers within it, from the blueprint
+with a ``fallback`` reason when a solve cannot fit).
 
 Errors: every refused request gets a JSON body ``{"error": "<message naming the problem>",
 "kind": "<tag>"}`` with a 4xx status: the responder's :class:`~subgame.responder.QueryError` kinds
@@ -27,8 +30,9 @@ blueprint lookup: parse, walk, bucket, about 0.1-0.5 ms of CPU) and returns None
 everything else goes to ``responder.answer`` in a thread pool (``threads``, default 8), so a slow
 query (a subgame solve under its time budget) holds up neither the fast ones nor the other slow
 ones. Lookups stay on the loop because a hop to a pool thread costs more than the lookup itself
-(and, under the GIL, up to a switch interval of waiting). A solving responder that is CPU-bound
-in Python should run its solves in a process pool of its own.
+(and, under the GIL, up to a switch interval of waiting). The solving responder runs at most one
+solve per core in solver threads of its own (the solver's kernels release the GIL) and answers the
+rest from the blueprint rather than queue them past their budget.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
+import inspect
 import math
 import signal
 import socket
@@ -82,8 +88,19 @@ class StrategyRequest(BaseModel):
 class StrategyResponse(BaseModel):
     strategy: dict[str, float] = Field(description="ACPC action -> probability (sums to 1)")
     source: Literal["blueprint", "subgame"]
-    method: str | None
-    elapsed_ms: float
+    method: str | None = Field(description="the solve method (subgame answers; with fallback: the one asked for)")
+    elapsed_ms: float = Field(description="server time from the handler's start to the answer")
+    fallback: Literal["busy", "budget", "deadline"] | None = Field(
+        None,
+        description="why a query that asked for a solve got the blueprint's answer instead: every solver "
+        "thread busy for the rest of its budget (busy), a solve of its round needs more than the budget "
+        "(budget), the solve did not finish usefully in time (deadline)",
+    )
+    reused: bool | None = Field(None, description="subgame answers: the session's solved subgame was reused")
+    iterations: int | None = Field(None, description="subgame answers: solver iterations")
+    exploitability_pct_pot: float | None = Field(
+        None, description="subgame answers: the solve's exploitability in % of the pot (None: no time to measure)"
+    )
 
 
 class ErrorResponse(BaseModel):
@@ -176,6 +193,9 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mccfr-query")
     metrics = Metrics()
     fast = getattr(responder, "answer_fast", None)
+    # responders that take the request's arrival count their time budget from it
+    timed = "arrived" in inspect.signature(responder.answer).parameters
+    fast_timed = fast is not None and "arrived" in inspect.signature(fast).parameters
     info = dict(describe or {})
     if hasattr(responder, "describe"):
         info.update(responder.describe())
@@ -213,9 +233,12 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
         metrics.begin()
         args = (req.matchstate, req.session, req.time_budget_ms, req.method)
         try:
-            out = fast(*args) if fast is not None else None
+            out = None
+            if fast is not None:
+                out = fast(*args, arrived=t0) if fast_timed else fast(*args)
             if out is None:
-                out = await asyncio.get_running_loop().run_in_executor(pool, responder.answer, *args)
+                call = functools.partial(responder.answer, *args, **({"arrived": t0} if timed else {}))
+                out = await asyncio.get_running_loop().run_in_executor(pool, call)
         except QueryError as exc:
             metrics.failed(exc.status, exc.kind)
             return JSONResponse({"error": str(exc), "kind": exc.kind}, status_code=exc.status)

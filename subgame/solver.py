@@ -121,14 +121,16 @@ class Solution:
     strategy: np.ndarray  # float32 [rows, H]: average strategy of every decision node
     iterations: int
     elapsed_s: float
-    exploitability: float  # chips: NashConv / 2 of the game solved (the subgame, or the method's gadget game)
-    exploitability_pct_pot: float
-    subgame_exploitability: float  # chips: NashConv / 2 of the strategy profile in the subgame with the ranges
+    # the exploitability fields and br_values are None when a deadline left no time to measure them
+    exploitability: Optional[float]  # chips: NashConv / 2 of the game solved (the subgame, or the method's gadget game)
+    exploitability_pct_pot: Optional[float]
+    subgame_exploitability: Optional[float]  # chips: NashConv / 2 of the strategy profile in the subgame with the ranges
     gadget_gap: Optional[float]  # gadget methods: saddle-point gap (NashConv) of the gadget game (chips)
     min_margin: Optional[float]  # min over opponent hands of (alt - best-response value) / w (chips)
-    br_values: tuple[np.ndarray, np.ndarray]  # each seat's best-response values per hand (cf; 0 outside its support)
+    br_values: Optional[tuple[np.ndarray, np.ndarray]]  # each seat's best-response values per hand (cf; 0 outside its support)
     history: list  # (iteration, seconds, exploitability chips)
     state_bytes: int = 0  # the solver's memory: tree, hand lists, work arrays, regret and average tables
+    timing: dict = dataclasses.field(default_factory=dict)  # tree_s, iter_s, measure_s (seconds)
 
     @property
     def tree(self) -> PublicTree:
@@ -279,13 +281,6 @@ class _Engine:
         return out
 
 
-def average_strategy(tree: PublicTree, strat_sum: np.ndarray) -> np.ndarray:
-    """Full-width ``(rows, H)`` normalised strategy from full-width accumulators."""
-    sigma = np.zeros_like(strat_sum, dtype=np.float32)
-    K.strategy_from(strat_sum, sigma, tree.kind, tree.num_children, tree.row)
-    return sigma
-
-
 def exploitability(sub: Subgame, sigma: np.ndarray, engine: Optional[_Engine] = None):
     """(exploitability in chips, [BR values of seat 0, seat 1] per hand) of the full-width ``sigma`` in ``sub``."""
     e = engine or _Engine(sub.public_tree())
@@ -313,9 +308,23 @@ def _rm(x: np.ndarray) -> np.ndarray:
     return np.where(s > 0, pos / np.where(s > 0, s, 1.0), 1.0 / n)
 
 
+class SolveInterrupted(Exception):
+    """A solve given ``stop`` or ``deadline`` was stopped before it could do anything useful
+    (raised between the steps of :func:`subgame.nested.solve_state`)."""
+
+
+def check_interrupt(deadline: Optional[float], stop=None) -> None:
+    """:class:`SolveInterrupted` when ``stop`` (a :class:`threading.Event`) is set or the
+    ``deadline`` (a :func:`time.perf_counter` instant) has passed."""
+    if stop is not None and stop.is_set():
+        raise SolveInterrupted("the solve was cancelled")
+    if deadline is not None and time.perf_counter() >= deadline:
+        raise SolveInterrupted("the solve's deadline passed before it started iterating")
+
+
 def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None, time_budget: Optional[float] = None,
           target_pct_pot: Optional[float] = None, algo: str = "dcfr", check_every: int = 10,
-          precision: str = "single") -> Solution:
+          precision: str = "single", deadline: Optional[float] = None, stop=None) -> Solution:
     """Solve ``sub`` with ``method`` until ``iterations``, ``time_budget`` seconds, or an
     exploitability (unsafe) / gadget gap (other methods) of ``target_pct_pot`` % of the pot.
 
@@ -323,6 +332,14 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
     ``check_every``, then where the fall between the last two checks (fitted as ``t^-alpha``,
     ``alpha`` in [0.5, 2.5], 1 after the first check) would reach the target, at least
     ``check_every // 5`` and at most ``check_every`` iterations on.
+
+    ``deadline`` (a :func:`time.perf_counter` instant) is a hard limit on the whole call: before
+    every iteration the loop checks that the iteration (as long as the slowest recent one) and the
+    final exploitability check (about two iterations) still fit, and stops otherwise (possibly after
+    zero iterations: the strategy is then uniform); the final check is skipped when it no longer
+    fits, and the exploitability fields are then None. ``stop`` (a :class:`threading.Event`) ends
+    the loop at the next iteration, also skipping the final check. ``Solution.timing`` has the
+    seconds spent building the tree, per iteration and in the final check.
 
     ``precision``: ``single`` keeps the walk's reach and value vectors in float32 (terminal sums in
     float64), ``double`` in float64; regrets and average strategies are float32 either way.
@@ -336,6 +353,7 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
     t0 = time.perf_counter()
     t = sub.public_tree()
     sub.validate()
+    tree_s = time.perf_counter() - t0
     o, me = sub.opponent, int(sub.refine)
     alt = None
     if method != "unsafe":
@@ -410,11 +428,23 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
             m = float(np.min(np.where(elig, (alt - vb_o) / np.where(elig, w_opp, 1.0), np.inf)))
         return avg, expl, g, m, (v0, v1)
 
-    done = False
     next_check = check_every  # iteration of the next exploitability check (with a target)
     last = None  # the last measure()
     prev = None  # (iteration, gap in % of the pot) of the last check
+    iter_est = 0.0  # seconds per iteration: the slowest recent one (decays slowly)
+    measure_s = None  # seconds of one exploitability check, once one has run
+
+    def out_of_time(now: float) -> bool:
+        if stop is not None and stop.is_set():
+            return True
+        if deadline is None:
+            return False
+        final = measure_s if measure_s is not None else 2.0 * iter_est
+        return now + iter_est + final > deadline
+
+    done = out_of_time(time.perf_counter())
     while not done:
+        t_it = time.perf_counter()
         it += 1
         wts = _weights(algo, it)
         for p in (0, 1):
@@ -435,13 +465,17 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
                 else:
                     g_reg = np.where(g_reg > 0, g_reg * wts[0], g_reg * wts[1]) + inst
                     g_sum = g_sum * wts[3] + gstrat
-        el = time.perf_counter() - t0
+        now = time.perf_counter()
+        iter_est = max(now - t_it, 0.9 * iter_est)
+        el = now - t0
         if iterations is not None and it >= iterations:
             done = True
         if time_budget is not None and el >= time_budget:
             done = True
-        if target_pct_pot is not None and (it >= next_check or done):
+        if target_pct_pot is not None and (it >= next_check or done) and not out_of_time(now):
+            tm = time.perf_counter()
             last = measure()
+            measure_s = time.perf_counter() - tm
             history.append((it, time.perf_counter() - t0, last[1]))
             crit = (last[2] / 2 if last[2] is not None else last[1]) / pot * 100
             if crit <= target_pct_pot:
@@ -453,12 +487,25 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
                 step = int(np.ceil(it * (crit / target_pct_pot) ** (1.0 / alpha))) - it
                 next_check = it + min(check_every, max(1, check_every // 5, step))
                 prev = (it, crit)
+        if out_of_time(time.perf_counter()):
+            done = True
+    iter_s = (time.perf_counter() - t0 - tree_s) / it if it else 0.0
+    state = t.memory_bytes() + e.memory_bytes() + regret.nbytes + strat_sum.nbytes
     if last is None or history[-1][0] != it:
+        now = time.perf_counter()
+        final = measure_s if measure_s is not None else 2.0 * iter_est
+        if (stop is not None and stop.is_set()) or (deadline is not None and now + final > deadline):
+            # no time left for the final check: the average strategy alone
+            avg = e.expand(e.average(strat_sum))
+            el = time.perf_counter() - t0
+            return Solution(sub, method, avg, it, el, None, None, None, None, None, None, history, state,
+                            {"tree_s": tree_s, "iter_s": iter_s, "measure_s": None})
+        tm = time.perf_counter()
         last = measure()
+        measure_s = time.perf_counter() - tm
         history.append((it, time.perf_counter() - t0, last[1]))
     avg, expl, gap, margin, brv = last
     el = time.perf_counter() - t0
     solved = expl if gap is None else gap / 2
-    state = t.memory_bytes() + e.memory_bytes() + regret.nbytes + strat_sum.nbytes
     return Solution(sub, method, e.expand(avg), it, el, solved, solved / pot * 100, expl, gap, margin, brv, history,
-                    state)
+                    state, {"tree_s": tree_s, "iter_s": iter_s, "measure_s": measure_s})

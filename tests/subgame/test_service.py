@@ -391,3 +391,144 @@ def test_the_node_cache_agrees_with_the_walk(hunl_bp):
         st = game.state(ms)
         assert hunl_bp.node_of(st) == hunl_bp._walk(st, None)[0] == hunl_bp.node_of(st)
         assert hunl_bp._node_cache[st.betting.actions][0] == hunl_bp.node_of(st)
+
+
+# -- time budgets: the answer comes back in time, from a subgame or labelled as a fallback ---------
+RIVER = "MATCHSTATE:0:3:cc/cc/cc/:AsKd|/2c7h9s/Td/3c"
+TURN = "MATCHSTATE:0:3:cc/cc/:AsKd|/2c7h9s/Td"
+
+
+def test_solve_stops_at_its_deadline_and_says_how_far_it_got(hunl_bp):
+    from subgame.nested import solve_state
+    from subgame.solver import SolveInterrupted
+
+    full = solve_state(hunl_bp, RIVER, "reach-maxmargin", time_budget=None, iterations=300)[0]
+    t = time.perf_counter()
+    sol, _ = solve_state(hunl_bp, RIVER, "reach-maxmargin", time_budget=None, iterations=300,
+                         deadline=t + full.elapsed_s / 4)
+    assert time.perf_counter() - t < full.elapsed_s / 4 + 0.05
+    assert 0 < sol.iterations < 300 and sol.timing["iter_s"] > 0
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(SolveInterrupted, match="cancelled"):
+        solve_state(hunl_bp, RIVER, "reach-maxmargin", stop=stop)
+    with pytest.raises(SolveInterrupted, match="deadline"):
+        solve_state(hunl_bp, RIVER, "reach-maxmargin", deadline=time.perf_counter())
+
+
+def test_a_solve_that_cannot_fit_its_budget_comes_back_in_time_labelled(hunl_bp):
+    """A turn subgame takes longer than 200 ms: the answer still comes within the budget (plus
+    scheduling slack), from the blueprint with fallback 'deadline'; the responder learns the cost
+    and answers the next turn query at once ('budget'), while the river is solved."""
+    from subgame.responder import SolvingResponder
+
+    r = SolvingResponder(hunl_bp, "reach-maxmargin", from_round=2, solver_threads=1, min_iterations=10)
+    try:
+        t = time.perf_counter()
+        a = r.answer(TURN, time_budget_ms=200)
+        took = time.perf_counter() - t
+        assert took < 0.2 + 0.1, took
+        assert a["source"] == "blueprint" and a["fallback"] == "deadline" and a["method"] == "reach-maxmargin"
+        assert a["strategy"] == hunl_bp.strategy(TURN)
+        r._wait_idle()  # the abandoned solve stops at its next check and records its time
+        assert r.cost.get(2) > 0.2
+        t = time.perf_counter()
+        b = r.answer(TURN, time_budget_ms=200)
+        assert time.perf_counter() - t < 0.05 and b["fallback"] == "budget"
+        c = r.answer(RIVER, time_budget_ms=1500)
+        assert c["source"] == "subgame" and c["iterations"] >= 10 and "fallback" not in c
+        assert c["elapsed_ms"] < 1500 + 100
+    finally:
+        r.close()
+
+
+def test_solves_are_bounded_by_the_solver_threads_and_the_rest_fall_back(hunl_bp, monkeypatch):
+    import subgame.nested
+    from subgame.responder import SolvingResponder
+
+    r = SolvingResponder(hunl_bp, "unsafe", solver_threads=1, min_iterations=2)
+    real = subgame.nested.solve_state
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def counted(*a, **k):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        try:
+            return real(*a, **k)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(subgame.nested, "solve_state", counted)
+    try:
+        r.answer(RIVER, time_budget_ms=300)  # teaches the cost model
+        out = []
+
+        def ask(k: int) -> None:
+            t = time.perf_counter()
+            a = r.answer(RIVER, session=f"s{k}", time_budget_ms=400)
+            out.append((time.perf_counter() - t, a))
+
+        threads = [threading.Thread(target=ask, args=(k,)) for k in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert peak[0] == 1
+        assert all(took < 0.4 + 0.1 for took, _ in out), [took for took, _ in out]
+        sources = [(a["source"], a.get("fallback")) for _, a in out]
+        assert ("subgame", None) in sources and ("blueprint", "busy") in sources, sources
+        assert all(s == ("subgame", None) or s == ("blueprint", "busy") for s in sources), sources
+    finally:
+        r.close()
+
+
+def test_the_service_counts_the_budget_from_the_request(hunl_bp):
+    """Over HTTP: the handler passes the request's arrival; the answer's elapsed_ms stays in budget."""
+    from subgame.responder import SolvingResponder
+
+    r = SolvingResponder(hunl_bp, "reach-maxmargin", solver_threads=1, min_iterations=5)
+    with serving(r, threads=4) as c:
+        resp = c.post("/v1/strategy", json={"matchstate": RIVER, "time_budget_ms": 300})
+        assert resp.status_code == 200
+        out = resp.json()
+        assert out["elapsed_ms"] < 300 and (out["source"] == "subgame" or out["fallback"] in ("busy", "deadline"))
+        assert "fallback" in c.get("/openapi.json").text
+
+
+def test_cost_model_learns_backs_off_and_decays():
+    from subgame.responder import _CostModel
+
+    c = _CostModel()
+    assert c.get(3) == 0.0
+    c.finished(3, 0.2)
+    c.finished(3, 0.4)
+    assert c.get(3) == pytest.approx(0.7 * 0.2 + 0.3 * 0.4)
+    c.failed(3, 0.1, backoff=False)  # iterated, too few: at least the time it ran
+    assert c.get(3) == pytest.approx(0.26)
+    c.failed(3, 0.5, backoff=False)
+    assert c.get(3) == pytest.approx(0.5)
+    c.failed(2, 2.5, backoff=True)  # a turn solve that never iterated
+    c.failed(2, 2.0, backoff=True)
+    assert c.get(2) == pytest.approx(5.0)
+    c.decay(2)
+    assert c.get(2) == pytest.approx(4.95)
+
+
+def test_serve_solving_flags_are_checked(tmp_path):
+    from click.testing import CliRunner
+
+    from cluster.cli import cli
+
+    gamedef = ("GAMEDEF\nnolimit\nnumPlayers = 2\nnumRounds = 4\nstack = 2000 2000\nblind = 100 50\n"
+               "firstPlayer = 2 1 1 1\nnumSuits = 4\nnumRanks = 13\nnumHoleCards = 2\nnumBoardCards = 0 3 1 1\n"
+               "END GAMEDEF\n")
+    (tmp_path / "run.toml").write_text(f'gamedef = """{gamedef}"""\n')
+    run = CliRunner()
+    r = run.invoke(cli, ["serve", str(tmp_path), "--solve-from", "turn"])
+    assert r.exit_code == 2 and "--solve-from applies to subgame solving" in r.stderr
+    r = run.invoke(cli, ["serve", str(tmp_path), "--solve", "resolve", "--solve-from", "fifth"])
+    assert r.exit_code == 2 and "'fifth' is no betting round" in r.stderr and "river" in r.stderr
+    r = run.invoke(cli, ["serve", str(tmp_path), "--ray", "--port", "0"])
+    assert r.exit_code == 2 and "fixed port" in r.stderr

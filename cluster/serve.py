@@ -1,0 +1,93 @@
+"""The strategy query service as a Ray Serve application: ``mccfr serve RUN_DIR --ray``.
+
+Each replica loads the run's responder (:func:`subgame.responder.make_responder`) and serves the
+very FastAPI application of ``mccfr serve`` (:func:`subgame.service.create_app`) through
+``serve.ingress``: the same endpoints, request handling, errors, metrics (per replica) and time
+budgets. Ray Serve's HTTP proxy spreads the requests over ``replicas`` replicas; on a cluster they
+may sit on other machines, so ``RUN_DIR`` must be readable at the same path there (a shared file
+system), as must the project's code.
+
+Ray Serve is an optional dependency: ``pip install "mccfr[serve]"`` (``ray[serve]``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SERVE_EXTRA = 'the Ray Serve deployment needs ray[serve]: pip install "mccfr[serve]" (or pip install "ray[serve]")'
+APP_NAME = "mccfr"
+
+
+class RayServeMissing(ImportError):
+    """``ray.serve`` cannot be imported (the ``serve`` extra is not installed)."""
+
+
+def import_serve():
+    """``ray.serve``, or :class:`RayServeMissing` naming the extra to install."""
+    try:
+        from ray import serve
+    except ImportError as exc:
+        raise RayServeMissing(f"{SERVE_EXTRA} ({exc})") from None
+    return serve
+
+
+def build_app(run_dir: str, replicas: int = 1, *, threads: int = 8, responder_options: dict[str, Any] | None = None,
+              num_cpus: float = 1.0):
+    """The Ray Serve application (``serve.run`` it): ``replicas`` copies of the query service of
+    ``run_dir``. ``responder_options``: keyword arguments of :func:`~subgame.responder.make_responder`
+    (``solve_method``, ``default_time_budget_ms``, ``from_round``, ``solver_threads``, ...)."""
+    serve = import_serve()
+    if replicas < 1:
+        raise ValueError(f"replicas must be >= 1, got {replicas}")
+    opts = dict(responder_options or {})
+
+    @serve.ingress()
+    class StrategyService:
+        """One replica: the run's responder behind the service's FastAPI app."""
+
+        def __init__(self, run_dir: str, threads: int, opts: dict[str, Any]):
+            from subgame.responder import make_responder
+
+            self.run_dir = run_dir
+            self.threads = threads
+            self.responder = make_responder(run_dir, **opts)
+            warm_up = getattr(self.responder, "warm_up", None)
+            if warm_up is not None:
+                warm_up()
+
+        def __serve_build_asgi_app__(self):
+            from subgame.service import create_app
+
+            return create_app(self.responder, threads=self.threads,
+                              describe={"run_dir": self.run_dir, "ray_serve": True})
+
+    dep = serve.deployment(StrategyService, name="StrategyService", num_replicas=replicas,
+                           ray_actor_options={"num_cpus": num_cpus})
+    return dep.bind(str(run_dir), threads, opts)
+
+
+def run(app, host: str = "127.0.0.1", port: int = 8000, address: str | None = None, blocking: bool = False):
+    """Start Ray (join ``address``, or a local cluster when None) and Ray Serve's HTTP proxy on
+    ``host:port``, and deploy ``app`` at ``/``. Returns the base URL."""
+    import ray
+
+    serve = import_serve()
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, logging_level="warning", log_to_driver=False)
+    serve.start(http_options={"host": host, "port": port})
+    serve.run(app, name=APP_NAME, route_prefix="/", blocking=blocking)
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def shutdown() -> None:
+    """Remove the application, stop Ray Serve, and disconnect from Ray."""
+    import ray
+
+    serve = import_serve()
+    serve.shutdown()
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+__all__ = ["APP_NAME", "RayServeMissing", "SERVE_EXTRA", "build_app", "import_serve", "run", "shutdown"]
