@@ -163,15 +163,16 @@ class Blueprint:
         fracs = [_pot_fraction(ab, int(x)) for x in t.edge_to[s + pool]]
         return s + int(pool[translate(_pot_fraction(b, size), fracs, rng)])
 
-    def node_distribution(self, state: State) -> list[tuple[int, float]]:
+    def node_distribution(self, state: State | Betting) -> list[tuple[int, float]]:
         """Where :meth:`node_of` with an ``rng`` lands, as ``[(node, probability)]``: every
-        off-tree raise of the history branches into its pseudo-harmonic neighbours. A branch
-        whose history leaves the abstract tree (where :meth:`strategy` raises) is node ``-1``.
-        The nodes need not be decisions of the seat to act (the caller checks, as strategy does)."""
+        off-tree raise of the history (a state's, or a betting's) branches into its pseudo-harmonic
+        neighbours. A branch whose history leaves the abstract tree (where :meth:`strategy` raises)
+        is node ``-1``. The nodes need not be decisions of the seat to act (the caller checks, as
+        strategy does)."""
         t = self.tree
         g = self.gamedef
         out: dict[int, float] = {}
-        rounds = state.betting.actions
+        rounds = (state if isinstance(state, Betting) else state.betting).actions
         flat = [a for acts in rounds for a in acts]
 
         def go(i: int, n: int, b: Betting, p: float) -> None:

@@ -10,6 +10,13 @@ best response in the full game (mbb/game).
 
     python scripts/subgame_experiment.py --ranks 7 --flop-buckets 8,64 --train-iterations 300000 \\
         --solve-iterations 200 --out results.json
+
+``--table 2``: their Table 2, nested solving vs action translation for an off-tree bet. The full
+game adds a 0.75-pot bet (``--off-tree-size``) as the first bet of the flop (``FLOP_OFF_TREE_TOML``),
+which the same blueprints lack (they have 0.5 and 1 pot). The blueprint answers that bet by pseudo-harmonic
+translation (``translation``) or by a nested subgame solved with each method, opened at every such
+bet (every root, board and seat), everything else staying the blueprint's; each is scored by an
+exact best response in the full game, where the responder may bet 0.75 pot.
 """
 
 from __future__ import annotations
@@ -26,7 +33,10 @@ from abstraction.isomorphism import HandIndexer
 from blueprint.algo import get_algo
 from blueprint.blueprint import Blueprint
 from blueprint.trainer import RunConfig, Trainer
-from subgame.fullgame import COLUMNS, FLOP_BETS_TOML, FullGame, SolveSettings, flop_game, mbb, run_experiment
+from abstraction.bets import parse_bets
+from subgame.fullgame import (FLOP_BETS_TOML, FullGame, off_tree_bets_toml, SolveSettings, flop_game, mbb,
+                              run_experiment, run_nested_experiment)
+from subgame.solver import METHODS
 
 
 def log(msg: str) -> None:
@@ -41,7 +51,12 @@ def blueprint_for(game, flop_buckets: int, iterations: int, seed: int, work: Pat
     if pk.exists():
         log(f"blueprint {key}: cached")
         with open(pk, "rb") as f:
-            return pickle.load(f)
+            bp, info = pickle.load(f)
+        # blueprints pickled before these memo caches existed
+        for attr in ("_node_cache", "_betting_cache"):
+            if not hasattr(bp, attr):
+                setattr(bp, attr, {})
+        return bp, info
     ab = build_buckets(game, (ix.size(0), flop_buckets), "ehs", work / f"ab-{game.name}-{flop_buckets}", progress=False,
                        log=lambda s: None)
     bets = work / "bets.toml"
@@ -65,6 +80,11 @@ def blueprint_for(game, flop_buckets: int, iterations: int, seed: int, work: Pat
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--table", type=int, default=1, choices=(1, 2),
+                    help="1: re-solve every flop root (Table 1); 2: nested solving vs translation (Table 2)")
+    ap.add_argument("--off-tree-size", type=float, default=0.75,
+                    help="--table 2: the full game's first flop bet the blueprint lacks, as a pot fraction")
+    ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated subgame methods")
     ap.add_argument("--ranks", type=int, default=7)
     ap.add_argument("--suits", type=int, default=4)
     ap.add_argument("--stack-bb", type=int, default=10)
@@ -84,14 +104,24 @@ def main(argv=None) -> int:
     game = flop_game(a.ranks, a.suits, a.stack_bb)
     work = Path(a.work) if a.work else cache_root() / "subgame_experiment"
     work.mkdir(parents=True, exist_ok=True)
-    settings = SolveSettings(iterations=a.solve_iterations, algo=a.algo)
-    results = {"game": game.to_acpc(), "name": game.name, "bets": FLOP_BETS_TOML, "settings": vars(a), "rows": []}
+    methods = tuple(a.methods.split(","))
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        ap.error(f"unknown method(s) {', '.join(bad)}: expected from {', '.join(METHODS)}")
+    settings = SolveSettings(iterations=a.solve_iterations, algo=a.algo, methods=methods)
+    full_bets = FLOP_BETS_TOML if a.table == 1 else off_tree_bets_toml(a.off_tree_size)
+    results = {"game": game.to_acpc(), "name": game.name, "bets": FLOP_BETS_TOML, "full_game_bets": full_bets,
+               "table": a.table, "settings": vars(a), "rows": []}
     t_all = time.perf_counter()
     for fb in [int(x) for x in a.flop_buckets.split(",")]:
         bp, info = blueprint_for(game, fb, a.train_iterations, a.seed, work, a.check_base)
-        fg = FullGame(bp)
-        res = run_experiment(bp, settings, log=log, max_boards=a.max_boards, fg=fg, time_budget=a.solve_budget, seed=a.seed)
-        fast = res["chips"]["blueprint"]
+        if a.table == 2:
+            res = run_nested_experiment(bp, parse_bets(full_bets), settings, log=log, max_boards=a.max_boards,
+                                        time_budget=a.solve_budget, seed=a.seed)
+        else:
+            res = run_experiment(bp, settings, log=log, max_boards=a.max_boards, fg=FullGame(bp),
+                                 time_budget=a.solve_budget, seed=a.seed)
+        fast = res["chips"]["blueprint" if a.table == 1 else "no-off-tree"]
         if info["base_exploitability"] is not None:
             diff = abs(fast - info["base_exploitability"])
             log(f"  blueprint: |exact scorer - trainer.exploitability()| = {diff:.3g} chips")
@@ -103,7 +133,8 @@ def main(argv=None) -> int:
     results["seconds"] = time.perf_counter() - t_all
     if a.out:
         Path(a.out).write_text(json.dumps(results, indent=1, default=str))
-    cols = [c for c in COLUMNS if c in results["rows"][0]["mbb"]]
+    first = ("blueprint",) if a.table == 1 else ("no-off-tree", "translation")
+    cols = [c for c in first + METHODS if c in results["rows"][0]["mbb"]]
     print("| flop buckets | boards re-solved | " + " | ".join(cols) + " |")
     print("|---" * (len(cols) + 2) + "|")
     for r in results["rows"]:

@@ -69,9 +69,13 @@ def node_probs(bp: Blueprint, n: int, buckets: np.ndarray) -> np.ndarray:
     return bp.probs[s : s + nb * na].reshape(nb, na)[buckets]
 
 
-def map_to_blueprint(tree: PublicTree, bp: Blueprint, node: int) -> np.ndarray:
+def map_to_blueprint(tree: PublicTree, bp: Blueprint, node: int, strict: bool = True) -> np.ndarray:
     """Abstract node of every public node of ``tree`` (built from abstract node ``node``'s state
-    with the blueprint's own bets); chance nodes map to the node after the round ends."""
+    with the blueprint's own bets); chance nodes map to the node after the round ends.
+
+    ``strict=False``: ``tree`` may have actions the blueprint lacks (a finer game's bets): children
+    are matched by kind and raise-to, and a public node behind an action the blueprint lacks (and
+    everything below it) maps to -1."""
     bt = bp.tree
     out = np.full(tree.num_nodes, -1, np.int64)
     out[0] = node
@@ -84,15 +88,33 @@ def map_to_blueprint(tree: PublicTree, bp: Blueprint, node: int) -> np.ndarray:
         if k == KIND_CHANCE:
             out[kids] = v
         elif k == KIND_DECISION:
-            if bt.kind[v] != BT_DECISION or int(bt.num_actions[v]) != len(kids):
+            if bt.kind[v] != BT_DECISION or (strict and int(bt.num_actions[v]) != len(kids)):
                 raise SubgameError(f"public node {u} does not match abstract node {bt.betting_string(int(v))!r}")
-            out[kids] = bt.children(int(v))
+            if strict:
+                out[kids] = bt.children(int(v))
+                continue
+            s, na = int(bt.child_start[v]), int(bt.num_actions[v])
+            abstract = {(int(bt.edge_kind[e]), int(bt.edge_to[e])): int(bt.edge_child[e]) for e in range(s, s + na)}
+            cs = int(tree.child_start[u])
+            for j, c in enumerate(kids):
+                out[c] = abstract.get((int(tree.edge_kind[cs + j]), int(tree.edge_to[cs + j])), -1)
+            if (out[kids] >= 0).sum() != na:
+                raise SubgameError(f"public node {u} lacks actions of abstract node {bt.betting_string(int(v))!r}")
     return out
 
 
-def blueprint_sigma(bp: Blueprint, tree: PublicTree, node_map: np.ndarray, cache: Optional[BucketCache] = None) -> np.ndarray:
-    """float32 [rows, H]: the blueprint's strategy on ``tree`` (blocked hands get uniform rows)."""
+def blueprint_sigma(bp: Blueprint, tree: PublicTree, node_map: np.ndarray, cache: Optional[BucketCache] = None,
+                    translate: bool = False) -> np.ndarray:
+    """float32 [rows, H]: the blueprint's strategy on ``tree`` (blocked hands get uniform rows).
+
+    With a ``node_map`` from ``map_to_blueprint(strict=False)``: actions the blueprint lacks get
+    probability 0 where it has the node; nodes behind them (off its tree) get uniform rows, or with
+    ``translate`` the blueprint's answer by pseudo-harmonic action translation, as
+    :meth:`~blueprint.blueprint.Blueprint.strategy` plays it with an rng (each of the history's
+    off-tree raises mapped to its neighbours with their translation probabilities, afresh at every
+    decision, so a node's strategy is the mixture of the neighbours' strategies)."""
     cache = cache or BucketCache(bp, tree.hands)
+    bt = bp.tree
     sigma = np.zeros((tree.num_rows, tree.num_hands), np.float32)
     for u in np.nonzero(tree.kind == KIND_DECISION)[0]:
         v = int(node_map[u])
@@ -100,9 +122,47 @@ def blueprint_sigma(bp: Blueprint, tree: PublicTree, node_map: np.ndarray, cache
         r0 = int(tree.row[u])
         sigma[r0 : r0 + A] = 1.0 / A
         board = tree.boards[tree.board[u]]
-        idx, bk = cache(board, int(bp.tree.round[v]))
-        sigma[r0 : r0 + A, idx] = node_probs(bp, v, bk).T
+        if v < 0:
+            if translate:
+                _translated_rows(bp, tree, int(u), sigma, cache)
+            continue
+        idx, bk = cache(board, int(bt.round[v]))
+        probs = node_probs(bp, v, bk)
+        if int(bt.num_actions[v]) == A and (node_map[tree.children(u)] >= 0).all():
+            sigma[r0 : r0 + A, idx] = probs.T
+            continue
+        s = int(bt.child_start[v])
+        for j, c in enumerate(tree.children(u)):
+            w = int(node_map[c])
+            sigma[r0 + j, idx] = probs[:, int(bt.parent_edge[w]) - s] if w >= 0 else 0.0
     return sigma
+
+
+def _translated_rows(bp: Blueprint, tree: PublicTree, u: int, sigma: np.ndarray, cache: BucketCache) -> None:
+    """The blueprint's translated strategy at public node ``u`` (off its tree) into ``sigma``'s rows."""
+    from holdem.betting import CALL, FOLD, RAISE
+
+    bt = bp.tree
+    b = tree.bettings[u]
+    A = int(tree.num_children[u])
+    r0, cs = int(tree.row[u]), int(tree.child_start[u])
+    kinds = [int(tree.edge_kind[cs + j]) for j in range(A)]
+    tos = [int(tree.edge_to[cs + j]) for j in range(A)]
+    board = tree.boards[tree.board[u]]
+    acc = np.zeros((A, tree.num_hands))
+    for v, q in bp.node_distribution(b):
+        if v < 0 or bt.kind[v] != BT_DECISION or int(bt.player[v]) != int(tree.player[u]):
+            raise SubgameError(f"translation of {b.betting_string()!r} leaves the blueprint's tree")
+        idx, bk = cache(board, int(bt.round[v]))
+        probs = node_probs(bp, v, bk)
+        for a, key in enumerate(bp.action_keys(v, b)):
+            kind = FOLD if key == "f" else CALL if key == "c" else RAISE
+            hit = [j for j in range(A) if kinds[j] == kind and (kind != RAISE or tos[j] == int(key[1:]))]
+            if not hit:
+                raise SubgameError(f"the translated action {key!r} at {b.betting_string()!r} is not in the tree")
+            acc[hit[0], idx] += q * probs[:, a]
+    cols = np.nonzero(acc.sum(0) > 0)[0]
+    sigma[r0 : r0 + A, cols] = acc[:, cols] / acc[:, cols].sum(0)
 
 
 def abstract_path(bp: Blueprint, n: int) -> list[tuple[int, int]]:

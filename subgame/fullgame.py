@@ -34,6 +34,7 @@ import numpy as np
 
 from abstraction.bets import KIND_DECISION as BT_DECISION
 from abstraction.bets import KIND_SHOWDOWN as BT_SHOWDOWN
+from abstraction.bets import BetAbstraction, parse_bets
 from blueprint.blueprint import Blueprint
 from blueprint.evaluate import _Evaluator
 from holdem.gamedef import GameDef
@@ -55,6 +56,21 @@ sizes = [0.5, 1.0]
 allin = true
 max_raises = 2
 """
+
+
+
+
+def off_tree_bets_toml(frac: float = 0.75) -> str:
+    """Table 2's full game: FLOP_BETS_TOML plus a ``frac``-pot bet as the first bet of the flop
+    (either seat's), a size the blueprints (trained on FLOP_BETS_TOML) lack."""
+    if frac <= 0 or frac in (0.5, 1.0):
+        raise SubgameError(f"the off-tree size must be a positive pot fraction the blueprint lacks (not {frac})")
+    first = sorted([0.5, 1.0, float(frac)])
+    return FLOP_BETS_TOML.replace('name = "flop-fine"', f'name = "flop-off-tree-{frac:g}"').replace(
+        "sizes = [0.5, 1.0]", f"first_sizes = {first}\nsizes = [0.5, 1.0]")
+
+
+FLOP_OFF_TREE_TOML = off_tree_bets_toml(0.75)
 
 
 def flop_game(ranks: int = 7, suits: int = 4, stack_bb: int = 10, name: Optional[str] = None) -> GameDef:
@@ -151,11 +167,16 @@ class FullGame:
     Two-round games whose first round deals no board (flop hold'em): the re-solved round is the
     last, so a root's subtree has no chance node."""
 
-    def __init__(self, bp: Blueprint):
+    def __init__(self, bp: Blueprint, bets: Optional[BetAbstraction] = None):
         g = bp.gamedef
         if g.num_rounds != 2 or g.num_board_cards[0] != 0:
             raise SubgameError("the full-game experiment needs a two-round game with no board in round 1")
         self.bp, self.g = bp, g
+        # the full game's bets in the last round: the blueprint's own, or (``bets``) a finer set with
+        # sizes the blueprint lacks there (Table 2's off-tree bet), where the blueprint answers
+        # off-tree actions by pseudo-harmonic translation
+        self.extended = bets is not None
+        self.bets = bets if bets is not None else bp_bets(bp)
         self.last = g.num_rounds - 1
         self.roots = round_roots(bp)
         self.classes = board_classes(g, g.board_cards_through(self.last))
@@ -172,18 +193,20 @@ class FullGame:
         self._trees: dict = {}
         self._bp_sigma: dict = {}
         self._equity = None
-        self.templates = {n: root_template(bp, n, self.reps[0])[0] for n in self.roots}
+        self.templates = {n: root_template(bp, n, self.reps[0], self.bets if self.extended else None)[0]
+                          for n in self.roots}
 
     def tree(self, n: int, rep: tuple[int, ...]) -> PublicTree:
         key = (n, rep)
         if key not in self._trees:
-            self._trees[key] = build_public_tree(self.g, self.bp._betting_at(n), rep, bp_bets(self.bp))
+            self._trees[key] = build_public_tree(self.g, self.bp._betting_at(n), rep, self.bets)
         return self._trees[key]
 
     def bp_sigma(self, n: int, rep: tuple[int, ...]) -> np.ndarray:
         key = (n, rep)
         if key not in self._bp_sigma:
-            self._bp_sigma[key] = blueprint_sigma(self.bp, self.tree(n, rep), self.templates[n].node_map, self.cache)
+            self._bp_sigma[key] = blueprint_sigma(self.bp, self.tree(n, rep), self.templates[n].node_map, self.cache,
+                                                  translate=self.extended)
         return self._bp_sigma[key]
 
     def equity(self) -> np.ndarray:
@@ -340,11 +363,14 @@ class RootTemplate:
     num_rows: int
 
 
-def root_template(bp: Blueprint, n: int, board: tuple[int, ...]) -> tuple[RootTemplate, PublicTree]:
-    tree = build_public_tree(bp.gamedef, bp._betting_at(n), board, bp_bets(bp))
+def root_template(bp: Blueprint, n: int, board: tuple[int, ...],
+                  bets: Optional[BetAbstraction] = None) -> tuple[RootTemplate, PublicTree]:
+    """The root's public tree on the blueprint's bets, or on a finer ``bets`` (nodes behind the
+    actions the blueprint lacks map to -1)."""
+    tree = build_public_tree(bp.gamedef, bp._betting_at(n), board, bets or bp_bets(bp))
     if (tree.kind == 3).any():
         raise SubgameError("the re-solved round must be the last (no chance node inside the subgame)")
-    nm = map_to_blueprint(tree, bp, n)
+    nm = map_to_blueprint(tree, bp, n, strict=bets is None)
     player = np.full(tree.num_rows, -1, np.int8)
     for u in np.nonzero(tree.kind == KIND_DECISION)[0]:
         r0 = int(tree.row[u])
@@ -365,6 +391,8 @@ def solve_root_board(fg: FullGame, n: int, rep: tuple[int, ...], settings: Solve
     """Every method's combined strategy (float32 [rows, H]; each seat's rows from the solve where it is
     refined) at abstract root ``n`` on board ``rep``, and per-solve diagnostics. A root the blueprint
     never reaches on this board (an empty range) keeps the blueprint."""
+    if fg.extended:
+        raise SubgameError("re-solving every root (Table 1) needs the blueprint's own bets as the full game")
     bp, g = fg.bp, fg.g
     tmpl = fg.templates[n]
     tree = fg.tree(n, rep)
@@ -473,3 +501,158 @@ def run_experiment(bp: Blueprint, settings: SolveSettings, log: Callable[[str], 
             "diagnostics": summary, "board_classes_solved": len(done), "board_classes": len(fg.reps),
             "coverage": sum(fg.classes.count[r] for r in done) / len(fg.classes.canon),
             "roots": len(fg.roots), "seconds": {"gifts": t_gifts, "solve": t_solve, "total": time.perf_counter() - t0}}
+
+
+# -- Table 2: nested solving vs action translation for an off-tree bet ------------------------------
+
+
+def off_tree_edges(fg: FullGame, n: int) -> list[tuple[int, int]]:
+    """``(public node u, child c)`` of root ``n``'s full-game tree where ``u`` is on the blueprint's
+    tree and the action to ``c`` is not (the same for every board: the tree's shape is)."""
+    nm = fg.templates[n].node_map
+    tree = fg.tree(n, fg.reps[0])
+    out = []
+    for u in np.nonzero(tree.kind == KIND_DECISION)[0]:
+        if nm[u] < 0:
+            continue
+        for c in tree.children(int(u)):
+            if nm[c] < 0:
+                out.append((int(u), int(c)))
+    return out
+
+
+def copy_subtree_rows(dst: PublicTree, dst_sigma: np.ndarray, c: int, src: PublicTree, src_sigma: np.ndarray) -> None:
+    """``src``'s strategy (a tree rooted at the same state as ``dst``'s node ``c``, with the same
+    bets) into the rows of ``c``'s subtree in ``dst_sigma``."""
+    stack = [(c, 0)]
+    while stack:
+        u, v = stack.pop()
+        if dst.kind[u] != src.kind[v] or dst.num_children[u] != src.num_children[v]:
+            raise SubgameError(f"subtree mismatch at node {u} (source node {v})")
+        if dst.kind[u] != KIND_DECISION:
+            continue
+        A = int(dst.num_children[u])
+        cu, cv = int(dst.child_start[u]), int(src.child_start[v])
+        if any(dst.edge_to[cu + j] != src.edge_to[cv + j] for j in range(A)):
+            raise SubgameError(f"subtree mismatch at node {u}: different raise sizes")
+        dst_sigma[dst.row[u]: dst.row[u] + A] = src_sigma[src.row[v]: src.row[v] + A]
+        stack += list(zip(dst.children(u).tolist(), src.children(v).tolist()))
+
+
+def nested_root_board(fg: FullGame, n: int, rep: tuple[int, ...], settings: SolveSettings, gift_rates: dict,
+                      est_gift_rates: dict) -> tuple[dict, list, int]:
+    """Each method's full-game strategy (float32 [rows, H]) at root ``n`` on board ``rep``: the
+    blueprint (with pseudo-harmonic translation) everywhere, except behind each off-tree action,
+    where the refined seat (the one facing it) plays the nested subgame's solution
+    (:func:`subgame.nested.off_tree_subgame`: its blueprint range at the node before the action, the
+    actor's best-response values there as alternatives, gifts from its preflop decisions as in
+    Table 1). Returns ``(tables, diagnostics, fallbacks)``; a nested subgame the blueprint never
+    reaches (an empty range) keeps the translation (``fallbacks`` counts them)."""
+    from holdem.betting import RAISE
+    from subgame.nested import off_tree_subgame
+
+    bp = fg.bp
+    tree = fg.tree(n, rep)
+    nm = fg.templates[n].node_map
+    base = fg.bp_sigma(n, rep)
+    out = {m: base.copy() for m in settings.methods}
+    diags = []
+    fallbacks = 0
+    e = _Engine(tree)
+    for u, c in off_tree_edges(fg, n):
+        b = tree.bettings[u]
+        j = int(np.nonzero(tree.children(u) == c)[0][0])
+        edge = int(tree.child_start[u]) + j
+        if int(tree.edge_kind[edge]) != RAISE:
+            raise SubgameError("only off-tree raises are answered by nested solving")
+        o = int(tree.player[u])
+        me = 1 - o
+        try:
+            sub = off_tree_subgame(bp, int(nm[u]), b, RAISE, int(tree.edge_to[edge]), rep, me, fg.bets,
+                                   cache=fg.cache)
+        except SubgameError:
+            fallbacks += 1
+            continue
+        mass = e.compat_mass(sub.ranges[me])
+        sub.gifts = sub.gifts + gift_rates[(n, o)] * mass
+        sub.estimate_gifts = sub.estimate_gifts + est_gift_rates[(n, o)] * mass
+        for m in settings.methods:
+            sol = solve(sub, m, iterations=settings.iterations, target_pct_pot=settings.target_pct_pot,
+                        algo=settings.algo)
+            d = sol.diagnostics()
+            d.update(root=n, board=rep, node=u)
+            diags.append(d)
+            copy_subtree_rows(tree, out[m], c, sub.tree, sol.strategy)
+    return out, diags, fallbacks
+
+
+def run_nested_experiment(bp: Blueprint, full_bets: BetAbstraction, settings: SolveSettings,
+                          log: Callable[[str], None] = print, max_boards: Optional[int] = None,
+                          time_budget: Optional[float] = None, seed: int = 0) -> dict:
+    """Brown & Sandholm's Table 2 on the full game with ``full_bets`` (finer than the blueprint's in
+    the last round): the exploitability (exact best response in that full game, where the responder
+    may take the off-tree actions) of the blueprint answering them by translation
+    (``translation``) and by nested solving with each method. Also the blueprint's exploitability in
+    its own game (``no-off-tree``: the same strategy, the responder without the off-tree actions);
+    each column minus it is what the off-tree actions win against that answer.
+
+    ``max_boards`` or ``time_budget`` (seconds of solving) stop early: board classes are taken in a
+    random order (``seed``), and those not reached keep the translation (``coverage``: the share of
+    boards solved)."""
+    g = bp.gamedef
+    t0 = time.perf_counter()
+    plain = FullGame(bp)
+    fg = FullGame(bp, full_bets)
+    # gifts as in Table 1: the opponent's preflop decisions valued in the blueprint's own game
+    pw = CombinedBestResponse(plain)
+    rates = preflop_gift_rates(pw, False)
+    erates = preflop_gift_rates(pw, True)
+    edges = {n: off_tree_edges(fg, n) for n in fg.roots}
+    log(f"setup and gift rates: {time.perf_counter() - t0:.1f} s; off-tree actions per board: "
+        f"{sum(len(v) for v in edges.values())} over {len(fg.roots)} roots")
+    order = np.random.default_rng(seed).permutation(len(fg.reps))
+    reps = [fg.reps[k] for k in order][: max_boards or None]
+    tables = {m: {} for m in settings.methods}
+    diags: list = []
+    fallbacks = 0
+    t1 = time.perf_counter()
+    done = []
+    for i, rep in enumerate(reps):
+        if time_budget is not None and time.perf_counter() - t1 >= time_budget:
+            log(f"time budget reached after {i} board classes")
+            break
+        done.append(rep)
+        for n in fg.roots:
+            res, d, fb = nested_root_board(fg, n, rep, settings, rates, erates)
+            for m in settings.methods:
+                tables[m][(n, rep)] = res[m]
+            diags += d
+            fallbacks += fb
+        if (i + 1) % 20 == 0 or i + 1 == len(reps):
+            el = time.perf_counter() - t1
+            log(f"board classes {i + 1}/{len(reps)}: {el:.0f} s ({el / (i + 1):.2f} s each)")
+    t_solve = time.perf_counter() - t1
+    scores, brvs = {}, {}
+    x, brv = CombinedBestResponse(plain).exploitability()
+    scores["no-off-tree"], brvs["no-off-tree"] = x, brv
+    cols = ("translation",) + tuple(settings.methods)
+    for c in cols:
+        x, brv = CombinedBestResponse(fg, tables.get(c, {})).exploitability()
+        scores[c], brvs[c] = x, brv
+    for c, x in scores.items():
+        log(f"{c:>16}: {mbb(g, x):9.2f} mbb/game (off-tree gain {mbb(g, x - scores['no-off-tree']):8.2f})")
+    summary = {}
+    for m in settings.methods:
+        ds = [d for d in diags if d["method"] == m]
+        if ds:
+            summary[m] = {
+                "solves": len(ds),
+                "mean_exploitability_pct_pot": float(np.mean([d["exploitability_pct_pot"] for d in ds])),
+                "max_exploitability_pct_pot": float(np.max([d["exploitability_pct_pot"] for d in ds])),
+                "mean_elapsed_ms": float(np.mean([d["elapsed_ms"] for d in ds])),
+            }
+    return {"mbb": {c: mbb(g, v) for c, v in scores.items()}, "chips": scores, "br_values": brvs,
+            "diagnostics": summary, "fallbacks": fallbacks, "board_classes_solved": len(done),
+            "board_classes": len(fg.reps), "coverage": sum(fg.classes.count[r] for r in done) / len(fg.classes.canon),
+            "off_tree_edges": {int(n): v for n, v in edges.items()},
+            "seconds": {"solve": t_solve, "total": time.perf_counter() - t0}}

@@ -107,31 +107,39 @@ def node_of_state(tree: PublicTree, state: State) -> int:
 def nested_subgame(bp: Blueprint, state: State, bets: Optional[BetAbstraction] = None,
                    with_gifts: bool = True) -> Subgame:
     """The nested subgame for ``state`` whose history has an off-tree action of the opponent."""
-    from subgame.bets import default_subgame_bets
-
     off = first_off_tree(bp, state)
     if off is None:
         raise SubgameError("the history is on the blueprint's tree: no nested subgame needed")
     m, i, before = off
     me = state.viewer
-    o = 1 - me
-    if int(bp.tree.player[m]) != o:
+    if int(bp.tree.player[m]) != 1 - me:
         raise SubgameError("the first off-tree action is the viewer's own; nested solving answers the opponent's")
-    hist = _flat(state.betting)
-    r_m, kind, size = hist[i]
+    r_m, kind, size = _flat(state.betting)[i]
+    board_m = tuple(int(c) for c in state.board_cards[: bp.gamedef.board_cards_through(r_m)])
+    return off_tree_subgame(bp, m, before, kind, size, board_m, me, bets, action_filter=real_path_filter(state.betting),
+                            with_gifts=with_gifts)
+
+
+def off_tree_subgame(bp: Blueprint, m: int, before: Betting, kind: int, size: int, board: tuple[int, ...], me: int,
+                     bets: Optional[BetAbstraction] = None, action_filter=None, with_gifts: bool = True,
+                     cache: Optional[BucketCache] = None) -> Subgame:
+    """The nested subgame rooted after the opponent's off-tree action ``(kind, size)`` taken at
+    betting ``before`` (abstract node ``m``, ``board`` dealt), refining seat ``me``."""
+    from subgame.bets import default_subgame_bets
+
+    o = 1 - me
     after = before.apply(kind, size)
     if after.finished:
         raise SubgameError("the off-tree action ends the hand")
     g = bp.gamedef
-    board_m = tuple(int(c) for c in state.board_cards[: g.board_cards_through(r_m)])
     hands = all_hands(g)
-    cache = BucketCache(bp, hands)
-    ranges = blueprint_ranges(bp, m, board_m, hands, cache)
+    cache = cache or BucketCache(bp, hands)
+    ranges = blueprint_ranges(bp, m, board, hands, cache)
     if ranges[me].sum() <= 0 or ranges[o].sum() <= 0:
         raise SubgameError("the blueprint never reaches the state before the off-tree action (a range is empty)")
-    alt, est, (t_bp, e_bp, _) = blueprint_values(bp, m, board_m, ranges, o, cache)
+    alt, est, (t_bp, e_bp, _) = blueprint_values(bp, m, board, ranges, o, cache)
     # unsafe's opponent range: as if the translated action had been taken
-    idx, bk = cache(board_m, int(bp.tree.round[m]))
+    idx, bk = cache(board, int(bp.tree.round[m]))
     probs = node_probs(bp, m, bk)
     a = _translated_edge(bp, m, before, kind, size) - int(bp.tree.child_start[m])
     opp = np.zeros(len(hands))
@@ -140,13 +148,13 @@ def nested_subgame(bp: Blueprint, state: State, bets: Optional[BetAbstraction] =
         opp = ranges[o].copy()
     rr = ranges.copy()
     rr[o] = opp
-    sub = Subgame(g, after, board_m, rr, bets or default_subgame_bets(), refine=me, alt=alt, estimate=est,
-                  action_filter=real_path_filter(state.betting))
+    sub = Subgame(g, after, board, rr, bets or default_subgame_bets(), refine=me, alt=alt, estimate=est,
+                  action_filter=action_filter)
     # the gadgets weigh the refined seat's hands by its range, unchanged by the opponent's bet
     if with_gifts:
         mass = e_bp.compat_mass(ranges[me])
-        sub.gifts = gifts(bp, m, board_m, hands, o, mass, cache)
-        sub.estimate_gifts = gifts(bp, m, board_m, hands, o, mass, cache, estimate=True)
+        sub.gifts = gifts(bp, m, board, hands, o, mass, cache)
+        sub.estimate_gifts = gifts(bp, m, board, hands, o, mass, cache, estimate=True)
     return sub
 
 
