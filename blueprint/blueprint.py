@@ -22,7 +22,7 @@ from typing import Optional
 
 import numpy as np
 
-from abstraction.bets import ALLIN, KIND_DECISION
+from abstraction.bets import ALLIN, KIND_DECISION, KIND_SHOWDOWN
 from abstraction.cards import deal_buckets
 from abstraction.translation import translate, translate_probs
 from holdem.betting import CALL, FOLD, RAISE, Betting
@@ -116,6 +116,8 @@ class Blueprint:
         n = 0
         for r, acts in enumerate(state.betting.actions):
             for kind, size in acts:
+                if t.kind[n] == KIND_SHOWDOWN:
+                    return n, translated  # the abstract hand went all-in; the real one goes on
                 if t.kind[n] != KIND_DECISION:
                     raise BlueprintError(
                         f"the history {state.betting.betting_string()!r} leaves the abstract tree "
@@ -158,9 +160,9 @@ class Blueprint:
         *including* the all-in, whose pot fraction is the abstract stack behind it: with 100 bb
         stacks a bet of 30 pots is far closer to all-in (about 33 pots pre-flop) than to the pot
         raise, and the pseudo-harmonic mapping between the largest size and all-in says so. When
-        such a bet maps to the abstract all-in and is called, the abstract hand is over while the
-        real one goes on with the little that is left behind; the player then checks or calls
-        (:class:`blueprint.players.BlueprintPlayer`), which is what a committed stack does."""
+        such a bet maps to the abstract all-in and is called, the abstract hand is over (a
+        showdown node) while the real one goes on with the little that is left behind: the walk
+        stops there and :meth:`strategy` checks or calls, which is what a committed stack does."""
         t = self.tree
         s = int(t.child_start[n])
         allin = t.edge_frac[s + raises] == ALLIN
@@ -180,7 +182,8 @@ class Blueprint:
     def node_distribution(self, state: State) -> list[tuple[int, float]]:
         """Where :meth:`node_of` with an ``rng`` lands, as ``[(node, probability)]``: every
         off-tree raise of the history branches into its pseudo-harmonic neighbours. A branch
-        whose history leaves the abstract tree (where :meth:`strategy` raises) is node ``-1``.
+        whose history leaves the abstract tree (where :meth:`strategy` raises) is node ``-1``; one
+        whose abstract hand went all-in while the real one goes on stops at that showdown node.
         The nodes need not be decisions of the seat to act (the caller checks, as strategy does)."""
         t = self.tree
         g = self.gamedef
@@ -193,6 +196,9 @@ class Blueprint:
                 out[n] = out.get(n, 0.0) + p
                 return
             kind, size = flat[i]
+            if t.kind[n] == KIND_SHOWDOWN:  # all-in in the abstract hand (see _walk)
+                out[n] = out.get(n, 0.0) + p
+                return
             if t.kind[n] != KIND_DECISION:
                 out[-1] = out.get(-1, 0.0) + p
                 return
@@ -259,6 +265,10 @@ class Blueprint:
             )
         n = self.node_of(state, rng)
         t = self.tree
+        if t.kind[n] == KIND_SHOWDOWN:
+            # an overbet was translated to the abstract all-in and called: the abstract betting is
+            # over, the real stacks are not; a committed stack checks and calls
+            return {"c": 1.0}
         if t.kind[n] != KIND_DECISION or int(t.player[n]) != actor:
             raise BlueprintError(f"the history leaves the abstract tree at {t.betting_string(n)!r}")
         r = int(t.round[n])

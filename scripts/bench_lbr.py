@@ -6,12 +6,12 @@ training lengths, head-to-head duplicate matches, and match / LBR throughput.
     python scripts/bench_lbr.py runs/bp60 runs/bp600 [--lbr-hands 4000] [--match-hands 20000]
         [--menu fcpa] [--skip-lbr | --skip-matches] [--out bench_lbr.json]
     python scripts/bench_lbr.py --validate [--lbr-hands 2000]
-    python scripts/bench_lbr.py runs/bp60 runs/bpLong --skip-matches --seed 7 --pairs-out DIR [--breakdown]
+    python scripts/bench_lbr.py runs/bp60 runs/bpLong --skip-matches --seeds 7,9 --pairs-out DIR [--breakdown]
     python scripts/bench_lbr.py --combine DIR
 
 ``--pairs-out DIR`` saves each run's per-deal LBR values (mbb/game, both seats averaged) as
-``DIR/<run>.seed<S>.npy``, so that several processes (different ``--seed``) can add hands to the
-same comparison; ``--combine DIR`` pools them: each run's LBR over all its deals, and the paired
+``DIR/<run>.it<N>.seed<S>.npy``, so that several processes (different ``--seed`` or ``--seeds``,
+each seed played by every run in turn) can add hands to the same comparison; ``--combine DIR`` pools them: each run's LBR over all its deals, and the paired
 change between the first and the last run (by iterations) over the deals both played (a seed
 deals the same cards in the same order to every run, whatever the number of hands).
 ``--breakdown`` also splits LBR's winnings by what the opponent did after LBR's bets: hands where
@@ -86,12 +86,17 @@ def validate(hands: int, seed: int) -> None:
               f"{res.lbr:,.0f} +- {res.lbr_ci95:,.0f} |", flush=True)
 
 
+class _Flags(list):
+    originals: tuple = ()
+
+
 def instrument(lbr: LocalBestResponse) -> list:
     """Record per hand whether the opponent re-raised after one of LBR's raises: returns the list
     that ``lbr.run`` fills with ``(re-raised, LBR's chips)`` per hand (in play order)."""
-    flags: list = []
+    flags = _Flags()
     state = {"lbr_raised": False, "punished": False}
     decide, act, play_hand = lbr.decide, lbr.opp.act, lbr.play_hand
+    flags.originals = (decide, act, play_hand)
 
     def my_decide(st, weights, rng):
         a = decide(st, weights, rng)
@@ -170,6 +175,7 @@ def main() -> None:
     ap.add_argument("--menu", default="fcpa")
     ap.add_argument("--preflop", default="menu", choices=["menu", "call"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", default=None, help="comma list of LBR seeds, run one after another (overrides --seed)")
     ap.add_argument("--skip-matches", action="store_true")
     ap.add_argument("--skip-lbr", action="store_true")
     ap.add_argument("--out", default=None)
@@ -194,28 +200,33 @@ def main() -> None:
         "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
     }
     emit(rows, head, args.out)
-    bps = {}
-    pairs = {}
-    for run in args.runs:
-        bp = Blueprint.load(run)
-        bps[run] = bp
-        if args.skip_lbr:
-            continue
-        lbr = LocalBestResponse(bp.game, bp, menu=args.menu, preflop=args.preflop)
-        lbr.run(2, seed=12345)  # compile / warm up
-        cats = instrument(lbr) if args.breakdown else None
-        c0 = time.process_time()
-        res = lbr.run(args.lbr_hands, seed=args.seed)
-        row = {"what": "lbr", "run": run, "iterations": bp.iteration, **res.to_json(),
-               "hands_per_second": res.hands / res.seconds, "cpu_seconds": time.process_time() - c0,
-               "load_average": load_avg()}
-        if cats is not None:
-            row["breakdown"] = breakdown(cats, res, 1000.0 / bp.gamedef.big_blind)
-        emit(rows, row, args.out)
-        pairs[run] = res.per_pair * 1000.0 / bp.gamedef.big_blind
-        if args.pairs_out:
-            Path(args.pairs_out).mkdir(parents=True, exist_ok=True)
-            np.save(Path(args.pairs_out) / f"{Path(run).name}.it{bp.iteration}.seed{args.seed}.npy", pairs[run])
+    bps = {run: Blueprint.load(run) for run in args.runs}
+    seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
+    pairs: dict = {run: [] for run in args.runs}
+    lbrs: dict = {}
+    for seed in ([] if args.skip_lbr else seeds):  # seed by seed, every run: the pairs accumulate evenly
+        for run in args.runs:
+            bp = bps[run]
+            if run not in lbrs:
+                lbrs[run] = LocalBestResponse(bp.game, bp, menu=args.menu, preflop=args.preflop)
+                lbrs[run].run(2, seed=12345)  # compile / warm up
+            lbr = lbrs[run]
+            cats = instrument(lbr) if args.breakdown else None
+            c0 = time.process_time()
+            res = lbr.run(args.lbr_hands, seed=seed)
+            row = {"what": "lbr", "run": run, "iterations": bp.iteration, **res.to_json(),
+                   "hands_per_second": res.hands / res.seconds, "cpu_seconds": time.process_time() - c0,
+                   "load_average": load_avg()}
+            if cats is not None:
+                row["breakdown"] = breakdown(cats, res, 1000.0 / bp.gamedef.big_blind)
+                lbr.decide, lbr.opp.act, lbr.play_hand = cats.originals
+            emit(rows, row, args.out)
+            v = res.per_pair * 1000.0 / bp.gamedef.big_blind
+            pairs[run].append(v)
+            if args.pairs_out:
+                Path(args.pairs_out).mkdir(parents=True, exist_ok=True)
+                np.save(Path(args.pairs_out) / f"{Path(run).name}.it{bp.iteration}.seed{seed}.npy", v)
+    pairs = {run: np.concatenate(v) for run, v in pairs.items() if v}
     if len(args.runs) > 1 and not args.skip_lbr:
         # the same seed deals the same cards to every run: a paired interval for the change
         first, last = args.runs[0], args.runs[-1]

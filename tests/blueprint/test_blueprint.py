@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from abstraction.bets import KIND_SHOWDOWN
 from abstraction.translation import pseudo_harmonic
 from blueprint.blueprint import Blueprint, BlueprintError
 from blueprint.players import BlueprintPlayer
@@ -46,12 +47,16 @@ def test_an_overbet_maps_to_all_in_and_the_committed_player_calls_down(hunl_bp):
     assert dist2 == pytest.approx({(100, 300): 15 / 25.5, (100, 2000): 1 - 15 / 25.5})
     # answering the overbet is fold or call only (as to an all-in), sized on the real state
     assert set(hunl_bp.strategy(st)) <= {"f", "c"}
-    # called: the abstract hand is over while 100 chips remain behind; the player checks and calls
-    flop = g.state("MATCHSTATE:0:1:r1900c/:AhAd|/2c3d4h")
-    with pytest.raises(BlueprintError, match="leaves the abstract tree"):
-        hunl_bp.strategy(flop)
+    # called: the abstract hand is over (all-in) while 100 chips remain behind; the blueprint
+    # checks and calls from then on, as its answer (not a fallback)
     player = BlueprintPlayer(hunl_bp)
-    assert player.act(flop, np.random.default_rng(0)) == "c" and player.fallbacks == 1
+    for ms in ("MATCHSTATE:0:1:r1900c/:AhAd|/2c3d4h", "MATCHSTATE:1:1:r1900c/r2000:|KsKd/2c3d4h",
+               "MATCHSTATE:1:1:r1900c/cc/r2000:|KsKd/2c3d4h/5s"):
+        st3 = g.state(ms)
+        assert t.kind[hunl_bp.node_of(st3)] == KIND_SHOWDOWN
+        assert hunl_bp.strategy(st3) == {"c": 1.0}
+        assert player.act(st3, np.random.default_rng(0)) == "c"
+    assert player.fallbacks == 0
 
 
 def test_off_tree_history_errors_and_the_player_falls_back_to_call(hunl_bp):
