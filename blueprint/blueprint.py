@@ -2,7 +2,8 @@
 
 ``bp.strategy(matchstate)`` walks the abstract betting tree along the real history. On-tree
 actions follow their edge; an off-tree no-limit raise is mapped by pseudo-harmonic action
-translation (:mod:`abstraction.translation`) to a neighbouring abstract raise. At the viewer's node
+translation (:mod:`abstraction.translation`) to a neighbouring abstract raise, the all-in counted
+as a size (its pot fraction is the stack behind it), so a huge overbet maps to all-in. At the viewer's node
 the abstract actions become ACPC action strings for the *real* state: fold and call as they are
 (a fold that is not legal in the real state is merged into the call), a raise of pot fraction
 ``f`` becomes ``r<to>`` with ``to = maxSpent + f * (pot + toCall)`` of the real pot, all-in the real
@@ -21,7 +22,7 @@ from typing import Optional
 
 import numpy as np
 
-from abstraction.bets import ALLIN, KIND_DECISION
+from abstraction.bets import ALLIN, KIND_DECISION, KIND_SHOWDOWN
 from abstraction.cards import deal_buckets
 from abstraction.translation import translate, translate_probs
 from holdem.betting import CALL, FOLD, RAISE, Betting
@@ -115,6 +116,8 @@ class Blueprint:
         n = 0
         for r, acts in enumerate(state.betting.actions):
             for kind, size in acts:
+                if t.kind[n] == KIND_SHOWDOWN:
+                    return n, translated  # the abstract hand went all-in; the real one goes on
                 if t.kind[n] != KIND_DECISION:
                     raise BlueprintError(
                         f"the history {state.betting.betting_string()!r} leaves the abstract tree "
@@ -148,26 +151,40 @@ class Blueprint:
                 b = b.apply(kind, size)
         return n, translated
 
-    def _translate(self, n: int, b: Betting, size: int, raises: np.ndarray, rng) -> int:
-        """Edge an off-tree raise to ``size`` maps to. An all-in maps to the abstract all-in; a
-        bet that is not all-in never maps to it (the abstract hand would end while the real one
-        goes on), unless the abstraction offers nothing else."""
+    def _translation_pool(self, n: int, b: Betting, size: int, raises: np.ndarray) -> tuple[np.ndarray, list[float], float]:
+        """``(edges, sizes, x)`` for translating an off-tree raise to ``size`` at node ``n``: the
+        abstract raise edges the raise may map to, their pot fractions (increasing) and the real
+        raise's pot fraction ``x``.
+
+        A real all-in maps to the abstract all-in. Any other raise maps among every abstract size
+        *including* the all-in, whose pot fraction is the abstract stack behind it: with 100 bb
+        stacks a bet of 30 pots is far closer to all-in (about 33 pots pre-flop) than to the pot
+        raise, and the pseudo-harmonic mapping between the largest size and all-in says so. When
+        such a bet maps to the abstract all-in and is called, the abstract hand is over (a
+        showdown node) while the real one goes on with the little that is left behind: the walk
+        stops there and :meth:`strategy` checks or calls, which is what a committed stack does."""
         t = self.tree
         s = int(t.child_start[n])
         allin = t.edge_frac[s + raises] == ALLIN
-        real_allin = size >= self.gamedef.stack[b.current_player()]
-        if real_allin and allin.any():
-            return s + int(raises[np.nonzero(allin)[0][-1]])
-        pool = raises[~allin] if (~allin).any() else raises
+        if size >= self.gamedef.stack[b.current_player()] and allin.any():
+            return np.array([s + int(raises[np.nonzero(allin)[0][-1]])]), [0.0], 0.0
         ab = self._betting_at(n)
-        fracs = [_pot_fraction(ab, int(x)) for x in t.edge_to[s + pool]]
-        return s + int(pool[translate(_pot_fraction(b, size), fracs, rng)])
+        edges = s + raises
+        fracs = [_pot_fraction(ab, int(x)) for x in t.edge_to[edges]]
+        order = np.argsort(fracs, kind="stable")
+        return edges[order], [fracs[i] for i in order], _pot_fraction(b, size)
+
+    def _translate(self, n: int, b: Betting, size: int, raises: np.ndarray, rng) -> int:
+        """Edge an off-tree raise to ``size`` maps to (pseudo-harmonic, :meth:`_translation_pool`)."""
+        edges, fracs, x = self._translation_pool(n, b, size, raises)
+        return int(edges[translate(x, fracs, rng)])
 
     def node_distribution(self, state: State | Betting) -> list[tuple[int, float]]:
         """Where :meth:`node_of` with an ``rng`` lands, as ``[(node, probability)]``: every
         off-tree raise of the history (a state's, or a betting's) branches into its pseudo-harmonic
         neighbours. A branch whose history leaves the abstract tree (where :meth:`strategy` raises)
-        is node ``-1``. The nodes need not be decisions of the seat to act (the caller checks, as
+        is node ``-1``; one whose abstract hand went all-in while the real one goes on stops at that
+        showdown node. The nodes need not be decisions of the seat to act (the caller checks, as
         strategy does)."""
         t = self.tree
         g = self.gamedef
@@ -180,6 +197,9 @@ class Blueprint:
                 out[n] = out.get(n, 0.0) + p
                 return
             kind, size = flat[i]
+            if t.kind[n] == KIND_SHOWDOWN:  # all-in in the abstract hand (see _walk)
+                out[n] = out.get(n, 0.0) + p
+                return
             if t.kind[n] != KIND_DECISION:
                 out[-1] = out.get(-1, 0.0) + p
                 return
@@ -213,16 +233,8 @@ class Blueprint:
 
     def _translate_probs(self, n: int, b: Betting, size: int, raises: np.ndarray) -> list[tuple[int, float]]:
         """:meth:`_translate`'s distribution: ``[(edge, probability)]``."""
-        t = self.tree
-        s = int(t.child_start[n])
-        allin = t.edge_frac[s + raises] == ALLIN
-        real_allin = size >= self.gamedef.stack[b.current_player()]
-        if real_allin and allin.any():
-            return [(s + int(raises[np.nonzero(allin)[0][-1]]), 1.0)]
-        pool = raises[~allin] if (~allin).any() else raises
-        ab = self._betting_at(n)
-        fracs = [_pot_fraction(ab, int(x)) for x in t.edge_to[s + pool]]
-        return [(s + int(pool[i]), q) for i, q in translate_probs(_pot_fraction(b, size), fracs)]
+        edges, fracs, x = self._translation_pool(n, b, size, raises)
+        return [(int(edges[i]), q) for i, q in translate_probs(x, fracs)]
 
     def _same_spent(self, n: int, b: Betting) -> bool:
         return tuple(int(x) for x in self.tree.spent[n]) == tuple(b.spent)
@@ -254,6 +266,10 @@ class Blueprint:
             )
         n = self.node_of(state, rng)
         t = self.tree
+        if t.kind[n] == KIND_SHOWDOWN:
+            # an overbet was translated to the abstract all-in and called: the abstract betting is
+            # over, the real stacks are not; a committed stack checks and calls
+            return {"c": 1.0}
         if t.kind[n] != KIND_DECISION or int(t.player[n]) != actor:
             raise BlueprintError(f"the history leaves the abstract tree at {t.betting_string(n)!r}")
         r = int(t.round[n])

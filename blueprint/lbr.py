@@ -26,7 +26,10 @@ any hand (BENCHMARKS.md measures it losing to a barely trained blueprint).
 Whatever LBR's heuristic estimates, the result is the *sampled value of a real strategy* against
 the opponent, played out to the end of each hand, so its expectation is at most the best
 response value. A hand that ends in a showdown scores LBR's payoff averaged over the opponent's
-range at that point instead of against the one dealt hand (``rao_blackwell=True``): the range is
+range at that point instead of against the one dealt hand (``rao_blackwell=True``), and when the
+betting ends all-in before the river also over the board cards still to come (exact over at most
+``max_exact_boards`` completions, else ``samples`` of them); when the opponent faces LBR's all-in
+(fold or call, both ending the hand) its answer is averaged too, with each hand's fold probability: the range is
 the exact posterior of the opponent's hand given all LBR has seen (uniform prior, card removal,
 the opponent's known strategy), so the expectation is unchanged and the variance much smaller; averaging both seats gives a lower bound on exploitability
 (``(BR_0 + BR_1) / 2``, OpenSpiel's convention). Each deal is played twice, LBR in seat 0 and in
@@ -491,6 +494,9 @@ class LocalBestResponse:
                     return self._expected_showdown(state, seat, weights)
                 return float(state.payoffs()[seat])
             if who == CHANCE:
+                if self.rao_blackwell and state.betting.showdown() and weights.sum() > 0:
+                    # all-in before the river: nobody acts again; average the rest of the board too
+                    return self._expected_showdown(state, seat, weights, int(rng_lbr.integers(2**31 - 1)))
                 k = max(1, g.board_cards_through(state.round) - len(state.board_cards))
                 cards = [int(c) for c in deal[i : i + k]]
                 i += k
@@ -501,6 +507,8 @@ class LocalBestResponse:
                 _remove_cards(weights, self.hands.mask, np.int64(m))
                 continue
             if who == opp:
+                if self.rao_blackwell and weights.sum() > 0 and self._response_ends_betting(state):
+                    return self._expected_response(state, seat, weights, int(rng_lbr.integers(2**31 - 1)))
                 a, lik = self.opp.act(state, opp_hand, rng_opp)
                 if lik is not None:
                     nw = weights * lik
@@ -510,14 +518,47 @@ class LocalBestResponse:
                 a = self.decide(state, weights, rng_lbr)
             state = state.apply(a)
 
-    def _expected_showdown(self, state: State, seat: int, weights: np.ndarray) -> float:
+    @staticmethod
+    def _response_ends_betting(state: State) -> bool:
+        """The opponent faces a bet it can only fold to or call (LBR's all-in), and a call ends
+        the betting: both answers lead straight to the end of the hand."""
+        b = state.betting
+        return b.can_fold() and b.raise_range() is None and state.apply("c").betting.showdown()
+
+    def _expected_response(self, state: State, seat: int, weights: np.ndarray, seed: int) -> float:
+        """LBR's payoff averaged over the opponent's range *and* its fold / call answer at a state
+        where both end the hand (:meth:`_response_ends_betting`): each hand ``h`` of the posterior
+        folds with its strategy's probability ``f_h`` (LBR wins the opponent's chips) or calls to a
+        showdown over the rest of the board. The same expectation as playing the answer out."""
+        g = self.g
+        opp = 1 - seat
+        fp = np.broadcast_to(np.asarray(self.opp.fold_probs(state), np.float64), weights.shape)
+        called = state.apply("c")
+        hole = np.array(state.hole_cards[seat], np.int64)
+        board = np.array(state.board_cards, np.int64)
+        k = g.board_cards_through(g.num_rounds - 1) - len(board)
+        used = set(state.board_cards) | set(state.hole_cards[seat])
+        rest = np.array([c for c in range(g.deck_size) if c not in used], np.int64) if k else np.zeros(0, np.int64)
+        eq = equity_vs_range(hole, board, rest, k, self.hands.cs, self.hands.mask, weights,
+                             g.num_suits, self.max_exact, self.samples, seed)
+        m = float(min(called.betting.spent))
+        v = fp * float(state.betting.spent[opp]) + (1.0 - fp) * (2.0 * eq - 1.0) * m
+        return float(weights @ v) / float(weights.sum())
+
+    def _expected_showdown(self, state: State, seat: int, weights: np.ndarray, seed: int = 0) -> float:
         """LBR's showdown payoff averaged over the opponent's range (its exact posterior given
-        everything LBR has seen): the same expectation as the dealt hand's payoff, less variance."""
+        everything LBR has seen) and, when the betting ended all-in before the board is complete,
+        over the board cards still to come (every completion when there are at most
+        ``max_exact_boards``, else ``samples`` of them, as for the decisions' equity): the same
+        expectation as the dealt hand's payoff, less variance."""
         g = self.g
         hole = np.array(state.hole_cards[seat], np.int64)
         board = np.array(state.board_cards, np.int64)
-        eq = equity_vs_range(hole, board, np.zeros(0, np.int64), 0, self.hands.cs, self.hands.mask, weights,
-                             g.num_suits, 1, 1, 0)
+        k = g.board_cards_through(g.num_rounds - 1) - len(board)
+        used = set(state.board_cards) | set(state.hole_cards[seat])
+        rest = np.array([c for c in range(g.deck_size) if c not in used], np.int64) if k else np.zeros(0, np.int64)
+        eq = equity_vs_range(hole, board, rest, k, self.hands.cs, self.hands.mask, weights,
+                             g.num_suits, self.max_exact, self.samples, seed)
         m = float(min(state.betting.spent))
         return float(weights @ (2.0 * eq - 1.0)) / float(weights.sum()) * m
 

@@ -6,6 +6,16 @@ training lengths, head-to-head duplicate matches, and match / LBR throughput.
     python scripts/bench_lbr.py runs/bp60 runs/bp600 [--lbr-hands 4000] [--match-hands 20000]
         [--menu fcpa] [--skip-lbr | --skip-matches] [--out bench_lbr.json]
     python scripts/bench_lbr.py --validate [--lbr-hands 2000]
+    python scripts/bench_lbr.py runs/bp60 runs/bpLong --skip-matches --seeds 7,9 --pairs-out DIR [--breakdown]
+    python scripts/bench_lbr.py --combine DIR
+
+``--pairs-out DIR`` saves each run's per-deal LBR values (mbb/game, both seats averaged) as
+``DIR/<run>.it<N>.seed<S>.npy``, so that several processes (different ``--seed`` or ``--seeds``,
+each seed played by every run in turn) can add hands to the same comparison; ``--combine DIR`` pools them: each run's LBR over all its deals, and the paired
+change between the first and the last run (by iterations) over the deals both played (a seed
+deals the same cards in the same order to every run, whatever the number of hands).
+``--breakdown`` also splits LBR's winnings by what the opponent did after LBR's bets: hands where
+it re-raised one of LBR's raises (LBR's one-step valuation assumes fold or call) and the rest.
 
 ``--validate``: on no-limit Leduc (``tests/data/leduc_nolimit.game``, fcpa bets, CFR+ after
 0, 3, 30 and 300 iterations) the exact best-response value per seat beside LBR's exact value
@@ -26,6 +36,8 @@ import os
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 from blueprint.blueprint import Blueprint
 from blueprint.lbr import LocalBestResponse
@@ -74,6 +86,86 @@ def validate(hands: int, seed: int) -> None:
               f"{res.lbr:,.0f} +- {res.lbr_ci95:,.0f} |", flush=True)
 
 
+class _Flags(list):
+    originals: tuple = ()
+
+
+def instrument(lbr: LocalBestResponse) -> list:
+    """Record per hand whether the opponent re-raised after one of LBR's raises: returns the list
+    that ``lbr.run`` fills with ``(re-raised, LBR's chips)`` per hand (in play order)."""
+    flags = _Flags()
+    state = {"lbr_raised": False, "punished": False}
+    decide, act, play_hand = lbr.decide, lbr.opp.act, lbr.play_hand
+    flags.originals = (decide, act, play_hand)
+
+    def my_decide(st, weights, rng):
+        a = decide(st, weights, rng)
+        state["lbr_raised"] = a.startswith("r")
+        return a
+
+    def my_act(st, hand, rng):
+        a, lik = act(st, hand, rng)
+        if a.startswith("r") and state["lbr_raised"]:
+            state["punished"] = True
+        state["lbr_raised"] = False
+        return a, lik
+
+    def my_play_hand(*a, **k):
+        state.update(lbr_raised=False, punished=False)
+        v = play_hand(*a, **k)
+        flags.append((state["punished"], v))
+        return v
+
+    lbr.decide, lbr.opp.act, lbr.play_hand = my_decide, my_act, my_play_hand
+    return flags
+
+
+def breakdown(flags: list, res, scale: float) -> dict:
+    """LBR's winnings (mbb per hand of the whole sample) from hands where the opponent re-raised
+    an LBR raise and from the rest, and the share of such hands."""
+    f = np.array([x for x, _ in flags[-res.hands:]], bool)
+    v = np.array([y for _, y in flags[-res.hands:]]) * scale
+    return {
+        "hands_reraised": float(f.mean()),
+        "lbr_from_reraised_hands": float(v[f].sum() / len(v)),
+        "lbr_from_other_hands": float(v[~f].sum() / len(v)),
+        "mean_per_reraised_hand": float(v[f].mean()) if f.any() else None,
+    }
+
+
+def combine(d: Path) -> None:
+    """Pool the per-deal LBR values that ``--pairs-out`` saved in ``d`` (see the module docstring)."""
+    import math
+    import re
+
+    runs: dict = {}
+    for f in sorted(d.glob("*.npy")):
+        m = re.fullmatch(r"(.+)\.it(\d+)\.seed(-?\d+)\.npy", f.name)
+        if not m:
+            continue
+        runs.setdefault((int(m.group(2)), m.group(1)), {})[int(m.group(3))] = np.load(f)
+    if not runs:
+        raise SystemExit(f"no per-deal files (<run>.it<N>.seed<S>.npy) in {d}")
+    keys = sorted(runs)
+    print("| run | iterations | LBR (mbb/game) | 95% interval | hands | seeds |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for it, name in keys:
+        v = np.concatenate([runs[(it, name)][s] for s in sorted(runs[(it, name)])])
+        half = 1.96 * float(v.std(ddof=1)) / math.sqrt(len(v))
+        print(f"| {name} | {it:,} | {v.mean():+,.0f} | +-{half:,.0f} | {2 * len(v):,} | {len(runs[(it, name)])} |")
+    if len(keys) > 1:
+        a, b = runs[keys[0]], runs[keys[-1]]
+        diffs = []
+        for s in sorted(set(a) & set(b)):
+            n = min(len(a[s]), len(b[s]))
+            diffs.append(b[s][:n] - a[s][:n])
+        if diffs:
+            dv = np.concatenate(diffs)
+            half = 1.96 * float(dv.std(ddof=1)) / math.sqrt(len(dv))
+            print(f"| paired change {keys[0][1]} -> {keys[-1][1]} | | {dv.mean():+,.0f} | +-{half:,.0f} | "
+                  f"{2 * len(dv):,} per run | {len(diffs)} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="*", help="run directories, shortest training first")
@@ -83,12 +175,19 @@ def main() -> None:
     ap.add_argument("--menu", default="fcpa")
     ap.add_argument("--preflop", default="menu", choices=["menu", "call"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", default=None, help="comma list of LBR seeds, run one after another (overrides --seed)")
     ap.add_argument("--skip-matches", action="store_true")
     ap.add_argument("--skip-lbr", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--pairs-out", default=None, metavar="DIR", help="save per-deal LBR values (see above)")
+    ap.add_argument("--combine", default=None, metavar="DIR", help="pool the per-deal values saved in DIR")
+    ap.add_argument("--breakdown", action="store_true", help="split LBR's winnings by the opponent's re-raises")
     args = ap.parse_args()
     if args.validate:
         validate(args.lbr_hands, args.seed)
+        return
+    if args.combine:
+        combine(Path(args.combine))
         return
     if not args.runs:
         ap.error("give run directories, or --validate")
@@ -101,20 +200,33 @@ def main() -> None:
         "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
     }
     emit(rows, head, args.out)
-    bps = {}
-    pairs = {}
-    for run in args.runs:
-        bp = Blueprint.load(run)
-        bps[run] = bp
-        if args.skip_lbr:
-            continue
-        lbr = LocalBestResponse(bp.game, bp, menu=args.menu, preflop=args.preflop)
-        lbr.run(2, seed=12345)  # compile / warm up
-        res = lbr.run(args.lbr_hands, seed=args.seed)
-        row = {"what": "lbr", "run": run, "iterations": bp.iteration, **res.to_json(),
-               "hands_per_second": res.hands / res.seconds, "load_average": load_avg()}
-        emit(rows, row, args.out)
-        pairs[run] = res.per_pair * 1000.0 / bp.gamedef.big_blind
+    bps = {run: Blueprint.load(run) for run in args.runs}
+    seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
+    pairs: dict = {run: [] for run in args.runs}
+    lbrs: dict = {}
+    for seed in ([] if args.skip_lbr else seeds):  # seed by seed, every run: the pairs accumulate evenly
+        for run in args.runs:
+            bp = bps[run]
+            if run not in lbrs:
+                lbrs[run] = LocalBestResponse(bp.game, bp, menu=args.menu, preflop=args.preflop)
+                lbrs[run].run(2, seed=12345)  # compile / warm up
+            lbr = lbrs[run]
+            cats = instrument(lbr) if args.breakdown else None
+            c0 = time.process_time()
+            res = lbr.run(args.lbr_hands, seed=seed)
+            row = {"what": "lbr", "run": run, "iterations": bp.iteration, **res.to_json(),
+                   "hands_per_second": res.hands / res.seconds, "cpu_seconds": time.process_time() - c0,
+                   "load_average": load_avg()}
+            if cats is not None:
+                row["breakdown"] = breakdown(cats, res, 1000.0 / bp.gamedef.big_blind)
+                lbr.decide, lbr.opp.act, lbr.play_hand = cats.originals
+            emit(rows, row, args.out)
+            v = res.per_pair * 1000.0 / bp.gamedef.big_blind
+            pairs[run].append(v)
+            if args.pairs_out:
+                Path(args.pairs_out).mkdir(parents=True, exist_ok=True)
+                np.save(Path(args.pairs_out) / f"{Path(run).name}.it{bp.iteration}.seed{seed}.npy", v)
+    pairs = {run: np.concatenate(v) for run, v in pairs.items() if v}
     if len(args.runs) > 1 and not args.skip_lbr:
         # the same seed deals the same cards to every run: a paired interval for the change
         first, last = args.runs[0], args.runs[-1]

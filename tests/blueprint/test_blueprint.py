@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+from abstraction.bets import KIND_SHOWDOWN
+from abstraction.translation import pseudo_harmonic
 from blueprint.blueprint import Blueprint, BlueprintError
 from blueprint.players import BlueprintPlayer
 from blueprint.trainer import make_trainer
@@ -25,13 +27,36 @@ def test_keys_are_real_raise_sizes_and_sum_to_one(hunl_bp):
     assert set(s) <= {"f", "c", "r750", "r2000"} and sum(s.values()) == pytest.approx(1.0)
 
 
-def test_a_bet_that_is_not_all_in_never_maps_to_all_in(hunl_bp):
+def test_an_overbet_maps_to_all_in_and_the_committed_player_calls_down(hunl_bp):
+    """All-in is a size of the abstraction for translation, with the pot fraction of the stack
+    behind it: pre-flop in hunl20 the pot raise is 1 pot and all-in (2,000) is 9.5 pots."""
     g = Game.load("hunl20")
-    # 1,900 of a 2,000 stack: closer to all-in than to the pot raise, but not all-in
+    t = hunl_bp.tree
+    # 1,900 of a 2,000 stack is 9 pots: all-in with the pseudo-harmonic probability 1 - 1/85
     st = g.state("MATCHSTATE:0:0:r1900:AhAd|")
     n = hunl_bp.node_of(st)
-    t = hunl_bp.tree
-    assert t.kind[n] == 0 and tuple(t.spent[n]) != (2000, 100)
+    assert t.kind[n] == 0 and tuple(int(x) for x in t.spent[n]) == (100, 2000)
+    dist = dict((tuple(int(x) for x in t.spent[m]), p) for m, p in hunl_bp.node_distribution(st))
+    p_pot = pseudo_harmonic(9.0, 1.0, 9.5)
+    assert p_pot == pytest.approx(1 / 85)
+    assert dist == pytest.approx({(100, 300): p_pot, (100, 2000): 1 - p_pot})
+    # a 2-pot raise (to 500) stays nearer the pot raise: pot with probability 15/25.5
+    st2 = g.state("MATCHSTATE:0:0:r500:AhAd|")
+    assert tuple(int(x) for x in t.spent[hunl_bp.node_of(st2)]) == (100, 300)
+    dist2 = dict((tuple(int(x) for x in t.spent[m]), p) for m, p in hunl_bp.node_distribution(st2))
+    assert dist2 == pytest.approx({(100, 300): 15 / 25.5, (100, 2000): 1 - 15 / 25.5})
+    # answering the overbet is fold or call only (as to an all-in), sized on the real state
+    assert set(hunl_bp.strategy(st)) <= {"f", "c"}
+    # called: the abstract hand is over (all-in) while 100 chips remain behind; the blueprint
+    # checks and calls from then on, as its answer (not a fallback)
+    player = BlueprintPlayer(hunl_bp)
+    for ms in ("MATCHSTATE:0:1:r1900c/:AhAd|/2c3d4h", "MATCHSTATE:1:1:r1900c/r2000:|KsKd/2c3d4h",
+               "MATCHSTATE:1:1:r1900c/cc/r2000:|KsKd/2c3d4h/5s"):
+        st3 = g.state(ms)
+        assert t.kind[hunl_bp.node_of(st3)] == KIND_SHOWDOWN
+        assert hunl_bp.strategy(st3) == {"c": 1.0}
+        assert player.act(st3, np.random.default_rng(0)) == "c"
+    assert player.fallbacks == 0
 
 
 def test_off_tree_history_errors_and_the_player_falls_back_to_call(hunl_bp):
