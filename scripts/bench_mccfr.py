@@ -141,27 +141,36 @@ def cmd_hunl(window: float = 20.0) -> dict:
     return res
 
 
-def cmd_lookup(window: float = 20.0) -> dict:
+def cmd_lookup(window: float = 40.0, rounds: int = 8) -> dict:
     """Cost of the card-abstraction tables in the hot loop: the same tree and kernel with the
     ``rank`` bucketing (a handful of evaluator calls per deal, no tables) and with the ``small``
-    recipe (isomorphism index + table read per seat and round), alternating 4 windows each."""
+    recipe (isomorphism index + table read per seat and round), alternating ``rounds`` windows
+    each; rates per CPU second of this process (``time.process_time``), the best window of each,
+    and the load average before and after."""
     from blueprint.trainer import make_trainer
 
-    res = {}
+    res = {"load_before": os.getloadavg()}
     trainers = {name: make_trainer("hunl100", bets="small", cards=name, algo="pluribus") for name in ("rank", "small")}
     for tr in trainers.values():
         tr.run(500)
     rates = {name: [] for name in trainers}
-    for _ in range(4):
+    for _ in range(rounds):
         for name, tr in trainers.items():
-            it0, t0 = tr.iteration, time.perf_counter()
-            tr.run_for(window / 4)
-            rates[name].append((tr.iteration - it0) / (time.perf_counter() - t0))
+            it0, t0 = tr.iteration, time.process_time()
+            tr.run_for(window / rounds)
+            rates[name].append((tr.iteration - it0) / (time.process_time() - t0))
     for name in trainers:
         res[name] = max(rates[name])
     res["table_cost"] = 1.0 - res["small"] / res["rank"]
-    print(f"rank buckets:  {res['rank']:12,.0f} iterations/s")
-    print(f"small tables:  {res['small']:12,.0f} iterations/s   (cost of the tables: {100 * res['table_cost']:.1f}%)")
+    # each small window against the rank window just before it: the pairs share the load
+    pairs = sorted(1.0 - s / r for r, s in zip(rates["rank"], rates["small"]))
+    res["table_cost_median_pair"] = pairs[len(pairs) // 2] if len(pairs) % 2 else 0.5 * (pairs[len(pairs) // 2 - 1] + pairs[len(pairs) // 2])
+    res["load_after"] = os.getloadavg()
+    print(f"rank buckets:  {res['rank']:12,.0f} iterations per CPU second (best window)")
+    print(f"small tables:  {res['small']:12,.0f} iterations per CPU second (best window)")
+    print(f"cost of the tables: {100 * res['table_cost']:.1f}% (best windows), "
+          f"{100 * res['table_cost_median_pair']:.1f}% (median of {len(pairs)} adjacent pairs)")
+    print(f"load average before {res['load_before']}, after {res['load_after']}")
     return {"machine": machine(), **res, "all": rates}
 
 
