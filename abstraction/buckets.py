@@ -21,7 +21,10 @@ is equally likely to be dealt. A round whose bucket count equals its number of c
 Files (``DIR/abstraction.bin``): magic ``MCCFRABS``, version, a msgpack header (the card
 structure: deck and cards per round; method, bucket counts, content hash) and per round the uint16 bucket of every class, lz4
 compressed; written atomically, and a partial build is never loaded as complete. Intermediate
-per-round statistics go to ``DIR/partial/`` so an interrupted build resumes with the rounds done.
+per-round statistics go to ``DIR/partial/`` so an interrupted build resumes with the rounds done;
+``partial/request.json`` names the request they belong to, and another request's stages are refused.
+``potential`` on decks where the exact clustering is out of reach (52 cards) is built from samples
+by :mod:`abstraction.potential` (the ``medium`` and ``large`` recipes).
 """
 
 from __future__ import annotations

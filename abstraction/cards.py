@@ -14,8 +14,8 @@ Kinds (``CardAbstraction.kind``):
   Imperfect recall is impossible here: the bucket determines the whole card history.
 * ``TABLE`` (2): built tables (:mod:`abstraction.buckets`): the seat's hand in round ``r`` (hole
   cards and the board so far as a set) is indexed by suit isomorphism
-  (:mod:`abstraction.isomorphism`) and its bucket read from the round's table. Recipes ``small``
-  and ``medium`` are built on first use and cached; a built directory can be named directly.
+  (:mod:`abstraction.isomorphism`) and its bucket read from the round's table. Recipes ``small``,
+  ``medium`` and ``large`` are built on first use and cached; a built directory can be named directly.
 * ``RANK`` (1): a deliberately simple bucketing for throughput work on full hold'em: preflop the
   169 suit-isomorphic starting hands (``13 * hi + lo`` suited, ``13 * lo + hi`` offsuit and pairs),
   later rounds the made-hand category of hole + board (9) times the higher hole-card rank (13).
@@ -133,7 +133,7 @@ def default_card_abstraction(game: GameDef, name: str | None = None, progress: b
     """The card abstraction ``name`` for ``game``.
 
     ``None``: ``lossless`` when it fits (at most 2M buckets a round), else the ``small`` recipe
-    for 52-card hold'em. Names: ``lossless``, ``rank``, a recipe (``small``, ``medium``: built on
+    for 52-card hold'em. Names: ``lossless``, ``rank``, a recipe (``small``, ``medium``, ``large``: built on
     first use and cached), or the path of a built abstraction.
     """
     from abstraction.buckets import RECIPES, AbstractionError, ensure_recipe

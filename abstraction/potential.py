@@ -42,17 +42,22 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import time
+from collections.abc import Callable
 from math import comb
 from pathlib import Path
-from typing import Callable, Optional
 
 import numba
 import numpy as np
 
 from abstraction.buckets import (
-    AbstractionError, SampleSpec, _board_hs, _holes_of, _rest_of, card_structure, claim_partial,
+    AbstractionError,
+    SampleSpec,
+    _board_hs,
+    _holes_of,
+    _rest_of,
+    card_structure,
+    claim_partial,
 )
 from abstraction.combinatorics import next_combination
 from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex
@@ -450,8 +455,7 @@ def _seed_update_emd(pidx, pm, nnz, EP, c, ec, ground, gorder, D):
             continue
         epoch += 1
         e = _emd_sparse(pidx[i], pm[i], nnz[i], c, ground, gorder, used, stamp, epoch)
-        if e < D[i]:
-            D[i] = e
+        D[i] = min(D[i], e)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -516,7 +520,7 @@ class _Clock:
             self.log(f"stage {self.desc}: {w:.1f} s wall, {c:.1f} s CPU{rate}")
 
 
-def _pool_map(fn, n_items: int, threads: int, chunks: Optional[int] = None):
+def _pool_map(fn, n_items: int, threads: int, chunks: int | None = None):
     """``fn(lo, hi)`` over ``0..n_items`` on ``threads`` threads (no progress bar)."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -664,12 +668,14 @@ def _random_hands(rng, n, deck, size):
 
 
 def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...], out_dir,
-                            spec: SampleSpec = SampleSpec(), threads: int = 1, progress: bool = True,
+                            spec: SampleSpec | None = None, threads: int = 1, progress: bool = True,
                             log: Callable[[str], None] = print) -> list[np.ndarray]:
     """Per round the uint16 bucket of every class (see the module doc); stages resume from
     ``out_dir/partial``. Preflop (round 0) may be lossless or clustered like the other rounds."""
     from abstraction.buckets import _run_chunks
     from abstraction.clustering import kmeans
+
+    spec = spec or SampleSpec()
 
     S, N, deck, hk = game.num_suits, game.num_ranks, game.deck_size, game.num_hole_cards
     R = game.num_rounds
@@ -719,7 +725,7 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
     else:
         hole_lab[holes_all[:, 0]] = lab_raw
 
-    labels: list[Optional[np.ndarray]] = [None] * R
+    labels: list[np.ndarray | None] = [None] * R
     # 2. the last round: OCHS
     st = stages.load(f"round{rf}_labels")
     if st is None:

@@ -151,8 +151,9 @@ def test_partial_directory_of_another_request_or_damaged_is_refused(tmp_path):
         build_buckets(SMALL, BUCKETS, "potential", d, progress=False, sampled=True, spec=SPEC)
     # a damaged stage file of this request: a clear error, not a wrong abstraction
     e = tmp_path / "e"
-    from abstraction.buckets import card_structure, claim_partial
     import dataclasses
+
+    from abstraction.buckets import card_structure, claim_partial
 
     claim_partial(e / "partial", {"cards": card_structure(SMALL), "buckets": list(BUCKETS),
                                   "method": "potential-sampled", "spec": dataclasses.asdict(SPEC)})
