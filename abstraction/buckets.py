@@ -21,7 +21,10 @@ is equally likely to be dealt. A round whose bucket count equals its number of c
 Files (``DIR/abstraction.bin``): magic ``MCCFRABS``, version, a msgpack header (the card
 structure: deck and cards per round; method, bucket counts, content hash) and per round the uint16 bucket of every class, lz4
 compressed; written atomically, and a partial build is never loaded as complete. Intermediate
-per-round statistics go to ``DIR/partial/`` so an interrupted build resumes with the rounds done.
+per-round statistics go to ``DIR/partial/`` so an interrupted build resumes with the rounds done;
+``partial/request.json`` names the request they belong to, and another request's stages are refused.
+``potential`` on decks where the exact clustering is out of reach (52 cards) is built from samples
+by :mod:`abstraction.potential` (the ``medium`` and ``large`` recipes).
 """
 
 from __future__ import annotations
@@ -340,19 +343,39 @@ def _board_weights(t_board, deck, nb, size):
 
 
 @dataclasses.dataclass(frozen=True)
+class SampleSpec:
+    """Sample sizes and k-means settings of a sampled potential-aware build
+    (:mod:`abstraction.potential`; part of its cache key)."""
+
+    opp_clusters: int = 8  # OCHS opponent clusters
+    opp_boards: int = 2000  # random final boards for the opponent clustering
+    river_boards: int = 600  # random final boards whose hands are the last round's k-means sample
+    sample: int = 100_000  # random hands per earlier round for its k-means
+    max_iter: int = 30  # Lloyd iterations at most (stops earlier when no label changes)
+    seed: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
 class Recipe:
-    """Bucket counts per round and the statistic they cut (``ehs``: E[HS]; ``ehs2``: E[HS^2])."""
+    """Bucket counts per round and the method (``ehs``: E[HS] percentiles; ``ehs2``: E[HS^2];
+    ``potential``: potential-aware k-means, sampled on 52 cards with ``spec``)."""
 
     method: str
     buckets: tuple[int, ...]
+    spec: Optional[SampleSpec] = None  # for sampled potential-aware builds
+
+    def key(self) -> str:
+        return f"{self.method}|{self.buckets}" + (f"|{dataclasses.asdict(self.spec)}" if self.spec else "")
 
 
 # Preflop is lossless (169 classes) in every recipe. ``small`` is the main job's: cheap to build on
-# two cores. ``medium``/``large`` use the same statistic with more buckets until the
-# distribution- and potential-aware builders land (see the card-abstraction issue).
+# two cores (E[HS^2] percentiles). ``medium`` and ``large`` are potential-aware (Ganzfried &
+# Sandholm 2014; OCHS on the river), k-means fitted on samples and every class assigned
+# (:mod:`abstraction.potential`); ``large`` is Pluribus-sized.
 RECIPES = {
     "small": Recipe("ehs2", (169, 50, 50, 50)),
-    "medium": Recipe("ehs2", (169, 200, 200, 200)),
+    "medium": Recipe("potential", (169, 100, 100, 100), SampleSpec()),
+    "large": Recipe("potential", (169, 200, 200, 200), SampleSpec(sample=200_000, river_boards=1000)),
 }
 
 
@@ -368,7 +391,8 @@ def _percentile_thresholds(hist: np.ndarray, n_buckets: int) -> np.ndarray:
     return np.minimum(th, HIST_BINS - 1)
 
 
-def _run_chunks(fn, n_items: int, threads: int, desc: str, progress: bool, log: Optional[Callable] = None):
+def _run_chunks(fn, n_items: int, threads: int, desc: str, progress: bool, log: Optional[Callable] = None,
+                unit: str = "boards"):
     """Run ``fn(lo, hi)`` over ``0..n_items`` in chunks on ``threads`` threads (the kernels
     release the GIL) with a progress bar and an ETA."""
     from concurrent.futures import ThreadPoolExecutor
@@ -379,7 +403,7 @@ def _run_chunks(fn, n_items: int, threads: int, desc: str, progress: bool, log: 
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=n_items, desc=desc, unit="boards", dynamic_ncols=True, leave=True)
+        bar = tqdm(total=n_items, desc=desc, unit=unit, dynamic_ncols=True, leave=True)
     results = []
     with ThreadPoolExecutor(max_workers=threads) as pool:
         futs = [pool.submit(fn, int(bounds[i]), int(bounds[i + 1])) for i in range(n_chunks)]
@@ -398,6 +422,26 @@ def _save_npz_atomic(path: Path, **arrays) -> None:
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def claim_partial(partial: Path, request: dict) -> None:
+    """Make ``partial/`` the stage directory of ``request`` (its ``request.json``); refuse one that
+    holds another request's stages, which must never be mixed into this build."""
+    import json
+
+    partial.mkdir(parents=True, exist_ok=True)
+    req = partial / "request.json"
+    text = json.dumps(request, sort_keys=True)
+    if req.exists():
+        if req.read_text() != text:
+            raise AbstractionError(
+                f"{partial.parent}: holds a partial build of another request ({req.read_text()}), not "
+                f"{text}; remove {partial} or build into another directory"
+            )
+    else:
+        if any(partial.iterdir()):
+            raise AbstractionError(f"{partial}: stage files of an unknown request; remove it to rebuild")
+        req.write_text(text)
 
 
 def validate_request(game: GameDef, buckets: tuple[int, ...], method: str) -> HandIndexer:
@@ -424,7 +468,7 @@ def validate_request(game: GameDef, buckets: tuple[int, ...], method: str) -> Ha
 def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir, progress: bool = True,
                   threads: Optional[int] = None, log: Callable[[str], None] = print,
                   direct_penultimate: bool = True, keep_stats: bool = False, seed: int = 0,
-                  last_round: str = "ochs") -> Path:
+                  last_round: str = "ochs", sampled: Optional[bool] = None, spec=None) -> Path:
     """Build the abstraction into ``out_dir/abstraction.bin`` (resuming a partial build there).
 
     ``direct_penultimate``: compute the round before the last by direct evaluation (faster on
@@ -434,6 +478,9 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
     from the last round's hand strength, seeded by ``seed``; the file format is the same.
     ``last_round`` (clustered methods): ``ochs`` (k-means of OCHS vectors) or ``hs`` (hand-strength
     percentiles on the last round, the earlier rounds clustered as ``method`` says).
+    ``sampled`` (``potential``): k-means on samples, every class assigned
+    (:mod:`abstraction.potential`, with ``spec``, a ``SampleSpec``); ``None``: when the exact
+    clustering is out of reach (52-card hold'em).
     """
     buckets = tuple(int(b) for b in buckets)
     indexer = validate_request(game, buckets, method)
@@ -447,6 +494,28 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
     T = [game.board_cards_through(r) for r in range(R)]
     t_start = time.perf_counter()
     clustered = method in ("distribution", "potential")
+    if method == "potential" and sampled is None:
+        from abstraction.clustering import check_feasible
+
+        try:
+            check_feasible(game, indexer, buckets)
+            sampled = False
+        except AbstractionError:
+            sampled = True
+    if method == "potential" and sampled:
+        from abstraction.potential import build_potential_sampled
+
+        spec = spec or SampleSpec(seed=seed)
+        tables = build_potential_sampled(game, indexer, buckets, out_dir, spec, threads=threads, progress=progress,
+                                         log=log)
+        path = write_abstraction(out_dir, game, method, buckets, [indexer.size(r) for r in range(R)], tables,
+                                 extra={"sampling": dataclasses.asdict(spec)})
+        shutil.rmtree(partial, ignore_errors=True)
+        log(f"built sampled potential-aware buckets {list(buckets)} for {game.name or 'the game'} in "
+            f"{time.perf_counter() - t_start:.1f} s: {path}")
+        return path
+    claim_partial(partial, {"cards": card_structure(game), "buckets": list(buckets), "method": method,
+                            "seed": seed, "last_round": last_round})
     if clustered:  # refuse before the expensive part
         from abstraction.clustering import check_feasible
 
@@ -574,7 +643,7 @@ def _content_hash(cards_text: str, method: str, buckets, tables) -> str:
     return h.hexdigest()
 
 
-def write_abstraction(out_dir, game: GameDef, method: str, buckets, sizes, tables) -> Path:
+def write_abstraction(out_dir, game: GameDef, method: str, buckets, sizes, tables, extra: Optional[dict] = None) -> Path:
     import lz4.frame
     import msgpack
 
@@ -583,7 +652,7 @@ def write_abstraction(out_dir, game: GameDef, method: str, buckets, sizes, table
     text = card_structure(game)
     chash = _content_hash(text, method, buckets, tables)
     header = {"version": VERSION, "cards": text, "method": method, "buckets": list(buckets),
-              "sizes": [int(s) for s in sizes], "hash": chash}
+              "sizes": [int(s) for s in sizes], "hash": chash, **(extra or {})}
     body = msgpack.packb({"header": header, "tables": [t.astype("<u2").tobytes() for t in tables]})
     data = MAGIC + struct.pack("<I", VERSION) + lz4.frame.compress(body)
     path = out_dir / "abstraction.bin"
@@ -635,12 +704,13 @@ def cache_root() -> Path:
 
 def recipe_dir(game: GameDef, name: str) -> Path:
     rec = RECIPES[name]
-    key = hashlib.blake2b(f"{card_structure(game)}|{rec.method}|{rec.buckets}|v{VERSION}".encode(),
+    key = hashlib.blake2b(f"{card_structure(game)}|{rec.key()}|v{VERSION}".encode(),
                           digest_size=8).hexdigest()
     return cache_root() / "abstractions" / f"{name}-{key}"
 
 
-def ensure_recipe(game: GameDef, name: str, progress: bool = True, log: Callable[[str], None] = print) -> Path:
+def ensure_recipe(game: GameDef, name: str, progress: bool = True, log: Callable[[str], None] = print,
+                  threads: Optional[int] = None) -> Path:
     """The cached build of recipe ``name`` for ``game``, building it on first use."""
     if name not in RECIPES:
         raise AbstractionError(f"unknown abstraction recipe {name!r}: choose one of {', '.join(RECIPES)}")
@@ -653,4 +723,4 @@ def ensure_recipe(game: GameDef, name: str, progress: bool = True, log: Callable
     if game.num_hole_cards != 2 or game.deck_size != 52:
         raise AbstractionError(f"recipe {name!r} is for 52-card hold'em; use --buckets for other games")
     log(f"building the {name!r} card abstraction for {game.name or 'the game'} (cached in {d})")
-    return build_buckets(game, buckets, rec.method, d, progress=progress, log=log)
+    return build_buckets(game, buckets, rec.method, d, progress=progress, log=log, threads=threads, spec=rec.spec)

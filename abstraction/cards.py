@@ -14,8 +14,8 @@ Kinds (``CardAbstraction.kind``):
   Imperfect recall is impossible here: the bucket determines the whole card history.
 * ``TABLE`` (2): built tables (:mod:`abstraction.buckets`): the seat's hand in round ``r`` (hole
   cards and the board so far as a set) is indexed by suit isomorphism
-  (:mod:`abstraction.isomorphism`) and its bucket read from the round's table. Recipes ``small``
-  and ``medium`` are built on first use and cached; a built directory can be named directly.
+  (:mod:`abstraction.isomorphism`) and its bucket read from the round's table. Recipes ``small``,
+  ``medium`` and ``large`` are built on first use and cached; a built directory can be named directly.
 * ``RANK`` (1): a deliberately simple bucketing for throughput work on full hold'em: preflop the
   169 suit-isomorphic starting hands (``13 * hi + lo`` suited, ``13 * lo + hi`` offsuit and pairs),
   later rounds the made-hand category of hole + board (9) times the higher hole-card rank (13).
@@ -32,7 +32,7 @@ from math import comb
 import numba
 import numpy as np
 
-from abstraction.isomorphism import iso_index_masks
+from abstraction.isomorphism import iso_index_masks, prefetch
 from holdem.evaluator import card_bit, hand_category, rank_hand
 from holdem.gamedef import GameDef
 
@@ -133,7 +133,7 @@ def default_card_abstraction(game: GameDef, name: str | None = None, progress: b
     """The card abstraction ``name`` for ``game``.
 
     ``None``: ``lossless`` when it fits (at most 2M buckets a round), else the ``small`` recipe
-    for 52-card hold'em. Names: ``lossless``, ``rank``, a recipe (``small``, ``medium``: built on
+    for 52-card hold'em. Names: ``lossless``, ``rank``, a recipe (``small``, ``medium``, ``large``: built on
     first use and cached), or the path of a built abstraction.
     """
     from abstraction.buckets import RECIPES, AbstractionError, ensure_recipe
@@ -190,6 +190,56 @@ def scratch_size(num_hole: int, total_board: int) -> int:
     return 2 * (num_hole + total_board) + 2
 
 
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _table_positions(deal, num_hole, board_per_round, deck_size, num_suits, out, iso, table, offsets):
+    """``out[seat, round]``: the position in ``table`` of the seat's entry for the round (``TABLE``;
+    round 0 of two-card games is read at once, from the hole-card lookup). Per round, the seat's
+    hand (hole cards and the board so far as a set, as packed rank masks) is indexed by suit
+    isomorphism.
+
+    Memory-level parallelism: the entries are likely cache misses (the river table alone is 123M
+    entries), so every position is computed first, the last round's first, and its entry
+    prefetched at once; :func:`_table_reads` reads them after the showdown evaluation. The buckets
+    are those of reading each entry right after its index; the misses overlap each other and the
+    arithmetic in between.
+    """
+    num_rounds = board_per_round.shape[0]
+    pre = offsets[num_rounds]  # the preflop lookup by the two hole cards, -1 if none
+    h0 = np.int64(0)
+    h1 = np.int64(0)
+    for i in range(num_hole):
+        h0 |= card_bit(deal[i], num_suits)
+        h1 |= card_bit(deal[num_hole + i], num_suits)
+    seen = 0
+    for r in range(num_rounds):
+        seen += board_per_round[r]
+    for r in range(num_rounds - 1, -1, -1):
+        if r == 0 and pre >= 0:
+            i0 = pre + deal[0] * deck_size + deal[1]
+            i1 = pre + deal[num_hole] * deck_size + deal[num_hole + 1]
+            out[0, 0] = table[i0]
+            out[1, 0] = table[i1]
+            break
+        board_m = np.int64(0)
+        for i in range(seen):
+            board_m |= card_bit(deal[2 * num_hole + i], num_suits)
+        i0 = offsets[r] + iso_index_masks(iso, r, h0, board_m, 0, 0, 0)
+        i1 = offsets[r] + iso_index_masks(iso, r, h1, board_m, 0, 0, 0)
+        prefetch(table, i0)
+        prefetch(table, i1)
+        out[0, r] = i0
+        out[1, r] = i1
+        seen -= board_per_round[r]
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _table_reads(num_rounds, out, table, offsets):
+    """Replace the table positions :func:`_table_positions` left in ``out`` by the entries."""
+    for r in range(1 if offsets[num_rounds] >= 0 else 0, num_rounds):
+        out[0, r] = table[out[0, r]]
+        out[1, r] = table[out[1, r]]
+
+
 @numba.njit(cache=True, error_model="numpy")
 def deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, out, work,
                  iso, table, offsets):
@@ -204,6 +254,8 @@ def deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, nu
         total_board += board_per_round[r]
     ncards = num_hole + total_board
     tmp = work[ncards:]
+    if kind == TABLE:
+        _table_positions(deal, num_hole, board_per_round, deck_size, num_suits, out, iso, table, offsets)
     s0 = 0
     s1 = 0
     for p in range(2):
@@ -227,24 +279,7 @@ def deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, nu
                 radix *= _BINOM[deck_size, n]
                 pos += n
                 out[p, r] = hole * radix + idx
-        elif kind == TABLE:
-            # the round's hand is (hole cards, board so far as a set), as packed rank masks
-            hole_m = np.int64(0)
-            for i in range(num_hole):
-                hole_m |= card_bit(work[i], num_suits)
-            board_m = np.int64(0)
-            pos = num_hole
-            for r in range(num_rounds):
-                for i in range(board_per_round[r]):
-                    board_m |= card_bit(work[pos], num_suits)
-                    pos += 1
-                if r == 0 and offsets[num_rounds] >= 0:
-                    out[p, 0] = table[offsets[num_rounds] + work[0] * deck_size + work[1]]
-                elif board_m == 0:
-                    out[p, r] = table[offsets[r] + iso_index_masks(iso, r, hole_m, 0, 0, 0, 0)]
-                else:
-                    out[p, r] = table[offsets[r] + iso_index_masks(iso, r, hole_m, board_m, 0, 0, 0)]
-        else:  # RANK
+        elif kind == RANK:
             c0 = deal[p * num_hole]
             c1 = deal[p * num_hole + 1]
             r0 = c0 // num_suits
@@ -261,6 +296,8 @@ def deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, nu
                 if r > 0:
                     cat = hand_category(rank_hand(work, num_hole + seen, num_suits, num_ranks))
                     out[p, r] = cat * 13 + hi
+    if kind == TABLE:
+        _table_reads(num_rounds, out, table, offsets)
     if s0 > s1:
         return 0
     if s1 > s0:

@@ -855,7 +855,7 @@ def _with_ray_opts(f):
 @click.option(
     "--abstraction",
     default=None,
-    help="Card abstraction: lossless, rank, a recipe (small, medium: built on first use and cached) or a "
+    help="Card abstraction: lossless, rank, a recipe (small, medium, large: built on first use and cached) or a "
     "built directory [default: lossless for small decks, else small].",
 )
 @click.option(
@@ -1495,12 +1495,15 @@ def abstraction() -> None:
 
 @abstraction.command(name="build")
 @click.option("--game", default=DEFAULT_GAME, show_default=True, help="A preset or an ACPC .game file.")
-@click.option("--abstraction", "recipe", default=None, help="A recipe name: small, medium.")
+@click.option("--abstraction", "recipe", default=None,
+              help="A recipe name: small (E[HS^2] percentiles, 169/50/50/50), medium (potential-aware, "
+                   "169/100/100/100), large (potential-aware, 169/200/200/200).")
 @click.option("--buckets", default=None, help="Bucket counts per round, e.g. 169,50,50,50 (preflop 169 = lossless).")
 @click.option("--method", default="ehs2", show_default=True,
               help="ehs, ehs2 (percentile buckets of E[HS] / E[HS^2]), distribution (k-medians of final-strength "
-                   "histograms under EMD, OCHS last round) or potential (EMD over next-round bucket histograms); "
-                   "the clustered two are for small decks (52-card hold'em is refused beyond what fits).")
+                   "histograms under EMD, OCHS last round) or potential (EMD over next-round bucket histograms; "
+                   "exact on small decks, k-means on samples then every class assigned on 52 cards); "
+                   "distribution is for small decks only.")
 @click.option("--seed", type=int, default=0, show_default=True, help="k-means seed (distribution, potential).")
 @click.option("--out", "out", default=None, help="Directory to build into [default: the cache, for a recipe].")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads [default: all cores].")
@@ -1519,10 +1522,10 @@ def abstraction_build(game, recipe, buckets, method, out, threads, seed, as_json
             if recipe not in RECIPES:
                 raise AbstractionError(f"unknown abstraction recipe {recipe!r}: choose one of {', '.join(RECIPES)}")
             if out is None:
-                path = ensure_recipe(gd, recipe, log=lambda m: click.echo(m, err=True))
+                path = ensure_recipe(gd, recipe, log=lambda m: click.echo(m, err=True), threads=threads)
             else:
                 rec = RECIPES[recipe]
-                path = build_buckets(gd, rec.buckets, rec.method, out, threads=threads,
+                path = build_buckets(gd, rec.buckets, rec.method, out, threads=threads, spec=rec.spec,
                                      log=lambda m: click.echo(m, err=True))
         else:
             try:

@@ -4,6 +4,7 @@
     python scripts/bench_mccfr.py hunl    # iterations/s on heads-up no-limit fcpa, 20 s windows
     python scripts/bench_mccfr.py memory  # bytes per (information set, action)
     python scripts/bench_mccfr.py lookup  # throughput cost of the card-abstraction tables
+    python scripts/bench_mccfr.py lookup-kernel  # the per-deal bucket lookup against the order it replaced
 
 Leduc: ours is the wall time of the whole ``mccfr train --game leduc --target-exploitability
 0.03`` process (interpreter start, imports, JIT or cache load, training and the periodic exact
@@ -141,28 +142,117 @@ def cmd_hunl(window: float = 20.0) -> dict:
     return res
 
 
-def cmd_lookup(window: float = 20.0) -> dict:
+def cmd_lookup(window: float = 40.0, rounds: int = 8) -> dict:
     """Cost of the card-abstraction tables in the hot loop: the same tree and kernel with the
     ``rank`` bucketing (a handful of evaluator calls per deal, no tables) and with the ``small``
-    recipe (isomorphism index + table read per seat and round), alternating 4 windows each."""
+    recipe (isomorphism index + table read per seat and round), alternating ``rounds`` windows
+    each; rates per CPU second of this process (``time.process_time``), the best window of each,
+    and the load average before and after."""
     from blueprint.trainer import make_trainer
 
-    res = {}
+    res = {"load_before": os.getloadavg()}
     trainers = {name: make_trainer("hunl100", bets="small", cards=name, algo="pluribus") for name in ("rank", "small")}
     for tr in trainers.values():
         tr.run(500)
     rates = {name: [] for name in trainers}
-    for _ in range(4):
+    for _ in range(rounds):
         for name, tr in trainers.items():
-            it0, t0 = tr.iteration, time.perf_counter()
-            tr.run_for(window / 4)
-            rates[name].append((tr.iteration - it0) / (time.perf_counter() - t0))
+            it0, t0 = tr.iteration, time.process_time()
+            tr.run_for(window / rounds)
+            rates[name].append((tr.iteration - it0) / (time.process_time() - t0))
     for name in trainers:
         res[name] = max(rates[name])
     res["table_cost"] = 1.0 - res["small"] / res["rank"]
-    print(f"rank buckets:  {res['rank']:12,.0f} iterations/s")
-    print(f"small tables:  {res['small']:12,.0f} iterations/s   (cost of the tables: {100 * res['table_cost']:.1f}%)")
+    # each small window against the rank window just before it: the pairs share the load
+    pairs = sorted(1.0 - s / r for r, s in zip(rates["rank"], rates["small"]))
+    res["table_cost_median_pair"] = pairs[len(pairs) // 2] if len(pairs) % 2 else 0.5 * (pairs[len(pairs) // 2 - 1] + pairs[len(pairs) // 2])
+    res["load_after"] = os.getloadavg()
+    print(f"rank buckets:  {res['rank']:12,.0f} iterations per CPU second (best window)")
+    print(f"small tables:  {res['small']:12,.0f} iterations per CPU second (best window)")
+    print(f"cost of the tables: {100 * res['table_cost']:.1f}% (best windows), "
+          f"{100 * res['table_cost_median_pair']:.1f}% (median of {len(pairs)} adjacent pairs)")
+    print(f"load average before {res['load_before']}, after {res['load_after']}")
     return {"machine": machine(), **res, "all": rates}
+
+
+def cmd_lookup_kernel(deals: int = 1_000_000, rounds: int = 4) -> dict:
+    """``deal_buckets`` with the ``small`` tables on random ``hunl100`` deals, against the order
+    it replaced (each seat and round: index, then read the entry at once), in one process:
+    mismatches over 2M deals and CPU nanoseconds per deal, alternating ``rounds`` times."""
+    import numba
+    import numpy as np
+
+    from abstraction.cards import default_card_abstraction, deal_buckets
+    from abstraction.isomorphism import iso_index_masks
+    from blueprint.kernels import sample_deal
+    from holdem.evaluator import card_bit, rank_hand
+    from holdem.gamedef import load_gamedef
+
+    @numba.njit
+    def sequential(deal, board_per_round, out, work, iso, table, offsets):
+        num_rounds = board_per_round.shape[0]
+        s = np.zeros(2, np.int64)
+        for p in range(2):
+            for i in range(2):
+                work[i] = deal[2 * p + i]
+            for i in range(5):
+                work[2 + i] = deal[4 + i]
+            s[p] = rank_hand(work, 7, 4, 13)
+            hole_m = card_bit(work[0], 4) | card_bit(work[1], 4)
+            board_m = np.int64(0)
+            pos = 2
+            for r in range(num_rounds):
+                for i in range(board_per_round[r]):
+                    board_m |= card_bit(work[pos], 4)
+                    pos += 1
+                if r == 0:
+                    out[p, 0] = table[offsets[num_rounds] + work[0] * 52 + work[1]]
+                else:
+                    out[p, r] = table[offsets[r] + iso_index_masks(iso, r, hole_m, board_m, 0, 0, 0)]
+        return 0 if s[0] > s[1] else 1 if s[1] > s[0] else -1
+
+    @numba.njit
+    def loop(which, n, kind, bpr, iso, table, offsets, seed, check):
+        rng = np.array([seed, 12345, 777, 99], np.uint64)
+        perm = np.empty(52, np.int64)
+        deal = np.empty(9, np.int64)
+        out = np.zeros((2, 4), np.int64)
+        out2 = np.zeros((2, 4), np.int64)
+        work = np.empty(20, np.int64)
+        acc = 0
+        for _ in range(n):
+            sample_deal(rng, perm, 52, deal)
+            if check:
+                w1 = deal_buckets(kind, deal, 2, bpr, 52, 4, 13, out, work, iso, table, offsets)
+                w2 = sequential(deal, bpr, out2, work, iso, table, offsets)
+                acc += w1 != w2
+                for p in range(2):
+                    for r in range(4):
+                        acc += out[p, r] != out2[p, r]
+                continue
+            if which == 0:
+                acc += sequential(deal, bpr, out, work, iso, table, offsets)
+            else:
+                acc += deal_buckets(kind, deal, 2, bpr, 52, 4, 13, out, work, iso, table, offsets)
+            acc += out[0, 3] + out[1, 2] + out[0, 1] + out[1, 0]
+        return acc
+
+    g = load_gamedef("hunl100")
+    kind, iso, table, offsets = default_card_abstraction(g, "small").kernel_args()
+    bpr = np.array(g.num_board_cards, np.int64)
+    res = {"load_before": os.getloadavg(), "mismatches": int(loop(0, 2_000_000, kind, bpr, iso, table, offsets, 3, True))}
+    ns = {"sequential": [], "prefetched": []}
+    for rep in range(rounds):
+        for which, name in enumerate(ns):
+            t0 = time.process_time()
+            loop(which, deals, kind, bpr, iso, table, offsets, rep + 7, False)
+            ns[name].append((time.process_time() - t0) * 1e9 / deals)
+    res.update({k: min(v) for k, v in ns.items()}, all=ns, load_after=os.getloadavg())
+    res["ratio"] = res["prefetched"] / res["sequential"]
+    print(f"mismatches over 2,000,000 deals: {res['mismatches']}")
+    print(f"CPU ns per deal (best of {rounds}): sequential {res['sequential']:.0f}, prefetched {res['prefetched']:.0f} "
+          f"(ratio {res['ratio']:.3f}); load {res['load_before']} -> {res['load_after']}")
+    return {"machine": machine(), **res}
 
 
 def cmd_memory() -> dict:
@@ -186,5 +276,6 @@ def cmd_memory() -> dict:
 
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "leduc"
-    fn = {"leduc": cmd_leduc, "hunl": cmd_hunl, "memory": cmd_memory, "lookup": cmd_lookup}[which]
+    fn = {"leduc": cmd_leduc, "hunl": cmd_hunl, "memory": cmd_memory, "lookup": cmd_lookup,
+          "lookup-kernel": cmd_lookup_kernel}[which]
     print(json.dumps(fn()))
