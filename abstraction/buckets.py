@@ -424,7 +424,7 @@ def validate_request(game: GameDef, buckets: tuple[int, ...], method: str) -> Ha
 def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir, progress: bool = True,
                   threads: Optional[int] = None, log: Callable[[str], None] = print,
                   direct_penultimate: bool = True, keep_stats: bool = False, seed: int = 0,
-                  last_round: str = "ochs") -> Path:
+                  last_round: str = "ochs", ochs_clusters: Optional[int] = None) -> Path:
     """Build the abstraction into ``out_dir/abstraction.bin`` (resuming a partial build there).
 
     ``direct_penultimate``: compute the round before the last by direct evaluation (faster on
@@ -433,7 +433,9 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
     ``method`` ``distribution`` / ``potential``: k-means clusters (:mod:`abstraction.clustering`)
     from the last round's hand strength, seeded by ``seed``; the file format is the same.
     ``last_round`` (clustered methods): ``ochs`` (k-means of OCHS vectors) or ``hs`` (hand-strength
-    percentiles on the last round, the earlier rounds clustered as ``method`` says).
+    percentiles on the last round, the earlier rounds clustered as ``method`` says);
+    ``ochs_clusters``: the number of opponent clusters of OCHS (default
+    :data:`abstraction.clustering.OCHS_CLUSTERS`).
     """
     buckets = tuple(int(b) for b in buckets)
     indexer = validate_request(game, buckets, method)
@@ -525,8 +527,9 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
     if clustered:
         from abstraction.clustering import cluster_tables
 
+        kw = {} if ochs_clusters is None else {"ochs_clusters": ochs_clusters}
         tables = cluster_tables(game, indexer, buckets, method, stats[rf]["hs"], seed=seed, threads=threads, log=log,
-                                last_round=last_round)
+                                last_round=last_round, **kw)
     for r in ([] if clustered else range(R)):
         size = indexer.size(r)
         if buckets[r] == size:
