@@ -13,7 +13,7 @@ averaging) and its average strategy's exploitability in the real game (exact bes
 mbb/game) is measured at doublings of the iteration count, so the table shows convergence.
 
     python scripts/abstraction_quality.py --ranks 5 --buckets 5,10,20,40 --seeds 0,1 --iterations 256 --json rows.jsonl
-    python scripts/abstraction_quality.py summary rows.jsonl      # the table: mean [min-max] (change)
+    python scripts/abstraction_quality.py summary [--at 256] rows.jsonl   # mean [min-max, n] (change)
 """
 
 from __future__ import annotations
@@ -159,43 +159,53 @@ def main(argv=None):
     return rows
 
 
-def summarize(paths, iterations=None):
-    """Markdown table from --json files: per method and bucket count the mean over seeds of the last
-    point, the spread (min-max) when there are several seeds, and the change from the point before."""
-    rows = [json.loads(x) for p in paths for x in Path(p).read_text().splitlines() if x.strip()]
-    if iterations:
-        rows = [r for r in rows if r["iterations"] == iterations]
-    bs = sorted({r["buckets"][1] for r in rows if r["method"] not in ("iso", "lossless")})
-    methods = list(dict.fromkeys(r["method"] for r in rows))
+def summarize(paths, at=None):
+    """Markdown table from --json files: per method and bucket count the mean over seeds of the
+    exploitability at iteration ``at`` (default: each row's last point), the spread [min-max, n]
+    when there are several seeds, and (in brackets) the change from the point before (half as many
+    iterations). A blueprint that appears twice (e.g. run to 256 and to 512) counts once."""
+    rows, seen = [], set()
+    for p in paths:
+        for x in Path(p).read_text().splitlines():
+            if not x.strip():
+                continue
+            r = json.loads(x)
+            its = [it for it, _ in r["curve"]]
+            k = its.index(at) if at is not None and at in its else (len(its) - 1 if at is None else -1)
+            key = (r["method"], r["buckets"][1], r["seed"])
+            if k < 1 or key in seen:
+                continue
+            seen.add(key)
+            rows.append((r, r["curve"][k][1], r["curve"][k - 1][1]))
+    bs = sorted({r["buckets"][1] for r, _, _ in rows if r["method"] not in ("iso", "lossless")})
+    methods = list(dict.fromkeys(r["method"] for r, _, _ in rows))
     lines = ["| method | " + " | ".join(f"B = {b}" for b in bs) + " |", "|---|" + "---:|" * len(bs)]
     for m in methods:
         if m in ("iso", "lossless"):
-            for r in rows:
+            for r, v, pv in rows:
                 if r["method"] == m:
-                    c = r["curve"]
-                    lines.append(f"| {m} ({'/'.join(map(str, r['buckets']))}) | {c[-1][1]:.1f} "
-                                 f"({c[-2][0]}: {c[-2][1]:.1f}) |")
+                    lines.append(f"| {m} ({'/'.join(map(str, r['buckets']))}) | {v:.1f} ({v - pv:+.1f}) |")
             continue
         cells = []
         for b in bs:
-            rs = [r for r in rows if r["method"] == m and r["buckets"][1] == b]
+            rs = [(v, pv) for r, v, pv in rows if r["method"] == m and r["buckets"][1] == b]
             if not rs:
                 cells.append("")
                 continue
-            last = [r["curve"][-1][1] for r in rs]
-            prev = [r["curve"][-2][1] for r in rs]
+            last = [v for v, _ in rs]
             mean = sum(last) / len(last)
             cell = f"{mean:.1f}"
             if len(rs) > 1:
                 cell += f" [{min(last):.1f}-{max(last):.1f}, n={len(rs)}]"
-            cell += f" ({sum(prev) / len(prev) - mean:+.1f})"
+            cell += f" ({mean - sum(pv for _, pv in rs) / len(rs):+.1f})"
             cells.append(cell)
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "summary":
-        print(summarize(sys.argv[2:]))
+    if len(sys.argv) > 1 and sys.argv[1] == "summary":  # summary [--at N] FILE...
+        at = int(sys.argv[3]) if sys.argv[2:3] == ["--at"] else None
+        print(summarize(sys.argv[4:] if at is not None else sys.argv[2:], at))
     else:
         main()
