@@ -468,7 +468,8 @@ def validate_request(game: GameDef, buckets: tuple[int, ...], method: str) -> Ha
 def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir, progress: bool = True,
                   threads: Optional[int] = None, log: Callable[[str], None] = print,
                   direct_penultimate: bool = True, keep_stats: bool = False, seed: int = 0,
-                  last_round: str = "ochs", sampled: Optional[bool] = None, spec=None) -> Path:
+                  last_round: str = "hs", ochs_clusters: Optional[int] = None, sampled: Optional[bool] = None,
+                  spec=None) -> Path:
     """Build the abstraction into ``out_dir/abstraction.bin`` (resuming a partial build there).
 
     ``direct_penultimate``: compute the round before the last by direct evaluation (faster on
@@ -476,11 +477,14 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
     ``keep_stats``: keep the per-class statistics in ``out_dir/stats/round<r>.npz``.
     ``method`` ``distribution`` / ``potential``: k-means clusters (:mod:`abstraction.clustering`)
     from the last round's hand strength, seeded by ``seed``; the file format is the same.
-    ``last_round`` (clustered methods): ``ochs`` (k-means of OCHS vectors) or ``hs`` (hand-strength
-    percentiles on the last round, the earlier rounds clustered as ``method`` says).
+    ``last_round`` (clustered methods): ``hs`` (the default: hand-strength percentiles on the last
+    round, the earlier rounds clustered as ``method`` says) or ``ochs`` (k-means of OCHS vectors,
+    which lost to it in every measurement of BENCHMARKS.md, "Three-round small deck");
+    ``ochs_clusters``: the number of opponent clusters of OCHS (default
+    :data:`abstraction.clustering.OCHS_CLUSTERS`).
     ``sampled`` (``potential``): k-means on samples, every class assigned
-    (:mod:`abstraction.potential`, with ``spec``, a ``SampleSpec``); ``None``: when the exact
-    clustering is out of reach (52-card hold'em).
+    (:mod:`abstraction.potential`, with ``spec``, a ``SampleSpec``; its last round is OCHS k-means);
+    ``None``: when the exact clustering is out of reach (52-card hold'em).
     """
     buckets = tuple(int(b) for b in buckets)
     indexer = validate_request(game, buckets, method)
@@ -594,8 +598,9 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
     if clustered:
         from abstraction.clustering import cluster_tables
 
+        kw = {} if ochs_clusters is None else {"ochs_clusters": ochs_clusters}
         tables = cluster_tables(game, indexer, buckets, method, stats[rf]["hs"], seed=seed, threads=threads, log=log,
-                                last_round=last_round)
+                                last_round=last_round, **kw)
     for r in ([] if clustered else range(R)):
         size = indexer.size(r)
         if buckets[r] == size:

@@ -11,11 +11,15 @@ round's cards lead to each class of round ``r + 1`` (every member of a class has
 so one canonical member is enumerated). ``P_r`` is ``T_r`` with rows normalized. Multiplicities
 follow: ``w_0`` counts the raw hole hands of each preflop class, ``w_{r+1} = w_r @ T_r``.
 
-**Last round (both methods): OCHS** (opponent cluster hand strength, Johanson et al. 2013). The
-opponent's possible hole hands are grouped into ``K`` clusters (k-medians under EMD of their
-preflop final-strength histograms, below); a last-round class gets the vector of its hand strength
-(win + tie/2, card removal exact) against each cluster, float64 ``[size(R-1), K]``, clustered by
-k-means under squared L2 (means as centres).
+**Last round (both methods)**: ``last_round="hs"`` (the default) cuts the last round's hand
+strength into equal-probability percentiles (the ``ehs`` buckets of that round; a bucket's centre
+is its mean HS); ``last_round="ochs"`` uses OCHS (opponent cluster hand strength, Johanson et al.
+2013): the opponent's possible hole hands are grouped into ``K`` clusters (k-medians under EMD of
+their preflop final-strength histograms, below); a last-round class gets the vector of its hand
+strength (win + tie/2, card removal exact) against each cluster, float64 ``[size(R-1), K]``,
+clustered by k-means under squared L2 (means as centres). OCHS is not the default because it lost
+in every measurement on the three-round small deck (converged: 261 vs 198 mbb/game for
+distribution-aware flop buckets at 10 buckets; BENCHMARKS.md).
 
 **distribution** (earlier rounds): the histogram of the *final* hand strength over every way to
 deal the rest of the board, ``HS_BINS`` equal-width bins on [0, 1] (``D_{R-1}`` one-hot,
@@ -27,8 +31,8 @@ mean histogram as the centre; the median is the exact minimizer for this metric)
 
 **potential** (earlier rounds): the histogram over the *next round's buckets*,
 ``H_r = P_r @ onehot(labels_{r+1})``, clustered by k-means whose distance is the EMD with ground
-distance between next-round buckets = the distance between their centres (L2 between OCHS centres
-on the last round; recursively the EMD between histogram centres on earlier rounds), centres are
+distance between next-round buckets = the distance between their centres (on the last round the
+difference of mean HS, or with ``ochs`` the L2 distance between OCHS centres; recursively the EMD between histogram centres on earlier rounds), centres are
 weighted mean histograms (as in the paper). The EMD is solved exactly as a transport LP
 (``scipy.optimize.linprog``, HiGHS) when the round has few classes (``EMD_EXACT_MAX`` point x
 centre pairs per iteration) and otherwise by a greedy transport (each unit of the point's mass,
@@ -420,7 +424,7 @@ def check_feasible(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]
 def cluster_tables(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...], method: str,
                    final_hs: np.ndarray, seed: int = 0, threads: int = 1, n_init: int = 3,
                    log: Callable[[str], None] = print, ochs_clusters: int = OCHS_CLUSTERS,
-                   last_round: str = "ochs") -> list[np.ndarray]:
+                   last_round: str = "hs") -> list[np.ndarray]:
     """Per round the uint16 bucket of every class (see the module doc).
 
     ``final_hs``: uint16 ``[size(R-1)]``, last-round hand strength x 65535 (from

@@ -12,7 +12,8 @@ abstract game (:mod:`blueprint.vector_cfr`, vectorized over hands, alternating u
 averaging) and its average strategy's exploitability in the real game (exact best response,
 mbb/game) is measured at doublings of the iteration count, so the table shows convergence.
 
-    python scripts/abstraction_quality.py --ranks 5 --buckets 10,30,100 --iterations 128
+    python scripts/abstraction_quality.py --ranks 5 --buckets 5,10,20,40 --seeds 0,1 --iterations 256 --json rows.jsonl
+    python scripts/abstraction_quality.py summary [--at 256] rows.jsonl   # mean [min-max, n] (change)
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from holdem.gamedef import GameDef
 def small_game(ranks: int, max_raises: int, flop: int = 2) -> GameDef:
     """Limit, blinds 10/5, raises 10/20/20, ``ranks`` x 4 suits, 2 hole cards, flop + 1-card turn."""
     return GameDef("limit", 3, (2000, 2000), (10, 5), (10, 20, 20), (1, 0, 0), (max_raises,) * 3, 4, ranks, 2,
-                   (0, flop, 1), f"lim3r{ranks}f{flop}")
+                   (0, flop, 1), f"lim3r{ranks}f{flop}" + ("" if max_raises == 2 else f"m{max_raises}"))
 
 
 def solve_curve(game, cards_dir, iterations, points):
@@ -53,79 +54,158 @@ def solve_curve(game, cards_dir, iterations, points):
     return curve, time.perf_counter() - t0
 
 
+def parse_methods(text: str) -> list[tuple[str, str]]:
+    """``ehs,distribution:hs,potential:ochs`` -> ``[(method, last_round)]`` (clustered default: hs)."""
+    out = []
+    for item in text.split(","):
+        m, _, lr = item.partition(":")
+        if m not in ("ehs", "ehs2", "distribution", "potential", "iso", "lossless"):
+            raise SystemExit(f"--methods: unknown method {m!r}")
+        if lr and m not in ("distribution", "potential"):
+            raise SystemExit(f"--methods: {item!r}: a last-round choice only applies to distribution/potential")
+        if not (lr in ("", "hs", "ochs") or (lr.startswith("ochs") and lr[4:].isdigit())):
+            raise SystemExit(f"--methods: {item!r}: the last round is hs, ochs or ochsK (K opponent clusters)")
+        out.append((m, lr or ("hs" if m in ("distribution", "potential") else "")))
+    return out
+
+
+def _key(r):
+    m = r["method"]
+    return m, None if m in ("iso", "lossless") else r["buckets"][1], r["seed"], r["iterations"]
+
+
+def row_name(m: str, lr: str) -> str:
+    return f"{m}:{lr}" if lr else m
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ranks", type=int, default=5)
     ap.add_argument("--flop", type=int, default=2, help="flop cards")
     ap.add_argument("--max-raises", type=int, default=2)
-    ap.add_argument("--buckets", default="10,30,100", help="flop = turn bucket counts (the curve)")
-    ap.add_argument("--methods", default="ehs,ehs2,distribution,potential")
-    ap.add_argument("--iterations", type=int, default=128)
+    ap.add_argument("--buckets", default="5,10,20,40", help="flop = turn bucket counts (the curve)")
+    ap.add_argument("--methods", default="ehs,ehs2,distribution:hs,potential:hs,lossless",
+                    help="comma-separated; distribution/potential take :hs (hand-strength percentiles on the "
+                         "last round, the default) or :ochs (k-means of OCHS vectors); iso, lossless: no buckets")
+    ap.add_argument("--seeds", default="0", help="k-means seeds of the clustered methods (ehs/ehs2 are deterministic)")
+    ap.add_argument("--iterations", type=int, default=256)
     ap.add_argument("--points", type=int, default=3, help="exploitability measured at iterations / 2**k, k < points")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--plan", default=None, help="instead of buckets x methods x seeds: an ordered list "
+                    "METHOD[:LAST]@B[/SEED], e.g. distribution:hs@10,ehs@5,lossless@0")
+    ap.add_argument("--shard", default="0/1", help="i/n: run every n-th configuration from the i-th")
     ap.add_argument("--work", default="/tmp/abstraction_quality3")
-    ap.add_argument("--json", default=None)
-    ap.add_argument("--no-iso", action="store_true")
-    ap.add_argument("--last-round", default="ochs", choices=("ochs", "hs"),
-                    help="clustered methods: OCHS k-means or hand-strength percentiles on the last round")
+    ap.add_argument("--json", default=None, help="append rows (one JSON object a line); configurations already "
+                    "there with the same iterations are skipped")
     args = ap.parse_args(argv)
     game = small_game(args.ranks, args.max_raises, args.flop)
     ix = HandIndexer.for_game(game)
     sizes = tuple(ix.size(r) for r in range(3))
-    work = Path(args.work) / game.name
+    work = Path(args.work) / f"lim3r{args.ranks}f{args.flop}"  # buckets do not depend on the betting
     quiet = lambda m: None
     points = [args.iterations >> k for k in range(args.points - 1, -1, -1)]
-    rows = []
     out_json = Path(args.json) if args.json else None
+    done = []
+    if out_json and out_json.exists():
+        done = [json.loads(x) for x in out_json.read_text().splitlines() if x.strip()]
     print(f"game {game.name}: {args.ranks} ranks x 4 suits, limit, 3 rounds (0/{args.flop}/1 board cards), "
-          f"classes {sizes}; CFR+ x {args.iterations} iterations; cores {os.cpu_count()}", flush=True)
-    configs = [(m, b) for b in [int(x) for x in args.buckets.split(",")] for m in args.methods.split(",")]
-    if not args.no_iso:
-        configs += [("iso", None), ("lossless", None)]
+          f"classes {sizes}; CFR+ x {args.iterations} iterations; load {os.getloadavg()}", flush=True)
+    seeds = [int(x) for x in args.seeds.split(",")]
+    configs = []
+    for b in [int(x) for x in args.buckets.split(",")]:
+        for m, lr in parse_methods(args.methods):
+            if m in ("iso", "lossless"):
+                if (m, lr, None, 0) not in configs:
+                    configs.append((m, lr, None, 0))
+                continue
+            for sd in (seeds if m in ("distribution", "potential") else [0]):
+                configs.append((m, lr, b, sd))
+    if args.plan:
+        configs = []
+        for item in args.plan.split(","):
+            spec, _, rest = item.partition("@")
+            b, _, sd = rest.partition("/")
+            (m, lr), = parse_methods(spec)
+            configs.append((m, lr, None if m in ("iso", "lossless") else int(b), int(sd or 0)))
+    i, n = (int(x) for x in args.shard.split("/"))
+    configs = configs[i::n]
     prix = HandIndexer.for_game(game, perfect_recall=True)
-    for m, b in configs:
-        if m == "lossless":  # perfect recall: suit classes of (hole, flop, turn) as separate groups
-            t0 = time.perf_counter()
-            curve, tt = solve_curve(game, None, args.iterations, points)
-            bk = tuple(prix.size(r) for r in range(3))
-            rows.append({"method": m, "buckets": list(bk), "build_s": 0.0, "solve_s": tt, "curve": curve})
-            print(f"{m:>12} {'/'.join(map(str, bk)):<16} solve+BR {tt:7.1f}s  "
-                  + "  ".join(f"{it:>5}:{v:8.2f}" for it, v in curve), flush=True)
-            if out_json:
-                out_json.write_text(json.dumps({"args": vars(args), "classes": sizes, "rows": rows}, indent=1))
+    rows = []
+    for m, lr, b, sd in configs:
+        name = row_name(m, lr)
+        if (name, b, sd, args.iterations) in {_key(r) for r in done}:
             continue
-        bk = sizes if m == "iso" else (sizes[0], b, b)
-        tag = "" if args.last_round == "ochs" or m not in ("distribution", "potential") else "-lasths"
-        d = work / ("iso" if m == "iso" else f"{m}{tag}-{b}-s{args.seed}")
         t0 = time.perf_counter()
-        if not (d / "abstraction.bin").exists():
-            build_buckets(game, bk, "ehs" if m == "iso" else m, d, progress=False, log=quiet, seed=args.seed,
-                          last_round=args.last_round)
+        if m == "lossless":  # perfect recall: suit classes of (hole, flop, turn) as separate groups
+            d, bk = None, tuple(prix.size(r) for r in range(3))
+        else:
+            bk = sizes if m == "iso" else (sizes[0], b, b)
+            tag = {"": "", "hs": "-lasths", "ochs": ""}.get(lr, f"-{lr}")
+            d = work / ("iso" if m == "iso" else f"{m}{tag}-{b}-s{sd}")
+            if not (d / "abstraction.bin").exists():
+                k = int(lr[4:]) if lr.startswith("ochs") and lr != "ochs" else None
+                build_buckets(game, bk, "ehs" if m == "iso" else m, d, progress=False, log=quiet, seed=sd,
+                              last_round="hs" if lr == "hs" else "ochs", ochs_clusters=k)
         tb = time.perf_counter() - t0
+        c0 = time.process_time()
         curve, tt = solve_curve(game, d, args.iterations, points)
-        rows.append({"method": m + tag, "buckets": list(bk), "build_s": tb, "solve_s": tt, "curve": curve})
-        print(f"{m:>12} {'/'.join(map(str, bk)):<16} build {tb:6.1f}s solve+BR {tt:7.1f}s  "
-              + "  ".join(f"{it:>5}:{v:8.2f}" for it, v in curve), flush=True)
+        row = {"game": game.name, "method": name, "buckets": list(bk), "seed": sd, "iterations": args.iterations, "build_s": tb,
+               "solve_s": tt, "solve_cpu_s": time.process_time() - c0, "load": os.getloadavg(), "curve": curve}
+        rows.append(row)
+        print(f"{name:>17} {'/'.join(map(str, bk)):<16} s{sd} build {tb:6.1f}s solve+BR {tt:7.1f}s "
+              f"(cpu {row['solve_cpu_s']:.0f}s)  " + "  ".join(f"{it:>5}:{v:8.2f}" for it, v in curve), flush=True)
         if out_json:
-            out_json.write_text(json.dumps({"args": vars(args), "classes": sizes, "rows": rows}, indent=1))
-    bs = sorted({r["buckets"][1] for r in rows if r["method"] != "iso"})
-    methods = [m for m in args.methods.split(",")]
-    print("\n| method | " + " | ".join(f"{sizes[0]}/{b}/{b}" for b in bs) + " |")
-    print("|---|" + "---:|" * len(bs))
-    for m in methods:
-        cells = []
-        for b in bs:
-            mt = m + ("-lasths" if args.last_round == "hs" and m in ("distribution", "potential") else "")
-            r = next((r for r in rows if r["method"] == mt and r["buckets"][1] == b), None)
-            cells.append("" if r is None else f"{r['curve'][-1][1]:.1f} ({r['curve'][-2][1]:.1f})")
-        print(f"| {m} | " + " | ".join(cells) + " |")
-    for name in ("iso", "lossless"):
-        for r in rows:
-            if r["method"] == name:
-                c = r["curve"]
-                print(f"| {name} ({'/'.join(map(str, r['buckets']))}) | {c[-1][1]:.2f} ({c[-2][1]:.2f}) |")
+            with out_json.open("a") as f:
+                f.write(json.dumps(row) + "\n")
     return rows
 
 
+def summarize(paths, at=None):
+    """Markdown table from --json files: per method and bucket count the mean over seeds of the
+    exploitability at iteration ``at`` (default: each row's last point), the spread [min-max, n]
+    when there are several seeds, and (in brackets) the change from the point before (half as many
+    iterations). A blueprint that appears twice (e.g. run to 256 and to 512) counts once."""
+    rows, seen = [], set()
+    for p in paths:
+        for x in Path(p).read_text().splitlines():
+            if not x.strip():
+                continue
+            r = json.loads(x)
+            its = [it for it, _ in r["curve"]]
+            k = its.index(at) if at is not None and at in its else (len(its) - 1 if at is None else -1)
+            key = (r["method"], r["buckets"][1], r["seed"])
+            if k < 1 or key in seen:
+                continue
+            seen.add(key)
+            rows.append((r, r["curve"][k][1], r["curve"][k - 1][1]))
+    bs = sorted({r["buckets"][1] for r, _, _ in rows if r["method"] not in ("iso", "lossless")})
+    methods = list(dict.fromkeys(r["method"] for r, _, _ in rows))
+    lines = ["| method | " + " | ".join(f"B = {b}" for b in bs) + " |", "|---|" + "---:|" * len(bs)]
+    for m in methods:
+        if m in ("iso", "lossless"):
+            for r, v, pv in rows:
+                if r["method"] == m:
+                    lines.append(f"| {m} ({'/'.join(map(str, r['buckets']))}) | {v:.1f} ({v - pv:+.1f}) |")
+            continue
+        cells = []
+        for b in bs:
+            rs = [(v, pv) for r, v, pv in rows if r["method"] == m and r["buckets"][1] == b]
+            if not rs:
+                cells.append("")
+                continue
+            last = [v for v, _ in rs]
+            mean = sum(last) / len(last)
+            cell = f"{mean:.1f}"
+            if len(rs) > 1:
+                cell += f" [{min(last):.1f}-{max(last):.1f}, n={len(rs)}]"
+            cell += f" ({mean - sum(pv for _, pv in rs) / len(rs):+.1f})"
+            cells.append(cell)
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "summary":  # summary [--at N] FILE...
+        at = int(sys.argv[3]) if sys.argv[2:3] == ["--at"] else None
+        print(summarize(sys.argv[4:] if at is not None else sys.argv[2:], at))
+    else:
+        main()

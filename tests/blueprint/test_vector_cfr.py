@@ -25,6 +25,16 @@ def test_best_response_matches_reference_and_cfr_plus_converges(game, tmp_path):
     vc = VectorCFR(tree, cards)
     raw = VectorCFR(tree, cards, canonical=False)
     assert len(vc.boards) < len(raw.boards)
+    # orbit representatives: the weights of a board's continuations count every raw continuation
+    from math import comb
+
+    for b, cb in enumerate(vc.boards):
+        if vc.b_hi[b] > vc.b_lo[b]:
+            nb = len(vc.boards[vc.b_lo[b]]) - len(cb)
+            nposs = comb(game.deck_size - 4 - len(cb), nb)
+            assert vc.b_w[vc.b_lo[b]:vc.b_hi[b]].sum() * nposs == pytest.approx(comb(game.deck_size - len(cb), nb))
+    # turn cards are orbits under each flop's stabilizer: fewer than every turn of every canonical flop
+    assert np.sum(vc.b_round == 2) < np.sum(vc.b_round == 1) * (game.deck_size - 2)
     probs = normalize_blocks(tree, vc.row_offset, np.array(cards.num_buckets),
                              np.random.default_rng(3).random(vc.size))
     ref = BestResponse(tree, cards, vc.row_offset)
