@@ -530,20 +530,25 @@ class LocalBestResponse:
         where both end the hand (:meth:`_response_ends_betting`): each hand ``h`` of the posterior
         folds with its strategy's probability ``f_h`` (LBR wins the opponent's chips) or calls to a
         showdown over the rest of the board. The same expectation as playing the answer out."""
-        g = self.g
         opp = 1 - seat
         fp = np.broadcast_to(np.asarray(self.opp.fold_probs(state), np.float64), weights.shape)
         called = state.apply("c")
+        eq = self._runout_equity(state, seat, weights, seed)
+        m = float(min(called.betting.spent))
+        v = fp * float(state.betting.spent[opp]) + (1.0 - fp) * (2.0 * eq - 1.0) * m
+        return float(weights @ v) / float(weights.sum())
+
+    def _runout_equity(self, state: State, seat: int, weights: np.ndarray, seed: int) -> np.ndarray:
+        """LBR's equity against each hand of the opponent's range, over the board cards still to
+        come (every completion up to ``max_exact_boards``, else ``samples`` of them)."""
+        g = self.g
         hole = np.array(state.hole_cards[seat], np.int64)
         board = np.array(state.board_cards, np.int64)
         k = g.board_cards_through(g.num_rounds - 1) - len(board)
         used = set(state.board_cards) | set(state.hole_cards[seat])
         rest = np.array([c for c in range(g.deck_size) if c not in used], np.int64) if k else np.zeros(0, np.int64)
-        eq = equity_vs_range(hole, board, rest, k, self.hands.cs, self.hands.mask, weights,
-                             g.num_suits, self.max_exact, self.samples, seed)
-        m = float(min(called.betting.spent))
-        v = fp * float(state.betting.spent[opp]) + (1.0 - fp) * (2.0 * eq - 1.0) * m
-        return float(weights @ v) / float(weights.sum())
+        return equity_vs_range(hole, board, rest, k, self.hands.cs, self.hands.mask, weights,
+                               g.num_suits, self.max_exact, self.samples, seed)
 
     def _expected_showdown(self, state: State, seat: int, weights: np.ndarray, seed: int = 0) -> float:
         """LBR's showdown payoff averaged over the opponent's range (its exact posterior given
@@ -551,14 +556,7 @@ class LocalBestResponse:
         over the board cards still to come (every completion when there are at most
         ``max_exact_boards``, else ``samples`` of them, as for the decisions' equity): the same
         expectation as the dealt hand's payoff, less variance."""
-        g = self.g
-        hole = np.array(state.hole_cards[seat], np.int64)
-        board = np.array(state.board_cards, np.int64)
-        k = g.board_cards_through(g.num_rounds - 1) - len(board)
-        used = set(state.board_cards) | set(state.hole_cards[seat])
-        rest = np.array([c for c in range(g.deck_size) if c not in used], np.int64) if k else np.zeros(0, np.int64)
-        eq = equity_vs_range(hole, board, rest, k, self.hands.cs, self.hands.mask, weights,
-                             g.num_suits, self.max_exact, self.samples, seed)
+        eq = self._runout_equity(state, seat, weights, seed)
         m = float(min(state.betting.spent))
         return float(weights @ (2.0 * eq - 1.0)) / float(weights.sum()) * m
 

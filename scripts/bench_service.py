@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -115,10 +116,10 @@ def start_server(run_dir: str, solve: str | None = None, solve_from: str | None 
     raise RuntimeError("mccfr serve did not start")
 
 
-def state_pool(game: Game, port: int, size: int, seed: int) -> list[str]:
-    """``size`` match states from self-play hands through the server (on-tree, all rounds)."""
+def self_play_pool(game: Game, size: int, seed: int, strategy_of: Callable[[str], dict | None]) -> list[str]:
+    """Match states of self-play hands until at least ``size``, every round: each decision's
+    ``strategy_of(matchstate)`` is sampled; None (no answer: off the abstract tree) ends the hand."""
     rng = np.random.default_rng(seed)
-    conn = Conn(port)
     g = game.gamedef
     pool: list[str] = []
     while len(pool) < size:
@@ -135,12 +136,23 @@ def state_pool(game: Game, port: int, size: int, seed: int) -> list[str]:
                 i += k
                 continue
             ms = state.matchstate(state.current_player())
-            status, ans = conn.post({"matchstate": ms})
-            if status != 200:
-                break  # off the abstract tree: the blueprint has no answer there; next hand
+            strategy = strategy_of(ms)
+            if strategy is None:
+                break
             pool.append(ms)
-            state = state.apply(sample(ans["strategy"], rng))
-    return pool[:size]
+            state = state.apply(sample(strategy, rng))
+    return pool
+
+
+def state_pool(game: Game, port: int, size: int, seed: int) -> list[str]:
+    """``size`` match states from self-play hands through the server (on-tree, all rounds)."""
+    conn = Conn(port)
+
+    def strategy_of(ms: str) -> dict | None:
+        status, ans = conn.post({"matchstate": ms})
+        return ans["strategy"] if status == 200 else None  # off the abstract tree: next hand
+
+    return self_play_pool(game, size, seed, strategy_of)[:size]
 
 
 def latency(args) -> dict:
@@ -251,25 +263,8 @@ def inprocess(args) -> dict:
     responder = BlueprintResponder(Blueprint.load(args.run_dir))
     responder.warm_up()
     game = responder.game
-    rng = np.random.default_rng(args.seed)
     g = game.gamedef
-    pool: list[str] = []
-    while len(pool) < args.pool:  # self-play through the responder, as in `latency`
-        deck = rng.permutation(g.deck_size)
-        state, i = game.initial_state(hand_id=len(pool)), 0
-        while not state.is_terminal():
-            if state.is_chance():
-                k = (
-                    2 * g.num_hole_cards
-                    if i == 0
-                    else g.board_cards_through(state.round) - len(state.board_cards)
-                )
-                state = state.deal([int(c) for c in deck[i : i + k]])
-                i += k
-                continue
-            ms = state.matchstate(state.current_player())
-            pool.append(ms)
-            state = state.apply(sample(responder.answer(ms)["strategy"], rng))
+    pool = self_play_pool(game, args.pool, args.seed, lambda ms: responder.answer(ms)["strategy"])  # as in `latency`
     names = ["preflop", "flop", "turn", "river"]
     out = {}
     for rd in range(g.num_rounds):

@@ -439,6 +439,23 @@ def mbb(game: GameDef, chips: float) -> float:
     return chips / game.big_blind * 1000.0
 
 
+def _solve_summary(diags: list[dict], methods) -> dict:
+    """Per method: the number of solves and the mean iterations, exploitability (% of the pot; also
+    the max) and time of the solves' diagnostics."""
+    summary = {}
+    for m in methods:
+        ds = [d for d in diags if d["method"] == m]
+        if ds:
+            summary[m] = {
+                "solves": len(ds),
+                "mean_iterations": float(np.mean([d["iterations"] for d in ds])),
+                "mean_exploitability_pct_pot": float(np.mean([d["exploitability_pct_pot"] for d in ds])),
+                "max_exploitability_pct_pot": float(np.max([d["exploitability_pct_pot"] for d in ds])),
+                "mean_elapsed_ms": float(np.mean([d["elapsed_ms"] for d in ds])),
+            }
+    return summary
+
+
 def run_experiment(bp: Blueprint, settings: SolveSettings, log: Callable[[str], None] = print,
                    max_boards: Optional[int] = None, fg: Optional[FullGame] = None,
                    time_budget: Optional[float] = None, seed: int = 0) -> dict:
@@ -486,17 +503,7 @@ def run_experiment(bp: Blueprint, settings: SolveSettings, log: Callable[[str], 
         x, brv = CombinedBestResponse(fg, tables[c]).exploitability()
         scores[c], brvs[c] = x, brv
         log(f"{c:>16}: {mbb(g, x):9.2f} mbb/game")
-    summary = {}
-    for m in settings.methods:
-        ds = [d for d in diags if d["method"] == m]
-        if ds:
-            summary[m] = {
-                "solves": len(ds),
-                "mean_iterations": float(np.mean([d["iterations"] for d in ds])),
-                "mean_exploitability_pct_pot": float(np.mean([d["exploitability_pct_pot"] for d in ds])),
-                "max_exploitability_pct_pot": float(np.max([d["exploitability_pct_pot"] for d in ds])),
-                "mean_elapsed_ms": float(np.mean([d["elapsed_ms"] for d in ds])),
-            }
+    summary = _solve_summary(diags, settings.methods)
     return {"mbb": {c: mbb(g, v) for c, v in scores.items()}, "chips": scores, "br_values": brvs,
             "diagnostics": summary, "board_classes_solved": len(done), "board_classes": len(fg.reps),
             "coverage": sum(fg.classes.count[r] for r in done) / len(fg.classes.canon),
@@ -641,16 +648,7 @@ def run_nested_experiment(bp: Blueprint, full_bets: BetAbstraction, settings: So
         scores[c], brvs[c] = x, brv
     for c, x in scores.items():
         log(f"{c:>16}: {mbb(g, x):9.2f} mbb/game (off-tree gain {mbb(g, x - scores['no-off-tree']):8.2f})")
-    summary = {}
-    for m in settings.methods:
-        ds = [d for d in diags if d["method"] == m]
-        if ds:
-            summary[m] = {
-                "solves": len(ds),
-                "mean_exploitability_pct_pot": float(np.mean([d["exploitability_pct_pot"] for d in ds])),
-                "max_exploitability_pct_pot": float(np.max([d["exploitability_pct_pot"] for d in ds])),
-                "mean_elapsed_ms": float(np.mean([d["elapsed_ms"] for d in ds])),
-            }
+    summary = _solve_summary(diags, settings.methods)
     return {"mbb": {c: mbb(g, v) for c, v in scores.items()}, "chips": scores, "br_values": brvs,
             "diagnostics": summary, "fallbacks": fallbacks, "board_classes_solved": len(done),
             "board_classes": len(fg.reps), "coverage": sum(fg.classes.count[r] for r in done) / len(fg.classes.canon),
