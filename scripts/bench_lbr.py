@@ -12,7 +12,7 @@ training lengths, head-to-head duplicate matches, and match / LBR throughput.
 ``--pairs-out DIR`` saves each run's per-deal LBR values (mbb/game, both seats averaged) as
 ``DIR/<run>.it<N>.seed<S>.npy``, so that several processes (different ``--seed`` or ``--seeds``,
 each seed played by every run in turn) can add hands to the same comparison; ``--combine DIR`` pools them: each run's LBR over all its deals, and the paired
-change between the first and the last run (by iterations) over the deals both played (a seed
+change from each run to the next (by iterations) and from the first to the last, over the deals both played (a seed
 deals the same cards in the same order to every run, whatever the number of hands).
 ``--breakdown`` also splits LBR's winnings by what the opponent did after LBR's bets: hands where
 it re-raised one of LBR's raises (LBR's one-step valuation assumes fold or call) and the rest.
@@ -153,8 +153,12 @@ def combine(d: Path) -> None:
         v = np.concatenate([runs[(it, name)][s] for s in sorted(runs[(it, name)])])
         half = 1.96 * float(v.std(ddof=1)) / math.sqrt(len(v))
         print(f"| {name} | {it:,} | {v.mean():+,.0f} | +-{half:,.0f} | {2 * len(v):,} | {len(runs[(it, name)])} |")
-    if len(keys) > 1:
-        a, b = runs[keys[0]], runs[keys[-1]]
+    # paired changes over the deals both runs played: each run to the next, and the first to the last
+    steps = list(zip(keys, keys[1:]))
+    if len(keys) > 2:
+        steps.append((keys[0], keys[-1]))
+    for ka, kb in steps:
+        a, b = runs[ka], runs[kb]
         diffs = []
         for s in sorted(set(a) & set(b)):
             n = min(len(a[s]), len(b[s]))
@@ -162,7 +166,7 @@ def combine(d: Path) -> None:
         if diffs:
             dv = np.concatenate(diffs)
             half = 1.96 * float(dv.std(ddof=1)) / math.sqrt(len(dv))
-            print(f"| paired change {keys[0][1]} -> {keys[-1][1]} | | {dv.mean():+,.0f} | +-{half:,.0f} | "
+            print(f"| paired change {ka[1]} -> {kb[1]} | | {dv.mean():+,.0f} | +-{half:,.0f} | "
                   f"{2 * len(dv):,} per run | {len(diffs)} |")
 
 
