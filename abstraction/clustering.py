@@ -33,7 +33,11 @@ mean histogram as the centre; the median is the exact minimizer for this metric)
 ``H_r = P_r @ onehot(labels_{r+1})``, clustered by k-means whose distance is the EMD with ground
 distance between next-round buckets = the distance between their centres (on the last round the
 difference of mean HS, or with ``ochs`` the L2 distance between OCHS centres; recursively the EMD between histogram centres on earlier rounds), centres are
-weighted mean histograms (as in the paper). The EMD is solved exactly as a transport LP
+weighted mean histograms (as in the paper). When the next round's buckets lie on a line (HS
+percentiles on the last round: the ground distance is the difference of their mean HS) the EMD is
+exact in closed form: L1 between the CDFs over the buckets in HS order, each step scaled by the gap
+between neighbouring centres (:func:`line_cdf_features`), and k-means runs as k-medians on those
+features, like ``distribution``. Otherwise (OCHS centres, earlier rounds) the EMD is solved exactly as a transport LP
 (``scipy.optimize.linprog``, HiGHS) when the round has few classes (``EMD_EXACT_MAX`` point x
 centre pairs per iteration) and otherwise by a greedy transport (each unit of the point's mass,
 bin by bin, moves to the nearest target bin with capacity left), an upper bound of the EMD that is
@@ -81,6 +85,15 @@ def emd_1d(p: np.ndarray, q: np.ndarray, bin_width: float = 1.0) -> float:
     p = np.asarray(p, np.float64)
     q = np.asarray(q, np.float64)
     return float(np.abs(np.cumsum(p / p.sum()) - np.cumsum(q / q.sum())).sum() * bin_width)
+
+
+def line_cdf_features(H: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Rows of ``H`` (histograms over bins at the 1-D ``positions``, rows summing to 1) as
+    features whose L1 distance is their exact EMD under the ground distance ``|x_i - x_j|``: the
+    CDF over the bins in position order, each step scaled by the gap to the next position."""
+    order = np.argsort(positions, kind="stable")
+    gaps = np.diff(np.asarray(positions, np.float64)[order])
+    return np.cumsum(np.asarray(H, np.float64)[:, order], axis=1)[:, :-1] * gaps[None, :]
 
 
 def emd(p: np.ndarray, q: np.ndarray, ground: np.ndarray) -> float:
@@ -486,10 +499,13 @@ def cluster_tables(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]
         tables[rf], centers[rf] = km.labels, km.centers
         log(f"round {rf + 1}: {buckets[rf]} OCHS clusters (K={K}), inertia {km.inertia / w[rf].sum():.4g}")
     ground = None  # ground distance between the next round's buckets (potential)
+    line = None  # their positions instead, when they lie on a line (HS percentiles): exact EMD
     if method == "potential" and rf > 0:
         C = centers[rf]
         if C is not None:
             ground = np.sqrt(np.maximum(((C[:, None, :] - C[None, :, :]) ** 2).sum(2), 0.0))
+            if C.shape[1] == 1:
+                line = C[:, 0]
     for r in range(rf - 1, -1, -1):
         if buckets[r] == indexer.size(r):
             tables[r] = np.arange(indexer.size(r), dtype=np.int64)
@@ -506,13 +522,21 @@ def cluster_tables(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]
             onehot = np.zeros((indexer.size(r + 1), nb))
             onehot[np.arange(indexer.size(r + 1)), tables[r + 1]] = 1.0
             H = np.asarray(P[r] @ onehot)
-            km = kmeans(H, buckets[r], w[r], rng=rngs[r], metric="emd", ground=ground, n_init=n_init)
-            exact = H.shape[0] * buckets[r] <= EMD_EXACT_MAX
-            log(f"round {r + 1}: {buckets[r]} potential-aware clusters ({'exact' if exact else 'greedy'} EMD), "
-                f"mean EMD {km.inertia / w[r].sum():.4g}")
-            C = km.centers
-            ground = _distances(C, C, "emd", ground, exact=exact)
-            ground = 0.5 * (ground + ground.T)
-            np.fill_diagonal(ground, 0.0)
+            if line is not None:  # 1-D ground: k-medians of gap-scaled CDFs minimize the exact EMD
+                F = line_cdf_features(H, line)
+                km = kmeans(F, buckets[r], w[r], rng=rngs[r], metric="l1", n_init=n_init)
+                log(f"round {r + 1}: {buckets[r]} potential-aware clusters (exact 1-D EMD), "
+                    f"mean EMD {km.inertia / w[r].sum():.4g}")
+                ground = _distances(km.centers, km.centers, "l1")  # the EMD between the centres
+                line = None
+            else:
+                km = kmeans(H, buckets[r], w[r], rng=rngs[r], metric="emd", ground=ground, n_init=n_init)
+                exact = H.shape[0] * buckets[r] <= EMD_EXACT_MAX
+                log(f"round {r + 1}: {buckets[r]} potential-aware clusters ({'exact' if exact else 'greedy'} EMD), "
+                    f"mean EMD {km.inertia / w[r].sum():.4g}")
+                C = km.centers
+                ground = _distances(C, C, "emd", ground, exact=exact)
+                ground = 0.5 * (ground + ground.T)
+                np.fill_diagonal(ground, 0.0)
         tables[r] = km.labels
     return [t.astype(np.uint16) for t in tables]

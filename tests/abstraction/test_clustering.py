@@ -202,3 +202,53 @@ def test_distances_shapes():
     C = X[:2]
     assert _distances(X, C, "l2").shape == (5, 2)
     assert np.allclose(_distances(X, C, "l1")[:2].diagonal(), 0)
+
+
+def test_line_cdf_features_give_the_exact_emd():
+    """On a 1-D ground (bins at arbitrary positions, in any order) the L1 distance of the
+    gap-scaled CDF features equals the transport LP's EMD."""
+    from abstraction.clustering import line_cdf_features
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        pos = rng.random(7)
+        H = rng.random((2, 7)) * (rng.random((2, 7)) < 0.7) + 1e-3
+        H /= H.sum(1, keepdims=True)
+        F = line_cdf_features(H, pos)
+        ground = np.abs(np.subtract.outer(pos, pos))
+        assert np.abs(F[0] - F[1]).sum() == pytest.approx(emd(H[0], H[1], ground), abs=1e-9)
+        assert emd_greedy(H[0], H[1], ground) >= np.abs(F[0] - F[1]).sum() - 1e-9
+
+
+def test_potential_over_hs_percentiles_uses_the_exact_emd(built):
+    """Potential-aware buckets over hand-strength percentiles: the log names the exact 1-D EMD,
+    and the fit (mean EMD to the centres) beats the greedy transport's clustering when both are
+    scored exactly."""
+    import abstraction.clustering as cl
+
+    ix = HandIndexer.for_game(TWO)
+    hs = np.load(built["potential", 6] / "stats" / "round1.npz")["hs"]
+    lines = []
+    t = cl.cluster_tables(TWO, ix, (4, 6), "potential", hs, seed=1, log=lines.append)
+    assert "exact 1-D EMD" in lines[-1]
+    # score both preflop partitions by the exact EMD of each class to its cluster's best centre
+    flop = t[1].astype(np.int64)
+    T = cl.transitions(TWO, ix, 0)
+    H = np.asarray((T.multiply(1.0 / np.asarray(T.sum(1))).tocsr()) @ np.eye(6)[flop])
+    hsf = hs.astype(np.float64) / 65535.0
+    w1 = np.asarray(T.T @ cl.preflop_weights(TWO, ix)).ravel()
+    pos = np.bincount(flop, weights=w1 * hsf, minlength=6) / np.maximum(np.bincount(flop, weights=w1, minlength=6), 1e-300)
+    F = cl.line_cdf_features(H, pos)
+    w0 = cl.preflop_weights(TWO, ix)
+
+    def cost(labels):
+        tot = 0.0
+        for j in np.unique(labels):
+            m = labels == j
+            c = cl._weighted_median(F[m], w0[m])
+            tot += float((w0[m] * np.abs(F[m] - c).sum(1)).sum())
+        return tot
+
+    greedy = cl.kmeans(H, 4, w0, rng=np.random.default_rng(1), metric="emd",
+                       ground=np.abs(np.subtract.outer(pos, pos)), exact=False, n_init=3)
+    assert cost(t[0].astype(np.int64)) <= cost(greedy.labels) + 1e-12
