@@ -11,6 +11,8 @@ board card came last), ``lossless`` the perfect-recall floor (board cards groupe
 abstract game (:mod:`blueprint.vector_cfr`, vectorized over hands, alternating updates, linear
 averaging) and its average strategy's exploitability in the real game (exact best response,
 mbb/game) is measured at doublings of the iteration count, so the table shows convergence.
+``--turn 0`` makes the turn one bucket per suit class and ``--preflop P`` gives the preflop ``P``
+buckets, so one lossy round at a time can be compared (``--buckets 0``: the flop lossless too).
 
     python scripts/abstraction_quality.py --ranks 5 --buckets 5,10,20,40 --seeds 0,1 --iterations 256 --json rows.jsonl
     python scripts/abstraction_quality.py summary [--at 256] rows.jsonl   # mean [min-max, n] (change)
@@ -71,7 +73,7 @@ def parse_methods(text: str) -> list[tuple[str, str]]:
 
 def _key(r):
     m = r["method"]
-    return m, None if m in ("iso", "lossless") else r["buckets"][1], r["seed"], r["iterations"]
+    return m, None if m in ("iso", "lossless") else tuple(r["buckets"]), r["seed"], r["iterations"]
 
 
 def row_name(m: str, lr: str) -> str:
@@ -83,7 +85,12 @@ def main(argv=None):
     ap.add_argument("--ranks", type=int, default=5)
     ap.add_argument("--flop", type=int, default=2, help="flop cards")
     ap.add_argument("--max-raises", type=int, default=2)
-    ap.add_argument("--buckets", default="5,10,20,40", help="flop = turn bucket counts (the curve)")
+    ap.add_argument("--buckets", default="5,10,20,40", help="flop = turn bucket counts (the curve); 0: one "
+                    "bucket per suit class (lossless up to suits, imperfect recall)")
+    ap.add_argument("--turn", type=int, default=-1, help="turn (last round) buckets (default: B, as the flop; "
+                    "0: one per suit class, so that only the flop's buckets differ between methods)")
+    ap.add_argument("--preflop", type=int, default=0, help="preflop buckets (default 0: one per suit class, "
+                    "lossless); a lossy first round, clustered by the method too")
     ap.add_argument("--methods", default="ehs,ehs2,distribution:hs,potential:hs,lossless",
                     help="comma-separated; distribution/potential take :hs (hand-strength percentiles on the "
                          "last round, the default) or :ochs (k-means of OCHS vectors); iso, lossless: no buckets")
@@ -132,15 +139,20 @@ def main(argv=None):
     rows = []
     for m, lr, b, sd in configs:
         name = row_name(m, lr)
-        if (name, b, sd, args.iterations) in {_key(r) for r in done}:
+        pre = args.preflop or sizes[0]
+        if m not in ("iso", "lossless"):
+            turn = b if args.turn < 0 else args.turn
+            bk = (pre, b or sizes[1], turn or sizes[2])
+        if (name, None if m in ("iso", "lossless") else tuple(bk), sd, args.iterations) in {_key(r) for r in done}:
             continue
         t0 = time.perf_counter()
         if m == "lossless":  # perfect recall: suit classes of (hole, flop, turn) as separate groups
             d, bk = None, tuple(prix.size(r) for r in range(3))
         else:
-            bk = sizes if m == "iso" else (sizes[0], b, b)
+            bk = sizes if m == "iso" else bk
             tag = {"": "", "hs": "-lasths", "ochs": ""}.get(lr, f"-{lr}")
-            d = work / ("iso" if m == "iso" else f"{m}{tag}-{b}-s{sd}")
+            ptag = ("" if pre == sizes[0] else f"-p{pre}") + ("" if args.turn < 0 else f"-t{args.turn}")
+            d = work / ("iso" if m == "iso" else f"{m}{tag}{ptag}-{b}-s{sd}")
             if not (d / "abstraction.bin").exists():
                 k = int(lr[4:]) if lr.startswith("ochs") and lr != "ochs" else None
                 build_buckets(game, bk, "ehs" if m == "iso" else m, d, progress=False, log=quiet, seed=sd,
@@ -172,14 +184,16 @@ def summarize(paths, at=None):
             r = json.loads(x)
             its = [it for it, _ in r["curve"]]
             k = its.index(at) if at is not None and at in its else (len(its) - 1 if at is None else -1)
-            key = (r["method"], r["buckets"][1], r["seed"])
+            key = (r["method"], tuple(r["buckets"][:2]), r["seed"])
             if k < 1 or key in seen:
                 continue
             seen.add(key)
             rows.append((r, r["curve"][k][1], r["curve"][k - 1][1]))
-    bs = sorted({r["buckets"][1] for r, _, _ in rows if r["method"] not in ("iso", "lossless")})
+    bs = sorted({tuple(r["buckets"][:2]) for r, _, _ in rows if r["method"] not in ("iso", "lossless")})
     methods = list(dict.fromkeys(r["method"] for r, _, _ in rows))
-    lines = ["| method | " + " | ".join(f"B = {b}" for b in bs) + " |", "|---|" + "---:|" * len(bs)]
+    one_pre = len({b[0] for b in bs}) == 1
+    lines = ["| method | " + " | ".join(f"B = {b[1]}" if one_pre else f"{b[0]}/{b[1]}" for b in bs) + " |",
+             "|---|" + "---:|" * len(bs)]
     for m in methods:
         if m in ("iso", "lossless"):
             for r, v, pv in rows:
@@ -188,7 +202,7 @@ def summarize(paths, at=None):
             continue
         cells = []
         for b in bs:
-            rs = [(v, pv) for r, v, pv in rows if r["method"] == m and r["buckets"][1] == b]
+            rs = [(v, pv) for r, v, pv in rows if r["method"] == m and tuple(r["buckets"][:2]) == b]
             if not rs:
                 cells.append("")
                 continue

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import itertools
 import json
 import os
 import sys
@@ -154,7 +155,7 @@ def combine(d: Path) -> None:
         half = 1.96 * float(v.std(ddof=1)) / math.sqrt(len(v))
         print(f"| {name} | {it:,} | {v.mean():+,.0f} | +-{half:,.0f} | {2 * len(v):,} | {len(runs[(it, name)])} |")
     # paired changes over the deals both runs played: each run to the next, and the first to the last
-    steps = list(zip(keys, keys[1:]))
+    steps = list(itertools.pairwise(keys))
     if len(keys) > 2:
         steps.append((keys[0], keys[-1]))
     for ka, kb in steps:
