@@ -71,9 +71,9 @@ def parse_methods(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _key(r):
-    m = r["method"]
-    return m, None if m in ("iso", "lossless") else tuple(r["buckets"]), r["seed"], r["iterations"]
+def _key(method, buckets, seed, iterations):
+    """A blueprint's identity in a --json file (iso / lossless have one bucket set per game)."""
+    return method, None if method in ("iso", "lossless") else tuple(buckets), seed, iterations
 
 
 def row_name(m: str, lr: str) -> str:
@@ -137,13 +137,14 @@ def main(argv=None):
     configs = configs[i::n]
     prix = HandIndexer.for_game(game, perfect_recall=True)
     rows = []
+    done_keys = {_key(r["method"], r["buckets"], r["seed"], r["iterations"]) for r in done}
     for m, lr, b, sd in configs:
         name = row_name(m, lr)
         pre = args.preflop or sizes[0]
         if m not in ("iso", "lossless"):
             turn = b if args.turn < 0 else args.turn
             bk = (pre, b or sizes[1], turn or sizes[2])
-        if (name, None if m in ("iso", "lossless") else tuple(bk), sd, args.iterations) in {_key(r) for r in done}:
+        if _key(name, None if m in ("iso", "lossless") else bk, sd, args.iterations) in done_keys:
             continue
         t0 = time.perf_counter()
         if m == "lossless":  # perfect recall: suit classes of (hole, flop, turn) as separate groups
@@ -184,15 +185,17 @@ def summarize(paths, at=None):
             r = json.loads(x)
             its = [it for it, _ in r["curve"]]
             k = its.index(at) if at is not None and at in its else (len(its) - 1 if at is None else -1)
-            key = (r["method"], tuple(r["buckets"][:2]), r["seed"])
+            key = (r["method"], tuple(r["buckets"]), r["seed"])
             if k < 1 or key in seen:
                 continue
             seen.add(key)
             rows.append((r, r["curve"][k][1], r["curve"][k - 1][1]))
-    bs = sorted({tuple(r["buckets"][:2]) for r, _, _ in rows if r["method"] not in ("iso", "lossless")})
+    bs = sorted({tuple(r["buckets"]) for r, _, _ in rows if r["method"] not in ("iso", "lossless")})
     methods = list(dict.fromkeys(r["method"] for r, _, _ in rows))
-    one_pre = len({b[0] for b in bs}) == 1
-    lines = ["| method | " + " | ".join(f"B = {b[1]}" if one_pre else f"{b[0]}/{b[1]}" for b in bs) + " |",
+    # one axis (the flop's B) when the preflop is the same everywhere and the turn follows the flop
+    # or is the same everywhere; otherwise every column names its whole bucket set
+    one_axis = len({b[0] for b in bs}) == 1 and (all(b[2] == b[1] for b in bs) or len({b[2] for b in bs}) == 1)
+    lines = ["| method | " + " | ".join(f"B = {b[1]}" if one_axis else "/".join(map(str, b)) for b in bs) + " |",
              "|---|" + "---:|" * len(bs)]
     for m in methods:
         if m in ("iso", "lossless"):
@@ -202,7 +205,7 @@ def summarize(paths, at=None):
             continue
         cells = []
         for b in bs:
-            rs = [(v, pv) for r, v, pv in rows if r["method"] == m and tuple(r["buckets"][:2]) == b]
+            rs = [(v, pv) for r, v, pv in rows if r["method"] == m and tuple(r["buckets"]) == b]
             if not rs:
                 cells.append("")
                 continue
