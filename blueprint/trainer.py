@@ -26,6 +26,7 @@ import numpy as np
 from abstraction.bets import BettingTree, build_tree, load_bets
 from abstraction.cards import CardAbstraction, default_card_abstraction
 from blueprint import checkpoint as ckpt
+from blueprint.defaults import DEFAULT_ALGO, DEFAULT_GAME, DEFAULT_NOLIMIT_BETS, DEFAULT_SEED
 from blueprint.algo import AlgoConfig, AlgoError, get_algo
 from blueprint.kernels import cfr_full_iteration, discount_tables, es_iterations
 from blueprint.numerics import REGRET_DTYPES, regret_bounds, regret_scale, seed_rng_state
@@ -346,13 +347,13 @@ def run_for(runner, seconds: float, callback=None, report_seconds: float = 0.5) 
     runner.run(2**62, cb, report_seconds)
 
 
-def make_trainer(game: str = "leduc", bets: Optional[str] = None, cards: Optional[str] = None,
-                 algo: str = "pluribus", seed: int = 0, **algo_overrides) -> Trainer:
+def make_trainer(game: str = DEFAULT_GAME, bets: Optional[str] = None, cards: Optional[str] = None,
+                 algo: str = DEFAULT_ALGO, seed: int = DEFAULT_SEED, **algo_overrides) -> Trainer:
     gd = load_gamedef(game)
     if gd.is_limit:
         bets = None
     elif bets is None:
-        bets = "fcpa"
+        bets = DEFAULT_NOLIMIT_BETS
     if cards is not None and Path(cards).exists():  # a built directory: resume must find it from anywhere
         cards = str(Path(cards).resolve())
     return Trainer(RunConfig(game=game, bets=bets, cards=cards, algo=get_algo(algo, **algo_overrides), seed=seed),

@@ -36,14 +36,18 @@ Checked by ``tests/blueprint/test_kuhn_walkthrough.py``.
 from __future__ import annotations
 
 import argparse
+import sys
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/ is not an installed package
 
 from blueprint.blueprint import hand_bucket
 from blueprint.evaluate import expected_value
 from blueprint.trainer import make_trainer
-from blueprint.walkthrough import (
+from examples.walkthrough import (
     DealSet,
     action_words,
     betting_words,

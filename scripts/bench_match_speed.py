@@ -10,8 +10,8 @@ import time
 
 import blueprint
 from blueprint.blueprint import Blueprint
-from blueprint.match import play_match
-from blueprint.players import BlueprintPlayer, player_from_spec
+from evaluation.match import play_match
+from evaluation.players import BlueprintPlayer, player_from_spec
 
 
 def main() -> None:

@@ -56,7 +56,7 @@ def ours_leduc(target: float, cache: str, algo: str) -> dict:
     out = tempfile.mkdtemp(prefix="bench-leduc-")
     env = dict(os.environ, MCCFR_CACHE=cache)
     env.pop("NUMBA_CACHE_DIR", None)
-    cmd = [sys.executable, "-m", "cluster.cli", "train", "--game", "leduc", "--algo", algo,
+    cmd = [sys.executable, "-m", "cli", "train", "--game", "leduc", "--algo", algo,
            "--target-exploitability", str(target), "--eval-every", "0.1", "--report-every", "0.1",
            "--iterations", "50000000",
            "--out", str(Path(out) / "run"), "--json"]

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from blueprint.evaluate import expected_value  # noqa: E402
-from blueprint.oracle import openspiel_exploitability  # noqa: E402
+from evaluation.oracle import openspiel_exploitability  # noqa: E402
 from blueprint.trainer import make_trainer  # noqa: E402
 
 

@@ -6,13 +6,13 @@ Usage (from the repository root)::
                                   [--jobs N] [--out docs/kuhn_players.md]
 
 Players: ``random``, ``always-call``, ``always-raise``, ``kuhn-fixed``, ``kuhn-greedy`` (see
-:mod:`blueprint.players`) and ``cfr``, the average strategy of the production full-traversal CFR
+:mod:`evaluation.players`) and ``cfr``, the average strategy of the production full-traversal CFR
 after ``--cfr-iterations`` iterations (saved as a run directory and loaded through the same
 ``RUN_DIR`` player SPEC that ``mccfr eval`` uses).
 
 For each unordered pair (and each player against itself) it plays a duplicate match of
-``--hands`` hands (:func:`blueprint.match.play_match`) and computes the exact expected value from
-the game tree (:func:`blueprint.match.exact_value`). It writes a Markdown report (``--out``) with
+``--hands`` hands (:func:`evaluation.match.play_match`) and computes the exact expected value from
+the game tree (:func:`evaluation.match.exact_value`). It writes a Markdown report (``--out``) with
 the sampled figures (95% intervals over duplicate pairs) beside the exact ones, and prints it.
 Matches run in ``--jobs`` processes; every match has its own seed, so the report does not depend
 on ``--jobs``.
@@ -50,7 +50,7 @@ def _spec(name: str, run_dir: str) -> str:
 
 
 def _player(name: str, run_dir: str, game):
-    from blueprint.players import player_from_spec
+    from evaluation.players import player_from_spec
 
     p = player_from_spec(_spec(name, run_dir), game)
     p.name = name
@@ -60,7 +60,7 @@ def _player(name: str, run_dir: str, game):
 def run_pairing(job: tuple[str, str, int, int, str]) -> dict:
     """One pairing (in a worker process): the match and the exact value, from A's side."""
     a_name, b_name, hands, seed, run_dir = job
-    from blueprint.match import exact_value, play_match
+    from evaluation.match import exact_value, play_match
     from holdem.game import Game
 
     game = Game.load("kuhn")
@@ -100,7 +100,7 @@ def report(rows: list[dict], players: list[str], args, cfr_info: dict, seconds: 
         "same cards per seat. Figures are player A's net chips per hand (the ante is 1 chip); "
         '"± x" is the 95% interval over the duplicate pairs; *exact* is the expected value computed '
         "from the game tree by enumerating the deals and both players' action probabilities "
-        "(`blueprint.match.exact_value`). Win rate: the share of hands A won (Kuhn has no split pots)."
+        "(`evaluation.match.exact_value`). Win rate: the share of hands A won (Kuhn has no split pots)."
     )
     out += ["", "## Players", "", "| player | plays |", "|---|---|"]
     for p in players:

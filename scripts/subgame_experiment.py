@@ -1,6 +1,6 @@
 """Brown & Sandholm 2017's Table 1, rebuilt on a small-deck two-round no-limit "flop hold'em".
 
-The full game is the small game with the bet set as its rules (``subgame.fullgame.FLOP_BETS_TOML``:
+The full game is the small game with the bet set as its rules (``experiments.fullgame.FLOP_BETS_TOML``:
 preflop pot and all-in, flop 0.5 and 1 pot and all-in, two raises a round). Each blueprint uses
 that bet set with a lossless (suit-isomorphic) preflop and EHS percentile buckets on the flop;
 external-sampling MCCFR (DCFR weighting) trains it. Every flop root (each preflop history that
@@ -28,13 +28,15 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/ is not installed
+
 from abstraction.buckets import build_buckets, cache_root
 from abstraction.isomorphism import HandIndexer
 from blueprint.algo import get_algo
 from blueprint.blueprint import Blueprint
 from blueprint.trainer import RunConfig, Trainer
 from abstraction.bets import parse_bets
-from subgame.fullgame import (FLOP_BETS_TOML, FullGame, off_tree_bets_toml, SolveSettings, flop_game, mbb,
+from experiments.fullgame import (FLOP_BETS_TOML, FullGame, off_tree_bets_toml, SolveSettings, flop_game, mbb,
                               run_experiment, run_nested_experiment)
 from subgame.solver import METHODS
 

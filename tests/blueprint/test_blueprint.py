@@ -6,7 +6,7 @@ import pytest
 from abstraction.bets import KIND_SHOWDOWN
 from abstraction.translation import pseudo_harmonic
 from blueprint.blueprint import Blueprint, BlueprintError
-from blueprint.players import BlueprintPlayer
+from evaluation.players import BlueprintPlayer
 from blueprint.trainer import make_trainer
 from holdem.game import Game
 

@@ -2,7 +2,7 @@
 
 The example (``examples/kuhn_walkthrough.py``) runs the production full-traversal CFR kernel;
 these tests check its figures against the classic tutorial numbers and the exact per-information-
-set values of :mod:`blueprint.walkthrough` against the kernel's own regret increments.
+set values of :mod:`examples.walkthrough` against the kernel's own regret increments.
 """
 
 import importlib.util
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from blueprint.trainer import make_trainer
-from blueprint.walkthrough import DealSet, betting_words, info_set_values, info_sets, set_current_strategy
+from examples.walkthrough import DealSet, betting_words, info_set_values, info_sets, set_current_strategy
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "kuhn_walkthrough.py"
 

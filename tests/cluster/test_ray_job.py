@@ -211,7 +211,7 @@ def test_cli_train_with_workers(cluster, tmp_path):
 
     from click.testing import CliRunner
 
-    from cluster.cli import cli
+    from cli import cli
 
     out = tmp_path / "run"
     args = ["train", "--game", "leduc", "--iterations", "2000", "--workers", "2", "--shards", "2"]
@@ -352,14 +352,14 @@ def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
 
     from click.testing import CliRunner
 
-    from cluster.cli import cli
+    from cli import cli
 
     run = tmp_path / "run"
     repo = Path(__file__).resolve().parents[2]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
     address = ray.get_runtime_context().gcs_address
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from cluster.cli import main; main()", "train", "--game", "leduc",
+        [sys.executable, "-c", "from cli import main; main()", "train", "--game", "leduc",
          "--workers", "2", "--shards", "1", "--batch", "500", "--time", "120", "--checkpoint-every", "0.3",
          "--eval-every", "0.3", "--report-every", "0.2", "--keep", "2", "--address", address, "--out", str(run)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -103,7 +103,7 @@ def test_bad_states_are_named(bp):
 
 
 def test_solve_cli(bp, tmp_path, capsys):
-    from cluster.cli import main
+    from cli import main
     from blueprint.trainer import Trainer
 
     (tmp_path / "bets.toml").write_text(BETS_TOML)
@@ -129,10 +129,10 @@ def test_solve_cli(bp, tmp_path, capsys):
 
 
 def test_solving_player_plays_a_match_and_reuses_its_subgame(bp):
-    from blueprint.match import play_match
-    from blueprint.players import AlwaysCall, player_from_spec
+    from evaluation.match import play_match
+    from evaluation.players import AlwaysCall, player_from_spec
     from holdem.game import Game
-    from subgame.player import SolvingPlayer
+    from evaluation.solving import SolvingPlayer
 
     g = Game(GAME)
     sp = SolvingPlayer(bp, "maxmargin", iterations=30, bets=FINE)

@@ -20,7 +20,7 @@ rate is the fraction of hands A won (net > 0); ties (split pots) are counted apa
 Exact value (:func:`exact_value`): for games small enough, the expected chips of A per hand in each
 seat, computed from the game tree by enumerating every deal (one card at a time, uniformly among
 the cards left) and both players' action probabilities (players must have ``probs(state)``; see
-:mod:`blueprint.players`). Matches do not need it; tables print it beside the sampled figures.
+:mod:`evaluation.players`). Matches do not need it; tables print it beside the sampled figures.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from blueprint.players import Player
+from blueprint.player import Player
 from holdem.betting import IllegalActionError
 from holdem.game import Game
 from holdem.state import CHANCE, TERMINAL, State

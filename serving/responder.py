@@ -520,7 +520,7 @@ class SolvingResponder(BlueprintResponder):
 
         from blueprint.blueprint import BlueprintError
         from subgame.nested import hand_strategy
-        from subgame.player import SubgameCache
+        from subgame.cache import SubgameCache
         from subgame.solver import SolveInterrupted
         from subgame.tree import SubgameError
 
@@ -623,7 +623,7 @@ class SolvingResponder(BlueprintResponder):
 
 
 class PlayerResponder(ValidatingResponder):
-    """A :class:`blueprint.players.Player` (always-call, random, ...) as a responder, so baseline
+    """A :class:`evaluation.players.Player` (always-call, random, ...) as a responder, so baseline
     opponents can sit at an ACPC dealer through the same client.
 
     The answer is the player's distribution (``probs``), or with ``seed`` given, the action its

@@ -1,4 +1,4 @@
-"""The full-game scorer of the Brown & Sandholm rebuild (subgame/fullgame.py) on a tiny deck."""
+"""The full-game scorer of the Brown & Sandholm rebuild (experiments/fullgame.py) on a tiny deck."""
 
 import numpy as np
 import pytest
@@ -10,7 +10,7 @@ from blueprint.blueprint import Blueprint
 from blueprint.trainer import RunConfig, Trainer
 from abstraction.bets import parse_bets
 from holdem.cards import cards_str
-from subgame.fullgame import (FLOP_BETS_TOML, FLOP_OFF_TREE_TOML, CombinedBestResponse, FullGame, SolveSettings,
+from experiments.fullgame import (FLOP_BETS_TOML, FLOP_OFF_TREE_TOML, CombinedBestResponse, FullGame, SolveSettings,
                               board_classes, flop_game, off_tree_edges, preflop_gift_rates, run_experiment,
                               run_nested_experiment)
 from subgame.tree import SubgameError

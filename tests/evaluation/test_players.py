@@ -7,8 +7,8 @@ import pytest
 
 from blueprint.blueprint import Blueprint
 from blueprint.evaluate import expected_value
-from blueprint.match import MatchError, exact_value, play_hand, play_match, view_of
-from blueprint.players import (
+from evaluation.match import MatchError, exact_value, play_hand, play_match, view_of
+from evaluation.players import (
     SPEC_NAMES,
     BlueprintPlayer,
     ExactPlayer,
@@ -136,8 +136,8 @@ def test_view_hides_the_opponent():
 
 # -- SPEC ----------------------------------------------------------------------------------------
 def test_spec_errors(tmp_path):
-    with pytest.raises(PlayerSpecError, match="not available here"):
-        player_from_spec(f"{tmp_path}+solve:resolve", KUHN)
+    with pytest.raises(PlayerSpecError, match="no complete checkpoint"):
+        player_from_spec(f"{tmp_path}+solve:resolve", KUHN)  # a directory that holds no run
     with pytest.raises(PlayerSpecError, match="RUN_DIR\\+solve:METHOD"):
         player_from_spec(f"{tmp_path}+foo", KUHN)
     with pytest.raises(PlayerSpecError, match="unknown player 'nobody'.*kuhn-fixed"):

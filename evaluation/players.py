@@ -1,4 +1,4 @@
-"""Players for head-to-head matches: the :class:`Player` protocol, baselines, the blueprint.
+"""Players for head-to-head matches: baselines, the blueprint, and the player SPEC parser.
 
 A player sees the hand as its seat's view: a :class:`holdem.state.State` whose ``viewer`` is the
 seat (the opponent's hole cards hidden, exactly what the dealer's MATCHSTATE tells it), always at
@@ -8,7 +8,7 @@ a decision of that seat. It answers with an ACPC action string that is legal the
   ``numpy.random.Generator`` the match derives from ``SeedSequence.spawn``).
 * ``probs(state) -> {action: probability}`` (optional, :class:`ExactPlayer`): the whole
   distribution, which makes a pairing's expected value computable exactly from the game tree
-  (:func:`blueprint.match.exact_value`). Every player here has it.
+  (:func:`evaluation.match.exact_value`). Every player here has it.
 
 Baselines (usable in any game unless said otherwise; the names are the ``SPEC`` of
 ``mccfr eval --player SPEC --vs SPEC``):
@@ -24,17 +24,21 @@ Baselines (usable in any game unless said otherwise; the names are the ``SPEC`` 
   always with the K; otherwise check or fold.
 * a run directory: :class:`BlueprintPlayer`, the run's average strategy.
 
-The subgame-solving player lives in ``subgame/`` and is handed to match play from above; this
-module imports nothing from ``subgame/`` or ``cluster/``.
+* ``RUN_DIR+solve:METHOD``: :class:`evaluation.solving.SolvingPlayer`, the blueprint with subgame
+  solving (``subgame/``) later in the hand.
+
+The :class:`~blueprint.player.Player` protocol and :func:`~blueprint.player.sample` live in
+:mod:`blueprint.player`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from blueprint.player import ExactPlayer, Player, sample
 from holdem.state import State
 
 if TYPE_CHECKING:
@@ -46,36 +50,6 @@ SPEC_NAMES = ("always-call", "always-raise", "random", "kuhn-fixed", "kuhn-greed
 
 class PlayerSpecError(ValueError):
     """A player SPEC that names no player, or a player that cannot play this game."""
-
-
-@runtime_checkable
-class Player(Protocol):
-    """Anything that can play a seat: a ``name`` and ``act(state, rng) -> ACPC action``."""
-
-    name: str
-
-    def act(self, state: State, rng: np.random.Generator) -> str: ...
-
-
-@runtime_checkable
-class ExactPlayer(Player, Protocol):
-    """A player whose action distribution is known exactly at every decision."""
-
-    def probs(self, state: State) -> dict[str, float]: ...
-
-
-def sample(dist: dict[str, float], rng: np.random.Generator) -> str:
-    """One action of ``dist`` (``{action: probability}``, summing to 1)."""
-    acts = list(dist)
-    if len(acts) == 1:
-        return acts[0]
-    u = rng.random()
-    acc = 0.0
-    for a in acts:
-        acc += dist[a]
-        if u < acc:
-            return a
-    return next(a for a in reversed(acts) if dist[a] > 0)
 
 
 class _DistPlayer:
@@ -242,16 +216,13 @@ class BlueprintPlayer:
         return f"<BlueprintPlayer {self.name!r}>"
 
 
-def player_from_spec(spec: str, game: Game, log=None, solver=None) -> Player:
+def player_from_spec(spec: str, game: Game, log=None) -> Player:
     """The player a ``SPEC`` names (DESIGN.md: RUN_DIR, RUN_DIR+solve:METHOD, always-call,
     always-raise, random, kuhn-fixed, kuhn-greedy) for ``game``.
 
-    ``solver(blueprint, method, name) -> Player`` builds the ``+solve:`` player; it is handed in
-    from above (``subgame.player.solving_player``), since ``blueprint`` does not import ``subgame``.
-
     Raises:
         PlayerSpecError: an unknown name, a missing run directory, a run of another game, a
-            Kuhn player in another game, or ``+solve:`` without a ``solver``.
+            Kuhn player in another game, or an unknown ``+solve:`` method.
     """
     if not isinstance(spec, str) or not spec:
         raise PlayerSpecError(f"empty player spec; use a run directory or one of {', '.join(SPEC_NAMES)}")
@@ -266,11 +237,11 @@ def player_from_spec(spec: str, game: Game, log=None, solver=None) -> Player:
     if sep:
         if not method.startswith("solve:") or not method[len("solve:") :]:
             raise PlayerSpecError(f"player spec {spec!r}: expected RUN_DIR+solve:METHOD")
-        if solver is None:
-            raise PlayerSpecError(f"player spec {spec!r}: subgame solving is not available here")
+        from evaluation.solving import solving_player
+
         inner = player_from_spec(run_dir, game, log=log)
         try:
-            return solver(inner.bp, method[len("solve:") :], f"{inner.name}+{method}")
+            return solving_player(inner.bp, method[len("solve:") :], f"{inner.name}+{method}")
         except ValueError as exc:
             raise PlayerSpecError(f"player spec {spec!r}: {exc}") from None
     path = Path(spec)
@@ -279,8 +250,12 @@ def player_from_spec(spec: str, game: Game, log=None, solver=None) -> Player:
             f"unknown player {spec!r}: not a run directory and not one of {', '.join(SPEC_NAMES)}"
         )
     from blueprint.blueprint import Blueprint
+    from blueprint.checkpoint import CheckpointError
 
-    bp = Blueprint.load(path, log=log)
+    try:
+        bp = Blueprint.load(path, log=log)
+    except (ValueError, CheckpointError) as exc:  # no usable checkpoint, an unknown game, ...: name it
+        raise PlayerSpecError(f"player {spec!r}: {exc}") from None
     if bp.gamedef.to_acpc() != game.gamedef.to_acpc():
         raise PlayerSpecError(
             f"player {spec!r} was trained on {bp.gamedef.name or 'another game'}, not {game.gamedef.name or 'this game'}"

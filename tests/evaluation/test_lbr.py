@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from abstraction.translation import pseudo_harmonic
 from blueprint.blueprint import Blueprint
-from blueprint.lbr import (
+from evaluation.lbr import (
     MENUS,
     BlueprintOpponent,
     LBRError,
@@ -22,8 +22,8 @@ from blueprint.lbr import (
     equity_vs_range,
     parse_menu,
 )
-from blueprint.match import exact_value, view_of
-from blueprint.players import AlwaysCall, BlueprintPlayer
+from evaluation.match import exact_value, view_of
+from evaluation.players import AlwaysCall, BlueprintPlayer
 from blueprint.trainer import make_trainer
 from holdem.evaluator import rank_hand_py
 from holdem.game import Game
@@ -132,7 +132,7 @@ def test_equity_kernel_matches_brute_force_on_a_small_deck():
     num_suits, num_ranks = 2, 6  # 12 cards, 2 hole cards, 3 board cards to come from 2 known
     deck = num_suits * num_ranks
     hands = np.array(list(itertools.combinations(range(deck), 2)), np.int64)
-    from blueprint.lbr import hand_cardsets
+    from evaluation.lbr import hand_cardsets
 
     cs, mask = hand_cardsets(hands, num_suits)
     mine, board = [0, 7], [3]
@@ -159,7 +159,7 @@ def test_equity_kernel_matches_brute_force_on_a_small_deck():
 
 def test_preflop_equity_of_aces_in_hold_em():
     hands = np.array(list(itertools.combinations(range(52), 2)), np.int64)
-    from blueprint.lbr import hand_cardsets
+    from evaluation.lbr import hand_cardsets
 
     cs, mask = hand_cardsets(hands, 4)
     aces = [48, 49]
@@ -189,7 +189,7 @@ def test_menus_and_their_actions(nl_leduc):
 
 def test_bad_opponents_and_games(nl_leduc):
     bp, _, _ = nl_leduc[0]
-    from blueprint.players import KuhnFixed
+    from evaluation.players import KuhnFixed
 
     with pytest.raises(LBRError, match="opponent"):
         LocalBestResponse(Game.load("kuhn"), KuhnFixed(Game.load("kuhn")))
@@ -201,7 +201,7 @@ def test_bad_opponents_and_games(nl_leduc):
 
 # -- the CLI ---------------------------------------------------------------------------------------
 def _cli(*args):
-    from cluster.cli import cli
+    from cli import cli
 
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 

@@ -11,12 +11,12 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from blueprint.players import AlwaysCall, RandomPlayer
-from cluster.cli import cli
+from evaluation.players import AlwaysCall, RandomPlayer
+from cli import cli
 from holdem.game import Game
-from subgame.acpc_client import AcpcClient, LineReader, TimeBank, parse_address, send_line
-from subgame.acpc_dealer import AcpcDealer
-from subgame.responder import PlayerResponder
+from serving.acpc_client import AcpcClient, LineReader, TimeBank, parse_address, send_line
+from serving.acpc_dealer import AcpcDealer
+from serving.responder import PlayerResponder
 
 HANDS = 40
 
@@ -102,7 +102,7 @@ def test_client_log_and_timing(responder, tmp_path):
 
 def test_off_tree_histories_fall_back_to_call(responder):
     # always-raise re-raises past the abstraction's two raises a round: the blueprint has no answer
-    from blueprint.players import AlwaysRaise
+    from evaluation.players import AlwaysRaise
 
     game = responder.game
     dealer = AcpcDealer(game, 6, seed=2).start()
@@ -264,7 +264,7 @@ def test_play_command(tmp_path, responder):
     assert out["hands"] == 8 and out["complete"] and out["net"] == res.totals[0] and out["unit"] == "mbb/hand"
     assert "played 8 hands" in r.stdout and log.exists()
     # the same through a running query service (--server) instead of a run directory
-    from subgame.service import ThreadedServer, create_app
+    from serving.service import ThreadedServer, create_app
 
     with ThreadedServer(create_app(responder)) as srv:
         dealer = AcpcDealer(game, 4, seed=4).start()

@@ -1,7 +1,7 @@
 """The strategy query service as a Ray Serve application: ``mccfr serve RUN_DIR --ray``.
 
-Each replica loads the run's responder (:func:`subgame.responder.make_responder`) and serves the
-very FastAPI application of ``mccfr serve`` (:func:`subgame.service.create_app`) through
+Each replica loads the run's responder (:func:`serving.responder.make_responder`) and serves the
+very FastAPI application of ``mccfr serve`` (:func:`serving.service.create_app`) through
 ``serve.ingress``: the same endpoints, request handling, errors, metrics (per replica) and time
 budgets. Ray Serve's HTTP proxy spreads the requests over ``replicas`` replicas; on a cluster they
 may sit on other machines, so ``RUN_DIR`` must be readable at the same path there (a shared file
@@ -34,7 +34,7 @@ def import_serve():
 def build_app(run_dir: str, replicas: int = 1, *, threads: int = 8, responder_options: dict[str, Any] | None = None,
               num_cpus: float = 1.0):
     """The Ray Serve application (``serve.run`` it): ``replicas`` copies of the query service of
-    ``run_dir``. ``responder_options``: keyword arguments of :func:`~subgame.responder.make_responder`
+    ``run_dir``. ``responder_options``: keyword arguments of :func:`~serving.responder.make_responder`
     (``solve_method``, ``default_time_budget_ms``, ``from_round``, ``solver_threads``, ...)."""
     serve = import_serve()
     if replicas < 1:
@@ -46,7 +46,7 @@ def build_app(run_dir: str, replicas: int = 1, *, threads: int = 8, responder_op
         """One replica: the run's responder behind the service's FastAPI app."""
 
         def __init__(self, run_dir: str, threads: int, opts: dict[str, Any]):
-            from subgame.responder import make_responder
+            from serving.responder import make_responder
 
             self.run_dir = run_dir
             self.threads = threads
@@ -56,7 +56,7 @@ def build_app(run_dir: str, replicas: int = 1, *, threads: int = 8, responder_op
                 warm_up()
 
         def __serve_build_asgi_app__(self):
-            from subgame.service import create_app
+            from serving.service import create_app
 
             return create_app(self.responder, threads=self.threads,
                               describe={"run_dir": self.run_dir, "ray_serve": True})

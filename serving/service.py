@@ -9,16 +9,16 @@ Endpoints (the OpenAPI description is at ``GET /openapi.json``, interactive docs
     GET  /healthz    -> {"status": "ok", "game": ..., "responder": ..., "methods": [...], ...}
     GET  /metrics    -> request counts by status, errors by kind, latency percentiles per source
 
-Answers come from a :class:`subgame.responder.Responder` (the blueprint now; a subgame-solving
-responder plugs into :func:`subgame.responder.make_responder`). ``elapsed_ms`` is the server's
+Answers come from a :class:`serving.responder.Responder` (the blueprint now; a subgame-solving
+responder plugs into :func:`serving.responder.make_responder`). ``elapsed_ms`` is the server's
 time for the request from the moment the handler starts to the moment the answer is ready,
 waiting for a worker thread included. A responder whose ``answer`` takes ``arrived`` (a
 :func:`time.perf_counter` instant) is given the handler's start, and counts the request's time
-budget from it (:class:`subgame.responder.SolvingResponder` answers within it, from the blueprint
+budget from it (:class:`serving.responder.SolvingResponder` answers within it, from the blueprint
 with a ``fallback`` reason when a solve cannot fit).
 
 Errors: every refused request gets a JSON body ``{"error": "<message naming the problem>",
-"kind": "<tag>"}`` with a 4xx status: the responder's :class:`~subgame.responder.QueryError` kinds
+"kind": "<tag>"}`` with a 4xx status: the responder's :class:`~serving.responder.QueryError` kinds
 (400 bad or wrong-game match state, 409 not the viewer's turn or hand over, 422 bad method /
 time budget / session, off the blueprint's tree), and ``invalid_request`` (422) for a body that is
 not a JSON object with the fields above (an unknown field, a wrong type). An unexpected exception
@@ -55,7 +55,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from subgame.responder import MAX_SESSION_LEN, MAX_TIME_BUDGET_MS, QueryError, Responder
+from serving.responder import MAX_SESSION_LEN, MAX_TIME_BUDGET_MS, QueryError, Responder
 
 LATENCY_WINDOW = 10_000  # latencies kept per source for the percentiles in /metrics
 

@@ -40,7 +40,7 @@ sizes of the study), ``pot-fractions`` (fold, call, 0.5, 0.75, 1, 1.5, 2 pots an
 comma list of pot fractions with ``allin`` (``0.5,1,allin``). A pot fraction ``f`` raises to
 ``maxSpent + f * (pot + toCall)``, clamped into the legal range; limit games have one raise.
 
-The opponent's strategy is exactly what :class:`blueprint.players.BlueprintPlayer` plays: an
+The opponent's strategy is exactly what :class:`evaluation.players.BlueprintPlayer` plays: an
 off-tree raise of LBR's is mapped by the randomized pseudo-harmonic translation (its mixture over
 both neighbours, :meth:`blueprint.blueprint.Blueprint.node_distribution`), and where the history
 leaves the abstract tree the player checks or calls. Baselines that ignore their cards
@@ -65,8 +65,9 @@ from abstraction.bets import ALLIN, KIND_DECISION
 from abstraction.combinatorics import next_combination
 from blueprint.blueprint import Blueprint
 from blueprint.evaluate import _hand_buckets
-from blueprint.match import InBigBlinds, big_blind_of, ci95, view_of
-from blueprint.players import AlwaysCall, AlwaysRaise, Player, RandomPlayer, sample
+from evaluation.match import InBigBlinds, big_blind_of, ci95, view_of
+from blueprint.player import Player, sample
+from evaluation.players import AlwaysCall, AlwaysRaise, RandomPlayer
 from holdem.evaluator import card_bit, rank_cardset
 from holdem.game import Game
 from holdem.state import CHANCE, TERMINAL, State
@@ -597,10 +598,10 @@ class LocalBestResponse:
 
 
 class LBRPlayer:
-    """LBR as a :class:`blueprint.players.Player` for match play: from the seat's view alone (its
+    """LBR as a :class:`evaluation.players.Player` for match play: from the seat's view alone (its
     cards, the board, the public betting) it rebuilds the opponent's range by replaying the
     history, then decides as :meth:`LocalBestResponse.decide`. Deterministic when every equity is
-    exact (small decks), so :func:`blueprint.match.exact_value` gives LBR's exact value."""
+    exact (small decks), so :func:`evaluation.match.exact_value` gives LBR's exact value."""
 
     name = "lbr"
 

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cluster.cli import cli, example_matchstate
+from cli import cli
+from cli.common import example_matchstate
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_KEYS = {
@@ -269,7 +270,7 @@ def test_sigint_checkpoints_and_exits_cleanly(tmp_path):
         [
             sys.executable,
             "-m",
-            "cluster.cli",
+            "cli",
             "train",
             "--game",
             "leduc",
@@ -307,7 +308,7 @@ def test_sigint_checkpoints_and_exits_cleanly(tmp_path):
 
 def test_import_is_light():
     code = (
-        "import sys, cluster.cli; "
+        "import sys, cli.main; "
         "print([m for m in ('numba', 'ray', 'pyarrow', 'numpy', 'tqdm') if m in sys.modules])"
     )
     out = subprocess.run(

@@ -33,7 +33,7 @@ def test_missing_serve_extra_is_named(monkeypatch, tmp_path):
 
     from click.testing import CliRunner
 
-    from cluster.cli import cli
+    from cli import cli
 
     real = builtins.__import__
 
@@ -53,8 +53,8 @@ def test_ray_serve_deployment_answers_queries(tmp_path):
     pytest.importorskip("ray.serve", reason='Ray Serve is not installed (pip install "mccfr[serve]")')
     from click.testing import CliRunner
 
-    from cluster.cli import cli
-    from cluster.serve import build_app, run, shutdown
+    from cli import cli
+    from serving.ray_serve import build_app, run, shutdown
 
     run_dir = tmp_path / "run"
     r = CliRunner().invoke(cli, ["train", "--game", "hunl20", "--abstraction", "rank", "--iterations", "200",

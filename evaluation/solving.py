@@ -17,33 +17,12 @@ from typing import Optional
 import numpy as np
 
 from blueprint.blueprint import Blueprint, BlueprintError
-from blueprint.players import sample
+from blueprint.player import sample
 from holdem.state import State
-from subgame.nested import hand_strategy, node_of_state, solve_state
+from subgame.cache import SubgameCache
+from subgame.nested import hand_strategy, solve_state
 from subgame.solver import METHODS, Solution
 from subgame.tree import SubgameError
-
-
-class SubgameCache:
-    """The solved subgame of the current hand, reused while states stay inside it."""
-
-    def __init__(self):
-        self.sol: Optional[Solution] = None
-        self.key = None
-
-    def lookup(self, state: State, key) -> Optional[tuple[Solution, int]]:
-        if self.sol is None or key != self.key:
-            return None
-        try:
-            n = node_of_state(self.sol.tree, state)
-        except SubgameError:
-            return None
-        if int(self.sol.tree.player[n]) != state.viewer:
-            return None
-        return self.sol, n
-
-    def store(self, sol: Solution, key) -> None:
-        self.sol, self.key = sol, key
 
 
 class SolvingPlayer:

@@ -24,7 +24,7 @@ keeps a solving responder within the dealer's limits.
 Each decision asks the responder for the strategy at the match state (``session`` =
 ``"<match>:<hand>"``, so a solving responder reuses its subgame within the hand) and samples one
 action from it with the client's seeded ``numpy`` generator. When the responder has no answer
-(:class:`~subgame.responder.QueryError`, e.g. the history left the blueprint's abstract tree)
+(:class:`~serving.responder.QueryError`, e.g. the history left the blueprint's abstract tree)
 or answers with an action that is not legal, the client checks or calls and counts a fallback.
 
 The match log (``log``) is JSON lines: a ``start`` record, one ``hand`` record per finished hand
@@ -46,9 +46,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from blueprint.players import sample
+from blueprint.player import sample
 from holdem.state import CHANCE, TERMINAL, State, StateError
-from subgame.responder import DEFAULT_TIME_BUDGET_MS, MAX_TIME_BUDGET_MS, QueryError, Responder
+from serving.responder import DEFAULT_TIME_BUDGET_MS, MAX_TIME_BUDGET_MS, QueryError, Responder
 
 VERSION = "VERSION:2.0.0"
 MAX_LINE = 4096  # the reference code's MAX_LINE_LEN is 3000 (with the action); be generous

@@ -11,14 +11,14 @@ import time
 
 import pytest
 
-from subgame.responder import (
+from serving.responder import (
     BlueprintResponder,
     QueryError,
     Responder,
     example_matchstates,
     make_responder,
 )
-from subgame.service import ThreadedServer, create_app
+from serving.service import ThreadedServer, create_app
 
 PREFLOP = "MATCHSTATE:1:0::|AhAd"  # hunl20: seat 1 (small blind) acts first preflop
 FLOP = "MATCHSTATE:0:3:cc/:AhAd|/2c3d4h"
@@ -83,7 +83,7 @@ def test_make_responder_seam(tmp_path):
 
 
 def test_solving_responder_answers_the_river_from_a_subgame_and_reuses_it(hunl_bp):
-    from subgame.responder import SolvingResponder
+    from serving.responder import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "unsafe", default_time_budget_ms=3000)
     r.warm_up()
@@ -317,7 +317,7 @@ def _get(port: int, path: str) -> str:
 
 
 def test_http_responder_is_the_same_responder_over_the_wire(responder, hunl_bp):
-    from subgame.responder import HttpResponder
+    from serving.responder import HttpResponder
 
     with ThreadedServer(create_app(responder)) as srv:
         remote = HttpResponder(srv.url)
@@ -344,7 +344,7 @@ def test_serve_command(tmp_path):
 
     from click.testing import CliRunner
 
-    from cluster.cli import cli
+    from cli import cli
 
     run = tmp_path / "run"
     r = CliRunner().invoke(
@@ -356,7 +356,7 @@ def test_serve_command(tmp_path):
     repo = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from cluster.cli import main; main()", "serve", str(run), "--port", "0"],
+        [sys.executable, "-c", "from cli import main; main()", "serve", str(run), "--port", "0"],
         env=env,
         stderr=subprocess.PIPE,
         text=True,
@@ -420,7 +420,7 @@ def test_a_solve_that_cannot_fit_its_budget_comes_back_in_time_labelled(hunl_bp)
     """A turn subgame takes longer than 200 ms: the answer still comes within the budget (plus
     scheduling slack), from the blueprint with fallback 'deadline'; the responder learns the cost
     and answers the next turn query at once ('budget'), while the river is solved."""
-    from subgame.responder import SolvingResponder
+    from serving.responder import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", from_round=2, solver_threads=1, min_iterations=10)
     try:
@@ -444,7 +444,7 @@ def test_a_solve_that_cannot_fit_its_budget_comes_back_in_time_labelled(hunl_bp)
 
 def test_solves_are_bounded_by_the_solver_threads_and_the_rest_fall_back(hunl_bp, monkeypatch):
     import subgame.nested
-    from subgame.responder import SolvingResponder
+    from serving.responder import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "unsafe", solver_threads=1, min_iterations=2)
     real = subgame.nested.solve_state
@@ -486,7 +486,7 @@ def test_solves_are_bounded_by_the_solver_threads_and_the_rest_fall_back(hunl_bp
 
 def test_the_service_counts_the_budget_from_the_request(hunl_bp):
     """Over HTTP: the handler passes the request's arrival; the answer's elapsed_ms stays in budget."""
-    from subgame.responder import SolvingResponder
+    from serving.responder import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", solver_threads=1, min_iterations=5)
     with serving(r, threads=4) as c:
@@ -498,7 +498,7 @@ def test_the_service_counts_the_budget_from_the_request(hunl_bp):
 
 
 def test_cost_model_learns_backs_off_and_decays():
-    from subgame.responder import _CostModel
+    from serving.responder import _CostModel
 
     c = _CostModel()
     assert c.get(3) == 0.0
@@ -519,7 +519,7 @@ def test_cost_model_learns_backs_off_and_decays():
 def test_serve_solving_flags_are_checked(tmp_path):
     from click.testing import CliRunner
 
-    from cluster.cli import cli
+    from cli import cli
 
     gamedef = ("GAMEDEF\nnolimit\nnumPlayers = 2\nnumRounds = 4\nstack = 2000 2000\nblind = 100 50\n"
                "firstPlayer = 2 1 1 1\nnumSuits = 4\nnumRanks = 13\nnumHoleCards = 2\nnumBoardCards = 0 3 1 1\n"

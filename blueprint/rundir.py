@@ -1,0 +1,148 @@
+"""The run directory, owned in one place: its layout, ``run.toml`` and the metrics files.
+
+::
+
+    RUN_DIR/run.toml            resolved config: game (+ its ACPC text), bets, card abstraction,
+                                algorithm fields, seed, config and abstraction hashes
+    RUN_DIR/checkpoints/<it>/   shard files and the manifest (:mod:`blueprint.checkpoint`)
+    RUN_DIR/metrics.jsonl       one JSON object per progress report, appended as it happens
+    RUN_DIR/metrics.parquet     the same rows, rewritten atomically at every checkpoint and at exit
+    RUN_DIR/corrupt-checkpoints/  checkpoints a resume could not load, moved out of the way
+
+Metrics rows: ``iteration``, ``seconds`` (cumulative training-kernel seconds, across resumes),
+``wall_seconds`` (since this command started training), ``iterations_per_second`` and
+``node_visits_per_second`` (over the interval since the previous row, in kernel time),
+``exploitability`` (chips; null when not computed at that row), ``pruned`` (cumulative actions
+skipped by regret-based pruning), ``table_bytes``, ``rss_bytes`` (this process), ``time`` (Unix
+time), ``checkpoint_seconds`` (the pause of a checkpoint written since the previous row, else
+null); Ray runs add ``workers``, ``staleness`` (iterations, mean per batch), ``bytes_per_batch``
+and ``worker_rss_bytes`` (the largest worker's resident memory).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+RUN_TOML = "run.toml"
+METRICS_JSONL = "metrics.jsonl"
+METRICS_PARQUET = "metrics.parquet"
+CORRUPT_CHECKPOINTS = "corrupt-checkpoints"
+RUN_TOML_FORMAT = 1
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary name in the same directory, fsync, rename."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_run_toml(run_dir: Path, tr, extra: dict[str, Any]) -> None:
+    import tomli_w
+
+    cfg = {k: v for k, v in tr.config_dict.items() if v is not None and k != "algo"}
+    doc: dict[str, Any] = {
+        "format": RUN_TOML_FORMAT,
+        **extra,
+        "config_hash": tr.config_hash,
+        "abstraction_hash": tr.abstraction_hash,
+        **cfg,
+        "card_abstraction": tr.cards.name,
+        "card_buckets": list(tr.cards.num_buckets),
+        "table_entries": int(tr.size),
+        "algo": tr.config_dict["algo"],
+    }
+    atomic_write_bytes(run_dir / RUN_TOML, tomli_w.dumps(doc, multiline_strings=True).encode())
+
+
+def read_metrics(run_dir: Path) -> list[dict[str, Any]]:
+    """Rows of ``metrics.jsonl`` (a torn last line from a crash is skipped)."""
+    path = run_dir / METRICS_JSONL
+    rows = []
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(row, dict) and "iteration" in row:
+                    rows.append(row)
+    except FileNotFoundError:
+        pass
+    return rows
+
+
+METRIC_FIELDS = (
+    ("iteration", "int64"),
+    ("seconds", "float64"),
+    ("wall_seconds", "float64"),
+    ("iterations_per_second", "float64"),
+    ("node_visits_per_second", "float64"),
+    ("exploitability", "float64"),
+    ("pruned", "int64"),
+    ("table_bytes", "int64"),
+    ("rss_bytes", "int64"),
+    ("time", "float64"),
+    ("checkpoint_seconds", "float64"),
+    ("workers", "int64"),
+    ("staleness", "float64"),
+    ("bytes_per_batch", "float64"),
+    ("worker_rss_bytes", "int64"),
+)
+
+
+def write_metrics_parquet(run_dir: Path, rows: list[dict[str, Any]]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in METRIC_FIELDS])
+    table = pa.Table.from_pylist([{k: r.get(k) for k, _ in METRIC_FIELDS} for r in rows], schema=schema)
+    path = run_dir / METRICS_PARQUET
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        pq.write_table(table, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def quarantine_newer(run_dir: Path, iteration: int, log=None) -> None:
+    """Move checkpoints newer than the one resumed from (it skipped them: unreadable or corrupt)
+    to ``RUN_DIR/corrupt-checkpoints/`` (each move is reported to ``log``).
+
+    Left in place, a corrupt checkpoint whose file sizes still match would count as complete when
+    old checkpoints are pruned (``--keep``), and could push the good ones out.
+    """
+    from blueprint.checkpoint import list_checkpoints
+
+    newer = [info for info in list_checkpoints(run_dir) if info.iteration > iteration]
+    if not newer:
+        return
+    dest_root = run_dir / CORRUPT_CHECKPOINTS
+    dest_root.mkdir(exist_ok=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    for info in newer:
+        dest = dest_root / f"{info.path.name}-{stamp}"
+        os.replace(info.path, dest)
+        if log is not None:
+            log(f"moved the unusable checkpoint {info.path} to {dest}")
+
+

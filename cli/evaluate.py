@@ -1,0 +1,263 @@
+"""``mccfr eval`` (exact exploitability, LBR, duplicate matches) and ``mccfr export``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli.common import CLIError, exact_eval_problem, expl_unit, json_opt, run_dir_arg, user_input
+
+
+@click.command(name="eval")
+@click.argument("run_dir", required=False)
+@click.option("--exploitability", "exploitability", is_flag=True, help="Exact exploitability (small games).")
+@click.option("--game", "game_name", default=None,
+              help="Game of a match without RUN_DIR: a preset (kuhn, leduc, hulhe, hunl, ...) or a .game file.")
+@click.option("--player", "player_spec", default=None, metavar="SPEC",
+              help="Player A: RUN_DIR, always-call, always-raise, random, kuhn-fixed, kuhn-greedy "
+                   "(default: the RUN_DIR argument).")
+@click.option("--vs", "vs_spec", default=None, metavar="SPEC", help="Player B: play a duplicate match against it.")
+@click.option("--hands", type=click.IntRange(min=2), default=10_000, show_default=True,
+              help="Hands of the match (whole duplicate pairs: each deal twice, seats swapped).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the deals and the players.")
+@click.option("--lbr", "lbr", is_flag=True,
+              help="Local best response (Lisy & Bowling 2017): a lower bound on exploitability, for big games.")
+@click.option("--lbr-actions", "lbr_actions", default="fcpa", show_default=True, metavar="MENU",
+              help="LBR's raises: fc (none), fcpa (pot, all-in), pot-fractions (0.5, 0.75, 1, 1.5, 2 pots, "
+                   "all-in), or a list such as 0.5,1,allin.")
+@click.option("--lbr-preflop", "lbr_preflop", type=click.Choice(["menu", "call"]), default="menu",
+              show_default=True, help="LBR in the first round: use the menu, or just check/call (cheaper, "
+                                      "the 2017 study's setting; weak against pre-flop all-ins).")
+@json_opt
+def eval_(run_dir, exploitability, game_name, player_spec, vs_spec, hands, seed, lbr, lbr_actions, lbr_preflop,
+          as_json):
+    """Evaluate a run's blueprint (exact exploitability, local best response) or play a duplicate match.
+
+    \b
+    mccfr eval RUN_DIR --exploitability
+    mccfr eval RUN_DIR --lbr --lbr-actions fcpa --hands 4000
+    mccfr eval --game kuhn --player kuhn-fixed --vs random --hands 20000
+    mccfr eval RUN_DIR --vs always-call --hands 20000     (the run's blueprint as player A)
+    mccfr eval --player RUN_DIR --vs random --hands 20000
+
+    A match reports player A's mean result (chips/hand; mbb/game in games with a big blind) with
+    a 95% interval over the duplicate pairs, its win rate (hands won), and for small games the
+    exact expected value computed from the game tree. LBR reports its mean winnings against the
+    blueprint (or --player SPEC: a run or a baseline) over --hands hands, each deal played from
+    both seats, with a 95% interval: a lower bound on the exploitability.
+    """
+    if lbr and vs_spec is not None:
+        raise click.UsageError("--lbr plays against one strategy (RUN_DIR or --player SPEC); drop --vs")
+    if not exploitability and vs_spec is None and not lbr:
+        if player_spec is not None or game_name is not None:
+            raise click.UsageError("a match needs --vs SPEC (the opponent)")
+        raise click.UsageError("nothing to evaluate: give --exploitability, --lbr or --vs SPEC")
+    if exploitability and run_dir is None:
+        raise click.UsageError("--exploitability needs RUN_DIR")
+    path = run_dir_arg(run_dir) if run_dir is not None else None
+    result: dict[str, Any] = {}
+    if exploitability:
+        result.update(_eval_exploitability(path))
+    if lbr:
+        out = _eval_lbr(path, game_name, player_spec, hands, seed, lbr_actions, lbr_preflop)
+        if result:  # both: keep exploitability's unit beside LBR's
+            result["exploitability_unit"] = result["unit"]
+        result.update(out)
+    if vs_spec is not None:
+        if result:  # both: the match's unit takes "unit"; keep exploitability's beside it
+            result["exploitability_unit"] = result["unit"]
+        result.update(_eval_match(path, game_name, player_spec, vs_spec, hands, seed))
+    if as_json:
+        click.echo(json.dumps(result))
+
+
+def _eval_exploitability(path: Path) -> dict[str, Any]:
+    from blueprint.trainer import Trainer
+
+    with user_input():
+        tr = Trainer.load(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
+    problem = exact_eval_problem(tr)
+    if problem:
+        raise CLIError(f"cannot compute exact exploitability: {problem}; use --lbr (local best response) for big games")
+    t0 = time.perf_counter()
+    chips, br = tr.exploitability()
+    unit, factor = expl_unit(tr.game)
+    result = {
+        "exploitability": chips * factor,
+        "unit": unit,
+        "br_values": [v * factor for v in br],
+        "exploitability_chips": chips,
+        "iteration": tr.iteration,
+        "seconds": time.perf_counter() - t0,
+    }
+    click.echo(
+        f"{path} at iteration {tr.iteration:,}: exploitability {result['exploitability']:.6g} {unit}"
+        + ("" if unit == "chips" else f" ({chips:.6g} chips)")
+    )
+    click.echo(
+        f"  best-response values: seat 0 {result['br_values'][0]:.6g}, seat 1 {result['br_values'][1]:.6g} "
+        f"{unit}"
+    )
+    return result
+
+
+def _eval_lbr(path: Path | None, game_name: str | None, player_spec: str | None, hands: int, seed: int,
+              menu: str, preflop: str) -> dict[str, Any]:
+    """Local best response against RUN_DIR's blueprint or --player SPEC; keys lbr, lbr_ci95, unit."""
+    from evaluation.lbr import LocalBestResponse, parse_menu
+    from evaluation.players import BlueprintPlayer, player_from_spec
+    from holdem.game import Game
+
+    if path is None and player_spec is None:
+        raise click.UsageError("--lbr needs RUN_DIR (the blueprint to evaluate) or --player SPEC")
+
+    def log(msg: str) -> None:
+        click.echo(f"warning: {msg}", err=True)
+
+    with user_input():
+        parse_menu(menu)  # a bad menu fails before anything loads
+        if path is None and game_name is None:
+            if "+" in player_spec or not Path(player_spec).is_dir():
+                raise click.UsageError("--lbr against a baseline needs --game G")
+            path, player_spec = Path(player_spec), None
+        if path is not None and player_spec is None:
+            from blueprint.blueprint import Blueprint
+
+            bp = Blueprint.load(path, log=log)
+            game = Game.load(game_name) if game_name is not None else bp.game
+            if bp.gamedef.to_acpc() != game.gamedef.to_acpc():
+                raise CLIError(f"{path} was trained on {bp.gamedef.name or 'another game'}, "
+                               f"not {game.gamedef.name or game_name}")
+            opponent, name = bp, path.name or str(path)
+        else:
+            game = Game.load(game_name) if game_name is not None else None
+            if game is None:
+                from blueprint.blueprint import Blueprint
+
+                game = Blueprint.load(path, log=log).game
+            opponent = player_from_spec(player_spec, game, log=log)
+            name = opponent.name
+            if isinstance(opponent, BlueprintPlayer):
+                opponent = opponent.bp
+        lbr = LocalBestResponse(game, opponent, menu=menu, preflop=preflop)
+    show = sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        if show:
+            click.echo(f"\r  LBR {done:,}/{total:,} hands", err=True, nl=False)
+
+    res = lbr.run(hands, seed=seed, progress=progress)
+    if show:
+        click.echo("", err=True)
+    out = res.to_json()
+    out["opponent"] = name
+    click.echo(
+        f"LBR ({menu}, pre-flop {preflop}) against {name} on {game.gamedef.name or game_name}: "
+        f"{res.lbr:+.6g} +- {res.lbr_ci95:.3g} {res.unit} over {res.hands:,} hands "
+        f"({res.pairs:,} deals from both seats, seed {seed}, {res.seconds:.0f} s): a lower bound on exploitability"
+    )
+    for seat in (0, 1):
+        click.echo(f"  LBR in seat {seat}: {out['lbr_seats'][seat]:+.6g} +- {out['lbr_seats_ci95'][seat]:.3g} {res.unit}")
+    return out
+
+
+def _eval_match(path: Path | None, game_name: str | None, player_spec: str | None, vs_spec: str,
+                hands: int, seed: int) -> dict[str, Any]:
+    """A duplicate match of --player (or RUN_DIR) against --vs; the JSON keys of DESIGN.md."""
+    if player_spec is None and path is None:
+        raise click.UsageError("a match needs player A: give --player SPEC or RUN_DIR")
+    if game_name is None and path is None:
+        # the game of a run directory among the players, if any
+        for spec in (player_spec, vs_spec):
+            if spec and "+" not in spec and Path(spec).is_dir():
+                path = Path(spec)
+                break
+        else:
+            raise click.UsageError("a match needs a game: give --game G or RUN_DIR (or a run directory as a player)")
+    from evaluation.match import exact_value, play_match
+    from evaluation.players import BlueprintPlayer, player_from_spec
+    from holdem.game import Game
+
+    def log(msg: str) -> None:
+        click.echo(f"warning: {msg}", err=True)
+
+    with user_input():
+        run_player = None
+        if path is not None and (game_name is None or player_spec is None):
+            from blueprint.blueprint import Blueprint
+
+            run_player = BlueprintPlayer(Blueprint.load(path, log=log), name=path.name or str(path))
+        game = Game.load(game_name) if game_name is not None else run_player.bp.game
+        if run_player is not None and run_player.bp.gamedef.to_acpc() != game.gamedef.to_acpc():
+            raise CLIError(f"{path} was trained on {run_player.bp.gamedef.name or 'another game'}, "
+                           f"not {game.gamedef.name or game_name}")
+        a = run_player if player_spec is None or (run_player and Path(player_spec) == path) else \
+            player_from_spec(player_spec, game, log=log)
+        b = run_player if (run_player and game_name is None and Path(vs_spec) == path and a is not run_player) \
+            else player_from_spec(vs_spec, game, log=log)
+    show = sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        if show:
+            click.echo(f"\r  {done:,}/{total:,} hands", err=True, nl=False)
+
+    t0 = time.perf_counter()
+    res = play_match(game, a, b, hands, seed=seed, progress=progress)
+    if show:
+        click.echo("", err=True)
+    seconds = time.perf_counter() - t0
+    out = res.to_json()
+    scale = 1000.0 / res.big_blind if res.big_blind else 1.0  # chips -> the result's unit
+    try:
+        ex = exact_value(game, a, b, max_states=500_000)
+    except (ValueError, TypeError):
+        ex = None
+    if ex is not None:
+        out["exact"] = ex.chips_per_hand * scale
+        out["exact_seats"] = [v * scale for v in ex.seat_chips]
+    out["seconds"] = seconds
+    unit = res.unit
+    click.echo(
+        f"{a.name} vs {b.name} on {game.gamedef.name or game_name}: {res.mean:+.6g} +- {res.ci95:.3g} {unit} "
+        f"for {a.name} over {res.hands:,} hands ({res.pairs:,} duplicate pairs, seed {seed})"
+        + (f"; exact {out['exact']:+.6g}" if ex is not None else "")
+    )
+    for seat in (0, 1):
+        click.echo(
+            f"  {a.name} in seat {seat}: {res.seat_chips[seat] * scale:+.6g} +- {res.seat_ci95[seat] * scale:.3g} {unit}"
+            + (f" (exact {out['exact_seats'][seat]:+.6g})" if ex is not None else "")
+        )
+    click.echo(f"  {a.name} won {res.win_rate:.1%} of the hands" + (f", tied {res.tie_rate:.1%}" if res.tie_rate else ""))
+    return out
+
+
+@click.command()
+@click.argument("run_dir")
+@click.option("--out", "out", required=True, help="Parquet file to write.")
+@json_opt
+def export(run_dir, out, as_json):
+    """Write the blueprint's average strategy as Parquet."""
+    path = run_dir_arg(run_dir)
+    parent = Path(out).resolve().parent
+    if not parent.is_dir():
+        raise CLIError(f"cannot write --out {out!r}: directory {str(parent)!r} does not exist")
+    try:
+        from blueprint.blueprint import Blueprint
+    except ImportError as exc:
+        raise CLIError(f"export is not available in this build: {exc}") from None
+    with user_input():
+        bp = Blueprint.load(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
+    written = bp.export(out)
+    rows = written if isinstance(written, int) and not isinstance(written, bool) else None
+    if rows is None:
+        import pyarrow.parquet as pq
+
+        rows = pq.ParquetFile(out).metadata.num_rows
+    click.echo(f"wrote {rows:,} rows to {out}")
+    if as_json:
+        click.echo(json.dumps({"rows": rows, "out": str(out), "run_dir": str(path)}))

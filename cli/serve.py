@@ -1,0 +1,261 @@
+"""``mccfr serve`` (the query service; FastAPI / uvicorn imported only here) and ``mccfr play``
+(the ACPC client)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from cli.common import CLIError, json_opt, run_dir_arg, user_input
+
+
+def _load_responder(run_dir: str, time_budget_ms: int, solve_method: str | None = None, **solving):
+    from serving.responder import QueryError, make_responder
+
+    path = run_dir_arg(run_dir)
+    with user_input():
+        try:
+            responder = make_responder(path, solve_method=solve_method, default_time_budget_ms=time_budget_ms,
+                                       log=lambda msg: click.echo(f"warning: {msg}", err=True), **solving)
+        except QueryError as exc:
+            raise click.BadParameter(str(exc), param_hint="--solve") from None
+    warm_up = getattr(responder, "warm_up", None)
+    if warm_up is not None:  # compile / load the numba kernels before the first real query
+        warm_up()
+    return path, responder
+
+
+_budget_opt = click.option(
+    "--time-budget-ms", "time_budget_ms", type=click.IntRange(1, 600_000), default=2_000, show_default=True,
+    help="Default wall-time budget of one answer (subgame solving; a request's time_budget_ms overrides it).",
+)
+
+
+ROUND_NAMES = ("preflop", "flop", "turn", "river")
+
+
+def _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solve_ms) -> dict:
+    """make_responder's subgame-solving keyword arguments from serve's flags (checked)."""
+    if solve_method is None:
+        for flag, v in (("--solve-from", solve_from), ("--solver-threads", solver_threads),
+                        ("--max-solve-ms", max_solve_ms)):
+            if v is not None:
+                raise click.UsageError(f"{flag} applies to subgame solving: give --solve METHOD too")
+        return {}
+    out = {}
+    if max_solve_ms is not None:
+        out["max_solve_ms"] = max_solve_ms
+    if solver_threads is not None:
+        out["solver_threads"] = solver_threads
+    if solve_from is not None:
+        import tomllib
+
+        from holdem.gamedef import parse_gamedef
+
+        path = run_dir_arg(run_dir)
+        with user_input():
+            g = parse_gamedef(tomllib.loads((path / "run.toml").read_text())["gamedef"])
+        names = ROUND_NAMES[: g.num_rounds] if g.num_rounds == 4 else ()
+        r = names.index(solve_from) if solve_from in names else None
+        if r is None and solve_from.isdigit():
+            r = int(solve_from)
+        if r is None or not 0 <= r < g.num_rounds:
+            choices = ", ".join([*names, f"0..{g.num_rounds - 1}"])
+            raise click.BadParameter(f"{solve_from!r} is no betting round of this game (expected {choices})",
+                                     param_hint="--solve-from")
+        out["from_round"] = r
+    return out
+
+
+@click.command()
+@click.argument("run_dir")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
+              help="Port (0: any free port; --ray needs a fixed one).")
+@_budget_opt
+@click.option("--threads", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Worker threads answering queries (the event loop never runs one).")
+@click.option("--access-log", is_flag=True, help="Log every request (costs latency).")
+@click.option("--solve", "solve_method", default=None, metavar="METHOD",
+              help="Re-solve the last round (and off-tree bets there) with this method (e.g. reach-maxmargin); "
+                   "default: blueprint answers only.")
+@click.option("--solve-from", "solve_from", default=None, metavar="ROUND",
+              help="With --solve: the first betting round solved (preflop, flop, turn, river or its index) "
+                   "[default: the last round]. A solve that cannot fit the time budget is answered from the "
+                   "blueprint, with 'fallback' saying so.")
+@click.option("--solver-threads", "solver_threads", type=click.IntRange(min=1), default=None,
+              help="With --solve: solves running at once [default: one per core; with --ray, cores / replicas].")
+@click.option("--max-solve-ms", "max_solve_ms", type=click.IntRange(min=1), default=None,
+              help="With --solve: iterate at most this long beyond what a useful solve needs [default: until the "
+                   "budget's end]; shorter solves free the solver threads sooner, so more queries get one.")
+@click.option("--ray", "use_ray", is_flag=True,
+              help="Deploy as a Ray Serve application (needs the serve extra: pip install \"mccfr[serve]\").")
+@click.option("--replicas", type=click.IntRange(min=1), default=None, help="With --ray: service replicas [default: 1].")
+@click.option("--address", default=None, metavar="ADDR",
+              help="With --ray: the Ray cluster to join ('auto', or ray://HOST:PORT) [default: start a local one].")
+def serve(run_dir, host, port, time_budget_ms, threads, access_log, solve_method, solve_from, solver_threads,
+          max_solve_ms, use_ray, replicas, address):
+    """Serve strategy queries over HTTP + JSON.
+
+    \b
+    POST /v1/strategy {"matchstate": "MATCHSTATE:...", "session"?, "time_budget_ms"?, "method"?}
+         -> {"strategy": {action: p}, "source": "blueprint"|"subgame", "method", "elapsed_ms",
+             "fallback"? (why a query for a solve got the blueprint's answer: busy, budget, deadline)}
+    GET  /healthz, /metrics, /openapi.json (docs at /docs)
+
+    Bad input gets a 4xx with {"error": "...", "kind": "..."}; the server keeps serving. Stop with Ctrl-C.
+    """
+    if not use_ray:
+        for flag, v in (("--replicas", replicas), ("--address", address)):
+            if v is not None:
+                raise click.UsageError(f"{flag} applies to the Ray Serve deployment: give --ray too")
+    solving = _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solve_ms)
+    if use_ray:
+        return _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas or 1, address)
+    try:
+        from serving.service import bind, create_app, make_server
+    except ImportError as exc:
+        raise CLIError(f"serve needs fastapi and uvicorn ({exc}); pip install fastapi uvicorn") from None
+    path, responder = _load_responder(run_dir, time_budget_ms, solve_method, **solving)
+    app = create_app(responder, threads=threads, describe={"run_dir": str(path)})
+    try:
+        sock = bind(host, port)
+    except OSError as exc:
+        raise CLIError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    bp = getattr(responder, "bp", None)
+    what = f"{responder.game.gamedef.name or 'game'}" + (f", iteration {bp.iteration:,}" if bp is not None else "")
+    click.echo(f"serving {path} ({what}) on http://{shown}:{bound}  "
+               "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops", err=True)
+    make_server(app, sock, access_log=access_log).run(sockets=[sock])  # returns on Ctrl-C / SIGTERM
+    click.echo("stopped", err=True)
+
+
+def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas, address):
+    import signal
+    import threading
+
+    from serving.ray_serve import RayServeMissing, build_app, import_serve, run, shutdown
+
+    if port == 0:
+        raise click.BadParameter("the Ray Serve proxy needs a fixed port, not 0", param_hint="--port")
+    try:
+        import_serve()
+    except RayServeMissing as exc:
+        raise CLIError(str(exc)) from None
+    path = run_dir_arg(run_dir)
+    opts = {"solve_method": solve_method, "default_time_budget_ms": time_budget_ms, **solving}
+    if solve_method is not None and "solver_threads" not in solving:
+        from serving.responder import default_solver_threads
+
+        opts["solver_threads"] = max(1, default_solver_threads() // replicas)
+    with user_input():
+        from serving.responder import make_responder
+
+        make_responder(path, **opts).close()  # fail here, with a clear message, not inside a replica
+    app = build_app(str(path), replicas, threads=threads, responder_options=opts)
+    url = run(app, host=host, port=port, address=address)
+    click.echo(f"serving {path} on Ray Serve ({replicas} replica{'s' if replicas > 1 else ''}) at {url}  "
+               "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops", err=True)
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    while not done.wait(1.0):
+        pass
+    shutdown()
+    click.echo("stopped", err=True)
+
+
+@click.command()
+@click.argument("run_dir", required=False)
+@click.option("--dealer", "dealer", required=True, metavar="HOST:PORT", help="The dealer's address and this seat's port.")
+@click.option("--server", "server", default=None, metavar="URL",
+              help="Ask a running 'mccfr serve' at URL (http://HOST:PORT) instead of loading RUN_DIR.")
+@click.option("--log", "log_file", default=None, metavar="FILE", help="Write the match log (JSON lines) here.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the action sampling.")
+@click.option("--method", default=None, help="Method passed with every query (blueprint, or a solving method).")
+@_budget_opt
+@click.option("--time-per-hand-ms", type=click.FloatRange(min=1), default=7_000, show_default=True,
+              help="The dealer's average time per hand (its --t_per_hand): the client's time bank.")
+@click.option("--response-limit-ms", type=click.FloatRange(min=1), default=600_000, show_default=True,
+              help="The dealer's time per response (its --t_response).")
+@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=900, show_default=True,
+              help="Give up when the dealer sends nothing for this many seconds.")
+@click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=10, show_default=True)
+@json_opt
+def play(run_dir, dealer, server, log_file, seed, method, time_budget_ms, time_per_hand_ms, response_limit_ms,
+         idle_timeout, connect_timeout, as_json):
+    """Play a match against an ACPC dealer (protocol 2.0.0) with the run's blueprint (or a service).
+
+    \b
+    mccfr play RUN_DIR --dealer 127.0.0.1:18791 --log match.jsonl
+    mccfr play --server http://127.0.0.1:8000 --dealer 127.0.0.1:18791
+
+    Connects to HOST:PORT, plays every hand the dealer deals within its time limits, writes the
+    match log, and reports the hands played and the net result (mbb/hand with a 95% interval in
+    games with a big blind). Exit status 1 when the match ended early (a disconnect, a protocol
+    error, a timeout).
+    """
+    from serving.acpc_client import AcpcClient, parse_address
+
+    try:
+        host, port = parse_address(dealer)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--dealer") from None
+    if log_file is not None and not Path(log_file).resolve().parent.is_dir():
+        raise CLIError(f"cannot write --log {log_file!r}: its directory does not exist")
+    if (run_dir is None) == (server is None):
+        raise click.UsageError("give RUN_DIR (play its blueprint) or --server URL (ask a running service), one of them")
+    if server is not None:
+        from serving.responder import HttpResponder
+
+        try:
+            responder = HttpResponder(server)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--server") from None
+        except OSError as exc:
+            raise CLIError(f"cannot reach the query service at {server}: {exc.strerror or exc}") from None
+        path = server
+    else:
+        from serving.responder import SOLVE_METHODS
+
+        path, responder = _load_responder(run_dir, time_budget_ms, method if method in SOLVE_METHODS else None)
+    if method is not None:
+        from serving.responder import QueryError, check_method
+
+        try:
+            check_method(method, tuple(responder.methods))
+        except QueryError as exc:
+            raise click.BadParameter(str(exc), param_hint="--method") from None
+    show = sys.stderr.isatty()
+
+    def progress(rep) -> None:
+        if show:
+            click.echo(f"\r  {rep.hands:,} hands, net {rep.net:+,.0f} chips", err=True, nl=False)
+
+    client = AcpcClient(responder, seed=seed, log=log_file, method=method, time_budget_ms=time_budget_ms,
+                        time_per_hand_ms=time_per_hand_ms, response_limit_ms=response_limit_ms,
+                        idle_timeout_s=idle_timeout, progress=progress)
+    try:
+        rep = client.play(host, port, connect_timeout=connect_timeout)
+    except OSError as exc:
+        raise CLIError(f"cannot connect to the dealer at {dealer}: {exc.strerror or exc}") from None
+    if show:
+        click.echo("", err=True)
+    out = rep.to_json()
+    out.update(dealer=dealer, log=log_file, **({"server": server} if server else {"run_dir": str(path)}))
+    ci = f" +- {out['ci95']:.4g}" if out["ci95"] is not None else ""
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(rep.fallback_reasons.items()))
+    click.echo(
+        f"played {rep.hands:,} hands at {dealer}: {out['mean']:+.6g}{ci} {out['unit']} (net {rep.net:+,.0f} chips); "
+        f"{rep.decisions:,} decisions, {rep.fallbacks} fallbacks{f' ({reasons})' if reasons else ''}, "
+        f"max response {rep.max_response_ms:.1f} ms; {rep.ended}"
+    )
+    if as_json:
+        click.echo(json.dumps(out))
+    if not rep.complete:
+        sys.exit(1)

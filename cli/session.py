@@ -1,0 +1,404 @@
+"""The training session shared by ``train`` and ``resume``: drives ``Trainer.run`` (or the Ray
+job) with progress, metrics, evaluation, checkpoints and signals, then prints the result."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from blueprint.defaults import DEFAULT_TIME_BUDGET, DEFAULT_TIME_BUDGET_HOLDEM
+from blueprint.rundir import METRICS_JSONL, read_metrics, write_metrics_parquet
+from cli.common import CLIError, exact_eval_problem, example_matchstate, expl_unit, human_bytes, si
+from cluster import rss_bytes
+
+
+class Session:
+    """Drives ``Trainer.run`` with progress, metrics, evaluation, checkpoints and signals."""
+
+    def __init__(
+        self,
+        tr,
+        run_dir: Path,
+        *,
+        iterations: int | None,
+        seconds: float | None,
+        checkpoint_every: float,
+        keep: int,
+        eval_every: float,
+        report_every: float,
+        target: float | None,
+    ):
+        self.tr = tr
+        self.run_dir = run_dir
+        self.iterations = iterations
+        self.budget_seconds = seconds
+        self.checkpoint_every = checkpoint_every
+        self.keep = keep
+        self.eval_every = eval_every
+        self.report_every = report_every
+        self.target = target
+        self.eval_problem = exact_eval_problem(tr) if (eval_every > 0 or target is not None) else "disabled"
+        if target is not None and self.eval_problem:
+            raise CLIError(f"--target-exploitability needs exact exploitability: {self.eval_problem}")
+        self.rows = read_metrics(run_dir)
+        self.metrics_file = None
+        self.bar = None
+        self.tty = sys.stderr.isatty()
+        self.signal_name: str | None = None
+        self.stop_reason = "iterations" if iterations is not None else "time"
+        self.last_expl: float | None = None
+        self.last_expl_iter = -1
+        self.last_ckpt_iter = tr.iteration
+        self.last_ckpt_path: Path | None = None
+        self.ckpt_pause: float | None = None
+
+    # -- output ---------------------------------------------------------------------------------
+    def note(self, msg: str) -> None:
+        if self.bar is not None:
+            self.bar.write(msg, file=sys.stderr)
+        else:
+            click.echo(msg, err=True)
+
+    def _status_text(self, row: dict[str, Any]) -> str:
+        parts = [f"visits/s {si(row['node_visits_per_second'])}"]
+        if self.last_expl is not None:
+            parts.append(f"expl {self.last_expl:.4g}")
+        if row["pruned_share"] is not None:
+            parts.append(f"pruned {100 * row['pruned_share']:.1f}%")
+        parts.append(f"mem {human_bytes(row['rss_bytes'])}")
+        if row.get("workers") is not None:  # the Ray job
+            parts.append(f"{row['workers']} workers, stale {row['staleness']:.0f} it, "
+                         f"worker mem {human_bytes(row['worker_rss_bytes'] or 0)}")
+        return ", ".join(parts)
+
+    # -- pieces ---------------------------------------------------------------------------------
+    def evaluate(self) -> float | None:
+        if self.eval_problem is not None:
+            return None
+        if self.last_expl_iter == self.tr.iteration:
+            return self.last_expl
+        try:
+            expl, _ = self.tr.exploitability()
+        except ValueError as exc:  # too many private hands: skip silently from now on
+            self.eval_problem = str(exc)
+            return None
+        self.last_expl, self.last_expl_iter = float(expl), self.tr.iteration
+        return self.last_expl
+
+    def checkpoint(self) -> None:
+        t = time.perf_counter()
+        self.last_ckpt_path = self.tr.save(self.run_dir, keep=self.keep)
+        self.ckpt_pause = time.perf_counter() - t  # training waits this long; the next row says so
+        self.last_ckpt_iter = self.tr.iteration
+        self._flush_metrics_parquet()
+
+    def _flush_metrics_parquet(self) -> None:
+        if self.rows:
+            write_metrics_parquet(self.run_dir, self.rows)
+
+    def report(self, now: float, with_eval: bool) -> dict[str, Any]:
+        tr = self.tr
+        d_sec = tr.seconds - self.prev_seconds
+        d_it = tr.iteration - self.prev_iter
+        d_vis = tr.node_visits - self.prev_visits
+        d_pr = tr.pruned - self.prev_pruned
+        expl = self.evaluate() if with_eval else None
+        last = self.rows[-1] if self.session_rows else None
+        if last is not None and d_it == 0:
+            # Nothing trained since the previous row (the final report right after a periodic one):
+            # add a row only to record an exploitability that row lacks.
+            if expl is None or last["exploitability"] is not None:
+                return last
+            ips, vps = last["iterations_per_second"], last["node_visits_per_second"]
+        else:
+            ips = d_it / d_sec if d_sec > 0 else 0.0
+            vps = d_vis / d_sec if d_sec > 0 else 0.0
+        row = {
+            "iteration": tr.iteration,
+            "seconds": tr.seconds,
+            "wall_seconds": now - self.t0,
+            "iterations_per_second": ips,
+            "node_visits_per_second": vps,
+            "exploitability": expl,
+            "pruned": tr.pruned,
+            "table_bytes": int(tr.regret.nbytes + tr.strat.nbytes),
+            "rss_bytes": rss_bytes(),
+            "time": time.time(),
+            "checkpoint_seconds": self.ckpt_pause,
+        }
+        self.ckpt_pause = None
+        if hasattr(tr, "stats"):  # the Ray job
+            st = tr.stats()
+            row.update({k: st[k] for k in ("workers", "staleness", "bytes_per_batch", "worker_rss_bytes")})
+        self.rows.append(row)
+        self.session_rows += 1
+        self.metrics_file.write(json.dumps(row) + "\n")
+        self.metrics_file.flush()
+        self.prev_seconds, self.prev_iter = tr.seconds, tr.iteration
+        self.prev_visits, self.prev_pruned = tr.node_visits, tr.pruned
+        shown = dict(row, pruned_share=(d_pr / d_vis if d_vis > 0 else None))
+        if self.bar is not None:
+            self.bar.update(tr.iteration - self.bar.n - self.start_iter)
+            self.bar.set_postfix_str(self._status_text(shown), refresh=True)
+        elif now - self.last_plain >= 60.0:
+            self.last_plain = now
+            click.echo(
+                f"iteration {tr.iteration:,}: {si(row['iterations_per_second'])} it/s, "
+                + self._status_text(shown),
+                err=True,
+            )
+        return row
+
+    # -- signals --------------------------------------------------------------------------------
+    def _on_signal(self, signum, frame) -> None:
+        if self.signal_name is not None:  # a second signal: give up on the clean stop
+            raise KeyboardInterrupt
+        self.signal_name = signal.Signals(signum).name
+        self.note(
+            f"{self.signal_name}: stopping at the next chunk boundary and writing a checkpoint "
+            f"(send it again to abort without one)"
+        )
+
+    # -- the loop -------------------------------------------------------------------------------
+    def callback(self, tr) -> bool:
+        now = time.perf_counter()
+        if self.first_chunk_done is None:
+            # The first chunk (one iteration) includes compiling or loading the numba kernels: it
+            # counts neither in the session's rates nor against --time.
+            self.first_chunk_done = (tr.iteration, tr.seconds, tr.node_visits)
+            if self.budget_seconds is not None:
+                self.deadline = now + self.budget_seconds
+        stop = False
+        if self.signal_name is not None:
+            self.stop_reason, stop = "signal", True
+        elif self.deadline is not None and now >= self.deadline:
+            self.stop_reason, stop = "time", True
+        if not stop and now - self.last_report >= self.report_every:
+            with_eval = self.eval_problem is None and now - self.last_eval >= self.eval_every
+            self.report(now, with_eval)
+            self.last_report = time.perf_counter()
+            if with_eval:
+                self.last_eval = self.last_report
+            if (
+                self.target is not None
+                and self.last_expl is not None
+                and self.last_expl_iter == tr.iteration
+                and self.last_expl <= self.target
+            ):
+                self.stop_reason, stop = "target", True
+        if not stop and now - self.last_ckpt >= self.checkpoint_every:
+            from blueprint.checkpoint import CheckpointError
+
+            try:
+                self.checkpoint()
+                self.note(f"checkpoint at iteration {tr.iteration:,}: {self.last_ckpt_path}")
+            except CheckpointError as exc:  # disk full, ...: the previous one is intact; go on
+                self.note(f"warning: {exc}; training goes on and tries again in {self.checkpoint_every:g} s")
+            self.last_ckpt = time.perf_counter()
+        return stop
+
+    def run(self) -> dict[str, Any]:
+        tr = self.tr
+        self.t0 = time.perf_counter()
+        self.deadline = self.t0 + self.budget_seconds if self.budget_seconds is not None else None
+        self.last_report = self.last_eval = self.last_ckpt = self.t0
+        self.last_plain = self.t0
+        self.start_iter, self.start_seconds, self.start_visits = tr.iteration, tr.seconds, tr.node_visits
+        self.prev_seconds, self.prev_iter = tr.seconds, tr.iteration
+        self.prev_visits, self.prev_pruned = tr.node_visits, tr.pruned
+        self.first_chunk_done = None
+        self.session_rows = 0
+        if self.tty:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=self.iterations,
+                unit="it",
+                unit_scale=True,
+                dynamic_ncols=True,
+                file=sys.stderr,
+                desc=tr.game.name or "train",
+                mininterval=0.5,
+            )
+        handlers = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                handlers[sig] = signal.signal(sig, self._on_signal)
+        try:
+            with open(self.run_dir / METRICS_JSONL, "a") as self.metrics_file:
+                remaining = self.iterations if self.iterations is not None else 2**62
+                tr.run(remaining, self.callback, report_seconds=min(0.5, self.report_every))
+                if self.target is not None and self.stop_reason != "signal":
+                    expl = self.evaluate()
+                    if expl is not None and expl <= self.target:
+                        self.stop_reason = "target"
+                self.report(time.perf_counter(), with_eval=True)
+                if tr.iteration != self.last_ckpt_iter or self.last_ckpt_path is None:
+                    self.checkpoint()
+                else:
+                    self._flush_metrics_parquet()
+        finally:
+            for sig, old in handlers.items():
+                signal.signal(sig, old)
+            if self.bar is not None:
+                self.bar.close()
+                self.bar = None
+        return self.summary(time.perf_counter() - self.t0)
+
+    def summary(self, wall: float) -> dict[str, Any]:
+        tr = self.tr
+        # Rates over this session, leaving out the first chunk (it includes the numba compile).
+        base_it, base_sec, base_vis = self.first_chunk_done or (
+            self.start_iter,
+            self.start_seconds,
+            self.start_visits,
+        )
+        if tr.iteration - base_it <= 0 or tr.seconds - base_sec <= 0:
+            base_it, base_sec, base_vis = self.start_iter, self.start_seconds, self.start_visits
+        d_sec = tr.seconds - base_sec
+        out = {
+            "iterations": tr.iteration,
+            "iterations_run": tr.iteration - self.start_iter,
+            "seconds": tr.seconds,
+            "wall_seconds": wall,
+            "iterations_per_second": (tr.iteration - base_it) / d_sec if d_sec > 0 else 0.0,
+            "node_visits_per_second": (tr.node_visits - base_vis) / d_sec if d_sec > 0 else 0.0,
+        }
+        if self.last_expl is not None and self.last_expl_iter == tr.iteration:
+            out["exploitability"] = self.last_expl
+        out["stopped"] = self.stop_reason
+        out["run_dir"] = str(self.run_dir)
+        out["checkpoint"] = str(self.last_ckpt_path)
+        return out
+
+
+def budget(iterations: int | None, seconds: float | None, big: bool = False) -> tuple[int | None, float | None]:
+    if iterations is not None and seconds is not None:
+        raise click.UsageError("give --iterations or --time, not both")
+    if iterations is None and seconds is None:
+        seconds = DEFAULT_TIME_BUDGET_HOLDEM if big else DEFAULT_TIME_BUDGET
+    return iterations, seconds
+
+
+def finish(tr, result: dict[str, Any], as_json: bool, sess: Session) -> None:
+    run = shlex.quote(str(sess.run_dir))
+    if result["stopped"] == "signal":
+        click.echo(
+            f"stopped by {sess.signal_name} at iteration {tr.iteration:,}; checkpoint written: "
+            f"{result['checkpoint']}; continue with: mccfr resume {run}",
+            err=True,
+        )
+    elif result["stopped"] == "target":
+        click.echo(
+            f"exploitability {sess.last_expl:.6g} <= target {sess.target:g} at iteration {tr.iteration:,}",
+            err=True,
+        )
+    lines = [
+        (
+            f"trained {result['iterations_run']:,} iterations (total {tr.iteration:,}) in "
+            f"{result['wall_seconds']:.1f} s: {si(result['iterations_per_second'])} it/s, "
+            f"{si(result['node_visits_per_second'])} node visits/s"
+        ),
+    ]
+    if "exploitability" in result:
+        unit, factor = expl_unit(tr.game)
+        value = result["exploitability"] * factor
+        lines.append(
+            f"exploitability: {value:.6g} {unit}"
+            + ("" if unit == "chips" else f" ({result['exploitability']:.6g} chips)")
+        )
+    ms = example_matchstate(tr.game)
+    lines += [
+        f"blueprint: {result['checkpoint']}",
+        "use it:",
+        f"  mccfr status {run}",
+        f"  mccfr eval {run} --exploitability"
+        if exact_eval_problem(tr) is None
+        else f"  mccfr eval {run}   (exact exploitability is out of reach for this game)",
+        f"  mccfr export {run} --out {shlex.quote(str(sess.run_dir / 'strategy.parquet'))}",
+        f"  mccfr resume {run} --iterations N",
+        "  python -c "
+        + shlex.quote(
+            f"from blueprint.blueprint import Blueprint; "
+            f"print(Blueprint.load({json.dumps(str(sess.run_dir))})"
+            f".strategy({json.dumps(ms)}))"
+        ),
+    ]
+    table = opening_range(tr)
+    for line in table + lines:
+        click.echo(line)
+    if as_json:
+        click.echo(json.dumps(result))
+
+
+def opening_range(tr) -> list[str]:
+    """For two-card 13-rank games: the first actor's raise frequency by starting hand (13 x 13,
+    suited above the diagonal), read back through ``Blueprint.strategy``."""
+    g = tr.game
+    if g.num_hole_cards != 2 or g.num_ranks != 13 or g.num_suits != 4:
+        return []
+    from blueprint.blueprint import Blueprint
+    from holdem.cards import RANK_CHARS
+
+    bp = Blueprint(tr)
+    seat = g.first_player[0]
+    rows = [f"opening range of seat {seat} (first to act): % of raises by hand; suited above the diagonal"]
+    rows.append("     " + "".join(f"{RANK_CHARS[r]:>4s}" for r in range(12, -1, -1)))
+    for i in range(12, -1, -1):
+        cells = []
+        for j in range(12, -1, -1):
+            if i == j:
+                hole = f"{RANK_CHARS[i]}c{RANK_CHARS[j]}d"
+            elif j < i:  # row rank higher: suited
+                hole = f"{RANK_CHARS[i]}c{RANK_CHARS[j]}c"
+            else:
+                hole = f"{RANK_CHARS[j]}c{RANK_CHARS[i]}d"
+            cards = hole + "|" if seat == 0 else "|" + hole
+            strat = bp.strategy(f"MATCHSTATE:{seat}:0::{cards}")
+            raise_p = sum(p for a, p in strat.items() if a.startswith("r"))
+            cells.append(f"{100 * raise_p:4.0f}")
+        rows.append(f"  {RANK_CHARS[i]}  " + "".join(cells))
+    return rows
+
+
+def ray_job(tr, kwargs: dict[str, Any]):
+    """The Ray job around ``tr`` (imports Ray: only here)."""
+    from cluster.job import RayJob
+
+    job = RayJob(tr, log=lambda msg: click.echo(f"warning: {msg}", err=True),
+                 **{k: v for k, v in kwargs.items() if v is not None})
+    click.echo(f"Ray job: {job.num_workers} workers, {job.num_shards} shards, batch {job.batch}", err=True)
+    return job
+
+
+def run_session(tr, job, run_dir: Path, as_json: bool, **session) -> None:
+    """Run a training session (on the Ray job if there is one), then print the result."""
+    try:
+        sess = Session(job if job is not None else tr, run_dir, **session)
+        try:
+            result = sess.run()
+        except Exception as exc:
+            if job is not None:
+                from cluster.job import JobError
+
+                if isinstance(exc, JobError):  # a shard died and could not be restored: say so, exit 2
+                    raise CLIError(str(exc)) from None
+            raise
+        if job is not None:
+            job.sync()
+            st = job.stats()
+            result.update({k: st[k] for k in ("staleness", "bytes_per_batch", "workers", "shards", "batch",
+                                               "lost_batches", "lost_iterations", "worker_restarts",
+                                               "shard_restores", "checkpoint_pause_seconds")})
+    finally:
+        if job is not None:
+            job.close()
+    finish(tr, result, as_json, sess)

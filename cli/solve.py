@@ -1,0 +1,121 @@
+"""``mccfr solve``: safe / nested subgame solving at a match state, or an explicit subgame file."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from cli.common import CLIError, json_opt, run_dir_arg, user_input
+
+
+@click.command()
+@click.argument("run_dir", required=False)
+@click.option("--matchstate", default=None, metavar="STR", help="Solve for the seat to act at this MATCHSTATE (needs RUN_DIR).")
+@click.option("--subgame", "subgame_file", default=None, metavar="FILE",
+              help="An explicit subgame: a public Libratus endgame file (unsafe only: it has no alternative values).")
+@click.option("--method", default=None, metavar="M",
+              help="unsafe, resolve, maxmargin, reach-maxmargin, estimate, reach-estimate "
+                   "[default: reach-maxmargin with RUN_DIR, unsafe with --subgame]")
+@click.option("--time-budget", type=click.FloatRange(min=0.001), default=None, metavar="S",
+              help="Seconds to solve for [default: 2, unless --iterations or --target-pct-pot is given].")
+@click.option("--iterations", type=click.IntRange(min=1), default=None, help="CFR iterations to run.")
+@click.option("--target-pct-pot", type=click.FloatRange(min=0.0), default=None,
+              help="Stop at this exploitability, in percent of the starting pot.")
+@click.option("--bets", default=None, help="Bet abstraction inside the subgame [default: subgame: 0.5/1/2 pot, 2.5x, all-in].")
+@click.option("--algo", type=click.Choice(["dcfr", "cfr+"]), default="dcfr", show_default=True)
+@click.option("--hand", default=None, metavar="CARDS", help="With --subgame: print this hand's root strategy (e.g. AsKd).")
+@json_opt
+def solve(run_dir, matchstate, subgame_file, method, time_budget, iterations, target_pct_pot, bets, algo, hand, as_json):
+    """Re-solve a subgame: the strategy for the seat to act, and how well it was solved.
+
+    \b
+    mccfr solve RUN_DIR --matchstate MATCHSTATE:0:12:cc/r250:Ah7d|/Ks9c2d --method reach-maxmargin
+    mccfr solve --subgame subgame4.txt --target-pct-pot 0.5 --json
+
+    With RUN_DIR the subgame starts at the match state (on the blueprint's tree), or right after the
+    opponent's off-tree bet (nested solving); ranges come from the blueprint's reach, the opponent's
+    alternative values from best responses to the blueprint. Exploitability is (best-response gain
+    of seat 0 + of seat 1) / 2 in the game solved (the gadget game for the safe methods), in chips
+    and in percent of the subgame's starting pot.
+    """
+    if (matchstate is None) == (subgame_file is None):
+        raise click.UsageError("give exactly one of --matchstate STR (with RUN_DIR) or --subgame FILE")
+    if matchstate is not None and run_dir is None:
+        raise click.UsageError("--matchstate needs RUN_DIR (the blueprint to solve from)")
+    if time_budget is None and iterations is None and target_pct_pot is None:
+        time_budget = 2.0
+    from abstraction.bets import load_bets
+    from subgame.tree import SubgameError
+
+    with user_input():
+        try:
+            sub_bets = load_bets(bets) if bets is not None else None
+            if subgame_file is not None:
+                result = _solve_file(subgame_file, method or "unsafe", sub_bets, time_budget, iterations,
+                                     target_pct_pot, algo, hand)
+            else:
+                result = _solve_matchstate(run_dir_arg(run_dir), matchstate, method or "reach-maxmargin", sub_bets,
+                                           time_budget, iterations, target_pct_pot, algo)
+        except SubgameError as exc:
+            raise CLIError(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(result))
+
+
+def _solve_report(sol) -> dict[str, Any]:
+    d = sol.diagnostics()
+    click.echo(
+        f"{d['method']}: {d['iterations']:,} iterations in {d['elapsed_ms'] / 1000:.2f} s; exploitability "
+        f"{d['exploitability']:.4g} chips ({d['exploitability_pct_pot']:.3g}% of the pot {d['pot']:,}); "
+        f"tree {d['nodes']:,} nodes x {d['hands']:,} hands, {d['memory_mb']:.0f} MB"
+    )
+    if d["min_margin"] is not None:
+        click.echo(f"  opponent's minimum margin {d['min_margin']:.4g} chips (>= 0: no hand gains over its alternative)")
+    return d
+
+
+def _solve_file(path, method, bets, time_budget, iterations, target, algo, hand) -> dict[str, Any]:
+    from holdem.cards import parse_cards
+    from subgame.libratus import read_libratus
+    from subgame.solver import solve as run_solve
+
+    sub = read_libratus(path, bets)
+    sol = run_solve(sub, method, iterations=iterations, time_budget=time_budget, target_pct_pot=target, algo=algo)
+    d = _solve_report(sol)
+    t = sub.tree
+    actor = int(t.player[0])
+    w = sub.ranges[actor]
+    freq = {a: float((v * w).sum() / w.sum()) for a, v in sol.root_strategy().items()}
+    click.echo(f"seat {actor} to act at the root; its range plays: "
+               + ", ".join(f"{a} {p:.1%}" for a, p in freq.items()))
+    out = {**d, "strategy": freq, "actor": actor}
+    if hand is not None:
+        cards = parse_cards(hand, t.game.num_suits, t.game.num_ranks)
+        hs = sol.hand_strategy(tuple(cards))
+        click.echo(f"{hand}: " + ", ".join(f"{a} {p:.3f}" for a, p in hs.items()))
+        out["hand_strategy"] = hs
+    return out
+
+
+def _solve_matchstate(path, matchstate, method, bets, time_budget, iterations, target, algo) -> dict[str, Any]:
+    from blueprint.blueprint import Blueprint
+    from holdem.state import StateError
+    from subgame.nested import first_off_tree, hand_strategy, solve_state
+    from subgame.tree import SubgameError
+
+    bp = Blueprint.load(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
+    try:
+        state = bp.game.state(matchstate)
+    except StateError as exc:
+        raise SubgameError(f"bad match state: {exc}") from None
+    off = first_off_tree(bp, state) if state.viewer is not None and not state.is_terminal() else None
+    sol, node = solve_state(bp, state, method, time_budget=time_budget, iterations=iterations,
+                            target_pct_pot=target, bets=bets)
+    d = _solve_report(sol)
+    hs = hand_strategy(sol, node, state)
+    click.echo("strategy: " + ", ".join(f"{a} {p:.3f}" for a, p in hs.items())
+               + (" (nested: off-tree bet)" if off is not None else ""))
+    return {**d, "strategy": hs, "nested": off is not None, "node": node}
+

@@ -1,0 +1,219 @@
+"""``mccfr train`` and ``mccfr resume``."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shlex
+from pathlib import Path
+
+import click
+
+from blueprint.defaults import DEFAULT_GAME, DEFAULT_NOLIMIT_BETS
+from blueprint.rundir import (
+    METRICS_JSONL,
+    METRICS_PARQUET,
+    RUN_TOML,
+    atomic_write_bytes,
+    quarantine_newer,
+    read_metrics,
+    write_run_toml,
+)
+from cli.common import (
+    CLIError,
+    ckpt_opt,
+    eval_opt,
+    exact_eval_problem,
+    human_bytes,
+    iterations_opt,
+    json_opt,
+    keep_opt,
+    report_opt,
+    run_dir_arg,
+    target_opt,
+    time_opt,
+    user_input,
+    with_ray_opts,
+)
+from cli.session import budget, ray_job, run_session
+
+
+@click.command()
+@click.option(
+    "--game",
+    default=DEFAULT_GAME,
+    show_default=True,
+    help="A preset (kuhn, leduc, hulhe, hunl, hunl100, ...) or an ACPC .game file.",
+)
+@click.option(
+    "--bets",
+    default=None,
+    help=f"Bet abstraction for no-limit games: a name (fcpa, small, standard) or a TOML file "
+    f"[default: {DEFAULT_NOLIMIT_BETS}].",
+)
+@click.option(
+    "--abstraction",
+    default=None,
+    help="Card abstraction: lossless, rank, a recipe (small, medium, large: built on first use and cached) or a "
+    "built directory [default: lossless for small decks, else small].",
+)
+@click.option(
+    "--algo",
+    default="pluribus",
+    show_default=True,
+    help="MCCFR variant: pluribus, dcfr, linear, vanilla; or full-traversal cfr, cfr+ (small games).",
+)
+@iterations_opt
+@time_opt
+@click.option(
+    "--out", "out", default=None, help="Run directory [default: runs/<game>-<algo>-<YYYYmmdd-HHMMSS>]."
+)
+@ckpt_opt
+@keep_opt
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every sampler.")
+@target_opt
+@eval_opt
+@report_opt
+@click.option(
+    "--regret-dtype",
+    type=click.Choice(["float32", "int32"]),
+    default=None,
+    help="Regret storage [default: the algorithm's, float32].",
+)
+@with_ray_opts
+@json_opt
+def train(
+    game,
+    bets,
+    abstraction,
+    algo,
+    iterations,
+    seconds,
+    out,
+    checkpoint_every,
+    keep,
+    seed,
+    target,
+    eval_every,
+    report_every,
+    regret_dtype,
+    workers,
+    shards,
+    address,
+    batch,
+    as_json,
+):
+    """Train a blueprint into a new run directory."""
+    if seed < 0:
+        raise click.BadParameter("must be >= 0", param_hint="--seed")
+    if out is None:
+        label = Path(game).stem if Path(game).suffix else game
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        out = os.path.join("runs", f"{label}-{algo}-{stamp}")
+    run_dir = Path(out)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise CLIError(f"--out {out!r} exists and is not a directory")
+    with user_input():
+        from blueprint.checkpoint import list_checkpoints
+        from blueprint.trainer import make_trainer
+        from holdem.gamedef import load_gamedef
+
+        if list_checkpoints(run_dir):
+            raise CLIError(
+                f"{out} already has checkpoints; continue it with 'mccfr resume {shlex.quote(out)}' "
+                f"or choose another --out"
+            )
+        gd = load_gamedef(game)
+        iterations, seconds = budget(iterations, seconds, big=gd.deck_size > 16)
+        if gd.is_limit and bets is not None:
+            click.echo(
+                f"warning: --bets is ignored: {gd.name or game} is a limit game (its own bet abstraction)",
+                err=True,
+            )
+        if not gd.is_limit and bets is None:
+            bets = DEFAULT_NOLIMIT_BETS
+        tr = make_trainer(game, bets=bets, cards=abstraction, algo=algo, seed=seed, regret_dtype=regret_dtype)
+    if tr.config.algo.full_traversal:
+        from math import perm
+
+        from blueprint.trainer import MAX_FULL_DEALS
+
+        deals = perm(tr.game.deck_size, tr.game.cards_per_deal)
+        if deals > MAX_FULL_DEALS:
+            raise CLIError(
+                f"--algo {algo} enumerates every deal: {deals:,} for {gd.name or game} (at most "
+                f"{MAX_FULL_DEALS:,}); use a sampled algorithm (pluribus, dcfr, linear, vanilla)"
+            )
+    if target is not None and exact_eval_problem(tr):
+        raise CLIError(f"--target-exploitability needs exact exploitability: {exact_eval_problem(tr)}")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CLIError(f"cannot create run directory {out!r}: {exc}") from None
+    for stale in (METRICS_JSONL, METRICS_PARQUET):  # leftovers of a run that never checkpointed
+        (run_dir / stale).unlink(missing_ok=True)
+    write_run_toml(
+        run_dir, tr, {"created": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
+    )
+    click.echo(
+        f"training {gd.name or game} with {algo} (seed {seed}) into {run_dir}: {tr.size:,} table entries, "
+        f"{human_bytes(tr.regret.nbytes + tr.strat.nbytes)}",
+        err=True,
+    )
+    job = None
+    if (workers or 1) > 1 or (shards or 1) > 1 or address is not None:
+        if tr.config.algo.full_traversal:
+            raise CLIError(f"--algo {algo} enumerates every deal and runs in one process; drop --workers/--shards")
+        job = ray_job(tr, {"workers": workers, "shards": shards, "batch": batch, "address": address})
+    run_session(tr, job, run_dir, as_json, iterations=iterations, seconds=seconds, checkpoint_every=checkpoint_every,
+         keep=keep, eval_every=eval_every, report_every=report_every, target=target)
+
+
+@click.command()
+@click.argument("run_dir")
+@iterations_opt
+@time_opt
+@ckpt_opt
+@keep_opt
+@target_opt
+@eval_opt
+@report_opt
+@with_ray_opts
+@json_opt
+def resume(run_dir, iterations, seconds, checkpoint_every, keep, target, eval_every, report_every,
+           workers, shards, address, batch, as_json):
+    """Continue a run from its newest complete checkpoint (N more iterations). A Ray run goes on as a
+    Ray run with the same workers, shards and batch (unless given)."""
+    if iterations is not None and seconds is not None:
+        raise click.UsageError("give --iterations or --time, not both")
+    path = run_dir_arg(run_dir)
+    from blueprint.checkpoint import load_latest
+    from blueprint.trainer import Trainer
+
+    with user_input():
+        manifest, shard_data = load_latest(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
+        tr = Trainer.from_checkpoint(path, manifest, shard_data)
+        del shard_data
+    iterations, seconds = budget(iterations, seconds, big=tr.game.deck_size > 16)
+    click.echo(f"resuming {path} from the checkpoint at iteration {tr.iteration:,}", err=True)
+    quarantine_newer(path, tr.iteration)
+    rows = read_metrics(path)
+    kept = [r for r in rows if r["iteration"] <= tr.iteration]
+    if len(kept) != len(rows):  # the run died after its last checkpoint: those iterations are redone
+        click.echo(
+            f"dropping {len(rows) - len(kept)} metrics rows past iteration {tr.iteration:,} "
+            f"(after the checkpoint)",
+            err=True,
+        )
+        atomic_write_bytes(path / METRICS_JSONL, "".join(json.dumps(r) + "\n" for r in kept).encode())
+    if not (path / RUN_TOML).exists():
+        write_run_toml(path, tr, {"created": "unknown (rewritten by resume)"})
+    job = None
+    if manifest.get("job") or any(x is not None for x in (workers, shards, address)):
+        from cluster.job import RayJob
+
+        job = ray_job(tr, RayJob.resume_kwargs(manifest, workers=workers, shards=shards, batch=batch,
+                                                address=address))
+    run_session(tr, job, path, as_json, iterations=iterations, seconds=seconds, checkpoint_every=checkpoint_every,
+         keep=keep, eval_every=eval_every, report_every=report_every, target=target)

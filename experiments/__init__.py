@@ -1,0 +1,1 @@
+"""Paper experiments that run from the source tree (not part of the installed wheel)."""
