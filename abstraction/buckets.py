@@ -35,7 +35,6 @@ import os
 import shutil
 import struct
 import time
-from itertools import combinations
 from math import comb
 from pathlib import Path
 from typing import Callable, Optional
@@ -43,117 +42,35 @@ from typing import Callable, Optional
 import numba
 import numpy as np
 
+from abstraction.bucketing import (
+    HIST_BINS,
+    HS_SCALE,
+    AbstractionError,
+    SampleSpec,
+    assign_buckets,
+    board_hs,
+    card_structure,
+    claim_partial,
+    holes_of,
+    percentile_thresholds,
+    rest_of,
+    run_chunks,
+    save_npz_atomic,
+)
+from abstraction.clustering import check_feasible, cluster_tables
 from abstraction.combinatorics import next_combination
 from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex
-from holdem.evaluator import rank_hand
+from abstraction.potential import build_potential_sampled
+from holdem.files import atomic_write_bytes
 from holdem.gamedef import GameDef
 
 MAGIC = b"MCCFRABS"
 VERSION = 1
 METHODS = ("ehs", "ehs2", "distribution", "potential")  # the last two: abstraction.clustering
-HS_SCALE = 65535.0
-HIST_BINS = 1 << 16
-
-
-class AbstractionError(ValueError):
-    """A bad bucket request, or a corrupt, partial or foreign abstraction file."""
 
 
 # ---------------------------------------------------------------------------------------------
 # numba kernels
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _holes_of(rest, k):
-    """All k-card hands (k in 1, 2) from the cards in ``rest``: int64 [n, k]."""
-    m = rest.shape[0]
-    if k == 1:
-        out = np.empty((m, 1), np.int64)
-        for i in range(m):
-            out[i, 0] = rest[i]
-        return out
-    out = np.empty((m * (m - 1) // 2, 2), np.int64)
-    n = 0
-    for i in range(m):
-        for j in range(i + 1, m):
-            out[n, 0] = rest[i]
-            out[n, 1] = rest[j]
-            n += 1
-    return out
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _board_hs(board, holes, num_suits, num_ranks, deck_size, hs, skip):
-    """HS of every hole hand (rows of ``holes``) on the final ``board``; rows with ``skip`` set
-    (sharing a card with the board) get -1. Card removal by inclusion-exclusion."""
-    n = holes.shape[0]
-    k = holes.shape[1]
-    nb = board.shape[0]
-    work = np.empty(k + nb, np.int64)
-    for j in range(nb):
-        work[k + j] = board[j]
-    strength = np.empty(n, np.int64)
-    live = 0
-    for i in range(n):
-        if skip[i]:
-            strength[i] = -1
-            continue
-        live += 1
-        for j in range(k):
-            work[j] = holes[i, j]
-        strength[i] = rank_hand(work, k + nb, num_suits, num_ranks)
-    order = np.argsort(strength)
-    low_card = np.zeros(deck_size, np.int64)
-    tie_card = np.zeros(deck_size, np.int64)
-    low_total = 0
-    remaining = deck_size - nb - k  # cards an opponent can draw from, given ours
-    opp_total = remaining if k == 1 else remaining * (remaining - 1) // 2
-    i = 0
-    while i < n:
-        h = order[i]
-        if skip[h]:
-            hs[h] = -1.0
-            i += 1
-            continue
-        s = strength[h]
-        j = i
-        while j < n and strength[order[j]] == s:
-            j += 1
-        tie_total = j - i
-        for q in range(i, j):
-            for c in range(k):
-                tie_card[holes[order[q], c]] += 1
-        for q in range(i, j):
-            g = order[q]
-            if k == 1:
-                lower = low_total - low_card[holes[g, 0]]
-                ties = tie_total - tie_card[holes[g, 0]]
-            else:
-                a = holes[g, 0]
-                b = holes[g, 1]
-                lower = low_total - low_card[a] - low_card[b]
-                ties = tie_total - tie_card[a] - tie_card[b] + 1
-            hs[g] = (lower + 0.5 * ties) / opp_total
-        for q in range(i, j):
-            for c in range(k):
-                tie_card[holes[order[q], c]] -= 1
-                low_card[holes[order[q], c]] += 1
-        low_total += tie_total
-        i = j
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _rest_of(board, nb, deck):
-    used = np.zeros(deck, np.bool_)
-    for j in range(nb):
-        used[board[j]] = True
-    rest = np.empty(deck - nb, np.int64)
-    m = 0
-    for c in range(deck):
-        if not used[c]:
-            rest[m] = c
-            m += 1
-    return rest
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -167,11 +84,11 @@ def _final_round_chunk(t_board, t_hand, round_, nb, lo, hi, board_w, hole_k, num
         if nb > 0:
             iso_unindex(t_board, bidx, 0, board)
         b = board[:nb]
-        holes = _holes_of(_rest_of(b, nb, deck), hole_k)
+        holes = holes_of(rest_of(b, nb, deck), hole_k)
         n = holes.shape[0]
         skip = np.zeros(n, np.bool_)
         hs = np.empty(n, np.float64)
-        _board_hs(b, holes, num_suits, num_ranks, deck, hs, skip)
+        board_hs(b, holes, num_suits, num_ranks, deck, hs, skip)
         for j in range(nb):
             hand[hole_k + j] = b[j]
         w = board_w[bidx]
@@ -199,8 +116,8 @@ def _earlier_round_chunk(t_board, t_hand, round_, next_round, nb, new_k, lo, hi,
         if nb > 0:
             iso_unindex(t_board, bidx, 0, board)
         b = board[:nb]
-        rest = _rest_of(b, nb, deck)
-        holes = _holes_of(rest, hole_k)
+        rest = rest_of(b, nb, deck)
+        holes = holes_of(rest, hole_k)
         avail = np.empty(rest.shape[0], np.int64)
         for j in range(nb):
             hand[hole_k + j] = b[j]
@@ -262,8 +179,8 @@ def _penultimate_chunk(t_board, t_hand, round_, nb, new_k, lo, hi, board_w, hole
         for j in range(nb):
             full[j] = board[j]
             hand[hole_k + j] = board[j]
-        rest = _rest_of(board, nb, deck)
-        holes = _holes_of(rest, hole_k)
+        rest = rest_of(board, nb, deck)
+        holes = holes_of(rest, hole_k)
         n = holes.shape[0]
         s1 = np.zeros(n, np.float64)
         s2 = np.zeros(n, np.float64)
@@ -283,7 +200,7 @@ def _penultimate_chunk(t_board, t_hand, round_, nb, new_k, lo, hi, board_w, hole
                         if holes[i, a] == full[nb + j]:
                             clash = True
                 skip[i] = clash
-            _board_hs(full, holes, num_suits, num_ranks, deck, hs, skip)
+            board_hs(full, holes, num_suits, num_ranks, deck, hs, skip)
             for i in range(n):
                 if not skip[i]:
                     s1[i] += hs[i]
@@ -302,22 +219,6 @@ def _penultimate_chunk(t_board, t_hand, round_, nb, new_k, lo, hi, board_w, hole
             out_m2[cls] = e2
             hist1[min(int(e1 * HS_SCALE + 0.5), 65535)] += w
             hist2[min(int(e2 * HS_SCALE + 0.5), 65535)] += w
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _assign_buckets(values, scale, thresholds, out):
-    """``out[i]`` = number of thresholds <= quantized value (``values * scale`` rounded)."""
-    for i in range(values.shape[0]):
-        q = int(values[i] * scale + 0.5)
-        lo = 0
-        hi = thresholds.shape[0]
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if thresholds[mid] <= q:
-                lo = mid + 1
-            else:
-                hi = mid
-        out[i] = lo
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -343,19 +244,6 @@ def _board_weights(t_board, deck, nb, size):
 
 
 @dataclasses.dataclass(frozen=True)
-class SampleSpec:
-    """Sample sizes and k-means settings of a sampled potential-aware build
-    (:mod:`abstraction.potential`; part of its cache key)."""
-
-    opp_clusters: int = 8  # OCHS opponent clusters
-    opp_boards: int = 2000  # random final boards for the opponent clustering
-    river_boards: int = 600  # random final boards whose hands are the last round's k-means sample
-    sample: int = 100_000  # random hands per earlier round for its k-means
-    max_iter: int = 30  # Lloyd iterations at most (stops earlier when no label changes)
-    seed: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
 class Recipe:
     """Bucket counts per round and the method (``ehs``: E[HS] percentiles; ``ehs2``: E[HS^2];
     ``potential``: potential-aware k-means, sampled on 52 cards with ``spec``)."""
@@ -377,71 +265,6 @@ RECIPES = {
     "medium": Recipe("potential", (169, 100, 100, 100), SampleSpec()),
     "large": Recipe("potential", (169, 200, 200, 200), SampleSpec(sample=200_000, river_boards=1000)),
 }
-
-
-def _percentile_thresholds(hist: np.ndarray, n_buckets: int) -> np.ndarray:
-    """Quantized values at which the cumulative weight crosses k / n_buckets, k = 1..n-1."""
-    cum = np.cumsum(hist)
-    total = cum[-1]
-    if total <= 0:
-        raise AbstractionError("empty histogram: no hand was counted")
-    targets = total * np.arange(1, n_buckets) / n_buckets
-    # the first bin whose cumulative weight exceeds the target starts the next bucket
-    th = np.searchsorted(cum, targets, side="right").astype(np.int64)
-    return np.minimum(th, HIST_BINS - 1)
-
-
-def _run_chunks(fn, n_items: int, threads: int, desc: str, progress: bool, log: Optional[Callable] = None,
-                unit: str = "boards"):
-    """Run ``fn(lo, hi)`` over ``0..n_items`` in chunks on ``threads`` threads (the kernels
-    release the GIL) with a progress bar and an ETA."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    n_chunks = max(1, min(n_items, threads * 64))
-    bounds = np.linspace(0, n_items, n_chunks + 1).astype(np.int64)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=n_items, desc=desc, unit=unit, dynamic_ncols=True, leave=True)
-    results = []
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        futs = [pool.submit(fn, int(bounds[i]), int(bounds[i + 1])) for i in range(n_chunks)]
-        for f, i in zip(futs, range(n_chunks)):
-            results.append(f.result())
-            if bar is not None:
-                bar.update(int(bounds[i + 1] - bounds[i]))
-    if bar is not None:
-        bar.close()
-    return results
-
-
-def _save_npz_atomic(path: Path, **arrays) -> None:
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, **arrays)
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def claim_partial(partial: Path, request: dict) -> None:
-    """Make ``partial/`` the stage directory of ``request`` (its ``request.json``); refuse one that
-    holds another request's stages, which must never be mixed into this build."""
-    import json
-
-    partial.mkdir(parents=True, exist_ok=True)
-    req = partial / "request.json"
-    text = json.dumps(request, sort_keys=True)
-    if req.exists():
-        if req.read_text() != text:
-            raise AbstractionError(
-                f"{partial.parent}: holds a partial build of another request ({req.read_text()}), not "
-                f"{text}; remove {partial} or build into another directory"
-            )
-    else:
-        if any(partial.iterdir()):
-            raise AbstractionError(f"{partial}: stage files of an unknown request; remove it to rebuild")
-        req.write_text(text)
 
 
 def validate_request(game: GameDef, buckets: tuple[int, ...], method: str) -> HandIndexer:
@@ -499,16 +322,12 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
     t_start = time.perf_counter()
     clustered = method in ("distribution", "potential")
     if method == "potential" and sampled is None:
-        from abstraction.clustering import check_feasible
-
         try:
             check_feasible(game, indexer, buckets)
             sampled = False
         except AbstractionError:
             sampled = True
     if method == "potential" and sampled:
-        from abstraction.potential import build_potential_sampled
-
         spec = spec or SampleSpec(seed=seed)
         tables = build_potential_sampled(game, indexer, buckets, out_dir, spec, threads=threads, progress=progress,
                                          log=log)
@@ -521,8 +340,6 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
     claim_partial(partial, {"cards": card_structure(game), "buckets": list(buckets), "method": method,
                             "seed": seed, "last_round": last_round})
     if clustered:  # refuse before the expensive part
-        from abstraction.clustering import check_feasible
-
         check_feasible(game, indexer, buckets)
 
     def board_indexer(nb):
@@ -547,10 +364,10 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
             _final_round_chunk(tb, t_hand, rf, T[rf], lo, hi, bw, k, S, N, hs, hist)
             return hist
 
-        hists = _run_chunks(work, nboards, threads, f"round {rf + 1} hand strength", progress)
+        hists = run_chunks(work, nboards, threads, f"round {rf + 1} hand strength", progress)
         hist = np.sum(hists, axis=0)
         stats[rf] = {"hs": hs, "hist1": hist, "hist2": hist}
-        _save_npz_atomic(f_final, **stats[rf])
+        save_npz_atomic(f_final, **stats[rf])
     # earlier rounds: moments over the next round, down to the first round that is not lossless
     # (clustered methods derive their features from the last round's strength instead)
     first_lossy = next((r for r in range(R) if buckets[r] != indexer.size(r)), rf)
@@ -589,15 +406,13 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
             return h1, h2
 
         n_items = comb(deck, k) if (nboards == 1 and not direct) else nboards
-        res = _run_chunks(work, n_items, threads, f"round {r + 1} E[HS], E[HS^2]", progress)
+        res = run_chunks(work, n_items, threads, f"round {r + 1} E[HS], E[HS^2]", progress)
         stats[r] = {"m1": m1, "m2": m2, "hist1": np.sum([a for a, _ in res], axis=0),
                     "hist2": np.sum([b for _, b in res], axis=0)}
-        _save_npz_atomic(fr, **stats[r])
+        save_npz_atomic(fr, **stats[r])
     # buckets
     tables = []
     if clustered:
-        from abstraction.clustering import cluster_tables
-
         kw = {} if ochs_clusters is None else {"ochs_clusters": ochs_clusters}
         tables = cluster_tables(game, indexer, buckets, method, stats[rf]["hs"], seed=seed, threads=threads, log=log,
                                 last_round=last_round, **kw)
@@ -613,9 +428,9 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
             values, scale, hist = st["m1"], HS_SCALE, st["hist1"]
         else:
             values, scale, hist = st["m2"], HS_SCALE, st["hist2"]
-        th = _percentile_thresholds(hist, buckets[r])
+        th = percentile_thresholds(hist, buckets[r])
         out = np.zeros(size, np.uint16)
-        _assign_buckets(values, scale, th, out)
+        assign_buckets(values, scale, th, out)
         tables.append(out)
     path = write_abstraction(out_dir, game, method, buckets, [indexer.size(r) for r in range(R)], tables)
     if keep_stats:  # the per-class statistics, for inspection and tests
@@ -630,12 +445,6 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
 
 # ---------------------------------------------------------------------------------------------
 # the file
-
-
-def card_structure(game: GameDef) -> str:
-    """What buckets depend on: the deck and how cards are dealt (not blinds, stacks or betting)."""
-    return (f"suits={game.num_suits} ranks={game.num_ranks} hole={game.num_hole_cards} "
-            f"board={','.join(map(str, game.num_board_cards))}")
 
 
 def _content_hash(cards_text: str, method: str, buckets, tables) -> str:
@@ -661,12 +470,7 @@ def write_abstraction(out_dir, game: GameDef, method: str, buckets, sizes, table
     body = msgpack.packb({"header": header, "tables": [t.astype("<u2").tobytes() for t in tables]})
     data = MAGIC + struct.pack("<I", VERSION) + lz4.frame.compress(body)
     path = out_dir / "abstraction.bin"
-    tmp = out_dir / "abstraction.bin.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic_write_bytes(path, data)
     return path
 
 

@@ -62,6 +62,7 @@ from math import comb
 import numba
 import numpy as np
 
+from abstraction.bucketing import HIST_BINS, AbstractionError, assign_buckets, percentile_thresholds
 from abstraction.combinatorics import next_combination
 from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex
 from holdem.evaluator import rank_hand
@@ -414,8 +415,6 @@ def ochs_features(game: GameDef, indexer: HandIndexer, hole_labels: np.ndarray, 
 
 def check_feasible(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]) -> None:
     """Raise ``AbstractionError`` when the clustered build is out of reach for ``game``."""
-    from abstraction.buckets import AbstractionError
-
     if game.num_board_cards[0] != 0:
         raise AbstractionError("clustered buckets need a first round without board cards (OCHS clusters "
                                "the opponent's hole cards there)")
@@ -444,8 +443,6 @@ def cluster_tables(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]
     :func:`abstraction.buckets.build_buckets`). The generator of round ``r`` is spawned from
     ``SeedSequence(seed)``, so a round's buckets do not depend on the order rounds are built in.
     """
-    from abstraction.buckets import AbstractionError
-
     if method not in METHODS:
         raise AbstractionError(f"unknown clustering method {method!r}: {', '.join(METHODS)}")
     check_feasible(game, indexer, buckets)
@@ -475,12 +472,10 @@ def cluster_tables(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]
     if buckets[rf] == indexer.size(rf):
         tables[rf] = np.arange(indexer.size(rf), dtype=np.int64)
     elif last_round == "hs":  # equal-probability percentiles of hand strength; centres = mean HS
-        from abstraction.buckets import HIST_BINS, _assign_buckets, _percentile_thresholds
-
         hist = np.bincount(final_hs.astype(np.int64), weights=w[rf], minlength=HIST_BINS)
-        th = _percentile_thresholds(hist, buckets[rf])
+        th = percentile_thresholds(hist, buckets[rf])
         lab = np.zeros(indexer.size(rf), np.uint16)
-        _assign_buckets(final_hs.astype(np.float64), 1.0, th, lab)
+        assign_buckets(final_hs.astype(np.float64), 1.0, th, lab)
         tables[rf] = lab.astype(np.int64)
         hs = final_hs.astype(np.float64) / 65535.0
         wsum = np.bincount(tables[rf], weights=w[rf], minlength=buckets[rf])

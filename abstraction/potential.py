@@ -50,15 +50,18 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from abstraction.buckets import (
+from abstraction.bucketing import (
     AbstractionError,
     SampleSpec,
-    _board_hs,
-    _holes_of,
-    _rest_of,
+    board_hs,
     card_structure,
     claim_partial,
+    holes_of,
+    rest_of,
+    run_chunks,
+    save_npz_atomic,
 )
+from abstraction.clustering import kmeans
 from abstraction.combinatorics import next_combination
 from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex
 from holdem.evaluator import rank_hand
@@ -155,7 +158,7 @@ def _final_hs_hist_chunk(boards, nb, holes, hole_cls, S, N, deck, hist):
                     if holes[i, j] == board[t]:
                         clash = True
             skip[i] = clash
-        _board_hs(board, holes, S, N, deck, hs, skip)
+        board_hs(board, holes, S, N, deck, hs, skip)
         for i in range(n):
             if not skip[i]:
                 hist[hole_cls[i], min(int(hs[i] * bins), bins - 1)] += 1.0
@@ -169,7 +172,7 @@ def _river_sample_chunk(boards, nb, hole_k, hole_lab, K, S, N, lo, hi, rows_out,
     deck = S * N
     for b in range(lo, hi):
         board = boards[b, :nb]
-        holes = _holes_of(_rest_of(board, nb, deck), hole_k)
+        holes = holes_of(rest_of(board, nb, deck), hole_k)
         _board_ochs(board, nb, holes, hole_lab, K, S, N, deck, feats[rows_out[b]:rows_out[b] + holes.shape[0]])
 
 
@@ -236,7 +239,7 @@ def _river_assign_chunk(t_board, t_hand, rf, nb, hole_k, hole_lab, K, S, N, C, c
     for bidx in range(lo, hi):
         iso_unindex(t_board, bidx, 0, board)
         b = board[:nb]
-        holes = _holes_of(_rest_of(b, nb, deck), hole_k)
+        holes = holes_of(rest_of(b, nb, deck), hole_k)
         n = holes.shape[0]
         _board_ochs(b, nb, holes, hole_lab, K, S, N, deck, feats[:n])
         for j in range(nb):
@@ -568,9 +571,7 @@ class _Stages:
         return out
 
     def save(self, name: str, **arrays):
-        from abstraction.buckets import _save_npz_atomic
-
-        _save_npz_atomic(self.dir / f"{name}.npz", **arrays)
+        save_npz_atomic(self.dir / f"{name}.npz", **arrays)
 
 
 def _kmeans_l2(X, k, rng, max_iter, threads, desc, progress, log):
@@ -672,9 +673,6 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
                             log: Callable[[str], None] = print) -> list[np.ndarray]:
     """Per round the uint16 bucket of every class (see the module doc); stages resume from
     ``out_dir/partial``. Preflop (round 0) may be lossless or clustered like the other rounds."""
-    from abstraction.buckets import _run_chunks
-    from abstraction.clustering import kmeans
-
     spec = spec or SampleSpec()
 
     S, N, deck, hk = game.num_suits, game.num_ranks, game.deck_size, game.num_hole_cards
@@ -706,7 +704,7 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
     if st is None:
         boards = _random_hands(rngs[R], spec.opp_boards, deck, T[rf])
         with _Clock(log, "opponent histograms", spec.opp_boards, "boards"):
-            hists = _run_chunks(
+            hists = run_chunks(
                 lambda lo, hi: _hist_part(boards[lo:hi], T[rf], holes_all, hole_cls, S, N, deck, hole_ix.size(0)),
                 spec.opp_boards, threads, "opponent clusters: final-strength histograms", progress)
         hist = np.sum(hists, axis=0)
@@ -737,7 +735,7 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
             rows = np.arange(spec.river_boards, dtype=np.int64) * per
             X = np.empty((spec.river_boards * per, K))
             with _Clock(log, f"round {rf + 1} OCHS sample", spec.river_boards, "boards"):
-                _run_chunks(lambda lo, hi: _river_sample_chunk(boards, nb, hk, hole_lab, K, S, N, lo, hi, rows, X),
+                run_chunks(lambda lo, hi: _river_sample_chunk(boards, nb, hk, hole_lab, K, S, N, lo, hi, rows, X),
                             spec.river_boards, threads, f"round {rf + 1} OCHS sample", progress)
             with _Clock(log, f"round {rf + 1} k-means ({X.shape[0]:,} points, {buckets[rf]} clusters)"):
                 C = _kmeans_l2(X, buckets[rf], rngs[rf], spec.max_iter, threads, f"round {rf + 1} k-means (OCHS)",
@@ -750,7 +748,7 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
         out = np.zeros(indexer.size(rf), np.uint16)
         u, cps, corder = _proj(C)
         with _Clock(log, f"round {rf + 1} assign every class", bi.size(0), "canonical boards"):
-            _run_chunks(lambda lo, hi: _river_assign_chunk(bi.tables, indexer.tables, rf, T[rf], hk, hole_lab, K, S,
+            run_chunks(lambda lo, hi: _river_assign_chunk(bi.tables, indexer.tables, rf, T[rf], hk, hole_lab, K, S,
                                                            N, C, cps, corder, u, lo, hi, out),
                         bi.size(0), threads, f"round {rf + 1} assign every class", progress)
         stages.save(f"round{rf}_labels", labels=out, centres=C)
@@ -783,7 +781,7 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
                 pm = np.zeros((n, width))
                 nnz = np.zeros(n, np.int64)
                 with _Clock(log, f"round {r + 1} sample histograms", n, "hands"):
-                    _run_chunks(lambda lo, hi: _sample_hists_chunk(indexer.tables, r, hands, hand_r, new_k, deck,
+                    run_chunks(lambda lo, hi: _sample_hists_chunk(indexer.tables, r, hands, hand_r, new_k, deck,
                                                                    next_labels, kn, lo, hi, pidx, pm, nnz),
                                 n, threads, f"round {r + 1} sample histograms", progress, unit="hands")
                 with _Clock(log, f"round {r + 1} k-means ({n:,} points, {buckets[r]} clusters)"):
@@ -797,7 +795,7 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
             u, cps, corder = _proj(Ec)
             out = np.zeros(indexer.size(r), np.uint16)
             with _Clock(log, f"round {r + 1} assign every class", indexer.size(r), "classes"):
-                _run_chunks(lambda lo, hi: _round_assign_chunk(indexer.tables, r, hand_r, new_k, deck, next_labels,
+                run_chunks(lambda lo, hi: _round_assign_chunk(indexer.tables, r, hand_r, new_k, deck, next_labels,
                                                                E_next, Cr, Ec, cps, corder, u, ground, gorder, lo,
                                                                hi, out),
                             indexer.size(r), threads, f"round {r + 1} assign every class", progress,

@@ -23,17 +23,32 @@ SAMPLED_ALGOS = ("pluribus", "dcfr", "linear", "vanilla")
 FULL_ALGOS = ("cfr", "cfr+")
 
 
+#: DCFR's parameters (Brown & Sandholm 2019), the trainer's ``dcfr`` preset and the subgame solver's
+DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA = 1.5, 0.0, 2.0
+
+
 class AlgoError(ValueError):
     pass
+
+
+def dcfr_factors(k: int, alpha: float = DCFR_ALPHA, beta: float = DCFR_BETA,
+                 gamma: float = DCFR_GAMMA) -> tuple[float, float, float]:
+    """DCFR's (positive regret, negative regret, strategy sum) multipliers at discount boundary
+    ``k >= 0``: ``k^a / (k^a + 1)``, ``k^b / (k^b + 1)`` and ``(k / (k + 1))^g``. The trainer
+    discounts at boundary ``k`` every ``discount_every`` iterations (:meth:`AlgoConfig.factors`),
+    the subgame solver before iteration ``k + 1`` (:func:`subgame.solver.iteration_weights`)."""
+    pa = k**alpha
+    pb = k**beta
+    return pa / (pa + 1.0), pb / (pb + 1.0), (k / (k + 1.0)) ** gamma
 
 
 @dataclasses.dataclass(frozen=True)
 class AlgoConfig:
     name: str
     discount: str = "none"  # none | linear | dcfr
-    alpha: float = 1.5
-    beta: float = 0.0
-    gamma: float = 2.0
+    alpha: float = DCFR_ALPHA
+    beta: float = DCFR_BETA
+    gamma: float = DCFR_GAMMA
     discount_every: int = 1000
     discount_until: int = -1  # iterations; -1: for the whole run
     prune: bool = False
@@ -67,9 +82,7 @@ class AlgoConfig:
             f = k / (k + 1.0)
             return f, f, f
         if self.discount == "dcfr":
-            pa = k**self.alpha
-            pb = k**self.beta
-            return pa / (pa + 1.0), pb / (pb + 1.0), (k / (k + 1.0)) ** self.gamma
+            return dcfr_factors(k, self.alpha, self.beta, self.gamma)
         return 1.0, 1.0, 1.0
 
     def discounts_at(self, t: int) -> bool:

@@ -22,12 +22,14 @@ from typing import Optional
 
 import numpy as np
 
-from abstraction.bets import ALLIN, KIND_DECISION, KIND_SHOWDOWN
+from abstraction.bets import ALLIN
+from abstraction.tree import KIND_DECISION, KIND_SHOWDOWN
 from abstraction.cards import deal_buckets
 from abstraction.translation import translate, translate_probs
 from holdem.betting import CALL, FOLD, RAISE, Betting
+from holdem.files import atomic_path
 from holdem.game import Game
-from holdem.state import State, StateError
+from holdem.state import CHANCE, TERMINAL, State, StateError
 
 EXPORT_SCHEMA_VERSION = 1
 NODE_CACHE_SIZE = 100_000  # betting histories remembered by Blueprint.node_of (cleared when full)
@@ -35,6 +37,39 @@ NODE_CACHE_SIZE = 100_000  # betting histories remembered by Blueprint.node_of (
 
 class BlueprintError(ValueError):
     """A query the blueprint cannot answer (wrong seat, terminal state, history off the tree)."""
+
+
+class NotADecisionError(BlueprintError):
+    """A state that is not a decision of its viewer; ``kind`` says what it is instead:
+    ``"no_viewer"`` (a dealer STATE), ``"hand_over"``, ``"cards_due"`` (cards are still to be
+    dealt) or ``"not_your_turn"`` (the other seat is to act)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def viewer_decision(state: State) -> State:
+    """``state`` itself when it is a decision of its viewer (a MATCHSTATE whose seat is to act),
+    else :class:`NotADecisionError` (one message per ``kind``). The one check of blueprint queries
+    and subgame solving (which raises it as a ``SubgameError``); the query service maps its
+    ``kind`` to a status (409: hand over, not your turn; 400 otherwise)."""
+    if state.viewer is None:
+        raise NotADecisionError(
+            "no_viewer", "a dealer STATE has no viewer: this needs a MATCHSTATE (the viewer's cards)"
+        )
+    actor = state.current_player()
+    if actor == TERMINAL:
+        raise NotADecisionError("hand_over", "the hand is over: there is nothing to decide")
+    if actor == CHANCE:
+        raise NotADecisionError("cards_due", "missing cards: cards are still to be dealt before anyone acts")
+    if actor != state.viewer:
+        raise NotADecisionError(
+            "not_your_turn",
+            f"seat {actor} is to act, not the viewer (seat {state.viewer}): "
+            "ask with the acting seat's match state",
+        )
+    return state
 
 
 def hand_bucket(cards, game, hole: tuple[int, ...], board: tuple[int, ...], round_: int) -> int:
@@ -79,7 +114,6 @@ class Blueprint:
         # entry is not used by a walk with an rng (which translates afresh). Bounded; a plain dict
         # is safe to share between threads
         self._node_cache: dict = {}
-        self._betting_cache: dict = {}  # abstract node -> its Betting
 
     @classmethod
     def load(cls, run_dir, log=None) -> "Blueprint":
@@ -142,10 +176,10 @@ class Blueprint:
                     else:
                         tos = t.edge_to[s + raises]
                         exact = np.nonzero(tos == size)[0]
-                        if len(exact) and self._same_spent(n, b):
+                        if len(exact) and self.same_spent(n, b):
                             e = s + int(raises[exact[0]])
                         else:
-                            e = self._translate(n, b, size, raises, rng)
+                            e = self.translate_raise(n, b, size, raises, rng)
                             translated = True
                 n = int(t.edge_child[e])
                 b = b.apply(kind, size)
@@ -168,13 +202,13 @@ class Blueprint:
         allin = t.edge_frac[s + raises] == ALLIN
         if size >= self.gamedef.stack[b.current_player()] and allin.any():
             return np.array([s + int(raises[np.nonzero(allin)[0][-1]])]), [0.0], 0.0
-        ab = self._betting_at(n)
+        ab = self.betting_at(n)
         edges = s + raises
         fracs = [_pot_fraction(ab, int(x)) for x in t.edge_to[edges]]
         order = np.argsort(fracs, kind="stable")
         return edges[order], [fracs[i] for i in order], _pot_fraction(b, size)
 
-    def _translate(self, n: int, b: Betting, size: int, raises: np.ndarray, rng) -> int:
+    def translate_raise(self, n: int, b: Betting, size: int, raises: np.ndarray, rng) -> int:
         """Edge an off-tree raise to ``size`` maps to (pseudo-harmonic, :meth:`_translation_pool`)."""
         edges, fracs, x = self._translation_pool(n, b, size, raises)
         return int(edges[translate(x, fracs, rng)])
@@ -216,7 +250,7 @@ class Blueprint:
                     edges = [(s + int(raises[0]), 1.0)]
                 else:
                     exact = np.nonzero(t.edge_to[s + raises] == size)[0]
-                    if len(exact) and self._same_spent(n, b):
+                    if len(exact) and self.same_spent(n, b):
                         edges = [(s + int(raises[exact[0]]), 1.0)]
                     else:
                         edges = self._translate_probs(n, b, size, raises)
@@ -232,20 +266,16 @@ class Blueprint:
         return sorted(out.items())
 
     def _translate_probs(self, n: int, b: Betting, size: int, raises: np.ndarray) -> list[tuple[int, float]]:
-        """:meth:`_translate`'s distribution: ``[(edge, probability)]``."""
+        """:meth:`translate_raise`'s distribution: ``[(edge, probability)]``."""
         edges, fracs, x = self._translation_pool(n, b, size, raises)
         return [(int(edges[i]), q) for i, q in translate_probs(x, fracs)]
 
-    def _same_spent(self, n: int, b: Betting) -> bool:
+    def same_spent(self, n: int, b: Betting) -> bool:
         return tuple(int(x) for x in self.tree.spent[n]) == tuple(b.spent)
 
-    def _betting_at(self, n: int) -> Betting:
-        b = self._betting_cache.get(n)
-        if b is None:
-            from holdem.betting import parse_betting
-
-            b = self._betting_cache[n] = parse_betting(self.tree.betting_string(n), self.gamedef)
-        return b
+    def betting_at(self, n: int) -> Betting:
+        """The betting state at abstract node ``n`` (memoised by the tree)."""
+        return self.tree.betting(n)
 
     # -- queries ------------------------------------------------------------------------------
     def strategy(self, matchstate: str, rng: Optional[np.random.Generator] = None) -> dict[str, float]:
@@ -253,17 +283,8 @@ class Blueprint:
 
         Returns ``{ACPC action: probability}`` summing to 1 (see the module docstring).
         """
-        state = matchstate if isinstance(matchstate, State) else self.game.state(matchstate)
-        if state.viewer is None:
-            raise BlueprintError("strategy() needs a MATCHSTATE (the viewer's cards), not a dealer STATE")
-        if state.is_terminal():
-            raise BlueprintError("the hand is over: no strategy at a terminal state")
-        actor = state.current_player()
-        if actor != state.viewer:
-            raise BlueprintError(
-                f"seat {actor} is to act, but this MATCHSTATE is seat {state.viewer}'s view; "
-                "ask with the acting seat's match state"
-            )
+        state = viewer_decision(matchstate if isinstance(matchstate, State) else self.game.state(matchstate))
+        actor = state.viewer
         n = self.node_of(state, rng)
         t = self.tree
         if t.kind[n] == KIND_SHOWDOWN:
@@ -332,10 +353,8 @@ class Blueprint:
                 "mccfr.iteration": str(self.iteration),
             },
         )
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
         rows = 0
-        with pq.ParquetWriter(tmp, schema) as w:
+        with atomic_path(path) as tmp, pq.ParquetWriter(tmp, schema) as w:
             batch: dict[str, list] = {c: [] for c in schema.names}
             for n in t.decision_nodes():
                 n = int(n)
@@ -355,7 +374,6 @@ class Blueprint:
                     batch = {c: [] for c in schema.names}
             if batch["round"]:
                 w.write_table(_table(batch, schema))
-        tmp.replace(path)
         return rows
 
 
@@ -366,4 +384,4 @@ def _table(batch, schema):
                                 schema=schema)
 
 
-__all__ = ["Blueprint", "BlueprintError", "StateError", "hand_bucket"]
+__all__ = ["Blueprint", "BlueprintError", "NotADecisionError", "StateError", "hand_bucket", "viewer_decision"]

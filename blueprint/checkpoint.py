@@ -40,6 +40,44 @@ Values in ``meta`` and in manifests must be msgpack types (None, bool, int withi
 str, bytes, lists, maps); numpy scalars are converted, arrays are refused (put them in ``arrays``).
 Tuples come back as lists. Generator state (128-bit integers, arrays) goes through
 :func:`encode_rng_state` / :func:`decode_rng_state`.
+
+Reading trusts no file. Every reader enforces these rules and refuses a file that breaks one with
+a :class:`CheckpointError` naming the file (and the array) and the reason; :func:`load_latest`
+then skips that checkpoint for the next older complete one:
+
+* Only regular files are read (symlinks are followed to one): a device (``/dev/zero``), FIFO,
+  socket or directory is refused by ``stat`` before it is opened and by ``fstat`` after (opened
+  non-blocking). No byte past the size the manifest records is read (past the file's ``fstat``
+  size without a manifest); a manifest larger than 64 MiB is refused unread.
+* Every size a header declares is checked before anything is allocated: shapes and dtypes
+  (``[<>|][biufc]N``, bool / integer / float / complex only) must agree with ``nbytes`` and the
+  chunk count, and the arrays' total must fit in what the file can decompress to: lz4 never
+  expands data more than 255 times (each match byte codes at most 255 output bytes), so at most
+  ``255 * (file size - 16)`` bytes, or the frame's declared content size when it has one. Given
+  the run's layout (``layout=`` of :func:`load_latest`, one :class:`ArraySpec` per array) every
+  array must have exactly the layout's name, dtype and shape, and the file may be at most about
+  1% larger than the layout's raw bytes.
+* msgpack unpacking runs with limits bounded by those sizes: strings and bins at most the
+  decompressed bound (and 256 MiB), arrays and maps at most that many items and 2**20, no
+  extension types, so a hostile header cannot make the unpacker preallocate a huge list or map.
+* Float and complex arrays must be finite (NaN or inf in regrets or strategy sums means a corrupt
+  file: training never produces them, and :func:`write_shard` refuses to write them); a layout
+  may set a minimum (strategy sums are >= 0).
+* Run progress must be possible. ``iteration`` is an int with ``0 <= iteration <= 2**53`` that
+  equals the directory name. When the manifest records them (the trainers do): ``t_base``,
+  ``node_visits``, ``pruned`` are ints >= 0, ``seconds`` and ``w_base`` finite numbers >= 0,
+  ``t_base <= iteration`` (the last discount boundary cannot lie ahead), ``w_base <= t_base``
+  (discounting never adds iterations), and ``iteration <= 1e9 * seconds + 2**20``: ``seconds``
+  is the training time the run has recorded, across resumes, and no trainer here comes within
+  two orders of magnitude of 1e9 iterations a second (Kuhn, the smallest game, runs about 1.4M
+  a second on one core; a Ray job's ``seconds`` is wall time, so a cluster would need hundreds
+  of such cores to reach it). :func:`write_manifest` applies the same rules, so a checkpoint it
+  writes can always be read back. A digest is not a signature: a forger who rewrites every
+  field consistently (and reseals the digests) is not detected by these rules.
+
+:func:`read_shard_bytes` and :func:`read_manifest_bytes` parse a file's bytes from memory with the
+same checks; :func:`fuzz_read_shard_bytes` / :func:`fuzz_read_manifest_bytes` are fuzzing entry
+points (None for a refused input; any exception escaping them is a bug).
 """
 
 from __future__ import annotations
@@ -49,10 +87,12 @@ import errno
 import hashlib
 import io
 import logging
+import math
 import os
 import re
 import secrets
 import shutil
+import stat
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -65,6 +105,7 @@ import numpy as np
 __all__ = [
     "CheckpointError",
     "CheckpointInfo",
+    "ArraySpec",
     "SHARD_MAGIC",
     "SHARD_FORMAT_VERSION",
     "MANIFEST_MAGIC",
@@ -73,8 +114,12 @@ __all__ = [
     "shard_name",
     "write_shard",
     "read_shard",
+    "read_shard_bytes",
+    "fuzz_read_shard_bytes",
     "write_manifest",
     "read_manifest",
+    "read_manifest_bytes",
+    "fuzz_read_manifest_bytes",
     "new_checkpoint_dir",
     "list_checkpoints",
     "load_latest",
@@ -99,12 +144,30 @@ _MANIFEST_RESERVED = ("magic", "format_version", "files", "manifest_blake2b")
 
 CHECKPOINTS_DIRNAME = "checkpoints"
 _ITERATION_DIGITS = 12
-_SHARD_RE = re.compile(r"^shard-(\d+)\.msgpack\.lz4$")
+_SHARD_RE = re.compile(r"^shard-(0|[1-9][0-9]{0,17})\.msgpack\.lz4$")
 
 _CHUNK_BYTES = 16 << 20  # bytes of array data per msgpack bin object
 _IO_BUFFER = 1 << 20
 _UNPACK_MAX_BUFFER = 256 << 20  # caps the header object (meta) and any single chunk on read
 _ARRAY_KINDS = "biufc"  # bool, signed, unsigned, float, complex: raw bytes are the whole value
+_DTYPE_RE = re.compile(r"[<>|][biufc][0-9]{1,2}")  # numpy dtype.str of those kinds
+_MAX_NDIM = 32  # numpy 1.x's limit (2.x allows 64); the writer refuses more
+
+# Reading hostile files (module docstring).
+_LZ4_MAX_RATIO = 255  # no lz4 frame decompresses to more than 255x its size
+_LZ4_FRAME_MAGIC = 0x184D2204
+_LZ4_FRAME_HEADER_MAX = 19  # magic, FLG, BD, content size (8), dictionary id (4), checksum
+_MAX_CONTAINER_LEN = 1 << 20  # items in one msgpack array or map of a header or manifest
+_MANIFEST_MAX_BYTES = 64 << 20
+_HEADER_ALLOWANCE = 1 << 20  # header object, chunk headers and trailer of a shard (beyond its arrays)
+_DRAIN_MAX = 64 << 20  # hash at most this much of a file that failed to decode, to name a digest mismatch
+_VALUE_BLOCK = 1 << 22  # elements per finiteness / range pass (bounds the temporaries)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+MAX_ITERATION = 2**53
+MAX_ITERATIONS_PER_SECOND = 10**9
+ITERATION_SLACK = 2**20
 
 
 class CheckpointError(Exception):
@@ -121,9 +184,9 @@ class CheckpointInfo:
     Attributes:
         iteration: the iteration parsed from the directory name.
         path: the checkpoint directory.
-        complete: True when its manifest parses and every file it lists exists with the listed
-            size (digests are checked only when asked: ``list_checkpoints(verify=True)`` or
-            ``load_latest``).
+        complete: True when its manifest parses, passes its digest and the run-progress rules,
+            and every file it lists is a regular file with the listed size (digests are checked
+            only when asked: ``list_checkpoints(verify=True)`` or ``load_latest``).
         problem: why it is not complete, else None.
         bytes: total size of the regular files in the directory.
     """
@@ -133,6 +196,29 @@ class CheckpointInfo:
     complete: bool
     problem: str | None
     bytes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ArraySpec:
+    """What the run's layout says one array of a shard must be (see ``layout`` of :func:`load_latest`).
+
+    Attributes:
+        dtype: the exact dtype (byte order included).
+        shape: the exact shape.
+        min: if set, the smallest value allowed (e.g. 0 for strategy sums).
+    """
+
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    min: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", np.dtype(self.dtype))
+        object.__setattr__(self, "shape", tuple(int(n) for n in self.shape))
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,7 +351,8 @@ def write_shard(
     Raises:
         ValueError / TypeError: an array or a metadata value that cannot be stored (nothing is
             written).
-        CheckpointError: the write failed (e.g. disk full); the temporary file is removed.
+        CheckpointError: an array holds NaN or inf (nothing is written: a reader would refuse
+            the file), or the write failed (e.g. disk full; the temporary file is removed).
     """
     ckpt_dir = Path(ckpt_dir)
     if not isinstance(shard, (int, np.integer)) or isinstance(shard, bool) or shard < 0:
@@ -283,8 +370,17 @@ def write_shard(
                 f"array {name!r} has dtype {arr.dtype}; only bool, integer, float and complex "
                 "arrays can be checkpointed"
             )
+        if arr.ndim > _MAX_NDIM or not _DTYPE_RE.fullmatch(arr.dtype.str):
+            raise ValueError(f"array {name!r} has dtype {arr.dtype} / {arr.ndim} dimensions; it cannot be read back")
         if not arr.flags.c_contiguous:
             arr = arr.copy(order="C")  # (np.ascontiguousarray would turn 0-d arrays into 1-d)
+        try:
+            _check_values(arr, "(being written)", name, None)
+        except CheckpointError as exc:  # a reader would refuse it: keep the previous checkpoint
+            raise CheckpointError(
+                f"cannot checkpoint array {name!r} of shard {shard}: it holds NaN or inf values, which "
+                f"no reader accepts; nothing was written in {ckpt_dir} ({exc})"
+            ) from None
         nbytes = int(arr.nbytes)
         descriptors.append(
             {
@@ -298,6 +394,12 @@ def write_shard(
         contiguous.append(arr)
     # Packed before any file is opened: a bad metadata value fails here with nothing on disk.
     header = _packb({"shard": shard, "meta": dict(meta), "arrays": descriptors})
+    if len(header) > _UNPACK_MAX_BUFFER:
+        raise ValueError(f"shard {shard}: its metadata packs to {len(header):,} bytes, more than a reader accepts")
+    try:
+        _unpackb_limited(header)  # lists or maps too long for a reader fail here, with nothing on disk
+    except ValueError as exc:
+        raise ValueError(f"shard {shard}: its metadata could not be read back: {exc}") from None
     trailer = _packb({"end": len(descriptors)})
 
     def body(sink: _HashingWriter) -> None:
@@ -321,13 +423,99 @@ def write_shard(
         raise _write_failed(ckpt_dir / name, exc) from exc
 
 
-class _Lz4FrameReader:
-    """Minimal file-like ``read`` over exactly one lz4 frame, refusing truncation and trailing data."""
+# ---------------------------------------------------------------------------------------------
+# reading: every file is hostile until checked
 
-    def __init__(self, raw: Any, path: Path) -> None:
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _open_regular(path: Path, what: str, missing: str | None = None) -> tuple[BinaryIO, int]:
+    """Open ``path`` for reading if it is a regular file (symlinks followed); return it and its size.
+
+    Devices, FIFOs, sockets and directories are refused before they are opened (``/dev/zero``
+    would never end, a FIFO would block), and again on the opened descriptor (the name may have
+    been replaced in between). The open is non-blocking, so even a FIFO swapped in at the last
+    moment cannot hang it.
+    """
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise CheckpointError(f"{what} {path} is {_file_kind(st.st_mode)}, not a regular file; refusing to read it")
+        fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise CheckpointError(missing or f"{what} {path} is missing") from exc
+    except OSError as exc:
+        raise CheckpointError(f"{what} {path} cannot be read: {exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise CheckpointError(f"{what} {path} is {_file_kind(st.st_mode)}, not a regular file; refusing to read it")
+        return open(fd, "rb", buffering=_IO_BUFFER, closefd=True), st.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+class _BoundedReader:
+    """``read`` that never returns more than ``limit`` bytes in all (the size the manifest or the
+    file's own ``fstat`` recorded), whatever the file does meanwhile."""
+
+    def __init__(self, raw: Any, limit: int) -> None:
+        self._raw = raw
+        self.remaining = limit
+
+    def read(self, n: int = -1) -> bytes:
+        if self.remaining <= 0:
+            return b""
+        if n is None or n < 0:
+            n = _IO_BUFFER
+        data = self._raw.read(min(n, self.remaining))
+        self.remaining -= len(data)
+        return data
+
+
+def _lz4_content_size(lead: bytes) -> int | None:
+    """The content size an lz4 frame header declares (optional field), else None."""
+    if len(lead) < 14 or int.from_bytes(lead[:4], "little") != _LZ4_FRAME_MAGIC:
+        return None  # not a frame lz4 can read: it says so itself
+    if not lead[4] & 0x08:  # FLG bit 3: content size present
+        return None
+    return int.from_bytes(lead[6:14], "little")
+
+
+class _Lz4FrameReader:
+    """Minimal file-like ``read`` over exactly one lz4 frame, refusing truncation, trailing data and
+    more output than ``limit`` bytes (or than the frame's declared content size)."""
+
+    def __init__(self, raw: Any, path: str, lead: bytes = b"", limit: int | None = None,
+                 content_size: int | None = None) -> None:
         self._raw = raw
         self._path = path
         self._dec = lz4.frame.LZ4FrameDecompressor()
+        self._pending = lead
+        self._limit = limit
+        self._content_size = content_size
+        self.produced = 0
+        self._stalls = 0
         self.finished = False
 
     def read(self, n: int = -1) -> bytes:
@@ -336,16 +524,36 @@ class _Lz4FrameReader:
         while not self.finished:
             data = b""
             if self._dec.needs_input:
-                data = self._raw.read(_IO_BUFFER)
+                if self._pending:
+                    data, self._pending = self._pending, b""
+                else:
+                    data = self._raw.read(_IO_BUFFER)
                 if not data:
                     raise CheckpointError(
                         f"shard file {self._path} is truncated: the compressed stream ends before "
                         "the end of its lz4 frame"
                     )
             out = self._dec.decompress(data, max_length=n)
+            if not data and not out and not self._dec.eof:
+                self._stalls += 1
+                if self._stalls > 2:  # no input taken, no output given: never loop forever
+                    raise CheckpointError(f"shard file {self._path}: its lz4 frame makes no progress")
+            else:
+                self._stalls = 0
+            self.produced += len(out)
+            if self._limit is not None and self.produced > self._limit:
+                raise CheckpointError(
+                    f"shard file {self._path} decompresses to more than {self._limit:,} bytes, more "
+                    "than its size (or its frame's declared content size) allows"
+                )
             if self._dec.eof:
                 self.finished = True
-                if self._dec.unused_data or self._raw.read(1):
+                if self._content_size is not None and self.produced != self._content_size:
+                    raise CheckpointError(
+                        f"shard file {self._path}: its lz4 frame declares {self._content_size:,} bytes of "
+                        f"content but holds {self.produced:,}"
+                    )
+                if self._dec.unused_data or self._pending or self._raw.read(1):
                     raise CheckpointError(f"shard file {self._path} has data after the end of its lz4 frame")
             if out:
                 return out
@@ -353,7 +561,7 @@ class _Lz4FrameReader:
 
 
 class _HashingReader:
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: Any) -> None:
         self._raw = raw
         self.hash = hashlib.blake2b()
         self.size = 0
@@ -378,10 +586,141 @@ _DECODE_ERRORS = (
     OverflowError,
     EOFError,
     RuntimeError,  # lz4 reports a corrupt frame as RuntimeError
+    MemoryError,  # belt and braces: every size is checked before it is allocated
+    RecursionError,
 )
 
 
-def _decode_shard(src: Any, path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any], int]:
+def _unpack_limits(budget: int) -> dict[str, int]:
+    """msgpack length limits for a stream that can hold at most ``budget`` bytes.
+
+    The unpacker allocates a list or dict for an array or map header before reading its items, so
+    a five-byte header could otherwise ask for 2**32 slots; every item takes at least one byte,
+    so ``budget`` bounds every honest length, and the container cap bounds what one header costs
+    before its items arrive. Extension types are never written, so none are read.
+    """
+    budget = max(int(budget), 0)
+    return {
+        "max_str_len": min(budget, _UNPACK_MAX_BUFFER),
+        "max_bin_len": min(budget, _UNPACK_MAX_BUFFER),
+        "max_array_len": min(budget, _MAX_CONTAINER_LEN),
+        "max_map_len": min(budget // 2, _MAX_CONTAINER_LEN),
+        "max_ext_len": 0,
+    }
+
+
+def _unpackb_limited(data: bytes) -> Any:
+    return msgpack.unpackb(data, raw=False, strict_map_key=False, **_unpack_limits(len(data)))
+
+
+@dataclasses.dataclass(frozen=True)
+class _ArrayDesc:
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    nbytes: int
+    chunks: int
+    spec: ArraySpec | None
+
+
+def _check_shard_header(
+    header: Any, path: str, size: int, bound: int, spec: Mapping[str, ArraySpec] | None
+) -> tuple[int, dict[str, Any], list[_ArrayDesc]]:
+    """Validate a shard's header object completely, before any array is allocated."""
+    if not isinstance(header, dict):
+        raise CheckpointError(f"shard file {path}: malformed header object")
+    shard, meta, arrays = header.get("shard"), header.get("meta"), header.get("arrays")
+    if not _is_int(shard) or shard < 0 or not isinstance(meta, dict) or not isinstance(arrays, list):
+        raise CheckpointError(f"shard file {path}: malformed header object")
+    descs: list[_ArrayDesc] = []
+    seen: set[str] = set()
+    total = 0
+    for i, desc in enumerate(arrays):
+        if not isinstance(desc, dict) or not isinstance(desc.get("name"), str):
+            raise CheckpointError(f"shard file {path}: array #{i} has a malformed descriptor")
+        name = desc["name"]
+        where = f"shard file {path}: array {name!r}"
+        if name in seen:
+            raise CheckpointError(f"{where} appears twice")
+        seen.add(name)
+        dtype_str = desc.get("dtype")
+        dtype = None
+        if isinstance(dtype_str, str) and _DTYPE_RE.fullmatch(dtype_str):
+            try:
+                dtype = np.dtype(dtype_str)
+            except (TypeError, ValueError):
+                dtype = None
+        if dtype is None or dtype.str != dtype_str or dtype.kind not in _ARRAY_KINDS:
+            raise CheckpointError(f"{where} has a bad dtype {dtype_str!r}")
+        shape = desc.get("shape")
+        if not isinstance(shape, list) or len(shape) > _MAX_NDIM or not all(_is_int(n) and n >= 0 for n in shape):
+            raise CheckpointError(f"{where} has a bad shape {shape!r}")
+        nbytes, chunks = desc.get("nbytes"), desc.get("chunks")
+        if not _is_int(nbytes) or math.prod(shape) * dtype.itemsize != nbytes:
+            raise CheckpointError(
+                f"{where}: shape {shape} dtype {dtype} does not match its declared {nbytes!r} bytes"
+            )
+        if not _is_int(chunks) or chunks != -(-nbytes // _CHUNK_BYTES):
+            raise CheckpointError(f"{where} has a bad chunk count {chunks!r}")
+        total += nbytes
+        if total > bound:
+            raise CheckpointError(
+                f"{where} declares {nbytes:,} bytes (shape {shape}, dtype {dtype}), but the "
+                f"{size:,}-byte file can hold at most {bound:,} bytes of data (lz4 expands at most "
+                f"{_LZ4_MAX_RATIO - 1}x); refusing it before allocating anything"
+            )
+        want = None
+        if spec is not None:
+            want = spec.get(name)
+            if want is None:
+                raise CheckpointError(
+                    f"{where} is not part of this run's layout (which has {sorted(spec)})"
+                )
+            if dtype != want.dtype or tuple(shape) != want.shape:
+                raise CheckpointError(
+                    f"{where} is {dtype.str}{shape} ({nbytes:,} bytes), but this run's layout needs "
+                    f"{want.dtype.str}{list(want.shape)} ({want.nbytes:,} bytes); refusing it before "
+                    "allocating anything"
+                )
+        descs.append(_ArrayDesc(name, dtype, tuple(shape), nbytes, chunks, want))
+    if spec is not None and set(spec) - seen:
+        raise CheckpointError(f"shard file {path} lacks the array(s) {sorted(set(spec) - seen)} of this run's layout")
+    return shard, meta, descs
+
+
+def _check_values(arr: np.ndarray, path: str, name: str, spec: ArraySpec | None) -> None:
+    """Refuse NaN / inf (a checkpoint's tables are always finite) and values below ``spec.min``."""
+    kind = arr.dtype.kind
+    lowest = spec.min if spec is not None else None
+    if kind not in "fc" and (lowest is None or kind == "b"):
+        return
+    flat = arr.reshape(-1)
+    for start in range(0, flat.size, _VALUE_BLOCK):
+        block = flat[start : start + _VALUE_BLOCK]
+        if kind in "fc":
+            bad = ~np.isfinite(block)
+            if bad.any():
+                first = start + int(np.argmax(bad))
+                count = int(np.count_nonzero(~np.isfinite(flat)))
+                raise CheckpointError(
+                    f"shard file {path}: array {name!r} holds {count:,} non-finite values (NaN or "
+                    f"inf; the first at index {first}: {flat[first]}); checkpoint tables are always "
+                    "finite, so the file is corrupt"
+                )
+        if lowest is not None and kind != "c":
+            low = block < lowest
+            if low.any():
+                first = start + int(np.argmax(low))
+                raise CheckpointError(
+                    f"shard file {path}: array {name!r} holds values below {lowest} (the first at "
+                    f"index {first}: {flat[first]}), impossible for this table"
+                )
+
+
+def _decode_shard(
+    src: Any, path: str, size: int, spec: Mapping[str, ArraySpec] | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, Any], int]:
+    """Decode a shard file of ``size`` bytes from ``src`` (which yields at most ``size`` bytes)."""
     head = src.read(_SHARD_HEADER.size)
     if len(head) < _SHARD_HEADER.size:
         raise CheckpointError(f"shard file {path} is truncated: {len(head)} bytes, shorter than its header")
@@ -396,53 +735,47 @@ def _decode_shard(src: Any, path: Path) -> tuple[dict[str, np.ndarray], dict[str
         )
     if codec != _CODEC_LZ4_FRAME:
         raise CheckpointError(f"shard file {path} has unknown codec {codec}")
-    frame = _Lz4FrameReader(src, path)
+    # No lz4 frame decompresses to more than 255 times its size: that bounds every length below.
+    bound = _LZ4_MAX_RATIO * max(size - _SHARD_HEADER.size, 0)
+    lead = src.read(_LZ4_FRAME_HEADER_MAX)
+    content_size = _lz4_content_size(lead)
+    if content_size is not None:
+        if content_size > bound:
+            raise CheckpointError(
+                f"shard file {path}: its lz4 frame declares {content_size:,} bytes of content, more than "
+                f"a {size:,}-byte file can hold ({bound:,})"
+            )
+        bound = content_size
+    frame = _Lz4FrameReader(src, path, lead, bound, content_size)
     unpacker = msgpack.Unpacker(
         frame,
         read_size=_IO_BUFFER,
         max_buffer_size=_UNPACK_MAX_BUFFER,
         raw=False,
         strict_map_key=False,
+        **_unpack_limits(bound),
     )
     try:
         header = unpacker.unpack()
-        if not isinstance(header, dict) or not isinstance(header.get("arrays"), list):
-            raise CheckpointError(f"shard file {path}: malformed header object")
-        shard = header["shard"]
-        meta = header["meta"]
-        if not isinstance(shard, int) or not isinstance(meta, dict):
-            raise CheckpointError(f"shard file {path}: malformed header object")
+        shard, meta, descs = _check_shard_header(header, path, size, bound, spec)
         arrays: dict[str, np.ndarray] = {}
-        for desc in header["arrays"]:
-            name = desc["name"]
-            dtype = np.dtype(desc["dtype"])
-            shape = tuple(int(n) for n in desc["shape"])
-            nbytes = int(desc["nbytes"])
-            if dtype.kind not in _ARRAY_KINDS or any(n < 0 for n in shape):
-                raise CheckpointError(f"shard file {path}: array {name!r} has a bad dtype or shape")
-            if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != nbytes:
-                raise CheckpointError(
-                    f"shard file {path}: array {name!r} shape {shape} dtype {dtype} does not match "
-                    f"its {nbytes} bytes"
-                )
-            if int(desc["chunks"]) != -(-nbytes // _CHUNK_BYTES):
-                raise CheckpointError(f"shard file {path}: array {name!r} has a bad chunk count")
-            arr = np.empty(shape, dtype=dtype)
+        for desc in descs:
+            arr = np.empty(desc.shape, dtype=desc.dtype)
+            nbytes = desc.nbytes
             flat = memoryview(arr.reshape(-1)).cast("B") if nbytes else memoryview(bytearray())
             filled = 0
-            for _ in range(int(desc["chunks"])):
+            for _ in range(desc.chunks):
                 chunk = unpacker.unpack()
                 if not isinstance(chunk, bytes) or filled + len(chunk) > nbytes:
-                    raise CheckpointError(f"shard file {path}: array {name!r} has a malformed data chunk")
+                    raise CheckpointError(f"shard file {path}: array {desc.name!r} has a malformed data chunk")
                 flat[filled : filled + len(chunk)] = chunk
                 filled += len(chunk)
             if filled != nbytes:
                 raise CheckpointError(
-                    f"shard file {path}: array {name!r} has {filled} bytes of data, expected {nbytes}"
+                    f"shard file {path}: array {desc.name!r} has {filled} bytes of data, expected {nbytes}"
                 )
-            if name in arrays:
-                raise CheckpointError(f"shard file {path}: array {name!r} appears twice")
-            arrays[name] = arr
+            _check_values(arr, path, desc.name, desc.spec)
+            arrays[desc.name] = arr
         trailer = unpacker.unpack()
         if trailer != {"end": len(arrays)}:
             raise CheckpointError(f"shard file {path}: missing or wrong end marker")
@@ -461,20 +794,46 @@ def _decode_shard(src: Any, path: Path) -> tuple[dict[str, np.ndarray], dict[str
     return arrays, meta, shard
 
 
-def _read_shard(
-    path: Path, expected: Mapping[str, Any] | None = None
-) -> tuple[dict[str, np.ndarray], dict[str, Any], int]:
-    """Read a shard, optionally checking its size and digest in the same pass.
+def _max_shard_file_bytes(spec: Mapping[str, ArraySpec]) -> int:
+    """The largest shard file that can hold exactly ``spec``: lz4 stores a block it cannot shrink
+    as it is (8 bytes of block size and checksum per 64 KiB block, 1% allowed), plus room for
+    the header object, chunk headers and trailer."""
+    data = sum(s.nbytes for s in spec.values())
+    return _SHARD_HEADER.size + data + data // 100 + _HEADER_ALLOWANCE
 
-    A digest or size mismatch is reported in preference to the decoding error it causes.
+
+def _read_shard(
+    path: Path,
+    expected: Mapping[str, Any] | None = None,
+    *,
+    verify: bool = True,
+    spec: Mapping[str, ArraySpec] | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, Any], int]:
+    """Read a shard, optionally checking it against its manifest entry in the same pass.
+
+    With ``expected`` (the manifest entry) the file must have exactly the recorded size and no byte
+    past it is read; with ``verify`` its blake2b digest must match too. A digest or size mismatch
+    is reported in preference to the decoding error it causes (when the rest of the file is
+    small enough to hash). With ``spec`` (the run's layout for this shard) every array must match
+    it before anything is allocated.
     """
-    try:
-        with open(path, "rb", buffering=_IO_BUFFER) as raw:
-            src = _HashingReader(raw)
+    raw, size = _open_regular(path, "shard file")
+    with raw:
+        try:
+            if expected is not None and size != expected["bytes"]:
+                raise CheckpointError(
+                    f"size mismatch for {path}: the manifest says {expected['bytes']} bytes, the file has {size}"
+                )
+            if spec is not None and size > _max_shard_file_bytes(spec):
+                raise CheckpointError(
+                    f"shard file {path} is {size:,} bytes, more than a shard of this run's layout can be "
+                    f"({_max_shard_file_bytes(spec):,})"
+                )
+            src = _HashingReader(_BoundedReader(raw, size))
             try:
-                result = _decode_shard(src, path)
+                result = _decode_shard(src, str(path), size, spec)
             except CheckpointError as exc:
-                if expected is None:
+                if expected is None or not verify or size - src.size > _DRAIN_MAX:
                     raise
                 src.drain()
                 mismatch = _digest_problem(path, expected, src.size, src.hash.hexdigest())
@@ -482,14 +841,19 @@ def _read_shard(
                     raise CheckpointError(mismatch) from exc
                 raise
             src.drain()
-    except FileNotFoundError as exc:
-        raise CheckpointError(f"shard file {path} is missing") from exc
-    except OSError as exc:
-        raise CheckpointError(f"shard file {path} cannot be read: {exc}") from exc
+            if raw.read(1):
+                raise CheckpointError(f"shard file {path} grew past its {size:,} bytes while it was read")
+        except OSError as exc:
+            raise CheckpointError(f"shard file {path} cannot be read: {exc}") from exc
     if expected is not None:
-        mismatch = _digest_problem(path, expected, src.size, src.hash.hexdigest())
-        if mismatch:
-            raise CheckpointError(mismatch)
+        if src.size != expected["bytes"]:
+            raise CheckpointError(
+                f"size mismatch for {path}: the manifest says {expected['bytes']} bytes, {src.size} could be read"
+            )
+        if verify:
+            mismatch = _digest_problem(path, expected, src.size, src.hash.hexdigest())
+            if mismatch:
+                raise CheckpointError(mismatch)
     return result
 
 
@@ -504,17 +868,50 @@ def _digest_problem(path: Path, expected: Mapping[str, Any], size: int, digest: 
     return None
 
 
-def read_shard(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def read_shard(
+    path: str | os.PathLike[str], spec: Mapping[str, ArraySpec] | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Read one shard file.
+
+    Args:
+        path: the shard file (a regular file, or a symlink to one).
+        spec: optional name -> :class:`ArraySpec` the shard must hold exactly (checked before
+            anything is allocated).
 
     Returns:
         ``(arrays, meta)``: name -> writable array with the stored dtype and shape; the metadata.
 
     Raises:
-        CheckpointError: missing, truncated, bad magic, unknown version, or corrupt content.
+        CheckpointError: missing, not a regular file, truncated, bad magic, unknown version,
+            sizes its file cannot hold, non-finite values, or otherwise corrupt content.
     """
-    arrays, meta, _ = _read_shard(Path(path))
+    arrays, meta, _ = _read_shard(Path(path), spec=spec)
     return arrays, meta
+
+
+def read_shard_bytes(
+    data: bytes, name: str = "<bytes>", spec: Mapping[str, ArraySpec] | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Parse a whole shard file from memory, with every check :func:`read_shard` makes.
+
+    ``name`` stands for the file in error messages. For fuzzing: any input ends in a result or
+    :class:`CheckpointError`; any other exception is a bug (see :func:`fuzz_read_shard_bytes`).
+    """
+    data = bytes(data)
+    src = _BoundedReader(io.BytesIO(data), len(data))
+    arrays, meta, _ = _decode_shard(src, name, len(data), spec)
+    return arrays, meta
+
+
+def fuzz_read_shard_bytes(data: bytes) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
+    """Fuzz entry point: parse ``data`` as a shard file; None when it is refused.
+
+    Only :class:`CheckpointError` counts as a refusal: any other exception escaping is a bug.
+    """
+    try:
+        return read_shard_bytes(data, "<fuzz>")
+    except CheckpointError:
+        return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -526,7 +923,50 @@ def _manifest_digest(fields: Mapping[str, Any]) -> str:
 
 
 def _ckpt_iteration(ckpt_dir: Path) -> int | None:
-    return int(ckpt_dir.name) if ckpt_dir.name.isdigit() else None
+    name = ckpt_dir.name
+    return int(name) if name.isascii() and name.isdigit() else None
+
+
+def _progress_problem(fields: Mapping[str, Any]) -> str | None:
+    """Why the run-progress keys of a manifest are impossible, or None (see the module docstring)."""
+    it = fields.get("iteration")
+    if "iteration" in fields:
+        if not _is_int(it) or it < 0:
+            return f"iteration {it!r} is not an iteration count (an int >= 0)"
+        if it > MAX_ITERATION:
+            return f"iteration {it:,} is impossible: more than 2**53"
+    for key in ("t_base", "node_visits", "pruned"):
+        if key in fields and (not _is_int(fields[key]) or fields[key] < 0):
+            return f"{key} {fields[key]!r} is not a count (an int >= 0)"
+    for key in ("seconds", "w_base"):
+        if key in fields and (not _is_real(fields[key]) or not math.isfinite(fields[key]) or fields[key] < 0):
+            return f"{key} {fields[key]!r} is not a finite number >= 0"
+    if not _is_int(it):
+        return None
+    if "t_base" in fields and fields["t_base"] > it:
+        return f"t_base {fields['t_base']:,} (the last discount boundary) is after iteration {it:,}"
+    if "w_base" in fields and "t_base" in fields and fields["w_base"] > fields["t_base"] * (1 + 1e-9) + 1e-6:
+        return (
+            f"w_base {fields['w_base']!r} (discounted iterations) exceeds t_base {fields['t_base']:,}, "
+            "and discounting never adds iterations"
+        )
+    if "seconds" in fields and it > MAX_ITERATIONS_PER_SECOND * fields["seconds"] + ITERATION_SLACK:
+        return (
+            f"iteration {it:,} is implausible after {fields['seconds']:.6g} s of recorded training: "
+            f"that is more than {MAX_ITERATIONS_PER_SECOND:.0e} iterations a second"
+        )
+    return None
+
+
+def _check_manifest_fields(fields: Mapping[str, Any]) -> None:
+    """Raise ValueError when ``fields`` could not be read back (the writer's side of the rules)."""
+    problem = _progress_problem(fields)
+    if problem:
+        raise ValueError(f"manifest: {problem}")
+    data = _packb(dict(fields))
+    if len(data) > _MANIFEST_MAX_BYTES:
+        raise ValueError(f"manifest is {len(data):,} bytes, more than a reader accepts ({_MANIFEST_MAX_BYTES:,})")
+    _unpackb_limited(data)  # containers too long for a reader fail here, before anything is written
 
 
 def write_manifest(
@@ -539,7 +979,8 @@ def write_manifest(
         manifest: the caller's msgpack-able record: iteration, config, config hash, abstraction
             hash, RNG states (see :func:`encode_rng_state`), ... The keys ``magic``,
             ``format_version``, ``files`` and ``manifest_blake2b`` are reserved. ``iteration``
-            is filled in from the directory name, and must agree with it when given.
+            is filled in from the directory name, and must agree with it when given. The
+            run-progress keys must pass the reader's rules (module docstring).
         files: the entries returned by :func:`write_shard` (and any other file in the
             directory that the checkpoint needs), in shard order.
 
@@ -558,8 +999,10 @@ def write_manifest(
     entries = []
     for entry in files:
         name = entry["file"]
-        if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", ".."):
+        if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", "..", MANIFEST_NAME):
             raise ValueError(f"manifest file name must be a plain file name, got {name!r}")
+        if any(e["file"] == name for e in entries):
+            raise ValueError(f"manifest lists {name!r} twice")
         entries.append({"file": name, "bytes": int(entry["bytes"]), "blake2b": str(entry["blake2b"])})
     fields: dict[str, Any] = {"magic": MANIFEST_MAGIC, "format_version": MANIFEST_FORMAT_VERSION}
     if iteration is not None:
@@ -567,6 +1010,7 @@ def write_manifest(
     fields.update(manifest)
     fields["files"] = entries
     fields["manifest_blake2b"] = _manifest_digest(fields)
+    _check_manifest_fields(_normalized(fields))
     data = _packb(fields)
     path = ckpt_dir / MANIFEST_NAME
     try:
@@ -576,24 +1020,14 @@ def write_manifest(
     return path
 
 
-def read_manifest(ckpt_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and check a checkpoint's manifest (not the files it lists).
-
-    Returns:
-        The caller's keys plus ``iteration`` and ``files``; the format fields are removed.
-
-    Raises:
-        CheckpointError: missing, unparsable, wrong magic or version, or failing its own digest.
-    """
-    path = Path(ckpt_dir) / MANIFEST_NAME
+def _parse_manifest(data: bytes, path: Any) -> dict[str, Any]:
+    if len(data) > _MANIFEST_MAX_BYTES:
+        raise CheckpointError(
+            f"manifest {path} is {len(data):,} bytes, more than any manifest ({_MANIFEST_MAX_BYTES:,}); "
+            "refusing to read it"
+        )
     try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise CheckpointError(f"{path} is missing (incomplete or interrupted checkpoint)") from exc
-    except OSError as exc:
-        raise CheckpointError(f"{path} cannot be read: {exc}") from exc
-    try:
-        fields = _unpackb(data)
+        fields = _unpackb_limited(data)
     except _DECODE_ERRORS as exc:
         raise CheckpointError(f"manifest {path} is corrupt: {type(exc).__name__}: {exc}") from exc
     if not isinstance(fields, dict) or fields.get("magic") != MANIFEST_MAGIC:
@@ -606,8 +1040,8 @@ def read_manifest(ckpt_dir: str | os.PathLike[str]) -> dict[str, Any]:
     claimed = fields.pop("manifest_blake2b", None)
     try:
         actual = _manifest_digest(fields)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise CheckpointError(f"manifest {path} is corrupt: {exc}") from exc
+    except _DECODE_ERRORS as exc:
+        raise CheckpointError(f"manifest {path} is corrupt: {type(exc).__name__}: {exc}") from exc
     if claimed != actual:
         raise CheckpointError(
             f"checksum mismatch for manifest {path}: its content does not match its digest"
@@ -617,31 +1051,91 @@ def read_manifest(ckpt_dir: str | os.PathLike[str]) -> dict[str, Any]:
         isinstance(f, dict)
         and isinstance(f.get("file"), str)
         and os.path.basename(f["file"]) == f["file"]
-        and isinstance(f.get("bytes"), int)
+        and f["file"] not in ("", ".", "..", MANIFEST_NAME)
+        and "\0" not in f["file"]
+        and _is_int(f.get("bytes"))
+        and f["bytes"] >= 0
         and isinstance(f.get("blake2b"), str)
         for f in files
     ):
         raise CheckpointError(f"manifest {path} has a malformed file list")
+    names = [f["file"] for f in files]
+    if len(set(names)) != len(names):
+        raise CheckpointError(f"manifest {path} lists a file twice")
+    problem = _progress_problem(fields)
+    if problem:
+        raise CheckpointError(f"manifest {path}: {problem}")
     del fields["magic"], fields["format_version"]
     return fields
 
 
+def read_manifest(ckpt_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and check a checkpoint's manifest (not the files it lists).
+
+    Returns:
+        The caller's keys plus ``iteration`` and ``files``; the format fields are removed.
+
+    Raises:
+        CheckpointError: missing, not a regular file, too large, unparsable, wrong magic or
+            version, failing its own digest, a malformed file list, or impossible run progress.
+    """
+    path = Path(ckpt_dir) / MANIFEST_NAME
+    raw, size = _open_regular(path, "manifest", missing=f"{path} is missing (incomplete or interrupted checkpoint)")
+    with raw:
+        if size > _MANIFEST_MAX_BYTES:
+            raise CheckpointError(
+                f"manifest {path} is {size:,} bytes, more than any manifest ({_MANIFEST_MAX_BYTES:,}); "
+                "refusing to read it"
+            )
+        try:
+            data = _BoundedReader(raw, size + 1).read(size + 1)
+        except OSError as exc:
+            raise CheckpointError(f"{path} cannot be read: {exc}") from exc
+    if len(data) != size:
+        raise CheckpointError(f"manifest {path} changed size while it was read")
+    return _parse_manifest(data, path)
+
+
+def read_manifest_bytes(data: bytes, name: str = "<bytes>") -> dict[str, Any]:
+    """Parse a manifest from memory, with every check :func:`read_manifest` makes (``name``
+    stands for the file in messages). Any input ends in a result or :class:`CheckpointError`."""
+    return _parse_manifest(bytes(data), name)
+
+
+def fuzz_read_manifest_bytes(data: bytes) -> dict[str, Any] | None:
+    """Fuzz entry point: parse ``data`` as a manifest; None when it is refused (only
+    :class:`CheckpointError` counts as a refusal: any other exception escaping is a bug)."""
+    try:
+        return read_manifest_bytes(data, "<fuzz>")
+    except CheckpointError:
+        return None
+
+
+def _shard_index(name: str) -> int | None:
+    """k for a canonical shard file name ``shard-<k>.msgpack.lz4``, else None."""
+    match = _SHARD_RE.match(name)
+    return int(match.group(1)) if match else None
+
+
 def _files_problem(ckpt_dir: Path, files: Sequence[Mapping[str, Any]]) -> str | None:
-    """Cheap completeness check: every listed file exists with the listed size; shards are 0..S-1."""
+    """Cheap completeness check: every listed file is a regular file with the listed size; shards
+    are 0..S-1."""
     shards = []
     for entry in files:
         path = ckpt_dir / entry["file"]
         try:
-            size = path.stat().st_size
+            st = os.stat(path)
         except FileNotFoundError:
             return f"{path} is missing"
         except OSError as exc:
             return f"{path} cannot be read: {exc}"
-        if size != entry["bytes"]:
-            return f"size mismatch for {path}: the manifest says {entry['bytes']} bytes, the file has {size}"
-        match = _SHARD_RE.match(entry["file"])
-        if match:
-            shards.append(int(match.group(1)))
+        if not stat.S_ISREG(st.st_mode):
+            return f"{path} is {_file_kind(st.st_mode)}, not a regular file"
+        if st.st_size != entry["bytes"]:
+            return f"size mismatch for {path}: the manifest says {entry['bytes']} bytes, the file has {st.st_size}"
+        k = _shard_index(entry["file"])
+        if k is not None:
+            shards.append(k)
     if sorted(shards) != list(range(len(shards))):
         return f"manifest in {ckpt_dir} lists shards {sorted(shards)}, not 0..S-1"
     return None
@@ -699,7 +1193,7 @@ def _checkpoint_dirs(run_dir: str | os.PathLike[str]) -> list[tuple[int, Path]]:
     found = [
         (int(e.name), Path(e.path))
         for e in entries
-        if e.name.isdigit() and e.is_dir(follow_symlinks=False)
+        if e.name.isascii() and e.name.isdigit() and e.is_dir(follow_symlinks=False)
     ]
     return sorted(found, key=lambda item: item[0], reverse=True)
 
@@ -710,10 +1204,16 @@ def _verify_files(ckpt_dir: Path, files: Sequence[Mapping[str, Any]]) -> str | N
         h = hashlib.blake2b()
         size = 0
         try:
-            with open(path, "rb", buffering=0) as f:
-                while block := f.read(_IO_BUFFER):
+            raw, actual = _open_regular(path, "checkpoint file")
+            with raw:
+                if actual != entry["bytes"]:
+                    return _digest_problem(path, entry, actual, "")
+                src = _BoundedReader(raw, actual)  # never past the recorded size
+                while block := src.read(_IO_BUFFER):
                     h.update(block)
                     size += len(block)
+        except CheckpointError as exc:
+            return str(exc)
         except OSError as exc:
             return f"{path} cannot be read: {exc}"
         problem = _digest_problem(path, entry, size, h.hexdigest())
@@ -761,16 +1261,24 @@ def load_latest(
     verify: bool = True,
     expect: Mapping[str, Any] | None = None,
     log: Callable[[str], Any] | None = None,
+    layout: Callable[[dict[str, Any]], Sequence[Mapping[str, ArraySpec]] | None] | None = None,
 ) -> tuple[dict[str, Any], list[tuple[dict[str, np.ndarray], dict[str, Any]]]]:
     """Load the newest complete checkpoint, skipping (and reporting) any that is not.
 
     Args:
         run_dir: the run directory.
-        verify: check every file's size and blake2b digest against the manifest (in the same
-            pass that reads it). Without it only sizes and the files' own checksums are checked.
+        verify: check every file's blake2b digest against the manifest (in the same pass that
+            reads it). Sizes are always checked, and no byte past the recorded size is read;
+            without ``verify`` the files' own lz4 checksums still catch most damage.
         expect: manifest key -> required value (e.g. ``{"config_hash": h, "abstraction_hash": a}``).
             A mismatch raises at once: it is a different run, not a corrupt checkpoint.
         log: called with one message per skipped checkpoint; default: this module's logger.
+        layout: called with each candidate manifest (after ``expect``) before any shard is read;
+            returns, per shard in order, name -> :class:`ArraySpec` (the arrays the run's layout
+            needs), or None for no layout check. The manifest must list exactly that many
+            shards, and each shard's arrays must match before anything is allocated. A
+            :class:`CheckpointError` it raises marks that checkpoint as damaged (it is skipped);
+            any other exception propagates.
 
     Returns:
         ``(manifest, shards)``: the manifest (caller's keys, ``iteration``, ``files``) and, in
@@ -782,18 +1290,22 @@ def load_latest(
     """
     report = log if log is not None else log_.warning
     problems = []
+
+    def skip(info: CheckpointInfo, why: Any) -> None:
+        problem = f"skipping checkpoint {info.path}: {why}"
+        problems.append(problem)
+        report(problem)
+
     for info in list_checkpoints(run_dir):
         if not info.complete:
-            problem = f"skipping checkpoint {info.path}: {info.problem}"
-            problems.append(problem)
-            report(problem)
+            skip(info, info.problem)
             continue
         try:
             manifest = read_manifest(info.path)
-        except CheckpointError as exc:  # changed since it was listed
-            problem = f"skipping checkpoint {info.path}: {exc}"
-            problems.append(problem)
-            report(problem)
+            if manifest.get("iteration") != info.iteration:  # changed since it was listed
+                raise CheckpointError(f"manifest in {info.path} is for iteration {manifest.get('iteration')!r}")
+        except CheckpointError as exc:
+            skip(info, exc)
             continue
         for key, value in (expect or {}).items():
             if key not in manifest:
@@ -806,23 +1318,29 @@ def load_latest(
                     f"expected {value!r}"
                 )
         try:
+            specs = layout(manifest) if layout is not None else None
+            shard_entries = [(k, e) for e in manifest["files"] if (k := _shard_index(e["file"])) is not None]
+            if specs is not None and len(specs) != len(shard_entries):
+                raise CheckpointError(
+                    f"manifest {info.path / MANIFEST_NAME} lists {len(shard_entries)} shard(s); this run's "
+                    f"layout has {len(specs)}"
+                )
             shards = []
             for entry in manifest["files"]:
-                match = _SHARD_RE.match(entry["file"])
-                if match is None:
+                k = _shard_index(entry["file"])
+                if k is None:
                     bad = _verify_files(info.path, [entry]) if verify else None
                     if bad:
                         raise CheckpointError(bad)
                     continue
                 path = info.path / entry["file"]
-                arrays, meta, k = _read_shard(path, entry if verify else None)
-                if k != int(match.group(1)):
-                    raise CheckpointError(f"shard file {path} holds shard {k}")
+                spec = specs[k] if specs is not None else None
+                arrays, meta, held = _read_shard(path, entry, verify=verify, spec=spec)
+                if held != k:
+                    raise CheckpointError(f"shard file {path} holds shard {held}")
                 shards.append((k, arrays, meta))
         except CheckpointError as exc:
-            problem = f"skipping checkpoint {info.path}: {exc}"
-            problems.append(problem)
-            report(problem)
+            skip(info, exc)
             continue
         shards.sort(key=lambda item: item[0])
         return manifest, [(arrays, meta) for _, arrays, meta in shards]

@@ -25,7 +25,7 @@ from math import comb
 import numba
 import numpy as np
 
-from abstraction.bets import KIND_DECISION, KIND_FOLD, BettingTree
+from abstraction.tree import KIND_DECISION, KIND_FOLD, BettingTree
 from abstraction.cards import CardAbstraction, deal_buckets
 from holdem.evaluator import rank_hand
 
@@ -35,7 +35,7 @@ MAX_WORK = 2e8  # hands x board sequences x decision nodes: beyond this an exact
 
 
 @numba.njit(cache=True)
-def _hand_buckets(kind, hands, board, round_, num_hole, board_per_round, deck_size, num_suits, num_ranks,
+def hand_buckets(kind, hands, board, round_, num_hole, board_per_round, deck_size, num_suits, num_ranks,
                   iso, table, offsets):
     """Bucket in ``round_`` of every hand (rows of ``hands``) given the visible ``board``."""
     num_rounds = board_per_round.shape[0]
@@ -59,7 +59,7 @@ def _hand_buckets(kind, hands, board, round_, num_hole, board_per_round, deck_si
 
 
 @numba.njit(cache=True)
-def _strengths(hands, board, num_suits, num_ranks):
+def hand_strengths(hands, board, num_suits, num_ranks):
     n = hands.shape[1] + board.shape[0]
     work = np.empty(n, np.int64)
     res = np.empty(hands.shape[0], np.int64)
@@ -72,7 +72,7 @@ def _strengths(hands, board, num_suits, num_ranks):
     return res
 
 
-class _Evaluator:
+class TreeEvaluator:
     def __init__(self, tree: BettingTree, cards: CardAbstraction, row_offset: np.ndarray, probs: np.ndarray):
         g = tree.game
         self.tree, self.cards, self.row_offset, self.probs = tree, cards, row_offset, probs
@@ -118,7 +118,7 @@ class _Evaluator:
         if b is None:
             g = self.g
             kind, iso, table, offsets = self.cards.kernel_args()
-            b = _hand_buckets(
+            b = hand_buckets(
                 kind, self.hands, np.array(board, np.int64), r, g.num_hole_cards, self.bpr,
                 g.deck_size, g.num_suits, g.num_ranks, iso, table, offsets,
             )
@@ -136,7 +136,7 @@ class _Evaluator:
             return m
         s = self._strength_cache.get(board)
         if s is None:
-            s = _strengths(self.hands, np.array(board, np.int64), self.g.num_suits, self.g.num_ranks)
+            s = hand_strengths(self.hands, np.array(board, np.int64), self.g.num_suits, self.g.num_ranks)
             self._strength_cache[board] = s
         m = np.sign(s[:, None] - s[None, :]).astype(np.float64) * self.compat
         live = self._live(board)
@@ -228,7 +228,7 @@ class BestResponse:
     card buckets and showdown matrices of every board are computed once)."""
 
     def __init__(self, tree: BettingTree, cards: CardAbstraction, row_offset: np.ndarray):
-        self._ev = _Evaluator(tree, cards, row_offset, None)
+        self._ev = TreeEvaluator(tree, cards, row_offset, None)
 
     def exploitability(self, probs: np.ndarray) -> tuple[float, list[float]]:
         self._ev.probs = probs

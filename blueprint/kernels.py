@@ -35,9 +35,8 @@ import numba
 import numpy as np
 
 from abstraction.cards import deal_buckets
+from abstraction.tree import KIND_DECISION, KIND_FOLD
 from blueprint.numerics import rng_below, rng_uniform
-
-KIND_DECISION, KIND_FOLD = 0, 1
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")

@@ -27,25 +27,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from holdem.files import atomic_path, atomic_write_bytes
+
 RUN_TOML = "run.toml"
 METRICS_JSONL = "metrics.jsonl"
 METRICS_PARQUET = "metrics.parquet"
 CORRUPT_CHECKPOINTS = "corrupt-checkpoints"
 RUN_TOML_FORMAT = 1
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary name in the same directory, fsync, rename."""
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def write_run_toml(run_dir: Path, tr, extra: dict[str, Any]) -> None:
@@ -112,16 +100,8 @@ def write_metrics_parquet(run_dir: Path, rows: list[dict[str, Any]]) -> None:
 
     schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in METRIC_FIELDS])
     table = pa.Table.from_pylist([{k: r.get(k) for k, _ in METRIC_FIELDS} for r in rows], schema=schema)
-    path = run_dir / METRICS_PARQUET
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
+    with atomic_path(run_dir / METRICS_PARQUET) as tmp:
         pq.write_table(table, tmp)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def quarantine_newer(run_dir: Path, iteration: int, log=None) -> None:

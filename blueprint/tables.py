@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from abstraction.bets import KIND_DECISION, BettingTree
+from abstraction.tree import KIND_DECISION, BettingTree
 
 
 def layout(tree: BettingTree, num_buckets: np.ndarray) -> tuple[np.ndarray, int]:

@@ -23,7 +23,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from abstraction.bets import BettingTree, build_tree, load_bets
+from abstraction.bets import load_bets
+from abstraction.tree import KIND_DECISION, BettingTree, build_tree
 from abstraction.cards import CardAbstraction, default_card_abstraction
 from blueprint import checkpoint as ckpt
 from blueprint.defaults import DEFAULT_ALGO, DEFAULT_GAME, DEFAULT_NOLIMIT_BETS, DEFAULT_SEED
@@ -156,7 +157,7 @@ class Trainer:
                     self._delta, a.name == "cfr+",
                 )
                 self.iteration += 1
-            self.node_visits += n * 2 * len(deals) * int((self.tree.kind == 0).sum())
+            self.node_visits += n * 2 * len(deals) * int((self.tree.kind == KIND_DECISION).sum())
             return
         stats = es_iterations(
             n, self.iteration, *self._kernel_args(), *self._card_args(), self.regret, self.strat, self.rng, self._opts()
@@ -275,20 +276,70 @@ class Trainer:
         gamedef = parse_gamedef(cfg["gamedef"], name=Path(str(cfg["game"])).stem)
         return cls(rc, gamedef=gamedef, bets_toml=cfg.get("bets_toml"))
 
+    def checkpoint_layout(self, manifest: dict) -> list[dict[str, ckpt.ArraySpec]]:
+        """Per shard, the arrays a checkpoint of this run must hold (``layout`` of
+        ``ckpt.load_latest``): the trainer's one shard (regret, strat, rng), or the Ray job's
+        slices of regret and strat at the row bounds its manifest records, which must cover
+        ``[0, size)`` in order. Strategy sums are never negative."""
+        regret, strat = self.regret.dtype, self.strat.dtype
+        job = manifest.get("job")
+        if not job:
+            return [{"regret": ckpt.ArraySpec(regret, (self.size,)),
+                     "strat": ckpt.ArraySpec(strat, (self.size,), min=0.0),
+                     "rng": ckpt.ArraySpec(self.rng.dtype, self.rng.shape)}]
+        bounds = job.get("bounds") if isinstance(job, dict) else None
+        ok = isinstance(bounds, list) and len(bounds) > 0
+        at = 0
+        for b in bounds if ok else []:
+            if not (isinstance(b, list) and len(b) == 2 and all(type(x) is int for x in b) and b[0] == at <= b[1]):
+                ok = False
+                break
+            at = b[1]
+        if not ok or at != self.size:
+            raise ckpt.CheckpointError(
+                f"manifest: job row bounds {bounds!r} do not cover this run's {self.size:,} table rows"
+            )
+        return [{"regret": ckpt.ArraySpec(regret, (hi - lo,)), "strat": ckpt.ArraySpec(strat, (hi - lo,), min=0.0)}
+                for lo, hi in bounds]
+
     @classmethod
     def load(cls, run_dir: Path, log=None) -> "Trainer":
         """Rebuild a trainer from the newest complete checkpoint of ``run_dir``."""
-        manifest, shards = ckpt.load_latest(Path(run_dir), log=log)
-        return cls.from_checkpoint(run_dir, manifest, shards)
+        return cls.load_checkpoint(run_dir, log=log)[0]
 
     @classmethod
-    def from_checkpoint(cls, run_dir: Path, manifest: dict, shards: list) -> "Trainer":
-        """Rebuild a trainer from a loaded checkpoint (``ckpt.load_latest``'s result).
+    def load_checkpoint(cls, run_dir: Path, log=None) -> tuple["Trainer", dict]:
+        """``(trainer, manifest)`` from the newest complete checkpoint of ``run_dir`` whose files
+        match the layout its config implies (checked before the tables are read); damaged
+        newer checkpoints are reported through ``log`` and skipped."""
+        built: dict[str, Trainer] = {}
+
+        def layout(manifest: dict) -> list:
+            try:
+                key = json.dumps(manifest["config"], sort_keys=True)
+                if key not in built:
+                    built.clear()
+                    built[key] = cls.from_manifest_config(manifest["config"])
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise ckpt.CheckpointError(
+                    f"its config cannot be rebuilt: {type(exc).__name__}: {exc}"
+                ) from exc
+            return built[key].checkpoint_layout(manifest)
+
+        manifest, shards = ckpt.load_latest(Path(run_dir), log=log, layout=layout)
+        trainer = built.get(json.dumps(manifest["config"], sort_keys=True))
+        return cls.from_checkpoint(run_dir, manifest, shards, trainer=trainer), manifest
+
+    @classmethod
+    def from_checkpoint(cls, run_dir: Path, manifest: dict, shards: list,
+                        trainer: Optional["Trainer"] = None) -> "Trainer":
+        """Rebuild a trainer from a loaded checkpoint (``ckpt.load_latest``'s result); ``trainer``:
+        one already built from ``manifest["config"]`` (its tables are replaced).
 
         A checkpoint of the Ray job (several shards, each a contiguous slice of the tables, the
         RNG state in the manifest) is assembled into the full tables.
         """
-        tr = cls.from_manifest_config(manifest["config"])
+        tr = trainer if trainer is not None else cls.from_manifest_config(manifest["config"])
         if tr.config_hash != manifest["config_hash"]:
             raise ckpt.CheckpointError(
                 f"{run_dir}: config hash {manifest['config_hash']} does not match its config ({tr.config_hash})"
@@ -300,10 +351,14 @@ class Trainer:
             )
         arrays, meta = shards[0]
         if len(shards) > 1 or "rng" not in arrays:
+            rng = manifest.get("rng_state")
+            if not (isinstance(rng, list) and len(rng) == tr.rng.size
+                    and all(type(x) is int and 0 <= x < 2**64 for x in rng)):
+                raise ckpt.CheckpointError(f"{run_dir}: the manifest's rng_state {rng!r} is not {tr.rng.size} uint64 words")
             arrays = {
                 "regret": np.concatenate([a["regret"] for a, _ in shards]),
                 "strat": np.concatenate([a["strat"] for a, _ in shards]),
-                "rng": np.array(manifest["rng_state"], np.uint64),
+                "rng": np.array(rng, np.uint64),
             }
         for name in ("regret", "strat", "rng"):
             have = getattr(tr, name)
@@ -313,6 +368,8 @@ class Trainer:
                     f"{run_dir}: array {name!r} is {got.dtype}{list(got.shape)}, expected {have.dtype}{list(have.shape)}"
                 )
             setattr(tr, name, got)
+        if not tr.rng.any():  # xoshiro256** never reaches the all-zero state
+            raise ckpt.CheckpointError(f"{run_dir}: the checkpoint's RNG state is all zero, which no run reaches")
         tr.iteration = int(manifest["iteration"])
         tr.w_base = float(manifest["w_base"])
         tr.t_base = int(manifest["t_base"])

@@ -34,7 +34,7 @@ opponent's total reach, ``R_c`` the reach of hands holding card ``c``); a showdo
 hands in order of strength keeping per-card sums of the weaker and of the stronger hands.
 :func:`fold_values` and :func:`showdown_values` are the same terminals over a list of hands per seat
 (the subgame solver's compact lists; the showdown's sweep order merged ahead of time per board);
-``_fold_values`` is the full-width case of ``fold_values``.
+:func:`fold_values_all` is the full-width case of :func:`fold_values`.
 
 A board step averages its boards (each weighted by its orbit weight over the number of boards
 compatible with any two hands); the game value divides the sum over hands by the number of
@@ -49,10 +49,10 @@ from math import comb
 import numba
 import numpy as np
 
-from abstraction.bets import KIND_DECISION, KIND_FOLD, BettingTree
+from abstraction.tree import KIND_DECISION, KIND_FOLD, BettingTree
 from abstraction.cards import CardAbstraction
 from abstraction.isomorphism import HandIndexer
-from blueprint.evaluate import _hand_buckets, _strengths
+from blueprint.evaluate import hand_buckets, hand_strengths
 
 MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
 
@@ -121,7 +121,7 @@ def showdown_values(ro, n_ev, up, up_cards, down, down_cards, m, cacc, out):
 
 
 @numba.njit(cache=True)
-def _fold_values(reach, live, hands, u, deck, out):
+def fold_values_all(reach, live, hands, u, deck, out):
     """:func:`fold_values` over every hand (each seat's list is all ``H`` hands); 0 where not ``live``."""
     H = reach.shape[0]
     fold_values(reach, H, hands, hands, np.empty(0, np.int16), H, u, np.zeros(deck), out)
@@ -221,7 +221,7 @@ def _walk(n, bid, d, bw, trav, mode, rs, ro,
         if kind[n] == KIND_FOLD:
             folder = player[n]
             u = -float(spent[n, trav]) if folder == trav else float(spent[n, folder])
-            _fold_values(ro, lv, hands, u, deck, out)
+            fold_values_all(ro, lv, hands, u, deck, out)
         else:
             m = float(min(spent[n, 0], spent[n, 1]))
             _showdown_values(ro, order[bid], strength[bid], nlive[bid], hands, m, deck, out)
@@ -420,11 +420,11 @@ class VectorCFR:
                 cardsr = np.concatenate([self.hands, np.broadcast_to(barr, (H, len(cb)))], axis=1)
                 self.bk[b][lv] = prix.index_many(np.ascontiguousarray(cardsr[lv]), rounds[b])
             else:
-                self.bk[b] = _hand_buckets(kind, self.hands, barr, rounds[b], k, bpr, D, g.num_suits, g.num_ranks,
+                self.bk[b] = hand_buckets(kind, self.hands, barr, rounds[b], k, bpr, D, g.num_suits, g.num_ranks,
                                            iso, table, offsets)
             self.bk[b][~lv] = 0
             if rounds[b] == R - 1:
-                s = _strengths(self.hands, barr, g.num_suits, g.num_ranks)
+                s = hand_strengths(self.hands, barr, g.num_suits, g.num_ranks)
                 idx = np.flatnonzero(lv)
                 o = idx[np.argsort(s[idx], kind="stable")]
                 self.nlive[b] = len(o)

@@ -99,9 +99,10 @@ def exact_eval_problem(tr) -> str | None:
 
 def expl_unit(game) -> tuple[str, float]:
     """(unit, chips -> unit factor): mbb/game for games with a big blind, else chips."""
-    if game.blind[0] != game.blind[1] and game.big_blind > 0:
-        return "mbb/game", 1000.0 / game.big_blind
-    return "chips", 1.0
+    from holdem.reporting import big_blind_of, mbb_per_chip
+
+    bb = big_blind_of(game)
+    return ("mbb/game", mbb_per_chip(bb)) if bb else ("chips", 1.0)
 
 
 def example_matchstate(game) -> str:

@@ -168,7 +168,8 @@ def _eval_lbr(path: Path | None, game_name: str | None, player_spec: str | None,
 
 def _eval_match(path: Path | None, game_name: str | None, player_spec: str | None, vs_spec: str,
                 hands: int, seed: int) -> dict[str, Any]:
-    """A duplicate match of --player (or RUN_DIR) against --vs; the JSON keys of DESIGN.md."""
+    """A duplicate match of --player (or RUN_DIR) against --vs; the JSON keys of
+    docs/architecture.md, "5. Contracts"."""
     if player_spec is None and path is None:
         raise click.UsageError("a match needs player A: give --player SPEC or RUN_DIR")
     if game_name is None and path is None:
@@ -212,7 +213,7 @@ def _eval_match(path: Path | None, game_name: str | None, player_spec: str | Non
         click.echo("", err=True)
     seconds = time.perf_counter() - t0
     out = res.to_json()
-    scale = 1000.0 / res.big_blind if res.big_blind else 1.0  # chips -> the result's unit
+    scale = res.scale()  # chips -> the result's unit
     try:
         ex = exact_value(game, a, b, max_states=500_000)
     except (ValueError, TypeError):

@@ -37,15 +37,38 @@ _budget_opt = click.option(
 ROUND_NAMES = ("preflop", "flop", "turn", "river")
 
 
-def _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solve_ms) -> dict:
+class ByteCount(click.ParamType):
+    """A number of bytes: 1073741824, 512M, 2G, 1.5GiB (K, M, G, T: powers of 1024)."""
+
+    name = "BYTES"
+
+    def convert(self, value, param, ctx):
+        from serving.responder import parse_bytes
+
+        try:
+            return parse_bytes(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+_api_key_opt = click.option(
+    "--api-key", "api_key", envvar="MCCFR_API_KEY", default=None, metavar="KEY", show_envvar=True,
+    help="Bearer token: with it, /v1/strategy and /metrics answer only requests with "
+         "'Authorization: Bearer KEY' (else 401); /healthz stays open. Prefer the environment variable "
+         "(a command line is visible to other users of the machine).")
+
+
+def _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solve_ms, memory_budget=None) -> dict:
     """make_responder's subgame-solving keyword arguments from serve's flags (checked)."""
     if solve_method is None:
         for flag, v in (("--solve-from", solve_from), ("--solver-threads", solver_threads),
-                        ("--max-solve-ms", max_solve_ms)):
+                        ("--max-solve-ms", max_solve_ms), ("--memory-budget", memory_budget)):
             if v is not None:
                 raise click.UsageError(f"{flag} applies to subgame solving: give --solve METHOD too")
         return {}
     out = {}
+    if memory_budget is not None:
+        out["memory_budget"] = memory_budget
     if max_solve_ms is not None:
         out["max_solve_ms"] = max_solve_ms
     if solver_threads is not None:
@@ -91,36 +114,57 @@ def _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solv
 @click.option("--max-solve-ms", "max_solve_ms", type=click.IntRange(min=1), default=None,
               help="With --solve: iterate at most this long beyond what a useful solve needs [default: until the "
                    "budget's end]; shorter solves free the solver threads sooner, so more queries get one.")
+@click.option("--memory-budget", "memory_budget", type=ByteCount(), default=None,
+              help="With --solve: bytes for solved subgames (kept per session, least recently used evicted "
+                   "first, each at its measured size) and the solves in flight; a solve whose estimated memory "
+                   "does not fit is answered from the blueprint (fallback 'memory'). Suffixes K, M, G: 512M, 2G "
+                   "[default: a quarter of physical memory; with --ray, divided among the replicas].")
+@_api_key_opt
+@click.option("--max-body-bytes", "max_body_bytes", type=ByteCount(), default="64K", show_default=True,
+              help="Largest request body accepted (413 beyond, refused without reading the rest).")
+@click.option("--max-inflight-per-client", "max_inflight", type=click.IntRange(min=1), default=128,
+              show_default=True,
+              help="Requests one client address may have in flight (429 beyond). Clients behind one proxy "
+                   "share an address.")
 @click.option("--ray", "use_ray", is_flag=True,
               help="Deploy as a Ray Serve application (needs the serve extra: pip install \"mccfr[serve]\").")
 @click.option("--replicas", type=click.IntRange(min=1), default=None, help="With --ray: service replicas [default: 1].")
 @click.option("--address", default=None, metavar="ADDR",
               help="With --ray: the Ray cluster to join ('auto', or ray://HOST:PORT) [default: start a local one].")
 def serve(run_dir, host, port, time_budget_ms, threads, access_log, solve_method, solve_from, solver_threads,
-          max_solve_ms, use_ray, replicas, address):
+          max_solve_ms, memory_budget, api_key, max_body_bytes, max_inflight, use_ray, replicas, address):
     """Serve strategy queries over HTTP + JSON.
 
     \b
     POST /v1/strategy {"matchstate": "MATCHSTATE:...", "session"?, "time_budget_ms"?, "method"?}
          -> {"strategy": {action: p}, "source": "blueprint"|"subgame", "method", "elapsed_ms",
-             "fallback"? (why a query for a solve got the blueprint's answer: busy, budget, deadline)}
+             "fallback"? (why a query for a solve got the blueprint's answer: busy, budget, deadline,
+             memory)}
     GET  /healthz, /metrics, /openapi.json (docs at /docs)
 
-    Bad input gets a 4xx with {"error": "...", "kind": "..."}; the server keeps serving. Stop with Ctrl-C.
+    Bad input gets a 4xx with {"error": "...", "kind": "..."}; the server keeps serving. With
+    --api-key (or MCCFR_API_KEY) every path but /healthz and the API description needs
+    'Authorization: Bearer KEY' (401). Bodies over --max-body-bytes are 413, a client address with
+    more than --max-inflight-per-client requests in flight gets 429. Stop with Ctrl-C.
     """
     if not use_ray:
         for flag, v in (("--replicas", replicas), ("--address", address)):
             if v is not None:
                 raise click.UsageError(f"{flag} applies to the Ray Serve deployment: give --ray too")
-    solving = _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solve_ms)
+    solving = _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solve_ms, memory_budget)
+    guard = {"api_key": api_key or None, "max_body_bytes": max_body_bytes, "max_inflight_per_client": max_inflight}
+    if api_key and (not api_key.isprintable() or api_key != api_key.strip()):
+        raise click.BadParameter("the key must be printable characters without surrounding spaces",
+                                 param_hint="--api-key / MCCFR_API_KEY")
     if use_ray:
-        return _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas or 1, address)
+        return _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas or 1, address,
+                          guard)
     try:
         from serving.service import bind, create_app, make_server
     except ImportError as exc:
         raise CLIError(f"serve needs fastapi and uvicorn ({exc}); pip install fastapi uvicorn") from None
     path, responder = _load_responder(run_dir, time_budget_ms, solve_method, **solving)
-    app = create_app(responder, threads=threads, describe={"run_dir": str(path)})
+    app = create_app(responder, threads=threads, describe={"run_dir": str(path)}, **guard)
     try:
         sock = bind(host, port)
     except OSError as exc:
@@ -129,13 +173,18 @@ def serve(run_dir, host, port, time_budget_ms, threads, access_log, solve_method
     shown = f"[{host}]" if ":" in host else host
     bp = getattr(responder, "bp", None)
     what = f"{responder.game.gamedef.name or 'game'}" + (f", iteration {bp.iteration:,}" if bp is not None else "")
+    budget = getattr(responder, "memory_budget", None)
+    notes = [f"memory budget {budget / 2**20:,.0f} MiB" if budget is not None else "",
+             "bearer token required" if guard["api_key"] else ""]
+    notes = "; ".join(n for n in notes if n)
     click.echo(f"serving {path} ({what}) on http://{shown}:{bound}  "
-               "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops", err=True)
+               "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops"
+               + (f"  [{notes}]" if notes else ""), err=True)
     make_server(app, sock, access_log=access_log).run(sockets=[sock])  # returns on Ctrl-C / SIGTERM
     click.echo("stopped", err=True)
 
 
-def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas, address):
+def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas, address, guard):
     import signal
     import threading
 
@@ -153,11 +202,15 @@ def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solvi
         from serving.responder import default_solver_threads
 
         opts["solver_threads"] = max(1, default_solver_threads() // replicas)
+    if solve_method is not None and "memory_budget" not in solving:
+        from serving.responder import default_memory_budget
+
+        opts["memory_budget"] = default_memory_budget() // replicas
     with user_input():
         from serving.responder import make_responder
 
         make_responder(path, **opts).close()  # fail here, with a clear message, not inside a replica
-    app = build_app(str(path), replicas, threads=threads, responder_options=opts)
+    app = build_app(str(path), replicas, threads=threads, responder_options=opts, app_options=guard)
     url = run(app, host=host, port=port, address=address)
     click.echo(f"serving {path} on Ray Serve ({replicas} replica{'s' if replicas > 1 else ''}) at {url}  "
                "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops", err=True)
@@ -186,9 +239,11 @@ def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solvi
 @click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=900, show_default=True,
               help="Give up when the dealer sends nothing for this many seconds.")
 @click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=10, show_default=True)
+@click.option("--api-key", "api_key", envvar="MCCFR_API_KEY", default=None, metavar="KEY", show_envvar=True,
+              help="With --server: the service's bearer token (mccfr serve --api-key).")
 @json_opt
 def play(run_dir, dealer, server, log_file, seed, method, time_budget_ms, time_per_hand_ms, response_limit_ms,
-         idle_timeout, connect_timeout, as_json):
+         idle_timeout, connect_timeout, api_key, as_json):
     """Play a match against an ACPC dealer (protocol 2.0.0) with the run's blueprint (or a service).
 
     \b
@@ -214,7 +269,7 @@ def play(run_dir, dealer, server, log_file, seed, method, time_budget_ms, time_p
         from serving.responder import HttpResponder
 
         try:
-            responder = HttpResponder(server)
+            responder = HttpResponder(server, api_key=api_key or None)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--server") from None
         except OSError as exc:

@@ -15,7 +15,6 @@ from blueprint.rundir import (
     METRICS_JSONL,
     METRICS_PARQUET,
     RUN_TOML,
-    atomic_write_bytes,
     quarantine_newer,
     read_metrics,
     write_run_toml,
@@ -37,6 +36,7 @@ from cli.common import (
     with_ray_opts,
 )
 from cli.session import budget, ray_job, run_session
+from holdem.files import atomic_write_bytes
 
 
 @click.command()

@@ -1,58 +1,83 @@
-"""The Ray training job: one driver, N worker actors, S regret-shard actors.
+"""The Ray training job: one driver; per node a leader, its workers and its regret shard(s).
 
 :class:`RayJob` is the driver. It owns a :class:`blueprint.trainer.Trainer` for everything that
 is not the tables' live contents (tree, cards, config, hashes, the schedule counters
 ``iteration``/``w_base``/``t_base``, visit counts, exact exploitability on an assembled copy), so a
 job checkpoint has the trainer's manifest keys and ``Trainer.load`` / ``mccfr eval`` read it.
 
-The loop runs in rounds (bulk-synchronous):
+Placement. The job takes one placement-group bundle per node (``STRICT_SPREAD``: a node each; a
+bundle reserves its node's workers' CPUs) and puts in bundle ``g`` the node's leader
+(:class:`cluster.leader.LeaderCore`, no CPU), its workers (created by the leader, in the same
+bundle) and its shard(s) (shard ``k`` on node ``k mod nodes`` unless ``shard_nodes`` says
+otherwise; no CPU). The driver puts the card abstraction in the object store once; each node keeps
+one copy that its workers read zero-copy (the kernels get read-only views); no worker builds or
+loads an abstraction (a missing one was built by the driver's ``Trainer`` before the job started,
+or that failed with its error before any worker started).
 
-* a round covers iterations ``[t, t_end)`` with ``t_end`` the next multiple of ``N * B`` (the batch
-  grid is fixed in iterations from 0), capped at the end of the run; it is split into N contiguous
-  batches, worker k running ``[t0_k, t0_k + b_k)``. A round may span many discount boundaries:
-  discounting is a function of the iteration count, so every party applies the round's boundaries
-  itself (no synchronisation at a boundary);
-* the shards first discount their slices through every boundary of the round
-  (``discount_span(t, t_end)``); every worker gets the same snapshot (the shards' published slices
-  at ``t``, by object reference), runs its batch on a private copy that passes the same boundaries
-  (skipping the other workers' iterations), and returns per-shard compact deltas, its copy minus the
-  discounted snapshot, as separate objects; the driver waits with ``ray.wait`` and forwards each
-  finished worker's delta references to the shards (``apply_delta(worker, batch_seq, payload)``,
-  idempotent) without fetching them;
-* at the end of the round the shards publish the next snapshot. Actor calls from the driver run in
-  submission order, so a shard discounts before any delta of the round and publishes only after
-  applying every one.
+A round (bulk-synchronous) covers iterations ``[t, t_end)``, ``t_end`` the next multiple of
+``N * B`` (the batch grid is fixed in iterations from 0), capped at the end of the run; it is split
+into N contiguous batches, worker ``k`` running ``[t0_k, t0_k + b_k)`` from its RNG state. The
+workers form *groups*, one per node (group ``g`` = node ``g``'s workers). The driver makes
+
+* one call per node, ``leader.run_round``, with the groups the leader runs (its own; a dead node's
+  group goes to a live leader), the batch specs (worker, batch number, RNG state, span) and the
+  snapshot's object references. The leader runs the batches on its workers, each against the
+  snapshot (read zero-copy from the node's object store) on a private copy passing every discount
+  boundary of the round; sums the group's deltas per shard in worker order; keeps the sums since
+  the last checkpoint (the retained deltas); sends each shard one delta per group
+  (``put_delta(round, group)``, buffered there); and returns a few hundred bytes (statistics, the
+  workers' RNG states). Deltas and snapshots never pass through the driver;
+* one call per shard, ``end_round``, once every group is in: the shard discounts its slice through
+  the round's boundaries (discounting is a function of the iteration count), adds the buffered
+  group deltas in ascending group order (the merge order is fixed: two runs with one seed give the
+  same tables, whatever the timing) and puts its next snapshot in its node's object store.
+
+So a round costs the driver at most ``nodes + shards`` calls (counted: ``stats()["driver_calls_per_round"]``)
+and about 0.3 KB per node of results (``driver_bytes_per_round``).
 
 With linear weighting (``linear``, ``pluribus``) a boundary multiplies the whole table by one
 factor, so a delta discounted on the worker and added to the discounted table is exactly what one
 process would have; ``dcfr``'s sign-dependent factors make it approximate for more than one worker
 (as staleness is).
 
-Staleness: a worker's delta is computed against the snapshot of the start of its round; the deltas
-of other workers applied before it in the round are what it did not see. ``staleness`` reports that
-lag in iterations, averaged over batches (0 with one worker; at most ``(N - 1) * B``).
+Staleness: every worker trains against the snapshot of the start of its round; a batch's staleness
+is the iterations of the round's batches added before it (in the fixed order), averaged over
+batches ((N - 1) B / 2 with full rounds; 0 with one worker). The cost in exploitability grows
+with ``(N x B) / iterations``; :func:`default_batch` keeps that under ``MAX_STALE_FRACTION`` (1%)
+when the run's length is known (BENCHMARKS.md, "Ray job").
 
-Determinism: with one worker, a fixed seed and a fixed batch size, the result depends only on the
-iteration grid, so training N iterations and resuming for N more gives the same tables, bit for
-bit, as 2N uninterrupted, provided N is a multiple of the batch size (a run that ends mid-batch
-cuts that batch in two).
+Determinism: the tables depend only on the seed, the batch size, the number of workers and their
+grouping into nodes (not on timing, nor on which node ran a group after a failure). With one
+worker, training N iterations and resuming for N more gives the same tables, bit for bit, as 2N
+uninterrupted, provided N is a multiple of the batch size.
 
-Faults: a worker whose actor dies (``ray.kill``, kill -9 of its process, a lost node) makes its
-result raise ``RayActorError``; the driver records the lost batch (its iterations were allocated
-but never applied), re-creates the actor from the worker's last known RNG state, and the worker
-rejoins in the next round from the latest snapshot. A shard that dies is restored: the driver keeps
-the log of every call it made to the shards since the last complete checkpoint (the round spans and
-the references of the delta objects, which stay in the object store while referenced); a new shard
-actor loads its slice from that checkpoint (or from the job's starting tables) and replays the log,
-which reproduces its state exactly (the deltas are idempotent and applied in the same order). The
-log is capped at ``max_replay_bytes``; past that, or if the restore itself fails, the job stops with
-:class:`JobError` naming the shard and the checkpoint to resume from.
+Faults (every wait has a deadline, ``timeout``):
+
+* a worker process that dies is restarted by Ray and its batch re-run with the same arguments
+  (``max_restarts`` / ``max_task_retries``; the RNG state travels with the batch): nothing is lost
+  and the tables are those of an uninterrupted run. A worker that fails for good or does not
+  answer within the deadline leaves the round with a logged warning; its batch runs on another
+  worker of the node;
+* a node that dies (its leader's call fails, or Ray reports the node dead while the driver waits):
+  its groups run again, from the same RNG states, on live leaders (the leader is restarted by Ray
+  where its bundle is rescheduled, on a spare node if there is one, and gets its groups back);
+  with no CPU to spare the other nodes run them (slower, same tables). A leader that is down costs
+  one probe per round, not a wait;
+* a shard that dies (its node died, or it was killed) is restored on a live node (the bundle of a
+  leader that answers, on a node Ray reports alive): from the last complete checkpoint (or the
+  job's starting tables), then the live leaders send their retained deltas since that checkpoint
+  and the shard ends the logged rounds again, which reproduces its state exactly. A delta retained
+  only by a leader that died with that node is lost (the job says which rounds and groups; the
+  tables then differ from an uninterrupted run by that part). Retention is capped per leader at
+  ``max_replay_bytes``; past that, or if the restore fails, the job stops with :class:`JobError`
+  naming the shard and the checkpoint to resume from.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import signal
 import shutil
 import time
@@ -65,23 +90,34 @@ import numpy as np
 from blueprint import checkpoint as ckpt
 from blueprint.numerics import seed_rng_state
 from blueprint.trainer import Trainer, run_for
+from cluster.leader import LeaderCore
 from cluster.shard import ShardCore, slice_bounds
-from cluster.worker import WorkerCore
+
+MAX_STALE_FRACTION = 0.01
+"""The default batch keeps ``workers x batch / iterations`` at or under this when the run's
+iteration count is known (Leduc: 2 x 100 / 20,000 = 1% ends within 2x of one process, 4M
+iterations at batch 100 within 7%; see BENCHMARKS.md, "Ray job")."""
 
 
-def default_batch(table_entries: int) -> int:
+def default_batch(table_entries: int, workers: int = 1, iterations: int | None = None,
+                  max_stale_fraction: float = MAX_STALE_FRACTION) -> int:
     """Iterations per worker per round when none is given: table entries / 25, within
-    [100, 100,000]. Staleness costs exploitability in proportion to batch / iterations, and more in
-    a small table, where each iteration moves a larger part of the strategy (Leduc, 2,604 entries:
-    104; 2 workers at batch 100 end 4M iterations within 7% of one process, at 1,000 1.8x worse); a
-    big table needs big batches to keep the per-round overhead small (hunl100 with the small
-    abstractions, 116,463 entries: 4,658). See BENCHMARKS.md, "Ray job"."""
-    return int(min(max(table_entries // 25, 100), 100_000))
+    [100, 100,000], and, when the run's length is known, at most
+    ``max_stale_fraction x iterations / workers`` (at least 1). Staleness costs exploitability in
+    proportion to (workers x batch) / iterations, and more in a small table, where each iteration
+    moves a larger part of the strategy (Leduc, 2,604 entries: 104; 2 workers at batch 100 end 4M
+    iterations within 7% of one process, at 1,000 1.8x worse); a big table needs big batches to
+    keep the per-round overhead small (hunl100 with the small abstractions, 116,463 entries:
+    4,658). See BENCHMARKS.md, "Ray job"."""
+    b = int(min(max(table_entries // 25, 100), 100_000))
+    if iterations:
+        b = min(b, max(1, int(max_stale_fraction * iterations / max(workers, 1))))
+    return b
 
 
 class JobError(RuntimeError):
-    """The job cannot go on (a shard died and could not be restored, ...); the message says why
-    and which checkpoint to resume from."""
+    """The job cannot go on (a shard died and could not be restored, no node left, ...); the
+    message says why and which checkpoint to resume from."""
 
 
 def worker_seed_state(seed: int, worker: int, iteration: int = 0) -> np.ndarray:
@@ -98,6 +134,10 @@ def split_round(total: int, workers: int) -> list[int]:
     return [q + (1 if k < r else 0) for k in range(workers)]
 
 
+def _alive_cpu_nodes(ray) -> list[dict]:
+    return [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) > 0]
+
+
 class RayJob:
     """The driver of a distributed training job (see the module docstring).
 
@@ -109,13 +149,20 @@ class RayJob:
         batch: B iterations per worker per round (default: :func:`default_batch`).
         address: ``ray.init`` address (None: join a running local Ray or start one; "auto": join
             the cluster started with ``ray start``).
-        worker_cpus: CPUs each worker actor reserves (shards reserve none).
+        worker_cpus: CPUs each worker actor reserves (leaders and shards reserve none).
         worker_rng: per worker, a uint64[4] RNG state (a resumed job); default from the seed.
         worker_seq: per worker, the last batch sequence number used (a resumed job).
-        log: called with human-readable notes (lost batches, restarts).
+        log: called with human-readable notes (warnings: workers leaving a round, restores, ...).
         ray_init: extra keyword arguments for ``ray.init``.
-        max_replay_bytes: the most delta bytes kept since the last checkpoint to restore a shard
-            that dies (past that a dead shard stops the job).
+        max_replay_bytes: the most retained delta bytes per leader since the last checkpoint (what
+            a dead shard is restored from; past that a dead shard stops the job).
+        nodes: placement-group bundles, one per node (default: the alive nodes with CPUs, at most
+            ``workers``); the workers are split evenly over them (first nodes get more).
+        shard_nodes: per shard, the node (bundle) it starts on (default ``k mod nodes``).
+        timeout: seconds any wait may take (start, a round's batches, a shard call) before the
+            job acts on it (a worker leaves the round, a node is counted down, a shard restored).
+        iterations: the run's length if known (bounds the default batch, see :func:`default_batch`).
+        round: the last round ended (a resumed job).
     """
 
     def __init__(
@@ -131,13 +178,18 @@ class RayJob:
         log: Callable[[str], Any] | None = None,
         ray_init: dict | None = None,
         max_replay_bytes: int = 1 << 30,
+        nodes: int | None = None,
+        shard_nodes: list[int] | None = None,
+        timeout: float = 300.0,
+        iterations: int | None = None,
+        round: int = 0,
     ):
         import ray
 
-        if batch is None:
-            batch = default_batch(trainer.size)
-        if workers < 1 or shards < 1 or batch < 1:
+        if workers < 1 or shards < 1 or (batch is not None and batch < 1):
             raise JobError("workers, shards and batch must be >= 1")
+        if batch is None:
+            batch = default_batch(trainer.size, workers, iterations)
         if trainer.config.algo.full_traversal:
             raise JobError(
                 f"--algo {trainer.config.algo.name} enumerates every deal; the Ray job runs sampled MCCFR"
@@ -146,13 +198,28 @@ class RayJob:
         self.tr = trainer
         self.num_workers, self.num_shards, self.batch = workers, shards, batch
         self.worker_cpus = worker_cpus
+        self.timeout = float(timeout)
         self.log = log or (lambda msg: None)
         self.own_ray = False
+        self.pg = None
+        self.leaders: list = []
+        self.shards: list = []
         if not ray.is_initialized():
             kw = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": False}
             kw.update(ray_init or {})
             ray.init(address=address, **kw)
             self.own_ray = True
+        try:
+            self._start(trainer, worker_rng, worker_seq, max_replay_bytes, nodes, shard_nodes, round)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, trainer, worker_rng, worker_seq, max_replay_bytes, nodes, shard_nodes, round_id) -> None:
+        ray = self.ray
+        from ray.util.placement_group import placement_group
+
+        workers, shards = self.num_workers, self.num_shards
         self.bounds = slice_bounds(trainer.row_offset, trainer.size, shards)
         seed = trainer.config.seed
         self.worker_rng = [
@@ -165,119 +232,384 @@ class RayJob:
             int(worker_seq[k]) if worker_seq is not None and k < len(worker_seq) else 0
             for k in range(workers)
         ]
-        self.config_ref = ray.put(trainer.config_dict)
-        self._ShardActor = ray.remote(num_cpus=0, max_restarts=0)(ShardCore)
+        alive = _alive_cpu_nodes(ray)
+        if nodes is None:
+            nodes = max(1, min(len(alive), workers))
+        if nodes < 1:
+            raise JobError("nodes must be >= 1")
+        self.num_nodes = nodes
+        per_node = split_round(workers, nodes)
+        starts = np.cumsum([0] + per_node)
+        self.groups = [list(range(int(starts[g]), int(starts[g + 1]))) for g in range(nodes)]
+        self.group_of = {k: g for g, ws in enumerate(self.groups) for k in ws}
+        bundles = [{"CPU": len(ws) * self.worker_cpus if ws else 0.001} for ws in self.groups]
+        self.pg = placement_group(bundles, strategy="STRICT_SPREAD" if nodes > 1 else "PACK")
+        ready, _ = ray.wait([self.pg.ready()], timeout=self.timeout)
+        if not ready:
+            have = ", ".join(f"{n['NodeManagerAddress']} ({n['Resources'].get('CPU', 0):g} CPU)" for n in alive)
+            raise JobError(
+                f"cannot place {nodes} node bundles ({', '.join(str(b['CPU']) for b in bundles)} CPUs, one node each) "
+                f"within {self.timeout:.0f} s; alive nodes: {have or 'none'}. Use fewer --workers or more nodes"
+            )
+        self.shard_nodes = list(shard_nodes) if shard_nodes is not None else [k % nodes for k in range(shards)]
+        if len(self.shard_nodes) != shards or not all(0 <= x < nodes for x in self.shard_nodes):
+            raise JobError(f"shard_nodes must name one of the {nodes} nodes per shard")
+        # the card abstraction: one object, one copy per node, read zero-copy by the workers
+        self.cards_ref = ray.put(trainer.cards)
+        self._ShardActor = ray.remote(ShardCore)
         # what a shard that dies is rebuilt from: the starting slices (until the first checkpoint),
-        # then the last complete checkpoint; plus the log of the shard calls made since
+        # then the last complete checkpoint; plus the leaders' retained deltas and the round log
         self.base_refs: list | None = [
             (ray.put(trainer.regret[lo:hi]), ray.put(trainer.strat[lo:hi])) for lo, hi in self.bounds
         ]
-        self.base_seq = list(self.worker_seq)
         self.base_dir: Path | None = None
-        self.replay: list[tuple] | None = []
-        self.replay_bytes = 0
+        self.round = int(round_id)
+        self.ckpt_round = self.round
+        self.round_log: list[tuple[int, int, int, list[int]]] = []
+        self.replay_ok = True
         self.max_replay_bytes = max_replay_bytes
-        self.shards = [self._new_shard(k) for k in range(shards)]
-        self._WorkerActor = ray.remote(num_cpus=worker_cpus, max_restarts=0)(WorkerCore)
-        self.workers = [self._new_worker(k) for k in range(workers)]
-        self.snapshot = [s.publish.remote() for s in self.shards]
+        self.shards = [self._new_shard(k, self.shard_nodes[k]) for k in range(shards)]
+        self._LeaderActor = ray.remote(LeaderCore)
+        self.leaders = [self._new_leader(g) for g in range(nodes)]
+        infos = self._get([lead.ping.remote() for lead in self.leaders], what="the node leaders to start")
+        self.leader_node = [i["node_id"] for i in infos]
+        self.leader_workers = [i["workers"] for i in infos]
+        self.leader_up = [True] * nodes
+        self.probes: dict[int, Any] = {}
+        for g, i in enumerate(infos):
+            if self.groups[g] and i["workers"] < len(self.groups[g]):
+                self.log(f"node {g}: {len(self.groups[g]) - i['workers']} of its workers did not start; "
+                         "the others run their batches")
+        snaps = self._get([s.publish_ref.remote() for s in self.shards], what="the shards to start")
+        self.snapshot = [box[0] for box in snaps]
         self.version = 0
         # statistics
         self.batches = 0
-        self.bytes_sent = 0
+        self.bytes_sent = 0  # the leaders' summed deltas (what crosses to the shards)
+        self.worker_bytes = 0  # the workers' own deltas (what reaches their leader)
         self.touched_rows = 0
         self.staleness_sum = 0
         self.lost: list[dict[str, Any]] = []
+        self.lost_deltas: list[dict[str, Any]] = []
         self.restarts = 0
+        self._leader_restarts: dict[int, int] = {}
         self.shard_restores = 0
+        self.node_failures = 0
+        self.group_reruns = 0
         self.compute_seconds = 0.0
         self.worker_seconds = 0.0
         self.round_seconds = 0.0
         self.worker_rss: dict[int, int] = {}
+        self.worker_pss: dict[int, int] = {}
+        self.worker_uss: dict[int, int] = {}
         self.checkpoint_pauses: list[float] = []
+        self.rounds = 0
+        self.driver_calls = 0  # actor calls made by rounds (leaders, probes, shards)
+        self.driver_bytes = 0  # bytes of the round results that reached the driver
+        self.max_round_calls = 0
+        self.max_round_bytes = 0
+        self._round_calls = 0
+        self._round_bytes = 0
+        self._lost_retention = False
+        self.rebases = 0
 
     # -- actors -------------------------------------------------------------------------------
-    def _new_worker(self, k: int):
-        return self._WorkerActor.remote(
-            k, self.config_ref, self.bounds, self.worker_rng[k], self.tr.abstraction_hash
+    def _in_bundle(self, g: int) -> dict[str, Any]:
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        return {"scheduling_strategy": PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=g)}
+
+    def _new_leader(self, g: int):
+        return self._LeaderActor.options(num_cpus=0, max_restarts=-1, max_task_retries=0, **self._in_bundle(g)).remote(
+            g, self.tr.config_dict, self.bounds, [self.cards_ref], self.tr.abstraction_hash, self.groups[g],
+            self.worker_cpus, (self.pg, g), self.timeout,
         )
 
-    def _new_shard(self, k: int):
-        """A shard actor holding slice k as of the restore base (the starting slices, or the last
-        complete checkpoint's file); the caller replays the log since."""
+    def _new_shard(self, k: int, g: int):
+        """A shard actor in node ``g``'s bundle holding slice k as of the restore base (the starting
+        slices, or the last complete checkpoint's file); the caller replays the rounds since."""
         lo, hi = self.bounds[k]
-        seq = {w: self.base_seq[w] for w in range(self.num_workers)}
-        if self.base_dir is None:
+        cls = self._ShardActor.options(num_cpus=0, max_restarts=0, **self._in_bundle(g))
+        if self.base_refs is not None:
             r_ref, s_ref = self.base_refs[k]
-            return self._ShardActor.remote(k, lo, hi, self.tr.config.algo, r_ref, s_ref, seq)
-        actor = self._ShardActor.remote(k, lo, hi, self.tr.config.algo, None, None, seq)
+            return cls.remote(k, lo, hi, self.tr.config.algo, r_ref, s_ref, None, self.ckpt_round)
+        actor = cls.remote(k, lo, hi, self.tr.config.algo, None, None, None, self.ckpt_round)
         actor.load.remote(str(self.base_dir / ckpt.shard_name(k)))
         return actor
 
-    def _restore_shards(self, exc: BaseException) -> None:
-        """Re-create every dead shard from the restore base and replay the log (see the module
-        docstring); raise :class:`JobError` when that is impossible."""
+    def _get(self, refs: list, what: str, timeout: float | None = None) -> list:
+        """``ray.get`` with the job's deadline; :class:`JobError` saying what did not answer."""
+        try:
+            return self.ray.get(refs, timeout=self.timeout if timeout is None else timeout)
+        except self.ray.exceptions.GetTimeoutError:
+            raise JobError(f"timed out after {self.timeout:.0f} s waiting for {what}") from None
+
+    def _alive_node_ids(self) -> set[str]:
+        return {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}
+
+    def _rebase(self) -> None:
+        """A leader died, and with it the deltas it retained: make the tables of the round just
+        ended the restore base (pulled to the driver and put back in its object store, the one
+        time tables pass through the driver; a checkpoint does the same without that)."""
+        slices = self._get(list(self.snapshot), what="the shards' snapshot (re-basing after a node failure)")
+        self.base_refs = [(self.ray.put(s["regret"]), self.ray.put(s["strat"])) for s in slices]
+        self.ckpt_round, self.round_log, self.replay_ok = self.round, [], True
+        self.rebases += 1
+        self.log(f"a node's retained deltas were lost with it: the tables of round {self.round} "
+                 "(iteration {:,}) are the restore base from now on".format(self.tr.iteration))
+
+    def _leader_down(self, g: int, why: str) -> None:
+        self._lost_retention = True
+        if self.leader_up[g]:
+            self.leader_up[g] = False
+            self.node_failures += 1
+            self.log(f"node {g} is down ({why}); its groups run on the live nodes until it answers again")
+
+    def _probe_leaders(self) -> None:
+        """One ping per down leader, answered or not by the next round (never waited for)."""
         ray = self.ray
-        dead = []
-        for k, s in enumerate(self.shards):
+        for g, up in enumerate(self.leader_up):
+            if up:
+                continue
+            ref = self.probes.get(g)
+            if ref is None:
+                self.probes[g] = self.leaders[g].ping.remote()
+                self._round_calls += 1
+                continue
+            ready, _ = ray.wait([ref], timeout=0)
+            if not ready:
+                continue
+            del self.probes[g]
             try:
-                ray.get(s.ping.remote(), timeout=60)
-            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
-                dead.append(k)
+                info = ray.get(ref)
+            except Exception:
+                continue
+            if info["node_id"] in self._alive_node_ids():
+                self.leader_up[g] = True
+                self.leader_node[g] = info["node_id"]
+                self.leader_workers[g] = info["workers"]
+                self.log(f"node {g} answers again (on node {info['node_id'][:12]}, {info['workers']} workers)")
+
+    def _assign(self, todo: list[int]) -> dict[int, list[int]]:
+        alive = self._alive_node_ids()
+        for g, up in enumerate(self.leader_up):
+            if up and self.leader_node[g] not in alive:
+                self._leader_down(g, "Ray reports its node dead")
+        up = [g for g, ok in enumerate(self.leader_up) if ok and self.leader_workers[g] > 0]
+        deadline = time.monotonic() + self.timeout
+        while not up and time.monotonic() < deadline:  # wait (bounded) for a restarted leader
+            time.sleep(0.5)
+            self._probe_leaders()
+            up = [g for g, ok in enumerate(self.leader_up) if ok and self.leader_workers[g] > 0]
+        if not up:
+            raise JobError(
+                "no node leader with a worker is alive; resume from the last complete checkpoint "
+                f"({self.base_dir or 'none written yet'}) with 'mccfr resume RUN_DIR'"
+            )
+        out: dict[int, list[int]] = {}
+        for g in todo:
+            lead = g if g in up else up[g % len(up)]
+            out.setdefault(lead, []).append(g)
+        return out
+
+    def _shard_alive(self, k: int) -> bool:
+        s = self.shards[k]
+        try:
+            self.ray.get(s.ping.remote(), timeout=min(self.timeout, 30))
+        except Exception:
+            return False
+        with contextlib.suppress(Exception):
+            node = self.ray.get(s.node_id.remote(), timeout=min(self.timeout, 30))
+            return node in self._alive_node_ids()
+        return False
+
+    def _restore_shards(self, why: str) -> list[int]:
+        """Re-create every dead shard on a live node and replay (see the module docstring); raise
+        :class:`JobError` when that is impossible. Returns the shards restored."""
+        ray = self.ray
+        dead = [k for k in range(self.num_shards) if not self._shard_alive(k)]
         if not dead:
-            raise JobError(f"a shard call failed: {exc}") from exc
-        since = f"checkpoint {self.base_dir}" if self.base_dir is not None else "the job's start"
+            return []
+        if self.base_refs is None:
+            since = f"checkpoint {self.base_dir}"
+        elif self.rebases:
+            since = f"the driver's copy of round {self.ckpt_round}"
+        else:
+            since = "the job's start"
         stop = (
             f"shard(s) {dead} died; the job stops: resume from the last complete checkpoint "
             f"({self.base_dir or 'none written yet'}) with 'mccfr resume RUN_DIR'"
         )
-        if self.replay is None:
-            raise JobError(f"{stop} (the deltas since {since} were over {self.max_replay_bytes:,} bytes and not kept)") from exc
-        for k in dead:
-            self.log(f"shard {k} died ({type(exc).__name__}); restoring it from {since} and {len(self.replay)} logged calls")
-            with contextlib.suppress(Exception):  # already gone
-                ray.kill(self.shards[k], no_restart=True)
-            self.shards[k] = self._new_shard(k)
+        if not self.replay_ok:
+            raise JobError(f"{stop} (the deltas since {since} were over {self.max_replay_bytes:,} bytes and not kept)")
+        alive = self._alive_node_ids()
+        live = [g for g, up in enumerate(self.leader_up) if up and self.leader_node[g] in alive]
+        answering = []
+        for g in live:
+            with contextlib.suppress(Exception):
+                info = ray.get(self.leaders[g].ping.remote(), timeout=min(self.timeout, 30))
+                if info["node_id"] in self._alive_node_ids():
+                    answering.append(g)
+        if not answering:
+            raise JobError(f"{stop} (no live node to restore it on)")
         try:
-            calls = []
-            for op in self.replay:
-                for k in dead:
-                    sh = self.shards[k]
-                    if op[0] == "span":
-                        calls.append(sh.discount_span.remote(op[1], op[2]))
-                    else:
-                        calls.append(sh.apply_delta.remote(op[1], op[2], op[3][k]))
-            ray.get(calls + [self.shards[k].ping.remote() for k in dead])
-        except Exception as exc2:
-            raise JobError(f"{stop} (restoring it failed: {exc2})") from exc2
+            loads = []
+            for k in dead:
+                home = self.shard_nodes[k] if self.shard_nodes[k] in answering else answering[k % len(answering)]
+                self.log(f"shard {k} died ({why}); restoring it on node {home} from {since} and "
+                         f"{len(self.round_log)} rounds of retained deltas")
+                with contextlib.suppress(Exception):  # already gone
+                    ray.kill(self.shards[k], no_restart=True)
+                self.shards[k] = self._new_shard(k, home)
+                self.shard_nodes[k] = home
+                loads.append(self.shards[k].ping.remote())
+            self._get(loads, what="the restored shards to load")
+            new = {k: self.shards[k] for k in dead}
+            sent = self._get([self.leaders[g].replay.remote(new, self.ckpt_round, self.timeout) for g in answering],
+                             what="the leaders to replay their retained deltas")
+            got = {(k, r, g) for lst in sent for k, r, g in lst}
+            for round_id, t, t_end, groups in self.round_log:
+                lost = [g for g in groups for k in dead if (k, round_id, g) not in got]
+                refs = [self.shards[k].end_round_ref.remote(round_id, t, t_end, groups) for k in dead]
+                for (box, missing), k in zip(self._get(refs, what="the restored shards to replay"), dead):
+                    for g in missing:
+                        self.lost_deltas.append({"shard": k, "round": round_id, "group": g})
+                        self.log(f"shard {k}: group {g}'s delta of round {round_id} (iterations {t:,}..{t_end - 1:,}) "
+                                 "was retained only by a leader that died; it is lost")
+                del lost
+            snaps = self._get([self.shards[k].publish_ref.remote() for k in dead], what="the restored shards to publish")
+            for k, box in zip(dead, snaps):
+                self.snapshot[k] = box[0]
+        except JobError:
+            raise
+        except Exception as exc:
+            raise JobError(f"{stop} (restoring it failed: {exc})") from exc
         self.shard_restores += len(dead)
+        return dead
 
-    def _log_call(self, op: tuple, nbytes: int = 0) -> None:
-        if self.replay is None:
-            return
-        self.replay.append(op)
-        self.replay_bytes += nbytes
-        if self.replay_bytes > self.max_replay_bytes:
-            self.replay = None  # frees the delta objects; a dead shard now stops the job
-            self.log(
-                f"more than {self.max_replay_bytes:,} delta bytes since the last checkpoint: a shard that "
-                "dies before the next checkpoint stops the job"
-            )
+    def _restart_note(self, res: dict[str, Any], g: int) -> None:
+        """Count worker restarts from a leader's cumulative count (a restarted leader starts at 0)."""
+        n, prev = res.get("restarts", 0), self._leader_restarts.get(g, 0)
+        self.restarts += n - prev if n >= prev else n
+        self._leader_restarts[g] = n
 
-    def _restart_worker(self, k: int, info: dict[str, Any], exc: BaseException) -> None:
-        self.lost.append(info)
-        self.log(
-            f"worker {k} died ({type(exc).__name__}); lost its batch {info['batch_seq']} "
-            f"(iterations {info['t0']:,}..{info['t0'] + info['iterations'] - 1:,}, not applied); restarting it"
-        )
-        with contextlib.suppress(Exception):  # already gone
-            self.ray.kill(self.workers[k], no_restart=True)
-        self.workers[k] = self._new_worker(k)
-        self.restarts += 1
+    def _run_groups(self, round_id: int, t: int, t_end: int, specs: dict[int, list[tuple]]) -> dict[int, dict]:
+        """Run every group of the round to completion (retrying failed ones on live leaders)."""
+        ray = self.ray
+        tr = self.tr
+        todo = dict(specs)
+        done: dict[int, dict] = {}
+        attempts: dict[int, int] = {}
+        while todo:
+            self._probe_leaders()
+            assign = self._assign(sorted(todo))
+            refs = {}
+            for lead, gs in assign.items():
+                ref = self.leaders[lead].run_round.remote(
+                    round_id, t, t_end, tr.w_base, tr.t_base, [(g, todo[g]) for g in gs], self.snapshot,
+                    self.shards, self.ckpt_round, self.max_replay_bytes, self.timeout,
+                )
+                self._round_calls += 1
+                refs[ref] = lead
+            deadline = time.monotonic() + 2 * self.timeout + 30
+            trouble = []
+            while refs:
+                ready, _ = ray.wait(list(refs), num_returns=1, timeout=1.0)
+                if not ready:
+                    alive = self._alive_node_ids()
+                    for ref, lead in list(refs.items()):
+                        if self.leader_node[lead] not in alive:
+                            self._leader_down(lead, "Ray reports its node dead")
+                            del refs[ref]
+                    if time.monotonic() > deadline:
+                        for ref, lead in refs.items():
+                            self._leader_down(lead, f"no answer within {2 * self.timeout + 30:.0f} s")
+                        refs = {}
+                    continue
+                ref = ready[0]
+                lead = refs.pop(ref)
+                try:
+                    res = ray.get(ref)
+                except ray.exceptions.RayActorError as exc:
+                    self._leader_down(lead, f"its leader died: {type(exc).__name__}")
+                    continue
+                self._round_bytes += len(pickle.dumps(res))
+                self.leader_node[lead] = res["node_id"]
+                self.leader_workers[lead] = res["workers"]
+                self._restart_note(res, lead)
+                for note in res["notes"]:
+                    self.log(note)
+                if not res["retaining"] and self.replay_ok:
+                    self.replay_ok = False
+                    self.log(
+                        f"more than {self.max_replay_bytes:,} delta bytes retained by node {lead} since the last "
+                        "checkpoint: a shard that dies before the next checkpoint stops the job"
+                    )
+                for g, st in res["done"].items():
+                    done[g] = st
+                    todo.pop(g, None)
+                for g, why in res["failed"].items():
+                    attempts[g] = attempts.get(g, 0) + 1
+                    self.log(f"group {g} of round {round_id} failed on node {lead} ({why}); it runs again")
+                    trouble.append(why)
+                if res["shard_errors"]:
+                    trouble.append(f"a delta could not be sent to shard(s) {res['shard_errors']}")
+            if todo:
+                self.group_reruns += len(todo)
+            if trouble or todo:
+                self._restore_shards("; ".join(trouble) or "a node died")
+            for g in [g for g in todo if attempts.get(g, 0) >= 4]:
+                raise JobError(
+                    f"group {g} of round {round_id} failed {attempts[g]} times; resume from the last complete "
+                    f"checkpoint ({self.base_dir or 'none written yet'}) with 'mccfr resume RUN_DIR'"
+                )
+        return done
+
+    def _end_round(self, round_id: int, t: int, t_end: int, groups: list[int]) -> None:
+        ray = self.ray
+        refs = {k: s.end_round_ref.remote(round_id, t, t_end, groups) for k, s in enumerate(self.shards)}
+        self._round_calls += len(refs)
+        for attempt in range(3):
+            failed = []
+            for k, ref in refs.items():
+                try:
+                    box, missing = ray.get(ref, timeout=self.timeout)
+                except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError, ray.exceptions.RayTaskError) as exc:
+                    failed.append((k, exc))
+                    continue
+                self.snapshot[k] = box[0]
+                for g in missing:
+                    self.lost_deltas.append({"shard": k, "round": round_id, "group": g})
+                    self.log(f"shard {k}: group {g}'s delta of round {round_id} is missing; it is lost")
+            if not failed:
+                return
+            restored = self._restore_shards(f"{type(failed[0][1]).__name__} at the end of round {round_id}")
+            if not restored:
+                raise JobError(f"a shard call failed: {failed[0][1]}")
+            # the restored shards have the round's deltas again (replayed): end it there
+            refs = {k: self.shards[k].end_round_ref.remote(round_id, t, t_end, groups) for k in restored}
+        raise JobError(f"round {round_id} could not be ended on every shard")
 
     def kill_worker(self, k: int) -> None:
-        """kill -9 worker ``k``'s process (fault drills; the worker must run on this node)."""
-        os.kill(self.ray.get(self.workers[k].pid.remote()), signal.SIGKILL)
+        """kill -9 worker ``k``'s process (fault drills; the worker must run on this machine)."""
+        g = self.group_of[k]
+        pid = self.ray.get(self.leaders[g].worker_pid.remote(self.groups[g].index(k)), timeout=self.timeout)
+        os.kill(pid, signal.SIGKILL)
+
+    def placement(self) -> list[dict[str, Any]]:
+        """Per node (bundle): the node ids of its leader, its workers and its shards."""
+        infos = self._get([lead.placement.remote() for lead in self.leaders], what="the leaders' placement")
+        shard_nodes = self._get([s.node_id.remote() for s in self.shards], what="the shards' placement")
+        return [
+            {"leader": info["leader"], "workers": info["workers"],
+             "shards": [shard_nodes[k] for k in range(self.num_shards) if self.shard_nodes[k] == g]}
+            for g, info in enumerate(infos)
+        ]
+
+    def worker_memory(self) -> list[dict[str, int]]:
+        """rss / pss / uss of every worker (bytes), node by node."""
+        out = self._get([lead.worker_memory.remote() for lead in self.leaders], what="the workers' memory")
+        return [m for node in out for m in node]
 
     # -- the trainer-like interface (used by the CLI's session) ---------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -295,61 +627,59 @@ class RayJob:
         return min((t // grid + 1) * grid, end) - t
 
     def _round(self, end: int) -> None:
-        ray = self.ray
         tr = self.tr
         t = tr.iteration
         total = self._round_size(end)
         t_end = t + total
         sizes = split_round(total, self.num_workers)
         t_start = time.perf_counter()
-        calls = [s.discount_span.remote(t, t_end) for s in self.shards]
-        self._log_call(("span", t, t_end))
-        pending: dict[Any, tuple[int, dict[str, Any], list]] = {}
+        self._round_calls = 0
+        self._round_bytes = 0
+        round_id = self.round + 1
+        specs: dict[int, list[tuple]] = {}
         t0 = t
+        order = []
         for k, b in enumerate(sizes):
             if b == 0:
                 continue
-            self.worker_seq[k] += 1
-            seq = self.worker_seq[k]
-            refs = (
-                self.workers[k]
-                .run_batch.options(num_returns=1 + self.num_shards)
-                .remote(seq, t, t0, b, t_end, tr.w_base, tr.t_base, *self.snapshot)
-            )
-            pending[refs[0]] = (k, {"worker": k, "batch_seq": seq, "t0": t0, "iterations": b}, refs[1:])
+            seq = self.worker_seq[k] + 1
+            specs.setdefault(self.group_of[k], []).append((k, seq, [int(x) for x in self.worker_rng[k]], t0, b))
+            order.append((k, b))
             t0 += b
-        applied_iters = 0
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                k, info, payloads = pending.pop(ref)
-                try:
-                    stats = ray.get(ref)
-                except ray.exceptions.RayActorError as exc:
-                    self._restart_worker(k, info, exc)
-                    continue
-                for shard, payload in zip(self.shards, payloads):
-                    calls.append(shard.apply_delta.remote(k, info["batch_seq"], payload))
-                self._log_call(("delta", k, info["batch_seq"], payloads), stats["bytes"])
-                self.worker_rng[k] = np.array(stats["rng"], np.uint64)
-                self.worker_rss[k] = stats["rss_bytes"]
-                tr.node_visits += stats["node_visits"]
-                tr.pruned += stats["pruned"]
-                self.batches += 1
-                self.bytes_sent += stats["bytes"]
-                self.touched_rows += stats["touched_rows"]
-                self.staleness_sum += applied_iters
-                self.compute_seconds += stats["compute_seconds"]
-                self.worker_seconds += stats["seconds"]
-                applied_iters += stats["iterations"]
-        try:
-            ray.get(calls)
-        except ray.exceptions.RayActorError as exc:
-            self._restore_shards(exc)
+        done = self._run_groups(round_id, t, t_end, specs)
+        groups = sorted(done)
+        self._end_round(round_id, t, t_end, groups)
+        self.round = round_id
+        self.round_log.append((round_id, t, t_end, groups))
+        # the round's figures
+        applied = 0
+        for k, b in sorted(order, key=lambda kb: (self.group_of[kb[0]], kb[0])):
+            self.worker_seq[k] += 1
+            self.staleness_sum += applied
+            applied += b
+        self.batches += len(order)
+        for g in groups:
+            st = done[g]
+            for k, rng in st["rng"].items():
+                self.worker_rng[int(k)] = np.array(rng, np.uint64)
+            tr.node_visits += st["node_visits"]
+            tr.pruned += st["pruned"]
+            self.bytes_sent += st["bytes"]
+            self.worker_bytes += st["worker_bytes"]
+            self.touched_rows += st["touched_rows"]
+            self.compute_seconds += st["compute_seconds"]
+            self.worker_seconds += st["seconds"]
+            self.worker_rss[g], self.worker_pss[g], self.worker_uss[g] = st["rss"], st["pss"], st["uss"]
         tr.skip_to(t_end, tables=False)
-        self.snapshot = [s.publish.remote() for s in self.shards]
-        ray.wait(self.snapshot, num_returns=len(self.snapshot), fetch_local=False)
+        if self._lost_retention:
+            self._lost_retention = False
+            self._rebase()
         self.version += 1
+        self.rounds += 1
+        self.driver_calls += self._round_calls
+        self.driver_bytes += self._round_bytes
+        self.max_round_calls = max(self.max_round_calls, self._round_calls)
+        self.max_round_bytes = max(self.max_round_bytes, self._round_bytes)
         dt = time.perf_counter() - t_start
         tr.seconds += dt
         self.round_seconds += dt
@@ -370,8 +700,8 @@ class RayJob:
 
     # -- tables ---------------------------------------------------------------------------------
     def sync(self) -> Trainer:
-        """Copy the shards' current tables into the driver's trainer (and the RNG of worker 0)."""
-        slices = self.ray.get([s.publish.remote() for s in self.shards])
+        """Copy the shards' current snapshot into the driver's trainer (and the RNG of worker 0)."""
+        slices = self._get(list(self.snapshot), what="the shards' snapshot")
         np.concatenate([s["regret"] for s in slices], out=self.tr.regret)
         np.concatenate([s["strat"] for s in slices], out=self.tr.strat)
         self.tr.rng = np.array(self.worker_rng[0], np.uint64)
@@ -387,22 +717,37 @@ class RayJob:
         return self.sync().exploitability()
 
     def stats(self) -> dict[str, Any]:
-        """Job figures: staleness (iterations), bytes per batch, losses, restarts."""
+        """Job figures: staleness (iterations), bytes per batch, losses, restarts, driver load."""
         b = max(self.batches, 1)
+        r = max(self.rounds, 1)
         return {
             "workers": self.num_workers,
+            "nodes": self.num_nodes,
             "shard_restores": self.shard_restores,
             "worker_rss_bytes": max(self.worker_rss.values()) if self.worker_rss else None,
+            "worker_pss_bytes": max(self.worker_pss.values()) if self.worker_pss else None,
+            "worker_uss_bytes": max(self.worker_uss.values()) if self.worker_uss else None,
             "bytes_per_second": self.bytes_sent / self.round_seconds if self.round_seconds > 0 else None,
             "shards": self.num_shards,
             "batch": self.batch,
             "batches": self.batches,
+            "rounds": self.rounds,
             "staleness": self.staleness_sum / b,
-            "bytes_per_batch": self.bytes_sent / b,
+            "stale_fraction": self.num_workers * self.batch / max(self.tr.iteration, 1),
+            "bytes_per_batch": self.worker_bytes / b,
+            "leader_bytes_per_round": self.bytes_sent / r,
             "touched_rows_per_batch": self.touched_rows / b,
+            "driver_calls_per_round": self.driver_calls / r,
+            "driver_calls_max_round": self.max_round_calls,
+            "driver_bytes_per_round": self.driver_bytes / r,
+            "driver_bytes_max_round": self.max_round_bytes,
             "lost_batches": len(self.lost),
             "lost_iterations": sum(x["iterations"] for x in self.lost),
+            "lost_deltas": len(self.lost_deltas),
             "worker_restarts": self.restarts,
+            "node_failures": self.node_failures,
+            "group_reruns": self.group_reruns,
+            "rebases": self.rebases,
             "compute_share": self.compute_seconds / self.worker_seconds if self.worker_seconds > 0 else None,
             "checkpoint_pause_seconds": max(self.checkpoint_pauses) if self.checkpoint_pauses else None,
         }
@@ -415,6 +760,8 @@ class RayJob:
             "workers": self.num_workers,
             "shards": self.num_shards,
             "batch": self.batch,
+            "nodes": self.num_nodes,
+            "round": self.round,
             "bounds": [[lo, hi] for lo, hi in self.bounds],
             "layout_size": self.tr.size,
             "worker_rng": [[int(x) for x in r] for r in self.worker_rng],
@@ -435,7 +782,7 @@ class RayJob:
         kept = ckpt.previous_kept(run_dir, it)
         ckpt_dir = ckpt.new_checkpoint_dir(run_dir, it, replace=True)
         try:
-            files = self.ray.get([s.write.remote(str(ckpt_dir), it) for s in self.shards])
+            files = self._get([s.write.remote(str(ckpt_dir), it) for s in self.shards], what="the shards to write")
             ckpt.write_manifest(ckpt_dir, self.manifest(), files)
         except BaseException as exc:
             shutil.rmtree(ckpt_dir, ignore_errors=True)
@@ -445,9 +792,10 @@ class RayJob:
                     f"writing checkpoint {ckpt_dir} (iteration {it}) failed: {cause}; {kept}"
                 ) from exc
             raise
-        # a shard that dies from now on is rebuilt from this checkpoint
-        self.base_dir, self.base_refs, self.base_seq = ckpt_dir, None, list(self.worker_seq)
-        self.replay, self.replay_bytes = [], 0
+        # a shard that dies from now on is rebuilt from this checkpoint (the leaders drop their
+        # retained deltas up to this round with the next round's call)
+        self.base_dir, self.base_refs = ckpt_dir, None
+        self.ckpt_round, self.round_log, self.replay_ok = self.round, [], True
         if keep is not None:
             ckpt.prune_checkpoints(run_dir, keep)
         self.checkpoint_pauses.append(time.perf_counter() - t_start)
@@ -456,8 +804,9 @@ class RayJob:
     @staticmethod
     def resume_kwargs(manifest: dict[str, Any], **overrides) -> dict[str, Any]:
         """Constructor keywords that continue the job of a checkpoint's manifest: its workers,
-        shards, batch, worker RNG states and batch numbers (a single-process checkpoint: one
-        worker continuing the trainer's RNG). ``overrides`` (None values ignored) replace them."""
+        shards, batch, nodes, round, worker RNG states and batch numbers (a single-process
+        checkpoint: one worker continuing the trainer's RNG). ``overrides`` (None values ignored)
+        replace them."""
         job = manifest.get("job") or {}
         kw = {
             "workers": job.get("workers", 1),
@@ -465,6 +814,7 @@ class RayJob:
             "batch": job.get("batch"),
             "worker_rng": job.get("worker_rng", [manifest["rng_state"]]),
             "worker_seq": job.get("worker_seq"),
+            "round": job.get("round", 0),
         }
         kw.update({k: v for k, v in overrides.items() if v is not None})
         return kw
@@ -481,11 +831,17 @@ class RayJob:
 
     # -- shutdown ---------------------------------------------------------------------------------
     def close(self) -> None:
-        """Kill the actors (and stop Ray if this job started it)."""
-        for a in self.workers + self.shards:
+        """Kill the actors, remove the placement group (and stop Ray if this job started it)."""
+        for a in self.leaders + self.shards:
             with contextlib.suppress(Exception):  # already gone
                 self.ray.kill(a, no_restart=True)
-        self.workers, self.shards = [], []
+        self.leaders, self.shards = [], []
+        if self.pg is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            with contextlib.suppress(Exception):
+                remove_placement_group(self.pg)
+            self.pg = None
         if self.own_ray:
             self.ray.shutdown()
             self.own_ray = False

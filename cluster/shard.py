@@ -12,6 +12,14 @@ touched row, the regret delta (float32, or int64 for int32 tables) and the strat
 (float32). ``apply_delta(worker, batch_seq, payload)`` is idempotent: a shard remembers the last
 batch sequence number applied per worker and ignores a repeated (or older) one, so a retried call
 never adds twice.
+
+The Ray job (:mod:`cluster.job`) uses the round form instead: each node's leader sends, per round
+and per *group* (a fixed set of workers, normally one node's), one summed delta with
+``put_delta(round_id, group, payload)``, which is only buffered (a repeat replaces the buffered
+copy: a retried group computes the same bytes); ``end_round(round_id, t, t_end, groups)`` then
+discounts the slice through the round's boundaries and adds the buffered deltas of ``groups`` in
+ascending group order, whatever order they arrived in, so the tables do not depend on timing. A
+round already ended is ignored (idempotent), and :func:`sum_deltas` adds deltas in a fixed order.
 """
 
 from __future__ import annotations
@@ -72,6 +80,23 @@ def pack_delta(rows: np.ndarray, d_regret: np.ndarray, d_strat: np.ndarray) -> b
     return _HEADER.pack(_MAGIC, _VERSION | (kind << 8), len(rows)) + lz4.frame.compress(body)
 
 
+def sum_deltas(payloads: list[bytes], rows_in_slice: int, int_regret: bool) -> bytes:
+    """The sum of several packed deltas of one slice, added in the given order (deterministic);
+    a single delta is returned as is (bit for bit)."""
+    if len(payloads) == 1:
+        return payloads[0]
+    acc_r = np.zeros(rows_in_slice, np.int64 if int_regret else np.float32)
+    acc_s = np.zeros(rows_in_slice, np.float32)
+    touched = np.zeros(rows_in_slice, bool)
+    for p in payloads:
+        rows, d_regret, d_strat = unpack_delta(p)
+        acc_r[rows] += d_regret  # rows are unique within one delta
+        acc_s[rows] += d_strat
+        touched[rows] = True
+    rows = np.flatnonzero(touched)
+    return pack_delta(rows, acc_r[rows], acc_s[rows])
+
+
 def unpack_delta(payload: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Inverse of :func:`pack_delta`: ``(rows uint32, d_regret, d_strat float32)``."""
     magic, version, n = _HEADER.unpack_from(payload)
@@ -98,6 +123,7 @@ class ShardCore:
         algo: the run's algorithm (its discount schedule).
         regret_dtype: "float32" or "int32" (used when ``regret`` is None).
         last_seq: worker id -> last applied batch sequence number (from a checkpoint).
+        round_id: the last round ended (the round form; from a checkpoint).
     """
 
     def __init__(
@@ -109,6 +135,7 @@ class ShardCore:
         regret: np.ndarray | None = None,
         strat: np.ndarray | None = None,
         last_seq: dict[int, int] | None = None,
+        round_id: int = 0,
     ):
         n = row_hi - row_lo
         self.index, self.row_lo, self.row_hi = index, row_lo, row_hi
@@ -123,6 +150,8 @@ class ShardCore:
         self.lo_bound, self.hi_bound = regret_bounds(algo.regret_dtype)
         self.applied = 0
         self.ignored = 0
+        self.round = int(round_id)  # the last round ended (the round form)
+        self.pending: dict[int, dict[int, bytes]] = {}  # round -> group -> buffered delta
 
     def apply_delta(self, worker: int, batch_seq: int, payload: bytes) -> bool:
         """Add a worker's delta unless ``batch_seq`` was already applied for ``worker``.
@@ -133,6 +162,12 @@ class ShardCore:
         if batch_seq <= self.last_seq.get(worker, -1):
             self.ignored += 1
             return False
+        self._add(payload)
+        self.last_seq[worker] = batch_seq
+        self.applied += 1
+        return True
+
+    def _add(self, payload: bytes) -> None:
         rows, d_regret, d_strat = unpack_delta(payload)
         if len(rows) and int(rows.max()) >= len(self.regret):
             raise ValueError(
@@ -144,9 +179,53 @@ class ShardCore:
         else:
             self.regret[rows] += d_regret
         self.strat[rows] += d_strat
-        self.last_seq[worker] = batch_seq
-        self.applied += 1
+
+    def put_delta(self, round_id: int, group: int, payload: bytes) -> bool:
+        """Buffer group ``group``'s summed delta of round ``round_id`` (added by :meth:`end_round`).
+        Returns False (and keeps nothing) for a round already ended."""
+        if round_id <= self.round:
+            self.ignored += 1
+            return False
+        self.pending.setdefault(round_id, {})[group] = payload
         return True
+
+    def end_round(self, round_id: int, t: int, t_end: int, groups: list[int]) -> tuple[dict, list[int]]:
+        """End round ``round_id`` (iterations ``[t, t_end)``): discount through its boundaries, add
+        the buffered deltas of ``groups`` in ascending order, publish. Idempotent: a round already
+        ended only publishes. Returns ``(snapshot, missing)``: :meth:`publish`'s slice, and the
+        groups of ``groups`` without a buffered delta (lost with a leader that died; the caller
+        says so). The job calls it with ``num_returns=2`` so that only ``missing`` reaches it."""
+        missing: list[int] = []
+        if round_id > self.round:
+            if round_id != self.round + 1:
+                raise ValueError(f"shard {self.index}: round {round_id} after round {self.round}")
+            discount_span(self.algo, self.regret, self.strat, t, t_end)
+            got = self.pending.pop(round_id, {})
+            for g in sorted(groups):
+                if g in got:
+                    self._add(got[g])
+                    self.applied += 1
+                else:
+                    missing.append(g)
+            self.round = round_id
+            for r in [r for r in self.pending if r <= round_id]:
+                del self.pending[r]
+        return self.publish(), missing
+
+    def end_round_ref(self, round_id: int, t: int, t_end: int, groups: list[int]) -> tuple[list, list[int]]:
+        """:meth:`end_round` for the Ray job: the snapshot goes into the object store (put by this
+        shard, on its node) and only ``([reference], missing)`` returns to the caller, so the
+        tables never pass through the driver, however small."""
+        snap, missing = self.end_round(round_id, t, t_end, groups)
+        import ray
+
+        return [ray.put(snap)], missing
+
+    def publish_ref(self) -> list:
+        """``[reference]`` of :meth:`publish`'s slice, put in the object store by this shard."""
+        import ray
+
+        return [ray.put(self.publish())]
 
     def discount_span(self, t: int, t_end: int) -> int:
         """Discount the slice at every boundary in ``(t, t_end]`` (a round's, before its deltas)."""
@@ -164,6 +243,8 @@ class ShardCore:
         self.regret = np.array(arrays["regret"], self.regret.dtype)
         self.strat = np.array(arrays["strat"], np.float32)
         self.last_seq = {int(k): int(v) for k, v in meta["last_seq"].items()}
+        self.round = int(meta.get("round", 0))
+        self.pending = {r: g for r, g in self.pending.items() if r > self.round}
         return int(meta["iteration"])
 
     def publish(self) -> dict[str, np.ndarray]:
@@ -178,6 +259,7 @@ class ShardCore:
             "row_hi": self.row_hi,
             "iteration": iteration,
             "last_seq": {str(k): v for k, v in self.last_seq.items()},
+            "round": self.round,
         }
         return ckpt.write_shard(ckpt_dir, self.index, {"regret": self.regret, "strat": self.strat}, meta)
 
@@ -186,3 +268,12 @@ class ShardCore:
 
     def ping(self) -> int:
         return self.index
+
+    def node_id(self) -> str | None:
+        """The Ray node this shard runs on (None outside Ray)."""
+        try:
+            import ray
+
+            return ray.get_runtime_context().get_node_id()
+        except Exception:
+            return None

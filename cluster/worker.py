@@ -1,8 +1,11 @@
 """Training workers: run a batch of external-sampling iterations against a snapshot, return deltas.
 
 :class:`WorkerCore` is a plain class (testable without Ray); the job makes it an actor with
-``ray.remote(WorkerCore)``. It rebuilds the tree and the card abstraction from the run's config
-(a small dict: no large arrays travel), keeps its own xoshiro RNG state, and per batch:
+``ray.remote(WorkerCore)``. It rebuilds the betting tree from the run's config (a small dict) and
+takes the card abstraction as built by the driver (``cards``: in the Ray job one object in the
+node's object store, its arrays read zero-copy by the kernels); it never builds or loads an
+abstraction itself. Per batch (the xoshiro RNG state can come with the batch, so a retried batch,
+on this worker or another, draws the same deals):
 
 1. concatenates the shards' published slices into a private copy of the tables (the snapshot),
 2. runs its ``n`` iterations with the trainer's own loop (:meth:`Trainer.run`) on that copy, so it
@@ -13,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any
@@ -20,8 +24,38 @@ from typing import Any
 import numpy as np
 
 from blueprint.trainer import discount_span
-from cluster import rss_bytes
+from cluster import memory_bytes
 from cluster.shard import pack_delta
+
+
+def trainer_with_cards(config: dict, cards):
+    """A :class:`Trainer` for the run's ``config`` that uses the given card abstraction instead of
+    building or loading one (``cards=None``: the trainer's own, as in one process).
+
+    ``Trainer`` has no parameter for a prebuilt abstraction, so its module's
+    ``default_card_abstraction`` is replaced for the duration of the constructor (a worker process
+    builds nothing else meanwhile); the abstraction hash the trainer computes is then the driver's.
+    """
+    import blueprint.trainer as trainer_mod
+
+    if cards is None:
+        return trainer_mod.Trainer.from_manifest_config(config)
+
+    def given(game, name=None, *args, **kwargs):
+        return cards
+
+    with _patched(trainer_mod, "default_card_abstraction", given):
+        return trainer_mod.Trainer.from_manifest_config(config)
+
+
+@contextlib.contextmanager
+def _patched(module, name: str, value):
+    old = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, old)
 
 
 class WorkerCore:
@@ -31,8 +65,10 @@ class WorkerCore:
         worker_id: the worker's number.
         config: the run's resolved config (``Trainer.config_dict``).
         bounds: the shards' row ranges (:func:`cluster.shard.slice_bounds`).
-        rng: uint64 ``[4]`` xoshiro state to start from.
-        abstraction_hash: if given, must match the rebuilt abstraction.
+        rng: uint64 ``[4]`` xoshiro state to start from (or None: each batch brings its own).
+        abstraction_hash: if given, must match the abstraction.
+        cards: the driver's :class:`abstraction.cards.CardAbstraction` (None: build it from the
+            config, as one process does; the Ray job always passes it).
     """
 
     def __init__(
@@ -40,13 +76,12 @@ class WorkerCore:
         worker_id: int,
         config: dict,
         bounds: list[tuple[int, int]],
-        rng: np.ndarray,
+        rng: np.ndarray | None = None,
         abstraction_hash: str | None = None,
+        cards=None,
     ):
-        from blueprint.trainer import Trainer
-
         self.worker_id = worker_id
-        self.tr = Trainer.from_manifest_config(config)
+        self.tr = trainer_with_cards(config, cards)
         if abstraction_hash is not None and self.tr.abstraction_hash != abstraction_hash:
             raise RuntimeError(
                 f"worker {worker_id}: rebuilt abstraction {self.tr.abstraction_hash} != the job's {abstraction_hash}"
@@ -56,7 +91,8 @@ class WorkerCore:
             raise RuntimeError(
                 f"worker {worker_id}: shard ranges end at {self.bounds[-1][1]}, table has {self.tr.size}"
             )
-        self.tr.rng = np.array(rng, np.uint64)
+        if rng is not None:
+            self.tr.rng = np.array(rng, np.uint64)
         self.int_regret = self.tr.config.algo.regret_dtype == "int32"
         self._base_r = np.empty_like(self.tr.regret)  # the snapshot through a round's discounting
         self._base_s = np.empty_like(self.tr.strat)
@@ -65,7 +101,8 @@ class WorkerCore:
         return [int(x) for x in self.tr.rng]
 
     def run_batch(
-        self, batch_seq: int, t: int, t0: int, n: int, t_end: int, w_base: float, t_base: int, *slices: dict
+        self, batch_seq: int, t: int, t0: int, n: int, t_end: int, w_base: float, t_base: int, *slices: dict,
+        rng: np.ndarray | None = None, worker: int | None = None,
     ) -> list[Any]:
         """Run iterations ``[t0, t0 + n)`` of the round ``[t, t_end)`` against the snapshot ``slices``
         (the tables at iteration ``t``, schedule state ``w_base``/``t_base``).
@@ -81,6 +118,8 @@ class WorkerCore:
             t0, n: this batch (``t <= t0``, ``t0 + n <= t_end``).
             w_base, t_base: the schedule state at ``t`` (``Trainer.w_base``/``t_base``).
             slices: per shard, ``{"regret", "strat"}`` as published.
+            rng: the RNG state to run the batch from (None: this worker's own, continued).
+            worker: whose batch this is (for the stats; default this worker).
 
         Returns:
             ``[stats, payload_0, ..., payload_{S-1}]``: stats is a dict (batch_seq, iterations,
@@ -91,6 +130,8 @@ class WorkerCore:
             raise ValueError(f"worker {self.worker_id}: batch [{t0}, {t0 + n}) outside the round [{t}, {t_end})")
         t_start = time.perf_counter()
         tr = self.tr
+        if rng is not None:
+            tr.rng = np.array(rng, np.uint64)
         snap_r = [s["regret"] for s in slices]
         snap_s = [s["strat"] for s in slices]
         np.concatenate(snap_r, out=tr.regret)
@@ -124,8 +165,9 @@ class WorkerCore:
             payloads.append(pack_delta(rows, dr, ds))
             touched += len(rows)
         t_end_s = time.perf_counter()
+        mem = memory_bytes()
         stats = {
-            "worker": self.worker_id,
+            "worker": self.worker_id if worker is None else worker,
             "batch_seq": batch_seq,
             "t0": t0,
             "iterations": n,
@@ -136,7 +178,10 @@ class WorkerCore:
             "rng": self.rng_state(),
             "seconds": t_end_s - t_start,
             "compute_seconds": t_delta - t_run,
-            "rss_bytes": rss_bytes(),
+            "rss_bytes": mem["rss"],
+            "pss_bytes": mem["pss"],
+            "uss_bytes": mem["uss"],
+            "pid": os.getpid(),
         }
         return [stats, *payloads]
 
@@ -152,3 +197,18 @@ class WorkerCore:
 
     def pid(self) -> int:
         return os.getpid()
+
+    def memory(self) -> dict[str, int]:
+        return memory_bytes()
+
+    def node_id(self) -> str | None:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
+    def cards_zero_copy(self) -> bool:
+        """Whether the card abstraction's arrays are read-only views (an object-store copy shared
+        by the node's workers) rather than this process's own (LOSSLESS/RANK: nothing to share)."""
+        c = self.tr.cards
+        arrays = [a for a in (c.iso, c.table, c.offsets) if a is not None]
+        return bool(arrays) and all(not a.flags.writeable and not a.flags.owndata for a in arrays)

@@ -61,15 +61,17 @@ from collections.abc import Callable, Sequence
 import numba
 import numpy as np
 
-from abstraction.bets import ALLIN, KIND_DECISION
+from abstraction.bets import ALLIN
+from abstraction.tree import KIND_DECISION
 from abstraction.combinatorics import next_combination
 from blueprint.blueprint import Blueprint
-from blueprint.evaluate import _hand_buckets
-from evaluation.match import InBigBlinds, big_blind_of, ci95, view_of
+from blueprint.evaluate import hand_buckets
+from evaluation.match import InBigBlinds, view_of
 from blueprint.player import Player, sample
 from evaluation.players import AlwaysCall, AlwaysRaise, RandomPlayer
 from holdem.evaluator import card_bit, rank_cardset
 from holdem.game import Game
+from holdem.reporting import big_blind_of, ci95
 from holdem.state import CHANCE, TERMINAL, State
 
 MENUS: dict[str, tuple[float, ...]] = {
@@ -210,7 +212,7 @@ def range_buckets(bp: Blueprint, hands: np.ndarray, hands_mask: np.ndarray, boar
     ok = (hands_mask & np.int64(m)) == 0
     kind, iso, table, offsets = bp.cards.kernel_args()
     out = np.zeros(len(hands), np.int64)
-    out[ok] = _hand_buckets(kind, hands[ok], np.array(board, np.int64), round_, g.num_hole_cards,
+    out[ok] = hand_buckets(kind, hands[ok], np.array(board, np.int64), round_, g.num_hole_cards,
                             np.array(g.num_board_cards, np.int64), g.deck_size, g.num_suits, g.num_ranks,
                             iso, table, offsets)
     return out
@@ -309,7 +311,7 @@ class CardBlindOpponent:
         if not b.can_fold():
             return 0.0
         if isinstance(self.player, RandomPlayer):
-            return 1.0 / len(RandomPlayer._kinds(state))
+            return 1.0 / len(RandomPlayer.action_kinds(state))
         return float(self.player.probs(view_of(state, state.current_player())).get("f", 0.0))
 
 
@@ -349,14 +351,14 @@ class LBRResult(InBigBlinds):
 
     @property
     def lbr(self) -> float:
-        return self.chips_per_hand * self._scale()
+        return self.chips_per_hand * self.scale()
 
     @property
     def lbr_ci95(self) -> float:
-        return self.ci95_chips * self._scale()
+        return self.ci95_chips * self.scale()
 
     def to_json(self) -> dict:
-        k = self._scale()
+        k = self.scale()
         return {
             "lbr": self.lbr,
             "lbr_ci95": self.lbr_ci95,
@@ -589,7 +591,7 @@ class LocalBestResponse:
             ci95_chips=ci95(per_pair),
             seat_chips=(float(net[:, 0].mean()), float(net[:, 1].mean())),
             seat_ci95=(ci95(net[:, 0]), ci95(net[:, 1])),
-            big_blind=big_blind_of(self.game),
+            big_blind=big_blind_of(self.game.gamedef),
             seed=seed,
             seconds=time.perf_counter() - t0,
             decisions=self.decisions,

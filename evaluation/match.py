@@ -11,7 +11,7 @@ deals, for player A and for player B, so the deals do not depend on the players 
 replays the same match.
 
 Results are from player A's side. ``chips_per_hand`` is A's mean net chips per hand; its 95%
-confidence interval is ``1.96 * s / sqrt(pairs)`` with ``s`` the standard deviation of the
+confidence interval is ``1.96 * s / sqrt(pairs)`` (:func:`holdem.reporting.ci95`) with ``s`` the standard deviation of the
 per-pair means (the pairs are independent; the two hands of a pair are not). Games with a big
 blind (blinds that differ, as in hold'em) also report milli-big-blinds per game (``mbb/game``,
 ``1000 * chips / big blind``); ante games such as Kuhn and Leduc report chips per hand. The win
@@ -34,9 +34,8 @@ import numpy as np
 from blueprint.player import Player
 from holdem.betting import IllegalActionError
 from holdem.game import Game
+from holdem.reporting import big_blind_of, ci95, mbb_per_chip
 from holdem.state import CHANCE, TERMINAL, State
-
-Z95 = 1.959963984540054
 
 
 class MatchError(RuntimeError):
@@ -94,8 +93,9 @@ class InBigBlinds:
     def unit(self) -> str:
         return "mbb/game" if self.big_blind else "chips/hand"
 
-    def _scale(self) -> float:
-        return 1000.0 / self.big_blind if self.big_blind else 1.0
+    def scale(self) -> float:
+        """Chips -> :attr:`unit` (:func:`holdem.reporting.mbb_per_chip`)."""
+        return mbb_per_chip(self.big_blind)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,16 +123,16 @@ class MatchResult(InBigBlinds):
     @property
     def mean(self) -> float:
         """A's result in :attr:`unit`."""
-        return self.chips_per_hand * self._scale()
+        return self.chips_per_hand * self.scale()
 
     @property
     def ci95(self) -> float:
         """Half-width of the 95% confidence interval of :attr:`mean`."""
-        return self.ci95_chips * self._scale()
+        return self.ci95_chips * self.scale()
 
     def to_json(self) -> dict:
         """JSON-ready figures; ``mean``, ``ci95``, ``seat_means`` and ``seat_ci95`` in :attr:`unit`."""
-        k = self._scale()
+        k = self.scale()
         return {
             "player": self.player,
             "opponent": self.opponent,
@@ -150,17 +150,6 @@ class MatchResult(InBigBlinds):
             "ci95_chips": self.ci95_chips,
             "seed": self.seed,
         }
-
-
-def ci95(x: np.ndarray) -> float:
-    """Half-width of the 95% normal interval of the mean of independent samples ``x``."""
-    return Z95 * float(x.std(ddof=1)) / math.sqrt(len(x)) if len(x) > 1 else math.inf
-
-
-def big_blind_of(game: Game) -> int | None:
-    """The big blind of a blinds game; None for ante games (equal blinds: Kuhn, Leduc)."""
-    b = game.gamedef.blind
-    return max(b) if b[0] != b[1] else None
 
 
 def play_match(
@@ -203,7 +192,7 @@ def play_match(
         seat_ci95=(ci95(net[:, 0]), ci95(net[:, 1])),
         win_rate=float((net > 0).mean()),
         tie_rate=float((net == 0).mean()),
-        big_blind=big_blind_of(game),
+        big_blind=big_blind_of(game.gamedef),
         seed=seed,
     )
 
@@ -270,8 +259,6 @@ __all__ = [
     "InBigBlinds",
     "MatchError",
     "MatchResult",
-    "big_blind_of",
-    "ci95",
     "exact_value",
     "play_hand",
     "play_match",

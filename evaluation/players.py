@@ -14,7 +14,7 @@ Baselines (usable in any game unless said otherwise; the names are the ``SPEC`` 
 ``mccfr eval --player SPEC --vs SPEC``):
 
 * ``random``: uniform over the legal kinds fold / call / raise; in no-limit a raise then picks its
-  raise-to uniformly among the legal amounts ``[min, max]`` (DESIGN.md's definition). In limit
+  raise-to uniformly among the legal amounts ``[min, max]`` (docs/architecture.md, "5. Contracts"). In limit
   games that is uniform over the legal actions.
 * ``always-call``: check or call.
 * ``always-raise``: bet or raise whenever legal (no-limit: the minimum raise), else call.
@@ -77,7 +77,7 @@ class RandomPlayer(_DistPlayer):
     name = "random"
 
     def act(self, state: State, rng: np.random.Generator) -> str:
-        kinds = self._kinds(state)
+        kinds = self.action_kinds(state)
         k = kinds[int(rng.integers(len(kinds)))]
         if k != "r":
             return k
@@ -85,7 +85,7 @@ class RandomPlayer(_DistPlayer):
         return _raise_action(state, int(rng.integers(lo, hi + 1)))
 
     @staticmethod
-    def _kinds(state: State) -> list[str]:
+    def action_kinds(state: State) -> list[str]:
         out = ["f"] if state.betting.can_fold() else []
         out.append("c")
         if state.betting.raise_range() is not None:
@@ -93,7 +93,7 @@ class RandomPlayer(_DistPlayer):
         return out
 
     def probs(self, state: State) -> dict[str, float]:
-        kinds = self._kinds(state)
+        kinds = self.action_kinds(state)
         p = 1.0 / len(kinds)
         out = {k: p for k in kinds if k != "r"}
         if "r" in kinds:
@@ -217,8 +217,8 @@ class BlueprintPlayer:
 
 
 def player_from_spec(spec: str, game: Game, log=None) -> Player:
-    """The player a ``SPEC`` names (DESIGN.md: RUN_DIR, RUN_DIR+solve:METHOD, always-call,
-    always-raise, random, kuhn-fixed, kuhn-greedy) for ``game``.
+    """The player a ``SPEC`` names (RUN_DIR, RUN_DIR+solve:METHOD, always-call, always-raise,
+    random, kuhn-fixed, kuhn-greedy; docs/architecture.md, "5. Contracts") for ``game``.
 
     Raises:
         PlayerSpecError: an unknown name, a missing run directory, a run of another game, a

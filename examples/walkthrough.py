@@ -36,7 +36,7 @@ from math import perm
 
 import numpy as np
 
-from abstraction.bets import KIND_DECISION, KIND_FOLD, BettingTree
+from abstraction.tree import KIND_DECISION, KIND_FOLD, BettingTree
 from abstraction.cards import CardAbstraction
 from blueprint.blueprint import hand_bucket
 from blueprint.tables import normalize_blocks

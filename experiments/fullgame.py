@@ -32,17 +32,17 @@ from typing import Callable, Optional
 import numba
 import numpy as np
 
-from abstraction.bets import KIND_DECISION as BT_DECISION
-from abstraction.bets import KIND_SHOWDOWN as BT_SHOWDOWN
 from abstraction.bets import BetAbstraction, parse_bets
+from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_SHOWDOWN, BettingTree
 from blueprint.blueprint import Blueprint
-from blueprint.evaluate import _Evaluator
+from blueprint.evaluate import TreeEvaluator
 from holdem.gamedef import GameDef
+from holdem.reporting import chips_to_mbb
 from subgame import kernels as K
 from subgame.construct import (BucketCache, abstract_path, blueprint_ranges, blueprint_sigma, bp_bets,
                                map_to_blueprint)
-from subgame.solver import METHODS, Subgame, _Engine, solve
-from subgame.tree import KIND_DECISION, PublicTree, SubgameError, all_hands, build_public_tree
+from subgame.solver import METHODS, Subgame, Engine, solve
+from subgame.tree import SubgameError, all_hands, board_hands, build_subgame_tree
 
 COLUMNS = ("blueprint",) + METHODS
 
@@ -131,7 +131,7 @@ def round_roots(bp: Blueprint, r: Optional[int] = None) -> list[int]:
     t = bp.tree
     r = bp.gamedef.num_rounds - 1 if r is None else r
     return [n for n in range(t.num_nodes)
-            if t.kind[n] == BT_DECISION and t.round[n] == r and t.parent[n] >= 0 and t.round[t.parent[n]] < r]
+            if t.kind[n] == KIND_DECISION and t.round[n] == r and t.parent[n] >= 0 and t.round[t.parent[n]] < r]
 
 
 # -- the full game: shared data, and the exact walker ------------------------------------------------
@@ -196,10 +196,10 @@ class FullGame:
         self.templates = {n: root_template(bp, n, self.reps[0], self.bets if self.extended else None)[0]
                           for n in self.roots}
 
-    def tree(self, n: int, rep: tuple[int, ...]) -> PublicTree:
+    def tree(self, n: int, rep: tuple[int, ...]) -> BettingTree:
         key = (n, rep)
         if key not in self._trees:
-            self._trees[key] = build_public_tree(self.g, self.bp._betting_at(n), rep, self.bets)
+            self._trees[key] = build_subgame_tree(self.g, self.bp.betting_at(n), rep, self.bets)
         return self._trees[key]
 
     def bp_sigma(self, n: int, rep: tuple[int, ...]) -> np.ndarray:
@@ -213,7 +213,7 @@ class FullGame:
         """[H, H]: ``E_board[sign(s(h) - s(h'))]`` for compatible hands (0 otherwise), the board drawn
         uniformly from the cards neither hand holds."""
         if self._equity is None:
-            from blueprint.evaluate import _strengths
+            from blueprint.evaluate import hand_strengths
 
             g = self.g
             H = len(self.hands)
@@ -225,14 +225,14 @@ class FullGame:
             st = np.zeros((len(boards), H), np.int64)
             h64 = self.hands.astype(np.int64)
             for k, b in enumerate(boards):
-                st[k] = _strengths(h64, np.array(b, np.int64), g.num_suits, g.num_ranks)
+                st[k] = hand_strengths(h64, np.array(b, np.int64), g.num_suits, g.num_ranks)
             out = np.zeros((H, H))
             _allin_equity(hm, bm, st, out)
             self._equity = out / self.nposs
         return self._equity
 
 
-class CombinedBestResponse(_Evaluator):
+class CombinedBestResponse(TreeEvaluator):
     """Exact walks of the full game (best response or expected value) against the blueprint with the
     last round's strategy replaced by ``tables[(root, representative board)]`` (float32 [rows, H] on
     the root's public tree; a missing entry keeps the blueprint).
@@ -253,9 +253,9 @@ class CombinedBestResponse(_Evaluator):
         fg = self.fg
         t = self.tree
         if r < fg.last and rc == fg.last:
-            if t.kind[c] == BT_DECISION:
+            if t.kind[c] == KIND_DECISION:
                 return self._root_values(int(c), reach, i, br)
-            if t.kind[c] == BT_SHOWDOWN:
+            if t.kind[c] == KIND_SHOWDOWN:
                 m = float(min(t.spent[c, 0], t.spent[c, 1]))
                 return m * (fg.equity() @ reach)
         return super()._child(c, board, r, rc, reach, i, br)
@@ -273,9 +273,9 @@ class CombinedBestResponse(_Evaluator):
         invariant = all(np.array_equal(reach[hp[p]], reach) for p in range(len(hp)))
         for rep in fg.reps:
             tree = fg.tree(n, rep)
-            e = _Engine(tree)
+            e = Engine(tree)
             sig = self.strategy(n, rep)
-            valid = tree.valid[tree.board[0]].astype(np.float64)
+            valid = board_hands(tree).valid[tree.board[0]].astype(np.float64)
             rr = np.empty((2, H))
             rr[i] = valid
             if invariant:
@@ -364,17 +364,17 @@ class RootTemplate:
 
 
 def root_template(bp: Blueprint, n: int, board: tuple[int, ...],
-                  bets: Optional[BetAbstraction] = None) -> tuple[RootTemplate, PublicTree]:
+                  bets: Optional[BetAbstraction] = None) -> tuple[RootTemplate, BettingTree]:
     """The root's public tree on the blueprint's bets, or on a finer ``bets`` (nodes behind the
     actions the blueprint lacks map to -1)."""
-    tree = build_public_tree(bp.gamedef, bp._betting_at(n), board, bets or bp_bets(bp))
-    if (tree.kind == 3).any():
+    tree = build_subgame_tree(bp.gamedef, bp.betting_at(n), board, bets or bp_bets(bp))
+    if (tree.kind == KIND_CHANCE).any():
         raise SubgameError("the re-solved round must be the last (no chance node inside the subgame)")
     nm = map_to_blueprint(tree, bp, n, strict=bets is None)
     player = np.full(tree.num_rows, -1, np.int8)
     for u in np.nonzero(tree.kind == KIND_DECISION)[0]:
         r0 = int(tree.row[u])
-        player[r0: r0 + int(tree.num_children[u])] = tree.player[u]
+        player[r0: r0 + int(tree.num_actions[u])] = tree.player[u]
     return RootTemplate(n, nm, tree.row.copy(), player, tree.num_rows), tree
 
 
@@ -404,9 +404,9 @@ def solve_root_board(fg: FullGame, n: int, rep: tuple[int, ...], settings: Solve
         for m in settings.methods:
             out[m] = bp_sig
         return out, diags
-    betting = bp._betting_at(n)
+    betting = bp.betting_at(n)
     bets = bp_bets(bp)
-    e = _Engine(tree)
+    e = Engine(tree)
     vals = {}
     for o in (0, 1):
         br = e.walk(bp_sig, ranges, o, K.MODE_BR)
@@ -433,10 +433,6 @@ def solve_root_board(fg: FullGame, n: int, rep: tuple[int, ...], settings: Solve
                 comb_[sel] = sol.strategy[sel]
         out[m] = comb_
     return out, diags
-
-
-def mbb(game: GameDef, chips: float) -> float:
-    return chips / game.big_blind * 1000.0
 
 
 def _solve_summary(diags: list[dict], methods) -> dict:
@@ -502,9 +498,9 @@ def run_experiment(bp: Blueprint, settings: SolveSettings, log: Callable[[str], 
     for c in cols:
         x, brv = CombinedBestResponse(fg, tables[c]).exploitability()
         scores[c], brvs[c] = x, brv
-        log(f"{c:>16}: {mbb(g, x):9.2f} mbb/game")
+        log(f"{c:>16}: {chips_to_mbb(x, g.big_blind):9.2f} mbb/game")
     summary = _solve_summary(diags, settings.methods)
-    return {"mbb": {c: mbb(g, v) for c, v in scores.items()}, "chips": scores, "br_values": brvs,
+    return {"mbb": {c: chips_to_mbb(v, g.big_blind) for c, v in scores.items()}, "chips": scores, "br_values": brvs,
             "diagnostics": summary, "board_classes_solved": len(done), "board_classes": len(fg.reps),
             "coverage": sum(fg.classes.count[r] for r in done) / len(fg.classes.canon),
             "roots": len(fg.roots), "seconds": {"gifts": t_gifts, "solve": t_solve, "total": time.perf_counter() - t0}}
@@ -528,17 +524,17 @@ def off_tree_edges(fg: FullGame, n: int) -> list[tuple[int, int]]:
     return out
 
 
-def copy_subtree_rows(dst: PublicTree, dst_sigma: np.ndarray, c: int, src: PublicTree, src_sigma: np.ndarray) -> None:
+def copy_subtree_rows(dst: BettingTree, dst_sigma: np.ndarray, c: int, src: BettingTree, src_sigma: np.ndarray) -> None:
     """``src``'s strategy (a tree rooted at the same state as ``dst``'s node ``c``, with the same
     bets) into the rows of ``c``'s subtree in ``dst_sigma``."""
     stack = [(c, 0)]
     while stack:
         u, v = stack.pop()
-        if dst.kind[u] != src.kind[v] or dst.num_children[u] != src.num_children[v]:
+        if dst.kind[u] != src.kind[v] or dst.num_actions[u] != src.num_actions[v]:
             raise SubgameError(f"subtree mismatch at node {u} (source node {v})")
         if dst.kind[u] != KIND_DECISION:
             continue
-        A = int(dst.num_children[u])
+        A = int(dst.num_actions[u])
         cu, cv = int(dst.child_start[u]), int(src.child_start[v])
         if any(dst.edge_to[cu + j] != src.edge_to[cv + j] for j in range(A)):
             raise SubgameError(f"subtree mismatch at node {u}: different raise sizes")
@@ -565,9 +561,9 @@ def nested_root_board(fg: FullGame, n: int, rep: tuple[int, ...], settings: Solv
     out = {m: base.copy() for m in settings.methods}
     diags = []
     fallbacks = 0
-    e = _Engine(tree)
+    e = Engine(tree)
     for u, c in off_tree_edges(fg, n):
-        b = tree.bettings[u]
+        b = tree.betting(u)
         j = int(np.nonzero(tree.children(u) == c)[0][0])
         edge = int(tree.child_start[u]) + j
         if int(tree.edge_kind[edge]) != RAISE:
@@ -647,9 +643,9 @@ def run_nested_experiment(bp: Blueprint, full_bets: BetAbstraction, settings: So
         x, brv = CombinedBestResponse(fg, tables.get(c, {})).exploitability()
         scores[c], brvs[c] = x, brv
     for c, x in scores.items():
-        log(f"{c:>16}: {mbb(g, x):9.2f} mbb/game (off-tree gain {mbb(g, x - scores['no-off-tree']):8.2f})")
+        log(f"{c:>16}: {chips_to_mbb(x, g.big_blind):9.2f} mbb/game (off-tree gain {chips_to_mbb(x - scores['no-off-tree'], g.big_blind):8.2f})")
     summary = _solve_summary(diags, settings.methods)
-    return {"mbb": {c: mbb(g, v) for c, v in scores.items()}, "chips": scores, "br_values": brvs,
+    return {"mbb": {c: chips_to_mbb(v, g.big_blind) for c, v in scores.items()}, "chips": scores, "br_values": brvs,
             "diagnostics": summary, "fallbacks": fallbacks, "board_classes_solved": len(done),
             "board_classes": len(fg.reps), "coverage": sum(fg.classes.count[r] for r in done) / len(fg.classes.canon),
             "off_tree_edges": {int(n): v for n, v in edges.items()},

@@ -23,11 +23,15 @@ these rules. It follows the ACPC reference dealer (``game.c``):
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Optional
 
-from holdem.gamedef import GameDef
+from holdem.gamedef import INT32_MAX, MAX_NUM_ACTIONS, GameDef
 
-MAX_NUM_ACTIONS = 64  # per round, as in the reference code
+# MAX_NUM_ACTIONS: 64 per round, as in the reference code (defined in holdem.gamedef with the
+# other ACPC limits)
+MAX_SIZE_DIGITS = len(str(INT32_MAX))  # a raise-to never exceeds a stack, which fits int32
+_DIGITS = re.compile(r"[0-9]*")
 
 FOLD, CALL, RAISE = 0, 1, 2
 ACTION_CHARS = "fcr"
@@ -253,18 +257,27 @@ def parse_action_token(text: str, pos: int, game: GameDef) -> tuple[int, int, in
     if ch in "ck":
         return CALL, 0, pos + 1
     if ch in "rb":
-        j = pos + 1
-        while j < len(text) and text[j].isdigit():
-            j += 1
+        # ASCII digits only (str.isdigit also takes '²' and other scripts' digits, which int()
+        # refuses or reads); a size longer than any int32 is refused before int() reads it
+        j = _DIGITS.match(text, pos + 1).end()
         digits = text[pos + 1 : j]
         if game.is_limit:
             if digits:
-                raise ValueError(f"position {pos}: a limit raise takes no size, got {text[pos:j]!r}")
+                raise ValueError(f"position {pos}: a limit raise takes no size, got {_clip(text[pos:j])!r}")
             return RAISE, 0, j
         if not digits:
             raise ValueError(f"position {pos}: a no-limit raise needs a size, e.g. 'r300'")
+        if len(digits) > MAX_SIZE_DIGITS:
+            raise ValueError(
+                f"position {pos}: raise size {_clip(digits)} has {len(digits)} digits; stacks fit 32 bits"
+                f" (at most {INT32_MAX})"
+            )
         return RAISE, int(digits), j
     raise ValueError(f"position {pos}: unknown action character {ch!r}")
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}..."
 
 
 def parse_betting(text: str, game: GameDef, offset: int = 0) -> Betting:
@@ -297,6 +310,7 @@ def parse_betting(text: str, game: GameDef, offset: int = 0) -> Betting:
         pos = nxt
     if b.betting_string() != text:
         raise ValueError(
-            f"position {len(text) + offset}: betting {text!r} ends early; the rules give {b.betting_string()!r}"
+            f"position {len(text) + offset}: betting {_clip(text, 200)!r} ends early; the rules give"
+            f" {_clip(b.betting_string(), 200)!r}"
         )
     return b

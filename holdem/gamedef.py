@@ -16,6 +16,15 @@ Keys are case-insensitive; ``#`` starts a comment line. ``firstPlayer`` is 1-bas
 0-based in :class:`GameDef`. Only two-player games are supported. A missing ``stack`` means an
 unlimited stack (the reference code uses INT32_MAX); a missing ``maxRaises`` means no cap.
 
+Hostile input: every definition is held to the ACPC reference limits (``game.h``: at most
+:data:`MAX_ROUNDS` rounds, :data:`MAX_PLAYERS` players, :data:`MAX_BOARD_CARDS` board cards,
+:data:`MAX_HOLE_CARDS` hole cards, :data:`MAX_SUITS` suits, :data:`MAX_RANKS` ranks; stacks, blinds
+and raise sizes fit int32, ``maxRaises`` fits uint8) and a violation is a :class:`GameDefError`
+naming the field and the limit. The reader checks counts and magnitudes before it allocates
+anything sized by a number in the file, reads at most :data:`MAX_GAME_FILE_BYTES` of a regular
+file (a device, FIFO or directory is refused without reading) in at most
+:data:`MAX_GAME_FILE_LINES` lines, and wants UTF-8.
+
 Presets (:data:`PRESETS`): ``kuhn``, ``leduc``, ``hulhe`` (heads-up limit hold'em), ``hunl``
 (heads-up no-limit, 200 big blinds, blinds 100/50) and short-stack no-limit presets
 ``hunl100``, ``hunl50`` and ``hunl20`` (100, 50 and 20 big blinds).
@@ -25,14 +34,30 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import operator
 import os
+import re
+import stat
 from pathlib import Path
 
+# the ACPC reference code's limits (game.h)
 MAX_ROUNDS = 4
+MAX_PLAYERS = 10
+MAX_BOARD_CARDS = 7
+MAX_HOLE_CARDS = 3
+MAX_NUM_ACTIONS = 64  # per round; enforced by holdem.betting, not a field of the file
 MAX_SUITS = 4
 MAX_RANKS = 13
 INT32_MAX = 2**31 - 1
-NO_RAISE_CAP = 255  # the reference code's UINT8_MAX: no cap in practice
+INT32_MIN = -(2**31)
+UINT8_MAX = 255
+NO_RAISE_CAP = UINT8_MAX  # the reference code's UINT8_MAX: no cap in practice
+
+# the reader's own caps: real .game files are a few hundred bytes
+MAX_GAME_FILE_BYTES = 1 << 20  # 1 MiB
+MAX_GAME_FILE_LINES = 10_000  # (a 1 MiB file of blank lines would take seconds of Python per line)
+_MAX_NUMBER_DIGITS = 10  # int32 has 10 digits: a longer number (leading zeros aside) is out of range
+_NUMBER = re.compile(r"[+-]?[0-9]+\Z")
 
 
 class GameDefError(ValueError):
@@ -102,30 +127,67 @@ class GameDef:
         def err(field: str, msg: str) -> GameDefError:
             return GameDefError(f"game definition field '{field}': {msg}")
 
+        def is_int(v) -> bool:  # an int or numpy integer, not a bool, str or float
+            try:
+                operator.index(v)
+            except TypeError:
+                return False
+            return not isinstance(v, bool)
+
         if self.betting not in ("limit", "nolimit"):
-            raise err("betting", f"must be 'limit' or 'nolimit', got {self.betting!r}")
+            raise err("betting", f"must be 'limit' or 'nolimit', got {_clip(repr(self.betting))}")
+        scalars = {
+            "numRounds": self.num_rounds,
+            "numSuits": self.num_suits,
+            "numRanks": self.num_ranks,
+            "numHoleCards": self.num_hole_cards,
+        }
+        for field, v in scalars.items():
+            if not is_int(v):
+                raise err(field, f"must be an integer, got {_clip(repr(v))}")
         if not 1 <= self.num_rounds <= MAX_ROUNDS:
-            raise err("numRounds", f"must be 1..{MAX_ROUNDS}, got {self.num_rounds}")
+            raise err(
+                "numRounds", f"must be 1..{MAX_ROUNDS} (the ACPC limit MAX_ROUNDS), got {self.num_rounds}"
+            )
         per_round = {
             "raiseSize": self.raise_size,
             "firstPlayer": self.first_player,
             "maxRaises": self.max_raises,
             "numBoardCards": self.num_board_cards,
         }
+        lists = {**per_round, "stack": self.stack, "blind": self.blind}
+        for field, values in lists.items():
+            if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+                raise err(field, f"must be a sequence of integers, got {type(values).__name__}")
         for field, values in per_round.items():
             if len(values) != self.num_rounds:
                 raise err(field, f"needs {self.num_rounds} values (one per round), got {len(values)}")
         for field, values in (("stack", self.stack), ("blind", self.blind)):
             if len(values) != 2:
                 raise err(field, f"needs 2 values (one per player), got {len(values)}")
+        for field, values in lists.items():  # (short now: at most MAX_ROUNDS values each)
+            if not all(is_int(v) for v in values):
+                raise err(field, f"must be a sequence of integers, got {_clip(repr(values))}")
         if not 1 <= self.num_suits <= MAX_SUITS:
             raise err("numSuits", f"must be 1..{MAX_SUITS}, got {self.num_suits}")
         if not 1 <= self.num_ranks <= MAX_RANKS:
             raise err("numRanks", f"must be 1..{MAX_RANKS}, got {self.num_ranks}")
         if self.num_hole_cards < 1:
             raise err("numHoleCards", f"must be at least 1, got {self.num_hole_cards}")
+        if self.num_hole_cards > MAX_HOLE_CARDS:
+            raise err(
+                "numHoleCards",
+                f"must be at most {MAX_HOLE_CARDS} (the ACPC limit MAX_HOLE_CARDS),"
+                f" got {self.num_hole_cards}",
+            )
         if any(b < 0 for b in self.num_board_cards):
             raise err("numBoardCards", f"must be non-negative, got {list(self.num_board_cards)}")
+        if self.total_board_cards > MAX_BOARD_CARDS:
+            raise err(
+                "numBoardCards",
+                f"{self.total_board_cards} board cards in all, at most {MAX_BOARD_CARDS}"
+                f" (the ACPC limit MAX_BOARD_CARDS), got {list(self.num_board_cards)}",
+            )
         if self.cards_per_deal > self.deck_size:
             raise err(
                 "numBoardCards",
@@ -133,6 +195,11 @@ class GameDef:
             )
         if any(p not in (0, 1) for p in self.first_player):
             raise err("firstPlayer", f"must be 1 or 2 for two players, got {[p + 1 for p in self.first_player]}")
+        for field, values in (("stack", self.stack), ("blind", self.blind), ("raiseSize", self.raise_size)):
+            if any(not INT32_MIN <= v <= INT32_MAX for v in values):
+                raise err(
+                    field, f"must fit a 32-bit signed integer (at most {INT32_MAX}), got {list(values)}"
+                )
         if any(b < 0 for b in self.blind):
             raise err("blind", f"must be non-negative, got {list(self.blind)}")
         if any(s <= 0 for s in self.stack):
@@ -144,6 +211,12 @@ class GameDef:
             raise err("raiseSize", f"limit games need a positive raise size per round, got {list(self.raise_size)}")
         if any(m < 0 for m in self.max_raises):
             raise err("maxRaises", f"must be non-negative, got {list(self.max_raises)}")
+        if any(m > UINT8_MAX for m in self.max_raises):
+            raise err(
+                "maxRaises",
+                f"must be at most {UINT8_MAX} (the ACPC reference code reads it as uint8; {NO_RAISE_CAP}"
+                f" means no cap), got {list(self.max_raises)}",
+            )
 
     # -- ACPC text ----------------------------------------------------------------------------
     def to_acpc(self) -> str:
@@ -193,15 +266,54 @@ class GameDef:
 
 _INT_FIELDS = {"numplayers", "numrounds", "numsuits", "numranks", "numholecards"}
 _LIST_FIELDS = {"stack", "blind", "raisesize", "firstplayer", "maxraises", "numboardcards"}
+# the most values a list field may hold, checked before any value is converted (ACPC's limits)
+_LIST_LIMITS = {
+    "stack": (MAX_PLAYERS, "MAX_PLAYERS, one per player"),
+    "blind": (MAX_PLAYERS, "MAX_PLAYERS, one per player"),
+    "raisesize": (MAX_ROUNDS, "MAX_ROUNDS, one per round"),
+    "firstplayer": (MAX_ROUNDS, "MAX_ROUNDS, one per round"),
+    "maxraises": (MAX_ROUNDS, "MAX_ROUNDS, one per round"),
+    "numboardcards": (MAX_ROUNDS, "MAX_ROUNDS, one per round"),
+}
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters for an error message (hostile input can be long)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _parse_number(tok: str, lineno: int, key: str, rhs: str) -> int:
+    """One ASCII integer (optional sign); a number too long for int32 is refused before
+    conversion, so a million-digit value costs nothing."""
+    if not _NUMBER.match(tok):
+        raise GameDefError(f"line {lineno}: field {key!r} needs integers, got {_clip(rhs.strip())!r}")
+    digits = tok.lstrip("+-").lstrip("0")  # (leading zeros can be many: int() would refuse them)
+    if len(digits) > _MAX_NUMBER_DIGITS:
+        raise GameDefError(
+            f"line {lineno}: field {key!r}: value {_clip(tok, 30)} does not fit a 32-bit integer"
+            f" (the ACPC reference code reads every value as at most int32, {INT32_MAX})"
+        )
+    return -int(digits or "0") if tok.startswith("-") else int(digits or "0")
 
 
 def parse_gamedef(text: str, name: str = "") -> GameDef:
     """Parse ACPC ``.game`` text. Errors name the line and the field."""
+    if not isinstance(text, str):
+        raise GameDefError(f"game definition text must be a str, got {type(text).__name__}")
+    if len(text) > MAX_GAME_FILE_BYTES:
+        raise GameDefError(
+            f"game definition is {len(text)} characters, more than the {MAX_GAME_FILE_BYTES} allowed"
+        )
     betting = None
     values: dict[str, list[int]] = {}
     in_block = False
     seen_end = False
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    if len(lines) > MAX_GAME_FILE_LINES:
+        raise GameDefError(
+            f"game definition has {len(lines)} lines, more than the {MAX_GAME_FILE_LINES} allowed"
+        )
+    for lineno, raw in enumerate(lines, start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -213,26 +325,32 @@ def parse_gamedef(text: str, name: str = "") -> GameDef:
             seen_end = True
             break
         if not in_block:
-            raise GameDefError(f"line {lineno}: expected 'GAMEDEF' before {line!r}")
+            raise GameDefError(f"line {lineno}: expected 'GAMEDEF' before {_clip(line)!r}")
         if low in ("limit", "nolimit"):
             betting = low
             continue
         if "=" not in line:
-            raise GameDefError(f"line {lineno}: expected 'key = values', got {line!r}")
+            raise GameDefError(f"line {lineno}: expected 'key = values', got {_clip(line)!r}")
         key, _, rhs = line.partition("=")
         key = key.strip()
         k = key.lower()
         if k not in _INT_FIELDS | _LIST_FIELDS:
-            raise GameDefError(f"line {lineno}: unknown field {key!r}")
-        try:
-            nums = [int(tok) for tok in rhs.split()]
-        except ValueError:
-            raise GameDefError(f"line {lineno}: field {key!r} needs integers, got {rhs.strip()!r}") from None
-        if not nums:
+            raise GameDefError(f"line {lineno}: unknown field {_clip(key)!r}")
+        toks = rhs.split()
+        if not toks:
             raise GameDefError(f"line {lineno}: field {key!r} has no value")
-        if k in _INT_FIELDS and len(nums) != 1:
-            raise GameDefError(f"line {lineno}: field {key!r} takes one integer, got {rhs.strip()!r}")
-        values[k] = nums
+        if k in _INT_FIELDS and len(toks) != 1:
+            if len(toks) > MAX_ROUNDS or all(_NUMBER.match(t) for t in toks):
+                raise GameDefError(
+                    f"line {lineno}: field {key!r} takes one integer, got {_clip(rhs.strip())!r}"
+                )
+            raise GameDefError(f"line {lineno}: field {key!r} needs integers, got {_clip(rhs.strip())!r}")
+        if k in _LIST_LIMITS and len(toks) > _LIST_LIMITS[k][0]:
+            limit, why = _LIST_LIMITS[k]
+            raise GameDefError(
+                f"line {lineno}: field {key!r} has {len(toks)} values, at most {limit} (the ACPC limit {why})"
+            )
+        values[k] = [_parse_number(tok, lineno, key, rhs) for tok in toks]
     if not in_block:
         raise GameDefError("no 'GAMEDEF' block found")
     if not seen_end:
@@ -242,16 +360,25 @@ def parse_gamedef(text: str, name: str = "") -> GameDef:
     for req in ("numrounds", "numsuits", "numranks", "numholecards", "blind", "numboardcards", "firstplayer"):
         if req not in values:
             raise GameDefError(f"required field {_CANON[req]!r} missing")
-    if values.get("numplayers", [2])[0] != 2:
-        raise GameDefError(f"field 'numPlayers': only 2-player games are supported, got {values['numplayers'][0]}")
+    n_players = values.get("numplayers", [2])[0]
+    if n_players != 2:
+        beyond = ""
+        if not 2 <= n_players <= MAX_PLAYERS:
+            beyond = f" (and the ACPC limits are 2..{MAX_PLAYERS}, MAX_PLAYERS)"
+        raise GameDefError(f"field 'numPlayers': only 2-player games are supported, got {n_players}{beyond}")
     nr = values["numrounds"][0]
+    if not 1 <= nr <= MAX_ROUNDS:  # before anything below is sized by it
+        raise GameDefError(
+            f"game definition field 'numRounds': must be 1..{MAX_ROUNDS} (the ACPC limit MAX_ROUNDS),"
+            f" got {nr}"
+        )
     if betting == "limit" and "raisesize" not in values:
         raise GameDefError("field 'raiseSize' is required in limit games")
 
     def per_round(k: str, default: int) -> tuple[int, ...]:
         return tuple(values.get(k, [default] * nr))
 
-    return GameDef(
+    gd = GameDef(
         betting=betting,
         num_rounds=nr,
         stack=tuple(values.get("stack", [INT32_MAX, INT32_MAX])),
@@ -265,6 +392,81 @@ def parse_gamedef(text: str, name: str = "") -> GameDef:
         num_board_cards=tuple(values["numboardcards"]),
         name=name,
     )
+    if not gd.is_limit and any(gd.raise_size):
+        # a no-limit game has no raise size (the reference code reads it and never uses it, and
+        # to_acpc() does not write it): checked like any field, then dropped, so that the parse
+        # equals the parse of its own ACPC text
+        gd = dataclasses.replace(gd, raise_size=(0,) * nr)
+    return gd
+
+
+def parse_gamedef_bytes(data: bytes, name: str = "") -> GameDef:
+    """Parse the bytes of a ``.game`` file: at most :data:`MAX_GAME_FILE_BYTES`, UTF-8."""
+    if len(data) > MAX_GAME_FILE_BYTES:
+        raise GameDefError(f"game file is {len(data)} bytes, more than the {MAX_GAME_FILE_BYTES} allowed")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GameDefError(
+            f"game file is not UTF-8 text: byte 0x{data[exc.start]:02x} at offset {exc.start} ({exc.reason})"
+        ) from None
+    return parse_gamedef(text, name=name)
+
+
+def _os_reason(exc: Exception) -> str:
+    """An OSError's reason without the file name (the caller names it, clipped)."""
+    return getattr(exc, "strerror", None) or str(exc)
+
+
+def read_game_file(path: str | os.PathLike) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_GAME_FILE_BYTES`, read without blocking
+    on a FIFO and without reading a device or directory at all.
+
+    Raises:
+        FileNotFoundError: no such file (the caller words it).
+        GameDefError: anything else, naming the path and the problem.
+    """
+    shown = _clip(repr(str(path)), 200)
+    flags = os.O_RDONLY
+    for extra in ("O_NONBLOCK", "O_NOCTTY", "O_BINARY"):  # O_NONBLOCK: opening a FIFO must not wait
+        flags |= getattr(os, extra, 0)
+    try:
+        fd = os.open(path, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(path) from None
+    except IsADirectoryError:  # (Windows; Linux opens a directory and fstat says so below)
+        raise GameDefError(f"cannot read game file {shown}: it is a directory") from None
+    except (OSError, ValueError) as exc:  # permissions, name too long, embedded NUL, a socket...
+        raise GameDefError(f"cannot read game file {shown}: {_os_reason(exc)}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise GameDefError(f"cannot read game file {shown}: it is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise GameDefError(
+                f"cannot read game file {shown}: not a regular file (a device, FIFO or socket)"
+            )
+        if st.st_size > MAX_GAME_FILE_BYTES:
+            raise GameDefError(
+                f"cannot read game file {shown}: {st.st_size} bytes,"
+                f" more than the {MAX_GAME_FILE_BYTES} allowed"
+            )
+        chunks, size = [], 0
+        while size <= MAX_GAME_FILE_BYTES:  # st_size can lie (/proc, a file still growing)
+            chunk = os.read(fd, MAX_GAME_FILE_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > MAX_GAME_FILE_BYTES:
+            raise GameDefError(
+                f"cannot read game file {shown}: more than the {MAX_GAME_FILE_BYTES} bytes allowed"
+            )
+        return b"".join(chunks)
+    except OSError as exc:
+        raise GameDefError(f"cannot read game file {shown}: {_os_reason(exc)}") from None
+    finally:
+        os.close(fd)
 
 
 _CANON = {
@@ -313,14 +515,13 @@ def load_gamedef(name_or_path: str | os.PathLike) -> GameDef:
     key = str(name_or_path)
     if key in PRESETS:
         return PRESETS[key]
-    path = Path(key)
-    if not path.exists():
-        raise GameDefError(f"unknown game {key!r}: not a preset ({', '.join(PRESETS)}) and no such file")
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise GameDefError(f"cannot read game file {key!r}: {exc}") from None
+        data = read_game_file(key)
+    except FileNotFoundError:
+        raise GameDefError(
+            f"unknown game {_clip(key, 200)!r}: not a preset ({', '.join(PRESETS)}) and no such file"
+        ) from None
     try:
-        return parse_gamedef(text, name=path.stem)
+        return parse_gamedef_bytes(data, name=Path(key).stem)
     except GameDefError as exc:
-        raise GameDefError(f"{key}: {exc}") from None
+        raise GameDefError(f"{_clip(key, 200)}: {exc}") from None

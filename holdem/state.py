@@ -31,6 +31,12 @@ prefix of the deal order, and every round with an action needs its board complet
 
 Hole cards that are not known are an empty tuple: not dealt yet (a dealer state) or hidden (the
 opponent in a MATCHSTATE).
+
+Hostile input: parsing a string ends in a state or a :class:`StateError` naming the position,
+never another exception. A string longer than :data:`MAX_STATE_CHARS` is refused before it is
+scanned (legal betting is at most 4 rounds of 64 actions of ``r`` plus 10 digits, 2,819
+characters); hand numbers, raise sizes and net results are checked for length before ``int``
+reads them, and nothing is allocated in proportion to a number in the string.
 """
 
 from __future__ import annotations
@@ -64,7 +70,10 @@ CHANCE = -2  # current_player() of a state waiting for cards
 
 _UINT = re.compile(r"(0|[1-9][0-9]*)\Z")
 _INT = re.compile(r"(0|-?[1-9][0-9]*)\Z")
+_SPACE = re.compile(r"\s")
 UINT32_MAX = 2**32 - 1
+MAX_STATE_CHARS = 1 << 14  # far above any legal string (see the module docstring)
+_MAX_NET_DIGITS = 11  # a sign and 10 digits: |net| <= a stack, which fits int32
 
 
 class StateError(ValueError):
@@ -76,6 +85,11 @@ class StateError(ValueError):
 
 def _err(pos: int, msg: str) -> StateError:
     return StateError(f"position {pos}: {msg}")
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    """``text`` cut for an error message (hostile input can be long)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 @dataclasses.dataclass(frozen=True, eq=True)
@@ -215,16 +229,17 @@ class State:
         Raises:
             IllegalActionError: naming the action and the legal ones.
         """
+        shown = _clip(repr(action))  # (an action from outside can be long)
         who = self.current_player()
         if who == CHANCE:
             raise IllegalActionError(
-                f"action {action!r}: cards are due first ({self._pending_text()}); call deal()"
+                f"action {shown}: cards are due first ({self._pending_text()}); call deal()"
             )
         if who == TERMINAL:
-            raise IllegalActionError(f"action {action!r}: the hand is over, no action is legal")
+            raise IllegalActionError(f"action {shown}: the hand is over, no action is legal")
         if not isinstance(action, str) or not action:
             raise IllegalActionError(
-                f"action {action!r} is not an ACPC action string; legal: {self._legal_text()}"
+                f"action {shown} is not an ACPC action string; legal: {self._legal_text()}"
             )
         try:
             kind, size, end = parse_action_token(action, 0, self.gamedef)
@@ -232,12 +247,12 @@ class State:
             end = -1
         # parse_action_token also reads aliases (k, b) and leading zeros; ACPC writes neither
         if end != len(action) or action_string(kind, size, self.gamedef) != action:
-            raise IllegalActionError(f"malformed action {action!r}; legal: {self._legal_text()}")
+            raise IllegalActionError(f"malformed action {shown}; legal: {self._legal_text()}")
         try:
             new = self.betting.apply(kind, size)
         except IllegalActionError as exc:
             raise IllegalActionError(
-                f"illegal action {action!r}: {exc}; legal: {self._legal_text()}"
+                f"illegal action {shown}: {exc}; legal: {self._legal_text()}"
             ) from None
         return dataclasses.replace(self, betting=new, net=None, names=None)
 
@@ -256,14 +271,22 @@ class State:
                 raise StateError(f"deal: {exc}") from None
         else:
             ids = []
-            for c in cards:
+            try:
+                it = iter(cards)
+            except TypeError:
+                raise StateError(
+                    f"deal: cards must be a string or a sequence of card ids, got {type(cards).__name__}"
+                ) from None
+            for c in it:
+                if len(ids) == g.deck_size:  # (stop reading an endless or huge iterable)
+                    raise StateError(f"deal: more cards given than the deck holds ({g.deck_size})")
                 try:
                     ids.append(operator.index(c))
                 except TypeError:
-                    raise StateError(f"deal: card {c!r} is not a card id") from None
+                    raise StateError(f"deal: card {_clip(repr(c))} is not a card id") from None
                 if isinstance(c, bool) or not 0 <= ids[-1] < g.deck_size:
                     raise StateError(
-                        f"deal: card {c!r} is not in this game's deck (ids 0..{g.deck_size - 1})"
+                        f"deal: card {_clip(repr(c))} is not in this game's deck (ids 0..{g.deck_size - 1})"
                     )
         if not ids:
             raise StateError("deal: no cards given")
@@ -368,9 +391,15 @@ def _parse(game: Game, text: str) -> State:
     if not isinstance(text, str):
         raise StateError(f"a state string is a str, got {type(text).__name__}")
     g = game.gamedef
-    for i, ch in enumerate(text):
-        if ch.isspace() or not ch.isprintable():
-            raise _err(i, f"unexpected character {ch!r} (strip the line ending first)")
+    if len(text) > MAX_STATE_CHARS:
+        raise _err(
+            MAX_STATE_CHARS,
+            f"state string of {len(text)} characters, longer than any legal one (at most {MAX_STATE_CHARS})",
+        )
+    if not text.isprintable() or _SPACE.search(text):  # (both scans in C; the loop names the place)
+        for i, ch in enumerate(text):
+            if ch.isspace() or not ch.isprintable():
+                raise _err(i, f"unexpected character {ch!r} (strip the line ending first)")
     fields = text.split(":")
     starts = [0]
     for f in fields[:-1]:
@@ -386,7 +415,9 @@ def _parse(game: Game, text: str) -> State:
             raise _err(starts[5] - 1, "unexpected ':' after the cards (a MATCHSTATE ends with its cards)")
         pos_text = fields[1]
         if pos_text not in ("0", "1"):
-            raise _err(starts[1], f"bad position {pos_text!r}: the viewer's seat must be 0 or 1 (0-based)")
+            raise _err(
+                starts[1], f"bad position {_clip(pos_text)!r}: the viewer's seat must be 0 or 1 (0-based)"
+            )
         viewer: int | None = int(pos_text)
         f_hand = 2
     elif header == "STATE":
@@ -402,13 +433,15 @@ def _parse(game: Game, text: str) -> State:
         viewer = None
         f_hand = 1
     else:
-        raise _err(0, f"unknown header {header!r}: expected 'STATE' or 'MATCHSTATE'")
+        raise _err(0, f"unknown header {_clip(header)!r}: expected 'STATE' or 'MATCHSTATE'")
 
     hand_text = fields[f_hand]
-    if not _UINT.match(hand_text) or int(hand_text) > UINT32_MAX:
+    # (10 digits at most before int() reads it: a huge number costs nothing)
+    if len(hand_text) > len(str(UINT32_MAX)) or not _UINT.match(hand_text) or int(hand_text) > UINT32_MAX:
         raise _err(
             starts[f_hand],
-            f"bad hand number {hand_text!r}: expected an integer 0..{UINT32_MAX} without leading zeros",
+            f"bad hand number {_clip(hand_text)!r}: expected an integer 0..{UINT32_MAX}"
+            " without leading zeros",
         )
     hand_id = int(hand_text)
     try:
@@ -576,9 +609,9 @@ def _parse_cards(
 
 def _parse_log_suffix(state: State, net_text: str, net_pos: int, names_text: str, names_pos: int) -> State:
     parts = net_text.split("|")
-    if len(parts) != 2 or not all(_INT.match(p) for p in parts):
+    if len(parts) != 2 or not all(len(p) <= _MAX_NET_DIGITS and _INT.match(p) for p in parts):
         raise _err(
-            net_pos, f"bad net {net_text!r}: expected '<seat 0>|<seat 1>' chip counts, e.g. '-300|300'"
+            net_pos, f"bad net {_clip(net_text)!r}: expected '<seat 0>|<seat 1>' chip counts, e.g. '-300|300'"
         )
     net = (int(parts[0]), int(parts[1]))
     if not state.is_terminal():
@@ -589,9 +622,10 @@ def _parse_log_suffix(state: State, net_text: str, net_pos: int, names_text: str
         raise _err(net_pos, str(exc)) from None
     if net != tuple(int(v) for v in pay):
         raise _err(
-            net_pos, f"net {net_text!r} contradicts the hand: the rules give {int(pay[0])}|{int(pay[1])}"
+            net_pos,
+            f"net {_clip(net_text)!r} contradicts the hand: the rules give {int(pay[0])}|{int(pay[1])}",
         )
     who = names_text.split("|")
     if len(who) != 2 or not all(who):
-        raise _err(names_pos, f"bad names {names_text!r}: expected '<seat 0>|<seat 1>'")
+        raise _err(names_pos, f"bad names {_clip(names_text)!r}: expected '<seat 0>|<seat 1>'")
     return dataclasses.replace(state, net=net, names=(who[0], who[1]))

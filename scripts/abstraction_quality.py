@@ -29,12 +29,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from abstraction.bets import build_tree
+from abstraction.tree import build_tree
 from abstraction.buckets import build_buckets
 from abstraction.cards import from_file
 from abstraction.isomorphism import HandIndexer
 from blueprint.vector_cfr import VectorCFR
 from holdem.gamedef import GameDef
+from holdem.reporting import chips_to_mbb
 
 
 def small_game(ranks: int, max_raises: int, flop: int = 2) -> GameDef:
@@ -52,7 +53,7 @@ def solve_curve(game, cards_dir, iterations, points):
     for target in points:
         cfr.iterate(target - cfr.iteration)
         expl, _ = cfr.exploitability()
-        curve.append((target, expl / game.big_blind * 1000.0))
+        curve.append((target, chips_to_mbb(expl, game.big_blind)))
     return curve, time.perf_counter() - t0
 
 

@@ -43,6 +43,7 @@ import numpy as np
 from blueprint.blueprint import Blueprint
 from evaluation.lbr import LocalBestResponse
 from evaluation.match import play_match
+from holdem.reporting import chips_to_mbb, ci95, mbb_per_chip
 from evaluation.players import BlueprintPlayer, player_from_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -81,7 +82,7 @@ def validate(hands: int, seed: int) -> None:
         lbr = LocalBestResponse(bp.game, bp, menu="fcpa", preflop="menu")
         ex = exact_value(bp.game, LBRPlayer(lbr), BlueprintPlayer(bp), max_states=5_000_000)
         res = lbr.run(hands, seed=seed)
-        k = 1000.0 / bp.gamedef.big_blind
+        k = mbb_per_chip(bp.gamedef.big_blind)
         print(f"| {iters} | {brv[0] * k:,.0f} / {brv[1] * k:,.0f} | {expl * k:,.0f} | "
               f"{ex.seat_chips[0] * k:,.0f} / {ex.seat_chips[1] * k:,.0f} | {ex.chips_per_hand * k:,.0f} | "
               f"{res.lbr:,.0f} +- {res.lbr_ci95:,.0f} |", flush=True)
@@ -136,7 +137,6 @@ def breakdown(flags: list, res, scale: float) -> dict:
 
 def combine(d: Path) -> None:
     """Pool the per-deal LBR values that ``--pairs-out`` saved in ``d`` (see the module docstring)."""
-    import math
     import re
 
     runs: dict = {}
@@ -152,7 +152,7 @@ def combine(d: Path) -> None:
     print("|---|---:|---:|---:|---:|---:|")
     for it, name in keys:
         v = np.concatenate([runs[(it, name)][s] for s in sorted(runs[(it, name)])])
-        half = 1.96 * float(v.std(ddof=1)) / math.sqrt(len(v))
+        half = ci95(v)
         print(f"| {name} | {it:,} | {v.mean():+,.0f} | +-{half:,.0f} | {2 * len(v):,} | {len(runs[(it, name)])} |")
     # paired changes over the deals both runs played: each run to the next, and the first to the last
     steps = list(itertools.pairwise(keys))
@@ -166,7 +166,7 @@ def combine(d: Path) -> None:
             diffs.append(b[s][:n] - a[s][:n])
         if diffs:
             dv = np.concatenate(diffs)
-            half = 1.96 * float(dv.std(ddof=1)) / math.sqrt(len(dv))
+            half = ci95(dv)
             print(f"| paired change {ka[1]} -> {kb[1]} | | {dv.mean():+,.0f} | +-{half:,.0f} | "
                   f"{2 * len(dv):,} per run | {len(diffs)} |")
 
@@ -223,10 +223,10 @@ def main() -> None:
                    "hands_per_second": res.hands / res.seconds, "cpu_seconds": time.process_time() - c0,
                    "load_average": load_avg()}
             if cats is not None:
-                row["breakdown"] = breakdown(cats, res, 1000.0 / bp.gamedef.big_blind)
+                row["breakdown"] = breakdown(cats, res, mbb_per_chip(bp.gamedef.big_blind))
                 lbr.decide, lbr.opp.act, lbr.play_hand = cats.originals
             emit(rows, row, args.out)
-            v = res.per_pair * 1000.0 / bp.gamedef.big_blind
+            v = chips_to_mbb(res.per_pair, bp.gamedef.big_blind)
             pairs[run].append(v)
             if args.pairs_out:
                 Path(args.pairs_out).mkdir(parents=True, exist_ok=True)
@@ -236,7 +236,7 @@ def main() -> None:
         # the same seed deals the same cards to every run: a paired interval for the change
         first, last = args.runs[0], args.runs[-1]
         d = pairs[last] - pairs[first]
-        half = 1.96 * float(d.std(ddof=1)) / len(d) ** 0.5
+        half = ci95(d)
         emit(rows, {"what": "lbr_change", "from": first, "to": last, "change": float(d.mean()), "ci95": half,
                     "unit": "mbb/game", "pairs": len(d)}, args.out)
     if not args.skip_matches:

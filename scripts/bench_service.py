@@ -49,11 +49,11 @@ sys.path.insert(0, str(ROOT))
 from blueprint.player import sample
 from evaluation.players import player_from_spec
 from holdem.game import Game
+from holdem.reporting import chips_to_mbb, ci95
 from serving.acpc_client import AcpcClient
 from serving.acpc_dealer import AcpcDealer
 from serving.responder import PlayerResponder
 
-Z95 = 1.959963984540054
 MCCFR = [sys.executable, "-c", "from cli import main; main()"]
 
 
@@ -380,8 +380,8 @@ def acpc(args) -> dict:
             row = {"vs": vs, "matches": ms}
             if args.duplicate and all(m["dealer_hands"] == args.hands for m in ms):
                 pairs = (np.asarray(ms[0]["hand_values"]) + np.asarray(ms[1]["hand_values"])) / 2
-                mean = float(pairs.mean()) * 1000 / bb
-                ci = Z95 * float(pairs.std(ddof=1)) / math.sqrt(len(pairs)) * 1000 / bb
+                mean = chips_to_mbb(float(pairs.mean()), bb)
+                ci = chips_to_mbb(ci95(pairs), bb)
                 row.update(duplicate_mean=mean, duplicate_ci95=ci)
                 print(f"  duplicate over {len(pairs)} hand pairs: {mean:+.0f} +- {ci:.0f} mbb/hand")
             for m in ms:

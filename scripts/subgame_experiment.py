@@ -36,8 +36,9 @@ from blueprint.algo import get_algo
 from blueprint.blueprint import Blueprint
 from blueprint.trainer import RunConfig, Trainer
 from abstraction.bets import parse_bets
-from experiments.fullgame import (FLOP_BETS_TOML, FullGame, off_tree_bets_toml, SolveSettings, flop_game, mbb,
+from experiments.fullgame import (FLOP_BETS_TOML, FullGame, off_tree_bets_toml, SolveSettings, flop_game,
                               run_experiment, run_nested_experiment)
+from holdem.reporting import chips_to_mbb
 from subgame.solver import METHODS
 
 
@@ -51,14 +52,17 @@ def blueprint_for(game, flop_buckets: int, iterations: int, seed: int, work: Pat
     key = f"{game.name}-ehs{ix.size(0)}x{flop_buckets}-it{iterations}-s{seed}"
     pk = work / f"{key}.pkl"
     if pk.exists():
-        log(f"blueprint {key}: cached")
-        with open(pk, "rb") as f:
-            bp, info = pickle.load(f)
-        # blueprints pickled before these memo caches existed
-        for attr in ("_node_cache", "_betting_cache"):
-            if not hasattr(bp, attr):
-                setattr(bp, attr, {})
-        return bp, info
+        try:
+            with open(pk, "rb") as f:
+                bp, info = pickle.load(f)
+        except (AttributeError, ImportError) as exc:  # pickled by an older layout of the classes
+            log(f"blueprint {key}: cached file is from an older version ({exc}): training again")
+        else:
+            log(f"blueprint {key}: cached")
+            # blueprints pickled before this memo cache existed
+            if not hasattr(bp, "_node_cache"):
+                bp._node_cache = {}
+            return bp, info
     ab = build_buckets(game, (ix.size(0), flop_buckets), "ehs", work / f"ab-{game.name}-{flop_buckets}", progress=False,
                        log=lambda s: None)
     bets = work / "bets.toml"
@@ -72,7 +76,7 @@ def blueprint_for(game, flop_buckets: int, iterations: int, seed: int, work: Pat
     if check:
         t0 = time.perf_counter()
         base = tr.exploitability()[0]
-        log(f"  trainer.exploitability(): {mbb(game, base):.3f} mbb/game ({time.perf_counter() - t0:.0f} s)")
+        log(f"  trainer.exploitability(): {chips_to_mbb(base, game.big_blind):.3f} mbb/game ({time.perf_counter() - t0:.0f} s)")
     bp = Blueprint(tr)
     out = (bp, {"key": key, "train_s": train_s, "iterations": iterations, "base_exploitability": base})
     with open(pk, "wb") as f:

@@ -47,12 +47,12 @@ from typing import Any, TextIO
 import numpy as np
 
 from blueprint.player import sample
+from holdem.reporting import Z95
 from holdem.state import CHANCE, TERMINAL, State, StateError
 from serving.responder import DEFAULT_TIME_BUDGET_MS, MAX_TIME_BUDGET_MS, QueryError, Responder
 
 VERSION = "VERSION:2.0.0"
 MAX_LINE = 4096  # the reference code's MAX_LINE_LEN is 3000 (with the action); be generous
-Z95 = 1.959963984540054
 LOG_MAX_ACTIONS = 64  # a longer strategy (a uniform raise-to) is logged as its size only
 
 

@@ -32,24 +32,29 @@ def import_serve():
 
 
 def build_app(run_dir: str, replicas: int = 1, *, threads: int = 8, responder_options: dict[str, Any] | None = None,
-              num_cpus: float = 1.0):
+              num_cpus: float = 1.0, app_options: dict[str, Any] | None = None):
     """The Ray Serve application (``serve.run`` it): ``replicas`` copies of the query service of
     ``run_dir``. ``responder_options``: keyword arguments of :func:`~serving.responder.make_responder`
-    (``solve_method``, ``default_time_budget_ms``, ``from_round``, ``solver_threads``, ...)."""
+    (``solve_method``, ``default_time_budget_ms``, ``from_round``, ``solver_threads``,
+    ``memory_budget`` (per replica), ...). ``app_options``: keyword arguments of
+    :func:`~serving.service.create_app` (``api_key``, ``max_body_bytes``,
+    ``max_inflight_per_client``; the in-flight cap counts per replica)."""
     serve = import_serve()
     if replicas < 1:
         raise ValueError(f"replicas must be >= 1, got {replicas}")
     opts = dict(responder_options or {})
+    app_opts = dict(app_options or {})
 
     @serve.ingress()
     class StrategyService:
         """One replica: the run's responder behind the service's FastAPI app."""
 
-        def __init__(self, run_dir: str, threads: int, opts: dict[str, Any]):
+        def __init__(self, run_dir: str, threads: int, opts: dict[str, Any], app_opts: dict[str, Any]):
             from serving.responder import make_responder
 
             self.run_dir = run_dir
             self.threads = threads
+            self.app_opts = app_opts
             self.responder = make_responder(run_dir, **opts)
             warm_up = getattr(self.responder, "warm_up", None)
             if warm_up is not None:
@@ -59,11 +64,11 @@ def build_app(run_dir: str, replicas: int = 1, *, threads: int = 8, responder_op
             from serving.service import create_app
 
             return create_app(self.responder, threads=self.threads,
-                              describe={"run_dir": self.run_dir, "ray_serve": True})
+                              describe={"run_dir": self.run_dir, "ray_serve": True}, **self.app_opts)
 
     dep = serve.deployment(StrategyService, name="StrategyService", num_replicas=replicas,
                            ray_actor_options={"num_cpus": num_cpus})
-    return dep.bind(str(run_dir), threads, opts)
+    return dep.bind(str(run_dir), threads, opts, app_opts)
 
 
 def run(app, host: str = "127.0.0.1", port: int = 8000, address: str | None = None, blocking: bool = False):

@@ -17,7 +17,7 @@ A responder turns one query into one answer::
 * ``time_budget_ms``: the most wall time the answer may take, 1 .. :data:`MAX_TIME_BUDGET_MS`;
   None means the responder's default (the server's ``--time-budget-ms``).
 * ``method``: None (the responder chooses), ``"blueprint"`` (answer from the blueprint, no
-  solving) or one of :data:`SOLVE_METHODS` (DESIGN.md's subgame-solving methods).
+  solving) or one of :data:`SOLVE_METHODS` (the subgame-solving methods, docs/architecture.md "5. Contracts").
 
 Every problem with a query raises :class:`QueryError`, which carries the HTTP status the service
 answers with and a short machine-readable ``kind``:
@@ -45,11 +45,17 @@ and the blueprint's answers.
 A responder whose ``answer`` takes a keyword ``arrived`` (a :func:`time.perf_counter` instant:
 when the request arrived) counts the time budget from it instead of from the call; the service
 passes it. :class:`SolvingResponder` answers within the budget and, when a solve cannot fit,
-from the blueprint with ``"fallback": "busy" | "budget" | "deadline"`` saying why.
+from the blueprint with ``"fallback": "busy" | "budget" | "deadline" | "memory"`` saying why.
 Responders must be safe to call from several threads at once (the service runs queries in a
 thread pool). Optionally a responder has ``answer_fast`` (same arguments), which the service
 calls first, on its event loop: it answers what takes well under a millisecond (a blueprint
 lookup) and returns None for what needs ``answer`` in a worker thread (a subgame solve).
+A responder may instead have ``answer_start`` (same arguments, with ``arrived``), which the
+service calls on its event loop and which returns the answer, or a :class:`PendingAnswer` whose
+``future`` the service awaits without a thread until ``answer_by`` (then ``give_up()``): the
+solving responder's queue-aware admission (:class:`SolvingResponder`). Optionally ``metrics()``
+returns a dict that ``GET /metrics`` includes (the solving responder's memory budget, cache
+and solver queue).
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ if TYPE_CHECKING:
     from holdem.game import Game
     from holdem.state import State
 
-#: DESIGN.md's subgame-solving methods (``subgame.solve(..., method=...)``).
+#: The subgame-solving methods (``subgame.solve(..., method=...)``; docs/architecture.md, "5. Contracts").
 SOLVE_METHODS = ("unsafe", "resolve", "maxmargin", "reach-maxmargin", "estimate", "reach-estimate")
 #: ``method`` value that asks for the blueprint's answer, no solving.
 BLUEPRINT_METHOD = "blueprint"
@@ -385,6 +391,219 @@ def default_solver_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def default_memory_budget() -> int:
+    """The default memory budget of a solving responder's subgames: a quarter of the machine's
+    physical memory (at least 256 MiB; 1 GiB where it cannot be read)."""
+    import os
+
+    try:
+        phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 1 << 30
+    return max(256 << 20, int(phys) // 4)
+
+
+def parse_bytes(text: str | int) -> int:
+    """A byte count from ``text``: an integer, optionally with a suffix K, M, G, T (powers of
+    1024; also KB/KiB, ..., case-insensitive): ``"512M"``, ``"2G"``, ``"1.5GiB"``. ValueError otherwise."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text < 0:
+            raise ValueError(f"a byte count must be >= 0, got {text}")
+        return text
+    s = str(text).strip().upper().replace(" ", "")
+    for suffix in ("IB", "B"):
+        if s.endswith(suffix) and len(s) > len(suffix) and s[-len(suffix) - 1] in "KMGT":
+            s = s[: -len(suffix)]
+            break
+    mult = 1
+    if s and s[-1] in "KMGT":
+        mult = 1024 ** ("KMGT".index(s[-1]) + 1)
+        s = s[:-1]
+    try:
+        value = float(s) if "." in s else int(s)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a byte count: expected e.g. 1073741824, 512M, 2G") from None
+    out = int(value * mult)
+    if value < 0 or out < 0 or value != value:
+        raise ValueError(f"a byte count must be >= 0, got {text!r}")
+    return out
+
+
+class _SizeModel:
+    """What a solve of a state will hold in memory, in bytes, before it runs.
+
+    From the tree and hand counts: the blueprint's subtree below the state's abstract node gives
+    the decision rows and nodes per later round, multiplied by the boards each round deals (a
+    turn subgame has 1 + 48 boards in hold'em); with ``H`` private hands a solve holds about
+    ``12 H`` bytes per row (its regret and average tables and the expanded strategy, float32),
+    ``~120 H`` per board (card data, hand lists) and some per node. After each solve the real
+    figure (the solver's ``state_bytes`` plus the :func:`~subgame.cache.nbytes` of the
+    solution) is compared with the estimate and the round's correction factor learns the ratio
+    (the largest recent one, decaying by 5% a solve), so later estimates track the real size
+    (``/metrics`` shows both). Before a round's first solve the factor is :attr:`PRIOR`: subgames
+    are solved with finer bets than the blueprint's (4.5 times its rows on a hunl20 river), so the
+    first estimate errs high rather than low."""
+
+    ROW_BYTES = 12  # per row and hand
+    BOARD_BYTES = 120  # per board and hand
+    NODE_BYTES = 64  # per node
+    HAND_BYTES = 96  # per hand (ranges, values, gifts)
+    PRIOR = 5.0  # the correction factor before a round's first solve
+
+    def __init__(self, bp):
+        from math import comb
+
+        self.bp = bp
+        g = bp.gamedef
+        self.hands = comb(g.deck_size, g.num_hole_cards)
+        self._lock = threading.Lock()
+        self._per_node: tuple | None = None
+        self.factor: dict[int, float] = {}
+        self.last: dict[int, dict[str, int]] = {}  # per round: the last estimate and real size
+
+    def _subtrees(self):
+        """Per abstract node and round, the decision rows and nodes of its subtree (numpy, once)."""
+        if self._per_node is None:
+            import numpy as np
+
+            from abstraction.tree import KIND_DECISION
+
+            t = self.bp.tree
+            N, R = int(t.num_nodes), self.bp.gamedef.num_rounds
+            parent = np.asarray(t.parent, np.int64)
+            rnd = np.clip(np.asarray(t.round, np.int64), 0, R - 1)
+            dec = np.asarray(t.kind) == KIND_DECISION
+            rows = np.zeros((N, R), np.int64)
+            nodes = np.zeros((N, R), np.int64)
+            rows[np.arange(N), rnd] = np.where(dec, np.asarray(t.num_actions, np.int64), 0)
+            nodes[np.arange(N), rnd] = 1
+            depth = np.zeros(N, np.int64)
+            has = parent >= 0
+            for _ in range(N):  # depth by relaxation: as many passes as the tree is deep
+                new = np.where(has, depth[np.maximum(parent, 0)] + 1, 0)
+                if np.array_equal(new, depth):
+                    break
+                depth = new
+            for d in range(int(depth.max(initial=0)), 0, -1):
+                lvl = np.nonzero(depth == d)[0]
+                np.add.at(rows, parent[lvl], rows[lvl])
+                np.add.at(nodes, parent[lvl], nodes[lvl])
+            self._per_node = (rows, nodes)
+        return self._per_node
+
+    def shape(self, state) -> tuple[int, int, int] | None:
+        """(rows, nodes, boards) of the subgame at ``state``, estimated; None when the blueprint
+        has no node for it."""
+        from math import comb
+
+        try:
+            with self._lock:
+                rows_n, nodes_n = self._subtrees()
+            n = int(self.bp.node_of(state))
+        except Exception:  # noqa: BLE001 - no estimate from the tree: the caller uses the round's last
+            return None
+        g = self.bp.gamedef
+        left = g.deck_size - g.board_cards_through(state.round)
+        boards, mult = 0, 1
+        rows = nodes = 0
+        for r in range(state.round, g.num_rounds):
+            if r > state.round:
+                new = g.board_cards_through(r) - g.board_cards_through(r - 1)
+                mult *= comb(left, new)
+                left -= new
+                nodes += mult  # the chance nodes dealing it (about one per board)
+            boards += mult
+            rows += int(rows_n[n, r]) * mult
+            nodes += int(nodes_n[n, r]) * mult
+        return rows, nodes, boards
+
+    def raw(self, state) -> int | None:
+        s = self.shape(state)
+        if s is None:
+            return None
+        rows, nodes, boards = s
+        H = self.hands
+        return self.ROW_BYTES * H * rows + self.BOARD_BYTES * H * boards + self.NODE_BYTES * nodes + self.HAND_BYTES * H
+
+    def estimate(self, state) -> tuple[int, int | None]:
+        """(bytes a solve of ``state`` will hold at its peak, the uncorrected estimate)."""
+        raw = self.raw(state)
+        with self._lock:
+            if raw is None:  # no shape: the largest the round has held
+                last = self.last.get(state.round)
+                return (last["actual"] if last else 0), None
+            return int(raw * self.factor.get(state.round, self.PRIOR)), raw
+
+    def observe(self, rnd: int, raw: int | None, estimate: int, actual: int) -> None:
+        with self._lock:
+            self.last[rnd] = {"estimate": int(estimate), "actual": int(actual)}
+            if raw:
+                ratio = actual / raw
+                self.factor[rnd] = max(ratio, 0.95 * self.factor.get(rnd, ratio))
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {"correction": {str(r): round(f, 3) for r, f in sorted(self.factor.items())},
+                    "last_solve": {str(r): dict(v) for r, v in sorted(self.last.items())}}
+
+
+class _Job:
+    """One admitted solve: the query, its times (``time.perf_counter`` instants) and its future."""
+
+    __slots__ = ("state", "method", "session", "key", "need", "solve_by", "answer_by", "t0", "stop", "future",
+                 "reserved", "raw", "end", "started")
+
+    def __init__(self, state, method, session, key, need, solve_by, answer_by, t0, reserved, raw):
+        from concurrent.futures import Future
+
+        self.state, self.method, self.session, self.key = state, method, session, key
+        self.need, self.solve_by, self.answer_by, self.t0 = need, solve_by, answer_by, t0
+        self.reserved, self.raw = reserved, raw
+        self.stop = threading.Event()
+        self.future: Future = Future()
+        self.end: float | None = None  # when it stops iterating at the latest (set when it starts)
+        self.started: float | None = None
+
+
+class PendingAnswer:
+    """A query whose answer a solver thread is computing: wait for ``future`` until ``answer_by``
+    (a :func:`time.perf_counter` instant), then :meth:`finish` it; or, past ``answer_by``,
+    :meth:`give_up` (the blueprint's answer, ``fallback: "deadline"``). The service awaits
+    ``future`` on its event loop without holding a thread; :meth:`wait` blocks."""
+
+    def __init__(self, responder: SolvingResponder, job: _Job):
+        self._r = responder
+        self._job = job
+        self.future = job.future
+        self.answer_by = job.answer_by
+
+    def finish(self) -> dict[str, Any]:
+        """The answer once ``future`` is done (raises the query's :class:`QueryError`)."""
+        out = self.future.result()
+        if isinstance(out, str):  # a fallback reason
+            self._r._count(out)
+            return self._r._blueprint_answer(self._job.state, self._job.t0, out, self._job.method)
+        self._r._count("solved")
+        return {**out, "elapsed_ms": (time.perf_counter() - self._job.t0) * 1e3}
+
+    def give_up(self) -> dict[str, Any]:
+        """Stop the solve (it ends at its next check and frees its thread) and answer from the blueprint."""
+        self._job.stop.set()
+        self._r._count("deadline")
+        return self._r._blueprint_answer(self._job.state, self._job.t0, "deadline", self._job.method)
+
+    def wait(self) -> dict[str, Any]:
+        from concurrent.futures import TimeoutError as FutureTimeout
+
+        try:
+            self.future.result(timeout=max(0.0, self.answer_by - time.perf_counter()))
+        except FutureTimeout:
+            return self.give_up()
+        except Exception:  # noqa: BLE001 - raised again by finish()
+            pass
+        return self.finish()
+
+
 class SolvingResponder(BlueprintResponder):
     """Blueprint early in the hand; from ``from_round`` on (default: the last round, whose subgames
     have no chance nodes and solve within the default budget) a subgame solved with the query's
@@ -393,36 +612,52 @@ class SolvingResponder(BlueprintResponder):
     the state stays inside it. ``method="blueprint"`` answers from the blueprint.
 
     **The answer comes back within the time budget**, counted from ``arrived`` (the service passes
-    the moment the request reached its handler; default: the call of :meth:`answer`), waiting and
-    the subgame's construction included:
+    the moment the request reached it; default: the call), waiting and the subgame's construction
+    included. :meth:`answer_start` decides at once, when the query arrives:
 
     * at most ``solver_threads`` solves run at once (default: one per core), each in a solver
-      thread of its own; a query waits for a free one only when one frees (the running solves end
-      by their deadlines) while the rest of its budget still covers a useful solve of its round
-      (:class:`_CostModel`, learned from earlier solves), else it is answered at once;
+      thread of its own; the solves admitted wait for one in arrival order (a queue);
+    * a solve is admitted only when it would start in time: the queue ahead is projected (each
+      running solve ends by its deadline, each waiting one starts when a thread frees and runs for
+      what it needs at least, until its own deadline at most) and the query's solve must start
+      early enough for a useful solve of its round (:class:`_CostModel`, learned from earlier
+      solves) to end before its own deadline; otherwise it is answered at once (``busy``). A solve
+      that still finds itself too late when its thread frees is not started (``busy``);
     * a solve iterates until its deadline, or for at most ``max_solve_ms`` beyond the time a
       useful solve needs (shorter solves free the solver threads sooner: more queries get one);
-    * the solve gets a deadline ``reserve_ms`` before the budget ends, checked between the
-      construction's steps and before every solver iteration (an iteration is started only when it
-      and the final check still fit); the query's thread waits for it until half the reserve is
-      left, then answers without it;
+    * the solve's deadline is ``reserve_ms`` before the budget ends, checked between the
+      construction's steps and before every solver iteration; the query waits for it until half
+      the reserve is left, then answers without it (``deadline``);
     * a solve that cannot be useful in time (fewer than ``min_iterations``) is not used.
 
+    **Memory**: solved subgames are kept per session (:class:`subgame.cache.SessionCache`) within
+    ``memory_budget`` bytes (default: a quarter of physical memory, :func:`default_memory_budget`),
+    least recently used first out, each counted at its real size
+    (:func:`subgame.cache.nbytes`). The budget also covers the solves in flight: before a solve
+    starts, its peak memory is estimated from the tree and hand counts (:class:`_SizeModel`) and
+    reserved, evicting cached sessions as needed; a solve whose estimate cannot fit next to the
+    other solves in flight is not started (``memory``). After the solve the real size is measured
+    (the estimate learns from it) and a solution too big for the budget is answered but not kept.
+
     Instead of a subgame answer the query then gets the blueprint's (``source: "blueprint"``) with
-    ``fallback`` saying why: ``"busy"`` (every solver thread taken for the rest of the budget),
-    ``"budget"`` (a solve of this round has needed more than the budget left), ``"deadline"``
-    (the solve did not finish, or reached fewer than ``min_iterations``, in time) and ``method``
-    the method that was asked for. Subgame answers carry ``iterations``,
-    ``exploitability_pct_pot`` (None when there was no time to measure it) and ``reused``."""
+    ``fallback`` saying why: ``"busy"`` (the solver threads are taken, queue included, for the
+    rest of the budget), ``"budget"`` (a solve of this round has needed more than the budget
+    left), ``"deadline"`` (the solve did not finish, or reached fewer than ``min_iterations``, in
+    time), ``"memory"`` (the solve's memory does not fit the budget) and ``method`` the method
+    that was asked for. Subgame answers carry ``iterations``, ``exploitability_pct_pot`` (None when
+    there was no time to measure it) and ``reused``."""
 
     methods: tuple[str, ...] = (BLUEPRINT_METHOD, *SOLVE_METHODS)
-    MAX_SESSIONS = 1024
+    FALLBACKS = ("busy", "budget", "deadline", "memory")
 
     def __init__(self, bp: Blueprint, solve_method: str = "reach-maxmargin",
                  default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS, from_round: int | None = None,
                  solver_threads: int | None = None, min_iterations: int = 10, reserve_ms: float = 100.0,
-                 max_solve_ms: float | None = None):
+                 max_solve_ms: float | None = None, memory_budget: int | str | None = None,
+                 max_sessions: int | None = None):
         from concurrent.futures import ThreadPoolExecutor
+
+        from subgame.cache import SessionCache
 
         super().__init__(bp, default_time_budget_ms)
         self.solve_method = check_method(solve_method, SOLVE_METHODS)
@@ -441,13 +676,23 @@ class SolvingResponder(BlueprintResponder):
         self.max_solve_ms = max_solve_ms
         self.min_iterations = min_iterations
         self.reserve_ms = float(reserve_ms)
-        self._sessions: dict = {}
-        self._lock = threading.Lock()
+        budget = default_memory_budget() if memory_budget is None else parse_bytes(memory_budget)
+        self.sessions = SessionCache(budget, max_entries=max_sessions)
+        self.size = _SizeModel(bp)
         self._cond = threading.Condition()
-        self._running: list[list[float]] = []  # one [deadline] per solve running
-        self._waiting = 0  # queries waiting for a solver thread
+        self._running: list[_Job] = []  # solves running
+        self._queue: list[_Job] = []  # solves admitted, waiting for a solver thread (in order)
         self._solvers = ThreadPoolExecutor(self.solver_threads, thread_name_prefix="mccfr-solve")
         self.cost = _CostModel()
+        self._counts: dict[str, int] = {}
+
+    @property
+    def memory_budget(self) -> int:
+        return self.sessions.budget
+
+    def _count(self, what: str) -> None:
+        with self._cond:
+            self._counts[what] = self._counts.get(what, 0) + 1
 
     def _blueprint_answer(self, state, t0, fallback: str | None = None, method: str | None = None) -> dict[str, Any]:
         out = {"strategy": self.blueprint_strategy(state), "source": "blueprint", "method": method,
@@ -466,62 +711,36 @@ class SolvingResponder(BlueprintResponder):
     def _reserve_s(self, budget_s: float) -> float:
         return min(self.reserve_ms / 1e3, 0.25 * budget_s)
 
-    def _take_slot(self, solve_by: float, need: float) -> list | None:
-        """A solver slot for a solve that must end by ``solve_by`` and needs ``need`` seconds, or
-        None when none frees in time. The running solves end by their own deadlines, so the wait
-        is known: a query gives up at once unless more slots free in time than queries already
-        wait for one."""
-        with self._cond:
-            while len(self._running) >= self.solver_threads:
-                now = time.perf_counter()
-                latest_start = solve_by - need
-                # slots that free in time (a solve given up may run past its deadline: soon, we hope)
-                in_time = sum(1 for s in self._running if max(now, s[0]) < latest_start)
-                if in_time <= self._waiting:  # the queries already waiting take them first
-                    return None
-                self._waiting += 1
-                try:
-                    self._cond.wait(timeout=latest_start - now)
-                finally:
-                    self._waiting -= 1
-                if time.perf_counter() >= latest_start and len(self._running) >= self.solver_threads:
-                    return None
-            slot = [solve_by]
-            self._running.append(slot)
-            return slot
+    def _duration(self, need: float) -> float:
+        """The longest a solve that needs ``need`` seconds keeps its thread (before its deadline)."""
+        return float("inf") if self.max_solve_ms is None else need + self.max_solve_ms / 1e3
 
-    def _free_slot(self, slot: list) -> None:
-        with self._cond:
-            self._running.remove(slot)
-            self._cond.notify()
+    def _projected_start(self, now: float) -> float:
+        """When a solve admitted now would get a solver thread (lock held): the running solves
+        end by their deadlines; each waiting solve, in order, takes the first thread free and
+        keeps it until its deadline (or its need plus ``max_solve_ms``); one that would start too
+        late to be useful is skipped, as it will be when its turn comes."""
+        import heapq
 
-    def _solve_job(self, state, method: str, deadline: float, stop: threading.Event, slot: list):
-        """Runs in a solver thread holding ``slot``; frees it when done."""
-        from subgame.nested import solve_state
+        free = [max(now, j.end) for j in self._running]
+        free += [now] * max(0, self.solver_threads - len(free))
+        heapq.heapify(free)
+        for j in self._queue:
+            if j.stop.is_set():
+                continue
+            t = free[0]
+            if t + j.need > j.solve_by:
+                continue  # it will not start
+            heapq.heapreplace(free, min(j.solve_by, t + self._duration(j.need)))
+        return free[0]
 
-        t = time.perf_counter()
-        useful, iterated = False, False
-        try:
-            sol, node = solve_state(self.bp, state, method, time_budget=None, deadline=deadline, stop=stop)
-            iterated = sol.iterations > 0
-            if sol.iterations >= self.min_iterations:
-                useful = True
-                tm = sol.timing
-                setup = (time.perf_counter() - t) - sol.elapsed_s + tm["tree_s"]
-                self.cost.finished(state.round, setup + (self.min_iterations + 2) * tm["iter_s"])
-            return sol, node
-        finally:
-            if not useful:  # stopped, or too few iterations: a useful solve takes longer than this one ran
-                self.cost.failed(state.round, time.perf_counter() - t, backoff=not iterated)
-            self._free_slot(slot)
-
-    def answer(self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None) -> dict[str, Any]:
-        from concurrent.futures import TimeoutError as FutureTimeout
-
+    def answer_start(self, matchstate, session=None, time_budget_ms=None, method=None,
+                     arrived=None) -> dict[str, Any] | PendingAnswer:
+        """The answer, when it is known at once (a blueprint answer, a reused subgame, a fallback),
+        else a :class:`PendingAnswer` of a solve admitted to the solver queue. Cheap (a blueprint
+        lookup's cost): the service calls it on its event loop. Raises :class:`QueryError`."""
         from blueprint.blueprint import BlueprintError
         from subgame.nested import hand_strategy
-        from subgame.cache import SubgameCache
-        from subgame.solver import SolveInterrupted
         from subgame.tree import SubgameError
 
         t0 = time.perf_counter() if arrived is None else arrived
@@ -530,57 +749,124 @@ class SolvingResponder(BlueprintResponder):
             return self._blueprint_answer(state, t0)
         method = method or self.solve_method
         key = (state.hand_id, tuple(state.hole_cards[state.viewer]), method)
-        cache = None
-        if session is not None:
-            with self._lock:
-                cache = self._sessions.pop(session, None) or SubgameCache()
-                self._sessions[session] = cache  # most recent last
-                while len(self._sessions) > self.MAX_SESSIONS:
-                    self._sessions.pop(next(iter(self._sessions)))
-        hit = cache.lookup(state, key) if cache is not None else None
-        if hit is None:
-            budget_s = budget / 1e3
-            reserve = self._reserve_s(budget_s)
-            deadline = t0 + budget_s  # the answer is due then
-            solve_by = deadline - reserve  # the solve stops iterating by then
-            need = max(self.cost.get(state.round), 0.005)
-            left = solve_by - time.perf_counter()
-            if need > left:
-                self.cost.decay(state.round)  # so that a round refused long enough is tried again
-                return self._blueprint_answer(state, t0, "budget", method)
-            if self.max_solve_ms is not None:
-                solve_by = min(solve_by, time.perf_counter() + need + self.max_solve_ms / 1e3)
-            slot = self._take_slot(solve_by, need)
-            if slot is None:
-                return self._blueprint_answer(state, t0, "busy", method)
-            stop = threading.Event()
+        hit = self.sessions.lookup(session, state, key) if session is not None else None
+        if hit is not None:
+            sol, node = hit
             try:
-                fut = self._solvers.submit(self._solve_job, state, method, solve_by, stop, slot)
-            except BaseException:
-                self._free_slot(slot)
-                raise
-            try:
-                sol, node = fut.result(timeout=max(0.0, deadline - reserve / 2 - time.perf_counter()))
-            except FutureTimeout:
-                stop.set()  # the solver thread stops at its next check, frees its slot, records its time
-                return self._blueprint_answer(state, t0, "deadline", method)
-            except SolveInterrupted:
-                return self._blueprint_answer(state, t0, "deadline", method)
+                strategy = hand_strategy(sol, node, state)
             except (SubgameError, BlueprintError) as exc:
                 raise QueryError("unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422) from None
-            if sol.iterations < self.min_iterations:
-                return self._blueprint_answer(state, t0, "deadline", method)
-            if cache is not None:
-                cache.store(sol, key)
-        else:
-            sol, node = hit
+            self._count("reused")
+            return {"strategy": strategy, "source": "subgame", "method": method,
+                    "elapsed_ms": (time.perf_counter() - t0) * 1e3, "reused": True,
+                    "iterations": sol.iterations, "exploitability_pct_pot": sol.exploitability_pct_pot}
+        budget_s = budget / 1e3
+        reserve = self._reserve_s(budget_s)
+        deadline = t0 + budget_s  # the answer is due then
+        solve_by = deadline - reserve  # the solve stops iterating by then
+        need = max(self.cost.get(state.round), 0.005)
+        now = time.perf_counter()
+        if need > solve_by - now:
+            self.cost.decay(state.round)  # so that a round refused long enough is tried again
+            self._count("budget")
+            return self._blueprint_answer(state, t0, "budget", method)
+        mem, raw = self.size.estimate(state)
+        with self._cond:
+            start = self._projected_start(now)
+            fits = start + need <= solve_by
+            reserved = fits and self.sessions.reserve(mem)
+            if reserved:
+                job = _Job(state, method, session, key, need, solve_by, deadline - reserve / 2, t0, mem, raw)
+                self._queue.append(job)
+        if not fits:
+            self._count("busy")
+            return self._blueprint_answer(state, t0, "busy", method)
+        if not reserved:
+            self._count("memory")
+            return self._blueprint_answer(state, t0, "memory", method)
+        try:
+            self._solvers.submit(self._run, job)
+        except BaseException:
+            self._drop(job)
+            raise
+        return PendingAnswer(self, job)
+
+    def _drop(self, job: _Job) -> None:
+        """``job`` leaves the queue / the running solves; its memory reservation is released."""
+        with self._cond:
+            if job in self._queue:
+                self._queue.remove(job)
+            if job in self._running:
+                self._running.remove(job)
+            if job.reserved:
+                self.sessions.release(job.reserved)
+                job.reserved = 0
+            self._cond.notify_all()
+
+    def _run(self, job: _Job) -> None:
+        """In a solver thread: solve ``job`` (unless too late by now), set its future."""
+        try:
+            job.future.set_result(self._solve(job))
+        except BaseException as exc:  # noqa: BLE001 - the waiting query raises it
+            job.future.set_exception(exc)
+        finally:
+            self._drop(job)
+
+    def _solve(self, job: _Job) -> dict[str, Any] | str:
+        from blueprint.blueprint import BlueprintError
+        from subgame.cache import nbytes
+        from subgame.nested import hand_strategy, solve_state
+        from subgame.solver import SolveInterrupted
+        from subgame.tree import SubgameError
+
+        t = time.perf_counter()
+        with self._cond:
+            self._queue.remove(job)
+            if job.stop.is_set() or t + job.need > job.solve_by:
+                late = True
+            else:
+                late = False
+                job.started = t
+                job.end = min(job.solve_by, t + self._duration(job.need))
+                self._running.append(job)
+        if late:
+            return "busy"
+        state = job.state
+        useful, iterated = False, False
+        try:
+            sol, node = solve_state(self.bp, state, job.method, time_budget=None, deadline=job.end, stop=job.stop)
+            iterated = sol.iterations > 0
+            if sol.iterations >= self.min_iterations:
+                useful = True
+                tm = sol.timing
+                setup = (time.perf_counter() - t) - sol.elapsed_s + tm["tree_s"]
+                self.cost.finished(state.round, setup + (self.min_iterations + 2) * tm["iter_s"])
+        except SolveInterrupted:
+            return "deadline"
+        except (SubgameError, BlueprintError) as exc:
+            raise QueryError("unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422) from None
+        finally:
+            if not useful:  # stopped, or too few iterations: a useful solve takes longer than this one ran
+                self.cost.failed(state.round, time.perf_counter() - t, backoff=not iterated)
+        size = nbytes(sol)
+        self.size.observe(state.round, job.raw, job.reserved, int(getattr(sol, "state_bytes", 0)) + size)
+        if not useful:
+            return "deadline"
         try:
             strategy = hand_strategy(sol, node, state)
         except (SubgameError, BlueprintError) as exc:
             raise QueryError("unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422) from None
-        return {"strategy": strategy, "source": "subgame", "method": method,
-                "elapsed_ms": (time.perf_counter() - t0) * 1e3, "reused": hit is not None,
+        self.sessions.release(job.reserved)  # the solve's working memory is gone: room to keep the result
+        with self._cond:
+            job.reserved = 0
+        if job.session is not None:
+            self.sessions.store(job.session, sol, job.key, size)
+        return {"strategy": strategy, "source": "subgame", "method": job.method, "reused": False,
                 "iterations": sol.iterations, "exploitability_pct_pot": sol.exploitability_pct_pot}
+
+    def answer(self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None) -> dict[str, Any]:
+        out = self.answer_start(matchstate, session, time_budget_ms, method, arrived=arrived)
+        return out.wait() if isinstance(out, PendingAnswer) else out
 
     def warm_up(self) -> None:
         """Blueprint lookups, then one small solve per round solved here, so that the first real
@@ -594,6 +880,7 @@ class SolvingResponder(BlueprintResponder):
                 solve_state(self.bp, self._checker.parse(ms), self.solve_method, time_budget=None, iterations=2)
             except Exception:  # a warm-up query the blueprint cannot serve: nothing to compile from it
                 pass
+        self.size.shape(self._checker.parse(examples[-1])) if examples else None  # the subtree counts
         # one query per solved round (the last first) under the default budget, twice: the first
         # pass runs every code path of a real query once (numba may still load or compile there),
         # the second teaches the cost model what a solve of each round takes, so that the first real
@@ -606,19 +893,38 @@ class SolvingResponder(BlueprintResponder):
                 except QueryError:
                     pass
                 self._wait_idle()  # a solve given up goes on to its next check: let it end
+        with self._cond:
+            self._counts.clear()
 
     def _wait_idle(self) -> None:
-        """Until no solve runs."""
+        """Until no solve runs or waits."""
         with self._cond:
-            while self._running:
+            while self._running or self._queue:
                 self._cond.wait()
+
+    def metrics(self) -> dict[str, Any]:
+        """What ``/metrics`` adds: the memory budget and the session cache (bytes, entries,
+        evictions), the size estimates, and the solver queue with the per-round costs."""
+        with self._cond:
+            running, queued, counts = len(self._running), len(self._queue), dict(self._counts)
+        return {
+            "memory": {**self.sessions.snapshot(), **self.size.snapshot()},
+            "solver": {"threads": self.solver_threads, "running": running, "queued": queued,
+                       "outcomes": counts,
+                       "cost_s": {str(r): round(s, 4) for r, s in sorted(self.cost.snapshot().items())}},
+        }
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "solve_method": self.solve_method, "solve_from_round": self.from_round,
                 "solver_threads": self.solver_threads, "min_iterations": self.min_iterations,
-                "reserve_ms": self.reserve_ms, "max_solve_ms": self.max_solve_ms}
+                "reserve_ms": self.reserve_ms, "max_solve_ms": self.max_solve_ms,
+                "memory_budget_bytes": self.memory_budget}
 
     def close(self) -> None:
+        with self._cond:
+            waiting = list(self._queue) + list(self._running)
+        for j in waiting:
+            j.stop.set()
         self._solvers.shutdown(wait=False, cancel_futures=True)
 
 
@@ -664,9 +970,10 @@ class PlayerResponder(ValidatingResponder):
 class HttpResponder:
     """A responder that asks a running query service (``mccfr serve``) over HTTP: the same
     ``answer``, with the service's 4xx answers raised as :class:`QueryError` (its kind and
-    message) and its game read from ``GET /healthz``. One keep-alive connection per thread."""
+    message) and its game read from ``GET /healthz``. One keep-alive connection per thread.
+    ``api_key``: sent as ``Authorization: Bearer <api_key>`` (a server started with ``--api-key``)."""
 
-    def __init__(self, url: str, timeout_s: float = 660.0):
+    def __init__(self, url: str, timeout_s: float = 660.0, api_key: str | None = None):
         from urllib.parse import urlsplit
 
         parts = urlsplit(url if "://" in url else f"http://{url}")
@@ -675,6 +982,9 @@ class HttpResponder:
         self.url = f"http://{parts.netloc}"
         self.host, self.port = parts.hostname, parts.port or 80
         self.timeout_s = timeout_s
+        self._headers = {"Content-Type": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
         self._local = threading.local()
         health = self._request("GET", "/healthz")[1]
         text = health.get("gamedef")
@@ -698,7 +1008,7 @@ class HttpResponder:
                 self._local.conn = conn
             try:
                 data = None if body is None else json.dumps(body).encode()
-                conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+                conn.request(method, path, body=data, headers=self._headers)
                 r = conn.getresponse()
                 return r.status, json.loads(r.read() or b"{}")
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
@@ -773,6 +1083,10 @@ def make_responder(
 
 __all__ = [
     "SolvingResponder",
+    "PendingAnswer",
+    "default_memory_budget",
+    "default_solver_threads",
+    "parse_bytes",
     "BLUEPRINT_METHOD",
     "DEFAULT_TIME_BUDGET_MS",
     "MAX_TIME_BUDGET_MS",

@@ -9,30 +9,38 @@ Endpoints (the OpenAPI description is at ``GET /openapi.json``, interactive docs
     GET  /healthz    -> {"status": "ok", "game": ..., "responder": ..., "methods": [...], ...}
     GET  /metrics    -> request counts by status, errors by kind, latency percentiles per source
 
-Answers come from a :class:`serving.responder.Responder` (the blueprint now; a subgame-solving
-responder plugs into :func:`serving.responder.make_responder`). ``elapsed_ms`` is the server's
-time for the request from the moment the handler starts to the moment the answer is ready,
-waiting for a worker thread included. A responder whose ``answer`` takes ``arrived`` (a
-:func:`time.perf_counter` instant) is given the handler's start, and counts the request's time
-budget from it (:class:`serving.responder.SolvingResponder` answers within it, from the blueprint
-with a ``fallback`` reason when a solve cannot fit).
+Answers come from a :class:`serving.responder.Responder` (the blueprint, or blueprint plus
+subgame solving: :func:`serving.responder.make_responder`). ``elapsed_ms`` is the server's time
+for the request from its arrival (the moment the ASGI app first sees it, before its body is read)
+to the moment the answer is ready, any waiting included. A responder whose ``answer`` takes
+``arrived`` (a :func:`time.perf_counter` instant) is given that arrival, and counts the request's
+time budget from it (:class:`serving.responder.SolvingResponder` answers within it, from the
+blueprint with a ``fallback`` reason when a solve cannot fit).
 
 Errors: every refused request gets a JSON body ``{"error": "<message naming the problem>",
 "kind": "<tag>"}`` with a 4xx status: the responder's :class:`~serving.responder.QueryError` kinds
 (400 bad or wrong-game match state, 409 not the viewer's turn or hand over, 422 bad method /
-time budget / session, off the blueprint's tree), and ``invalid_request`` (422) for a body that is
-not a JSON object with the fields above (an unknown field, a wrong type). An unexpected exception
-inside a responder is a 500 with its message; the server keeps serving either way.
+time budget / session, off the blueprint's tree), ``invalid_request`` (422) for a body that is
+not a JSON object with the fields above (an unknown field, a wrong type), ``bad_request`` (400) for
+a body that is not UTF-8 JSON text at all, ``not_found`` / ``method_not_allowed`` (404 / 405), and
+the :class:`Guard`'s: ``unauthorized`` (401: no or a wrong bearer token when the server has an API
+key), ``body_too_large`` (413: over ``max_body_bytes``, default 64 KiB, refused without reading
+more than that), ``too_many_requests`` (429: one client address with more than
+``max_inflight_per_client`` requests in flight, default 128). ``/healthz`` and the API's
+description need no token. An unexpected exception inside a responder is a 500 with its message;
+the server keeps serving either way. :mod:`serving.fuzz` checks these properties on raw bodies.
 
-Concurrency: a responder may offer ``answer_fast(matchstate, session, time_budget_ms, method)``,
-called on the event loop, which answers what it can answer in well under a millisecond (a
-blueprint lookup: parse, walk, bucket, about 0.1-0.5 ms of CPU) and returns None for the rest;
-everything else goes to ``responder.answer`` in a thread pool (``threads``, default 8), so a slow
-query (a subgame solve under its time budget) holds up neither the fast ones nor the other slow
-ones. Lookups stay on the loop because a hop to a pool thread costs more than the lookup itself
-(and, under the GIL, up to a switch interval of waiting). The solving responder runs at most one
-solve per core in solver threads of its own (the solver's kernels release the GIL) and answers the
-rest from the blueprint rather than queue them past their budget.
+Concurrency: a responder may offer ``answer_start(matchstate, session, time_budget_ms, method,
+arrived)``, called on the event loop, which answers at once (a blueprint lookup: parse, walk,
+bucket, about 0.1-0.5 ms of CPU; a fallback; a session's solved subgame) or returns a pending
+solve that the handler awaits on the loop, holding no thread, until its ``answer_by``: the solving
+responder decides there, at arrival, whether a solve can start in time given the solves running
+and queued (else it answers from the blueprint at once), so no request waits for a thread past
+its budget. Otherwise ``answer_fast`` (same arguments) is called on the loop and may return None,
+and ``responder.answer`` then runs in a thread pool (``threads``, default 8). Lookups stay on the
+loop because a hop to a pool thread costs more than the lookup itself (and, under the GIL, up to a
+switch interval of waiting). ``GET /metrics`` adds the responder's ``metrics()`` (the solving
+responder: memory budget, cache bytes and entries, evictions, solver queue).
 """
 
 from __future__ import annotations
@@ -41,7 +49,9 @@ import asyncio
 import collections
 import contextlib
 import functools
+import hmac
 import inspect
+import json
 import math
 import signal
 import socket
@@ -54,10 +64,17 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from serving.responder import MAX_SESSION_LEN, MAX_TIME_BUDGET_MS, QueryError, Responder
 
 LATENCY_WINDOW = 10_000  # latencies kept per source for the percentiles in /metrics
+MAX_BODY_BYTES = 64 * 1024  # a request body larger than this is refused (413)
+MAX_INFLIGHT_PER_CLIENT = 128  # requests one client address may have in flight (more: 429)
+#: paths that need no bearer token and count against no client's in-flight cap
+OPEN_PATHS = frozenset({"/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+#: the ASGI scope key under which the guard records a request's arrival (time.perf_counter)
+ARRIVED = "mccfr.arrived"
 
 
 class StrategyRequest(BaseModel):
@@ -90,11 +107,12 @@ class StrategyResponse(BaseModel):
     source: Literal["blueprint", "subgame"]
     method: str | None = Field(description="the solve method (subgame answers; with fallback: the one asked for)")
     elapsed_ms: float = Field(description="server time from the handler's start to the answer")
-    fallback: Literal["busy", "budget", "deadline"] | None = Field(
+    fallback: Literal["busy", "budget", "deadline", "memory"] | None = Field(
         None,
-        description="why a query that asked for a solve got the blueprint's answer instead: every solver "
-        "thread busy for the rest of its budget (busy), a solve of its round needs more than the budget "
-        "(budget), the solve did not finish usefully in time (deadline)",
+        description="why a query that asked for a solve got the blueprint's answer instead: the solver "
+        "threads and their queue are taken for the rest of its budget (busy), a solve of its round needs "
+        "more than the budget (budget), the solve did not finish usefully in time (deadline), the solve's "
+        "memory does not fit the server's memory budget (memory)",
     )
     reused: bool | None = Field(None, description="subgame answers: the session's solved subgame was reused")
     iterations: int | None = Field(None, description="subgame answers: solver iterations")
@@ -119,6 +137,7 @@ class Metrics:
         self.by_status: collections.Counter[int] = collections.Counter()
         self.errors: collections.Counter[str] = collections.Counter()
         self.answers: collections.Counter[str] = collections.Counter()
+        self.fallbacks: collections.Counter[str] = collections.Counter()
         self.latency: dict[str, collections.deque[float]] = {}
         self.in_flight = 0
 
@@ -127,11 +146,13 @@ class Metrics:
             self.requests += 1
             self.in_flight += 1
 
-    def answered(self, source: str, ms: float) -> None:
+    def answered(self, source: str, ms: float, fallback: str | None = None) -> None:
         with self._lock:
             self.in_flight -= 1
             self.by_status[200] += 1
             self.answers[source] += 1
+            if fallback is not None:
+                self.fallbacks[fallback] += 1
             self.latency.setdefault(source, collections.deque(maxlen=self._window)).append(ms)
 
     def failed(self, status: int, kind: str) -> None:
@@ -141,7 +162,8 @@ class Metrics:
             self.errors[kind] += 1
 
     def invalid(self, kind: str, status: int) -> None:
-        """A request refused before it reached the handler (its body did not validate)."""
+        """A request refused before it reached the handler (its body did not validate; no or a
+        wrong bearer token; a body over the limit; too many requests in flight)."""
         with self._lock:
             self.requests += 1
             self.by_status[status] += 1
@@ -156,6 +178,7 @@ class Metrics:
                 "in_flight": self.in_flight,
                 "responses": {str(k): v for k, v in sorted(self.by_status.items())},
                 "answers": dict(self.answers),
+                "fallbacks": dict(self.fallbacks),
                 "errors": dict(self.errors),
             }
         out["latency_ms"] = {s: _percentiles(v) for s, v in lat.items()}
@@ -185,20 +208,183 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "invalid request: " + "; ".join(parts)
 
 
-def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] | None = None) -> FastAPI:
+async def _send_error(send, status: int, kind: str, message: str, headers: list | None = None,
+                      close: bool = False) -> None:
+    """An ``{"error", "kind"}`` JSON response straight on the ASGI ``send`` (the guard's refusals)."""
+    body = json.dumps({"error": message, "kind": kind}).encode()
+    hdrs = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:  # the rest of the request is not read: the connection cannot carry another one
+        hdrs.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": hdrs + list(headers or [])})
+    await send({"type": "http.response.body", "body": body})
+
+
+class Guard:
+    """ASGI middleware in front of the service, for a network it does not own. For every HTTP
+    request it records the arrival (``scope[ARRIVED]``, a :func:`time.perf_counter` instant: time
+    budgets count from it), then on every path but :data:`OPEN_PATHS` (``/healthz``, the API's
+    description):
+
+    * with ``api_key``: the request must carry ``Authorization: Bearer <api_key>``, else 401
+      ``unauthorized`` (compared in constant time);
+    * with ``max_inflight_per_client``: one client address may have that many requests in
+      flight; one more is 429 ``too_many_requests`` at once;
+    * with ``max_body_bytes``: a body longer than that is 413 ``body_too_large``: at once when
+      ``Content-Length`` says so (nothing of the body is read), else as soon as the bytes read
+      pass the limit (a chunked body); at most ``max_body_bytes`` are ever buffered. The
+      connection is closed after a 413 (the rest of the body is never read).
+
+    Each refusal is a JSON ``{"error", "kind"}`` like the service's other errors, and counted
+    in ``metrics`` (a :class:`Metrics`)."""
+
+    def __init__(self, app, metrics: Metrics | None = None, api_key: str | None = None,
+                 max_body_bytes: int | None = MAX_BODY_BYTES,
+                 max_inflight_per_client: int | None = MAX_INFLIGHT_PER_CLIENT):
+        self.app = app
+        self.metrics = metrics
+        self._key = None if api_key is None else f"Bearer {api_key}".encode()
+        self.max_body_bytes = max_body_bytes
+        self.max_inflight = max_inflight_per_client
+        self.inflight: collections.Counter[str] = collections.Counter()
+
+    async def _refuse(self, send, status: int, kind: str, message: str, **kw) -> None:
+        if self.metrics is not None:
+            self.metrics.invalid(kind, status)
+        await _send_error(send, status, kind, message, **kw)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        scope[ARRIVED] = time.perf_counter()
+        if scope.get("path") in OPEN_PATHS:
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or ())
+        if self._key is not None:
+            got = headers.get(b"authorization")
+            if got is None or not hmac.compare_digest(got.strip(), self._key):
+                what = "no bearer token" if got is None else "a wrong bearer token"
+                return await self._refuse(
+                    send, 401, "unauthorized",
+                    f"this server needs 'Authorization: Bearer <key>' (the key of mccfr serve --api-key); "
+                    f"the request has {what}",
+                    headers=[(b"www-authenticate", b'Bearer realm="mccfr"')])
+        client = (scope.get("client") or ("unknown",))[0]
+        if self.max_inflight is not None and self.inflight[client] >= self.max_inflight:
+            return await self._refuse(
+                send, 429, "too_many_requests",
+                f"client {client} has {self.inflight[client]} requests in flight, the most this server "
+                f"allows one client (--max-inflight-per-client {self.max_inflight}): wait for answers first",
+                headers=[(b"retry-after", b"1")])
+        self.inflight[client] += 1
+        try:
+            limit = self.max_body_bytes
+            if limit is None:
+                return await self.app(scope, receive, send)
+            length = headers.get(b"content-length")
+            if length is not None:
+                try:
+                    n = int(length)
+                except ValueError:
+                    n = -1
+                if n < 0:
+                    return await self._refuse(send, 400, "bad_request",
+                                              f"Content-Length {length[:40]!r} is not a byte count", close=True)
+                if n > limit:
+                    return await self._refuse(
+                        send, 413, "body_too_large",
+                        f"the request body is {n:,} bytes; this server takes at most {limit:,}", close=True)
+            chunks, total = [], 0
+            while True:
+                msg = await receive()
+                if msg["type"] != "http.request":  # the client went away
+                    return
+                body = msg.get("body", b"")
+                total += len(body)
+                if total > limit:
+                    return await self._refuse(
+                        send, 413, "body_too_large",
+                        f"the request body is over {limit:,} bytes, the most this server takes", close=True)
+                chunks.append(body)
+                if not msg.get("more_body", False):
+                    break
+            data = b"".join(chunks)
+            sent = False
+
+            async def replay():
+                nonlocal sent
+                if not sent:
+                    sent = True
+                    return {"type": "http.request", "body": data, "more_body": False}
+                return await receive()
+
+            return await self.app(scope, replay, send)
+        finally:
+            self.inflight[client] -= 1
+            if self.inflight[client] <= 0:
+                del self.inflight[client]
+
+
+async def await_pending(pending) -> dict[str, Any]:
+    """The answer of a :class:`serving.responder.PendingAnswer`, awaited on the running event loop
+    without holding a thread: its ``future`` until ``answer_by``, else ``give_up()``."""
+    fut = pending.future
+    if not fut.done():
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+
+        def wake() -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        def done(_f) -> None:  # in the solver thread
+            try:
+                loop.call_soon_threadsafe(wake)
+            except RuntimeError:  # the loop has closed (shutdown): nobody waits
+                pass
+
+        fut.add_done_callback(done)
+        timeout = pending.answer_by - time.perf_counter()
+        if timeout <= 0:
+            return pending.give_up()
+        try:
+            await asyncio.wait_for(waiter, timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            if not fut.done():
+                return pending.give_up()
+    return pending.finish()
+
+
+_HTTP_KINDS = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "body_too_large",
+               415: "unsupported_media_type", 429: "too_many_requests"}
+
+
+def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] | None = None, *,
+               api_key: str | None = None, max_body_bytes: int | None = MAX_BODY_BYTES,
+               max_inflight_per_client: int | None = MAX_INFLIGHT_PER_CLIENT) -> FastAPI:
     """The FastAPI application serving ``responder`` (module docstring). ``describe``: extra fields
-    for ``/healthz`` (the run directory, ...)."""
+    for ``/healthz`` (the run directory, ...). ``api_key``, ``max_body_bytes``,
+    ``max_inflight_per_client``: the :class:`Guard` in front of it (None: no such check)."""
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
+    if api_key is not None and (not api_key or not api_key.isprintable() or api_key != api_key.strip()):
+        raise ValueError("the API key must be a non-empty string of printable characters without surrounding spaces")
+    if max_body_bytes is not None and max_body_bytes < 1:
+        raise ValueError(f"max_body_bytes must be >= 1, got {max_body_bytes}")
+    if max_inflight_per_client is not None and max_inflight_per_client < 1:
+        raise ValueError(f"max_inflight_per_client must be >= 1, got {max_inflight_per_client}")
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mccfr-query")
     metrics = Metrics()
+    start = getattr(responder, "answer_start", None)
     fast = getattr(responder, "answer_fast", None)
     # responders that take the request's arrival count their time budget from it
     timed = "arrived" in inspect.signature(responder.answer).parameters
     fast_timed = fast is not None and "arrived" in inspect.signature(fast).parameters
+    extra_metrics = getattr(responder, "metrics", None)
     info = dict(describe or {})
     if hasattr(responder, "describe"):
         info.update(responder.describe())
+    info.update(auth="bearer" if api_key is not None else None, max_body_bytes=max_body_bytes,
+                max_inflight_per_client=max_inflight_per_client)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -213,28 +399,55 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
         description="Strategy queries by ACPC MATCHSTATE: blueprint lookups and subgame solving.",
         responses={
             400: {"model": ErrorResponse},
+            401: {"model": ErrorResponse},
             409: {"model": ErrorResponse},
+            413: {"model": ErrorResponse},
             422: {"model": ErrorResponse},
+            429: {"model": ErrorResponse},
         },
     )
     app.state.responder = responder
     app.state.metrics = metrics
     app.state.pool = pool
+    app.add_middleware(Guard, metrics=metrics, api_key=api_key, max_body_bytes=max_body_bytes,
+                       max_inflight_per_client=max_inflight_per_client)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         metrics.invalid("invalid_request", 422)
         return JSONResponse({"error": _validation_message(exc), "kind": "invalid_request"}, status_code=422)
 
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """FastAPI's own refusals (an unknown path, a wrong method, a body it cannot decode) in the
+        service's error format."""
+        kind = _HTTP_KINDS.get(exc.status_code, "http_error")
+        detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail, default=str)
+        if exc.status_code == 400 and "parsing the body" in detail:
+            cause = exc.__cause__
+            if isinstance(cause, RecursionError):
+                detail = "invalid request: the body's JSON is nested too deeply"
+            elif isinstance(cause, UnicodeError):
+                detail = "invalid request: the body is not JSON text in UTF-8"
+            else:
+                detail = f"invalid request: the body cannot be parsed ({type(cause).__name__ if cause else 'unknown'})"
+        metrics.invalid(kind, exc.status_code)
+        return JSONResponse({"error": detail, "kind": kind}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
     @app.post("/v1/strategy", response_model=StrategyResponse)
-    async def strategy(req: StrategyRequest) -> JSONResponse:
+    async def strategy(req: StrategyRequest, request: Request) -> JSONResponse:
         """The acting seat's strategy at a match state."""
-        t0 = time.perf_counter()
+        t0 = request.scope.get(ARRIVED) or time.perf_counter()
         metrics.begin()
         args = (req.matchstate, req.session, req.time_budget_ms, req.method)
         try:
             out = None
-            if fast is not None:
+            if start is not None:  # decided on the loop; a solve is awaited without a thread
+                out = start(*args, arrived=t0)
+                if not isinstance(out, dict):
+                    out = await await_pending(out)
+            elif fast is not None:
                 out = fast(*args, arrived=t0) if fast_timed else fast(*args)
             if out is None:
                 call = functools.partial(responder.answer, *args, **({"arrived": t0} if timed else {}))
@@ -249,12 +462,12 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
             )
         out = dict(out)
         out["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
-        metrics.answered(out["source"], out["elapsed_ms"])
+        metrics.answered(out["source"], out["elapsed_ms"], out.get("fallback"))
         return JSONResponse(out)
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:
-        """Liveness and what is served."""
+        """Liveness and what is served (needs no token)."""
         return {
             "status": "ok",
             "responder": type(responder).__name__,
@@ -266,8 +479,13 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
 
     @app.get("/metrics")
     async def get_metrics() -> dict[str, Any]:
-        """Request counts, errors by kind, latency percentiles (ms) per answer source."""
-        return metrics.snapshot()
+        """Request counts, errors by kind, latency percentiles (ms) per answer source; with a
+        solving responder also ``memory`` (budget, cache bytes and entries, evictions) and
+        ``solver`` (threads, running, queued, outcomes, per-round costs)."""
+        out = metrics.snapshot()
+        if extra_metrics is not None:
+            out.update(extra_metrics())
+        return out
 
     return app
 
@@ -338,7 +556,13 @@ class ThreadedServer:
 
 
 __all__ = [
+    "ARRIVED",
+    "Guard",
+    "MAX_BODY_BYTES",
+    "MAX_INFLIGHT_PER_CLIENT",
     "Metrics",
+    "OPEN_PATHS",
+    "await_pending",
     "StrategyRequest",
     "StrategyResponse",
     "ThreadedServer",

@@ -1,4 +1,4 @@
-"""Play-time solving: subgames re-solved from blueprint values (see DESIGN.md, ``subgame/``).
+"""Play-time solving: subgames re-solved from blueprint values (docs/architecture.md, sections 1 and 3).
 
 ``subgame.solve(sub, method=..., time_budget=..., iterations=...) -> Solution`` is
 :func:`subgame.solver.solve`; ``subgame.Subgame`` and ``subgame.Solution`` its types. They load

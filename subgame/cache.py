@@ -1,4 +1,6 @@
-"""The solved subgame of the current hand, reused while later states of the hand stay inside it.
+"""Solved subgames kept for reuse: the current hand's (:class:`SubgameCache`) and, for the query
+service, one per session under a memory budget in bytes (:class:`SessionCache`), sized by
+:func:`nbytes`.
 
 Shared by the solving player (:mod:`evaluation.solving`) and the query service's sessions
 (:mod:`serving.responder`).
@@ -6,12 +8,104 @@ Shared by the solving player (:mod:`evaluation.solving`) and the query service's
 
 from __future__ import annotations
 
-from typing import Optional
+import collections
+import dataclasses
+import sys
+import threading
+from typing import Any, Optional
+
+import numpy as np
 
 from holdem.state import State
 from subgame.nested import node_of_state
 from subgame.solver import Solution
 from subgame.tree import SubgameError
+
+#: lists and tuples longer than this whose items are not arrays are measured on a sample of
+#: :data:`_SAMPLE` evenly spaced items, scaled to the length (a turn subgame's tree keeps one
+#: ``Betting`` per node: tens of thousands of small objects; measuring each would hold the GIL
+#: for a large part of a second)
+_SAMPLE_ABOVE = 512
+_SAMPLE = 128
+
+
+def _shared_types() -> tuple[type, ...]:
+    """Objects that a solution refers to but does not own (one per game, run or process)."""
+    from holdem.gamedef import GameDef
+
+    out: list[type] = [GameDef, type, type(sys), type(_shared_types), type(len)]
+    try:
+        from abstraction.bets import BetAbstraction
+
+        out.append(BetAbstraction)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(out)
+
+
+def nbytes(obj: Any, python: bool = True) -> int:
+    """Bytes held by ``obj`` (a :class:`~subgame.solver.Solution`, a public tree, a subgame, or
+    containers of them): every numpy array reachable through dataclass fields, instance
+    attributes, lists, tuples, sets and dicts, each memory buffer counted once (a view counts its
+    base array's ``nbytes``, once however many views share it), plus with ``python`` the Python
+    objects walked (``sys.getsizeof``: containers, dataclass instances and their attribute
+    dicts, numbers, strings). Objects shared with the rest of the process (the game definition,
+    the bet abstraction, functions, classes, modules) are not followed.
+
+    With ``python=False`` the result is exactly the sum of ``a.nbytes`` over the distinct arrays
+    that own their memory (tests check it against numpy). Long lists of small Python objects are
+    measured on a sample, scaled up (:data:`_SAMPLE_ABOVE`)."""
+    shared = _shared_types()
+    seen: set[int] = set()
+    buffers: set[int] = set()
+    total = 0
+    stack: list[tuple[Any, float]] = [(obj, 1.0)]
+    while stack:
+        o, w = stack.pop()
+        if o is None or isinstance(o, (bool, shared)) or callable(o) and not dataclasses.is_dataclass(o):
+            continue
+        oid = id(o)
+        if oid in seen:
+            continue
+        seen.add(oid)
+        if isinstance(o, np.ndarray):
+            base = o
+            while isinstance(base.base, np.ndarray):
+                base = base.base
+            if id(base) not in buffers:  # the array that owns the memory (or wraps a foreign buffer)
+                buffers.add(id(base))
+                total += w * base.nbytes
+                if python:  # the array objects' headers
+                    total += w * (sys.getsizeof(base) - (base.nbytes if base.flags.owndata else 0))
+            continue
+        if python:
+            total += w * sys.getsizeof(o)
+        if isinstance(o, (str, bytes, bytearray, int, float, complex, np.generic)):
+            continue
+        if isinstance(o, dict):
+            for k, v in o.items():
+                stack.append((k, w))
+                stack.append((v, w))
+            continue
+        if isinstance(o, (list, tuple, set, frozenset, collections.deque)):
+            items = list(o)
+            if len(items) > _SAMPLE_ABOVE and not isinstance(items[0], np.ndarray):
+                step = len(items) / _SAMPLE
+                sample = [items[int(i * step)] for i in range(_SAMPLE)]
+                scale = w * len(items) / _SAMPLE
+                stack.extend((x, scale) for x in sample)
+            else:
+                stack.extend((x, w) for x in items)
+            continue
+        d = getattr(o, "__dict__", None)
+        if d is not None:
+            if python:
+                total += w * sys.getsizeof(d)
+            stack.extend((v, w) for v in d.values())
+        for name in getattr(type(o), "__slots__", ()):
+            if hasattr(o, name):
+                stack.append((getattr(o, name), w))
+    return int(total)
 
 
 class SubgameCache:
@@ -24,13 +118,144 @@ class SubgameCache:
     def lookup(self, state: State, key) -> Optional[tuple[Solution, int]]:
         if self.sol is None or key != self.key:
             return None
-        try:
-            n = node_of_state(self.sol.tree, state)
-        except SubgameError:
-            return None
-        if int(self.sol.tree.player[n]) != state.viewer:
-            return None
-        return self.sol, n
+        return _node_in(self.sol, state)
 
     def store(self, sol: Solution, key) -> None:
         self.sol, self.key = sol, key
+
+
+def _node_in(sol: Solution, state: State) -> Optional[tuple[Solution, int]]:
+    """``(sol, node of state)`` when ``state`` lies in the solved subgame at a decision of its viewer."""
+    try:
+        n = node_of_state(sol.tree, state)
+    except SubgameError:
+        return None
+    if int(sol.tree.player[n]) != state.viewer:
+        return None
+    return sol, n
+
+
+#: bytes counted per entry beside its solution: the session string, the key, the entry's slot
+ENTRY_OVERHEAD = 512
+
+
+class SessionCache:
+    """One solved subgame per session (the hand's latest), least recently used first out, within
+    ``budget`` bytes (thread-safe).
+
+    The budget covers the cached solutions, each sized by :func:`nbytes` when stored, and the
+    memory that solves in flight reserve (:meth:`reserve`, :meth:`release`): what a solve holds
+    while it runs. Room is made by evicting the least recently used sessions (a lookup or a store
+    makes a session the most recent). A reservation larger than the budget less the other
+    reservations is refused (nothing to evict would make room): the caller answers without
+    solving. A solution larger than what the budget can hold next to the reservations is not
+    cached (:attr:`rejected`). ``max_entries`` optionally bounds the sessions as well.
+    """
+
+    def __init__(self, budget: int, max_entries: Optional[int] = None):
+        if budget < 0:
+            raise ValueError(f"the memory budget must be >= 0 bytes, got {budget}")
+        if max_entries is not None and max_entries < 1:
+            raise ValueError(f"max_entries must be >= 1, got {max_entries}")
+        self.budget = int(budget)
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._entries: collections.OrderedDict[str, tuple[Solution, Any, int]] = collections.OrderedDict()
+        self.bytes = 0  # of the cached entries
+        self.reserved = 0  # by solves in flight
+        self.evictions = 0  # entries evicted to make room
+        self.evicted_bytes = 0
+        self.rejected = 0  # solutions too big to cache
+        self.refused = 0  # reservations refused
+        self.stored = 0
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, session: str) -> bool:
+        return session in self._entries
+
+    def lookup(self, session: str, state: State, key) -> Optional[tuple[Solution, int]]:
+        """``(solution, node of state)`` when the session's cached subgame (solved for ``key``)
+        contains ``state`` at a decision of its viewer, else None."""
+        with self._lock:
+            e = self._entries.get(session)
+            if e is not None:
+                self._entries.move_to_end(session)
+        hit = None
+        if e is not None and e[1] == key:
+            hit = _node_in(e[0], state)
+        with self._lock:
+            if hit is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+        return hit
+
+    def _evict_until(self, free: int) -> None:
+        """Evict least recently used entries until ``free`` bytes are free (lock held)."""
+        while self._entries and self.bytes + self.reserved + free > self.budget:
+            _, (_, _, size) = self._entries.popitem(last=False)
+            self.bytes -= size
+            self.evictions += 1
+            self.evicted_bytes += size
+
+    def reserve(self, size: int) -> bool:
+        """Reserve ``size`` bytes for a solve in flight, evicting as needed; False (nothing
+        reserved, nothing evicted) when the budget less the other reservations is too small."""
+        size = max(0, int(size))
+        with self._lock:
+            if self.reserved + size > self.budget:
+                self.refused += 1
+                return False
+            self._evict_until(size)
+            self.reserved += size
+            return True
+
+    def release(self, size: int) -> None:
+        with self._lock:
+            self.reserved = max(0, self.reserved - max(0, int(size)))
+
+    def store(self, session: str, sol: Solution, key, size: Optional[int] = None) -> bool:
+        """Cache ``sol`` (solved for ``key``) as ``session``'s subgame, replacing the session's
+        previous one, evicting others as needed. ``size``: its :func:`nbytes` (measured here when
+        None). False when it cannot fit next to the reservations (then nothing is cached for the
+        session)."""
+        size = (nbytes(sol) if size is None else int(size)) + ENTRY_OVERHEAD
+        with self._lock:
+            old = self._entries.pop(session, None)
+            if old is not None:
+                self.bytes -= old[2]
+            if self.reserved + size > self.budget:
+                self.rejected += 1
+                return False
+            self._evict_until(size)
+            if self.max_entries is not None:
+                while len(self._entries) >= self.max_entries:
+                    _, (_, _, s) = self._entries.popitem(last=False)
+                    self.bytes -= s
+                    self.evictions += 1
+                    self.evicted_bytes += s
+            self._entries[session] = (sol, key, size)
+            self.bytes += size
+            self.stored += 1
+            return True
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.bytes = 0
+
+    def snapshot(self) -> dict[str, int]:
+        """The figures ``/metrics`` reports: bytes and entries cached, the budget, reservations,
+        evictions, and the store / lookup counts."""
+        with self._lock:
+            return {"budget_bytes": self.budget, "cache_bytes": self.bytes, "cache_entries": len(self._entries),
+                    "reserved_bytes": self.reserved, "evictions": self.evictions,
+                    "evicted_bytes": self.evicted_bytes, "stored": self.stored, "rejected": self.rejected,
+                    "refused": self.refused, "hits": self.hits, "misses": self.misses}
+
+
+__all__ = ["ENTRY_OVERHEAD", "SessionCache", "SubgameCache", "nbytes"]

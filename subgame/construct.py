@@ -12,9 +12,10 @@
   (whose continuation trees are cheap); earlier rounds contribute nothing, which only makes the reach
   variants more conservative.
 
-:func:`blueprint_sigma` lifts the blueprint's strategy onto a :class:`~subgame.tree.PublicTree`
-built from the same betting abstraction (the solver's ``sigma`` layout), so the subgame kernels can
-evaluate the blueprint itself.
+:func:`blueprint_sigma` lifts the blueprint's strategy onto a subgame's public tree (a
+:class:`~abstraction.tree.BettingTree` with chance nodes) built from the same betting abstraction
+(the solver's ``sigma`` layout), so the subgame kernels can evaluate the blueprint itself;
+:func:`map_to_blueprint` matches the two trees node by node.
 """
 
 from __future__ import annotations
@@ -23,21 +24,21 @@ from typing import Optional
 
 import numpy as np
 
-from abstraction.bets import KIND_DECISION as BT_DECISION
 from abstraction.bets import BetAbstraction
-from blueprint.blueprint import Blueprint, BlueprintError
+from abstraction.tree import KIND_CHANCE, KIND_DECISION, BettingTree
+from blueprint.blueprint import Blueprint, BlueprintError, NotADecisionError, viewer_decision
 from holdem.state import State
 from subgame import kernels as K
-from subgame.solver import Subgame, _Engine
-from subgame.tree import KIND_CHANCE, KIND_DECISION, PublicTree, SubgameError, build_public_tree
+from subgame.solver import Subgame, Engine
+from subgame.tree import SubgameError, board_hands, build_subgame_tree
 
 
 def _hand_buckets_for(bp: Blueprint, hands: np.ndarray, board: tuple[int, ...], r: int) -> np.ndarray:
-    from blueprint.evaluate import _hand_buckets
+    from blueprint.evaluate import hand_buckets
 
     g = bp.gamedef
     kind, iso, table, offsets = bp.cards.kernel_args()
-    return _hand_buckets(kind, hands.astype(np.int64), np.array(board, np.int64), r, g.num_hole_cards,
+    return hand_buckets(kind, hands.astype(np.int64), np.array(board, np.int64), r, g.num_hole_cards,
                          np.array(g.num_board_cards, np.int64), g.deck_size, g.num_suits, g.num_ranks, iso, table,
                          offsets)
 
@@ -69,7 +70,7 @@ def node_probs(bp: Blueprint, n: int, buckets: np.ndarray) -> np.ndarray:
     return bp.probs[s : s + nb * na].reshape(nb, na)[buckets]
 
 
-def map_to_blueprint(tree: PublicTree, bp: Blueprint, node: int, strict: bool = True) -> np.ndarray:
+def map_to_blueprint(tree: BettingTree, bp: Blueprint, node: int, strict: bool = True) -> np.ndarray:
     """Abstract node of every public node of ``tree`` (built from abstract node ``node``'s state
     with the blueprint's own bets); chance nodes map to the node after the round ends.
 
@@ -88,7 +89,7 @@ def map_to_blueprint(tree: PublicTree, bp: Blueprint, node: int, strict: bool = 
         if k == KIND_CHANCE:
             out[kids] = v
         elif k == KIND_DECISION:
-            if bt.kind[v] != BT_DECISION or (strict and int(bt.num_actions[v]) != len(kids)):
+            if bt.kind[v] != KIND_DECISION or (strict and int(bt.num_actions[v]) != len(kids)):
                 raise SubgameError(f"public node {u} does not match abstract node {bt.betting_string(int(v))!r}")
             if strict:
                 out[kids] = bt.children(int(v))
@@ -103,7 +104,7 @@ def map_to_blueprint(tree: PublicTree, bp: Blueprint, node: int, strict: bool = 
     return out
 
 
-def blueprint_sigma(bp: Blueprint, tree: PublicTree, node_map: np.ndarray, cache: Optional[BucketCache] = None,
+def blueprint_sigma(bp: Blueprint, tree: BettingTree, node_map: np.ndarray, cache: Optional[BucketCache] = None,
                     translate: bool = False) -> np.ndarray:
     """float32 [rows, H]: the blueprint's strategy on ``tree`` (blocked hands get uniform rows).
 
@@ -113,12 +114,13 @@ def blueprint_sigma(bp: Blueprint, tree: PublicTree, node_map: np.ndarray, cache
     :meth:`~blueprint.blueprint.Blueprint.strategy` plays it with an rng (each of the history's
     off-tree raises mapped to its neighbours with their translation probabilities, afresh at every
     decision, so a node's strategy is the mixture of the neighbours' strategies)."""
-    cache = cache or BucketCache(bp, tree.hands)
+    hands = board_hands(tree).hands
+    cache = cache or BucketCache(bp, hands)
     bt = bp.tree
-    sigma = np.zeros((tree.num_rows, tree.num_hands), np.float32)
+    sigma = np.zeros((tree.num_rows, len(hands)), np.float32)
     for u in np.nonzero(tree.kind == KIND_DECISION)[0]:
         v = int(node_map[u])
-        A = int(tree.num_children[u])
+        A = int(tree.num_actions[u])
         r0 = int(tree.row[u])
         sigma[r0 : r0 + A] = 1.0 / A
         board = tree.boards[tree.board[u]]
@@ -138,20 +140,20 @@ def blueprint_sigma(bp: Blueprint, tree: PublicTree, node_map: np.ndarray, cache
     return sigma
 
 
-def _translated_rows(bp: Blueprint, tree: PublicTree, u: int, sigma: np.ndarray, cache: BucketCache) -> None:
+def _translated_rows(bp: Blueprint, tree: BettingTree, u: int, sigma: np.ndarray, cache: BucketCache) -> None:
     """The blueprint's translated strategy at public node ``u`` (off its tree) into ``sigma``'s rows."""
     from holdem.betting import CALL, FOLD, RAISE
 
     bt = bp.tree
-    b = tree.bettings[u]
-    A = int(tree.num_children[u])
+    b = tree.betting(u)
+    A = int(tree.num_actions[u])
     r0, cs = int(tree.row[u]), int(tree.child_start[u])
     kinds = [int(tree.edge_kind[cs + j]) for j in range(A)]
     tos = [int(tree.edge_to[cs + j]) for j in range(A)]
     board = tree.boards[tree.board[u]]
-    acc = np.zeros((A, tree.num_hands))
+    acc = np.zeros((A, board_hands(tree).num_hands))
     for v, q in bp.node_distribution(b):
-        if v < 0 or bt.kind[v] != BT_DECISION or int(bt.player[v]) != int(tree.player[u]):
+        if v < 0 or bt.kind[v] != KIND_DECISION or int(bt.player[v]) != int(tree.player[u]):
             raise SubgameError(f"translation of {b.betting_string()!r} leaves the blueprint's tree")
         idx, bk = cache(board, int(bt.round[v]))
         probs = node_probs(bp, v, bk)
@@ -202,14 +204,14 @@ def blueprint_ranges(bp: Blueprint, n: int, board: tuple[int, ...], hands: np.nd
 
 
 def blueprint_values(bp: Blueprint, n: int, board: tuple[int, ...], ranges: np.ndarray, seat: int,
-                     cache: Optional[BucketCache] = None, tree: Optional[PublicTree] = None):
+                     cache: Optional[BucketCache] = None, tree: Optional[BettingTree] = None):
     """(best-response values, blueprint values) of ``seat``'s hands from abstract node ``n`` to the
     end of the hand, against the other seat's ``ranges`` (counterfactual, per hand)."""
     if tree is None:
-        tree = build_public_tree(bp.gamedef, bp._betting_at(n), board, bp_bets(bp))
+        tree = build_subgame_tree(bp.gamedef, bp.betting_at(n), board, bp_bets(bp))
     nm = map_to_blueprint(tree, bp, n)
     sigma = blueprint_sigma(bp, tree, nm, cache)
-    e = _Engine(tree)
+    e = Engine(tree)
     br = e.walk(sigma, ranges, seat, K.MODE_BR)
     ev = e.walk(sigma, ranges, seat, K.MODE_EV)
     return br, ev, (tree, e, sigma)
@@ -237,10 +239,10 @@ def gifts(bp: Blueprint, n: int, board: tuple[int, ...], hands: np.ndarray, seat
         if int(bt.round[m]) != rnd or int(bt.player[m]) != seat:
             continue
         r_m = blueprint_ranges(bp, m, board, hands, cache)
-        tree = build_public_tree(g, bp._betting_at(m), _board_at_round(g, board, rnd), bp_bets(bp))
+        tree = build_subgame_tree(g, bp.betting_at(m), _board_at_round(g, board, rnd), bp_bets(bp))
         nm = map_to_blueprint(tree, bp, m)
         sigma = blueprint_sigma(bp, tree, nm, cache)
-        e = _Engine(tree)
+        e = Engine(tree)
         e.walk(sigma, r_m, seat, K.MODE_EV if estimate else K.MODE_BR)
         vals = e.root_child_values()  # [A, H] counterfactual values of each action
         gap = vals.max(axis=0) - vals[a]
@@ -250,18 +252,14 @@ def gifts(bp: Blueprint, n: int, board: tuple[int, ...], hands: np.ndarray, seat
 
 
 def decision_state(bp: Blueprint, matchstate: str | State) -> State:
-    """``matchstate`` parsed, checked to be a decision of its viewer (the seat solving), or
-    :class:`SubgameError` naming what it is instead."""
+    """``matchstate`` parsed, checked to be a decision of its viewer (the seat solving) by
+    :func:`blueprint.blueprint.viewer_decision`, whose error comes as a :class:`SubgameError` with
+    the same message."""
     state = matchstate if isinstance(matchstate, State) else bp.game.state(matchstate)
-    if state.viewer is None:
-        raise SubgameError("solving needs a MATCHSTATE (the viewer's cards), not a dealer STATE")
-    if state.is_terminal():
-        raise SubgameError("the hand is over: nothing to solve")
-    if state.is_chance():
-        raise SubgameError("cards are still to be dealt at this state")
-    if state.current_player() != state.viewer:
-        raise SubgameError(f"seat {state.current_player()} is to act, not the viewer (seat {state.viewer})")
-    return state
+    try:
+        return viewer_decision(state)
+    except NotADecisionError as exc:
+        raise SubgameError(str(exc)) from None
 
 
 def from_matchstate(bp: Blueprint, matchstate: str | State, bets: Optional[BetAbstraction] = None,
@@ -276,7 +274,7 @@ def from_matchstate(bp: Blueprint, matchstate: str | State, bets: Optional[BetAb
         n = bp.node_of(state)
     except BlueprintError as exc:
         raise SubgameError(f"match state not reachable in the blueprint: {exc}") from None
-    if not bp._same_spent(n, state.betting) or bp.tree.kind[n] != BT_DECISION:
+    if not bp.same_spent(n, state.betting) or bp.tree.kind[n] != KIND_DECISION:
         raise SubgameError(
             f"the betting {state.betting.betting_string()!r} is not on the blueprint's tree "
             f"(nearest abstract node {bp.tree.betting_string(n)!r}): use nested solving")

@@ -1,4 +1,4 @@
-"""numba kernels of the range-vectorized subgame solver (see :mod:`subgame.tree` for the arrays).
+"""numba kernels of the range-vectorized subgame solver (arrays: abstraction.tree, subgame.tree).
 
 Compact hand lists. On each board only some hands matter for a seat: those not blocked by the board
 and inside the seat's *support* (the hands its root reach may give weight to; by default every
@@ -6,7 +6,7 @@ unblocked hand). :class:`subgame.tree.HandLists` numbers them ``0 .. nlive[b, s]
 seat; every vector the walk carries (reach, values, strategy rows) is sized to such a list, and a
 chance node maps its board's list to each child board's list (a gather for reach going down, a
 scatter-add for values coming up). Strategy tables are flat in the same layout: decision node ``n``
-of seat ``q`` on board ``b`` owns ``num_children[n]`` rows of ``nlive[b, q]`` entries from
+of seat ``q`` on board ``b`` owns ``num_actions[n]`` rows of ``nlive[b, q]`` entries from
 ``coff[n]`` on.
 
 :func:`walk` is one depth-first pass (an explicit stack, one frame per depth): reach vectors go down
@@ -32,6 +32,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD, KIND_SHOWDOWN
 # the terminal values with card removal live with the full-width ones they generalise
 from blueprint.vector_cfr import fold_values, showdown_values
 
@@ -39,15 +40,15 @@ MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
 
 
 @numba.njit(cache=True, nogil=True)
-def strategy_from(acc, sigma, kind, num_children, row):
+def strategy_from(acc, sigma, kind, num_actions, row):
     """``sigma`` = regret matching of ``acc`` (positive parts normalised; uniform where none), in the
-    full-width ``(rows, H)`` layout of :attr:`PublicTree.row`."""
+    full-width ``(rows, H)`` layout of :attr:`BettingTree.row <abstraction.tree.BettingTree>`."""
     H = acc.shape[1]
     for n in range(kind.shape[0]):
-        if kind[n] != 0:
+        if kind[n] != KIND_DECISION:
             continue
         r0 = row[n]
-        A = num_children[n]
+        A = num_actions[n]
         for h in range(H):
             tot = 0.0
             for a in range(A):
@@ -64,12 +65,12 @@ def strategy_from(acc, sigma, kind, num_children, row):
 
 
 @numba.njit(cache=True, nogil=True)
-def strategy_from_compact(acc, sigma, kind, num_children, board, player, coff, nlive):
+def strategy_from_compact(acc, sigma, kind, num_actions, board, player, coff, nlive):
     """:func:`strategy_from` in the compact layout (``acc`` and ``sigma`` flat, see the module doc)."""
     for n in range(kind.shape[0]):
-        if kind[n] != 0:
+        if kind[n] != KIND_DECISION:
             continue
-        A = num_children[n]
+        A = num_actions[n]
         L = nlive[board[n], player[n]]
         base = coff[n]
         for j in range(L):
@@ -88,15 +89,15 @@ def strategy_from_compact(acc, sigma, kind, num_children, board, player, coff, n
 
 
 @numba.njit(cache=True, nogil=True)
-def compress_strategy(full, out, kind, num_children, board, player, row, coff, nlive, idx):
+def compress_strategy(full, out, kind, num_actions, board, player, row, coff, nlive, idx):
     """``full`` ``(rows, H)`` -> compact ``out`` (each decision's rows restricted to its seat's list)."""
     for n in range(kind.shape[0]):
-        if kind[n] != 0:
+        if kind[n] != KIND_DECISION:
             continue
         b = board[n]
         q = player[n]
         L = nlive[b, q]
-        for a in range(num_children[n]):
+        for a in range(num_actions[n]):
             src = full[row[n] + a]
             base = coff[n] + a * L
             for j in range(L):
@@ -104,15 +105,15 @@ def compress_strategy(full, out, kind, num_children, board, player, row, coff, n
 
 
 @numba.njit(cache=True, nogil=True)
-def expand_strategy(comp, out, kind, num_children, board, player, row, coff, nlive, idx):
+def expand_strategy(comp, out, kind, num_actions, board, player, row, coff, nlive, idx):
     """Compact ``comp`` -> full ``(rows, H)`` ``out``; hands outside a list get the uniform strategy."""
     for n in range(kind.shape[0]):
-        if kind[n] != 0:
+        if kind[n] != KIND_DECISION:
             continue
         b = board[n]
         q = player[n]
         L = nlive[b, q]
-        A = num_children[n]
+        A = num_actions[n]
         for a in range(A):
             dst = out[row[n] + a]
             dst[:] = 1.0 / A
@@ -122,7 +123,7 @@ def expand_strategy(comp, out, kind, num_children, board, player, row, coff, nli
 
 
 @numba.njit(cache=True, nogil=True)
-def max_depth(kind, child_start, num_children, edge_child):
+def max_depth(kind, child_start, num_actions, edge_child):
     """Deepest node below the root (the root at depth 0); nodes are in preorder."""
     N = kind.shape[0]
     depth = np.zeros(N, np.int64)
@@ -131,7 +132,7 @@ def max_depth(kind, child_start, num_children, edge_child):
         d = depth[n]
         if d > best:
             best = d
-        for a in range(num_children[n]):
+        for a in range(num_actions[n]):
             depth[edge_child[child_start[n] + a]] = d + 1
     return best
 
@@ -140,7 +141,7 @@ def max_depth(kind, child_start, num_children, edge_child):
 def _terminal(c, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards, ro, cacc, out):
     o = 1 - p
     b = board[c]
-    if kind[c] == 1:
+    if kind[c] == KIND_FOLD:
         f = player[c]
         u = -float(spent[c, p]) if f == p else float(spent[c, f])
         fold_values(ro, nlive[b, o], cards[b, o], cards[b, p], same[b, p], nlive[b, p], u, cacc, out)
@@ -158,7 +159,7 @@ def _scatter_up(vals, acc, p, pb, cb, nlive, idx, pos):
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True)  # nogil: concurrent solves (the service) use every core
-def walk(kind, player, spent, child_start, num_children, board, deal_count, edge_child, coff,
+def walk(kind, player, spent, child_start, num_actions, board, deal_count, edge_child, coff,
          nlive, idx, pos, cards, same, up, up_cards, down, down_cards,
          sigma, root_reach, p, mode, regret, strat_sum, w_pos, w_neg, floor_zero, s_old, s_new,
          rbuf, cv, sg, tmp, cacc, tot, rid, fn, fa, out):
@@ -177,7 +178,7 @@ def walk(kind, player, spent, child_start, num_children, board, deal_count, edge
         for j in range(nlive[b0, s]):
             rbuf[0, s, j] = root_reach[s, j]
         rid[0, s] = 0
-    if kind[0] == 1 or kind[0] == 2:
+    if kind[0] == KIND_FOLD or kind[0] == KIND_SHOWDOWN:
         _terminal(0, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards, rbuf[0, o], cacc, out)
         return
     d = 0
@@ -190,10 +191,10 @@ def walk(kind, player, spent, child_start, num_children, board, deal_count, edge
         bn = board[n]
         if enter:  # prepare node n at depth d
             enter = False
-            if kn == 0:
+            if kn == KIND_DECISION:
                 if mode == 0:
                     q = player[n]
-                    A = num_children[n]
+                    A = num_actions[n]
                     L = nlive[bn, q]
                     base = coff[n]
                     t = tot
@@ -219,14 +220,15 @@ def walk(kind, player, spent, child_start, num_children, board, deal_count, edge
                 for j in range(nlive[bn, p]):
                     acc[j] = 0.0
         a = fa[d]
-        if a < num_children[n]:
+        if a < num_actions[n]:
             fa[d] = a + 1
             c = edge_child[child_start[n] + a]
             bc = board[c]
             kc = kind[c]
-            if kn == 0:
+            if kn == KIND_DECISION:
                 q = player[n]
-                if q == p and (mode != 0 or kc == 1 or kc == 2):  # the traverser's own reach is not needed
+                # the traverser's own reach is not needed
+                if q == p and (mode != 0 or kc == KIND_FOLD or kc == KIND_SHOWDOWN):
                     rid[d + 1, q] = rid[d, q]
                 else:
                     L = nlive[bn, q]
@@ -250,8 +252,8 @@ def walk(kind, player, spent, child_start, num_children, board, deal_count, edge
                     for j in range(nlive[bc, s]):
                         dst[j] = src[pos[bn, s, idx[bc, s, j]]]
                     rid[d + 1, s] = d + 1
-            if kc == 1 or kc == 2:
-                if kn == 0:
+            if kc == KIND_FOLD or kc == KIND_SHOWDOWN:
+                if kn == KIND_DECISION:
                     _terminal(c, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards,
                               rbuf[rid[d + 1, o], o], cacc, cv[d, a])
                 else:
@@ -267,19 +269,19 @@ def walk(kind, player, spent, child_start, num_children, board, deal_count, edge
         # every child done: node n's values into its parent's slot
         if d == 0:
             dst = out
-        elif kind[fn[d - 1]] == 0:
+        elif kind[fn[d - 1]] == KIND_DECISION:
             dst = cv[d - 1, fa[d - 1] - 1]
         else:
             dst = tmp[d]
         L = nlive[bn, p]
-        if kn == 3:
+        if kn == KIND_CHANCE:
             inv = 1.0 / deal_count[n]
             acc = cv[d, 0]
             for j in range(L):
                 dst[j] = acc[j] * inv
         else:
             q = player[n]
-            A = num_children[n]
+            A = num_actions[n]
             if q != p:
                 for j in range(L):
                     dst[j] = cv[d, 0, j]
@@ -320,5 +322,5 @@ def walk(kind, player, spent, child_start, num_children, board, deal_count, edge
         if d == 0:
             return
         d -= 1
-        if kind[fn[d]] == 3:
+        if kind[fn[d]] == KIND_CHANCE:
             _scatter_up(tmp[d + 1], cv[d, 0], p, board[fn[d]], bn, nlive, idx, pos)

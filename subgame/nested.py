@@ -18,15 +18,15 @@ from typing import Optional
 
 import numpy as np
 
-from abstraction.bets import KIND_DECISION as BT_DECISION
 from abstraction.bets import BetAbstraction
+from abstraction.tree import KIND_CHANCE, KIND_DECISION, BettingTree
 from blueprint.blueprint import Blueprint, BlueprintError
 from holdem.betting import RAISE, Betting
 from holdem.state import State
 from subgame.construct import (BucketCache, blueprint_ranges, blueprint_subgame, blueprint_values, decision_state,
                                from_matchstate, gifts, node_probs)
 from subgame.solver import METHODS, Solution, Subgame, check_interrupt, solve
-from subgame.tree import KIND_CHANCE, KIND_DECISION, PublicTree, SubgameError, all_hands
+from subgame.tree import SubgameError, all_hands
 
 
 def _flat(b: Betting) -> list[tuple[int, int, int]]:
@@ -34,7 +34,7 @@ def _flat(b: Betting) -> list[tuple[int, int, int]]:
 
 
 def real_path_filter(real: Betting):
-    """An ``action_filter`` for :func:`~subgame.tree.build_public_tree` that adds the real hand's
+    """An ``action_filter`` for :func:`~subgame.tree.build_subgame_tree` that adds the real hand's
     next action wherever a node lies on the real path and the bet abstraction lacks it."""
     path = _flat(real)
 
@@ -58,7 +58,7 @@ def first_off_tree(bp: Blueprint, state: State) -> Optional[tuple[int, int, Bett
     b = Betting.initial(bp.gamedef)
     n = 0
     for i, (r, kind, size) in enumerate(_flat(state.betting)):
-        if t.kind[n] != BT_DECISION:
+        if t.kind[n] != KIND_DECISION:
             raise SubgameError(f"the history leaves the blueprint's tree at {t.betting_string(n)!r}")
         s, k = int(t.child_start[n]), int(t.num_actions[n])
         e_hit = None
@@ -73,7 +73,7 @@ def first_off_tree(bp: Blueprint, state: State) -> Optional[tuple[int, int, Bett
     return None
 
 
-def node_of_state(tree: PublicTree, state: State) -> int:
+def node_of_state(tree: BettingTree, state: State) -> int:
     """The node of ``tree`` reached by ``state``'s real history (from the tree's root)."""
     root = _flat(tree.root_betting)
     path = _flat(state.betting)
@@ -95,7 +95,7 @@ def node_of_state(tree: PublicTree, state: State) -> int:
             return n
         _, kind, size = path[i]
         s = int(tree.child_start[n])
-        for e in range(s, s + int(tree.num_children[n])):
+        for e in range(s, s + int(tree.num_actions[n])):
             if int(tree.edge_kind[e]) == kind and (kind != RAISE or tree.game.is_limit or int(tree.edge_to[e]) == size):
                 n = int(tree.edge_child[e])
                 break
@@ -166,7 +166,7 @@ def _translated_edge(bp: Blueprint, m: int, before: Betting, kind: int, size: in
     raises = np.array([i for i in range(k) if int(t.edge_kind[s + i]) == RAISE])
     if not len(raises):
         raise SubgameError(f"a raise where the blueprint has none ({t.betting_string(m)!r})")
-    return bp._translate(m, before, size, raises, None)
+    return bp.translate_raise(m, before, size, raises, None)
 
 
 def solve_state(bp: Blueprint, state: State | str, method: str = "reach-maxmargin", *, time_budget: Optional[float] = 2.0,

@@ -39,11 +39,13 @@ from typing import Optional
 import numpy as np
 
 from abstraction.bets import BetAbstraction
+from blueprint.algo import dcfr_factors
+from blueprint.vector_cfr import fold_values_all
 from holdem.betting import Betting
 from holdem.gamedef import GameDef
 from subgame import kernels as K
-from blueprint.vector_cfr import _fold_values
-from subgame.tree import KIND_DECISION, PublicTree, SubgameError, build_public_tree, hand_lists
+from abstraction.tree import KIND_DECISION, BettingTree
+from subgame.tree import SubgameError, board_hands, build_subgame_tree, hand_lists
 
 METHODS = ("unsafe", "resolve", "maxmargin", "reach-maxmargin", "estimate", "reach-estimate")
 SAFE = ("resolve", "maxmargin", "reach-maxmargin")
@@ -62,8 +64,9 @@ class Subgame:
     estimate: Optional[np.ndarray] = None  # opponent's values under the blueprint itself [H]
     gifts: Optional[np.ndarray] = None  # [H], for reach-maxmargin (same units as alt)
     estimate_gifts: Optional[np.ndarray] = None  # [H], for reach-estimate
-    tree: Optional[PublicTree] = None
+    tree: Optional[BettingTree] = None  # the public tree (built by public_tree())
     action_filter: object = None
+    depth_limit: object = None  # a subgame.depth.DepthLimit: the tree ends with the root's round
 
     def __post_init__(self) -> None:
         self.board = tuple(int(c) for c in self.board)
@@ -78,27 +81,48 @@ class Subgame:
     def pot(self) -> int:
         return self.root.pot()
 
-    def public_tree(self) -> PublicTree:
+    def public_tree(self) -> BettingTree:
         if self.tree is None:
-            self.tree = build_public_tree(self.game, self.root, self.board, self.bets, action_filter=self.action_filter)
+            if self.depth_limit is not None:
+                from subgame.depth import build_depth_limited_tree
+
+                self.tree = build_depth_limited_tree(self.game, self.root, self.board, self.bets,
+                                                     action_filter=self.action_filter)
+            else:
+                self.tree = build_subgame_tree(self.game, self.root, self.board, self.bets,
+                                               action_filter=self.action_filter)
             self.validate()
         return self.tree
 
+    def engine(self, dtype=np.float64, support: Optional[np.ndarray] = None) -> "Engine":
+        """The solver's :class:`Engine` for this subgame's tree (a depth-limited subgame's values
+        its leaves, :mod:`subgame.depth`)."""
+        t = self.public_tree()
+        if self.depth_limit is None:
+            return Engine(t, dtype, support)
+        from subgame.depth import build_leaf_model, make_engine
+
+        dl = self.depth_limit
+        if dl.model is None or dl.model.me != int(self.refine):
+            dl.model = build_leaf_model(t, dl.blueprint, int(self.refine), dl)
+        return make_engine(t, dtype, support, dl.model)
+
     def validate(self) -> None:
         t = self.public_tree() if self.tree is None else self.tree
-        H = t.num_hands
+        bh = board_hands(t)
+        H = bh.num_hands
         r = np.asarray(self.ranges, np.float64)
         if r.shape != (2, H):
             raise SubgameError(f"ranges must be 2 x {H} weights (one per hand), got shape {r.shape}")
         if not np.all(np.isfinite(r)) or (r < 0).any():
             raise SubgameError("ranges must be finite and non-negative")
-        blocked = ~t.valid[t.board[0]]
+        blocked = ~bh.valid[t.board[0]]
         for s in (0, 1):
             bad = np.nonzero(blocked & (r[s] > 0))[0]
             if len(bad):
                 from holdem.cards import cards_str
 
-                h = t.hands[bad[0]]
+                h = bh.hands[bad[0]]
                 raise SubgameError(
                     f"seat {s}'s range gives weight {r[s, bad[0]]:g} to {cards_str(h.tolist(), self.game.num_suits)}, "
                     f"which shares a card with the board ({len(bad)} such hands)")
@@ -133,7 +157,7 @@ class Solution:
     timing: dict = dataclasses.field(default_factory=dict)  # tree_s, iter_s, measure_s (seconds)
 
     @property
-    def tree(self) -> PublicTree:
+    def tree(self) -> BettingTree:
         return self.subgame.tree
 
     def node_strategy(self, n: int) -> dict[str, np.ndarray]:
@@ -159,12 +183,24 @@ class Solution:
             "method": self.method, "iterations": self.iterations, "elapsed_ms": round(self.elapsed_s * 1000, 1),
             "exploitability": self.exploitability, "exploitability_pct_pot": self.exploitability_pct_pot,
             "subgame_exploitability": self.subgame_exploitability, "gadget_gap": self.gadget_gap, "min_margin": self.min_margin, "pot": self.subgame.pot,
-            "nodes": t.num_nodes, "hands": t.num_hands, "boards": len(t.boards),
+            "nodes": t.num_nodes, "hands": board_hands(t).num_hands, "boards": len(t.boards),
             "memory_mb": round(self.state_bytes / 2**20, 1),
+            **self.depth_diagnostics(),
         }
 
+    def depth_diagnostics(self) -> dict:
+        """A depth-limited solve's leaves (its exploitability fields are the depth-limited game's)."""
+        dl = self.subgame.depth_limit
+        if dl is None:
+            return {"depth_limited": False}
+        m = dl.model
+        return {"depth_limited": True, "continuations": list(dl.continuations), "bias": dl.bias,
+                "leaves": m.num_leaves if m is not None else None,
+                "continuation_nodes": m.num_nodes if m is not None else None,
+                "leaf_build_ms": round(m.build_s * 1000, 1) if m is not None else None}
 
-class _Engine:
+
+class Engine:
     """Work arrays for one tree and one support (the hands each seat may hold, see
     :class:`subgame.tree.HandLists`), shared by solving and evaluation.
 
@@ -173,13 +209,14 @@ class _Engine:
     the traverser's support are 0 (the default support is every hand the root board does not block).
     """
 
-    def __init__(self, tree: PublicTree, dtype=np.float64, support: Optional[np.ndarray] = None):
+    def __init__(self, tree: BettingTree, dtype=np.float64, support: Optional[np.ndarray] = None):
         self.t = tree
+        self.bh = bh = board_hands(tree)
         self.dtype = dtype
         self.lists = hl = hand_lists(tree, support)
-        H = tree.num_hands
-        D = int(K.max_depth(tree.kind, tree.child_start, tree.num_children, tree.edge_child)) + 2
-        A = max(1, int(tree.num_children.max()))
+        H = bh.num_hands
+        D = int(K.max_depth(tree.kind, tree.child_start, tree.num_actions, tree.edge_child)) + 2
+        A = max(1, int(tree.num_actions.max()))
         self.rbuf = np.zeros((D, 2, H), dtype)
         self.cv = np.zeros((D, A, H), dtype)
         self.sg = np.zeros((D, A, H), dtype)
@@ -190,13 +227,13 @@ class _Engine:
         self.rid = np.zeros((D, 2), np.int64)
         self.fn = np.zeros(D, np.int64)
         self.fa = np.zeros(D, np.int64)
-        self.args = (tree.kind, tree.player, tree.spent, tree.child_start, tree.num_children, tree.board,
+        self.args = (tree.kind, tree.player, tree.spent, tree.child_start, tree.num_actions, tree.board,
                      tree.deal_count, tree.edge_child) + hl.kernel_args()
         self._dummy = np.zeros(1, np.float32)
         self._root_reach = np.zeros((2, H), np.float64)
         b0 = tree.board[0]
         self._root_idx = [hl.idx[b0, s, : hl.nlive[b0, s]] for s in (0, 1)]
-        self._outside = [tree.valid[b0] & ~hl.support[s] for s in (0, 1)]
+        self._outside = [bh.valid[b0] & ~hl.support[s] for s in (0, 1)]
         self._last_p = 0
 
     @property
@@ -211,24 +248,25 @@ class _Engine:
     def compress(self, sigma: np.ndarray) -> np.ndarray:
         """A full ``(rows, H)`` strategy in the compact layout (the engine's dtype)."""
         t, hl = self.t, self.lists
-        if sigma.shape != (t.num_rows, t.num_hands):
-            raise SubgameError(f"strategy must be {t.num_rows} x {t.num_hands}, got shape {sigma.shape}")
+        H = self.bh.num_hands
+        if sigma.shape != (t.num_rows, H):
+            raise SubgameError(f"strategy must be {t.num_rows} x {H}, got shape {sigma.shape}")
         out = np.empty(hl.size, self.dtype)
-        K.compress_strategy(sigma, out, t.kind, t.num_children, t.board, t.player, t.row, hl.coff, hl.nlive, hl.idx)
+        K.compress_strategy(sigma, out, t.kind, t.num_actions, t.board, t.player, t.row, hl.coff, hl.nlive, hl.idx)
         return out
 
     def expand(self, comp: np.ndarray) -> np.ndarray:
         """A compact strategy as float32 ``(rows, H)`` (uniform for hands outside the lists)."""
         t, hl = self.t, self.lists
-        out = np.empty((t.num_rows, t.num_hands), np.float32)
-        K.expand_strategy(comp, out, t.kind, t.num_children, t.board, t.player, t.row, hl.coff, hl.nlive, hl.idx)
+        out = np.empty((t.num_rows, self.bh.num_hands), np.float32)
+        K.expand_strategy(comp, out, t.kind, t.num_actions, t.board, t.player, t.row, hl.coff, hl.nlive, hl.idx)
         return out
 
     def average(self, acc: np.ndarray) -> np.ndarray:
         """Compact normalised strategy from compact accumulators (regret matching; uniform where none)."""
         t, hl = self.t, self.lists
         out = np.empty(hl.size, self.dtype)
-        K.strategy_from_compact(acc, out, t.kind, t.num_children, t.board, t.player, hl.coff, hl.nlive)
+        K.strategy_from_compact(acc, out, t.kind, t.num_actions, t.board, t.player, hl.coff, hl.nlive)
         return out
 
     def walk_compact(self, sigma_c, root_reach, p, mode, regret=None, strat_sum=None,
@@ -247,7 +285,7 @@ class _Engine:
         K.walk(*self.args, sigma_c, rr, p, mode, regret, strat_sum, *w, self.rbuf, self.cv, self.sg, self.tmp,
                self.cacc, self.tot, self.rid, self.fn, self.fa, self.out)
         self._last_p = p
-        v = np.zeros(self.t.num_hands)
+        v = np.zeros(self.bh.num_hands)
         ri = self._root_idx[p]
         v[ri] = self.out[: len(ri)]
         return v
@@ -265,7 +303,7 @@ class _Engine:
         if t.kind[0] != KIND_DECISION:
             raise SubgameError("the root is not a decision")
         ri = self._root_idx[self._last_p]
-        out = np.zeros((int(t.num_children[0]), t.num_hands))
+        out = np.zeros((int(t.num_actions[0]), self.bh.num_hands))
         out[:, ri] = self.cv[0, : out.shape[0], : len(ri)]
         return out
 
@@ -274,30 +312,35 @@ class _Engine:
         return self.compat_mass_of(self.t, r)
 
     @staticmethod
-    def compat_mass_of(t: PublicTree, r: np.ndarray) -> np.ndarray:
+    def compat_mass_of(t: BettingTree, r: np.ndarray) -> np.ndarray:
         b = t.board[0]
-        out = np.zeros(t.num_hands)
-        _fold_values(np.where(t.valid[b], r, 0.0), t.valid[b], t.hands, 1.0, t.game.deck_size, out)
+        bh = board_hands(t)
+        out = np.zeros(bh.num_hands)
+        fold_values_all(np.where(bh.valid[b], r, 0.0), bh.valid[b], bh.hands, 1.0, t.game.deck_size, out)
         return out
 
 
-def exploitability(sub: Subgame, sigma: np.ndarray, engine: Optional[_Engine] = None):
+def exploitability(sub: Subgame, sigma: np.ndarray, engine: Optional[Engine] = None):
     """(exploitability in chips, [BR values of seat 0, seat 1] per hand) of the full-width ``sigma`` in ``sub``."""
-    e = engine or _Engine(sub.public_tree())
+    e = engine or Engine(sub.public_tree())
     return _exploitability(sub.ranges, e, e.compress(sigma))
 
 
-def _exploitability(r: np.ndarray, e: _Engine, sigma_c: np.ndarray):
+def _exploitability(r: np.ndarray, e: Engine, sigma_c: np.ndarray):
     v0 = e.walk_compact(sigma_c, r, 0, K.MODE_BR)
     v1 = e.walk_compact(sigma_c, r, 1, K.MODE_BR)
     z = float(r[0] @ e.compat_mass(r[1]))
     return (float(r[0] @ v0) + float(r[1] @ v1)) / 2.0 / z, (v0, v1)
 
 
-def _weights(algo: str, t: int):
+def iteration_weights(algo: str, t: int) -> tuple[float, float, bool, float, float]:
+    """The kernel's weights of iteration ``t >= 1``: (positive regret factor, negative regret
+    factor, CFR+ flooring, strategy-sum factor, weight of this iteration's strategy). ``dcfr``
+    discounts with :func:`blueprint.algo.dcfr_factors` at boundary ``t - 1``; ``cfr+`` floors
+    regrets and weights iteration ``t`` by ``t`` (linear averaging)."""
     if algo == "dcfr":
-        tp = (t - 1) ** 1.5
-        return (tp / (tp + 1.0), 0.5, False, ((t - 1) / t) ** 2, 1.0)
+        pos, neg, strat = dcfr_factors(t - 1)
+        return (pos, neg, False, strat, 1.0)
     return (1.0, 1.0, True, 1.0, float(t))
 
 
@@ -369,16 +412,17 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
                 alt += np.maximum(g, 0.0)
     if precision not in ("single", "double"):
         raise SubgameError(f"unknown precision {precision!r}: expected 'single' or 'double'")
-    H = t.num_hands
+    bh = board_hands(t)
+    H = bh.num_hands
     ranges = sub.ranges
-    valid0 = t.valid[t.board[0]]
-    w_opp = _Engine.compat_mass_of(t, ranges[me])  # opponent hand -> refined seat's compatible mass
+    valid0 = bh.valid[t.board[0]]
+    w_opp = Engine.compat_mass_of(t, ranges[me])  # opponent hand -> refined seat's compatible mass
     elig = (w_opp > 1e-300) & valid0
     # the hands each seat may hold: its range's, and for the margin gadgets every eligible opponent hand
     support = np.stack([ranges[0] > 0, ranges[1] > 0]) & valid0
     if method not in ("unsafe", "resolve"):
         support[o] = elig
-    e = _Engine(t, np.float32 if precision == "single" else np.float64, support)
+    e = sub.engine(np.float32 if precision == "single" else np.float64, support)
     regret = np.zeros(e.size, np.float32)
     strat_sum = np.zeros(e.size, np.float32)
     g_reg = np.zeros((H, 2)) if method == "resolve" else np.zeros(H)
@@ -446,7 +490,7 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
     while not done:
         t_it = time.perf_counter()
         it += 1
-        wts = _weights(algo, it)
+        wts = iteration_weights(algo, it)
         for p in (0, 1):
             gstrat = gadget_strategy(g_reg) if method != "unsafe" else None
             rr = opp_reach(gstrat)
@@ -490,7 +534,7 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
         if out_of_time(time.perf_counter()):
             done = True
     iter_s = (time.perf_counter() - t0 - tree_s) / it if it else 0.0
-    state = t.memory_bytes() + e.memory_bytes() + regret.nbytes + strat_sum.nbytes
+    state = t.memory_bytes() + bh.memory_bytes() + e.memory_bytes() + regret.nbytes + strat_sum.nbytes
     if last is None or history[-1][0] != it:
         now = time.perf_counter()
         final = measure_s if measure_s is not None else 2.0 * iter_est

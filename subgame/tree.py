@@ -1,56 +1,46 @@
-"""The public tree of a subgame, and the per-board card data its solver needs, as flat arrays.
+"""A subgame's public tree, and the per-board card data its solver needs.
 
 A subgame starts at a public state (a :class:`~holdem.betting.Betting` and the board dealt so far)
-and runs to the end of the hand. Its nodes are *public* states: decisions, folds, showdowns and
-chance nodes that deal the next round's board cards (or the rest of the board after an all-in).
-Private hands are not in the tree: the solver carries, along the path it walks, a vector per seat over
-the hands that seat may hold on the node's board (:class:`HandLists`, out of all ``H`` two-card or
-one-card hands).
+and runs to the end of the hand. Its tree is the project's one tree type,
+:class:`~abstraction.tree.BettingTree`, built by :func:`build_subgame_tree` with the same
+construction as the blueprint's (:func:`abstraction.tree.build_tree`) from that root, with chance
+nodes that deal the next round's board cards (or the rest of the board after an all-in) and the
+subgame's (finer) bet abstraction. Its nodes are *public* states; ``board``/``boards`` say which
+cards are public at each. Private hands are not in the tree: the solver carries, along the path it
+walks, a vector per seat over the hands that seat may hold on the node's board (:class:`HandLists`,
+out of all ``H`` two-card or one-card hands, :func:`all_hands`).
 
-Nodes are stored in depth-first preorder (a parent's index is below its children's, each subtree
-contiguous). Arrays (``N`` nodes, ``E`` edges):
+This module owns that card data. Per board of the tree (:class:`BoardHands`, ``B`` boards; a hand
+"is blocked" when it shares a card with the board):
 
-================  ============  ===============================================================
-``kind``          int8  [N]     0 decision, 1 fold, 2 showdown, 3 chance
-``player``        int8  [N]     seat to act (decision) or seat that folded (fold); else -1
-``spent``         int32 [N, 2]  each seat's total commitment for the hand
-``child_start``   int32 [N]     first edge of the node
-``num_children``  int32 [N]     its edges (actions, or board deals at a chance node)
-``board``         int32 [N]     index of the node's board in :attr:`PublicTree.boards`
-``row``           int64 [N]     first row of a decision node in the ``(rows, H)`` strategy arrays
-``deal_count``    int64 [N]     chance node: deals compatible with any two hands (the divisor)
-``edge_child``    int32 [E]     node reached by the edge
-``edge_kind``     int8  [E]     0 fold, 1 call/check, 2 raise, 3 deal
-``edge_to``       int32 [E]     raise-to of a raise, else 0
-================  ============  ===============================================================
+===================  ============  =============================================================
+``hands``            int32 [H, k]  every private hand (:func:`all_hands`)
+``valid``            bool  [B, H]  the hand is not blocked
+``order``            int32 [B, H]  unblocked hands by increasing showdown strength (complete
+                                   boards), the first ``num_valid[b]`` entries used
+``num_valid``        int32 [B]     unblocked hands per board
+``strength``         int64 [B, H]  showdown rank of hand + board (complete boards; else 0)
+``sorted_strength``  int64 [B, H]  the strength at each position of ``order``
+===================  ============  =============================================================
 
-Per board (``B`` boards; a hand "is blocked" when it shares a card with the board):
-
-================  ============  ===============================================================
-``valid``         bool  [B, H]  the hand is not blocked
-``order``         int32 [B, H]  unblocked hands by increasing showdown strength (complete boards),
-                                the first ``num_valid[b]`` entries used
-``strength``      int64 [B, H]  showdown rank of hand + board (complete boards; else 0)
-``sorted_strength`` int64 [B, H]  the strength at each position of ``order``
-================  ============  ===============================================================
+:func:`board_hands` and :func:`hand_lists` (default support) compute them once per tree and keep
+them in the tree's ``derived`` store.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from math import comb
 from typing import Optional, Sequence
 
 import numpy as np
 
-from abstraction.bets import BetAbstraction
-from holdem.betting import CALL, FOLD, RAISE, Betting
+from abstraction.bets import BetAbstraction, BetAbstractionError
+from abstraction.tree import KIND_DECISION, ActionFilter, BettingTree, build_tree
+from holdem.betting import CALL, RAISE, Betting
 from holdem.evaluator import rank_hand_py
 from holdem.gamedef import GameDef
 
-KIND_DECISION, KIND_FOLD, KIND_SHOWDOWN, KIND_CHANCE = 0, 1, 2, 3
-DEAL = 3
 MAX_NODES = 2_000_000
 
 
@@ -70,71 +60,13 @@ def hand_index(game: GameDef) -> dict[tuple[int, ...], int]:
 
 
 @dataclasses.dataclass
-class PublicTree:
-    game: GameDef
-    root_betting: Betting
-    root_board: tuple[int, ...]
-    hands: np.ndarray
-    kind: np.ndarray
-    player: np.ndarray
-    spent: np.ndarray
-    child_start: np.ndarray
-    num_children: np.ndarray
-    board: np.ndarray
-    row: np.ndarray
-    deal_count: np.ndarray
-    edge_child: np.ndarray
-    edge_kind: np.ndarray
-    edge_to: np.ndarray
-    boards: list[tuple[int, ...]]
-    valid: np.ndarray
-    order: np.ndarray
-    num_valid: np.ndarray
-    strength: np.ndarray
-    sorted_strength: np.ndarray  # int64 [B, H]: strength of the hand at each position of ``order``
-    bettings: list[Optional[Betting]]  # the betting state of each node (None at chance nodes)
-    num_rows: int
-    _default_lists: Optional["HandLists"] = dataclasses.field(default=None, repr=False)
-
-    @property
-    def num_nodes(self) -> int:
-        return len(self.kind)
-
-    @property
-    def num_hands(self) -> int:
-        return len(self.hands)
-
-    def children(self, n: int) -> np.ndarray:
-        s = int(self.child_start[n])
-        return self.edge_child[s : s + int(self.num_children[n])]
-
-    def action_labels(self, n: int) -> list[str]:
-        """ACPC action strings of a decision node's edges (``f``, ``c``, ``r<to>``; ``r`` in limit games)."""
-        s = int(self.child_start[n])
-        out = []
-        for e in range(s, s + int(self.num_children[n])):
-            k = int(self.edge_kind[e])
-            out.append("fc"[k] if k != RAISE else ("r" if self.game.is_limit else f"r{int(self.edge_to[e])}"))
-        return out
-
-    def kernel_args(self) -> tuple:
-        """The arrays the numba kernels take, in their order."""
-        return (self.kind, self.player, self.spent, self.child_start, self.num_children, self.board, self.row,
-                self.deal_count, self.edge_child, self.hands, self.valid, self.order, self.num_valid,
-                self.sorted_strength)
-
-    def memory_bytes(self) -> int:
-        return sum(a.nbytes for a in self.kernel_args()) + self.edge_kind.nbytes + self.edge_to.nbytes
-
-
-@dataclasses.dataclass
 class HandLists:
     """Per board and seat, the hands the solver carries (see :mod:`subgame.kernels`): unblocked by
     the board and inside the seat's support. Arrays ``[B, 2, H]`` (the first ``nlive[b, s]`` entries
     used; ``int16``, small for the cache) and ``[B, 2, H, k]`` (``uint8``) for cards:
 
     ``nlive``  [B, 2]   list sizes
-    ``idx``             list entry -> hand index (into :attr:`PublicTree.hands`)
+    ``idx``             list entry -> hand index (into :attr:`BoardHands.hands`)
     ``pos``             hand index -> list entry, or -1 (indexed by hand, all ``H`` used)
     ``cards``           cards of each list entry
     ``same``            entry of the same hand in the other seat's list, or -1
@@ -169,13 +101,14 @@ class HandLists:
         return sum(a.nbytes for a in self.kernel_args())
 
 
-def hand_lists(tree: "PublicTree", support: Optional[np.ndarray] = None) -> HandLists:
+def hand_lists(tree: BettingTree, support: Optional[np.ndarray] = None) -> HandLists:
     """The compact hand lists of ``tree`` for ``support`` (bool ``[2, H]``; default every hand not
-    blocked by the root board, for both seats). Cached on the tree for the default support."""
-    if support is None and tree._default_lists is not None:
-        return tree._default_lists
-    H = tree.num_hands
-    valid = tree.valid
+    blocked by the root board, for both seats). Kept with the tree for the default support."""
+    if support is None and "hand_lists" in tree.derived:
+        return tree.derived["hand_lists"]
+    bh = board_hands(tree)
+    H = bh.num_hands
+    valid = bh.valid
     sup = np.broadcast_to(valid[tree.board[0]], (2, H)) if support is None else np.asarray(support, np.bool_)
     if sup.shape != (2, H):
         raise SubgameError(f"support must be 2 x {H} booleans, got shape {sup.shape}")
@@ -186,8 +119,8 @@ def hand_lists(tree: "PublicTree", support: Optional[np.ndarray] = None) -> Hand
     nlive = live.sum(2).astype(np.int32)
     idx = np.argsort(~live, axis=2, kind="stable").astype(np.int16)  # live hands first, in order
     pos = np.where(live, np.cumsum(live, axis=2) - 1, -1).astype(np.int16)
-    k = tree.hands.shape[1]
-    cards = tree.hands[idx].astype(np.uint8)  # [B, 2, H, k]
+    k = bh.hands.shape[1]
+    cards = bh.hands[idx].astype(np.uint8)  # [B, 2, H, k]
     same = np.take_along_axis(pos[:, ::-1, :], idx.astype(np.int64), axis=2).astype(np.int16)
     up = np.zeros((B, 2, 2 * H), np.int16)
     down = np.zeros((B, 2, 2 * H), np.int16)
@@ -197,29 +130,57 @@ def hand_lists(tree: "PublicTree", support: Optional[np.ndarray] = None) -> Hand
     for b, bc in enumerate(tree.boards):
         if len(bc) != total:
             continue
-        srt = tree.order[b, : tree.num_valid[b]]
+        srt = bh.order[b, : bh.num_valid[b]]
         sel = [srt[sup[s, srt]] for s in (0, 1)]
         for p in (0, 1):
             hs = np.concatenate([sel[p], sel[1 - p]])
             code = np.concatenate([-pos[b, p, sel[p]].astype(np.int32) - 1, pos[b, 1 - p, sel[1 - p]]])
             add = np.concatenate([np.zeros(len(sel[p]), np.int8), np.ones(len(sel[1 - p]), np.int8)])
-            st = tree.strength[b, hs]
+            st = bh.strength[b, hs]
             for arr, arr_c, key in ((up, up_cards, st), (down, down_cards, -st)):
                 o = np.lexsort((add, key))  # by strength, a traverser read before the additions it ties with
                 arr[b, p, : len(o)] = code[o]
-                arr_c[b, p, : len(o)] = tree.hands[hs[o]]
+                arr_c[b, p, : len(o)] = bh.hands[hs[o]]
     coff = np.full(tree.num_nodes, -1, np.int64)
     dec = np.nonzero(tree.kind == KIND_DECISION)[0]
-    sizes = tree.num_children[dec].astype(np.int64) * nlive[tree.board[dec], tree.player[dec]]
+    sizes = tree.num_actions[dec].astype(np.int64) * nlive[tree.board[dec], tree.player[dec]]
     coff[dec] = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if len(dec) else []
     out = HandLists(support=np.array(sup), nlive=nlive, idx=idx, pos=pos, cards=cards, same=same, up=up,
                     up_cards=up_cards, down=down, down_cards=down_cards, coff=coff, size=int(sizes.sum()))
     if support is None:
-        tree._default_lists = out
+        tree.derived["hand_lists"] = out
     return out
 
 
-def _board_data(game: GameDef, hands: np.ndarray, boards: list[tuple[int, ...]]):
+@dataclasses.dataclass
+class BoardHands:
+    """Every private hand's standing on each board of a tree (see the module docstring)."""
+
+    hands: np.ndarray
+    valid: np.ndarray
+    order: np.ndarray
+    num_valid: np.ndarray
+    strength: np.ndarray
+    sorted_strength: np.ndarray
+
+    @property
+    def num_hands(self) -> int:
+        return len(self.hands)
+
+    def memory_bytes(self) -> int:
+        return sum(getattr(self, f.name).nbytes for f in dataclasses.fields(self))
+
+
+def board_hands(tree: BettingTree) -> BoardHands:
+    """The card data of ``tree``'s boards, computed once and kept with the tree."""
+    bh = tree.derived.get("board_hands")
+    if bh is None:
+        bh = tree.derived["board_hands"] = _board_hands(tree.game, tree.boards)
+    return bh
+
+
+def _board_hands(game: GameDef, boards: list[tuple[int, ...]]) -> BoardHands:
+    hands = all_hands(game)
     H = len(hands)
     B = len(boards)
     valid = np.zeros((B, H), np.bool_)
@@ -245,12 +206,14 @@ def _board_data(game: GameDef, hands: np.ndarray, boards: list[tuple[int, ...]])
         order[b, : len(idx)] = idx
         num_valid[b] = len(idx)
         sorted_strength[b, : len(idx)] = strength[b, idx]
-    return valid, order, num_valid, strength, sorted_strength
+    return BoardHands(hands, valid, order, num_valid, strength, sorted_strength)
 
 
-def build_public_tree(game: GameDef, root: Betting, board: Sequence[int], bets: Optional[BetAbstraction],
-                      max_nodes: int = MAX_NODES, action_filter=None) -> PublicTree:
-    """The public tree from ``root`` (with ``board`` dealt) to the end of the hand under ``bets``.
+def build_subgame_tree(game: GameDef, root: Betting, board: Sequence[int], bets: Optional[BetAbstraction],
+                       max_nodes: int = MAX_NODES,
+                       action_filter: Optional[ActionFilter] = None) -> BettingTree:
+    """The public tree from ``root`` (with ``board`` dealt) to the end of the hand under ``bets``
+    (ignored in limit games), chance nodes included, with its :func:`board_hands`.
 
     ``action_filter(betting, moves) -> moves`` may restrict or extend a decision's moves (each
     ``(kind, raise_to)``); nested solving uses it to put an off-tree bet into the tree.
@@ -265,121 +228,13 @@ def build_public_tree(game: GameDef, root: Betting, board: Sequence[int], bets: 
         raise SubgameError(f"board {board} has repeated or out-of-range cards")
     if not game.is_limit and bets is None:
         raise SubgameError("a no-limit subgame needs a bet abstraction")
-    hands = all_hands(game)
-    kind: list[int] = []
-    player: list[int] = []
-    spent: list[tuple[int, int]] = []
-    cstart: list[int] = []
-    nchild: list[int] = []
-    bid: list[int] = []
-    dcount: list[int] = []
-    e_child: list[int] = []
-    e_kind: list[int] = []
-    e_to: list[int] = []
-    bettings: list[Optional[Betting]] = []
-    boards: dict[tuple[int, ...], int] = {}
-    deck = game.deck_size
-    hole = game.num_hole_cards
-
-    def board_id(cards: tuple[int, ...]) -> int:
-        key = tuple(sorted(cards))
-        if key not in boards:
-            boards[key] = len(boards)
-        return boards[key]
-
-    def new_node(k: int, pl: int, sp, cards, b: Optional[Betting]) -> int:
-        n = len(kind)
-        if n >= max_nodes:
-            raise SubgameError(f"subgame tree exceeds {max_nodes} nodes: use a coarser bet abstraction")
-        kind.append(k)
-        player.append(pl)
-        spent.append(tuple(sp))
-        cstart.append(0)
-        nchild.append(0)
-        bid.append(board_id(cards))
-        dcount.append(0)
-        bettings.append(b)
-        return n
-
-    def node_for(b: Betting, cards: tuple[int, ...]) -> tuple[int, list]:
-        """Create the node for betting ``b`` on ``cards`` (inserting chance nodes for missing board cards)."""
-        if b.finished:
-            need = game.total_board_cards if b.showdown() else len(cards)
-        else:
-            need = game.board_cards_through(b.round)
-        if len(cards) < need:
-            n = new_node(KIND_CHANCE, -1, b.spent, cards, None)
-            # deal the next round's cards (one round at a time)
-            r = next(r for r in range(game.num_rounds) if game.board_cards_through(r) > len(cards))
-            k = game.board_cards_through(r) - len(cards)
-            rest = [c for c in range(deck) if c not in cards]
-            dcount[n] = comb(deck - len(cards) - 2 * hole, k)
-            return n, [("deal", b, cards + d) for d in itertools.combinations(rest, k)]
-        if b.finished:
-            if any(b.folded):
-                return new_node(KIND_FOLD, 0 if b.folded[0] else 1, b.spent, cards, b), []
-            return new_node(KIND_SHOWDOWN, -1, b.spent, cards, b), []
-        n = new_node(KIND_DECISION, b.current_player(), b.spent, cards, b)
-        moves: list[tuple[int, int]] = []
-        if b.can_fold():
-            moves.append((FOLD, 0))
-        moves.append((CALL, 0))
-        if game.is_limit:
-            if b.raise_range() is not None:
-                moves.append((RAISE, 0))
-        else:
-            moves += [(RAISE, to) for to, _ in bets.raise_targets(b)]
-        if action_filter is not None:
-            moves = action_filter(b, moves)
-        return n, [("act", b, cards, kd, to) for kd, to in moves]
-
-    root_node, pending = node_for(root, board)
-    stack = [(root_node, pending)]
-    while stack:
-        n, moves = stack.pop()
-        if not moves:
-            continue
-        cstart[n] = len(e_child)
-        nchild[n] = len(moves)
-        kids = []
-        slots = list(range(len(e_child), len(e_child) + len(moves)))
-        e_child.extend([0] * len(moves))
-        e_kind.extend([0] * len(moves))
-        e_to.extend([0] * len(moves))
-        for slot, m in zip(slots, moves):
-            if m[0] == "deal":
-                _, b, cards = m
-                c, sub = node_for(b, cards)
-                e_kind[slot], e_to[slot] = DEAL, 0
-            else:
-                _, b, cards, kd, to = m
-                nb = b.apply(kd, to)
-                c, sub = node_for(nb, cards)
-                e_kind[slot], e_to[slot] = kd, (nb.max_spent if kd == RAISE else 0)
-            e_child[slot] = c
-            kids.append((c, sub))
-        stack.extend(reversed(kids))
-    # preorder check: children are created after their parent, and each subtree is contiguous
-    kind_a = np.array(kind, np.int8)
-    nchild_a = np.array(nchild, np.int32)
-    row = np.full(len(kind), -1, np.int64)
-    dec = np.nonzero(kind_a == KIND_DECISION)[0]
-    counts = nchild_a[dec].astype(np.int64)
-    row[dec] = np.concatenate([[0], np.cumsum(counts)[:-1]]) if len(dec) else []
-    board_list = [None] * len(boards)
-    for k, v in boards.items():
-        board_list[v] = k
-    valid, order, num_valid, strength, sorted_strength = _board_data(game, hands, board_list)
-    return PublicTree(
-        game=game, root_betting=root, root_board=board, hands=hands, kind=kind_a,
-        player=np.array(player, np.int8), spent=np.array(spent, np.int32).reshape(-1, 2),
-        child_start=np.array(cstart, np.int32), num_children=nchild_a, board=np.array(bid, np.int32),
-        row=row, deal_count=np.array(dcount, np.int64), edge_child=np.array(e_child, np.int32),
-        edge_kind=np.array(e_kind, np.int8), edge_to=np.array(e_to, np.int32), boards=board_list,
-        valid=valid, order=order, num_valid=num_valid, strength=strength, sorted_strength=sorted_strength,
-        bettings=bettings,
-        num_rows=int(counts.sum()),
-    )
+    try:
+        tree = build_tree(game, bets, root=root, board=board, deal_boards=True, action_filter=action_filter,
+                          max_nodes=max_nodes)
+    except BetAbstractionError as exc:
+        raise SubgameError(str(exc)) from None
+    board_hands(tree)
+    return tree
 
 
 def betting_at(game: GameDef, round_: int, pot: int) -> Betting:

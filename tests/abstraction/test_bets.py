@@ -3,14 +3,8 @@
 import numpy as np
 import pytest
 
-from abstraction.bets import (
-    ALLIN,
-    KIND_DECISION,
-    BetAbstractionError,
-    build_tree,
-    load_bets,
-    parse_bets,
-)
+from abstraction.bets import ALLIN, BetAbstractionError, load_bets, parse_bets
+from abstraction.tree import KIND_DECISION, build_tree
 from holdem.betting import CALL, FOLD, RAISE
 from holdem.gamedef import PRESETS
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from abstraction.bets import KIND_SHOWDOWN
+from abstraction.tree import KIND_DECISION, KIND_SHOWDOWN
 from abstraction.translation import pseudo_harmonic
 from blueprint.blueprint import Blueprint, BlueprintError
 from evaluation.players import BlueprintPlayer
@@ -35,7 +35,7 @@ def test_an_overbet_maps_to_all_in_and_the_committed_player_calls_down(hunl_bp):
     # 1,900 of a 2,000 stack is 9 pots: all-in with the pseudo-harmonic probability 1 - 1/85
     st = g.state("MATCHSTATE:0:0:r1900:AhAd|")
     n = hunl_bp.node_of(st)
-    assert t.kind[n] == 0 and tuple(int(x) for x in t.spent[n]) == (100, 2000)
+    assert t.kind[n] == KIND_DECISION and tuple(int(x) for x in t.spent[n]) == (100, 2000)
     dist = dict((tuple(int(x) for x in t.spent[m]), p) for m, p in hunl_bp.node_distribution(st))
     p_pot = pseudo_harmonic(9.0, 1.0, 9.5)
     assert p_pot == pytest.approx(1 / 85)

@@ -5,6 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
+from abstraction.tree import KIND_DECISION
 from blueprint.algo import AlgoError, get_algo
 from blueprint.kernels import discount_tables, regret_matching, terminal_utility
 from blueprint.trainer import Trainer, make_trainer
@@ -99,7 +100,7 @@ def test_pruning_never_skips_the_last_round_or_hand_ending_actions():
         block = tr.regret[tr.row_offset[n]: tr.row_offset[n] + nb * k].reshape(nb, k)
         for a in range(k):
             child = t.edge_child[s + a]
-            if t.round[n] == 1 or t.kind[child] != 0:
+            if t.round[n] == 1 or t.kind[child] != KIND_DECISION:
                 assert np.any(block[:, a] != 0), (t.betting_string(n), a)
     assert tr.pruned > 0
 

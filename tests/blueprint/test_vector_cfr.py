@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from abstraction.bets import build_tree
+from abstraction.tree import build_tree
 from abstraction.buckets import build_buckets
 from abstraction.cards import from_file
 from blueprint.evaluate import BestResponse

@@ -13,7 +13,7 @@ from holdem.cards import cards_str
 from experiments.fullgame import (FLOP_BETS_TOML, FLOP_OFF_TREE_TOML, CombinedBestResponse, FullGame, SolveSettings,
                               board_classes, flop_game, off_tree_edges, preflop_gift_rates, run_experiment,
                               run_nested_experiment)
-from subgame.tree import SubgameError
+from subgame.tree import SubgameError, board_hands
 
 
 @pytest.fixture(scope="module")
@@ -103,16 +103,16 @@ def test_translation_lift_matches_play_time_strategy(tiny, full):
     for n, u, c in edges:
         rep = fg.reps[5]
         tree, sig = fg.tree(n, rep), fg.bp_sigma(n, rep)
-        valid = tree.valid[tree.board[u]]
+        valid = board_hands(tree).valid[tree.board[u]]
         # never bet by the blueprint (blocked hands get uniform rows, never reached)
         assert sig[int(tree.row[u]) + list(tree.children(u)).index(c), valid].max() == 0.0
         me = int(tree.player[c])
         labels = tree.action_labels(c)
         r0 = int(tree.row[c])
-        ok = np.nonzero(tree.valid[tree.board[c]])[0]
+        ok = np.nonzero(board_hands(tree).valid[tree.board[c]])[0]
         for h in ok[:: max(1, len(ok) // 4)]:
-            hole = cards_str(tree.hands[h].tolist(), S)
-            ms = (f"MATCHSTATE:{me}:0:{tree.bettings[c].betting_string()}:"
+            hole = cards_str(board_hands(tree).hands[h].tolist(), S)
+            ms = (f"MATCHSTATE:{me}:0:{tree.betting(c).betting_string()}:"
                   f"{hole + '|' if me == 0 else '|' + hole}/{cards_str(list(rep), S)}")
             # Blueprint.strategy with an rng draws the translation afresh: average over evenly spaced draws
             want: dict = {}

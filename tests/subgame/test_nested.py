@@ -14,7 +14,7 @@ from holdem.gamedef import GameDef
 from subgame import kernels as K
 from subgame.construct import blueprint_values, from_matchstate
 from subgame.nested import first_off_tree, hand_strategy, nested_subgame, solve_state
-from subgame.solver import _Engine, solve
+from subgame.solver import Engine, solve
 from subgame.tree import SubgameError
 
 GAME = GameDef("nolimit", 2, (1200, 1200), (100, 50), (0, 0), (1, 0), (255, 255), 4, 6, 2, (0, 3), name="tiny2")
@@ -58,7 +58,7 @@ def test_safe_resolve_keeps_every_opponent_hand_at_or_below_its_alternative(bp):
     # the refined strategy, scored against the opponent's best response on the fine tree, is no
     # worse for the refined seat than the blueprint is on its own tree
     sol = solve(sub, "maxmargin", iterations=400)
-    e = _Engine(sub.public_tree())
+    e = Engine(sub.public_tree())
     rr = sub.ranges.copy()
     v_new = e.walk(sol.strategy, rr, sub.opponent, K.MODE_BR)
     w = e.compat_mass(rr[sub.refine])
@@ -83,7 +83,7 @@ def test_off_tree_bet_is_solved_by_a_nested_subgame(bp):
     # later states of the same hand are found in the same tree (the real raise is put in)
     st2 = bp.game.state("MATCHSTATE:0:0:cc/r250r777:7c7d|/2c3c4d")
     sol2, node2 = solve_state(bp, st2, "unsafe", iterations=50, bets=FINE)
-    assert sol2.tree.action_labels(node2) and sol2.tree.bettings[node2].spent == (250, 777)
+    assert sol2.tree.action_labels(node2) and sol2.tree.betting(node2).spent == (250, 777)
 
 
 def _ranges_at(bp, m):

@@ -5,12 +5,13 @@ import numpy as np
 import pytest
 
 from abstraction.bets import parse_bets
+from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD
 from holdem.betting import CALL, Betting
 from holdem.evaluator import rank_hand_py
 from holdem.gamedef import GameDef
 from subgame import kernels as K
-from subgame.solver import Subgame, _Engine, _weights, exploitability, solve
-from subgame.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD, SubgameError, build_public_tree
+from subgame.solver import Subgame, Engine, iteration_weights, exploitability, solve
+from subgame.tree import SubgameError, board_hands, build_subgame_tree
 
 # three rounds, 6 ranks x 4 suits (24 cards, 276 hands): a "turn hold'em" small enough for pairs
 GAME = GameDef("nolimit", 3, (1200, 1200), (100, 50), (0, 0, 0), (1, 0, 0), (255, 255, 255), 4, 6, 2, (0, 3, 1),
@@ -25,8 +26,8 @@ def flop_root():
 
 
 def random_ranges(tree, rng):
-    r = rng.random((2, tree.num_hands)) ** 3
-    return r * tree.valid[tree.board[0]]
+    r = rng.random((2, board_hands(tree).num_hands)) ** 3
+    return r * board_hands(tree).valid[tree.board[0]]
 
 
 class Brute:
@@ -35,7 +36,8 @@ class Brute:
 
     def __init__(self, tree):
         self.t = tree
-        hs = [set(int(c) for c in h) for h in tree.hands]
+        self.hands = board_hands(tree).hands
+        hs = [set(int(c) for c in h) for h in self.hands]
         self.hs = hs
         self.compat = np.array([[not (a & b) for b in hs] for a in hs])
         self._st = {}
@@ -43,14 +45,14 @@ class Brute:
     def strength(self, h, board):
         key = (h, board)
         if key not in self._st:
-            self._st[key] = rank_hand_py(list(self.t.hands[h]) + list(board), GAME.num_suits, GAME.num_ranks)
+            self._st[key] = rank_hand_py(list(self.hands[h]) + list(board), GAME.num_suits, GAME.num_ranks)
         return self._st[key]
 
     def value(self, sigma, ranges, p, best, h):
         t = self.t
         if self.hs[h] & set(t.root_board):
             return 0.0
-        w = ranges[1 - p] * self.compat[h] * t.valid[t.board[0]]
+        w = ranges[1 - p] * self.compat[h] * board_hands(t).valid[t.board[0]]
         return self._rec(0, sigma, p, best, h, w, t.root_board)
 
     def _rec(self, n, sigma, p, best, h, w, board):
@@ -96,15 +98,15 @@ def test_values_match_brute_force_over_hand_pairs(round_):
     if round_ == 2:
         b = b.apply(CALL).apply(CALL)
         board = board + (14,)
-    tree = build_public_tree(GAME, b, board, BETS)
+    tree = build_subgame_tree(GAME, b, board, BETS)
     if round_ == 1:
         assert (tree.kind == KIND_CHANCE).sum() > 0
     ranges = random_ranges(tree, rng)
-    sigma = rng.random((tree.num_rows, tree.num_hands)).astype(np.float32)
-    K.strategy_from(sigma, sigma, tree.kind, tree.num_children, tree.row)  # normalise rows
-    e = _Engine(tree)
+    sigma = rng.random((tree.num_rows, board_hands(tree).num_hands)).astype(np.float32)
+    K.strategy_from(sigma, sigma, tree.kind, tree.num_actions, tree.row)  # normalise rows
+    e = Engine(tree)
     brute = Brute(tree)
-    ok = np.nonzero(tree.valid[tree.board[0]])[0]
+    ok = np.nonzero(board_hands(tree).valid[tree.board[0]])[0]
     # flop trees are big for a per-hand walk: compare a sample of hands there, all on the river
     sample = rng.choice(ok, 4, replace=False) if round_ == 1 else ok
     for p in (0, 1):
@@ -119,15 +121,15 @@ def test_compact_hand_lists_agree_with_every_unblocked_hand():
     on a flop subgame (a chance node deals the turn) the values of those hands, and five DCFR
     iterations, are those of the walk over every unblocked hand, and match brute force."""
     rng = np.random.default_rng(7)
-    tree = build_public_tree(GAME, flop_root(), (0, 5, 9), BETS)
+    tree = build_subgame_tree(GAME, flop_root(), (0, 5, 9), BETS)
     assert (tree.kind == KIND_CHANCE).sum() > 0
     ranges = random_ranges(tree, rng)
     ranges[rng.random(ranges.shape) < 0.6] = 0.0
     support = ranges > 0
-    wide, narrow = _Engine(tree), _Engine(tree, support=support)
+    wide, narrow = Engine(tree), Engine(tree, support=support)
     assert narrow.size < 0.6 * wide.size
-    sigma = rng.random((tree.num_rows, tree.num_hands)).astype(np.float32)
-    K.strategy_from(sigma, sigma, tree.kind, tree.num_children, tree.row)
+    sigma = rng.random((tree.num_rows, board_hands(tree).num_hands)).astype(np.float32)
+    K.strategy_from(sigma, sigma, tree.kind, tree.num_actions, tree.row)
     brute = Brute(tree)
     for p in (0, 1):
         for mode, best in ((K.MODE_EV, False), (K.MODE_BR, True)):
@@ -141,11 +143,11 @@ def test_compact_hand_lists_agree_with_every_unblocked_hand():
     for it in range(1, 6):
         for p in (0, 1):
             for e, (reg, ss) in tables.items():
-                e.walk_compact(None, ranges, p, K.MODE_CFR, reg, ss, _weights("dcfr", it))
+                e.walk_compact(None, ranges, p, K.MODE_CFR, reg, ss, iteration_weights("dcfr", it))
     avg = [e.expand(e.average(tables[e][1])) for e in (wide, narrow)]
     np.testing.assert_allclose(avg[1], avg[0], rtol=1e-5, atol=1e-6)
     outside = ranges.copy()
-    outside[0, np.nonzero(~support[0] & tree.valid[tree.board[0]])[0][0]] = 1.0
+    outside[0, np.nonzero(~support[0] & board_hands(tree).valid[tree.board[0]])[0][0]] = 1.0
     with pytest.raises(SubgameError, match="outside the engine's support"):
         narrow.walk(sigma, outside, 0, K.MODE_EV)
 
@@ -153,7 +155,7 @@ def test_compact_hand_lists_agree_with_every_unblocked_hand():
 def river_subgame(seed=0, **kw):
     b = flop_root().apply(CALL).apply(CALL)
     rng = np.random.default_rng(seed)
-    tree = build_public_tree(GAME, b, (0, 5, 9, 14), BETS)
+    tree = build_subgame_tree(GAME, b, (0, 5, 9, 14), BETS)
     return Subgame(GAME, b, (0, 5, 9, 14), random_ranges(tree, rng), BETS, tree=tree, **kw)
 
 
@@ -170,7 +172,7 @@ def test_unsafe_solve_converges(algo):
     assert late.exploitability == late.subgame_exploitability
     strat = late.root_strategy()
     total = sum(strat.values())
-    ok = sub.tree.valid[sub.tree.board[0]]
+    ok = board_hands(sub.tree).valid[sub.tree.board[0]]
     np.testing.assert_allclose(total[ok], 1.0, rtol=1e-5)
 
 
@@ -191,9 +193,9 @@ def test_target_and_time_budget_stop():
 def _blueprint_values(sub, rng):
     """A deliberately poor 'blueprint' in the subgame, and the opponent's values against it."""
     t = sub.public_tree()
-    bp = rng.random((t.num_rows, t.num_hands)).astype(np.float32) ** 4
-    K.strategy_from(bp, bp, t.kind, t.num_children, t.row)
-    e = _Engine(t)
+    bp = rng.random((t.num_rows, board_hands(t).num_hands)).astype(np.float32) ** 4
+    K.strategy_from(bp, bp, t.kind, t.num_actions, t.row)
+    e = Engine(t)
     o = sub.opponent
     alt = e.walk(bp, sub.ranges, o, K.MODE_BR)
     est = e.walk(bp, sub.ranges, o, K.MODE_EV)
@@ -238,23 +240,23 @@ def test_estimate_needs_values_and_unknown_method_errors():
 
 def test_bad_ranges_are_named():
     b = flop_root().apply(CALL).apply(CALL)
-    tree = build_public_tree(GAME, b, (0, 5, 9, 14), BETS)
-    r = np.ones((2, tree.num_hands))
+    tree = build_subgame_tree(GAME, b, (0, 5, 9, 14), BETS)
+    r = np.ones((2, board_hands(tree).num_hands))
     with pytest.raises(SubgameError, match="shares a card with the board"):
         Subgame(GAME, b, (0, 5, 9, 14), r, BETS, tree=tree).validate()
-    r = r * tree.valid[tree.board[0]]
+    r = r * board_hands(tree).valid[tree.board[0]]
     r[1] = 0
     with pytest.raises(SubgameError, match="seat 1's range is empty"):
         Subgame(GAME, b, (0, 5, 9, 14), r, BETS, tree=tree).validate()
     with pytest.raises(SubgameError, match="2 x 276"):
         Subgame(GAME, b, (0, 5, 9, 14), r[:, :10], BETS, tree=tree).validate()
     with pytest.raises(SubgameError, match="needs 4 board cards"):
-        build_public_tree(GAME, b, (0, 5, 9), BETS)
+        build_subgame_tree(GAME, b, (0, 5, 9), BETS)
 
 
 def test_raise_mults_follow_the_last_bet():
     b = flop_root().apply(CALL).apply(CALL)
-    tree = build_public_tree(GAME, b, (0, 5, 9, 14), BETS)
+    tree = build_subgame_tree(GAME, b, (0, 5, 9, 14), BETS)
     # pot 200: half a pot (100 more) is the minimum bet of one big blind, so r200; a pot r300; all-in
     assert tree.action_labels(0) == ["c", "r200", "r300", "r1200"]
     # facing a bet of 200 into the round (street start 100): 2.5x raises to 100 + 2.5 * 200 = 600

@@ -1,0 +1,44 @@
+"""How results are reported, in one place: chips to milli-big-blinds, and the 95% interval of a mean.
+
+A game whose two blinds differ (hold'em) reports results in mbb (1/1000 of its big blind) per
+game or hand; an ante game (equal blinds: Kuhn, Leduc) reports chips. Intervals are normal 95%
+intervals of a mean of independent samples (``Z95 * s / sqrt(n)``, ``s`` the sample standard
+deviation). It lives in ``holdem``, the base package, because every layer that reports a result
+uses it (``cli``, ``evaluation``, ``experiments``, ``serving``, ``scripts``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from holdem.gamedef import GameDef
+
+Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
+MBB_PER_BB = 1000.0
+
+__all__ = ["MBB_PER_BB", "Z95", "big_blind_of", "chips_to_mbb", "ci95", "mbb_per_chip"]
+
+
+def big_blind_of(gamedef: GameDef) -> int | None:
+    """The big blind of a blinds game; None for an ante game (equal blinds: Kuhn, Leduc)."""
+    b = gamedef.blind
+    return max(b) if b[0] != b[1] else None
+
+
+def mbb_per_chip(big_blind: int | None) -> float:
+    """Milli-big-blinds per chip; 1.0 (the result stays in chips) without a big blind."""
+    return MBB_PER_BB / big_blind if big_blind else 1.0
+
+
+def chips_to_mbb(chips, big_blind: int):
+    """``chips`` (a number or an array) in milli-big-blinds of ``big_blind``."""
+    return chips * mbb_per_chip(big_blind)
+
+
+def ci95(x) -> float:
+    """Half-width of the 95% normal interval of the mean of the independent samples ``x``
+    (infinite with fewer than two)."""
+    x = np.asarray(x)
+    return Z95 * float(x.std(ddof=1)) / math.sqrt(len(x)) if len(x) > 1 else math.inf

@@ -1,0 +1,472 @@
+"""Long-run fuzzer for the parsers that read hostile input (issue 18).
+
+Each target has a corpus of valid inputs, a runner and the exceptions that count as a clean
+error. The fuzzer mutates corpus inputs at random (insert, delete, replace, repeat, truncate,
+splice, dictionary tokens, huge numbers; some inputs fully random), runs each under a per-input
+wall-time watchdog and sorts the outcome into
+
+* right answer: the runner accepted the input and checked the answer (a game definition that
+  round-trips through its ACPC text; a state string that ``str()`` writes back unchanged);
+* clean error: the runner raised one of the target's clean exceptions (``GameDefError``,
+  ``StateError``: ``ValueError`` subclasses naming the field or position);
+* escape: anything else: another exception, a wrong answer, or an input slower than
+  ``--hang-s`` (a hang). The first few escapes are saved under ``--out`` (input + traceback).
+
+Targets (``TARGETS`` below): ``gamedef`` (bytes of a ``.game`` file through
+``holdem.gamedef.parse_gamedef_bytes``: size cap, UTF-8, ACPC limits) and ``matchstate``
+(``STATE``/``MATCHSTATE`` strings through ``Game.state`` on kuhn, leduc, hulhe, hunl, hunl20, a
+no-limit leduc and two odd test games; corpus from random legal play). Usage::
+
+    python scripts/fuzz_parsers.py --target all --count 1000000 --seed 0
+    python scripts/fuzz_parsers.py --target matchstate --time-limit 600
+
+prints a progress line every 10 s and, per target, one summary line and a JSON line; the exit
+status is 1 when anything escaped. No dependency beyond the project (no Hypothesis).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+import resource
+import signal
+import sys
+import time
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from holdem import Game, GameDefError, StateError
+from holdem.gamedef import PRESETS, parse_gamedef, parse_gamedef_bytes
+
+Data = Any  # str or bytes: the mutated part of an input
+Seed = tuple[Any, Data]  # (context passed to the runner unchanged, data to mutate)
+
+
+class WrongAnswer(Exception):
+    """A parse that succeeded with a wrong answer: an escape."""
+
+
+class Hang(BaseException):
+    """Raised by the watchdog's SIGALRM in the middle of a slow input (BaseException so that no
+    ``except Exception`` in the code under test can swallow it)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """One parser to fuzz.
+
+    build_corpus: ``rng -> [(context, data), ...]`` valid (or interesting) inputs; ``data`` is
+        str or bytes, all of one type per target.
+    run: ``(context, data) -> None``: returns on a right answer (checking it; raise
+        :class:`WrongAnswer` for a wrong one), raises a ``clean`` exception on a clean error.
+    clean: the exceptions that are a clean error.
+    tokens: dictionary words (of the data's type) the mutator inserts or swaps in.
+    focus: optional ``data -> index`` where the interesting part starts (after a fixed header);
+        most edits then land at or after it, so that fewer inputs die on the header.
+    """
+
+    build_corpus: Callable[[random.Random], list[Seed]]
+    run: Callable[[Any, Data], None]
+    clean: tuple[type[BaseException], ...]
+    tokens: tuple = ()
+    focus: Callable[[Data], int] | None = None
+
+
+# -- mutation ----------------------------------------------------------------------------------------
+# fmt: off
+HUGE_NUMBERS = (
+    "0", "1", "-1", "2", "3", "4", "5", "7", "8", "10", "13", "64", "255", "256", "65536", "2147483647",
+    "2147483648", "-2147483648", "-2147483649", "4294967295", "4294967296", "499999999", "42147483648",
+    "99999999999999999999", "00000000000001", "1" + "0" * 40, "9" * 5000,
+)
+# fmt: on
+ODD_CHARS = "\x00\t\n\r\x0b\x0c\x1c\x85\u2028\u00a0\u00b2\u0663\uff11\ud800\U0001f0a1 #=:|/"
+
+
+def _chunk(data: Data, rng: random.Random, alphabet: Data) -> Data:
+    """A short random run of ``data``'s type."""
+    n = rng.choice((1, 1, 1, 2, 3, 8))
+    if isinstance(data, bytes):
+        if rng.random() < 0.3:
+            return bytes(rng.randrange(256) for _ in range(n))
+        return bytes(rng.choice(alphabet) for _ in range(n))
+    if rng.random() < 0.15:
+        return "".join(
+            rng.choice(ODD_CHARS) if rng.random() < 0.7 else chr(rng.randrange(0x110000)) for _ in range(n)
+        )
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def mutate(
+    data: Data, rng: random.Random, corpus_data: list[Data], alphabet: Data, tokens: tuple, focus=None
+) -> Data:
+    """One to four random edits of ``data`` (most at or after ``focus(data)`` when given)."""
+    for _ in range(rng.choice((1, 1, 1, 2, 2, 3, 4))):
+        n = len(data)
+        lo = min(focus(data), n) if focus is not None and rng.random() < 0.85 else 0
+        i = rng.randint(lo, n)
+        j = min(n, i + rng.choice((1, 1, 2, 3, 5, 10, 40)))
+        op = rng.randrange(11)
+        if op == 0:  # insert
+            data = data[:i] + _chunk(data, rng, alphabet) + data[i:]
+        elif op == 1:  # delete a span
+            data = data[:i] + data[j:]
+        elif op == 2:  # replace a span
+            data = data[:i] + _chunk(data, rng, alphabet) + data[j:]
+        elif op == 3:  # truncate
+            data = data[:i]
+        elif op == 4:  # splice with another seed
+            other = rng.choice(corpus_data)
+            data = data[:i] + other[rng.randint(0, len(other)) :]
+        elif op in (5, 6) and tokens:  # a dictionary token in, or over a span
+            tok = rng.choice(tokens)
+            data = data[:i] + tok + (data[i:] if op == 5 else data[j:])
+        elif op == 7:  # a number in, or a number's digits changed
+            num = rng.choice(HUGE_NUMBERS)
+            tok = num.encode() if isinstance(data, bytes) else num
+            data = data[:i] + tok + data[j if rng.random() < 0.5 else i :]
+        elif op == 8:  # repeat a span (now and then into a big input)
+            k = rng.choice((2, 3, 10, 100)) if rng.random() < 0.97 else rng.choice((10_000, 300_000))
+            data = data[:i] + data[i:j] * k + data[j:]
+        elif op == 9:  # swap two spans
+            a, b = sorted((rng.randint(0, n), rng.randint(0, n)))
+            data = data[:i] + data[a:b] + data[j:] if a >= j or b <= i else data
+        else:  # flip one character / byte
+            if n:
+                k = rng.randrange(n)
+                if isinstance(data, bytes):
+                    data = data[:k] + bytes([data[k] ^ (1 << rng.randrange(8))]) + data[k + 1 :]
+                else:
+                    data = data[:k] + chr(ord(data[k]) ^ (1 << rng.randrange(7))) + data[k + 1 :]
+    return data
+
+
+def random_input(kind: type, rng: random.Random, alphabet: Data) -> Data:
+    n = rng.choice((0, 1, 2, 5, 10, 30, 100, 300))
+    if kind is bytes:
+        return bytes(rng.choice(alphabet) if rng.random() < 0.8 else rng.randrange(256) for _ in range(n))
+    return "".join(rng.choice(alphabet) if rng.random() < 0.9 else rng.choice(ODD_CHARS) for _ in range(n))
+
+
+# -- target: gamedef ------------------------------------------------------------------------------------
+ODD_LIMIT = """GAMEDEF
+limit
+numPlayers = 2
+numRounds = 3
+blind = 2 1
+raiseSize = 2 2 4
+firstPlayer = 2 1 2
+maxRaises = 2 3 1
+numSuits = 3
+numRanks = 5
+numHoleCards = 1
+numBoardCards = 1 0 2
+END GAMEDEF
+"""
+ODD_NOLIMIT = ODD_LIMIT.replace("limit\n", "nolimit\nstack = 60 45\n", 1).replace("raiseSize = 2 2 4\n", "")
+
+
+def game_files() -> list[Path]:
+    dirs = [ROOT.parent / "shared" / "games", ROOT / "tests" / "data" / "games", ROOT / "tests" / "data"]
+    return sorted({p.resolve() for d in dirs if d.is_dir() for p in d.glob("*.game")})
+
+
+def gamedef_corpus(rng: random.Random) -> list[Seed]:
+    texts = [p.read_bytes() for p in game_files()]
+    texts += [gd.to_acpc().encode() for gd in PRESETS.values()]
+    texts += [ODD_LIMIT.encode(), ODD_NOLIMIT.encode()]
+    texts += [b"# comment\n" + t.lower() for t in texts[:3]]
+    return [("fuzz", t) for t in texts]
+
+
+# fmt: off
+GAMEDEF_TOKENS = tuple(
+    t.encode()
+    for t in (
+        "GAMEDEF\n", "END GAMEDEF\n", "\nlimit\n", "\nnolimit\n", "numPlayers = ", "numRounds = ",
+        "stack = ", "blind = ", "raiseSize = ", "firstPlayer = ", "maxRaises = ", "numSuits = ",
+        "numRanks = ", "numHoleCards = ", "numBoardCards = ", "\nnumRounds = 499999999\n",
+        "\nnumRounds = 42147483648\n", "\nnumBoardCards = 1 1 1 1 1 1 1 1\n",
+        "\nfirstPlayer = " + "1 " * 1000 + "\n", " = ", "#", "\n", "\r\n", " 1", " 0", " -1",
+        " 2147483648", "\nnumHoleCards = 4\n", "\nnumSuits = 5\n", "\nmaxRaises = 256\n",
+        "\nstack = 1 1\n", "\nblind = 0 0\n", "\xff", "\u00e9",
+    )
+) + (b"\xff", b"\xc3", b"\x00", b"\xed\xa0\x80")
+# fmt: on
+GAMEDEF_ALPHABET = b"0123456789 =\n#-+abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def gamedef_focus(data: bytes) -> int:
+    return data.find(b"\n") + 1
+
+
+def run_gamedef(name: str, data: bytes) -> None:
+    gd = parse_gamedef_bytes(data, name=name)
+    if parse_gamedef(gd.to_acpc(), name=name) != gd:
+        raise WrongAnswer(f"parse(to_acpc()) differs from the parse: {gd!r}")
+
+
+# -- target: matchstate ---------------------------------------------------------------------------------
+def _games() -> dict[str, Game]:
+    games = {name: Game.load(name) for name in ("kuhn", "leduc", "hulhe", "hunl", "hunl20")}
+    games["odd-limit"] = Game(parse_gamedef(ODD_LIMIT, name="odd-limit"))
+    games["odd-nolimit"] = Game(parse_gamedef(ODD_NOLIMIT, name="odd-nolimit"))
+    nl_leduc = ROOT / "tests" / "data" / "leduc_nolimit.game"
+    if nl_leduc.is_file():
+        games["leduc_nolimit"] = Game.load(nl_leduc)
+    return games
+
+
+def random_play(game: Game, rng: random.Random):
+    """Every state along one random hand (chance states included)."""
+    gd = game.gamedef
+    s = game.initial_state(hand_id=rng.choice((0, 1, 7, 2**32 - 1, rng.randrange(2**32))))
+    yield s
+    while not s.is_terminal():
+        if s.is_chance():
+            used = set(s.hole_cards[0] + s.hole_cards[1] + s.board_cards)
+            s = s.deal([rng.choice([c for c in range(gd.deck_size) if c not in used])])
+        else:
+            legal = s.legal_actions()
+            a = rng.choice(legal)
+            if a.startswith("r") and not gd.is_limit:
+                lo, hi = s.raise_range()
+                a = f"r{rng.choice((lo, hi, rng.randint(lo, hi)))}"
+            s = s.apply(a)
+        yield s
+
+
+def state_strings(s) -> list[str]:
+    out = [str(s), s.matchstate(0), s.matchstate(1)]
+    if s.is_terminal():
+        p = s.payoffs()
+        out.append(f"{s}:{int(p[0])}|{int(p[1])}:alice|bob")
+    return out
+
+
+def matchstate_corpus(rng: random.Random, hands_per_game: int = 40) -> list[Seed]:
+    seeds = []
+    for game in _games().values():
+        for _ in range(hands_per_game):
+            for s in random_play(game, rng):
+                seeds += [(game, t) for t in state_strings(s)]
+    return seeds
+
+
+# fmt: off
+MATCHSTATE_TOKENS = (
+    "MATCHSTATE:", "STATE:", "MATCHSTATE:0:0:", "MATCHSTATE:1:", ":", "|", "/", "//", "r", "c", "f", "cc/",
+    "r20000", "r99999999999999999999", "r" + "9" * 5000, "4294967296", "4294967295", "-300|300", ":a|b",
+    "Ah", "Kd", "2c", "Xx", "A", "k", "b", "r0", "r01", "\r\n", " ", "r300c/", "/" * 10, "c" * 70,
+)
+# fmt: on
+MATCHSTATE_ALPHABET = "0123456789rcf/|:AKQJT98765432cdhsMATCHSTE-ab"
+
+
+def matchstate_focus(text: str) -> int:
+    """The start of the betting (after ``MATCHSTATE:<pos>:<hand>:`` or ``STATE:<hand>:``)."""
+    k = 3 if text.startswith("MATCHSTATE:") else 2
+    i = -1
+    for _ in range(k):
+        i = text.find(":", i + 1)
+        if i < 0:
+            return 0
+    return i + 1
+
+
+def run_matchstate(game: Game, text: str) -> None:
+    s = game.state(text)
+    again = str(s)
+    if again != text:
+        raise WrongAnswer(f"str(state) is {again!r}")
+    s.legal_actions()  # the parsed state answers its queries
+    s.current_player()
+
+
+# -- the registry -------------------------------------------------------------------------------------
+# name -> Target(corpus builder, runner, clean exceptions, dictionary tokens, focus).
+# To fuzz another parser, add an entry here, e.g.
+#   "request":    HTTP request bodies of the query service (serving/): corpus = recorded valid JSON
+#                 bodies (bytes), run = the app's request validation/parsing, clean = its 4xx error
+#                 type(s);
+#   "checkpoint": checkpoint headers (msgpack bytes): corpus = headers of small real checkpoints,
+#                 run = the header reader, clean = its corrupt-checkpoint error.
+# Nothing else in this file needs to change: the mutator works on any str or bytes data.
+TARGETS: dict[str, Target] = {
+    "gamedef": Target(gamedef_corpus, run_gamedef, (GameDefError,), GAMEDEF_TOKENS, gamedef_focus),
+    "matchstate": Target(
+        matchstate_corpus, run_matchstate, (StateError,), MATCHSTATE_TOKENS, matchstate_focus
+    ),
+}
+ALPHABETS = {"gamedef": GAMEDEF_ALPHABET, "matchstate": MATCHSTATE_ALPHABET}
+
+
+# -- the loop -------------------------------------------------------------------------------------------
+def _on_alarm(signum, frame):
+    raise Hang()
+
+
+def _save(out_dir: Path, target: str, k: int, context: Any, data: Data, what: str) -> None:
+    d = out_dir / target
+    d.mkdir(parents=True, exist_ok=True)
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    (d / f"escape-{k:03d}.input").write_bytes(raw)
+    ctx = getattr(context, "name", None) or str(context)
+    (d / f"escape-{k:03d}.txt").write_text(f"context: {ctx}\ninput: {data[:2000]!r}\n\n{what}\n")
+
+
+def _run_one(target: Target, context: Any, data: Data, hard_s: float) -> tuple[str, str, str, float]:
+    """``(outcome, details, signature, seconds)`` of one input, interrupted after ``hard_s``."""
+    outcome, what, sig = "", "", ""
+    start = time.perf_counter()
+    signal.setitimer(signal.ITIMER_REAL, hard_s)
+    try:
+        target.run(context, data)
+        outcome = "right"
+    except target.clean:
+        outcome = "clean"
+    except Hang:
+        outcome, what, sig = "escape", f"hang: still running after {hard_s} s", "hang (interrupted)"
+    except Exception as exc:  # noqa: BLE001 - anything else is exactly what we look for
+        outcome, what = "escape", "".join(traceback.format_exception(exc))
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        sig = f"{type(exc).__name__} at {Path(frame.filename).name}:{frame.lineno}"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    return outcome, what, sig, time.perf_counter() - start
+
+
+def fuzz_target(name: str, args) -> dict:
+    target = TARGETS[name]
+    rng = random.Random(f"{args.seed}:{name}")
+    corpus = target.build_corpus(rng)
+    corpus_data = [d for _, d in corpus]
+    kind = type(corpus_data[0])
+    alphabet = ALPHABETS.get(name) or (b"" if kind is bytes else "").join(
+        sorted({c for d in corpus_data for c in (d if kind is str else [bytes([b]) for b in d])})
+    )
+    corpus_right = 0
+    for context, data in corpus:  # the corpus itself must not escape (and this warms up lazy compiles)
+        try:
+            target.run(context, data)
+            corpus_right += 1
+        except target.clean:
+            pass
+    counts = Counter()
+    signatures: Counter = Counter()
+    slowest = (0.0, None)
+    saved = 0
+    out_dir = Path(args.out)
+    t0 = last = time.perf_counter()
+    deadline = t0 + args.time_limit if args.time_limit else float("inf")
+    n = 0
+    while n < args.count and time.perf_counter() < deadline:
+        n += 1
+        if rng.random() < 0.05:
+            context, data = rng.choice(corpus)[0], random_input(kind, rng, alphabet)
+        else:
+            context, data = rng.choice(corpus)
+            data = mutate(data, rng, corpus_data, alphabet, target.tokens, target.focus)
+        outcome, what, sig, took = _run_one(target, context, data, args.hard_s)
+        if took > slowest[0]:
+            slowest = (took, data[:80])
+        if outcome != "escape" and took > args.hang_s:
+            # wall time on a loaded machine can stall: a hang is an input slow twice in a row
+            again = _run_one(target, context, data, args.hard_s)
+            if again[0] == "escape" or again[3] > args.hang_s:
+                what = f"hang: {took:.2f} s then {again[3]:.2f} s (limit {args.hang_s} s); outcome {outcome}"
+                outcome = "escape"
+                sig = f"hang (slower than {args.hang_s} s twice)"
+            else:
+                counts["slow_once"] += 1
+        counts[outcome] += 1
+        if outcome == "escape":
+            signatures[sig] += 1
+            if saved < args.save:
+                _save(out_dir, name, saved, context, data, what)
+                saved += 1
+        now = time.perf_counter()
+        if now - last >= 10:
+            last = now
+            print(
+                f"[{name}] {n:,} inputs, {counts['escape']} escapes, {n / (now - t0):,.0f}/s, {now - t0:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    wall = time.perf_counter() - t0
+    return {
+        "target": name,
+        "inputs": n,
+        "right": counts["right"],
+        "clean": counts["clean"],
+        "escapes": counts["escape"],
+        "slow_once": counts["slow_once"],  # slower than --hang-s once, fast on the re-run: load, not a hang
+        "escape_kinds": dict(signatures.most_common(10)),
+        "inputs_per_s": round(n / wall, 1) if wall else None,
+        "wall_s": round(wall, 1),
+        "slowest_s": round(slowest[0], 4),
+        "slowest_input": repr(slowest[1]),
+        "corpus": len(corpus),
+        "corpus_right": corpus_right,
+        "seed": args.seed,
+        "saved_to": str(out_dir / name) if saved else None,
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--target", default="all", choices=[*TARGETS, "all"])
+    ap.add_argument("--count", type=int, default=1_000_000, help="inputs per target (default 1,000,000)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--time-limit", type=float, default=0, help="seconds per target (0: none)")
+    ap.add_argument(
+        "--hang-s",
+        type=float,
+        default=1.0,
+        help="an input slower than this twice in a row is a hang (escape)",
+    )
+    ap.add_argument("--hard-s", type=float, default=10.0, help="interrupt an input after this long")
+    ap.add_argument(
+        "--max-memory-mb",
+        type=int,
+        default=4096,
+        help="address-space cap (0: none): a runaway allocation is a MemoryError escape",
+    )
+    ap.add_argument("--save", type=int, default=10, help="escaping inputs saved per target")
+    ap.add_argument(
+        "--out", default="runs/fuzz-escapes", help="directory for the saved escapes (runs/ is git-ignored)"
+    )
+    args = ap.parse_args(argv)
+    if args.max_memory_mb:
+        cap = args.max_memory_mb << 20
+        _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard == resource.RLIM_INFINITY or hard > cap:
+            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    signal.signal(signal.SIGALRM, _on_alarm)
+    names = list(TARGETS) if args.target == "all" else [args.target]
+    results = []
+    for name in names:
+        r = fuzz_target(name, args)
+        results.append(r)
+        print(
+            f"{name}: {r['inputs']:,} inputs, {r['right']:,} right answers, {r['clean']:,} clean errors,"
+            f" {r['escapes']} escapes; {r['inputs_per_s']:,.0f} inputs/s, {r['wall_s']} s wall,"
+            f" slowest input {r['slowest_s']} s ({r['slow_once']} slow once, fast on re-run)",
+            flush=True,
+        )
+        print(json.dumps(r), flush=True)
+    return 1 if any(r["escapes"] for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

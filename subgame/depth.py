@@ -1,0 +1,475 @@
+"""Depth-limited solving (Brown, Sandholm & Amos 2018, "Depth-Limited Solving for
+Imperfect-Information Games").
+
+A depth-limited subgame ends with its root's betting round. Its tree is the subgame's public tree
+for the game *truncated* after that round (:func:`truncated_game`): the same decisions and folds;
+where the round ends in a call (or an all-in is called) the truncated game has a showdown node, and
+each of those is a **depth-limit leaf**. At a leaf the opponent (the seat not refined) picks, per
+hand, one of ``k`` continuation strategies for the rest of the hand, and the hand is played out over
+every deal of the remaining cards with the refined seat on its blueprint and the opponent on its
+pick. The continuations (:data:`DEFAULT_CONTINUATIONS`) are the blueprint and the blueprint biased
+towards folding, calling and raising: at each of the opponent's decisions the probability of that
+action class is multiplied by ``bias`` (5, as in the paper) and the row renormalised.
+
+**The leaf values are exact.** A leaf's value for a pair of hands under continuation ``i`` is the
+expectation over the remaining cards and both seats' continuation play; it is bilinear in the two
+seats' reach at the leaf, which change every iteration, so no per-hand vector can stand for it. The
+solver instead walks the rest of the hand at every leaf in every iteration, vectorized over hands
+(:func:`subgame.depth_kernels.cont_walk`): the continuation trees are the blueprint's own betting
+from the leaf's real state (:func:`continuation_template`), with a chance node before each later
+round, and the strategies are per *card bucket* of the blueprint (one row per template decision,
+read through each board's buckets), so every board of a leaf shares its rows. One walk per leaf and
+traverser values all ``k`` continuations at once (``k`` reach vectors going down for the refined
+seat's walk, ``k`` value vectors coming up for the opponent's), the terminals evaluated once with
+card removal in O(hands).
+
+Continuation betting off the blueprint's tree (a leaf reached by a finer size) is the blueprint's
+action translation (:meth:`~blueprint.blueprint.Blueprint.node_distribution`: the pseudo-harmonic
+mixture of its neighbours, per decision); a decision with no abstract counterpart checks or calls.
+
+The opponent's choice at a leaf is a decision of the depth-limited game: regret matching in CFR
+iterations, its average strategy in evaluation, and a best response picks the best continuation
+per hand. ``Solution.exploitability_pct_pot`` is then the exploitability of the depth-limited game
+(the gadget game's for the safe methods); the safe gadgets sit at the root as for full-depth
+subgames, with the alternative values of the real game.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import time
+from math import comb
+from typing import Optional
+
+import numpy as np
+
+from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD, KIND_SHOWDOWN, BettingTree, build_tree
+from holdem.betting import CALL, FOLD, RAISE, Betting
+from holdem.gamedef import GameDef
+from subgame import depth_kernels as DK
+from subgame import kernels as K
+from subgame.tree import SubgameError, all_hands, build_subgame_tree
+
+DEFAULT_CONTINUATIONS = ("blueprint", "fold", "call", "raise")
+DEFAULT_BIAS = 5.0
+MAX_CONTINUATION_NODES = 3_000_000  # all leaves together (the work per iteration grows with it)
+_CLASS = {"fold": FOLD, "call": CALL, "raise": RAISE}
+
+
+@dataclasses.dataclass
+class DepthLimit:
+    """How a subgame ends at its round: the blueprint whose continuation values the leaves, the
+    opponent's continuation strategies (names from :data:`DEFAULT_CONTINUATIONS`) and the bias."""
+
+    blueprint: object
+    continuations: tuple = DEFAULT_CONTINUATIONS
+    bias: float = DEFAULT_BIAS
+    model: Optional["LeafModel"] = None
+
+    def __post_init__(self) -> None:
+        self.continuations = tuple(self.continuations)
+        bad = [c for c in self.continuations if c not in DEFAULT_CONTINUATIONS]
+        if bad or not self.continuations:
+            raise SubgameError(f"unknown continuation strategies {bad}: expected some of {DEFAULT_CONTINUATIONS}")
+        if not self.bias > 0:
+            raise SubgameError(f"the continuation bias must be positive, got {self.bias}")
+
+    @property
+    def k(self) -> int:
+        return len(self.continuations)
+
+
+def truncated_game(game: GameDef, last_round: int) -> GameDef:
+    """``game`` ending after ``last_round`` (a showdown where the next round would start)."""
+    r = last_round + 1
+    return dataclasses.replace(game, num_rounds=r, raise_size=game.raise_size[:r], first_player=game.first_player[:r],
+                               max_raises=game.max_raises[:r], num_board_cards=game.num_board_cards[:r],
+                               name=f"{game.name}@{r}")
+
+
+def replay(b: Betting, game: GameDef) -> Betting:
+    """``b``'s actions replayed in ``game``."""
+    out = Betting.initial(game)
+    for acts in b.actions:
+        for kind, size in acts:
+            if out.finished:
+                return out
+            out = out.apply(kind, size)
+    return out
+
+
+def build_depth_limited_tree(game: GameDef, root: Betting, board, bets, action_filter=None) -> BettingTree:
+    """The public tree from ``root`` to the end of its round (see the module docstring)."""
+    if root.round >= game.num_rounds - 1:
+        raise SubgameError("the root is on the last round: nothing lies beyond a depth limit there")
+    tg = truncated_game(game, root.round)
+    t = build_subgame_tree(tg, replay(root, tg), board, bets, action_filter=action_filter)
+    t.derived["real_game"] = game
+    return t
+
+
+def is_depth_limited(tree: BettingTree) -> bool:
+    return "real_game" in tree.derived
+
+
+# -- the continuation after the leaves --------------------------------------------------------------
+
+
+def continuation_template(bp, leaf_betting: Betting, board) -> BettingTree:
+    """The blueprint's betting from a leaf's real state to the end of the hand, without chance
+    nodes (one tree for every board: the cards are dealt by :func:`_expand`)."""
+    from subgame.construct import bp_bets
+
+    return build_tree(bp.gamedef, bp_bets(bp), root=leaf_betting, board=board, deal_boards=False)
+
+
+@dataclasses.dataclass
+class LeafModel:
+    """Every leaf's continuation as flat arrays (the :func:`~subgame.depth_kernels.cont_walk`
+    layout): leaf ``l``'s tree from node ``leaf_root[l]``; ``srow`` each decision's first row in
+    the strategy tables ``s_me`` ``[rows, B]`` and ``s_op`` ``[k, rows, B]``; per board ``b`` of
+    ``boards``: ``bucket[b, h]``, ``valid``, and on complete boards the showdown order."""
+
+    me: int
+    k: int
+    leaf_nodes: np.ndarray
+    leaf_of: np.ndarray
+    leaf_root: np.ndarray
+    kind: np.ndarray
+    player: np.ndarray
+    spent: np.ndarray
+    child_start: np.ndarray
+    num_actions: np.ndarray
+    edge_child: np.ndarray
+    board: np.ndarray
+    deal_count: np.ndarray
+    srow: np.ndarray
+    s_me: np.ndarray
+    s_op: np.ndarray
+    boards: list
+    bucket: np.ndarray
+    valid: np.ndarray
+    order: np.ndarray
+    sstrength: np.ndarray
+    nvalid: np.ndarray
+    hands: np.ndarray
+    depth: int
+    build_s: float
+
+    def kernel_args(self) -> tuple:
+        return (self.leaf_root, self.kind, self.player, self.spent, self.child_start, self.num_actions,
+                self.edge_child, self.board, self.deal_count, self.srow, self.s_me, self.s_op, self.bucket, self.valid,
+                self.order, self.sstrength, self.nvalid, self.hands)
+
+    @property
+    def num_leaves(self) -> int:
+        return len(self.leaf_nodes)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.kind)
+
+    def memory_bytes(self) -> int:
+        return sum(a.nbytes for a in self.kernel_args())
+
+
+def _bucket_rows(bp, b: Betting, player: int, kinds: list, tos: list) -> np.ndarray:
+    """``[A, B]``: the blueprint's probability of each template edge per card bucket at real betting
+    ``b`` (translated: the mixture of the abstract nodes it maps to)."""
+    bt = bp.tree
+    A = len(kinds)
+    B = int(max(bp.num_buckets))
+    rows = np.zeros((A, B))
+    total = 0.0
+    for v, q in bp.node_distribution(b):
+        if v < 0 or bt.kind[v] != KIND_DECISION or int(bt.player[v]) != player or q <= 0:
+            continue
+        nb = int(bp.num_buckets[bt.round[v]])
+        na = int(bt.num_actions[v])
+        s = int(bp.row_offset[v])
+        probs = bp.probs[s : s + nb * na].reshape(nb, na)
+        for a, key in enumerate(bp.action_keys(v, b)):
+            kind = FOLD if key == "f" else CALL if key == "c" else RAISE
+            hit = [j for j in range(A) if kinds[j] == kind and (kind != RAISE or bp.gamedef.is_limit or tos[j] == int(key[1:]))]
+            if not hit and kind == RAISE:  # the nearest raise of the template, else a call
+                rj = [j for j in range(A) if kinds[j] == RAISE]
+                hit = [min(rj, key=lambda j: abs(tos[j] - int(key[1:])))] if rj else [kinds.index(CALL)]
+            if not hit:
+                hit = [kinds.index(CALL)]
+            rows[hit[0], :nb] += q * probs[:, a]
+        total += q
+    if total <= 0:
+        rows[kinds.index(CALL)] = 1.0
+        return rows
+    s = rows.sum(0)
+    ok = s > 0
+    rows[:, ok] /= s[ok]
+    rows[kinds.index(CALL), ~ok] = 1.0
+    return rows
+
+
+def _biased(rows: np.ndarray, kinds: list, which: str, bias: float) -> np.ndarray:
+    if which == "blueprint":
+        return rows
+    f = np.array([bias if k == _CLASS[which] else 1.0 for k in kinds])[:, None]
+    out = rows * f
+    s = out.sum(0, keepdims=True)
+    return np.where(s > 0, out / np.where(s > 0, s, 1.0), rows)
+
+
+def build_leaf_model(tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: int = MAX_CONTINUATION_NODES) -> LeafModel:
+    """The continuation data of every leaf of the depth-limited ``tree`` (refined seat ``me``)."""
+    from blueprint.evaluate import hand_buckets
+    from holdem.evaluator import rank_many
+
+    t0 = time.perf_counter()
+    game = bp.gamedef
+    if tree.derived.get("real_game") != game:
+        raise SubgameError("the depth-limited tree is not of the blueprint's game")
+    o = 1 - me
+    hands = all_hands(game).astype(np.int32)
+    H = len(hands)
+    leaves = np.nonzero(tree.kind == KIND_SHOWDOWN)[0]
+    leaf_of = np.full(tree.num_nodes, -1, np.int64)
+    leaf_of[leaves] = np.arange(len(leaves))
+    board0 = tuple(int(c) for c in tree.root_board)
+    deck, hole = game.deck_size, game.num_hole_cards
+    kind, player, spent, board, dealc, srow, tnode = [], [], [], [], [], [], []
+    child_start, num_actions, edge_child = [], [], []
+    boards: dict = {}
+    rows_me: list = []
+    rows_op: list = [[] for _ in range(dl.k)]
+    nrows = 0
+    leaf_root = np.zeros(len(leaves), np.int64)
+    depth = 1
+
+    def bid(cards):
+        key = tuple(sorted(cards))
+        if key not in boards:
+            boards[key] = len(boards)
+        return boards[key]
+
+    for li, n in enumerate(leaves):
+        rb = replay(tree.betting(int(n)), game)
+        tpl = continuation_template(bp, rb, board0)
+        row_of = np.full(tpl.num_nodes, -1, np.int64)
+        for u in np.nonzero(tpl.kind == KIND_DECISION)[0]:
+            s, A = int(tpl.child_start[u]), int(tpl.num_actions[u])
+            kinds = [int(x) for x in tpl.edge_kind[s : s + A]]
+            tos = [int(x) for x in tpl.edge_to[s : s + A]]
+            q = int(tpl.player[u])
+            rows = _bucket_rows(bp, tpl.betting(int(u)), q, kinds, tos)
+            row_of[u] = nrows
+            nrows += A
+            rows_me.append(rows)
+            for i, which in enumerate(dl.continuations):
+                rows_op[i].append(_biased(rows, kinds, which, dl.bias) if q == o else rows)
+        need_dec = [game.board_cards_through(int(r)) for r in tpl.round]
+
+        def make(u, cards, d):
+            nonlocal depth
+            depth = max(depth, d + 1)
+            k_u = int(tpl.kind[u])
+            need = need_dec[u] if k_u == KIND_DECISION else game.total_board_cards if k_u == KIND_SHOWDOWN else 0
+            i = len(kind)
+            if i >= max_nodes:
+                raise SubgameError(f"the continuations after the depth limit exceed {max_nodes:,} nodes "
+                                   "(too many later rounds for an exact depth-limited solve)")
+            child_start.append(0)
+            num_actions.append(0)
+            board.append(bid(cards))
+            spent.append(tpl.spent[u])
+            if len(cards) < need:
+                kind.append(KIND_CHANCE)
+                player.append(-1)
+                r = next(r for r in range(game.num_rounds) if game.board_cards_through(r) > len(cards))
+                kk = game.board_cards_through(r) - len(cards)
+                dealc.append(comb(deck - len(cards) - 2 * hole, kk))
+                srow.append(-1)
+                stack.append((i, u, cards, d, kk))
+            else:
+                kind.append(k_u)
+                player.append(int(tpl.player[u]))
+                dealc.append(0)
+                srow.append(int(row_of[u]))
+                if k_u == KIND_DECISION:
+                    stack.append((i, u, cards, d, 0))
+            return i
+
+        stack: list = []
+        leaf_root[li] = make(0, board0, 0)
+        while stack:
+            i, u, cards, d, kk = stack.pop()
+            if kk:  # chance: every deal of the next round's cards
+                rest = [c for c in range(deck) if c not in cards]
+                kids = [make(u, cards + cc, d + 1) for cc in itertools.combinations(rest, kk)]
+            else:
+                kids = [make(int(v), cards, d + 1) for v in tpl.children(int(u))]
+            child_start[i] = len(edge_child)
+            num_actions[i] = len(kids)
+            edge_child.extend(kids)
+    # per board: buckets of every hand for the round the board belongs to, showdown order when complete
+    blist = [()] * len(boards)
+    for key, v in boards.items():
+        blist[v] = key
+    NB = len(blist)
+    card_mask = np.zeros((NB, deck), np.bool_)
+    for b, cards in enumerate(blist):
+        card_mask[b, list(cards)] = True
+    valid = ~(card_mask[:, hands[:, 0]] | card_mask[:, hands[:, 1]]) if hole == 2 else ~card_mask[:, hands[:, 0]]
+    bucket = np.zeros((NB, H), np.int32)
+    order = np.zeros((NB, H), np.int32)
+    sstrength = np.zeros((NB, H), np.int64)
+    nvalid = np.zeros(NB, np.int32)
+    kind_a = np.array(kind, np.int8)
+    board_a = np.array(board, np.int32)
+    dec_boards = set(np.unique(board_a[kind_a == KIND_DECISION]).tolist())
+    sd_boards = set(np.unique(board_a[kind_a == KIND_SHOWDOWN]).tolist())
+    kind_c, iso, table, offsets = bp.cards.kernel_args()
+    through = [game.board_cards_through(r) for r in range(game.num_rounds)]
+    for b, cards in enumerate(blist):
+        idx = np.nonzero(valid[b])[0]
+        if b in dec_boards:
+            r = through.index(len(cards))
+            bucket[b, idx] = hand_buckets(kind_c, hands[idx].astype(np.int64), np.array(cards, np.int64), r, hole,
+                                          np.array(game.num_board_cards, np.int64), deck, game.num_suits,
+                                          game.num_ranks, iso, table, offsets)
+        if b in sd_boards:
+            mat = np.empty((len(idx), hole + len(cards)), np.int64)
+            mat[:, :hole] = hands[idx]
+            mat[:, hole:] = np.array(cards, np.int64)
+            st = rank_many(mat, game.num_suits, game.num_ranks)
+            o_ = np.argsort(st, kind="stable")
+            order[b, : len(idx)] = idx[o_]
+            sstrength[b, : len(idx)] = st[o_]
+            nvalid[b] = len(idx)
+    B = int(max(bp.num_buckets))
+    s_me = np.concatenate(rows_me).astype(np.float32) if rows_me else np.zeros((1, B), np.float32)
+    s_op = np.stack([np.concatenate(r) for r in rows_op]).astype(np.float32) if rows_me \
+        else np.zeros((dl.k, 1, B), np.float32)
+    return LeafModel(me=me, k=dl.k, leaf_nodes=leaves, leaf_of=leaf_of, leaf_root=leaf_root, kind=kind_a,
+                     player=np.array(player, np.int8), spent=np.array(spent, np.int32).reshape(-1, 2),
+                     child_start=np.array(child_start, np.int64), num_actions=np.array(num_actions, np.int64),
+                     edge_child=np.array(edge_child, np.int64), board=board_a,
+                     deal_count=np.array(dealc, np.int64), srow=np.array(srow, np.int64), s_me=s_me, s_op=s_op,
+                     boards=blist, bucket=bucket, valid=valid, order=order, sstrength=sstrength, nvalid=nvalid,
+                     hands=hands, depth=depth + 2, build_s=time.perf_counter() - t0)
+
+
+class LeafWork:
+    """Work arrays of :func:`~subgame.depth_kernels.cont_walk` for one model."""
+
+    def __init__(self, m: LeafModel):
+        H, k, D = len(m.hands), m.k, m.depth
+        self.rin = np.zeros((k, H))
+        self.rbuf = np.zeros((D, k, H))
+        self.vbuf = np.zeros((D, k, H))
+        self.rid = np.zeros(D, np.int64)
+        self.fn = np.zeros(D, np.int64)
+        self.fa = np.zeros(D, np.int64)
+        self.tv = np.zeros(H)
+        self.rho = np.zeros(H)
+        self.card = np.zeros(int(m.hands.max()) + 1 if len(m.hands) else 1)
+        self.cout = np.zeros((k, H))
+        self.sbuf = np.zeros(k)
+
+    def args(self) -> tuple:
+        return (self.rin, self.rbuf, self.vbuf, self.rid, self.fn, self.fa, self.tv, self.rho, self.card, self.cout,
+                self.sbuf)
+
+
+def continuation_values(m: LeafModel, leaf: int, trav: int, reach: np.ndarray) -> np.ndarray:
+    """``[kv, H]``: the traverser's values at leaf ``leaf`` (full-width vectors). ``trav == me``:
+    ``reach`` is ``[k, H]``, the opponent's reach per continuation, one row of values out; else
+    ``reach`` is ``[H]`` (``me``'s reach) and row ``i`` is the opponent's values under continuation ``i``."""
+    w = LeafWork(m)
+    kr = m.k if trav == m.me else 1
+    w.rin[:kr] = np.asarray(reach, np.float64).reshape(kr, -1)
+    DK.cont_walk(int(m.leaf_root[leaf]), m.me, trav, m.k, m.kind, m.player, m.spent, m.child_start, m.num_actions,
+                 m.edge_child, m.board, m.deal_count, m.srow, m.s_me, m.s_op, m.bucket, m.valid, m.order, m.sstrength,
+                 m.nvalid, m.hands, w.rin, w.rbuf, w.vbuf, w.rid, w.fn, w.fa, w.tv, w.rho, w.card, w.cout)
+    kv = 1 if trav == m.me else m.k
+    return w.cout[:kv].copy()
+
+
+# -- the engine: the subgame solver's Engine with depth-limit leaves ---------------------------------
+
+
+def make_engine(tree: BettingTree, dtype, support, model: LeafModel):
+    """An :class:`~subgame.solver.Engine` whose walks value ``model``'s leaves (see
+    :class:`DepthLimitedEngine`)."""
+    return DepthLimitedEngine(tree, dtype, support, model)
+
+
+def _engine_base():
+    from subgame.solver import Engine
+
+    return Engine
+
+
+class DepthLimitedEngine(_engine_base()):
+    """:class:`~subgame.solver.Engine` for a depth-limited tree: the walks run
+    :func:`~subgame.depth_kernels.walk_dl`, and the engine keeps the opponent's leaf choices
+    (regrets, average-strategy sums; :meth:`average` also refreshes the average choice that
+    evaluation walks read)."""
+
+    def __init__(self, tree: BettingTree, dtype, support, model: LeafModel):
+        super().__init__(tree, dtype, support)
+        self.model = model
+        H = len(model.hands)
+        L = max(model.num_leaves, 1)
+        self.leaf_reg = np.zeros((L, model.k, H))
+        self.leaf_sum = np.zeros((L, model.k, H))
+        self.leaf_avg = np.full((L, model.k, H), 1.0 / model.k)
+        self.work = LeafWork(model)
+        hl = self.lists
+        b0 = int(tree.board[0])
+        self.root_idx = [hl.idx[b0, s, : hl.nlive[b0, s]].astype(np.int64) for s in (0, 1)]
+        self.rr = np.zeros((2, H), np.float64)
+        self.last_p = 0
+
+    def memory_bytes(self) -> int:
+        return super().memory_bytes() + self.model.memory_bytes() + self.leaf_reg.nbytes + self.leaf_sum.nbytes
+
+    def average(self, acc: np.ndarray) -> np.ndarray:
+        s = self.leaf_sum.sum(1, keepdims=True)
+        self.leaf_avg = np.where(s > 0, self.leaf_sum / np.where(s > 0, s, 1.0), 1.0 / self.model.k)
+        return super().average(acc)
+
+    def leaf_strategy(self) -> np.ndarray:
+        """``[leaves, k, H]``: the opponent's average choice of continuation per leaf and hand."""
+        s = self.leaf_sum.sum(1, keepdims=True)
+        return np.where(s > 0, self.leaf_sum / np.where(s > 0, s, 1.0), 1.0 / self.model.k)
+
+    def walk_compact(self, sigma_c, root_reach, p, mode, regret=None, strat_sum=None,
+                     w=(1.0, 1.0, False, 1.0, 0.0)) -> np.ndarray:
+        t = self.t
+        hl = self.lists
+        rr = self.rr
+        for s in (0, 1):
+            r = np.asarray(root_reach[s])
+            ri = self.root_idx[s]
+            outside = np.ones(len(r), np.bool_)
+            outside[ri] = False
+            if (r[outside] != 0).any():
+                raise SubgameError(f"seat {s}'s reach gives weight to hands outside the engine's support")
+            rr[s, : len(ri)] = r[ri]
+        sigma_c = np.zeros(1, self.dtype) if sigma_c is None else sigma_c
+        dummy = np.zeros(1, np.float32)
+        regret = dummy if regret is None else regret
+        strat_sum = dummy if strat_sum is None else strat_sum
+        m = self.model
+        DK.walk_dl(*self.args, sigma_c, rr, p, mode, regret, strat_sum, *w, self.rbuf, self.cv, self.sg, self.tmp,
+                   self.cacc, self.tot, self.rid, self.fn, self.fa, self.out,
+                   m.me, m.k, m.leaf_of, self.leaf_reg, self.leaf_sum, self.leaf_avg, *m.kernel_args(), *self.work.args())
+        self.last_p = p
+        v = np.zeros(len(m.hands))
+        ri = self.root_idx[p]
+        v[ri] = self.out[: len(ri)]
+        return v
+
+
+def leaf_count_summary(m: LeafModel) -> dict:
+    return {"leaves": m.num_leaves, "continuation_nodes": m.num_nodes, "continuations": m.k,
+            "leaf_build_s": round(m.build_s, 3)}

@@ -1,0 +1,194 @@
+"""Depth-limited solving (subgame/depth.py) on a three-round small-deck no-limit game, where the
+continuation values and the real game's best responses are exact and cheap."""
+
+import numpy as np
+import pytest
+
+from abstraction.bets import parse_bets
+from abstraction.buckets import build_buckets
+from abstraction.isomorphism import HandIndexer
+from abstraction.tree import KIND_DECISION, KIND_SHOWDOWN
+from blueprint.algo import get_algo
+from blueprint.blueprint import Blueprint
+from blueprint.trainer import RunConfig, Trainer
+from holdem.betting import CALL, FOLD, RAISE
+from holdem.gamedef import GameDef
+from subgame import kernels as K
+from subgame.construct import blueprint_ranges, blueprint_sigma, bp_bets, from_matchstate, map_to_blueprint
+from subgame.depth import (DepthLimit, build_leaf_model, continuation_values, replay)
+from subgame.solver import Engine, solve
+from subgame.tree import SubgameError, all_hands, board_hands, build_subgame_tree
+
+# 5 ranks x 4 suits (20 cards, 190 hands), a 3-card flop and a 1-card turn; 12 big blinds
+GAME = GameDef("nolimit", 3, (1200, 1200), (100, 50), (0, 0, 0), (1, 0, 0), (255, 255, 255), 4, 5, 2, (0, 3, 1),
+               name="dl3")
+BETS_TOML = 'name = "dlbets"\n[[round]]\nsizes = [1.0]\nallin = true\nmax_raises = 2\n'
+FLOP = "/2c3d5h"
+CONTS = ("blueprint", "fold", "call", "raise")
+
+
+@pytest.fixture(scope="module")
+def bp(tmp_path_factory):
+    d = tmp_path_factory.mktemp("dl")
+    ix = HandIndexer.for_game(GAME)
+    ab = build_buckets(GAME, (ix.size(0), 6, 6), "ehs", d / "ab", progress=False, log=lambda s: None)
+    (d / "bets.toml").write_text(BETS_TOML)
+    tr = Trainer(RunConfig("dl3", str(d / "bets.toml"), str(ab), get_algo("dcfr"), 0), gamedef=GAME)
+    tr.run(3000)
+    return Blueprint(tr)
+
+
+def _flop_subgame(bp, dl=None, bets=None):
+    sub, n = from_matchstate(bp, "MATCHSTATE:0:0:cc/:" + "6c6d|" + FLOP, bets=bets or bp_bets(bp))
+    if dl is not None:
+        sub.depth_limit = dl
+    return sub, n
+
+
+def _bias(sigma, tree, seat, which, factor):
+    """The per-hand blueprint ``sigma`` biased at ``seat``'s decisions (an independent rebuild)."""
+    if which == "blueprint":
+        return sigma
+    cls = {"fold": FOLD, "call": CALL, "raise": RAISE}[which]
+    out = sigma.copy()
+    for u in np.nonzero((tree.kind == KIND_DECISION) & (tree.player == seat))[0]:
+        s, A, r0 = int(tree.child_start[u]), int(tree.num_actions[u]), int(tree.row[u])
+        f = np.array([factor if int(tree.edge_kind[s + a]) == cls else 1.0 for a in range(A)])[:, None]
+        x = sigma[r0 : r0 + A].astype(np.float64) * f
+        out[r0 : r0 + A] = x / x.sum(0, keepdims=True)
+    return out
+
+
+def _oracle(bp, leaf_betting, board, ranges, seat, opp, which="blueprint", factor=5.0):
+    """``seat``'s values (full width) from a leaf at the end of the flop to the end of the hand when
+    the opponent ``opp`` plays continuation ``which`` and the other seat the blueprint: one public
+    tree per turn card (the solver's own engine and the blueprint's lift onto public trees), averaged
+    over the turn cards each pair of hands leaves."""
+    g = bp.gamedef
+    rb = replay(leaf_betting, g)
+    (n_abs, q), = bp.node_distribution(rb)
+    assert q == 1.0
+    hands = all_hands(g)
+    acc = np.zeros(len(hands))
+    rest = [c for c in range(g.deck_size) if c not in board]
+    for t in rest:
+        b4 = tuple(board) + (t,)
+        tree = build_subgame_tree(g, rb, b4, bp_bets(bp))
+        nm = map_to_blueprint(tree, bp, n_abs)
+        sigma = _bias(blueprint_sigma(bp, tree, nm), tree, opp, which, factor)
+        blocked = (hands == t).any(1)
+        r = np.where(blocked[None, :], 0.0, ranges)
+        acc += Engine(tree).walk(sigma, r, seat, K.MODE_EV)
+    return acc / (g.deck_size - len(board) - 2 * g.num_hole_cards)  # turn cards left by both hands
+
+
+def test_truncated_tree_ends_with_the_round(bp):
+    sub, _ = _flop_subgame(bp, DepthLimit(bp))
+    t = sub.public_tree()
+    assert (t.round <= 1).all() and (t.kind != 3).all()
+    leaves = np.nonzero(t.kind == KIND_SHOWDOWN)[0]
+    assert len(leaves) > 0
+    for n in leaves:
+        b = t.betting(int(n))
+        rb = replay(b, GAME)
+        assert rb.round == 2 or rb.finished  # the next round starts, or an all-in was called
+    with pytest.raises(SubgameError, match="last round"):
+        s2, _ = from_matchstate(bp, "MATCHSTATE:0:0:cc/cc/:6c6d|/2c3d5h/4s", bets=bp_bets(bp))
+        s2.depth_limit = DepthLimit(bp)
+        s2.public_tree()
+
+
+def test_blueprint_continuation_equals_an_independent_evaluation(bp):
+    """(a) With k = 1 the leaf values are the blueprint's own values from the leaf, and each biased
+    continuation's values equal an independent walk of the blueprint biased the same way."""
+    rng = np.random.default_rng(0)
+    board = (0, 5, 14)  # 2c 3d 5h
+    sub, _ = _flop_subgame(bp)
+    assert sub.board == board
+    for conts in (("blueprint",), CONTS):
+        dl = DepthLimit(bp, continuations=conts)
+        s2, _ = _flop_subgame(bp, dl)
+        tree = s2.public_tree()
+        me, o = s2.refine, s2.opponent
+        m = build_leaf_model(tree, bp, me, dl)
+        valid = board_hands(tree).valid[tree.board[0]]
+        checked = 0
+        for li, n in enumerate(m.leaf_nodes):
+            lb = tree.betting(int(n))
+            if replay(lb, GAME).finished:
+                continue  # all-in leaves: checked by the solve tests
+            ranges = rng.random((2, len(valid))) * valid
+            v_me = continuation_values(m, li, me, np.stack([ranges[o] if i == 0 else 0 * ranges[o]
+                                                            for i in range(dl.k)]))[0]
+            np.testing.assert_allclose(v_me, _oracle(bp, lb, board, ranges, me, o), rtol=1e-4, atol=1e-6 * ranges.sum())
+            v_o = continuation_values(m, li, o, ranges[me])
+            for i, which in enumerate(conts):
+                np.testing.assert_allclose(v_o[i], _oracle(bp, lb, board, ranges, o, o, which), rtol=1e-4,
+                                           atol=1e-6 * ranges.sum())
+            # the refined seat's values are linear in the opponent's reach per continuation
+            split = rng.random((dl.k, len(valid))) * ranges[o]
+            tot = continuation_values(m, li, me, split)[0]
+            parts = sum(continuation_values(m, li, me, np.where(np.arange(dl.k)[:, None] == i, split, 0))[0]
+                        for i in range(dl.k))
+            np.testing.assert_allclose(tot, parts, rtol=1e-6, atol=1e-9)
+            checked += 1
+            if checked >= 3:
+                break
+        assert checked >= 2
+
+
+def _full_profile(bp, sub_dl, sol, sub_full):
+    """The combined profile on the full-depth subgame: the depth-limited solution in the root's
+    round, the blueprint after it."""
+    tf = sub_full.public_tree()
+    nm = map_to_blueprint(tf, bp, bp.node_of(bp.game.state("MATCHSTATE:0:0:cc/:6c6d|" + FLOP)))
+    sigma = blueprint_sigma(bp, tf, nm)
+    td = sub_dl.public_tree()
+    rows = {tuple(td.betting(int(u)).actions): int(u) for u in np.nonzero(td.kind == KIND_DECISION)[0]}
+    for u in np.nonzero((tf.kind == KIND_DECISION) & (tf.round == td.round[0]))[0]:
+        v = rows[tuple(tf.betting(int(u)).actions)]
+        A = int(tf.num_actions[u])
+        sigma[int(tf.row[u]) : int(tf.row[u]) + A] = sol.strategy[int(td.row[v]) : int(td.row[v]) + A]
+    return sigma
+
+
+def _seat_exploitability(e, sigma, ranges, o):
+    """The opponent's best-response value against ``sigma`` (chips per unit of reach)."""
+    z = float(ranges[0] @ e.compat_mass(ranges[1]))
+    return float(ranges[o] @ e.walk(sigma, ranges, o, K.MODE_BR)) / z
+
+
+def test_unsafe_depth_limited_solve_converges_and_is_not_worse_than_the_blueprint(bp):
+    """(b) The depth-limited game's exploitability falls to near 0; played in the real game (the
+    solution in the flop, the blueprint after) the refined seat is not more exploitable than the
+    blueprint beyond a small tolerance."""
+    dl = DepthLimit(bp)
+    sub, n = _flop_subgame(bp, dl)
+    few = solve(sub, "unsafe", iterations=5)
+    sol = solve(sub, "unsafe", iterations=300, algo="dcfr")
+    assert sol.diagnostics()["depth_limited"] and sol.diagnostics()["leaves"] == dl.model.num_leaves
+    assert sol.exploitability_pct_pot < 1.0 and sol.exploitability_pct_pot < few.exploitability_pct_pot
+    sub_full, _ = _flop_subgame(bp)
+    e = Engine(sub_full.public_tree())
+    sig = _full_profile(bp, sub, sol, sub_full)
+    tf = sub_full.public_tree()
+    nm = map_to_blueprint(tf, bp, n)
+    base = blueprint_sigma(bp, tf, nm)
+    me, o = sub.refine, sub.opponent
+    mine = _seat_exploitability(e, sig, sub.ranges, o)
+    blue = _seat_exploitability(e, base, sub.ranges, o)
+    print(f"opponent's best response vs the refined seat: depth-limited {mine:.2f}, blueprint {blue:.2f} chips"
+          f" (pot {sub.pot})")
+    assert mine <= blue + 0.02 * sub.pot
+
+
+@pytest.mark.parametrize("method", ["resolve", "maxmargin", "reach-maxmargin"])
+def test_safe_methods_run_depth_limited(bp, method):
+    """(c) The safe gadgets at the root of a depth-limited subgame."""
+    sub, _ = _flop_subgame(bp, DepthLimit(bp))
+    sol = solve(sub, method, iterations=150)
+    d = sol.diagnostics()
+    assert d["depth_limited"] and np.isfinite(d["exploitability"]) and d["exploitability"] >= -1e-6
+    assert sol.min_margin is not None and np.isfinite(sol.min_margin)
+    hs = sol.hand_strategy((16, 17))  # 6c6d
+    assert abs(sum(hs.values()) - 1) < 1e-5
