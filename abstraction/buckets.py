@@ -518,9 +518,22 @@ def recipe_dir(game: GameDef, name: str) -> Path:
     return cache_root() / "abstractions" / f"{name}-{key}"
 
 
+class MissingAbstractionError(AbstractionError):
+    """A card abstraction recipe that is not built in the cache, asked for without building it
+    (``ensure_recipe(..., build=False)``). ``name`` is the recipe, ``path`` where it would be."""
+
+    def __init__(self, message: str, name: str, path: Path):
+        super().__init__(message)
+        self.name = name
+        self.path = path
+
+
 def ensure_recipe(game: GameDef, name: str, progress: bool = True, log: Callable[[str], None] = print,
-                  threads: Optional[int] = None) -> Path:
-    """The cached build of recipe ``name`` for ``game``, building it on first use."""
+                  threads: Optional[int] = None, build: bool = True) -> Path:
+    """The cached build of recipe ``name`` for ``game``, building it on first use.
+
+    ``build=False``: load only; :class:`MissingAbstractionError` when it is not built (queries
+    never start a build: ``mccfr abstraction build --abstraction NAME`` does, explicitly)."""
     if name not in RECIPES:
         raise AbstractionError(f"unknown abstraction recipe {name!r}: choose one of {', '.join(RECIPES)}")
     rec = RECIPES[name]
@@ -528,6 +541,12 @@ def ensure_recipe(game: GameDef, name: str, progress: bool = True, log: Callable
     f = d / "abstraction.bin"
     if f.exists():
         return f
+    if not build:
+        raise MissingAbstractionError(
+            f"the {name!r} card abstraction for {game.name or 'this game'} is not built: {f} does not exist "
+            f"(cache {cache_root()}); build it with 'mccfr abstraction build --abstraction {name}' and the game",
+            name, f,
+        )
     buckets = rec.buckets
     if game.num_hole_cards != 2 or game.deck_size != 52:
         raise AbstractionError(f"recipe {name!r} is for 52-card hold'em; use --buckets for other games")

@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from math import comb
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -49,7 +50,7 @@ class CardAbstraction:
     round's bucket per hand class, uint16, concatenated, then a ``[D * D]`` preflop lookup by the
     two hole cards for two-card games) and ``offsets`` (int64 ``[numRounds + 1]``: where each
     round's part starts, then where the preflop lookup starts, -1 if there is none);
-    ``source_hash`` is the content hash of the built file.
+    ``source_hash`` is the content hash of the built file, ``method`` its bucketing method.
     """
 
     name: str
@@ -59,6 +60,7 @@ class CardAbstraction:
     table: np.ndarray | None = None
     offsets: np.ndarray | None = None
     source_hash: str = ""
+    method: str = ""  # TABLE: the bucketing method of the built file (ehs, ehs2, distribution, potential)
 
     def content_hash(self) -> str:
         key = (self.kind, self.num_buckets, self.source_hash) if self.kind == TABLE else (self.name, self.kind, self.num_buckets)
@@ -73,6 +75,31 @@ class CardAbstraction:
             return self.kind, self.iso, self.table, self.offsets
         n = len(self.num_buckets)
         return self.kind, np.zeros(1, np.int64), np.zeros(1, np.uint16), np.full(n + 1, -1, np.int64)
+
+    def kernel_arrays(self, game: GameDef) -> "CardArrays":
+        """This abstraction for ``game`` as the numba kernels read it (:class:`CardArrays`)."""
+        kind, iso, table, offsets = self.kernel_args()
+        return CardArrays(
+            int(kind), int(game.num_hole_cards), np.array(game.num_board_cards, np.int64), int(game.deck_size),
+            int(game.num_suits), int(game.num_ranks), np.ascontiguousarray(iso, np.int64),
+            np.ascontiguousarray(table, np.uint16), np.ascontiguousarray(offsets, np.int64),
+        )
+
+
+class CardArrays(NamedTuple):
+    """A card abstraction and the deal's shape, as one argument of the numba kernels
+    (:meth:`CardAbstraction.kernel_arrays`; :func:`card_buckets` reads it). The fields' types are
+    fixed (ints, C-contiguous arrays of one dtype each), so the kernels compile once for it."""
+
+    kind: int  # LOSSLESS, RANK or TABLE
+    num_hole: int
+    board_per_round: np.ndarray  # int64 [R]
+    deck_size: int
+    num_suits: int
+    num_ranks: int
+    iso: np.ndarray  # int64: CardAbstraction.iso (a placeholder unless TABLE)
+    table: np.ndarray  # uint16: CardAbstraction.table (a placeholder unless TABLE)
+    offsets: np.ndarray  # int64 [R + 1]: CardAbstraction.offsets (all -1 unless TABLE)
 
 
 def from_file(game: GameDef, path, name: str | None = None) -> CardAbstraction:
@@ -109,6 +136,7 @@ def from_file(game: GameDef, path, name: str | None = None) -> CardAbstraction:
         table=np.concatenate(parts).astype(np.uint16),
         offsets=np.array(offsets, np.int64),
         source_hash=header["hash"],
+        method=str(header["method"]),
     )
 
 
@@ -128,15 +156,10 @@ def rank_buckets(game: GameDef) -> CardAbstraction:
     return CardAbstraction("rank", RANK, tuple([169] + [9 * 13] * (game.num_rounds - 1)))
 
 
-def default_card_abstraction(game: GameDef, name: str | None = None, progress: bool = True,
-                             log=print) -> CardAbstraction:
-    """The card abstraction ``name`` for ``game``.
-
-    ``None``: ``lossless`` when it fits (at most 2M buckets a round), else the ``small`` recipe
-    for 52-card hold'em. Names: ``lossless``, ``rank``, a recipe (``small``, ``medium``, ``large``: built on
-    first use and cached), or the path of a built abstraction.
-    """
-    from abstraction.buckets import RECIPES, AbstractionError, ensure_recipe
+def default_card_name(game: GameDef, name: str | None = None) -> str:
+    """The card abstraction ``name`` stands for in ``game``: ``name`` itself, or for ``None``
+    ``lossless`` when it fits (at most 2M buckets a round), else ``small`` for 52-card hold'em."""
+    from abstraction.buckets import AbstractionError
 
     if name is None:
         if max(lossless(game).num_buckets) <= 2_000_000:
@@ -149,6 +172,21 @@ def default_card_abstraction(game: GameDef, name: str | None = None, progress: b
                 f"{max(lossless(game).num_buckets):,} buckets a round; build one with "
                 "'mccfr abstraction build' and name it with --abstraction"
             )
+    return name
+
+
+def default_card_abstraction(game: GameDef, name: str | None = None, progress: bool = True,
+                             log=print, build: bool = True) -> CardAbstraction:
+    """The card abstraction ``name`` for ``game``.
+
+    ``None``: see :func:`default_card_name`. Names: ``lossless``, ``rank``, a recipe (``small``,
+    ``medium``, ``large``: built on first use and cached), or the path of a built abstraction.
+    ``build=False`` only loads: a recipe that is not in the cache raises
+    :class:`abstraction.buckets.MissingAbstractionError` (what queries do: they never start a build).
+    """
+    from abstraction.buckets import RECIPES, AbstractionError, ensure_recipe
+
+    name = default_card_name(game, name)
     if name == "lossless":
         ab = lossless(game)
         if max(ab.num_buckets) > 50_000_000:
@@ -159,7 +197,7 @@ def default_card_abstraction(game: GameDef, name: str | None = None, progress: b
     if name == "rank":
         return rank_buckets(game)
     if name in RECIPES:
-        return from_file(game, ensure_recipe(game, name, progress=progress, log=log), name=name)
+        return from_file(game, ensure_recipe(game, name, progress=progress, log=log, build=build), name=name)
     from pathlib import Path
 
     if Path(name).exists():
@@ -303,3 +341,10 @@ def deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, nu
     if s1 > s0:
         return 1
     return -1
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def card_buckets(cards, deal, out, work):
+    """:func:`deal_buckets` with the abstraction given as one :class:`CardArrays` ``cards``."""
+    return deal_buckets(cards.kind, deal, cards.num_hole, cards.board_per_round, cards.deck_size, cards.num_suits,
+                        cards.num_ranks, out, work, cards.iso, cards.table, cards.offsets)

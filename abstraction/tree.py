@@ -50,7 +50,7 @@ import enum
 import hashlib
 import itertools
 from math import comb
-from typing import Callable, Optional, Sequence
+from typing import Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -80,6 +80,24 @@ MAX_NODES = 50_000_000
 # ``action_filter(betting, moves) -> moves``: a decision's moves as ``(kind, raise_to)`` (raise-to 0
 # for calls, folds and limit raises)
 ActionFilter = Callable[[Betting, list], list]
+
+
+class TreeArrays(NamedTuple):
+    """The node and edge arrays of a :class:`BettingTree` that the numba kernels read, as one
+    argument (:meth:`BettingTree.kernel_arrays`). Every field has a fixed dtype and is
+    C-contiguous, so the kernels compile once for it."""
+
+    kind: np.ndarray  # int8 [N]
+    player: np.ndarray  # int8 [N]
+    round: np.ndarray  # int8 [N]
+    spent: np.ndarray  # int32 [N, 2]
+    num_actions: np.ndarray  # int16 [N]
+    child_start: np.ndarray  # int32 [N]
+    edge_child: np.ndarray  # int32 [E]
+
+
+_KERNEL_DTYPES = {"kind": np.int8, "player": np.int8, "round": np.int8, "spent": np.int32,
+                  "num_actions": np.int16, "child_start": np.int32, "edge_child": np.int32}
 
 
 @dataclasses.dataclass
@@ -155,6 +173,11 @@ class BettingTree:
     def betting_string(self, n: int) -> str:
         """ACPC betting string from the start of the hand to node ``n`` (rounds separated by '/')."""
         return self.betting(n).betting_string()
+
+    def kernel_arrays(self) -> TreeArrays:
+        """The arrays the numba kernels read (:class:`TreeArrays`): the tree's own, not copies
+        (:func:`build_tree` makes them with these dtypes, C-contiguous)."""
+        return TreeArrays(**{f: np.ascontiguousarray(getattr(self, f), _KERNEL_DTYPES[f]) for f in TreeArrays._fields})
 
     def decision_nodes(self) -> np.ndarray:
         return np.nonzero(self.kind == KIND_DECISION)[0]

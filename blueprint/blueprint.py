@@ -17,6 +17,11 @@ game definition, the bet and abstraction hashes and the config hash.
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
+import shlex
+import stat
 from pathlib import Path
 from typing import Optional
 
@@ -30,6 +35,8 @@ from holdem.betting import CALL, FOLD, RAISE, Betting
 from holdem.files import atomic_path
 from holdem.game import Game
 from holdem.state import CHANCE, TERMINAL, State, StateError
+
+_log = logging.getLogger(__name__)
 
 EXPORT_SCHEMA_VERSION = 1
 NODE_CACHE_SIZE = 100_000  # betting histories remembered by Blueprint.node_of (cleared when full)
@@ -88,6 +95,142 @@ def hand_bucket(cards, game, hole: tuple[int, ...], board: tuple[int, ...], roun
     return int(out[0, round_])
 
 
+def _abstraction_hash(tree_hash: str, cards_hash: str) -> str:
+    """The run's abstraction hash (as ``Trainer.abstraction_hash``) from the tree's and the cards'."""
+    return hashlib.blake2b((tree_hash + cards_hash).encode(), digest_size=8).hexdigest()
+
+
+def blueprint_file_payload(trainer, probs: Optional[np.ndarray] = None) -> tuple[dict, dict[str, np.ndarray]]:
+    """``(header, arrays)`` of the blueprint file for ``trainer`` at its iteration
+    (``checkpoint.write_blueprint``; the module docstring has the format). ``probs``: the average
+    strategy in the table layout if already computed (default ``trainer.average_strategy()``)."""
+    tr = trainer
+    t = tr.tree
+    cfg = tr.config_dict
+    cards = tr.cards
+    probs = tr.average_strategy() if probs is None else probs
+    header = {
+        "iteration": int(tr.iteration),
+        "config_hash": tr.config_hash,
+        "abstraction_hash": tr.abstraction_hash,
+        "game": {"name": str(cfg["game"]), "acpc": tr.game.to_acpc()},
+        "bets": {"name": cfg.get("bets"), "toml": cfg.get("bets_toml"),
+                 "hash": tr.bets.content_hash() if tr.bets is not None else "limit"},
+        "cards": {"name": cards.name, "kind": int(cards.kind), "num_buckets": [int(b) for b in cards.num_buckets],
+                  "hash": cards.content_hash(), "source_hash": cards.source_hash, "method": cards.method},
+        "tree": {"hash": t.content_hash(), "num_nodes": int(t.num_nodes),
+                 "decision_nodes": int((t.kind == KIND_DECISION).sum())},
+        "table_entries": int(tr.size),
+        "config": cfg,
+    }
+    arrays = {"probs": np.asarray(probs, np.float32), "row_offset": tr.row_offset, "num_buckets": tr.num_buckets,
+              "node_round": t.round, "num_actions": t.num_actions}
+    return header, arrays
+
+
+def write_blueprint_file(ckpt_dir, trainer, probs: Optional[np.ndarray] = None) -> dict:
+    """Write ``ckpt_dir/blueprint.msgpack.lz4`` for ``trainer`` (before the checkpoint's manifest);
+    returns its manifest entry. For writers that assemble a checkpoint themselves (the Ray job):
+    ``files.append(write_blueprint_file(ckpt_dir, trainer, probs))`` before ``write_manifest``."""
+    from blueprint.checkpoint import write_blueprint
+
+    return write_blueprint(ckpt_dir, *blueprint_file_payload(trainer, probs))
+
+
+def _rebuild_tree(meta: dict, bad):
+    """``(gamedef, bets, tree)`` from a blueprint file's header; the tree must have its hash."""
+    from abstraction.bets import BetAbstractionError, parse_bets
+    from abstraction.tree import build_tree
+    from holdem.gamedef import GameDefError, parse_gamedef
+
+    try:
+        gamedef = parse_gamedef(meta["game"]["acpc"], name=Path(meta["game"]["name"]).stem)
+    except (GameDefError, ValueError) as exc:
+        raise bad(f"its game cannot be parsed: {exc}") from None
+    b = meta["bets"]
+    bets = None
+    try:
+        if not gamedef.is_limit:
+            if b["toml"] is None:
+                raise BetAbstractionError("a no-limit game without a bet abstraction")
+            bets = parse_bets(b["toml"], b["name"] or "bets")
+        tree = build_tree(gamedef, bets, max_nodes=meta["tree"]["num_nodes"])
+    except (BetAbstractionError, ValueError) as exc:
+        raise bad(f"its betting tree cannot be rebuilt: {exc}") from None
+    bets_hash = bets.content_hash() if bets is not None else "limit"
+    if bets_hash != b["hash"]:
+        raise bad(f"bet abstraction hash {b['hash']} does not match its TOML ({bets_hash})")
+    if tree.num_nodes != meta["tree"]["num_nodes"] or tree.content_hash() != meta["tree"]["hash"]:
+        raise bad(
+            f"tree hash {meta['tree']['hash']} ({meta['tree']['num_nodes']:,} nodes) does not match the tree "
+            f"rebuilt from its game and bet abstraction ({tree.content_hash()}, {tree.num_nodes:,} nodes)")
+    return gamedef, bets, tree
+
+
+def _build_command(game: str, recipe: Optional[str] = None, cards=None, out: Optional[str] = None) -> str:
+    env = f"MCCFR_CACHE={shlex.quote(os.environ['MCCFR_CACHE'])} " if "MCCFR_CACHE" in os.environ else ""
+    if recipe is not None:
+        return f"{env}mccfr abstraction build --game {shlex.quote(game)} --abstraction {recipe}"
+    buckets = ",".join(str(int(b)) for b in cards["num_buckets"])
+    method = f" --method {cards['method']}" if cards.get("method") else ""
+    return f"mccfr abstraction build --game {shlex.quote(game)} --buckets {buckets}{method} --out {shlex.quote(out)}"
+
+
+def _missing_cards(game: str, name: str, where, command: str) -> BlueprintError:
+    return BlueprintError(
+        f"the blueprint {where} needs the card abstraction {name!r}, which is not on this machine; "
+        f"queries only load card abstractions, they never build one (that takes minutes). Build it "
+        f"first with: {command}"
+    )
+
+
+def _query_cards(gamedef, meta: dict, where):
+    """The card abstraction a blueprint file names, loaded without building anything."""
+    from abstraction.buckets import RECIPES, AbstractionError, MissingAbstractionError
+    from abstraction.cards import default_card_abstraction
+
+    game, c = meta["game"]["name"], meta["cards"]
+    name = c["name"]
+    try:
+        if name in ("lossless", "rank"):
+            return default_card_abstraction(gamedef, name, build=False)
+        if name in RECIPES:
+            try:
+                return default_card_abstraction(gamedef, name, progress=False, build=False)
+            except MissingAbstractionError:
+                raise _missing_cards(game, name, where, _build_command(game, recipe=name)) from None
+        path = Path(name)
+        f = path / "abstraction.bin" if path.is_dir() else path
+        try:
+            st = os.stat(f)
+        except OSError:
+            raise _missing_cards(game, name, where, _build_command(game, cards=c, out=name)) from None
+        if not stat.S_ISREG(st.st_mode):
+            raise BlueprintError(f"the card abstraction {name!r} of the blueprint {where}: {f} is not a regular file")
+        from abstraction.cards import from_file
+
+        return from_file(gamedef, name)
+    except AbstractionError as exc:
+        raise BlueprintError(f"the card abstraction {name!r} of the blueprint {where} cannot be loaded: {exc}") from None
+
+
+def _check_cards_available(cfg, run_dir: Path) -> None:
+    """For a run read through its trainer checkpoint: BlueprintError (with the build command) when
+    its card abstraction is a recipe that is not built here, instead of building it."""
+    from abstraction.buckets import RECIPES, recipe_dir
+    from abstraction.cards import default_card_name
+    from holdem.gamedef import parse_gamedef
+
+    try:
+        gamedef = parse_gamedef(cfg["gamedef"], name=Path(str(cfg["game"])).stem)
+        name = default_card_name(gamedef, cfg.get("cards"))
+        missing = name in RECIPES and not (recipe_dir(gamedef, name) / "abstraction.bin").is_file()
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return  # the trainer's loader reports a malformed config
+    if missing:
+        raise _missing_cards(str(cfg["game"]), name, f"of {run_dir}", _build_command(str(cfg["game"]), recipe=name))
+
+
 def _pot_fraction(b: Betting, to: int) -> float:
     p = b.current_player()
     to_call = min(b.max_spent, b.game.stack[p]) - b.spent[p]
@@ -98,17 +241,25 @@ class Blueprint:
     """Average strategy of a run over its abstract tree, queried with ACPC match states."""
 
     def __init__(self, trainer):
-        self.game = Game(trainer.game)
-        self.gamedef = trainer.game
-        self.tree = trainer.tree
-        self.cards = trainer.cards
-        self.row_offset = trainer.row_offset
-        self.num_buckets = trainer.num_buckets
-        self.probs = trainer.average_strategy()
-        self.iteration = trainer.iteration
-        self.config_hash = trainer.config_hash
-        self.abstraction_hash = trainer.abstraction_hash
-        self.bets_hash = trainer.bets.content_hash() if trainer.bets is not None else "limit"
+        """The blueprint of a trainer in this process (its current average strategy, float64)."""
+        self._setup(trainer.game, trainer.tree, trainer.cards, trainer.row_offset, trainer.num_buckets,
+                    trainer.average_strategy(), trainer.iteration, trainer.config_hash, trainer.abstraction_hash,
+                    trainer.bets.content_hash() if trainer.bets is not None else "limit", "trainer")
+
+    def _setup(self, gamedef, tree, cards, row_offset, num_buckets, probs, iteration, config_hash,
+               abstraction_hash, bets_hash, source) -> None:
+        self.game = Game(gamedef)
+        self.gamedef = gamedef
+        self.tree = tree
+        self.cards = cards
+        self.row_offset = row_offset
+        self.num_buckets = num_buckets
+        self.probs = probs  # P(action) per table entry: float64 from a trainer, float32 from a blueprint file
+        self.iteration = int(iteration)
+        self.config_hash = config_hash
+        self.abstraction_hash = abstraction_hash
+        self.bets_hash = bets_hash
+        self.source = source  # "trainer", or the blueprint file it was read from
         # betting actions -> (abstract node, translated?): every deterministic walk (no rng; play-time
         # queries repeat the same histories) and every walk that translated no raise; a translated
         # entry is not used by a walk with an rng (which translates afresh). Bounded; a plain dict
@@ -117,9 +268,117 @@ class Blueprint:
 
     @classmethod
     def load(cls, run_dir, log=None) -> "Blueprint":
+        """The blueprint of the newest complete checkpoint of ``run_dir``, read from its blueprint
+        file alone (module docstring): no trainer, no regret tables, no card-abstraction build.
+
+        Checkpoints that are incomplete or whose blueprint file is refused are reported through
+        ``log`` (default: this module's logger) and skipped for the next older one, as
+        ``checkpoint.load_latest`` does. A checkpoint from before blueprint files is read the old
+        way (the trainer checkpoint, average strategy computed here), with a one-line note.
+
+        Raises:
+            BlueprintError: the card abstraction the run was trained with is not on this machine
+                (naming it and the ``mccfr abstraction build`` command that makes it).
+            CheckpointError: no checkpoint could be read (naming each problem).
+        """
+        from blueprint import checkpoint as ckpt
+
+        run_dir = Path(run_dir)
+        report = log if log is not None else _log.warning
+        problems: list[str] = []
+
+        def skip(path, why) -> None:
+            problems.append(f"skipping checkpoint {path}: {why}")
+            report(problems[-1])
+
+        for info in ckpt.list_checkpoints(run_dir):
+            if not info.complete:
+                skip(info.path, info.problem)
+                continue
+            try:
+                manifest = ckpt.read_manifest(info.path)
+                if manifest.get("iteration") != info.iteration:  # changed since it was listed
+                    raise ckpt.CheckpointError(
+                        f"manifest in {info.path} is for iteration {manifest.get('iteration')!r}")
+            except ckpt.CheckpointError as exc:
+                skip(info.path, exc)
+                continue
+            entry = next((e for e in manifest["files"] if e["file"] == ckpt.BLUEPRINT_NAME), None)
+            if entry is None:
+                report(f"{info.path} has no {ckpt.BLUEPRINT_NAME} (written before blueprint files): "
+                       "rebuilding the blueprint from the trainer checkpoint")
+                return cls._from_trainer_checkpoint(run_dir, manifest, problems, report)
+            try:
+                return cls.read_file(info.path / ckpt.BLUEPRINT_NAME, entry, manifest)
+            except ckpt.CheckpointError as exc:
+                skip(info.path, exc)
+        detail = "; ".join(problems) if problems else "no checkpoints found"
+        raise ckpt.CheckpointError(f"no complete checkpoint in {run_dir / ckpt.CHECKPOINTS_DIRNAME}: {detail}")
+
+    @classmethod
+    def read_file(cls, path, entry: Optional[dict] = None, manifest: Optional[dict] = None) -> "Blueprint":
+        """A blueprint from one blueprint file (``CKPT_DIR/blueprint.msgpack.lz4``).
+
+        ``entry``: its manifest entry (size and digest checked while it is read); ``manifest``:
+        the checkpoint's manifest (its iteration and hashes must match the file's). Before any
+        array is allocated the betting tree is rebuilt from the stored game and bet abstraction
+        and must have the stored content hash, and the card abstraction is loaded, never built,
+        and must have the stored hash; then the arrays must be that layout.
+
+        Raises:
+            CheckpointError: the file is refused (named, with the reason).
+            BlueprintError: the card abstraction is not on this machine.
+        """
+        from blueprint import checkpoint as ckpt
+        from blueprint.tables import layout as table_layout
+
+        path = Path(path)
+        built: dict = {}
+
+        def bad(what: str) -> "ckpt.CheckpointError":
+            return ckpt.CheckpointError(f"blueprint file {path}: {what}")
+
+        def check(meta: dict) -> None:
+            if manifest is not None:
+                if meta["iteration"] != manifest.get("iteration"):
+                    raise bad(f"iteration {meta['iteration']} differs from its manifest's {manifest.get('iteration')}")
+                for key in ("config_hash", "abstraction_hash"):
+                    if key in manifest and meta[key] != manifest[key]:
+                        raise bad(f"{key} {meta[key]} differs from its manifest's {manifest[key]}")
+            gamedef, bets, tree = _rebuild_tree(meta, bad)
+            cards = _query_cards(gamedef, meta, path)  # BlueprintError when it is not on this machine
+            if cards.content_hash() != meta["cards"]["hash"]:
+                raise bad(
+                    f"the card abstraction {cards.name!r} on this machine has hash {cards.content_hash()}, the "
+                    f"blueprint was trained with {meta['cards']['hash']} (another build of it)")
+            row_offset, size = table_layout(tree, cards.buckets_array())
+            if size != meta["table_entries"]:
+                raise bad(f"{meta['table_entries']:,} table entries, the rebuilt layout has {size:,}")
+            if _abstraction_hash(tree.content_hash(), cards.content_hash()) != meta["abstraction_hash"]:
+                raise bad(f"abstraction hash {meta['abstraction_hash']} does not match the tree and card abstraction")
+            built.update(gamedef=gamedef, bets=bets, tree=tree, cards=cards, row_offset=row_offset)
+
+        meta, arrays = ckpt.read_blueprint(path, entry, layout=check)
+        tree, row_offset = built["tree"], built["row_offset"]
+        if not (np.array_equal(arrays["row_offset"], row_offset) and np.array_equal(arrays["node_round"], tree.round)
+                and np.array_equal(arrays["num_actions"], tree.num_actions)):
+            raise bad("its layout arrays differ from the rebuilt tree's")
+        bp = cls.__new__(cls)
+        bets = built["bets"]
+        bp._setup(built["gamedef"], tree, built["cards"], row_offset, built["cards"].buckets_array(), arrays["probs"],
+                  meta["iteration"], meta["config_hash"], meta["abstraction_hash"],
+                  bets.content_hash() if bets is not None else "limit", str(path))
+        return bp
+
+    @classmethod
+    def _from_trainer_checkpoint(cls, run_dir: Path, manifest: dict, problems: list, report) -> "Blueprint":
+        """Today's path for checkpoints without a blueprint file: the trainer checkpoint. The card
+        abstraction must already be on this machine (no build for queries)."""
         from blueprint.trainer import Trainer
 
-        return cls(Trainer.load(Path(run_dir), log=log))
+        _check_cards_available(manifest.get("config"), run_dir)
+        seen = set(problems)
+        return cls(Trainer.load(run_dir, log=lambda msg: None if msg in seen else report(msg)))
 
     # -- walking the tree ---------------------------------------------------------------------
     def _abstract_edges(self, n: int) -> tuple[int, int]:
@@ -384,4 +643,5 @@ def _table(batch, schema):
                                 schema=schema)
 
 
-__all__ = ["Blueprint", "BlueprintError", "NotADecisionError", "StateError", "hand_bucket", "viewer_decision"]
+__all__ = ["Blueprint", "BlueprintError", "NotADecisionError", "StateError", "blueprint_file_payload", "hand_bucket",
+           "viewer_decision", "write_blueprint_file"]

@@ -120,6 +120,15 @@ __all__ = [
     "read_manifest",
     "read_manifest_bytes",
     "fuzz_read_manifest_bytes",
+    "BLUEPRINT_NAME",
+    "BLUEPRINT_MAGIC",
+    "BLUEPRINT_FORMAT_NAME",
+    "BLUEPRINT_FORMAT_VERSION",
+    "BLUEPRINT_ARRAYS",
+    "write_blueprint",
+    "read_blueprint",
+    "read_blueprint_bytes",
+    "fuzz_read_blueprint_bytes",
     "new_checkpoint_dir",
     "list_checkpoints",
     "load_latest",
@@ -136,6 +145,11 @@ SHARD_MAGIC = b"MCCFRSHD"
 SHARD_FORMAT_VERSION = 1
 _CODEC_LZ4_FRAME = 1
 _SHARD_HEADER = struct.Struct("<8sII")  # magic, format version, codec
+
+BLUEPRINT_MAGIC = b"MCCFRBPF"
+BLUEPRINT_FORMAT_VERSION = 1
+BLUEPRINT_FORMAT_NAME = "mccfr-blueprint"
+BLUEPRINT_NAME = "blueprint.msgpack.lz4"
 
 MANIFEST_MAGIC = "MCCFRMAN"
 MANIFEST_FORMAT_VERSION = 1
@@ -168,6 +182,29 @@ _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 MAX_ITERATION = 2**53
 MAX_ITERATIONS_PER_SECOND = 10**9
 ITERATION_SLACK = 2**20
+
+
+@dataclasses.dataclass(frozen=True)
+class _FileFormat:
+    """One file format of the shard container (magic, version, what messages call it, the header key
+    holding the file's index, if any)."""
+
+    magic: bytes
+    version: int
+    label: str
+    kind: str
+    index_key: str | None
+    chunk_bytes: int | None = None  # bytes of array data per msgpack bin object (None: _CHUNK_BYTES)
+
+    @property
+    def chunk(self) -> int:
+        return self.chunk_bytes or _CHUNK_BYTES
+
+
+_SHARD_FORMAT = _FileFormat(SHARD_MAGIC, SHARD_FORMAT_VERSION, "shard file", "shard", "shard")
+# 1 MiB chunks: a query server reads the file once, and the reader's buffers beyond the strategy
+# itself stay about 2 MiB
+_BLUEPRINT_FORMAT = _FileFormat(BLUEPRINT_MAGIC, BLUEPRINT_FORMAT_VERSION, "blueprint file", "blueprint", None, 1 << 20)
 
 
 class CheckpointError(Exception):
@@ -354,69 +391,83 @@ def write_shard(
         CheckpointError: an array holds NaN or inf (nothing is written: a reader would refuse
             the file), or the write failed (e.g. disk full; the temporary file is removed).
     """
-    ckpt_dir = Path(ckpt_dir)
     if not isinstance(shard, (int, np.integer)) or isinstance(shard, bool) or shard < 0:
         raise ValueError(f"shard index must be an int >= 0, got {shard!r}")
     shard = int(shard)
+    return _write_container(Path(ckpt_dir), shard_name(shard), _SHARD_FORMAT, {"shard": shard}, arrays, meta,
+                            f"shard {shard}")
+
+
+def _write_container(
+    ckpt_dir: Path,
+    name: str,
+    fmt: _FileFormat,
+    head: Mapping[str, Any],
+    arrays: Mapping[str, np.ndarray],
+    meta: Mapping[str, Any],
+    what: str,
+) -> dict[str, Any]:
+    """Write ``ckpt_dir/name`` in the container format (module docstring) atomically: magic and
+    version of ``fmt``, then one lz4 frame holding the header map (``head``'s keys, ``meta``,
+    the array descriptors), the arrays' bytes in chunks and the trailer."""
     descriptors = []
     contiguous = []
-    for name, arr in arrays.items():
-        if not isinstance(name, str):
-            raise TypeError(f"array names must be str, got {name!r}")
+    for key, arr in arrays.items():
+        if not isinstance(key, str):
+            raise TypeError(f"array names must be str, got {key!r}")
         if not isinstance(arr, np.ndarray):
-            raise TypeError(f"array {name!r} is a {type(arr).__name__}, not a numpy array")
+            raise TypeError(f"array {key!r} is a {type(arr).__name__}, not a numpy array")
         if arr.dtype.kind not in _ARRAY_KINDS or arr.dtype.fields is not None:
             raise ValueError(
-                f"array {name!r} has dtype {arr.dtype}; only bool, integer, float and complex "
+                f"array {key!r} has dtype {arr.dtype}; only bool, integer, float and complex "
                 "arrays can be checkpointed"
             )
         if arr.ndim > _MAX_NDIM or not _DTYPE_RE.fullmatch(arr.dtype.str):
-            raise ValueError(f"array {name!r} has dtype {arr.dtype} / {arr.ndim} dimensions; it cannot be read back")
+            raise ValueError(f"array {key!r} has dtype {arr.dtype} / {arr.ndim} dimensions; it cannot be read back")
         if not arr.flags.c_contiguous:
             arr = arr.copy(order="C")  # (np.ascontiguousarray would turn 0-d arrays into 1-d)
         try:
-            _check_values(arr, "(being written)", name, None)
+            _check_values(arr, "(being written)", key, None, fmt)
         except CheckpointError as exc:  # a reader would refuse it: keep the previous checkpoint
             raise CheckpointError(
-                f"cannot checkpoint array {name!r} of shard {shard}: it holds NaN or inf values, which "
+                f"cannot checkpoint array {key!r} of {what}: it holds NaN or inf values, which "
                 f"no reader accepts; nothing was written in {ckpt_dir} ({exc})"
             ) from None
         nbytes = int(arr.nbytes)
         descriptors.append(
             {
-                "name": name,
+                "name": key,
                 "dtype": arr.dtype.str,
                 "shape": [int(n) for n in arr.shape],
                 "nbytes": nbytes,
-                "chunks": -(-nbytes // _CHUNK_BYTES),
+                "chunks": -(-nbytes // fmt.chunk),
             }
         )
         contiguous.append(arr)
     # Packed before any file is opened: a bad metadata value fails here with nothing on disk.
-    header = _packb({"shard": shard, "meta": dict(meta), "arrays": descriptors})
+    header = _packb({**head, "meta": dict(meta), "arrays": descriptors})
     if len(header) > _UNPACK_MAX_BUFFER:
-        raise ValueError(f"shard {shard}: its metadata packs to {len(header):,} bytes, more than a reader accepts")
+        raise ValueError(f"{what}: its metadata packs to {len(header):,} bytes, more than a reader accepts")
     try:
         _unpackb_limited(header)  # lists or maps too long for a reader fail here, with nothing on disk
     except ValueError as exc:
-        raise ValueError(f"shard {shard}: its metadata could not be read back: {exc}") from None
+        raise ValueError(f"{what}: its metadata could not be read back: {exc}") from None
     trailer = _packb({"end": len(descriptors)})
 
     def body(sink: _HashingWriter) -> None:
-        sink.write(_SHARD_HEADER.pack(SHARD_MAGIC, SHARD_FORMAT_VERSION, _CODEC_LZ4_FRAME))
+        sink.write(_SHARD_HEADER.pack(fmt.magic, fmt.version, _CODEC_LZ4_FRAME))
         with lz4.frame.LZ4FrameFile(
             sink, mode="wb", block_checksum=True, content_checksum=True
         ) as out:
             out.write(header)
             for arr in contiguous:
                 data = memoryview(arr.reshape(-1)).cast("B") if arr.nbytes else memoryview(b"")
-                for start in range(0, len(data), _CHUNK_BYTES):
-                    chunk = data[start : start + _CHUNK_BYTES]
+                for start in range(0, len(data), fmt.chunk):
+                    chunk = data[start : start + fmt.chunk]
                     out.write(b"\xc6" + struct.pack(">I", len(chunk)))  # msgpack bin 32 header
                     out.write(chunk)
             out.write(trailer)
 
-    name = shard_name(shard)
     try:
         return _atomic_write(ckpt_dir, name, body)
     except OSError as exc:
@@ -507,9 +558,10 @@ class _Lz4FrameReader:
     more output than ``limit`` bytes (or than the frame's declared content size)."""
 
     def __init__(self, raw: Any, path: str, lead: bytes = b"", limit: int | None = None,
-                 content_size: int | None = None) -> None:
+                 content_size: int | None = None, what: str = "shard file") -> None:
         self._raw = raw
         self._path = path
+        self._what = what
         self._dec = lz4.frame.LZ4FrameDecompressor()
         self._pending = lead
         self._limit = limit
@@ -530,31 +582,31 @@ class _Lz4FrameReader:
                     data = self._raw.read(_IO_BUFFER)
                 if not data:
                     raise CheckpointError(
-                        f"shard file {self._path} is truncated: the compressed stream ends before "
+                        f"{self._what} {self._path} is truncated: the compressed stream ends before "
                         "the end of its lz4 frame"
                     )
             out = self._dec.decompress(data, max_length=n)
             if not data and not out and not self._dec.eof:
                 self._stalls += 1
                 if self._stalls > 2:  # no input taken, no output given: never loop forever
-                    raise CheckpointError(f"shard file {self._path}: its lz4 frame makes no progress")
+                    raise CheckpointError(f"{self._what} {self._path}: its lz4 frame makes no progress")
             else:
                 self._stalls = 0
             self.produced += len(out)
             if self._limit is not None and self.produced > self._limit:
                 raise CheckpointError(
-                    f"shard file {self._path} decompresses to more than {self._limit:,} bytes, more "
+                    f"{self._what} {self._path} decompresses to more than {self._limit:,} bytes, more "
                     "than its size (or its frame's declared content size) allows"
                 )
             if self._dec.eof:
                 self.finished = True
                 if self._content_size is not None and self.produced != self._content_size:
                     raise CheckpointError(
-                        f"shard file {self._path}: its lz4 frame declares {self._content_size:,} bytes of "
+                        f"{self._what} {self._path}: its lz4 frame declares {self._content_size:,} bytes of "
                         f"content but holds {self.produced:,}"
                     )
                 if self._dec.unused_data or self._pending or self._raw.read(1):
-                    raise CheckpointError(f"shard file {self._path} has data after the end of its lz4 frame")
+                    raise CheckpointError(f"{self._what} {self._path} has data after the end of its lz4 frame")
             if out:
                 return out
         return b""
@@ -624,22 +676,41 @@ class _ArrayDesc:
 
 
 def _check_shard_header(
-    header: Any, path: str, size: int, bound: int, spec: Mapping[str, ArraySpec] | None
+    header: Any, path: str, size: int, bound: int, spec: Mapping[str, ArraySpec] | Callable | None,
+    fmt: _FileFormat | None = None,
 ) -> tuple[int, dict[str, Any], list[_ArrayDesc]]:
-    """Validate a shard's header object completely, before any array is allocated."""
+    """Validate a shard's header object completely, before any array is allocated.
+
+    ``spec`` may be a callable: given the header's ``meta`` (a dict), it returns the layout (or
+    None); it runs once the header object is known to be well formed, before any array is
+    checked or allocated (a :class:`CheckpointError` it raises marks the file as refused; any
+    other exception is re-raised as it is, see :class:`_SpecFailed`)."""
+    fmt = fmt or _SHARD_FORMAT
     if not isinstance(header, dict):
-        raise CheckpointError(f"shard file {path}: malformed header object")
-    shard, meta, arrays = header.get("shard"), header.get("meta"), header.get("arrays")
+        raise CheckpointError(f"{fmt.label} {path}: malformed header object")
+    shard, meta, arrays = header.get(fmt.index_key) if fmt.index_key else 0, header.get("meta"), header.get("arrays")
     if not _is_int(shard) or shard < 0 or not isinstance(meta, dict) or not isinstance(arrays, list):
-        raise CheckpointError(f"shard file {path}: malformed header object")
+        raise CheckpointError(f"{fmt.label} {path}: malformed header object")
+    if callable(spec):
+        try:
+            spec = spec(meta)
+        except CheckpointError:
+            raise
+        except Exception as exc:  # the caller's own error (e.g. a missing card abstraction): not a decoding error
+            raise _SpecFailed(exc) from exc
+        if spec is not None and size > _max_shard_file_bytes(spec):
+            raise CheckpointError(
+                f"{fmt.label} {path} is {size:,} bytes, more than a file of this layout can be "
+                f"({_max_shard_file_bytes(spec):,})"
+            )
     descs: list[_ArrayDesc] = []
     seen: set[str] = set()
     total = 0
     for i, desc in enumerate(arrays):
         if not isinstance(desc, dict) or not isinstance(desc.get("name"), str):
-            raise CheckpointError(f"shard file {path}: array #{i} has a malformed descriptor")
+            raise CheckpointError(f"{fmt.label} {path}: array #{i} has a malformed descriptor")
         name = desc["name"]
-        where = f"shard file {path}: array {name!r}"
+        where = f"{fmt.label} {path}: array {name!r}"
         if name in seen:
             raise CheckpointError(f"{where} appears twice")
         seen.add(name)
@@ -660,7 +731,7 @@ def _check_shard_header(
             raise CheckpointError(
                 f"{where}: shape {shape} dtype {dtype} does not match its declared {nbytes!r} bytes"
             )
-        if not _is_int(chunks) or chunks != -(-nbytes // _CHUNK_BYTES):
+        if not _is_int(chunks) or chunks != -(-nbytes // fmt.chunk):
             raise CheckpointError(f"{where} has a bad chunk count {chunks!r}")
         total += nbytes
         if total > bound:
@@ -684,12 +755,14 @@ def _check_shard_header(
                 )
         descs.append(_ArrayDesc(name, dtype, tuple(shape), nbytes, chunks, want))
     if spec is not None and set(spec) - seen:
-        raise CheckpointError(f"shard file {path} lacks the array(s) {sorted(set(spec) - seen)} of this run's layout")
+        raise CheckpointError(f"{fmt.label} {path} lacks the array(s) {sorted(set(spec) - seen)} of this run's layout")
     return shard, meta, descs
 
 
-def _check_values(arr: np.ndarray, path: str, name: str, spec: ArraySpec | None) -> None:
+def _check_values(arr: np.ndarray, path: str, name: str, spec: ArraySpec | None,
+                  fmt: _FileFormat | None = None) -> None:
     """Refuse NaN / inf (a checkpoint's tables are always finite) and values below ``spec.min``."""
+    fmt = fmt or _SHARD_FORMAT
     kind = arr.dtype.kind
     lowest = spec.min if spec is not None else None
     if kind not in "fc" and (lowest is None or kind == "b"):
@@ -703,7 +776,7 @@ def _check_values(arr: np.ndarray, path: str, name: str, spec: ArraySpec | None)
                 first = start + int(np.argmax(bad))
                 count = int(np.count_nonzero(~np.isfinite(flat)))
                 raise CheckpointError(
-                    f"shard file {path}: array {name!r} holds {count:,} non-finite values (NaN or "
+                    f"{fmt.label} {path}: array {name!r} holds {count:,} non-finite values (NaN or "
                     f"inf; the first at index {first}: {flat[first]}); checkpoint tables are always "
                     "finite, so the file is corrupt"
                 )
@@ -712,29 +785,40 @@ def _check_values(arr: np.ndarray, path: str, name: str, spec: ArraySpec | None)
             if low.any():
                 first = start + int(np.argmax(low))
                 raise CheckpointError(
-                    f"shard file {path}: array {name!r} holds values below {lowest} (the first at "
+                    f"{fmt.label} {path}: array {name!r} holds values below {lowest} (the first at "
                     f"index {first}: {flat[first]}), impossible for this table"
                 )
 
 
+class _SpecFailed(Exception):
+    """Carries an exception a ``spec`` callable raised out of the decoder unchanged."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 def _decode_shard(
-    src: Any, path: str, size: int, spec: Mapping[str, ArraySpec] | None = None
+    src: Any, path: str, size: int, spec: Mapping[str, ArraySpec] | Callable | None = None,
+    fmt: _FileFormat | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any], int]:
-    """Decode a shard file of ``size`` bytes from ``src`` (which yields at most ``size`` bytes)."""
+    """Decode a shard file (or another file of the container format ``fmt``) of ``size`` bytes
+    from ``src`` (which yields at most ``size`` bytes)."""
+    fmt = fmt or _SHARD_FORMAT
     head = src.read(_SHARD_HEADER.size)
     if len(head) < _SHARD_HEADER.size:
-        raise CheckpointError(f"shard file {path} is truncated: {len(head)} bytes, shorter than its header")
+        raise CheckpointError(f"{fmt.label} {path} is truncated: {len(head)} bytes, shorter than its header")
     magic, version, codec = _SHARD_HEADER.unpack(head)
-    if magic != SHARD_MAGIC:
+    if magic != fmt.magic:
         raise CheckpointError(
-            f"{path} is not an mccfr shard file: bad magic {magic!r}, expected {SHARD_MAGIC!r}"
+            f"{path} is not an mccfr {fmt.kind} file: bad magic {magic!r}, expected {fmt.magic!r}"
         )
-    if version != SHARD_FORMAT_VERSION:
+    if version != fmt.version:
         raise CheckpointError(
-            f"shard file {path} has format version {version}; this build reads version {SHARD_FORMAT_VERSION}"
+            f"{fmt.label} {path} has format version {version}; this build reads version {fmt.version}"
         )
     if codec != _CODEC_LZ4_FRAME:
-        raise CheckpointError(f"shard file {path} has unknown codec {codec}")
+        raise CheckpointError(f"{fmt.label} {path} has unknown codec {codec}")
     # No lz4 frame decompresses to more than 255 times its size: that bounds every length below.
     bound = _LZ4_MAX_RATIO * max(size - _SHARD_HEADER.size, 0)
     lead = src.read(_LZ4_FRAME_HEADER_MAX)
@@ -742,11 +826,11 @@ def _decode_shard(
     if content_size is not None:
         if content_size > bound:
             raise CheckpointError(
-                f"shard file {path}: its lz4 frame declares {content_size:,} bytes of content, more than "
+                f"{fmt.label} {path}: its lz4 frame declares {content_size:,} bytes of content, more than "
                 f"a {size:,}-byte file can hold ({bound:,})"
             )
         bound = content_size
-    frame = _Lz4FrameReader(src, path, lead, bound, content_size)
+    frame = _Lz4FrameReader(src, path, lead, bound, content_size, what=fmt.label)
     unpacker = msgpack.Unpacker(
         frame,
         read_size=_IO_BUFFER,
@@ -757,7 +841,7 @@ def _decode_shard(
     )
     try:
         header = unpacker.unpack()
-        shard, meta, descs = _check_shard_header(header, path, size, bound, spec)
+        shard, meta, descs = _check_shard_header(header, path, size, bound, spec, fmt)
         arrays: dict[str, np.ndarray] = {}
         for desc in descs:
             arr = np.empty(desc.shape, dtype=desc.dtype)
@@ -767,30 +851,32 @@ def _decode_shard(
             for _ in range(desc.chunks):
                 chunk = unpacker.unpack()
                 if not isinstance(chunk, bytes) or filled + len(chunk) > nbytes:
-                    raise CheckpointError(f"shard file {path}: array {desc.name!r} has a malformed data chunk")
+                    raise CheckpointError(f"{fmt.label} {path}: array {desc.name!r} has a malformed data chunk")
                 flat[filled : filled + len(chunk)] = chunk
                 filled += len(chunk)
             if filled != nbytes:
                 raise CheckpointError(
-                    f"shard file {path}: array {desc.name!r} has {filled} bytes of data, expected {nbytes}"
+                    f"{fmt.label} {path}: array {desc.name!r} has {filled} bytes of data, expected {nbytes}"
                 )
-            _check_values(arr, path, desc.name, desc.spec)
+            _check_values(arr, path, desc.name, desc.spec, fmt)
             arrays[desc.name] = arr
         trailer = unpacker.unpack()
         if trailer != {"end": len(arrays)}:
-            raise CheckpointError(f"shard file {path}: missing or wrong end marker")
+            raise CheckpointError(f"{fmt.label} {path}: missing or wrong end marker")
         try:
             unpacker.unpack()
         except msgpack.OutOfData:
             pass
         else:
-            raise CheckpointError(f"shard file {path}: unexpected data after the end marker")
+            raise CheckpointError(f"{fmt.label} {path}: unexpected data after the end marker")
         if not frame.finished:
-            raise CheckpointError(f"shard file {path}: data after the end marker inside the lz4 frame")
+            raise CheckpointError(f"{fmt.label} {path}: data after the end marker inside the lz4 frame")
     except msgpack.OutOfData as exc:
-        raise CheckpointError(f"shard file {path} is truncated: its data ends early") from exc
+        raise CheckpointError(f"{fmt.label} {path} is truncated: its data ends early") from exc
+    except _SpecFailed as exc:
+        raise exc.error from None
     except _DECODE_ERRORS as exc:
-        raise CheckpointError(f"shard file {path} is corrupt: {type(exc).__name__}: {exc}") from exc
+        raise CheckpointError(f"{fmt.label} {path} is corrupt: {type(exc).__name__}: {exc}") from exc
     return arrays, meta, shard
 
 
@@ -807,7 +893,8 @@ def _read_shard(
     expected: Mapping[str, Any] | None = None,
     *,
     verify: bool = True,
-    spec: Mapping[str, ArraySpec] | None = None,
+    spec: Mapping[str, ArraySpec] | Callable | None = None,
+    fmt: _FileFormat | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any], int]:
     """Read a shard, optionally checking it against its manifest entry in the same pass.
 
@@ -817,21 +904,22 @@ def _read_shard(
     small enough to hash). With ``spec`` (the run's layout for this shard) every array must match
     it before anything is allocated.
     """
-    raw, size = _open_regular(path, "shard file")
+    fmt = fmt or _SHARD_FORMAT
+    raw, size = _open_regular(path, fmt.label)
     with raw:
         try:
             if expected is not None and size != expected["bytes"]:
                 raise CheckpointError(
                     f"size mismatch for {path}: the manifest says {expected['bytes']} bytes, the file has {size}"
                 )
-            if spec is not None and size > _max_shard_file_bytes(spec):
+            if spec is not None and not callable(spec) and size > _max_shard_file_bytes(spec):
                 raise CheckpointError(
-                    f"shard file {path} is {size:,} bytes, more than a shard of this run's layout can be "
+                    f"{fmt.label} {path} is {size:,} bytes, more than a shard of this run's layout can be "
                     f"({_max_shard_file_bytes(spec):,})"
                 )
             src = _HashingReader(_BoundedReader(raw, size))
             try:
-                result = _decode_shard(src, str(path), size, spec)
+                result = _decode_shard(src, str(path), size, spec, fmt)
             except CheckpointError as exc:
                 if expected is None or not verify or size - src.size > _DRAIN_MAX:
                     raise
@@ -842,9 +930,9 @@ def _read_shard(
                 raise
             src.drain()
             if raw.read(1):
-                raise CheckpointError(f"shard file {path} grew past its {size:,} bytes while it was read")
+                raise CheckpointError(f"{fmt.label} {path} grew past its {size:,} bytes while it was read")
         except OSError as exc:
-            raise CheckpointError(f"shard file {path} cannot be read: {exc}") from exc
+            raise CheckpointError(f"{fmt.label} {path} cannot be read: {exc}") from exc
     if expected is not None:
         if src.size != expected["bytes"]:
             raise CheckpointError(
@@ -910,6 +998,209 @@ def fuzz_read_shard_bytes(data: bytes) -> tuple[dict[str, np.ndarray], dict[str,
     """
     try:
         return read_shard_bytes(data, "<fuzz>")
+    except CheckpointError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# blueprint files: the average strategy for queries, one per checkpoint
+
+# The arrays of a blueprint file, in order: name -> dtype (little-endian, whatever the machine).
+BLUEPRINT_ARRAYS = {
+    "probs": np.dtype("<f4"),  # [table entries]: P(action) per (node, bucket, action), table layout
+    "row_offset": np.dtype("<i8"),  # [nodes]: a decision node's first entry, -1 for other nodes
+    "num_buckets": np.dtype("<i8"),  # [rounds]: card buckets per round
+    "node_round": np.dtype("|i1"),  # [nodes]: each node's round
+    "num_actions": np.dtype("<i2"),  # [nodes]: each node's actions (0 for terminals)
+}
+BLUEPRINT_ROW_TOLERANCE = 1e-5  # |sum of a row - 1| allowed, plus 1e-6 per action of the row
+_BLUEPRINT_MAX_NODES = 50_000_000  # abstraction.tree.MAX_NODES: no betting tree is larger
+_BLUEPRINT_MAX_ROUNDS = 64
+_BLUEPRINT_MAX_BUCKETS = 1 << 31
+_BLUEPRINT_ROW_BLOCK = 1 << 18  # entries per pass of the row-sum check (bounds its temporaries)
+
+
+def _blueprint_spec(meta: Mapping[str, Any], where: str) -> dict[str, ArraySpec]:
+    """The exact arrays a blueprint file with header ``meta`` holds (checked before any array is
+    allocated); CheckpointError naming the field when the header is malformed."""
+
+    def bad(what: str) -> CheckpointError:
+        return CheckpointError(f"blueprint file {where}: {what}")
+
+    if meta.get("format") != BLUEPRINT_FORMAT_NAME:
+        raise bad(f"format {meta.get('format')!r} is not {BLUEPRINT_FORMAT_NAME!r}")
+    if meta.get("format_version") != BLUEPRINT_FORMAT_VERSION:
+        raise bad(f"format version {meta.get('format_version')!r}; this build reads version {BLUEPRINT_FORMAT_VERSION}")
+    it = meta.get("iteration")
+    if not _is_int(it) or not 0 <= it <= MAX_ITERATION:
+        raise bad(f"iteration {it!r} is not an iteration count (an int in [0, 2**53])")
+    for key in ("config_hash", "abstraction_hash"):
+        if not isinstance(meta.get(key), str):
+            raise bad(f"{key} {meta.get(key)!r} is not a string")
+    game, bets, cards, tree = (meta.get(k) for k in ("game", "bets", "cards", "tree"))
+    if not (isinstance(game, dict) and isinstance(game.get("acpc"), str) and isinstance(game.get("name"), str)):
+        raise bad("malformed game (needs its name and ACPC text)")
+    if not (isinstance(bets, dict) and all(isinstance(bets.get(k), (str, type(None))) for k in ("name", "toml"))
+            and isinstance(bets.get("hash"), str)):
+        raise bad("malformed bet abstraction (needs its name, TOML and hash)")
+    if not (isinstance(cards, dict) and isinstance(cards.get("name"), str) and isinstance(cards.get("hash"), str)
+            and isinstance(cards.get("num_buckets"), list)):
+        raise bad("malformed card abstraction (needs its name, hash and bucket counts)")
+    nb = cards["num_buckets"]
+    if not 1 <= len(nb) <= _BLUEPRINT_MAX_ROUNDS or not all(_is_int(b) and 1 <= b <= _BLUEPRINT_MAX_BUCKETS for b in nb):
+        raise bad(f"card bucket counts {nb!r} are not 1 to {_BLUEPRINT_MAX_ROUNDS} counts in [1, 2**31]")
+    if not (isinstance(tree, dict) and isinstance(tree.get("hash"), str)):
+        raise bad("malformed tree (needs its hash and node count)")
+    nodes, size = tree.get("num_nodes"), meta.get("table_entries")
+    if not _is_int(nodes) or not 1 <= nodes <= _BLUEPRINT_MAX_NODES:
+        raise bad(f"tree node count {nodes!r} is not in [1, {_BLUEPRINT_MAX_NODES:,}]")
+    if not _is_int(size) or not 0 <= size <= MAX_ITERATION:
+        raise bad(f"table entries {size!r} is not a count")
+    shapes = {"probs": (size,), "row_offset": (nodes,), "num_buckets": (len(nb),), "node_round": (nodes,),
+              "num_actions": (nodes,)}
+    return {k: ArraySpec(dt, shapes[k], min=0.0 if k == "probs" else None) for k, dt in BLUEPRINT_ARRAYS.items()}
+
+
+def _check_blueprint_arrays(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray], where: str) -> None:
+    """The layout the arrays describe is consistent and every row of ``probs`` is a probability
+    distribution (entries in [0, 1], sum 1 within :data:`BLUEPRINT_ROW_TOLERANCE`)."""
+
+    def bad(what: str) -> CheckpointError:
+        return CheckpointError(f"blueprint file {where}: {what}")
+
+    nb, rnd, na, off, probs = (arrays[k] for k in ("num_buckets", "node_round", "num_actions", "row_offset", "probs"))
+    if nb.tolist() != list(meta["cards"]["num_buckets"]):
+        raise bad(f"bucket counts {nb.tolist()} differ from the header's {meta['cards']['num_buckets']}")
+    if rnd.size and (int(rnd.min()) < 0 or int(rnd.max()) >= nb.size):
+        raise bad(f"node rounds outside [0, {nb.size})")
+    dec = off >= 0
+    if off.size and int(off.min()) < -1:
+        raise bad("a row offset below -1")
+    if na.size and (int(na.min()) < 0 or (dec.any() and int(na[dec].min()) < 1)):
+        raise bad("a negative action count, or a decision node without actions")
+    rows = nb[rnd[dec].astype(np.int64)]  # rows of each decision node (one per bucket)
+    k = na[dec].astype(np.int64)
+    if float(np.dot(rows.astype(np.float64), k.astype(np.float64))) != float(probs.size):
+        raise bad(f"the layout covers {float(np.dot(rows.astype(np.float64), k.astype(np.float64))):.0f} entries, "
+                  f"the strategy has {probs.size:,}")
+    block = rows * k  # no overflow: the total equals probs.size (checked in float64 above)
+    ends = np.cumsum(block)
+    if not np.array_equal(off[dec], ends - block):
+        raise bad("row offsets do not follow the table layout (blocks of buckets x actions in node order)")
+    # every row (one per decision node and bucket) is a distribution: in blocks of nodes, so the
+    # temporaries stay small next to the strategy itself
+    first, starts_all = 0, ends - block
+    while first < block.size:
+        last = int(np.searchsorted(ends, starts_all[first] + _BLUEPRINT_ROW_BLOCK, side="right"))
+        last = max(last, first + 1)
+        lo, hi = int(starts_all[first]), int(ends[last - 1])
+        part = probs[lo:hi]
+        if part.size:
+            if float(part.max()) > 1.0 + BLUEPRINT_ROW_TOLERANCE:
+                i = lo + int(np.argmax(part > 1.0 + BLUEPRINT_ROW_TOLERANCE))
+                raise bad(f"probability {probs[i]} > 1 at entry {i}")
+            row_len = np.repeat(k[first:last], rows[first:last])  # the rows of these nodes, in table order
+            starts = np.cumsum(row_len) - row_len
+            sums = np.add.reduceat(part, starts, dtype=np.float64)
+            err = np.abs(sums - 1.0) > BLUEPRINT_ROW_TOLERANCE + 1e-6 * row_len
+            if err.any():
+                i = int(np.argmax(err))
+                raise bad(
+                    f"a row of the strategy does not sum to 1 (entries {lo + int(starts[i])} to "
+                    f"{lo + int(starts[i] + row_len[i]) - 1}: {sums[i]!r}); a blueprint row is a probability distribution"
+                )
+        first = last
+
+
+def _blueprint_reader_spec(path: str, layout: Callable[[dict[str, Any]], Any] | None) -> Callable:
+    def spec(meta: dict[str, Any]) -> dict[str, ArraySpec]:
+        out = _blueprint_spec(meta, path)
+        if layout is not None:
+            layout(meta)
+        return out
+
+    return spec
+
+
+def write_blueprint(
+    ckpt_dir: str | os.PathLike[str], meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
+) -> dict[str, Any]:
+    """Write ``ckpt_dir/blueprint.msgpack.lz4`` atomically (before the manifest, which lists it).
+
+    Args:
+        ckpt_dir: the checkpoint directory.
+        meta: the header (see :mod:`blueprint.blueprint`, ``blueprint_file_payload``); ``format``
+            and ``format_version`` are filled in.
+        arrays: :data:`BLUEPRINT_ARRAYS` (converted to those dtypes).
+
+    Returns:
+        The manifest entry of the file.
+
+    Raises:
+        ValueError: a header or arrays that a reader would refuse (nothing is written).
+        CheckpointError: the write failed (the temporary file is removed).
+    """
+    ckpt_dir = Path(ckpt_dir)
+    meta = {**dict(meta), "format": BLUEPRINT_FORMAT_NAME, "format_version": BLUEPRINT_FORMAT_VERSION}
+    if set(arrays) != set(BLUEPRINT_ARRAYS):
+        raise ValueError(f"a blueprint file holds exactly the arrays {list(BLUEPRINT_ARRAYS)}, got {sorted(arrays)}")
+    out = {k: np.ascontiguousarray(arrays[k], dtype=dt) for k, dt in BLUEPRINT_ARRAYS.items()}
+    where = f"{ckpt_dir / BLUEPRINT_NAME} (being written)"
+    try:
+        norm = _normalized(meta)
+        spec = _blueprint_spec(norm, where)
+        for k, s in spec.items():
+            if out[k].shape != s.shape:
+                raise CheckpointError(f"blueprint file {where}: array {k!r} has shape {out[k].shape}, not {s.shape}")
+            _check_values(out[k], where, k, s, _BLUEPRINT_FORMAT)
+        _check_blueprint_arrays(norm, out, where)
+    except CheckpointError as exc:
+        raise ValueError(f"refusing to write a blueprint file no reader would accept: {exc}") from None
+    return _write_container(ckpt_dir, BLUEPRINT_NAME, _BLUEPRINT_FORMAT, {}, out, meta, "the blueprint file")
+
+
+def read_blueprint(
+    path: str | os.PathLike[str],
+    expected: Mapping[str, Any] | None = None,
+    *,
+    verify: bool = True,
+    layout: Callable[[dict[str, Any]], Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Read a blueprint file with every rule of the module docstring, plus its own.
+
+    Args:
+        path: the file (``CKPT_DIR/blueprint.msgpack.lz4``).
+        expected: its manifest entry: the size must match, no byte past it is read, and with
+            ``verify`` the blake2b digest too.
+        layout: called with the header once it is well formed, before any array is allocated
+            (the caller checks it against what it rebuilt: tree, card abstraction); a
+            :class:`CheckpointError` it raises refuses the file, any other exception propagates.
+
+    Returns:
+        ``(header, arrays)``: the header map and :data:`BLUEPRINT_ARRAYS`, checked: the layout
+        the arrays describe is consistent and every strategy row is a probability distribution.
+    """
+    path = Path(path)
+    arrays, meta, _ = _read_shard(path, expected, verify=verify, spec=_blueprint_reader_spec(str(path), layout),
+                                  fmt=_BLUEPRINT_FORMAT)
+    _check_blueprint_arrays(meta, arrays, str(path))
+    return meta, arrays
+
+
+def read_blueprint_bytes(data: bytes, name: str = "<bytes>") -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Parse a whole blueprint file from memory with every check :func:`read_blueprint` makes."""
+    data = bytes(data)
+    src = _BoundedReader(io.BytesIO(data), len(data))
+    arrays, meta, _ = _decode_shard(src, name, len(data), _blueprint_reader_spec(name, None), _BLUEPRINT_FORMAT)
+    _check_blueprint_arrays(meta, arrays, name)
+    return meta, arrays
+
+
+def fuzz_read_blueprint_bytes(data: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """Fuzz entry point: parse ``data`` as a blueprint file; None when it is refused (only
+    :class:`CheckpointError` counts as a refusal: any other exception escaping is a bug)."""
+    try:
+        return read_blueprint_bytes(data, "<fuzz>")
     except CheckpointError:
         return None
 
@@ -1413,8 +1704,10 @@ def save_checkpoint(
     keep: int | None = None,
     *,
     replace: bool = False,
+    blueprint: tuple[Mapping[str, Any], Mapping[str, np.ndarray]] | None = None,
 ) -> Path:
-    """Write a whole checkpoint from one process: every shard, then the manifest, then prune.
+    """Write a whole checkpoint from one process: every shard, the blueprint file, then the
+    manifest, then prune.
 
     Args:
         run_dir: the run directory.
@@ -1423,6 +1716,8 @@ def save_checkpoint(
         manifest: see :func:`write_manifest`.
         keep: if given, keep only the newest ``keep`` complete checkpoints afterwards.
         replace: overwrite a complete checkpoint of the same iteration.
+        blueprint: ``(header, arrays)`` of the blueprint file (:func:`write_blueprint`), written
+            after the shards and listed in the manifest.
 
     Returns:
         The checkpoint directory.
@@ -1437,6 +1732,8 @@ def save_checkpoint(
     ckpt_dir = new_checkpoint_dir(run_dir, iteration, replace=replace)
     try:
         files = [write_shard(ckpt_dir, k, arrays, meta) for k, (arrays, meta) in enumerate(shards)]
+        if blueprint is not None:
+            files.append(write_blueprint(ckpt_dir, *blueprint))
         write_manifest(ckpt_dir, manifest, files)
     except BaseException as exc:
         shutil.rmtree(ckpt_dir, ignore_errors=True)

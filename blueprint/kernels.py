@@ -27,16 +27,57 @@ Discounting (linear CFR and DCFR, Brown & Sandholm 2019) is not done here: the t
 
 The full-traversal kernel (:func:`cfr_full_iteration`) runs vanilla CFR or CFR+ (Tammelin 2014)
 over an explicit list of deals with the same tree, tables and card buckets, for small games.
+
+Arguments. The kernels take their arrays in a few typed NamedTuples, each one argument (numba
+passes a tuple's members as it would pass them one by one): the tree as
+:class:`abstraction.tree.TreeArrays` (``BettingTree.kernel_arrays()``), the card abstraction and the
+deal's shape as :class:`abstraction.cards.CardArrays` (``CardAbstraction.kernel_arrays(game)``), the
+tables with their layout as :class:`blueprint.tables.Tables`, and the sampled kernel's options as
+:class:`ESOptions`. Each field's type is fixed, so each kernel compiles once per regret dtype.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
-from abstraction.cards import deal_buckets
+from abstraction.cards import card_buckets
 from abstraction.tree import KIND_DECISION, KIND_FOLD
 from blueprint.numerics import rng_below, rng_uniform
+
+
+class ESOptions(NamedTuple):
+    """The options of :func:`es_iterations` (float64, but ``int_regret``), in the units of the
+    stored regrets (:mod:`blueprint.numerics`)."""
+
+    prune_start: float  # iteration from which traversals may prune
+    prune_prob: float  # probability that a traversal prunes (0 disables pruning)
+    prune_c: float  # pruning threshold per effective iteration (negative)
+    floor_c: float  # regret floor per effective iteration (negative)
+    w_base: float  # the effective iteration count W at iteration t_base: W(t) = w_base + t - t_base
+    t_base: float
+    ceil: float  # regrets are clipped to [max(floor, -ceil), ceil]
+    int_regret: bool  # int32 regrets: each update is rounded to an integer
+    scale: float  # stored units per chip
+
+
+class _Stack(NamedTuple):
+    """Work arrays of :func:`_es_traverse` (allocated once per :func:`es_iterations` call): a frame
+    per traverser node on the current path, ``maxa`` entries per frame in the flat ones."""
+
+    sig: np.ndarray  # float64 [depth * maxa]: the frame's current strategy
+    val: np.ndarray  # float64 [depth * maxa]: the values of the children explored
+    flag: np.ndarray  # uint8 [depth * maxa]: 1 if the action was explored (not pruned)
+    osig: np.ndarray  # float64 [maxa]: an opponent node's strategy
+    f_node: np.ndarray  # int64 [depth]
+    f_base: np.ndarray  # int64 [depth]: the node's row in the tables for the traverser's bucket
+    f_next: np.ndarray  # int64 [depth]: the next action to explore
+    f_val: np.ndarray  # float64 [depth]: the strategy-weighted value so far
+    f_prune: np.ndarray  # bool [depth]: prune this node's actions
+    maxa: int
+    stats: np.ndarray  # int64 [2]: decision nodes visited, actions pruned
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -74,17 +115,19 @@ def regret_matching(regret, base, na, out, off):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _es_traverse(
-    trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
-    buckets, winner, regret, strat, rng, prune_now, thresh, floor, ceil, int_regret, scale,
-    last_round, sig, val, flag, f_node, f_base, f_next, f_val, f_prune, osig, maxa, stats,
-):
+def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, floor, opts, last_round, st):
     """One external-sampling traversal for seat ``trav`` from the root; returns its value.
 
-    Iterative depth-first search: a frame per traverser node on the current path (``f_*``
-    arrays, strategy in ``sig[d * maxa:]``, child values in ``val``, explored flags in ``flag``);
-    opponent nodes need no frame (one sampled child).
+    Iterative depth-first search: a frame per traverser node on the current path (``st`` a
+    :class:`_Stack`: ``f_*`` arrays, strategy in ``sig[d * maxa:]``, child values in ``val``,
+    explored flags in ``flag``); opponent nodes need no frame (one sampled child).
     """
+    kind, player, rnd, spent = tree.kind, tree.player, tree.round, tree.spent
+    nact, cstart, echild = tree.num_actions, tree.child_start, tree.edge_child
+    row_off, regret, strat = tables.row_offset, tables.regret, tables.strat
+    ceil, int_regret, scale = opts.ceil, opts.int_regret, opts.scale
+    sig, val, flag, osig, maxa, stats = st.sig, st.val, st.flag, st.osig, st.maxa, st.stats
+    f_node, f_base, f_next, f_val, f_prune = st.f_node, st.f_base, st.f_next, st.f_val, st.f_prune
     sp = 0
     cur = 0
     while True:
@@ -187,40 +230,33 @@ def sample_deal(rng, perm, deck_size, deal):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def es_iterations(
-    n_iters, t0, kind, player, rnd, spent, nact, cstart, echild, row_off, max_depth, maxa,
-    card_kind, num_hole, board_per_round, deck_size, num_suits, num_ranks, iso, table, offsets,
-    regret, strat, rng, opts,
-):
+def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
     """Run ``n_iters`` external-sampling iterations starting at iteration ``t0`` (0-based).
 
-    ``opts`` (float64): [0] prune_start, [1] prune_prob (0 disables pruning), [2] prune_c and
-    [3] floor_c (stored units per effective iteration, negative), [4] w_base, [5] t_base (the
-    effective iteration count ``W`` at iteration ``t_base``; ``W(t) = w_base + t - t_base``),
-    [6] ceil, [7] int_regret (0/1), [8] scale (stored units per chip).
+    ``tree``: :class:`abstraction.tree.TreeArrays`; ``cards``: :class:`abstraction.cards.CardArrays`;
+    ``tables``: :class:`blueprint.tables.Tables` (``regret`` and ``strat`` are updated in place);
+    ``rng``: the xoshiro state (advanced in place); ``opts``: :class:`ESOptions`; ``max_depth`` and
+    ``maxa``: the tree's depth (:func:`blueprint.tables.tree_depth`) and the most actions of a node,
+    which size the traversal's stack.
     Returns int64 [2]: decision nodes visited, actions pruned.
     """
+    board_per_round = cards.board_per_round
     num_rounds = board_per_round.shape[0]
-    ncards = 2 * num_hole
+    ncards = 2 * cards.num_hole
     for r in range(num_rounds):
         ncards += board_per_round[r]
     deal = np.empty(ncards, np.int64)
-    perm = np.empty(deck_size, np.int64)
+    perm = np.empty(cards.deck_size, np.int64)
     work = np.empty(2 * ncards + 2, np.int64)
     buckets = np.zeros((2, num_rounds), np.int64)
     depth = max_depth + 1
-    sig = np.zeros(depth * maxa, np.float64)
-    val = np.zeros(depth * maxa, np.float64)
-    flag = np.zeros(depth * maxa, np.uint8)
-    osig = np.zeros(maxa, np.float64)
-    f_node = np.zeros(depth, np.int64)
-    f_base = np.zeros(depth, np.int64)
-    f_next = np.zeros(depth, np.int64)
-    f_val = np.zeros(depth, np.float64)
-    f_prune = np.zeros(depth, np.bool_)
-    stats = np.zeros(2, np.int64)
-    prune_start, prune_prob, prune_c, floor_c = opts[0], opts[1], opts[2], opts[3]
-    w_base, t_base, ceil, int_regret, scale = opts[4], opts[5], opts[6], opts[7] != 0.0, opts[8]
+    st = _Stack(
+        np.zeros(depth * maxa, np.float64), np.zeros(depth * maxa, np.float64), np.zeros(depth * maxa, np.uint8),
+        np.zeros(maxa, np.float64), np.zeros(depth, np.int64), np.zeros(depth, np.int64), np.zeros(depth, np.int64),
+        np.zeros(depth, np.float64), np.zeros(depth, np.bool_), maxa, np.zeros(2, np.int64),
+    )
+    prune_start, prune_prob, prune_c, floor_c = opts.prune_start, opts.prune_prob, opts.prune_c, opts.floor_c
+    w_base, t_base, ceil = opts.w_base, opts.t_base, opts.ceil
     last_round = num_rounds - 1
     for it in range(n_iters):
         t = t0 + it
@@ -230,20 +266,13 @@ def es_iterations(
         if floor < -ceil:
             floor = -ceil
         for trav in range(2):
-            sample_deal(rng, perm, deck_size, deal)
-            winner = deal_buckets(
-                card_kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, buckets, work,
-                iso, table, offsets,
-            )
+            sample_deal(rng, perm, cards.deck_size, deal)
+            winner = card_buckets(cards, deal, buckets, work)
             prune_now = False
             if prune_prob > 0.0 and t >= prune_start:
                 prune_now = rng_uniform(rng) < prune_prob
-            _es_traverse(
-                trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
-                buckets, winner, regret, strat, rng, prune_now, thresh, floor, ceil, int_regret, scale,
-                last_round, sig, val, flag, f_node, f_base, f_next, f_val, f_prune, osig, maxa, stats,
-            )
-    return stats
+            _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, floor, opts, last_round, st)
+    return st.stats
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -263,15 +292,14 @@ def discount_tables(regret, strat, pos_f, neg_f, avg_f, int_regret):
 # Not cached: numba's on-disk cache mishandles self-recursive functions (a cached copy segfaults
 # when loaded in a new process), so the full-traversal kernels compile in each process.
 @numba.njit
-def _full_traverse(
-    n, trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
-    buckets, winner, regret, strat, delta, reach_p, reach_o, avg_w, sig, val, depth, maxa,
-):
+def _full_traverse(n, trav, tree, tables, buckets, winner, delta, reach_p, reach_o, avg_w, sig, val, depth, maxa):
+    kind, player, nact, cstart, echild = tree.kind, tree.player, tree.num_actions, tree.child_start, tree.edge_child
+    regret, strat = tables.regret, tables.strat
     if kind[n] != KIND_DECISION:
-        return terminal_utility(n, trav, kind, player, spent, winner)
+        return terminal_utility(n, trav, kind, player, tree.spent, winner)
     p = player[n]
     na = nact[n]
-    base = row_off[n] + buckets[p, rnd[n]] * na
+    base = tables.row_offset[n] + buckets[p, tree.round[n]] * na
     off = depth * maxa
     regret_matching(regret, base, na, sig, off)
     cs = cstart[n]
@@ -279,9 +307,8 @@ def _full_traverse(
     if p == trav:
         for a in range(na):
             va = _full_traverse(
-                echild[cs + a], trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
-                buckets, winner, regret, strat, delta, reach_p * sig[off + a], reach_o, avg_w, sig, val,
-                depth + 1, maxa,
+                echild[cs + a], trav, tree, tables, buckets, winner, delta, reach_p * sig[off + a], reach_o, avg_w,
+                sig, val, depth + 1, maxa,
             )
             val[off + a] = va
             v += sig[off + a] * va
@@ -293,26 +320,24 @@ def _full_traverse(
         s = sig[off + a]
         if s > 0.0:
             v += s * _full_traverse(
-                echild[cs + a], trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
-                buckets, winner, regret, strat, delta, reach_p, reach_o * s, avg_w, sig, val,
-                depth + 1, maxa,
+                echild[cs + a], trav, tree, tables, buckets, winner, delta, reach_p, reach_o * s, avg_w,
+                sig, val, depth + 1, maxa,
             )
     return v
 
 
 @numba.njit
-def cfr_full_iteration(
-    t, kind, player, rnd, spent, nact, cstart, echild, row_off, max_depth, maxa,
-    card_kind, num_hole, board_per_round, deck_size, num_suits, num_ranks, iso, table, offsets,
-    deals, regret, strat, delta, plus,
-):
+def cfr_full_iteration(t, tree, cards, tables, deals, delta, plus, max_depth, maxa):
     """One CFR iteration (alternating updates) over all ``deals`` (int64 [D, cards], equally likely).
 
+    ``tree``, ``cards``, ``tables``, ``max_depth``, ``maxa`` as for :func:`es_iterations`
+    (``tables.regret`` must be float here); ``delta``: float64 scratch of the tables' size.
     ``plus``: CFR+ (regrets floored at 0 after each update, average weighted by ``t + 1``);
-    otherwise vanilla CFR (uniform average). ``regret`` must be float here. Returns the expected
-    value of seat 0 under the current strategy (computed in seat 0's pass).
+    otherwise vanilla CFR (uniform average). Returns the expected value of seat 0 under the current
+    strategy (computed in seat 0's pass).
     """
-    num_rounds = board_per_round.shape[0]
+    regret = tables.regret
+    num_rounds = cards.board_per_round.shape[0]
     buckets = np.zeros((2, num_rounds), np.int64)
     work = np.empty(2 * deals.shape[1] + 2, np.int64)
     sig = np.zeros((max_depth + 1) * maxa, np.float64)
@@ -324,14 +349,8 @@ def cfr_full_iteration(
     for trav in range(2):
         delta[:] = 0.0
         for d in range(nd):
-            winner = deal_buckets(
-                card_kind, deals[d], num_hole, board_per_round, deck_size, num_suits, num_ranks, buckets, work,
-                iso, table, offsets,
-            )
-            v = _full_traverse(
-                0, trav, kind, player, rnd, spent, nact, cstart, echild, row_off,
-                buckets, winner, regret, strat, delta, 1.0, w, avg_w, sig, val, 0, maxa,
-            )
+            winner = card_buckets(cards, deals[d], buckets, work)
+            v = _full_traverse(0, trav, tree, tables, buckets, winner, delta, 1.0, w, avg_w, sig, val, 0, maxa)
             if trav == 0:
                 ev0 += w * v
         for i in range(regret.shape[0]):

@@ -8,9 +8,20 @@ entry; the per-node ``row_offset`` (8 bytes per node) is the only metadata.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from abstraction.tree import KIND_DECISION, BettingTree
+
+
+class Tables(NamedTuple):
+    """The tables a numba kernel updates and their layout, as one argument: the arrays
+    themselves, not copies (the kernels write ``regret`` and ``strat`` in place)."""
+
+    row_offset: np.ndarray  # int64 [N]: each decision node's first entry (see :func:`layout`)
+    regret: np.ndarray  # [size]: float32 or int32 (sampled MCCFR), float64 (full traversal, vector CFR)
+    strat: np.ndarray  # [size]: average-strategy sums, float32 (MCCFR) or float64 (vector CFR)
 
 
 def layout(tree: BettingTree, num_buckets: np.ndarray) -> tuple[np.ndarray, int]:

@@ -24,14 +24,14 @@ from typing import Callable, Optional
 import numpy as np
 
 from abstraction.bets import load_bets
-from abstraction.tree import KIND_DECISION, BettingTree, build_tree
-from abstraction.cards import CardAbstraction, default_card_abstraction
+from abstraction.cards import CardAbstraction, CardArrays, default_card_abstraction
+from abstraction.tree import KIND_DECISION, BettingTree, TreeArrays, build_tree
 from blueprint import checkpoint as ckpt
-from blueprint.defaults import DEFAULT_ALGO, DEFAULT_GAME, DEFAULT_NOLIMIT_BETS, DEFAULT_SEED
 from blueprint.algo import AlgoConfig, AlgoError, get_algo
-from blueprint.kernels import cfr_full_iteration, discount_tables, es_iterations
+from blueprint.defaults import DEFAULT_ALGO, DEFAULT_GAME, DEFAULT_NOLIMIT_BETS, DEFAULT_SEED
+from blueprint.kernels import ESOptions, cfr_full_iteration, discount_tables, es_iterations
 from blueprint.numerics import REGRET_DTYPES, regret_bounds, regret_scale, seed_rng_state
-from blueprint.tables import layout, normalize_blocks, tree_depth
+from blueprint.tables import Tables, layout, normalize_blocks, tree_depth
 from holdem.gamedef import GameDef, load_gamedef, parse_gamedef
 
 MAX_FULL_DEALS = 2_000_000
@@ -95,7 +95,8 @@ class Trainer:
         self.seconds = 0.0
         self.max_depth = tree_depth(self.tree)
         self.max_actions = int(self.tree.num_actions.max())
-        self._bpr = np.array(self.game.num_board_cards, np.int64)
+        self._tree_arrays: Optional[TreeArrays] = None
+        self._card_arrays: Optional[CardArrays] = None
         self._deals = None
         self._delta = None
         self._best_response = None
@@ -107,7 +108,7 @@ class Trainer:
         ).hexdigest()
 
     # -- training -----------------------------------------------------------------------------
-    def _opts(self) -> np.ndarray:
+    def _opts(self) -> ESOptions:
         a = self.config.algo
         bb = self.game.big_blind
         scale = regret_scale(a.regret_dtype, bb)
@@ -115,10 +116,10 @@ class Trainer:
         prune_prob = a.prune_prob if a.prune else 0.0
         prune_c = a.prune_threshold_bb * bb * scale
         floor_c = a.floor_bb * bb * scale if a.prune else lo
-        return np.array(
-            [a.prune_start, prune_prob, prune_c, floor_c, self.w_base, self.t_base, hi,
-             1.0 if a.regret_dtype == "int32" else 0.0, scale],
-            np.float64,
+        return ESOptions(
+            prune_start=float(a.prune_start), prune_prob=float(prune_prob), prune_c=float(prune_c),
+            floor_c=float(floor_c), w_base=float(self.w_base), t_base=float(self.t_base), ceil=float(hi),
+            int_regret=a.regret_dtype == "int32", scale=float(scale),
         )
 
     def _check_full_deals(self) -> None:
@@ -137,31 +138,28 @@ class Trainer:
             self._delta = np.zeros(self.size, np.float64)
         return self._deals
 
-    def _kernel_args(self):
-        t = self.tree
-        return (t.kind, t.player, t.round, t.spent, t.num_actions, t.child_start, t.edge_child, self.row_offset,
-                self.max_depth, self.max_actions)
-
-    def _card_args(self):
-        g = self.game
-        kind, iso, table, offsets = self.cards.kernel_args()
-        return (kind, g.num_hole_cards, self._bpr, g.deck_size, g.num_suits, g.num_ranks, iso, table, offsets)
+    def _kernel_args(self) -> tuple:
+        """The tree, card and table arguments of the kernels (:class:`TreeArrays`,
+        :class:`CardArrays`, :class:`Tables`); the tables are read from the trainer each call
+        (a resumed or sharded run replaces its arrays)."""
+        if self._tree_arrays is None:
+            self._tree_arrays = self.tree.kernel_arrays()
+            self._card_arrays = self.cards.kernel_arrays(self.game)
+        return self._tree_arrays, self._card_arrays, Tables(self.row_offset, self.regret, self.strat)
 
     def _step(self, n: int) -> None:
         a = self.config.algo
+        tree, cards, tables = self._kernel_args()
         if a.full_traversal:
             deals = self._full_deals()
             for _ in range(n):
-                cfr_full_iteration(
-                    self.iteration, *self._kernel_args(), *self._card_args(), deals, self.regret, self.strat,
-                    self._delta, a.name == "cfr+",
-                )
+                cfr_full_iteration(self.iteration, tree, cards, tables, deals, self._delta, a.name == "cfr+",
+                                   self.max_depth, self.max_actions)
                 self.iteration += 1
             self.node_visits += n * 2 * len(deals) * int((self.tree.kind == KIND_DECISION).sum())
             return
-        stats = es_iterations(
-            n, self.iteration, *self._kernel_args(), *self._card_args(), self.regret, self.strat, self.rng, self._opts()
-        )
+        stats = es_iterations(n, self.iteration, tree, cards, tables, self.rng, self._opts(), self.max_depth,
+                              self.max_actions)
         self.iteration += n
         self.node_visits += int(stats[0])
         self.pruned += int(stats[1])
@@ -265,9 +263,13 @@ class Trainer:
         }
 
     def save(self, run_dir: Path, keep: Optional[int] = None) -> Path:
+        """Checkpoint: the tables (one shard), the blueprint file (average strategy for queries),
+        then the manifest."""
+        from blueprint.blueprint import blueprint_file_payload
+
         meta = {"shard": 0, "of": 1, "layout_size": self.size}
         return ckpt.save_checkpoint(Path(run_dir), self.iteration, [(self.state_arrays(), meta)], self.manifest(),
-                                    keep=keep, replace=True)
+                                    keep=keep, replace=True, blueprint=blueprint_file_payload(self))
 
     @classmethod
     def from_manifest_config(cls, cfg: dict) -> "Trainer":

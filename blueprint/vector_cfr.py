@@ -45,16 +45,51 @@ from __future__ import annotations
 
 import itertools
 from math import comb
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
-from abstraction.tree import KIND_DECISION, KIND_FOLD, BettingTree
 from abstraction.cards import CardAbstraction
 from abstraction.isomorphism import HandIndexer
+from abstraction.tree import KIND_DECISION, KIND_FOLD, BettingTree
 from blueprint.evaluate import hand_buckets, hand_strengths
+from blueprint.tables import Tables
 
 MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
+
+
+class PublicBoards(NamedTuple):
+    """The public chance tree of :class:`VectorCFR` and its per-board hand data, as one argument
+    of :func:`_walk` (``B`` boards, ``H`` hole hands, ``P`` suit permutations; the arrays are the
+    :class:`VectorCFR` attributes of the same names)."""
+
+    b_lo: np.ndarray  # int64 [B]: first board of the next round continuing this one
+    b_hi: np.ndarray  # int64 [B]: end of those continuations
+    b_w: np.ndarray  # float64 [B]: orbit weight over the boards compatible with any two hands
+    g_lo: np.ndarray  # int64 [B]: the board's stabilizer is g_ids[g_lo:g_hi]
+    g_hi: np.ndarray  # int64 [B]
+    g_ids: np.ndarray  # int64: suit permutations (rows of hand_perm)
+    hand_perm: np.ndarray  # int64 [P, H]: the image of each hand under each suit permutation
+    b_round: np.ndarray  # int64 [B]: the round the board belongs to
+    bk: np.ndarray  # int64 [B, H]: each hand's bucket on the board (0 where not live)
+    live: np.ndarray  # bool [B, H]: the hand shares no card with the board
+    order: np.ndarray  # int64 [B, H]: last-round boards: live hands by increasing strength
+    strength: np.ndarray  # int64 [B, H]: their strengths
+    nlive: np.ndarray  # int64 [B]: number of live hands (last-round boards)
+    hands: np.ndarray  # int64 [H, k]: the hole hands' cards
+    deck: int  # cards in the deck
+
+
+class Workspace(NamedTuple):
+    """Scratch of :func:`_walk`, one row per depth (``out[d]`` is the value vector of the call at
+    depth ``d``)."""
+
+    out: np.ndarray  # float64 [depth, H]
+    rs: np.ndarray  # float64 [depth, H]: the traverser's reach for a child
+    ro: np.ndarray  # float64 [depth, H]: the opponent's reach for a child
+    sig: np.ndarray  # float64 [depth, maxa, H]: the node's strategy per hand
+    vals: np.ndarray  # float64 [depth, maxa, H]: the traverser's action values per hand
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
@@ -183,12 +218,21 @@ def _showdown_values(reach, order, strength, nlive, hands, m, deck, out):
 
 # Not cached: numba's on-disk cache mishandles self-recursive functions (see blueprint.kernels).
 @numba.njit(error_model="numpy")
-def _walk(n, bid, d, bw, trav, mode, rs, ro,
-          kind, player, rnd, spent, nact, cstart, echild, row_off,
-          b_lo, b_hi, b_w, g_lo, g_hi, g_ids, hand_perm, b_round, bk, live, order, strength, nlive, hands, deck,
-          regret, strat, delta, probs, avg_w, w_out, w_rs, w_ro, w_sig, w_vals):
-    """The value vector of public state (``n``, board ``bid``) for ``trav``, into ``w_out[d]``
-    (``w_*[d]`` is this call's scratch; a child at depth ``d + 1`` writes ``w_out[d + 1]``)."""
+def _walk(n, bid, d, bw, trav, mode, rs, ro, tree, boards, tables, delta, probs, avg_w, ws):
+    """The value vector of public state (``n``, board ``bid``) for ``trav``, into ``ws.out[d]``
+    (``ws.*[d]`` is this call's scratch; a child at depth ``d + 1`` writes ``ws.out[d + 1]``).
+
+    ``tree``: :class:`~abstraction.tree.TreeArrays`; ``boards``: :class:`PublicBoards`;
+    ``tables``: :class:`~blueprint.tables.Tables` (``strat`` updated in ``CFR`` mode); ``delta``:
+    the regret increments (``CFR``); ``probs``: the fixed strategy (``BR``, ``EV``); ``ws``:
+    :class:`Workspace`."""
+    kind, player, rnd, spent = tree.kind, tree.player, tree.round, tree.spent
+    nact, cstart, echild = tree.num_actions, tree.child_start, tree.edge_child
+    b_lo, b_hi, b_w, b_round, live, bk = boards.b_lo, boards.b_hi, boards.b_w, boards.b_round, boards.live, boards.bk
+    g_lo, g_hi, g_ids, hand_perm = boards.g_lo, boards.g_hi, boards.g_ids, boards.hand_perm
+    hands, deck = boards.hands, boards.deck
+    row_off, regret, strat = tables.row_offset, tables.regret, tables.strat
+    w_out, w_rs, w_ro, w_sig, w_vals = ws.out, ws.rs, ws.ro, ws.sig, ws.vals
     H = rs.shape[0]
     out = w_out[d]
     for h in range(H):
@@ -201,9 +245,7 @@ def _walk(n, bid, d, bw, trav, mode, rs, ro,
             lv = live[k]
             for h in range(H):
                 cro[h] = ro[h] if lv[h] else 0.0
-            _walk(n, k, d + 1, bw * w, trav, mode, rs, cro, kind, player, rnd, spent, nact, cstart, echild,
-                  row_off, b_lo, b_hi, b_w, g_lo, g_hi, g_ids, hand_perm, b_round, bk, live, order, strength, nlive, hands,
-                  deck, regret, strat, delta, probs, avg_w, w_out, w_rs, w_ro, w_sig, w_vals)
+            _walk(n, k, d + 1, bw * w, trav, mode, rs, cro, tree, boards, tables, delta, probs, avg_w, ws)
             for h in range(H):
                 out[h] += w * res[h]
         ng = g_hi[bid] - g_lo[bid]
@@ -224,7 +266,7 @@ def _walk(n, bid, d, bw, trav, mode, rs, ro,
             fold_values_all(ro, lv, hands, u, deck, out)
         else:
             m = float(min(spent[n, 0], spent[n, 1]))
-            _showdown_values(ro, order[bid], strength[bid], nlive[bid], hands, m, deck, out)
+            _showdown_values(ro, boards.order[bid], boards.strength[bid], boards.nlive[bid], hands, m, deck, out)
         return 0
     p = player[n]
     na = nact[n]
@@ -261,10 +303,7 @@ def _walk(n, bid, d, bw, trav, mode, rs, ro,
         for a in range(na):
             for h in range(H):
                 crs[h] = rs[h] * sig[a, h] if mode == MODE_CFR else rs[h]
-            _walk(echild[cs + a], bid, d + 1, bw, trav, mode, crs, ro,
-                  kind, player, rnd, spent, nact, cstart, echild, row_off,
-                  b_lo, b_hi, b_w, g_lo, g_hi, g_ids, hand_perm, b_round, bk, live, order, strength, nlive, hands,
-                  deck, regret, strat, delta, probs, avg_w, w_out, w_rs, w_ro, w_sig, w_vals)
+            _walk(echild[cs + a], bid, d + 1, bw, trav, mode, crs, ro, tree, boards, tables, delta, probs, avg_w, ws)
             for h in range(H):
                 vals[a, h] = res[h]
         for h in range(H):
@@ -299,10 +338,7 @@ def _walk(n, bid, d, bw, trav, mode, rs, ro,
                 nz = True
         if not nz:
             continue
-        _walk(echild[cs + a], bid, d + 1, bw, trav, mode, rs, cro,
-              kind, player, rnd, spent, nact, cstart, echild, row_off,
-              b_lo, b_hi, b_w, g_lo, g_hi, g_ids, hand_perm, b_round, bk, live, order, strength, nlive, hands,
-              deck, regret, strat, delta, probs, avg_w, w_out, w_rs, w_ro, w_sig, w_vals)
+        _walk(echild[cs + a], bid, d + 1, bw, trav, mode, rs, cro, tree, boards, tables, delta, probs, avg_w, ws)
         for h in range(H):
             out[h] += res[h]
     return 0
@@ -444,20 +480,20 @@ class VectorCFR:
         self.iteration = 0
         depth = self._depth(0) + 2 * R + 2
         maxa = int(tree.num_actions.max())
-        self._ws = (np.zeros((depth, H)), np.zeros((depth, H)), np.zeros((depth, H)),
-                    np.zeros((depth, maxa, H)), np.zeros((depth, maxa, H)))
+        self._ws = Workspace(np.zeros((depth, H)), np.zeros((depth, H)), np.zeros((depth, H)),
+                             np.zeros((depth, maxa, H)), np.zeros((depth, maxa, H)))
+        self._tree_arrays = tree.kernel_arrays()
+        self._boards = PublicBoards(self.b_lo, self.b_hi, self.b_w, self.g_lo, self.g_hi, self.g_ids, self.hand_perm,
+                                    self.b_round, self.bk, self.live, self.order, self.strength, self.nlive,
+                                    self.hands, int(D))
         # ordered pairs of compatible hands: the value normalizer (boards are averaged)
         self.norm = float(H) * comb(D - k, k)
 
     def _run(self, trav, mode, probs, avg_w):
-        t = self.tree
         ones = self.live[0].astype(np.float64)
-        _walk(0, 0, 0, 1.0, trav, mode, ones.copy(), ones.copy(),
-              t.kind, t.player, t.round, t.spent, t.num_actions, t.child_start, t.edge_child,
-              self.row_offset, self.b_lo, self.b_hi, self.b_w, self.g_lo, self.g_hi, self.g_ids, self.hand_perm,
-              self.b_round, self.bk, self.live, self.order, self.strength, self.nlive, self.hands,
-              self.g.deck_size, self.regret, self.strat, self.delta, probs, avg_w, *self._ws)
-        return self._ws[0][0].copy()
+        _walk(0, 0, 0, 1.0, trav, mode, ones.copy(), ones.copy(), self._tree_arrays, self._boards,
+              Tables(self.row_offset, self.regret, self.strat), self.delta, probs, avg_w, self._ws)
+        return self._ws.out[0].copy()
 
     def _depth(self, n: int) -> int:
         t = self.tree

@@ -375,7 +375,8 @@ def ray_job(tr, kwargs: dict[str, Any]):
 
     job = RayJob(tr, log=lambda msg: click.echo(f"warning: {msg}", err=True),
                  **{k: v for k, v in kwargs.items() if v is not None})
-    click.echo(f"Ray job: {job.num_workers} workers, {job.num_shards} shards, batch {job.batch}", err=True)
+    click.echo(f"Ray job: {job.num_workers} workers, {job.num_shards} shards, batch {job.batch}, "
+               f"{job.num_nodes} node(s)", err=True)
     return job
 
 
@@ -397,7 +398,8 @@ def run_session(tr, job, run_dir: Path, as_json: bool, **session) -> None:
             st = job.stats()
             result.update({k: st[k] for k in ("staleness", "bytes_per_batch", "workers", "shards", "batch",
                                                "lost_batches", "lost_iterations", "worker_restarts",
-                                               "shard_restores", "checkpoint_pause_seconds")})
+                                               "shard_restores", "checkpoint_pause_seconds", "nodes",
+                                               "driver_calls_per_round", "driver_bytes_per_round")})
     finally:
         if job is not None:
             job.close()

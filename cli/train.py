@@ -133,6 +133,7 @@ def train(
             )
         if not gd.is_limit and bets is None:
             bets = DEFAULT_NOLIMIT_BETS
+        _build_card_abstraction(gd, abstraction)
         tr = make_trainer(game, bets=bets, cards=abstraction, algo=algo, seed=seed, regret_dtype=regret_dtype)
     if tr.config.algo.full_traversal:
         from math import perm
@@ -165,9 +166,23 @@ def train(
     if (workers or 1) > 1 or (shards or 1) > 1 or address is not None:
         if tr.config.algo.full_traversal:
             raise CLIError(f"--algo {algo} enumerates every deal and runs in one process; drop --workers/--shards")
-        job = ray_job(tr, {"workers": workers, "shards": shards, "batch": batch, "address": address})
+        job = ray_job(tr, {"workers": workers, "shards": shards, "batch": batch, "address": address,
+                           "iterations": iterations})  # bounds the default batch's staleness
     run_session(tr, job, run_dir, as_json, iterations=iterations, seconds=seconds, checkpoint_every=checkpoint_every,
          keep=keep, eval_every=eval_every, report_every=report_every, target=target)
+
+
+def _build_card_abstraction(gd, name) -> None:
+    """A card abstraction recipe that is not in the cache is built here, explicitly (with its
+    progress), before anything else of the run: nothing else ever builds one on first use for
+    queries (``Blueprint.load`` only loads)."""
+    from abstraction.buckets import RECIPES, ensure_recipe, recipe_dir
+    from abstraction.cards import default_card_name
+
+    name = default_card_name(gd, name)
+    if name in RECIPES and not (recipe_dir(gd, name) / "abstraction.bin").is_file():
+        click.echo(f"the {name!r} card abstraction is not in the cache yet: building it first (once)", err=True)
+        ensure_recipe(gd, name, log=lambda m: click.echo(m, err=True))
 
 
 @click.command()
@@ -188,13 +203,12 @@ def resume(run_dir, iterations, seconds, checkpoint_every, keep, target, eval_ev
     if iterations is not None and seconds is not None:
         raise click.UsageError("give --iterations or --time, not both")
     path = run_dir_arg(run_dir)
-    from blueprint.checkpoint import load_latest
     from blueprint.trainer import Trainer
 
     with user_input():
-        manifest, shard_data = load_latest(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
-        tr = Trainer.from_checkpoint(path, manifest, shard_data)
-        del shard_data
+        # the run's layout (from each manifest's config) is checked before any table is read;
+        # damaged newer checkpoints are reported and skipped, then quarantined below
+        tr, manifest = Trainer.load_checkpoint(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
     iterations, seconds = budget(iterations, seconds, big=tr.game.deck_size > 16)
     click.echo(f"resuming {path} from the checkpoint at iteration {tr.iteration:,}", err=True)
     quarantine_newer(path, tr.iteration)

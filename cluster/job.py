@@ -78,8 +78,8 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import signal
 import shutil
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -163,6 +163,8 @@ class RayJob:
             job acts on it (a worker leaves the round, a node is counted down, a shard restored).
         iterations: the run's length if known (bounds the default batch, see :func:`default_batch`).
         round: the last round ended (a resumed job).
+        share_cards: the workers read the node's one copy of the card table (False: each copies
+            it into its own memory, as when every worker loaded its own; for measurements).
     """
 
     def __init__(
@@ -183,6 +185,7 @@ class RayJob:
         timeout: float = 300.0,
         iterations: int | None = None,
         round: int = 0,
+        share_cards: bool = True,
     ):
         import ray
 
@@ -199,6 +202,7 @@ class RayJob:
         self.num_workers, self.num_shards, self.batch = workers, shards, batch
         self.worker_cpus = worker_cpus
         self.timeout = float(timeout)
+        self.share_cards = share_cards
         self.log = log or (lambda msg: None)
         self.own_ray = False
         self.pg = None
@@ -268,6 +272,7 @@ class RayJob:
         self.round_log: list[tuple[int, int, int, list[int]]] = []
         self.replay_ok = True
         self.max_replay_bytes = max_replay_bytes
+        self._loads: list = []
         self.shards = [self._new_shard(k, self.shard_nodes[k]) for k in range(shards)]
         self._LeaderActor = ray.remote(LeaderCore)
         self.leaders = [self._new_leader(g) for g in range(nodes)]
@@ -322,7 +327,7 @@ class RayJob:
     def _new_leader(self, g: int):
         return self._LeaderActor.options(num_cpus=0, max_restarts=-1, max_task_retries=0, **self._in_bundle(g)).remote(
             g, self.tr.config_dict, self.bounds, [self.cards_ref], self.tr.abstraction_hash, self.groups[g],
-            self.worker_cpus, (self.pg, g), self.timeout,
+            self.worker_cpus, (self.pg, g), self.timeout, 3, not self.share_cards,
         )
 
     def _new_shard(self, k: int, g: int):
@@ -334,7 +339,7 @@ class RayJob:
             r_ref, s_ref = self.base_refs[k]
             return cls.remote(k, lo, hi, self.tr.config.algo, r_ref, s_ref, None, self.ckpt_round)
         actor = cls.remote(k, lo, hi, self.tr.config.algo, None, None, None, self.ckpt_round)
-        actor.load.remote(str(self.base_dir / ckpt.shard_name(k)))
+        self._loads.append(actor.load.remote(str(self.base_dir / ckpt.shard_name(k))))
         return actor
 
     def _get(self, refs: list, what: str, timeout: float | None = None) -> list:
@@ -463,7 +468,9 @@ class RayJob:
                 self.shards[k] = self._new_shard(k, home)
                 self.shard_nodes[k] = home
                 loads.append(self.shards[k].ping.remote())
-            self._get(loads, what="the restored shards to load")
+            loads += self._loads
+            self._loads = []
+            self._get(loads, what="the restored shards to load")  # a failed load raises here
             new = {k: self.shards[k] for k in dead}
             sent = self._get([self.leaders[g].replay.remote(new, self.ckpt_round, self.timeout) for g in answering],
                              what="the leaders to replay their retained deltas")
@@ -500,7 +507,14 @@ class RayJob:
         todo = dict(specs)
         done: dict[int, dict] = {}
         attempts: dict[int, int] = {}
+        give_up = time.monotonic() + 10 * self.timeout + 60
         while todo:
+            if time.monotonic() > give_up:
+                raise JobError(
+                    f"round {round_id} did not complete within {10 * self.timeout + 60:.0f} s (groups {sorted(todo)} "
+                    f"left); resume from the last complete checkpoint ({self.base_dir or 'none written yet'}) "
+                    "with 'mccfr resume RUN_DIR'"
+                )
             self._probe_leaders()
             assign = self._assign(sorted(todo))
             refs = {}
@@ -578,6 +592,8 @@ class RayJob:
                     failed.append((k, exc))
                     continue
                 self.snapshot[k] = box[0]
+                # what came back: a reference (id and owner address) and the missing groups
+                self._round_bytes += len(box[0].binary()) + len(box[0].owner_address()) + len(pickle.dumps(missing))
                 for g in missing:
                     self.lost_deltas.append({"shard": k, "round": round_id, "group": g})
                     self.log(f"shard {k}: group {g}'s delta of round {round_id} is missing; it is lost")

@@ -18,10 +18,17 @@ leader) and the snapshot's object references. For each group the leader
 
 and returns only small per-group statistics and the workers' RNG states (a few hundred bytes):
 deltas and snapshots never pass through the driver.
+
+Ray's facilities do the placement (the bundle), the restarts and the retries; the dispatch is a
+few lines of ``ray.wait`` rather than :class:`ray.util.ActorPool`, because the batch-to-worker
+assignment must not matter (it does not: every batch carries its RNG state and the sums are in
+worker order) while a batch stuck past its deadline must move to another worker, which ActorPool's
+``get_next(timeout)`` cannot do (it leaves the stuck task holding its actor).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import Any
@@ -57,6 +64,7 @@ class LeaderCore:
         placement: ``(placement_group, bundle_index)`` or None (no placement group).
         start_timeout: seconds to wait for the workers to start; one that does not is left out.
         worker_retries: Ray's ``max_restarts`` and ``max_task_retries`` for the workers.
+        private_cards: each worker copies the card table into its own memory (measurements only).
     """
 
     def __init__(
@@ -71,6 +79,7 @@ class LeaderCore:
         placement: tuple | None = None,
         start_timeout: float = 300.0,
         worker_retries: int = 3,
+        private_cards: bool = False,
     ):
         import ray
 
@@ -91,7 +100,8 @@ class LeaderCore:
             pg, bundle = placement
             opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=bundle)
         actor = ray.remote(WorkerCore).options(**opts)
-        self.workers = [actor.remote(w, config, self.bounds, None, abstraction_hash, cards_box[0]) for w in worker_ids]
+        self.workers = [actor.remote(w, config, self.bounds, None, abstraction_hash, cards_box[0], private_cards)
+                        for w in worker_ids]
         self.live = [False] * len(self.workers)
         self.pids: list[int | None] = [None] * len(self.workers)
         if self.workers:
@@ -127,10 +137,35 @@ class LeaderCore:
     def worker_pid(self, i: int) -> int:
         return self.ray.get(self.workers[i].pid.remote(), timeout=60)
 
+    def cards_zero_copy(self) -> list[bool]:
+        """Per worker: whether it reads the card table zero-copy from the object store."""
+        return self.ray.get([w.cards_zero_copy.remote() for w in self.workers], timeout=60)
+
     def worker_memory(self) -> list[dict[str, int]]:
         return self.ray.get([w.memory.remote() for w in self.workers], timeout=60)
 
     # -- the round --------------------------------------------------------------------------------
+    def _recheck_workers(self, notes: list[str]) -> None:
+        """A worker that left a round (stuck, or not scheduled) rejoins once it answers a ping
+        (one ping in flight per such worker, never waited for)."""
+        probes = getattr(self, "_probes", {})
+        self._probes = probes
+        for i, ok in enumerate(self.live):
+            if ok:
+                probes.pop(i, None)
+                continue
+            ref = probes.get(i)
+            if ref is None:
+                probes[i] = self.workers[i].pid.remote()
+                continue
+            ready, _ = self.ray.wait([ref], timeout=0)
+            if ready:
+                del probes[i]
+                with contextlib.suppress(Exception):
+                    self.pids[i] = self.ray.get(ref)
+                    self.live[i] = True
+                    notes.append(f"node {self.node}: worker {self.worker_ids[i]} answers again and rejoins")
+
     def _drop_retained(self, ckpt_round: int) -> None:
         if ckpt_round > self.ckpt_round:
             self.ckpt_round = ckpt_round
@@ -174,6 +209,7 @@ class LeaderCore:
         ray = self.ray
         self._drop_retained(ckpt_round)
         notes, self.notes = self.notes, []
+        self._recheck_workers(notes)
         batches = [(g, spec) for g, specs in groups for spec in specs]
         results: dict[int, list] = {}
         failed: dict[int, str] = {}
@@ -224,7 +260,8 @@ class LeaderCore:
             others = [x for x in range(len(self.workers)) if self.live[x]]
             moved = {}
             for ref, (j, i) in pending.items():
-                ray.cancel(ref, force=True)
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)
                 if others:
                     i2 = others[j % len(others)]
                     moved[submit(j, i2)] = (j, i2)

@@ -69,6 +69,8 @@ class WorkerCore:
         abstraction_hash: if given, must match the abstraction.
         cards: the driver's :class:`abstraction.cards.CardAbstraction` (None: build it from the
             config, as one process does; the Ray job always passes it).
+        private_cards: copy ``cards``' arrays into this process (what a worker that loads its own
+            table holds; for memory measurements) instead of reading the shared copy.
     """
 
     def __init__(
@@ -79,7 +81,14 @@ class WorkerCore:
         rng: np.ndarray | None = None,
         abstraction_hash: str | None = None,
         cards=None,
+        private_cards: bool = False,
     ):
+        if cards is not None and private_cards:
+            import dataclasses
+
+            cards = dataclasses.replace(
+                cards, **{f: np.array(getattr(cards, f)) for f in ("iso", "table", "offsets") if getattr(cards, f) is not None}
+            )
         self.worker_id = worker_id
         self.tr = trainer_with_cards(config, cards)
         if abstraction_hash is not None and self.tr.abstraction_hash != abstraction_hash:

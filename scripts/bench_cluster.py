@@ -4,6 +4,8 @@
                                                [--algo pluribus] [--workers 2]
     python scripts/bench_cluster.py throughput [--seconds 30] [--batch 20000] [--cards small]
     python scripts/bench_cluster.py checkpoint [--cards small] [--iterations 200000]
+    python scripts/bench_cluster.py calls      [--nodes 4] [--workers 4] [--shards 4] [--batch 100] [--rounds 20]
+    python scripts/bench_cluster.py memory     [--cards small|synthetic] [--workers 2] [--batch 2000]
 
 leduc: exact exploitability at equal total iterations, single process vs a 2-worker 2-shard job,
 per seed and on average. throughput: hunl100 (``--bets small``, the default no-limit game of
@@ -11,7 +13,13 @@ per seed and on average. throughput: hunl100 (``--bets small``, the default no-l
 workers (2 shards each): iterations/s after a warm-up round, bytes per batch and per second, the
 share of the workers' time spent outside the kernel (snapshot copy, deltas, waiting), memory.
 checkpoint: write and load times and sizes of the default game's checkpoint, one shard (single
-process) and two (the Ray job). One JSON object per line; the first one describes the machine.
+process) and two (the Ray job). calls: on a simulated cluster (``ray.cluster_utils.Cluster``, a head
+without CPUs plus ``--nodes`` one-CPU nodes), a Leduc job's driver calls and result bytes per round
+(``RayJob.stats()``), against the old design's ``N + N S + 2 S``. memory: per-worker memory (rss, pss:
+shared pages split among the processes mapping them, uss: private pages) of a hunl100 job with the
+card table shared through the object store and with a private copy per worker (the old design);
+``--cards synthetic`` uses a random table of the ``small`` recipe's exact sizes (277 MB) when the
+built one is not in the cache. One JSON object per line; the first one describes the machine.
 """
 
 from __future__ import annotations
@@ -156,9 +164,92 @@ def checkpoint(cards: str, iters: int) -> None:
               "write_seconds": w, "read_verify_seconds": rd})
 
 
+def calls(nodes: int, workers: int, shards: int, batch: int, rounds: int) -> None:
+    """Driver calls and bytes per round on a simulated ``nodes``-node cluster (Leduc)."""
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20})
+    for _ in range(nodes):
+        c.add_node(num_cpus=1, object_store_memory=80 << 20)
+    c.wait_for_nodes()
+    ray.init(address=c.address, include_dashboard=False, logging_level="warning", log_to_driver=False)
+    try:
+        with RayJob(make_trainer("leduc", seed=1), workers=workers, shards=shards, batch=batch) as job:
+            job.run(workers * batch)  # warm up
+            d0, b0, r0, t0 = job.driver_calls, job.driver_bytes, job.rounds, time.perf_counter()
+            job.run(rounds * workers * batch)
+            dt = time.perf_counter() - t0
+            st = job.stats()
+            n = job.rounds - r0
+            emit({"bench": "calls", "nodes": job.num_nodes, "workers": workers, "shards": shards, "batch": batch,
+                  "rounds": n, "driver_calls_per_round": (job.driver_calls - d0) / n,
+                  "driver_calls_max_round": st["driver_calls_max_round"],
+                  "old_design_calls_per_round": workers + workers * shards + 2 * shards,
+                  "bound_nodes_plus_2_shards": job.num_nodes + 2 * shards,
+                  "driver_bytes_per_round": (job.driver_bytes - b0) / n,
+                  "driver_bytes_per_node_per_round": (job.driver_bytes - b0) / n / job.num_nodes,
+                  "driver_bytes_max_round": st["driver_bytes_max_round"],
+                  "worker_delta_bytes_per_batch": st["bytes_per_batch"],
+                  "leader_delta_bytes_per_round": st["leader_bytes_per_round"],
+                  "seconds_per_round": dt / n, "load_average": os.getloadavg()})
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def synthetic_small_cards(game):
+    """A TABLE abstraction with the ``small`` recipe's bucket counts and table sizes (random
+    buckets): what a worker holds for ``--abstraction small``, for memory measurements only."""
+    from abstraction.cards import TABLE, CardAbstraction
+    from abstraction.isomorphism import HandIndexer
+
+    ix = HandIndexer.for_game(game)
+    buckets = (169, 50, 50, 50)
+    rng = np.random.default_rng(0)
+    parts = [rng.integers(0, b, ix.size(r), dtype=np.uint16) for r, b in enumerate(buckets)]
+    parts.append(rng.integers(0, 169, game.deck_size ** 2, dtype=np.uint16))
+    offsets = np.cumsum([0] + [len(p) for p in parts[:-1]]).astype(np.int64)  # rounds, then the preflop lookup
+    return CardAbstraction("synthetic-small", TABLE, buckets, iso=ix.tables, table=np.concatenate(parts),
+                           offsets=offsets, source_hash="synthetic")
+
+
+def memory(cards: str, workers: int, batch: int) -> None:
+    """Per-worker memory with the card table shared (one copy per node) and private (per worker)."""
+    from abstraction.buckets import recipe_dir
+    from cluster.worker import trainer_with_cards
+    from holdem.gamedef import load_gamedef
+
+    game = load_gamedef("hunl100")
+    if cards == "small" and not (recipe_dir(game, "small") / "abstraction.bin").exists() \
+            and not recipe_dir(game, "small").exists():
+        emit({"bench": "memory", "note": f"no built 'small' abstraction in {recipe_dir(game, 'small')}; "
+                                         "use --cards synthetic (same sizes) or build it first"})
+        return
+    if cards == "synthetic":
+        ab = synthetic_small_cards(game)
+        base = make_trainer("hunl100", bets="small", cards="rank", seed=1)
+        tr = trainer_with_cards(base.config_dict, ab)
+    else:
+        tr = make_trainer("hunl100", bets="small", cards=cards, seed=1)
+    emit({"bench": "memory", "cards": cards, "table_bytes": int(tr.cards.table.nbytes), "iso_bytes": int(tr.cards.iso.nbytes),
+          "table_entries": tr.size, "driver_rss_bytes": rss_bytes()})
+    for share in (False, True):
+        with RayJob(tr, workers=workers, shards=2, batch=batch, share_cards=share) as job:
+            job.run(2 * workers * batch)
+            mem = job.worker_memory()
+            st = job.stats()
+        emit({"bench": "memory", "cards": cards, "shared_table": share, "workers": workers,
+              "worker_rss_bytes": [m["rss"] for m in mem], "worker_pss_bytes": [m["pss"] for m in mem],
+              "worker_uss_bytes": [m["uss"] for m in mem], "node_workers_pss_bytes": sum(m["pss"] for m in mem),
+              "stats_worker_rss_bytes": st["worker_rss_bytes"], "load_average": os.getloadavg()})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["leduc", "throughput", "checkpoint"])
+    ap.add_argument("what", choices=["leduc", "throughput", "checkpoint", "calls", "memory"])
+    ap.add_argument("--nodes", type=int, default=4, help="calls: simulated nodes")
+    ap.add_argument("--shards", type=int, default=4, help="calls: shards")
+    ap.add_argument("--rounds", type=int, default=20, help="calls: rounds measured")
     ap.add_argument("--iterations", type=int, default=None)
     ap.add_argument("--batch", default=None, help="iterations per worker per round (leduc: a list, 100,1000)")
     ap.add_argument("--seeds", default="0")
@@ -167,6 +258,11 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2", help="throughput: the job sizes; leduc: the last one")
     ap.add_argument("--algo", default="pluribus", help="leduc: the MCCFR variant")
     a = ap.parse_args()
+    if a.what == "calls":
+        emit({"machine": platform.processor() or platform.machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
+        calls(a.nodes, int(a.workers.split(",")[-1]) if a.workers != "1,2" else 4, a.shards,
+              int(a.batch or 100), a.rounds)
+        return
     ray.init(include_dashboard=False, logging_level="warning", log_to_driver=False)
     emit({"machine": platform.processor() or platform.machine(), "cpus": ray.cluster_resources().get("CPU"),
           "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
@@ -175,6 +271,8 @@ def main() -> None:
               [int(s) for s in a.seeds.split(",")], a.algo, int(a.workers.split(",")[-1]))
     elif a.what == "throughput":
         throughput(a.seconds, int(a.batch or 20_000), a.cards, [int(w) for w in a.workers.split(",")])
+    elif a.what == "memory":
+        memory(a.cards, int(a.workers.split(",")[-1]), int(a.batch or 2000))
     else:
         checkpoint(a.cards, a.iterations or 200_000)
     ray.shutdown()

@@ -13,12 +13,22 @@ wall-time watchdog and sorts the outcome into
   ``--hang-s`` (a hang). The first few escapes are saved under ``--out`` (input + traceback).
 
 Targets (``TARGETS`` below): ``gamedef`` (bytes of a ``.game`` file through
-``holdem.gamedef.parse_gamedef_bytes``: size cap, UTF-8, ACPC limits) and ``matchstate``
+``holdem.gamedef.parse_gamedef_bytes``: size cap, UTF-8, ACPC limits), ``matchstate``
 (``STATE``/``MATCHSTATE`` strings through ``Game.state`` on kuhn, leduc, hulhe, hunl, hunl20, a
-no-limit leduc and two odd test games; corpus from random legal play). Usage::
+no-limit leduc and two odd test games; corpus from random legal play), ``checkpoint`` (shard files
+and manifests through ``blueprint.checkpoint.fuzz_read_shard_bytes`` / ``fuzz_read_manifest_bytes``)
+and ``blueprint`` (blueprint files through ``fuzz_read_blueprint_bytes``). The last two build their
+corpus from small runs trained on the spot (kuhn, leduc, no-limit leduc) and mutate each file two
+ways: its raw bytes (mostly caught by the lz4 checksums or the manifest digest) and "resealed"
+(the decompressed msgpack stream of a shard or blueprint file is mutated and compressed again
+with fresh checksums; a mutated manifest gets a fresh digest), so the mutations reach the
+header, size, layout and value checks behind the checksums. For them a refusal (the entry point
+returns None) is the clean error, an accepted file is checked (finite tables, probability rows in
+[0, 1]), and any exception escaping the entry point is an escape. Usage::
 
     python scripts/fuzz_parsers.py --target all --count 1000000 --seed 0
     python scripts/fuzz_parsers.py --target matchstate --time-limit 600
+    python scripts/fuzz_parsers.py --target blueprint --count 1000000 --time-limit 600
 
 prints a progress line every 10 s and, per target, one summary line and a JSON line; the exit
 status is 1 when anything escaped. No dependency beyond the project (no Hypothesis).
@@ -32,6 +42,7 @@ import json
 import random
 import resource
 import signal
+import struct
 import sys
 import time
 import traceback
@@ -43,6 +54,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import lz4.frame
+import msgpack
+import numpy as np
+
+from blueprint import checkpoint as ck
 from holdem import Game, GameDefError, StateError
 from holdem.gamedef import PRESETS, parse_gamedef, parse_gamedef_bytes
 
@@ -291,20 +307,151 @@ def run_matchstate(game: Game, text: str) -> None:
     s.current_player()
 
 
+# -- targets: checkpoint, blueprint (the binary files of blueprint/checkpoint.py) -------------------------
+class Refused(Exception):
+    """The fuzz entry point returned None: the file was refused (a clean error)."""
+
+
+_FILE_HEADER = struct.Struct("<8sII")  # magic, format version, codec (1: one lz4 frame)
+
+
+def _wrap(magic: bytes, stream: bytes) -> bytes:
+    """A shard or blueprint file around a (mutated) decompressed stream, checksums recomputed."""
+    return _FILE_HEADER.pack(magic, 1, 1) + lz4.frame.compress(stream, block_checksum=True, content_checksum=True)
+
+
+def _stream(data: bytes) -> bytes:
+    return lz4.frame.decompress(data[_FILE_HEADER.size :])
+
+
+def _reseal_manifest(data: bytes) -> bytes:
+    """A mutated manifest with its digest recomputed (as a forger would), when it still unpacks to a
+    map; else the bytes as they are. Unpacked with limits: the harness must not blow up either."""
+    n = len(data)
+    try:
+        fields = msgpack.unpackb(data, raw=False, strict_map_key=False, max_str_len=n, max_bin_len=n,
+                                 max_array_len=n, max_map_len=n, max_ext_len=0)
+        if not isinstance(fields, dict):
+            return data
+        fields.pop("manifest_blake2b", None)
+        fields["manifest_blake2b"] = ck._manifest_digest(fields)
+        return msgpack.packb(fields, use_bin_type=True)
+    except Exception:  # noqa: BLE001 - not a map any more: the reader sees the mutated bytes
+        return data
+
+
+_RUNS: dict[str, list[Path]] = {}
+
+
+def _small_run_checkpoints() -> list[Path]:
+    """Checkpoint directories of small runs trained here (once per process)."""
+    if "dirs" not in _RUNS:
+        import tempfile
+
+        from blueprint.trainer import make_trainer
+
+        root = Path(tempfile.mkdtemp(prefix="fuzz-runs-"))
+        dirs = []
+        for i, kw in enumerate((dict(game="kuhn", algo="cfr+"), dict(game="leduc", algo="pluribus", seed=1),
+                                dict(game=str(ROOT / "tests" / "data" / "leduc_nolimit.game"), bets="fcpa"))):
+            tr = make_trainer(**kw)
+            tr.run(50)
+            dirs.append(tr.save(root / f"run{i}"))
+        _RUNS["dirs"] = dirs
+    return _RUNS["dirs"]
+
+
+def checkpoint_corpus(rng: random.Random) -> list[Seed]:
+    seeds: list[Seed] = []
+    for d in _small_run_checkpoints():
+        shard = (d / ck.shard_name(0)).read_bytes()
+        manifest = (d / ck.MANIFEST_NAME).read_bytes()
+        seeds += [(("shard", "raw"), shard), (("shard", "stream"), _stream(shard)),
+                  (("manifest", "raw"), manifest), (("manifest", "reseal"), manifest)]
+    return seeds
+
+
+def blueprint_corpus(rng: random.Random) -> list[Seed]:
+    seeds: list[Seed] = []
+    for d in _small_run_checkpoints():
+        data = (d / ck.BLUEPRINT_NAME).read_bytes()
+        seeds += [(("blueprint", "raw"), data), (("blueprint", "stream"), _stream(data)),
+                  (("blueprint", "stream"), _stream(data))]  # resealed twice as often: it gets further
+    return seeds
+
+
+def _check_arrays(arrays: Any) -> None:
+    if not isinstance(arrays, dict) or not all(isinstance(a, np.ndarray) for a in arrays.values()):
+        raise WrongAnswer(f"accepted, but the arrays are {type(arrays).__name__}")
+    for name, a in arrays.items():
+        if a.dtype.kind in "fc" and not np.isfinite(a).all():
+            raise WrongAnswer(f"accepted array {name!r} with non-finite values")
+
+
+def run_checkpoint(context: tuple[str, str], data: bytes) -> None:
+    kind, mode = context
+    if kind == "shard":
+        got = ck.fuzz_read_shard_bytes(_wrap(ck.SHARD_MAGIC, data) if mode == "stream" else data)
+        if got is None:
+            raise Refused()
+        arrays, meta = got
+        _check_arrays(arrays)
+        if not isinstance(meta, dict):
+            raise WrongAnswer(f"accepted shard meta {meta!r}")
+        return
+    got = ck.fuzz_read_manifest_bytes(_reseal_manifest(data) if mode == "reseal" else data)
+    if got is None:
+        raise Refused()
+    if not isinstance(got, dict) or not isinstance(got.get("files"), list):
+        raise WrongAnswer(f"accepted manifest without a file list: {str(got)[:200]}")
+
+
+def run_blueprint(context: tuple[str, str], data: bytes) -> None:
+    _, mode = context
+    got = ck.fuzz_read_blueprint_bytes(_wrap(ck.BLUEPRINT_MAGIC, data) if mode == "stream" else data)
+    if got is None:
+        raise Refused()
+    meta, arrays = got
+    _check_arrays(arrays)
+    probs = arrays["probs"]
+    if probs.size and (float(probs.min()) < 0.0 or float(probs.max()) > 1.0 + ck.BLUEPRINT_ROW_TOLERANCE):
+        raise WrongAnswer("accepted a strategy outside [0, 1]")
+    if not isinstance(meta, dict) or meta.get("format") != ck.BLUEPRINT_FORMAT_NAME:
+        raise WrongAnswer(f"accepted a blueprint header {str(meta)[:200]}")
+
+
+# fmt: off
+MSGPACK_TOKENS = (
+    b"\xdd\x0f\xff\xff\xff", b"\xdf\x0f\xff\xff\xff", b"\xc6\xff\xff\xff\xff", b"\xc6\x00\x00\x00\x04",
+    b"\xdb\xff\xff\xff\xff", b"\xcf\xff\xff\xff\xff\xff\xff\xff\xff", b"\xd3\x80\x00\x00\x00\x00\x00\x00\x00",
+    b"\xcb\x7f\xf8\x00\x00\x00\x00\x00\x00", b"\xcb\x7f\xf0\x00\x00\x00\x00\x00\x00", b"\xca\x7f\xc0\x00\x00",
+    b"\xd4\x01\x00", b"\xc7\x01\x05\x00", b"\xc0", b"\xc2", b"\xc3", b"\x90", b"\x80", b"\x91\x00", b"\xff",
+    b"\xa5probs", b"\xa5shape", b"\xa6nbytes", b"\xa6chunks", b"\xa5dtype", b"\xa4meta", b"\xa6arrays",
+    b"\xa3<f4", b"\xa3<f8", b"\xa3>f4", b"\xa3|b1", b"\xa3<c8", b"\xa3<i8", b"\xa3|O8", b"\xa4<U10",
+    b"\xa9iteration", b"\xa7seconds", b"\xa6t_base", b"\xa6w_base", b"\xa5files", b"\xa5bytes",
+    b"\xa9num_nodes", b"\xaetable_entries", b"\xabnum_buckets", b"\xa4tree", b"\xa5cards", b"\xa4hash",
+    b"\x00\x00\xc0\x7f", b"\x00\x00\x80\x7f", b"\x00\x00\x80\xbf", b"\x00\x00\x00\x40",
+    b"MCCFRSHD", b"MCCFRBPF", b"MCCFRMAN", b"\x04\x22\x4d\x18",
+)
+# fmt: on
+
+
 # -- the registry -------------------------------------------------------------------------------------
 # name -> Target(corpus builder, runner, clean exceptions, dictionary tokens, focus).
 # To fuzz another parser, add an entry here, e.g.
 #   "request":    HTTP request bodies of the query service (serving/): corpus = recorded valid JSON
 #                 bodies (bytes), run = the app's request validation/parsing, clean = its 4xx error
 #                 type(s);
-#   "checkpoint": checkpoint headers (msgpack bytes): corpus = headers of small real checkpoints,
-#                 run = the header reader, clean = its corrupt-checkpoint error.
 # Nothing else in this file needs to change: the mutator works on any str or bytes data.
 TARGETS: dict[str, Target] = {
     "gamedef": Target(gamedef_corpus, run_gamedef, (GameDefError,), GAMEDEF_TOKENS, gamedef_focus),
     "matchstate": Target(
         matchstate_corpus, run_matchstate, (StateError,), MATCHSTATE_TOKENS, matchstate_focus
     ),
+    # shard files (raw, or their msgpack stream resealed) and manifests (raw, or with a fresh digest)
+    "checkpoint": Target(checkpoint_corpus, run_checkpoint, (Refused,), MSGPACK_TOKENS),
+    # blueprint files (raw, or their msgpack stream resealed)
+    "blueprint": Target(blueprint_corpus, run_blueprint, (Refused,), MSGPACK_TOKENS),
 }
 ALPHABETS = {"gamedef": GAMEDEF_ALPHABET, "matchstate": MATCHSTATE_ALPHABET}
 

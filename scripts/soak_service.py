@@ -202,16 +202,22 @@ class Conn:
 
 class Stats:
     def __init__(self):
+        self.t0 = time.perf_counter()
         self.rows: list[tuple[float, float, int, str]] = []  # (rtt ms, server ms, round, answered by)
+        self.slowest: list[tuple[float, float, float, int, str, bool]] = []  # (rtt, at s, server ms, round, by, new conn)
         self.status: dict[int, int] = {}
         self.dropped = 0
         self.hands = 0
         self.errors: list[str] = []
 
-    def add(self, status: int, out: dict, rtt_ms: float, rnd: int) -> None:
+    def add(self, status: int, out: dict, rtt_ms: float, rnd: int, fresh: bool = False) -> None:
         self.status[status] = self.status.get(status, 0) + 1
         if status == 200:
-            self.rows.append((rtt_ms, out.get("elapsed_ms", float("nan")), rnd, out.get("fallback") or out["source"]))
+            by = out.get("fallback") or out["source"]
+            self.rows.append((rtt_ms, out.get("elapsed_ms", float("nan")), rnd, by))
+            if len(self.slowest) < 5 or rtt_ms > self.slowest[-1][0]:
+                self.slowest.append((rtt_ms, time.perf_counter() - self.t0, out.get("elapsed_ms"), rnd, by, fresh))
+                self.slowest = sorted(self.slowest, reverse=True)[:5]
         elif len(self.errors) < 10:
             self.errors.append(f"{status}: {out}")
 
@@ -224,6 +230,7 @@ async def play_hand(conn: Conn, hand: list[str], tag: str, rounds: dict[str, int
         if budget_ms is not None:
             body["time_budget_ms"] = budget_ms
         t = time.perf_counter()
+        fresh = conn.writer is None
         try:
             status, out = await conn.post(body)
         except Dropped as exc:
@@ -231,7 +238,7 @@ async def play_hand(conn: Conn, hand: list[str], tag: str, rounds: dict[str, int
             if len(stats.errors) < 10:
                 stats.errors.append(f"dropped: {exc}")
             continue
-        stats.add(status, out, (time.perf_counter() - t) * 1e3, rounds[ms])
+        stats.add(status, out, (time.perf_counter() - t) * 1e3, rounds[ms], fresh)
     stats.hands += 1
 
 
@@ -263,6 +270,8 @@ def summarize(stats: Stats, from_round: int) -> dict:
         "solvable_n": len(solvable), "solvable_rtt_p50_ms": pct(solvable, 0.5),
         "solvable_rtt_p99_ms": pct(solvable, 0.99), "solvable_rtt_max_ms": max(solvable) if solvable else None,
         "answered_by": by, "per_round": per_round, "errors": stats.errors,
+        "slowest": [{"rtt_ms": round(r[0], 1), "at_s": round(r[1], 2), "server_ms": r[2], "round": r[3], "by": r[4],
+                     "new_connection": r[5]} for r in stats.slowest],
     }
 
 
@@ -294,8 +303,16 @@ def load(args) -> dict:
     try:
         load0 = os.getloadavg()
 
-        async def client(k: int, stop: float) -> None:
+        connect_ms: list[float] = []
+
+        async def connect(k: int) -> Conn:
             conn = Conn(port, args.api_key)
+            t = time.perf_counter()
+            await conn._open()
+            connect_ms.append((time.perf_counter() - t) * 1e3)
+            return conn
+
+        async def client(conn: Conn, k: int, stop: float) -> None:
             rng = np.random.default_rng(args.seed + 1 + k)
             i = 0
             while time.perf_counter() < stop:
@@ -305,9 +322,10 @@ def load(args) -> dict:
             await conn.close()
 
         async def main() -> tuple[float, dict]:
-            stop = time.perf_counter() + args.seconds
-            t0 = time.perf_counter()
-            await asyncio.gather(*(client(k, stop) for k in range(args.clients)))
+            conns = await asyncio.gather(*(connect(k) for k in range(args.clients)))  # keep-alive, opened first
+            stats.t0 = t0 = time.perf_counter()
+            stop = t0 + args.seconds
+            await asyncio.gather(*(client(c, k, stop) for k, c in enumerate(conns)))
             wall = time.perf_counter() - t0
             c = Conn(port, args.api_key)
             _, m = await c.request("GET", "/metrics")
@@ -321,13 +339,15 @@ def load(args) -> dict:
         proc.terminate()
         proc.wait(30)
     out = summarize(stats, from_round)
+    out.update(connect_p50_ms=pct(connect_ms, 0.5), connect_max_ms=max(connect_ms))
     out.update(clients=args.clients, seconds=wall, qps=out["answers"] / wall, loadavg_before=load0,
                loadavg_after=load1, server_rss_mb=rss / 2**20,
                server_metrics={k: metrics.get(k) for k in ("responses", "answers", "fallbacks", "errors", "latency_ms",
-                                                         "memory", "solver")})
+                                                         "memory", "solver", "event_loop")})
     print(f"{out['answers']:,} answers to {args.clients} clients in {wall:.1f} s ({out['qps']:.0f}/s); statuses "
           f"{out['status']}; 5xx {out['5xx']}; dropped connections {out['dropped']}; "
-          f"load average {load0[0]:.2f} -> {load1[0]:.2f}")
+          f"load average {load0[0]:.2f} -> {load1[0]:.2f}; {args.clients} connections opened first (connect p50 "
+          f"{out['connect_p50_ms']:.1f} ms, max {out['connect_max_ms']:.1f} ms), then kept alive")
     print(f"round trip: p50 {out['rtt_p50_ms']:.1f} ms, p99 {out['rtt_p99_ms']:.1f} ms, max {out['rtt_max_ms']:.1f} ms; "
           f"queries the server may solve ({out['solvable_n']:,}): p50 {out['solvable_rtt_p50_ms']:.1f}, "
           f"p99 {out['solvable_rtt_p99_ms']:.1f}, max {out['solvable_rtt_max_ms'] or float('nan'):.1f} ms")
@@ -335,6 +355,10 @@ def load(args) -> dict:
         by = ", ".join(f"{k} {v}" for k, v in sorted(r["answered_by"].items()))
         print(f"  {name:8s} {r['n']:7,d}  rtt p50 {r['rtt_p50_ms']:8.1f}  p99 {r['rtt_p99_ms']:8.1f}  "
               f"max {r['rtt_max_ms']:8.1f} ms  server max {r['server_max_ms']:8.1f} ms; {by}")
+    print(f"  server: event loop {out['server_metrics'].get('event_loop')}; solver {out['server_metrics'].get('solver')}")
+    print("  slowest:", "; ".join(f"{r['rtt_ms']:.0f} ms at {r['at_s']:.1f} s (server {r['server_ms']:.0f} ms, "
+                                   f"{ROUNDS[r['round']]}, {r['by']}{', new connection' if r['new_connection'] else ''})"
+                                   for r in out["slowest"]))
     for e in out["errors"][:5]:
         print("  e.g.", e[:300])
     return out
@@ -440,6 +464,7 @@ def soak(args) -> dict:
           f"{out['budget_mb']:.0f} MiB, ceiling (budget + RSS serving) {ceiling:.0f} MiB; blueprint arrays "
           f"{bp_bytes / 2**20:.1f} MiB; cache at the end {out['server_memory']['cache_bytes'] / 2**20:.0f} MiB in "
           f"{out['server_memory']['cache_entries']} sessions, {out['server_memory']['evictions']:,} evictions")
+    print(f"server solver: {out['server_solver']}; fallbacks {out['server_fallbacks']}")
     print(f"RSS plateaued: {'yes' if plateau else 'NO'} (peak in the last quarter {q4:.0f} MiB vs second quarter "
           f"{q2:.0f} MiB); under the ceiling: {'yes' if under else 'NO'}")
     print(f"round trip p50 {out['rtt_p50_ms']:.1f} ms, p99 {out['rtt_p99_ms']:.1f} ms, max {out['rtt_max_ms']:.1f} ms; "

@@ -391,6 +391,20 @@ def default_solver_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _lower_priority(nice: int) -> None:
+    """Lower the calling thread's CPU priority by ``nice`` (Linux: threads have their own nice
+    value; elsewhere nothing happens)."""
+    import os
+
+    if nice <= 0 or not hasattr(os, "setpriority"):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice))
+    except OSError:
+        pass
+
+
 def default_memory_budget() -> int:
     """The default memory budget of a solving responder's subgames: a quarter of the machine's
     physical memory (at least 256 MiB; 1 GiB where it cannot be read)."""
@@ -551,7 +565,7 @@ class _Job:
     """One admitted solve: the query, its times (``time.perf_counter`` instants) and its future."""
 
     __slots__ = ("state", "method", "session", "key", "need", "solve_by", "answer_by", "t0", "stop", "future",
-                 "reserved", "raw", "end", "started")
+                 "reserved", "raw", "end", "started", "given_up")
 
     def __init__(self, state, method, session, key, need, solve_by, answer_by, t0, reserved, raw):
         from concurrent.futures import Future
@@ -563,6 +577,7 @@ class _Job:
         self.future: Future = Future()
         self.end: float | None = None  # when it stops iterating at the latest (set when it starts)
         self.started: float | None = None
+        self.given_up = False  # its query stopped waiting
 
 
 class PendingAnswer:
@@ -588,6 +603,7 @@ class PendingAnswer:
 
     def give_up(self) -> dict[str, Any]:
         """Stop the solve (it ends at its next check and frees its thread) and answer from the blueprint."""
+        self._job.given_up = True
         self._job.stop.set()
         self._r._count("deadline")
         return self._r._blueprint_answer(self._job.state, self._job.t0, "deadline", self._job.method)
@@ -628,7 +644,11 @@ class SolvingResponder(BlueprintResponder):
     * the solve's deadline is ``reserve_ms`` before the budget ends, checked between the
       construction's steps and before every solver iteration; the query waits for it until half
       the reserve is left, then answers without it (``deadline``);
-    * a solve that cannot be useful in time (fewer than ``min_iterations``) is not used.
+    * a solve that cannot be useful in time (fewer than ``min_iterations``) is not used;
+    * the solver threads run at a lower CPU priority (``solver_nice``, default nice +10, Linux),
+      so that solves, which use every core they get, do not slow down the event loop that
+      parses requests, answers from the blueprint and sends answers (which are due by their
+      deadlines too): solves take the CPU the rest leaves.
 
     **Memory**: solved subgames are kept per session (:class:`subgame.cache.SessionCache`) within
     ``memory_budget`` bytes (default: a quarter of physical memory, :func:`default_memory_budget`),
@@ -654,7 +674,7 @@ class SolvingResponder(BlueprintResponder):
                  default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS, from_round: int | None = None,
                  solver_threads: int | None = None, min_iterations: int = 10, reserve_ms: float = 100.0,
                  max_solve_ms: float | None = None, memory_budget: int | str | None = None,
-                 max_sessions: int | None = None):
+                 max_sessions: int | None = None, solver_nice: int = 10):
         from concurrent.futures import ThreadPoolExecutor
 
         from subgame.cache import SessionCache
@@ -682,9 +702,14 @@ class SolvingResponder(BlueprintResponder):
         self._cond = threading.Condition()
         self._running: list[_Job] = []  # solves running
         self._queue: list[_Job] = []  # solves admitted, waiting for a solver thread (in order)
-        self._solvers = ThreadPoolExecutor(self.solver_threads, thread_name_prefix="mccfr-solve")
+        self.solver_nice = solver_nice
+        self._solvers = ThreadPoolExecutor(self.solver_threads, thread_name_prefix="mccfr-solve",
+                                           initializer=_lower_priority, initargs=(solver_nice,))
         self.cost = _CostModel()
         self._counts: dict[str, int] = {}
+        self._overrun = 0.0  # how long solves ran past their end (a slowly decaying max), seconds
+        self._overrun_mean = 0.0  # the same, a moving average: the projections count on it
+        self._hand_index: dict | None = None
 
     @property
     def memory_budget(self) -> int:
@@ -722,7 +747,8 @@ class SolvingResponder(BlueprintResponder):
         late to be useful is skipped, as it will be when its turn comes."""
         import heapq
 
-        free = [max(now, j.end) for j in self._running]
+        over = self._overrun_mean  # solves end a little after their deadline (the last iteration, the answer)
+        free = [max(now, j.end + over) for j in self._running]
         free += [now] * max(0, self.solver_threads - len(free))
         heapq.heapify(free)
         for j in self._queue:
@@ -731,16 +757,17 @@ class SolvingResponder(BlueprintResponder):
             t = free[0]
             if t + j.need > j.solve_by:
                 continue  # it will not start
-            heapq.heapreplace(free, min(j.solve_by, t + self._duration(j.need)))
+            heapq.heapreplace(free, min(j.solve_by, t + self._duration(j.need)) + over)
         return free[0]
 
     def answer_start(self, matchstate, session=None, time_budget_ms=None, method=None,
-                     arrived=None) -> dict[str, Any] | PendingAnswer:
+                     arrived=None, early: float = 0.0) -> dict[str, Any] | PendingAnswer:
         """The answer, when it is known at once (a blueprint answer, a reused subgame, a fallback),
         else a :class:`PendingAnswer` of a solve admitted to the solver queue. Cheap (a blueprint
-        lookup's cost): the service calls it on its event loop. Raises :class:`QueryError`."""
+        lookup's cost): the service calls it on its event loop. ``early``: seconds before the end
+        of the budget by which the answer must be ready (the service's event-loop lag: the time
+        it will take to send it). Raises :class:`QueryError`."""
         from blueprint.blueprint import BlueprintError
-        from subgame.nested import hand_strategy
         from subgame.tree import SubgameError
 
         t0 = time.perf_counter() if arrived is None else arrived
@@ -753,7 +780,7 @@ class SolvingResponder(BlueprintResponder):
         if hit is not None:
             sol, node = hit
             try:
-                strategy = hand_strategy(sol, node, state)
+                strategy = self._hand_strategy(sol, node, state)
             except (SubgameError, BlueprintError) as exc:
                 raise QueryError("unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422) from None
             self._count("reused")
@@ -762,7 +789,7 @@ class SolvingResponder(BlueprintResponder):
                     "iterations": sol.iterations, "exploitability_pct_pot": sol.exploitability_pct_pot}
         budget_s = budget / 1e3
         reserve = self._reserve_s(budget_s)
-        deadline = t0 + budget_s  # the answer is due then
+        deadline = t0 + budget_s - max(0.0, early)  # the answer is due then
         solve_by = deadline - reserve  # the solve stops iterating by then
         need = max(self.cost.get(state.round), 0.005)
         now = time.perf_counter()
@@ -791,6 +818,16 @@ class SolvingResponder(BlueprintResponder):
             raise
         return PendingAnswer(self, job)
 
+    def _hand_strategy(self, sol, node: int, state) -> dict[str, float]:
+        """``subgame.nested.hand_strategy`` with the hand's index from a table built once (the
+        subgame module's builds a dict of every hand per call: milliseconds on the event loop)."""
+        if self._hand_index is None:
+            from subgame.tree import hand_index
+
+            self._hand_index = hand_index(self.bp.gamedef)
+        i = self._hand_index[tuple(sorted(int(c) for c in state.hole_cards[state.viewer]))]
+        return {k: float(v[i]) for k, v in sol.node_strategy(node).items()}
+
     def _drop(self, job: _Job) -> None:
         """``job`` leaves the queue / the running solves; its memory reservation is released."""
         with self._cond:
@@ -815,14 +852,14 @@ class SolvingResponder(BlueprintResponder):
     def _solve(self, job: _Job) -> dict[str, Any] | str:
         from blueprint.blueprint import BlueprintError
         from subgame.cache import nbytes
-        from subgame.nested import hand_strategy, solve_state
+        from subgame.nested import solve_state
         from subgame.solver import SolveInterrupted
         from subgame.tree import SubgameError
 
         t = time.perf_counter()
         with self._cond:
             self._queue.remove(job)
-            if job.stop.is_set() or t + job.need > job.solve_by:
+            if job.stop.is_set() or t + job.need > job.solve_by:  # given up, or too late by now
                 late = True
             else:
                 late = False
@@ -830,6 +867,8 @@ class SolvingResponder(BlueprintResponder):
                 job.end = min(job.solve_by, t + self._duration(job.need))
                 self._running.append(job)
         if late:
+            if not job.given_up:
+                self._count("late")  # answered "busy": admitted, but the solves ahead ran longer than projected
             return "busy"
         state = job.state
         useful, iterated = False, False
@@ -846,14 +885,22 @@ class SolvingResponder(BlueprintResponder):
         except (SubgameError, BlueprintError) as exc:
             raise QueryError("unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422) from None
         finally:
+            over = max(0.0, time.perf_counter() - job.end)
+            with self._cond:
+                self._overrun = max(self._overrun * 0.999, over)
+                self._overrun_mean = 0.9 * self._overrun_mean + 0.1 * over
             if not useful:  # stopped, or too few iterations: a useful solve takes longer than this one ran
-                self.cost.failed(state.round, time.perf_counter() - t, backoff=not iterated)
+                # (back-off only for a solve that had all its budget's time and never iterated: given up
+                # by its query, or cut short by max_solve_ms, it only says a useful one takes longer)
+                whole = job.end >= job.solve_by - 1e-3
+                self.cost.failed(state.round, time.perf_counter() - t,
+                                 backoff=not iterated and not job.given_up and whole)
         size = nbytes(sol)
         self.size.observe(state.round, job.raw, job.reserved, int(getattr(sol, "state_bytes", 0)) + size)
         if not useful:
             return "deadline"
         try:
-            strategy = hand_strategy(sol, node, state)
+            strategy = self._hand_strategy(sol, node, state)
         except (SubgameError, BlueprintError) as exc:
             raise QueryError("unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422) from None
         self.sessions.release(job.reserved)  # the solve's working memory is gone: room to keep the result
@@ -880,7 +927,8 @@ class SolvingResponder(BlueprintResponder):
                 solve_state(self.bp, self._checker.parse(ms), self.solve_method, time_budget=None, iterations=2)
             except Exception:  # a warm-up query the blueprint cannot serve: nothing to compile from it
                 pass
-        self.size.shape(self._checker.parse(examples[-1])) if examples else None  # the subtree counts
+        if examples:
+            self.size.shape(self._checker.parse(examples[-1]))  # the subtree counts, computed once
         # one query per solved round (the last first) under the default budget, twice: the first
         # pass runs every code path of a real query once (numba may still load or compile there),
         # the second teaches the cost model what a solve of each round takes, so that the first real
@@ -906,11 +954,12 @@ class SolvingResponder(BlueprintResponder):
         """What ``/metrics`` adds: the memory budget and the session cache (bytes, entries,
         evictions), the size estimates, and the solver queue with the per-round costs."""
         with self._cond:
-            running, queued, counts = len(self._running), len(self._queue), dict(self._counts)
+            running, queued, counts, over = len(self._running), len(self._queue), dict(self._counts), self._overrun
         return {
             "memory": {**self.sessions.snapshot(), **self.size.snapshot()},
             "solver": {"threads": self.solver_threads, "running": running, "queued": queued,
-                       "outcomes": counts,
+                       "outcomes": counts, "overrun_ms": {"max": round(over * 1e3, 1),
+                                                          "mean": round(self._overrun_mean * 1e3, 1)},
                        "cost_s": {str(r): round(s, 4) for r, s in sorted(self.cost.snapshot().items())}},
         }
 

@@ -324,9 +324,41 @@ class Guard:
                 del self.inflight[client]
 
 
-async def await_pending(pending) -> dict[str, Any]:
+class LoopLag:
+    """How late the event loop runs what is due: a heartbeat every ``period`` seconds measures how
+    much later than asked it wakes; :attr:`lag` is the 90th percentile over the last ``window``
+    seconds (the largest would let one pause shrink every budget for the whole window).
+    Under load a request waits about that long before the loop reads it, and an answer about that
+    long before it is sent: the service counts time budgets from the arrival less this lag, and
+    gives up on a solve this much earlier."""
+
+    def __init__(self, period: float = 0.02, window: float = 2.0):
+        self.period = period
+        self._samples: collections.deque[float] = collections.deque(maxlen=max(1, int(window / period)))
+        self.lag = 0.0
+        self.peak = 0.0
+
+    async def run(self) -> None:
+        while True:
+            t = time.perf_counter()
+            await asyncio.sleep(self.period)
+            late = max(0.0, time.perf_counter() - t - self.period)
+            self._samples.append(late)
+            ordered = sorted(self._samples)
+            self.lag = ordered[int(0.9 * (len(ordered) - 1))]
+            self.peak = max(self.peak, late)
+
+    def snapshot(self) -> dict[str, float]:
+        n = len(self._samples)
+        mean = sum(self._samples) / n if n else 0.0
+        return {"lag_ms": round(self.lag * 1e3, 2), "mean_lag_ms": round(mean * 1e3, 2),
+                "max_lag_ms": round(self.peak * 1e3, 2)}
+
+
+async def await_pending(pending, early: float = 0.0) -> dict[str, Any]:
     """The answer of a :class:`serving.responder.PendingAnswer`, awaited on the running event loop
-    without holding a thread: its ``future`` until ``answer_by``, else ``give_up()``."""
+    without holding a thread: its ``future`` until ``answer_by`` less ``early`` seconds, else
+    ``give_up()``."""
     fut = pending.future
     if not fut.done():
         loop = asyncio.get_running_loop()
@@ -343,7 +375,7 @@ async def await_pending(pending) -> dict[str, Any]:
                 pass
 
         fut.add_done_callback(done)
-        timeout = pending.answer_by - time.perf_counter()
+        timeout = pending.answer_by - early - time.perf_counter()
         if timeout <= 0:
             return pending.give_up()
         try:
@@ -375,6 +407,7 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mccfr-query")
     metrics = Metrics()
     start = getattr(responder, "answer_start", None)
+    start_early = start is not None and "early" in inspect.signature(start).parameters
     fast = getattr(responder, "answer_fast", None)
     # responders that take the request's arrival count their time budget from it
     timed = "arrived" in inspect.signature(responder.answer).parameters
@@ -386,9 +419,13 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
     info.update(auth="bearer" if api_key is not None else None, max_body_bytes=max_body_bytes,
                 max_inflight_per_client=max_inflight_per_client)
 
+    lag = LoopLag()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
+        beat = asyncio.get_running_loop().create_task(lag.run())
         yield
+        beat.cancel()
         pool.shutdown(wait=False, cancel_futures=True)
         responder.close()
 
@@ -409,6 +446,7 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
     app.state.responder = responder
     app.state.metrics = metrics
     app.state.pool = pool
+    app.state.loop_lag = lag
     app.add_middleware(Guard, metrics=metrics, api_key=api_key, max_body_bytes=max_body_bytes,
                        max_inflight_per_client=max_inflight_per_client)
 
@@ -444,9 +482,12 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
         try:
             out = None
             if start is not None:  # decided on the loop; a solve is awaited without a thread
-                out = start(*args, arrived=t0)
+                # the request waited about the loop's lag before the loop saw it, and its answer
+                # will wait about as long to be sent: the budget runs from the arrival less the lag
+                late = lag.lag
+                out = start(*args, arrived=t0 - late, early=late) if start_early else start(*args, arrived=t0 - late)
                 if not isinstance(out, dict):
-                    out = await await_pending(out)
+                    out = await await_pending(out, early=0.0 if start_early else late)
             elif fast is not None:
                 out = fast(*args, arrived=t0) if fast_timed else fast(*args)
             if out is None:
@@ -483,6 +524,7 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
         solving responder also ``memory`` (budget, cache bytes and entries, evictions) and
         ``solver`` (threads, running, queued, outcomes, per-round costs)."""
         out = metrics.snapshot()
+        out["event_loop"] = lag.snapshot()
         if extra_metrics is not None:
             out.update(extra_metrics())
         return out
@@ -562,6 +604,7 @@ __all__ = [
     "MAX_INFLIGHT_PER_CLIENT",
     "Metrics",
     "OPEN_PATHS",
+    "LoopLag",
     "await_pending",
     "StrategyRequest",
     "StrategyResponse",

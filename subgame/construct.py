@@ -217,6 +217,21 @@ def blueprint_values(bp: Blueprint, n: int, board: tuple[int, ...], ranges: np.n
     return br, ev, (tree, e, sigma)
 
 
+def check_rest_size(bp: Blueprint, n: int, board: tuple[int, ...]) -> None:
+    """:class:`SubgameError` when the blueprint's public tree from abstract node ``n`` to the end of
+    the hand (what :func:`blueprint_values` walks) would exceed the subgame trees' node limit,
+    counted on its betting alone before anything big is built (e.g. a hold'em flop)."""
+    from abstraction.tree import build_tree
+    from subgame.depth import expanded_nodes
+    from subgame.tree import MAX_NODES
+
+    tpl = build_tree(bp.gamedef, bp_bets(bp), root=bp.betting_at(n), board=board)
+    size = expanded_nodes(bp.gamedef, tpl, len(board))
+    if size > MAX_NODES:
+        raise SubgameError(f"the rest of the hand from {bp.tree.betting_string(n)!r} is {size:,} public nodes under the "
+                           f"blueprint's bets (more than {MAX_NODES:,}): too big for exact values from the blueprint")
+
+
 def bp_bets(bp: Blueprint) -> Optional[BetAbstraction]:
     """The blueprint's bet abstraction (it lives on its tree; None for limit games)."""
     return bp.tree.bets if not bp.gamedef.is_limit else None
@@ -263,7 +278,7 @@ def decision_state(bp: Blueprint, matchstate: str | State) -> State:
 
 
 def from_matchstate(bp: Blueprint, matchstate: str | State, bets: Optional[BetAbstraction] = None,
-                    with_gifts: bool = True) -> tuple[Subgame, int]:
+                    with_gifts: bool = True, depth_limit=None) -> tuple[Subgame, int]:
     """The subgame at ``matchstate``'s public state for the seat to act (which must be the viewer),
     from the blueprint's reach and values; returns ``(subgame, abstract node)``.
 
@@ -279,14 +294,17 @@ def from_matchstate(bp: Blueprint, matchstate: str | State, bets: Optional[BetAb
             f"the betting {state.betting.betting_string()!r} is not on the blueprint's tree "
             f"(nearest abstract node {bp.tree.betting_string(n)!r}): use nested solving")
     board = tuple(int(c) for c in state.board_cards)
-    sub = blueprint_subgame(bp, n, state.betting, board, state.current_player(), bets, with_gifts=with_gifts)
+    sub = blueprint_subgame(bp, n, state.betting, board, state.current_player(), bets, with_gifts=with_gifts,
+                            depth_limit=depth_limit)
     return sub, n
 
 
 def blueprint_subgame(bp: Blueprint, n: int, root, board: tuple[int, ...], refine: int,
-                      bets: Optional[BetAbstraction] = None, action_filter=None, with_gifts: bool = True) -> Subgame:
+                      bets: Optional[BetAbstraction] = None, action_filter=None, with_gifts: bool = True,
+                      depth_limit=None) -> Subgame:
     """The subgame rooted at betting ``root`` (the real state of abstract node ``n``) on ``board``,
-    refining ``refine``'s strategy, with ranges, alternative values and gifts from the blueprint."""
+    refining ``refine``'s strategy, with ranges, alternative values and gifts from the blueprint
+    (``depth_limit``: a :class:`subgame.depth.DepthLimit`, the subgame then ends with its round)."""
     from subgame.bets import default_subgame_bets
     from subgame.tree import all_hands
 
@@ -297,9 +315,10 @@ def blueprint_subgame(bp: Blueprint, n: int, root, board: tuple[int, ...], refin
     o = 1 - me
     if ranges[o].sum() <= 0 or ranges[me].sum() <= 0:
         raise SubgameError("the blueprint never reaches this state (a range is empty)")
+    check_rest_size(bp, n, board)
     alt, est, (t_bp, e_bp, _) = blueprint_values(bp, n, board, ranges, o, cache)
     sub = Subgame(bp.gamedef, root, board, ranges, bets or default_subgame_bets(), refine=me, alt=alt,
-                  estimate=est, action_filter=action_filter)
+                  estimate=est, action_filter=action_filter, depth_limit=depth_limit)
     if with_gifts:
         mass = e_bp.compat_mass(ranges[me])
         sub.gifts = gifts(bp, n, board, hands, o, mass, cache)

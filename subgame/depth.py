@@ -65,6 +65,10 @@ class DepthLimit:
     blueprint: object
     continuations: tuple = DEFAULT_CONTINUATIONS
     bias: float = DEFAULT_BIAS
+    samples: Optional[int] = None  # CFR iterations walk this many cards per deal (None: every card)
+    seed: int = 0
+    auto: bool = False  # solve_state: only where a depth limit applies (else solve to the end of the hand)
+    leaf_choice: str = "regret"  # the opponent's choice at a leaf in CFR: "regret" matching, or its "best" pick
     model: Optional["LeafModel"] = None
 
     def __post_init__(self) -> None:
@@ -74,10 +78,44 @@ class DepthLimit:
             raise SubgameError(f"unknown continuation strategies {bad}: expected some of {DEFAULT_CONTINUATIONS}")
         if not self.bias > 0:
             raise SubgameError(f"the continuation bias must be positive, got {self.bias}")
+        if self.leaf_choice not in ("regret", "best"):
+            raise SubgameError(f"leaf_choice must be 'regret' or 'best', got {self.leaf_choice!r}")
+        if self.samples is not None and self.samples < 2:
+            raise SubgameError(f"sampling needs at least 2 cards per deal, got {self.samples}")
 
     @property
     def k(self) -> int:
         return len(self.continuations)
+
+
+DEFAULT_SAMPLES = None  # :func:`default_depth_limit`: every card of the next round in every iteration
+
+
+def default_depth_limit(bp, samples: Optional[int] = DEFAULT_SAMPLES) -> DepthLimit:
+    """The depth limit :func:`subgame.nested.solve_state` uses by default: the four continuations of
+    the paper (blueprint, fold, call, raise biased by 5)."""
+    return DepthLimit(bp, samples=samples)
+
+
+def resolve_depth_limit(bp, depth_limit, root_round: int, state_round: int) -> Optional[DepthLimit]:
+    """``solve_state``'s ``depth_limit`` argument as a :class:`DepthLimit` or None (see there)."""
+    last = bp.gamedef.num_rounds - 1
+    if depth_limit is None or (isinstance(depth_limit, DepthLimit) and depth_limit.auto):
+        if root_round >= last or state_round != root_round:
+            return None
+        return default_depth_limit(bp) if depth_limit is None else dataclasses.replace(depth_limit, model=None)
+    if depth_limit is False:
+        return None
+    if root_round >= last:
+        raise SubgameError("depth-limited solving needs a root before the last round")
+    if state_round != root_round:
+        raise SubgameError("the state is past the end of the depth-limited subgame's round (its root is on round "
+                           f"{root_round + 1}, the state on round {state_round + 1})")
+    if depth_limit is True:
+        return default_depth_limit(bp)
+    if isinstance(depth_limit, DepthLimit):
+        return dataclasses.replace(depth_limit, model=None)
+    raise SubgameError(f"depth_limit must be None, a bool or a DepthLimit, got {depth_limit!r}")
 
 
 def truncated_game(game: GameDef, last_round: int) -> GameDef:
@@ -124,6 +162,32 @@ def continuation_template(bp, leaf_betting: Betting, board) -> BettingTree:
     return build_tree(bp.gamedef, bp_bets(bp), root=leaf_betting, board=board, deal_boards=False)
 
 
+def expanded_nodes(game: GameDef, tpl: BettingTree, num_cards: int) -> int:
+    """Nodes of ``tpl`` (a betting tree without chance nodes, from a state with ``num_cards`` board
+    cards) once every deal of the later rounds' cards is spelled out: a cheap size check before
+    building the public tree of the rest of the hand (or walking it)."""
+    deck = game.deck_size
+    through = [game.board_cards_through(r) for r in range(game.num_rounds)]
+    cards = np.zeros(tpl.num_nodes, np.int64)
+    mult = np.zeros(tpl.num_nodes, np.float64)
+    total = 0.0
+    for u in range(tpl.num_nodes):
+        par = int(tpl.parent[u])
+        c0, m0 = (num_cards, 1.0) if par < 0 else (int(cards[par]), float(mult[par]))
+        k_u = int(tpl.kind[u])
+        need = through[int(tpl.round[u])] if k_u == KIND_DECISION else game.total_board_cards if k_u == KIND_SHOWDOWN \
+            else c0
+        c, m = c0, m0
+        while c < need:  # a chance node, then one copy per deal of the next round's cards
+            r = next(r for r in range(game.num_rounds) if through[r] > c)
+            total += m
+            m *= comb(deck - c, through[r] - c)
+            c = through[r]
+        cards[u], mult[u] = c, m
+        total += m
+    return int(total)
+
+
 @dataclasses.dataclass
 class LeafModel:
     """Every leaf's continuation as flat arrays (the :func:`~subgame.depth_kernels.cont_walk`
@@ -154,13 +218,14 @@ class LeafModel:
     sstrength: np.ndarray
     nvalid: np.ndarray
     hands: np.ndarray
+    dealt: np.ndarray
     depth: int
     build_s: float
 
     def kernel_args(self) -> tuple:
         return (self.leaf_root, self.kind, self.player, self.spent, self.child_start, self.num_actions,
                 self.edge_child, self.board, self.deal_count, self.srow, self.s_me, self.s_op, self.bucket, self.valid,
-                self.order, self.sstrength, self.nvalid, self.hands)
+                self.order, self.sstrength, self.nvalid, self.hands, self.dealt)
 
     @property
     def num_leaves(self) -> int:
@@ -169,6 +234,10 @@ class LeafModel:
     @property
     def num_nodes(self) -> int:
         return len(self.kind)
+
+    @property
+    def num_cards(self) -> int:
+        return int(self.hands.max()) + 1 if len(self.hands) else 1
 
     def memory_bytes(self) -> int:
         return sum(a.nbytes for a in self.kernel_args())
@@ -235,7 +304,7 @@ def build_leaf_model(tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: 
     leaf_of[leaves] = np.arange(len(leaves))
     board0 = tuple(int(c) for c in tree.root_board)
     deck, hole = game.deck_size, game.num_hole_cards
-    kind, player, spent, board, dealc, srow, tnode = [], [], [], [], [], [], []
+    kind, player, spent, board, dealc, srow, dealt = [], [], [], [], [], [], []
     child_start, num_actions, edge_child = [], [], []
     boards: dict = {}
     rows_me: list = []
@@ -250,9 +319,17 @@ def build_leaf_model(tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: 
             boards[key] = len(boards)
         return boards[key]
 
-    for li, n in enumerate(leaves):
+    tpls = []
+    for n in leaves:
         rb = replay(tree.betting(int(n)), game)
-        tpl = continuation_template(bp, rb, board0)
+        tpls.append(continuation_template(bp, rb, board0))
+    size = sum(expanded_nodes(game, tpl, len(board0)) for tpl in tpls)
+    if size > max_nodes:
+        raise SubgameError(f"the continuations after the depth limit have {size:,} nodes in all (more than "
+                           f"{max_nodes:,}): too many later deals for an exact depth-limited solve from round "
+                           f"{int(tree.round[0]) + 1}")
+    for li, n in enumerate(leaves):
+        tpl = tpls[li]
         row_of = np.full(tpl.num_nodes, -1, np.int64)
         for u in np.nonzero(tpl.kind == KIND_DECISION)[0]:
             s, A = int(tpl.child_start[u]), int(tpl.num_actions[u])
@@ -278,6 +355,7 @@ def build_leaf_model(tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: 
                                    "(too many later rounds for an exact depth-limited solve)")
             child_start.append(0)
             num_actions.append(0)
+            dealt.append(-1)
             board.append(bid(cards))
             spent.append(tpl.spent[u])
             if len(cards) < need:
@@ -303,7 +381,11 @@ def build_leaf_model(tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: 
             i, u, cards, d, kk = stack.pop()
             if kk:  # chance: every deal of the next round's cards
                 rest = [c for c in range(deck) if c not in cards]
-                kids = [make(u, cards + cc, d + 1) for cc in itertools.combinations(rest, kk)]
+                kids = []
+                for cc in itertools.combinations(rest, kk):
+                    c = make(u, cards + cc, d + 1)
+                    dealt[c] = cc[0] if kk == 1 else -1
+                    kids.append(c)
             else:
                 kids = [make(int(v), cards, d + 1) for v in tpl.children(int(u))]
             child_start[i] = len(edge_child)
@@ -354,7 +436,7 @@ def build_leaf_model(tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: 
                      edge_child=np.array(edge_child, np.int64), board=board_a,
                      deal_count=np.array(dealc, np.int64), srow=np.array(srow, np.int64), s_me=s_me, s_op=s_op,
                      boards=blist, bucket=bucket, valid=valid, order=order, sstrength=sstrength, nvalid=nvalid,
-                     hands=hands, depth=depth + 2, build_s=time.perf_counter() - t0)
+                     hands=hands, dealt=np.array(dealt, np.int64), depth=depth + 2, build_s=time.perf_counter() - t0)
 
 
 class LeafWork:
@@ -362,44 +444,51 @@ class LeafWork:
 
     def __init__(self, m: LeafModel):
         H, k, D = len(m.hands), m.k, m.depth
-        self.rin = np.zeros((k, H))
-        self.rbuf = np.zeros((D, k, H))
-        self.vbuf = np.zeros((D, k, H))
+        f = np.float32
+        self.rin = np.zeros((k, H), f)
+        self.rbuf = np.zeros((D, k, H), f)
+        self.vbuf = np.zeros((D, k, H), f)
         self.rid = np.zeros(D, np.int64)
         self.fn = np.zeros(D, np.int64)
         self.fa = np.zeros(D, np.int64)
-        self.tv = np.zeros(H)
-        self.rho = np.zeros(H)
-        self.card = np.zeros(int(m.hands.max()) + 1 if len(m.hands) else 1)
-        self.cout = np.zeros((k, H))
+        self.nin = np.zeros(D, np.int64)
+        self.tv = np.zeros(H, f)
+        self.rho = np.zeros(H, f)
+        self.card = np.zeros(m.num_cards)
+        self.cout = np.zeros((k, H), f)
         self.sbuf = np.zeros(k)
+        self.pick = np.full(H, -1, np.int64)
 
     def args(self) -> tuple:
-        return (self.rin, self.rbuf, self.vbuf, self.rid, self.fn, self.fa, self.tv, self.rho, self.card, self.cout,
-                self.sbuf)
+        return (self.pick, self.rin, self.rbuf, self.vbuf, self.rid, self.fn, self.fa, self.nin, self.tv, self.rho,
+                self.card, self.cout, self.sbuf)
 
 
-def continuation_values(m: LeafModel, leaf: int, trav: int, reach: np.ndarray) -> np.ndarray:
+def continuation_values(m: LeafModel, leaf: int, trav: int, reach: np.ndarray, mask: Optional[np.ndarray] = None
+                        ) -> np.ndarray:
     """``[kv, H]``: the traverser's values at leaf ``leaf`` (full-width vectors). ``trav == me``:
     ``reach`` is ``[k, H]``, the opponent's reach per continuation, one row of values out; else
     ``reach`` is ``[H]`` (``me``'s reach) and row ``i`` is the opponent's values under continuation ``i``."""
     w = LeafWork(m)
     kr = m.k if trav == m.me else 1
     w.rin[:kr] = np.asarray(reach, np.float64).reshape(kr, -1)
+    mask = np.ones(m.num_cards, np.bool_) if mask is None else np.asarray(mask, np.bool_)
     DK.cont_walk(int(m.leaf_root[leaf]), m.me, trav, m.k, m.kind, m.player, m.spent, m.child_start, m.num_actions,
                  m.edge_child, m.board, m.deal_count, m.srow, m.s_me, m.s_op, m.bucket, m.valid, m.order, m.sstrength,
-                 m.nvalid, m.hands, w.rin, w.rbuf, w.vbuf, w.rid, w.fn, w.fa, w.tv, w.rho, w.card, w.cout)
+                 m.nvalid, m.hands, m.dealt, mask, w.pick, w.rin, w.rbuf, w.vbuf, w.rid, w.fn, w.fa, w.nin, w.tv, w.rho,
+                 w.card, w.cout)
     kv = 1 if trav == m.me else m.k
-    return w.cout[:kv].copy()
+    return w.cout[:kv].astype(np.float64)
 
 
 # -- the engine: the subgame solver's Engine with depth-limit leaves ---------------------------------
 
 
-def make_engine(tree: BettingTree, dtype, support, model: LeafModel):
+def make_engine(tree: BettingTree, dtype, support, model: LeafModel, dl: Optional[DepthLimit] = None):
     """An :class:`~subgame.solver.Engine` whose walks value ``model``'s leaves (see
     :class:`DepthLimitedEngine`)."""
-    return DepthLimitedEngine(tree, dtype, support, model)
+    return DepthLimitedEngine(tree, dtype, support, model, dl.samples if dl else None, dl.seed if dl else 0,
+                              dl.leaf_choice if dl else "regret")
 
 
 def _engine_base():
@@ -414,14 +503,22 @@ class DepthLimitedEngine(_engine_base()):
     (regrets, average-strategy sums; :meth:`average` also refreshes the average choice that
     evaluation walks read)."""
 
-    def __init__(self, tree: BettingTree, dtype, support, model: LeafModel):
+    def __init__(self, tree: BettingTree, dtype, support, model: LeafModel, samples: Optional[int] = None,
+                 seed: int = 0, leaf_choice: str = "regret"):
         super().__init__(tree, dtype, support)
         self.model = model
+        self.samples = samples
+        self.rng = np.random.default_rng(seed)
+        self.full_mask = np.ones(model.num_cards, np.bool_)
+        self.mask = self.full_mask
+        self.deck_left = np.array([c for c in range(model.num_cards) if c not in set(tree.root_board)], np.int64)
         H = len(model.hands)
         L = max(model.num_leaves, 1)
         self.leaf_reg = np.zeros((L, model.k, H))
         self.leaf_sum = np.zeros((L, model.k, H))
         self.leaf_avg = np.full((L, model.k, H), 1.0 / model.k)
+        # the best-response rule starts every hand on the blueprint's continuation (pick 0)
+        self.leaf_pick = np.zeros((L, H), np.int64) if leaf_choice == "best" else np.full((L, H), -1, np.int64)
         self.work = LeafWork(model)
         hl = self.lists
         b0 = int(tree.board[0])
@@ -460,9 +557,17 @@ class DepthLimitedEngine(_engine_base()):
         regret = dummy if regret is None else regret
         strat_sum = dummy if strat_sum is None else strat_sum
         m = self.model
+        if mode == K.MODE_CFR and self.samples is not None and self.samples < len(self.deck_left):
+            if p == 0 or self.mask is self.full_mask:  # a new sample of the next cards per iteration
+                self.mask = np.zeros(m.num_cards, np.bool_)
+                self.mask[self.rng.choice(self.deck_left, self.samples, replace=False)] = True
+            mask = self.mask
+        else:
+            mask = self.full_mask
         DK.walk_dl(*self.args, sigma_c, rr, p, mode, regret, strat_sum, *w, self.rbuf, self.cv, self.sg, self.tmp,
                    self.cacc, self.tot, self.rid, self.fn, self.fa, self.out,
-                   m.me, m.k, m.leaf_of, self.leaf_reg, self.leaf_sum, self.leaf_avg, *m.kernel_args(), *self.work.args())
+                   m.me, m.k, m.leaf_of, self.leaf_reg, self.leaf_sum, self.leaf_avg, self.leaf_pick, *m.kernel_args(), mask,
+                   *self.work.args())
         self.last_p = p
         v = np.zeros(len(m.hands))
         ri = self.root_idx[p]

@@ -108,16 +108,25 @@ def _showdown_full(rho, order, strength, nlive, hands, m, card, out):
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
 def cont_walk(root, me, trav, k, kind, player, spent, child_start, num_actions, edge_child, board, deal_count,
-              srow, s_me, s_op, bucket, valid, order, sstrength, nvalid, hands, rin, rbuf, vbuf, rid, fn, fa,
-              tv, rho, card, out):
+              srow, s_me, s_op, bucket, valid, order, sstrength, nvalid, hands, dealt, mask, pick, rin, rbuf, vbuf, rid,
+              fn, fa, nin, tv, rho, card, out):
     """Values of traverser ``trav`` from continuation root ``root`` (see the module docstring).
 
     ``rin[:kr]``: the other seat's reach at the root (``kr = k`` when ``trav == me``, else 1);
     ``out[:kv]`` gets the traverser's values (``kv = 1`` when ``trav == me``, else ``k``). Work
     arrays: ``rbuf[d, i]`` reach vectors, ``vbuf[d, i]`` a node's value sums, ``rid[d]`` the frame
-    whose ``rbuf`` holds the reach at depth ``d``, ``fn``/``fa`` the node and next edge per depth."""
+    whose ``rbuf`` holds the reach at depth ``d``, ``fn``/``fa`` the node and next edge per depth,
+    ``nin[d]`` the deals walked at a chance node.
+
+    Chance sampling: a chance node walks only the deals whose card (``dealt[c]``, -1 for a deal of
+    several cards: always walked) is in ``mask``, and scales their sum by deals / deals walked (an
+    unbiased estimate when ``mask`` is a uniform sample of the cards; exact when it has them all).
+
+    ``pick[0] >= 0`` (traverser ``me``): each opponent hand plays the one continuation ``pick[h]``,
+    and its reach comes in as the single vector ``rin[0]``."""
     H = rin.shape[1]
-    kr = k if trav == me else 1
+    use_pick = pick[0] >= 0 and trav == me
+    kr = 1 if (trav != me or use_pick) else k
     kv = 1 if trav == me else k
     for i in range(kr):
         for h in range(H):
@@ -135,10 +144,10 @@ def cont_walk(root, me, trav, k, kind, player, spent, child_start, num_actions, 
             if kn == KIND_FOLD or kn == KIND_SHOWDOWN:  # a terminal root (only at depth 0)
                 src = rbuf[rid[d]]
                 for h in range(H):
-                    x = 0.0
-                    for i in range(kr):
-                        x += src[i, h]
-                    rho[h] = x
+                    rho[h] = src[0, h]
+                for i in range(1, kr):
+                    for h in range(H):
+                        rho[h] += src[i, h]
                 b = board[n]
                 if kn == KIND_FOLD:
                     f = player[n]
@@ -154,10 +163,15 @@ def cont_walk(root, me, trav, k, kind, player, spent, child_start, num_actions, 
             for i in range(kv):
                 for h in range(H):
                     vbuf[d, i, h] = 0.0
+            nin[d] = 0
         a = fa[d]
         if a < num_actions[n]:
             fa[d] = a + 1
             c = edge_child[child_start[n] + a]
+            if kn == KIND_CHANCE:
+                if dealt[c] >= 0 and not mask[dealt[c]]:
+                    continue
+                nin[d] += 1
             kc = kind[c]
             bn = board[n]
             src = rbuf[rid[d]]
@@ -168,13 +182,20 @@ def cont_walk(root, me, trav, k, kind, player, spent, child_start, num_actions, 
                 else:
                     row = srow[n] + a
                     bk = bucket[bn]
-                    for i in range(kr):
-                        tab = s_me[row] if q == me else s_op[i, row]
-                        dst = rbuf[d + 1, i]
-                        si = src[i]
+                    if use_pick:
+                        dst = rbuf[d + 1, 0]
+                        si = src[0]
                         for h in range(H):
                             x = si[h]
-                            dst[h] = x * tab[bk[h]] if x != 0.0 else 0.0
+                            dst[h] = x * s_op[pick[h], row, bk[h]] if x != 0.0 else 0.0
+                    else:
+                        for i in range(kr):
+                            tab = s_me[row] if q == me else s_op[i, row]
+                            dst = rbuf[d + 1, i]
+                            si = src[i]
+                            for h in range(H):
+                                x = si[h]
+                                dst[h] = x * tab[bk[h]] if x != 0.0 else 0.0
                     rid[d + 1] = d + 1
             else:  # chance: hands the new cards block drop out
                 vc = valid[board[c]]
@@ -187,10 +208,11 @@ def cont_walk(root, me, trav, k, kind, player, spent, child_start, num_actions, 
             if kc == KIND_FOLD or kc == KIND_SHOWDOWN:
                 s2 = rbuf[rid[d + 1]]
                 for h in range(H):
-                    x = 0.0
-                    for i in range(kr):
-                        x += s2[i, h]
-                    rho[h] = x
+                    rho[h] = s2[0, h]
+                for i in range(1, kr):
+                    si = s2[i]
+                    for h in range(H):
+                        rho[h] += si[h]
                 b = board[c]
                 if kc == KIND_FOLD:
                     f = player[c]
@@ -221,7 +243,7 @@ def cont_walk(root, me, trav, k, kind, player, spent, child_start, num_actions, 
             continue
         # node n done: its sums in vbuf[d]
         if kn == KIND_CHANCE:
-            inv = 1.0 / deal_count[n]
+            inv = num_actions[n] / (max(nin[d], 1) * float(deal_count[n]))
             for i in range(kv):
                 v = vbuf[d, i]
                 for h in range(H):
@@ -252,18 +274,36 @@ def cont_walk(root, me, trav, k, kind, player, spent, child_start, num_actions, 
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def leaf_values(lf, p, me, mode, k, b, nlive, idx, r_other, r_own, leaf_reg, leaf_sum, leaf_avg,
+def leaf_values(lf, p, me, mode, k, b, nlive, idx, r_other, r_own, leaf_reg, leaf_sum, leaf_avg, leaf_pick,
                 w_pos, w_neg, floor_zero, s_old, s_new,
                 leaf_root, ckind, cplayer, cspent, cstart, cnum, cchild, cboard, cdeal, csrow, s_me, s_op,
-                bucket, valid, order, sstrength, nvalid, hands,
-                rin, rbuf, vbuf, rid, fn, fa, tv, rho, card, cout, sbuf, out):
+                bucket, valid, order, sstrength, nvalid, hands, dealt, mask, pick,
+                rin, rbuf, vbuf, rid, fn, fa, nin, tv, rho, card, cout, sbuf, out):
     """Traverser ``p``'s values at leaf ``lf`` (on board ``b`` of the depth-limited tree; compact
     lists in, ``out[:nlive[b, p]]`` out), the opponent picking among the ``k`` continuations:
     ``leaf_reg``/``leaf_sum`` ``[leaves, k, H]`` its regrets and average-strategy sums (updated in
-    a CFR walk of the opponent), ``leaf_avg`` its average strategy (modes 1 and 2)."""
+    a CFR walk of the opponent), ``leaf_avg`` its average strategy (modes 1 and 2).
+
+    ``leaf_pick[lf, 0] >= 0`` selects the *best-response* choice rule in CFR walks: the opponent's
+    walk picks, per hand, the continuation of highest value (``leaf_pick[lf, h]``, and its sums
+    count that pick), and the refined seat's walk plays those picks; otherwise regret matching of
+    ``leaf_reg``."""
     o = 1 - me
     H = hands.shape[0]
     root = leaf_root[lf]
+    pick[0] = -1
+    if p == me and mode == 0 and leaf_pick[lf, 0] >= 0:
+        for h in range(H):
+            rin[0, h] = 0.0
+            pick[h] = leaf_pick[lf, h]
+        for j in range(nlive[b, o]):
+            rin[0, idx[b, o, j]] = r_other[j]
+        cont_walk(root, me, me, k, ckind, cplayer, cspent, cstart, cnum, cchild, cboard, cdeal, csrow, s_me, s_op,
+                  bucket, valid, order, sstrength, nvalid, hands, dealt, mask, pick, rin, rbuf, vbuf, rid, fn, fa, nin,
+                  tv, rho, card, cout)
+        for j in range(nlive[b, me]):
+            out[j] = cout[0, idx[b, me, j]]
+        return
     if p == me:
         # the opponent's reach per continuation: its reach times its choice
         for i in range(k):
@@ -286,7 +326,8 @@ def leaf_values(lf, p, me, mode, k, b, nlive, idx, r_other, r_own, leaf_reg, lea
                 for i in range(k):
                     rin[i, h] = x * leaf_avg[lf, i, h]
         cont_walk(root, me, me, k, ckind, cplayer, cspent, cstart, cnum, cchild, cboard, cdeal, csrow, s_me, s_op,
-                  bucket, valid, order, sstrength, nvalid, hands, rin, rbuf, vbuf, rid, fn, fa, tv, rho, card, cout)
+                  bucket, valid, order, sstrength, nvalid, hands, dealt, mask, pick, rin, rbuf, vbuf, rid, fn, fa, nin, tv,
+                  rho, card, cout)
         for j in range(nlive[b, me]):
             out[j] = cout[0, idx[b, me, j]]
         return
@@ -295,7 +336,9 @@ def leaf_values(lf, p, me, mode, k, b, nlive, idx, r_other, r_own, leaf_reg, lea
     for j in range(nlive[b, me]):
         rin[0, idx[b, me, j]] = r_other[j]
     cont_walk(root, me, o, k, ckind, cplayer, cspent, cstart, cnum, cchild, cboard, cdeal, csrow, s_me, s_op,
-              bucket, valid, order, sstrength, nvalid, hands, rin, rbuf, vbuf, rid, fn, fa, tv, rho, card, cout)
+              bucket, valid, order, sstrength, nvalid, hands, dealt, mask, pick, rin, rbuf, vbuf, rid, fn, fa, nin, tv,
+              rho, card, cout)
+    best_rule = leaf_pick[lf, 0] >= 0
     for j in range(nlive[b, o]):
         h = idx[b, o, j]
         if mode == 1:
@@ -306,6 +349,17 @@ def leaf_values(lf, p, me, mode, k, b, nlive, idx, r_other, r_own, leaf_reg, lea
             v = 0.0
             for i in range(k):
                 v += leaf_avg[lf, i, h] * cout[i, h]
+        elif best_rule:
+            bi = 0
+            v = cout[0, h]
+            for i in range(1, k):
+                if cout[i, h] > v:
+                    v = cout[i, h]
+                    bi = i
+            leaf_pick[lf, h] = bi
+            rp = r_own[j]
+            for i in range(k):
+                leaf_sum[lf, i, h] = leaf_sum[lf, i, h] * s_old + (s_new * rp if i == bi else 0.0)
         else:
             tot = 0.0
             for i in range(k):
@@ -348,10 +402,10 @@ def walk_dl(kind, player, spent, child_start, num_actions, board, deal_count, ed
             nlive, idx, pos, cards, same, up, up_cards, down, down_cards,
             sigma, root_reach, p, mode, regret, strat_sum, w_pos, w_neg, floor_zero, s_old, s_new,
             rbuf, cv, sg, tmp, cacc, tot, rid, fn, fa, out,
-            me, k, leaf_of, leaf_reg, leaf_sum, leaf_avg,
+            me, k, leaf_of, leaf_reg, leaf_sum, leaf_avg, leaf_pick,
             leaf_root, ckind, cplayer, cspent, cstart, cnum, cchild, cboard, cdeal, csrow, s_me, s_op,
-            bucket, valid, order, sstrength, nvalid, hands,
-            lrin, lrbuf, lvbuf, lrid, lfn, lfa, ltv, lrho, lcard, lcout, lsbuf):
+            bucket, valid, order, sstrength, nvalid, hands, dealt, mask, lpick,
+            lrin, lrbuf, lvbuf, lrid, lfn, lfa, lnin, ltv, lrho, lcard, lcout, lsbuf):
     """:func:`subgame.kernels.walk` on a depth-limited tree (no chance nodes: the tree ends with the
     current round); a showdown node ``c`` with ``leaf_of[c] >= 0`` is valued by :func:`leaf_values`."""
     o = 1 - p
@@ -420,10 +474,10 @@ def walk_dl(kind, player, spent, child_start, num_actions, board, deal_count, ed
             rid[d + 1, 1 - q] = rid[d, 1 - q]
             if kc == KIND_SHOWDOWN and lf >= 0:
                 leaf_values(lf, p, me, mode, k, board[c], nlive, idx, rbuf[rid[d + 1, o], o], rbuf[rid[d + 1, p], p],
-                            leaf_reg, leaf_sum, leaf_avg, w_pos, w_neg, floor_zero, s_old, s_new,
+                            leaf_reg, leaf_sum, leaf_avg, leaf_pick, w_pos, w_neg, floor_zero, s_old, s_new,
                             leaf_root, ckind, cplayer, cspent, cstart, cnum, cchild, cboard, cdeal, csrow, s_me, s_op,
-                            bucket, valid, order, sstrength, nvalid, hands,
-                            lrin, lrbuf, lvbuf, lrid, lfn, lfa, ltv, lrho, lcard, lcout, lsbuf, cv[d, a])
+                            bucket, valid, order, sstrength, nvalid, hands, dealt, mask, lpick,
+                            lrin, lrbuf, lvbuf, lrid, lfn, lfa, lnin, ltv, lrho, lcard, lcout, lsbuf, cv[d, a])
             elif kc == KIND_FOLD or kc == KIND_SHOWDOWN:
                 _terminal(c, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards,
                           rbuf[rid[d + 1, o], o], cacc, cv[d, a])

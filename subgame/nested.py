@@ -105,7 +105,7 @@ def node_of_state(tree: BettingTree, state: State) -> int:
 
 
 def nested_subgame(bp: Blueprint, state: State, bets: Optional[BetAbstraction] = None,
-                   with_gifts: bool = True) -> Subgame:
+                   with_gifts: bool = True, depth_limit=None) -> Subgame:
     """The nested subgame for ``state`` whose history has an off-tree action of the opponent."""
     off = first_off_tree(bp, state)
     if off is None:
@@ -117,12 +117,12 @@ def nested_subgame(bp: Blueprint, state: State, bets: Optional[BetAbstraction] =
     r_m, kind, size = _flat(state.betting)[i]
     board_m = tuple(int(c) for c in state.board_cards[: bp.gamedef.board_cards_through(r_m)])
     return off_tree_subgame(bp, m, before, kind, size, board_m, me, bets, action_filter=real_path_filter(state.betting),
-                            with_gifts=with_gifts)
+                            with_gifts=with_gifts, depth_limit=depth_limit)
 
 
 def off_tree_subgame(bp: Blueprint, m: int, before: Betting, kind: int, size: int, board: tuple[int, ...], me: int,
                      bets: Optional[BetAbstraction] = None, action_filter=None, with_gifts: bool = True,
-                     cache: Optional[BucketCache] = None) -> Subgame:
+                     cache: Optional[BucketCache] = None, depth_limit=None) -> Subgame:
     """The nested subgame rooted after the opponent's off-tree action ``(kind, size)`` taken at
     betting ``before`` (abstract node ``m``, ``board`` dealt), refining seat ``me``."""
     from subgame.bets import default_subgame_bets
@@ -149,7 +149,7 @@ def off_tree_subgame(bp: Blueprint, m: int, before: Betting, kind: int, size: in
     rr = ranges.copy()
     rr[o] = opp
     sub = Subgame(g, after, board, rr, bets or default_subgame_bets(), refine=me, alt=alt, estimate=est,
-                  action_filter=action_filter)
+                  action_filter=action_filter, depth_limit=depth_limit)
     # the gadgets weigh the refined seat's hands by its range, unchanged by the opponent's bet
     if with_gifts:
         mass = e_bp.compat_mass(ranges[me])
@@ -172,14 +172,19 @@ def _translated_edge(bp: Blueprint, m: int, before: Betting, kind: int, size: in
 def solve_state(bp: Blueprint, state: State | str, method: str = "reach-maxmargin", *, time_budget: Optional[float] = 2.0,
                 iterations: Optional[int] = None, target_pct_pot: Optional[float] = None,
                 bets: Optional[BetAbstraction] = None, nested: bool = True, deadline: Optional[float] = None,
-                stop=None) -> tuple[Solution, int]:
+                stop=None, depth_limit=None, algo: str = "dcfr") -> tuple[Solution, int]:
     """Solve the subgame for the seat to act at ``state`` (on-tree: rooted at the state; off-tree
     opponent bet: nested, rooted after it). Returns the solution and the node of ``state`` in it.
 
     ``deadline`` (a :func:`time.perf_counter` instant) and ``stop`` (a :class:`threading.Event`)
     bound the whole call, the subgame's construction from the blueprint included: they are checked
     between the construction's steps (:class:`~subgame.solver.SolveInterrupted` when they have
-    passed) and before every iteration of :func:`~subgame.solver.solve`."""
+    passed) and before every iteration of :func:`~subgame.solver.solve`.
+
+    ``depth_limit``: ``None`` (default) ends the subgame with its round (:mod:`subgame.depth`, with
+    :func:`~subgame.depth.default_depth_limit`) when that round is not the last and the state is in
+    it, else solves to the end of the hand; ``False`` always to the end of the hand; ``True`` or a
+    :class:`~subgame.depth.DepthLimit` always depth-limited (a :class:`SubgameError` on the last round)."""
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     state = decision_state(bp, state)
@@ -188,23 +193,31 @@ def solve_state(bp: Blueprint, state: State | str, method: str = "reach-maxmargi
         off = first_off_tree(bp, state)
     except BlueprintError as exc:
         raise SubgameError(str(exc)) from None
+    from subgame.depth import resolve_depth_limit
+
     if off is None:
-        sub, _ = from_matchstate(bp, state, bets=bets)
+        root_round = state.betting.round
     elif not nested:
         raise SubgameError("the history is off the blueprint's tree and nested solving is off")
+    else:
+        root_round = _flat(state.betting)[off[1]][0]
+    dl = resolve_depth_limit(bp, depth_limit, root_round, state.betting.round)
+    if off is None:
+        sub, _ = from_matchstate(bp, state, bets=bets, depth_limit=dl)
     elif int(bp.tree.player[off[0]]) != state.viewer:
-        sub = nested_subgame(bp, state, bets)
+        sub = nested_subgame(bp, state, bets, depth_limit=dl)
     else:
         # the viewer's own earlier bet is off the blueprint's tree (it came from a subgame's finer
         # sizes): re-solve from the decision where it was made, with the real actions in the tree
         m, i, before = off
         board = tuple(int(c) for c in state.board_cards[: bp.gamedef.board_cards_through(before.round)])
-        sub = blueprint_subgame(bp, m, before, board, state.viewer, bets, action_filter=real_path_filter(state.betting))
+        sub = blueprint_subgame(bp, m, before, board, state.viewer, bets, action_filter=real_path_filter(state.betting),
+                                depth_limit=dl)
     check_interrupt(deadline, stop)
     sub.public_tree()
     check_interrupt(deadline, stop)
     sol = solve(sub, method, iterations=iterations, time_budget=time_budget, target_pct_pot=target_pct_pot,
-                deadline=deadline, stop=stop)
+                deadline=deadline, stop=stop, algo=algo)
     return sol, node_of_state(sub.public_tree(), state)
 
 

@@ -105,7 +105,7 @@ class Subgame:
         dl = self.depth_limit
         if dl.model is None or dl.model.me != int(self.refine):
             dl.model = build_leaf_model(t, dl.blueprint, int(self.refine), dl)
-        return make_engine(t, dtype, support, dl.model)
+        return make_engine(t, dtype, support, dl.model, dl)
 
     def validate(self) -> None:
         t = self.public_tree() if self.tree is None else self.tree

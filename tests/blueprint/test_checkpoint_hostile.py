@@ -3,8 +3,9 @@ with a CheckpointError naming the file and the reason, quickly and without big a
 damaged newest checkpoint is skipped for an older complete one.
 
 "The resume path" below is what ``mccfr resume`` does: ``load_latest`` (no layout) then
-``Trainer.from_checkpoint``; ``Trainer.load`` (behind ``Blueprint.load``) also checks the run's
-layout before reading the tables.
+``Trainer.from_checkpoint``; ``Trainer.load`` (behind ``Blueprint.load`` for checkpoints without a
+blueprint file) also checks the run's layout before reading the tables. Blueprint files:
+tests/blueprint/test_blueprint_file.py.
 """
 
 from __future__ import annotations
@@ -97,6 +98,15 @@ def reseal_manifest(ckpt: Path, change=None) -> None:
         change(fields)
     fields["manifest_blake2b"] = hashlib.blake2b(msgpack.packb(fields, use_bin_type=True)).hexdigest()
     path.write_bytes(msgpack.packb(fields, use_bin_type=True))
+
+
+def drop_blueprint_files(run: Path) -> None:
+    """Make ``run`` look like a run from before blueprint files: no blueprint file, none listed
+    (so ``Blueprint.load`` reads the trainer checkpoint, the path these tests attack)."""
+    for d in sorted((run / "checkpoints").iterdir()):
+        if (d / ck.BLUEPRINT_NAME).exists():
+            (d / ck.BLUEPRINT_NAME).unlink()
+            reseal_manifest(d, lambda f: f.update(files=[e for e in f["files"] if e["file"] != ck.BLUEPRINT_NAME]))
 
 
 def split_shard(data: bytes) -> tuple[dict, bytes, bytes]:
@@ -220,6 +230,7 @@ def test_terabyte_array_is_refused_before_allocating(run: Path, name, loader) ->
 def test_terabyte_array_alone_is_a_clear_error(run: Path) -> None:
     from blueprint.blueprint import Blueprint
 
+    drop_blueprint_files(run)  # (a blueprint file is read alone: tests/blueprint/test_blueprint_file.py)
     _declare_terabyte(run)
     shutil.rmtree(ckpt_dir(run, OLD))
     with deadline(5), small_memory(), pytest.raises(CheckpointError, match=r"no complete checkpoint.*'strat' declares"):
@@ -341,6 +352,7 @@ def test_non_finite_only_checkpoint_never_answers(run: Path, pristine) -> None:
     tables = {"regret": np.full(tr.size, np.inf, np.float32), "strat": np.full(tr.size, np.nan, np.float32),
               "rng": tr.rng.copy()}
     shutil.rmtree(ckpt_dir(run, OLD))
+    drop_blueprint_files(run)  # (a blueprint file is read alone: tests/blueprint/test_blueprint_file.py)
     shard0(run).write_bytes(forge_shard(tables, {"shard": 0}))
     reseal_manifest(ckpt_dir(run, NEW))
     with pytest.raises(CheckpointError, match=r"no complete checkpoint.*shard-0.msgpack.lz4.*'regret'.*non-finite"):

@@ -11,10 +11,12 @@ ray = pytest.importorskip("ray")
 
 import itertools
 
+from job_reference import reference
+
 from blueprint import checkpoint as ckpt
 from blueprint.trainer import Trainer, make_trainer
 from cluster.job import RayJob, split_round
-from cluster.shard import ShardCore, pack_delta, slice_bounds, unpack_delta
+from cluster.shard import ShardCore, pack_delta, slice_bounds, sum_deltas, unpack_delta
 from cluster.worker import WorkerCore
 
 
@@ -70,6 +72,40 @@ def test_apply_delta_idempotent(leduc):
     assert not sh.apply_delta(1, 0, payload)  # an older one
     assert sh.regret[[1, 3]].tolist() == [2.0, -4.0] and sh.strat[[1, 3]].tolist() == [1.0, 2.0]
     assert sh.stats()["ignored"] == 2
+
+
+def test_round_merge_order_is_fixed_and_idempotent(leduc):
+    """Group deltas are added in group order whatever order they arrive in; a repeated put
+    replaces, a put for an ended round is ignored, ending a round twice changes nothing."""
+    rng = np.random.default_rng(0)
+
+    def delta():
+        rows = np.sort(rng.choice(50, 20, replace=False)).astype(np.uint32)
+        return pack_delta(rows, rng.normal(size=20).astype(np.float32) * 1e3, rng.random(20).astype(np.float32))
+
+    ds = [delta() for _ in range(3)]
+    results = []
+    for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
+        sh = ShardCore(0, 0, 50, leduc.config.algo)
+        for g in order:
+            assert sh.put_delta(1, g, ds[g])
+        sh.put_delta(1, order[0], ds[order[0]])  # a retried group: same bytes, replaced
+        snap, missing = sh.end_round(1, 0, 100, [0, 1, 2])
+        assert missing == [] and not sh.put_delta(1, 0, ds[0])
+        sh.end_round(1, 0, 100, [0, 1, 2])
+        results.append((sh.regret.tobytes(), sh.strat.tobytes()))
+    assert results[0] == results[1] == results[2]
+    sh = ShardCore(0, 0, 50, leduc.config.algo)
+    sh.put_delta(1, 0, ds[0])
+    assert sh.end_round(1, 0, 100, [0, 1])[1] == [1]  # group 1 never arrived: reported
+    # a node's sum: one delta passes through unchanged, several add up in order
+    assert sum_deltas([ds[0]], 50, False) == ds[0]
+    rows, r, s_ = unpack_delta(sum_deltas(ds, 50, False))
+    dense = np.zeros(50, np.float32)
+    for d in ds:
+        a, b, _ = unpack_delta(d)
+        dense[a] += b
+    assert np.array_equal(dense[rows], r) and set(rows) == {int(x) for d in ds for x in unpack_delta(d)[0]}
 
 
 def test_int32_shard_saturates():
@@ -128,6 +164,78 @@ def test_worker_skips_other_workers_iterations(leduc):
     tr.skip_to(3100)
     assert (w.tr.w_base, w.tr.t_base) == (tr.w_base, tr.t_base) and tr.t_base == 3000
     np.testing.assert_array_equal(tr.strat, w.tr.strat)
+
+
+# a 24-card, three-round hold'em with a built card table (as in tests/abstraction/test_buckets.py)
+def _tiny_game():
+    from holdem.gamedef import GameDef
+
+    return GameDef("nolimit", 3, (2000, 2000), (100, 50), (0, 0, 0), (1, 0, 0), (255, 255, 255), 4, 6, 2,
+                   (0, 3, 1), "tiny")
+
+
+@pytest.fixture(scope="module")
+def tiny_cards():
+    """A TABLE card abstraction of the tiny game with random buckets (no build: the kernels only
+    read the table), as the driver would hold it."""
+    from abstraction.cards import TABLE, CardAbstraction
+    from abstraction.isomorphism import HandIndexer
+
+    game = _tiny_game()
+    ix = HandIndexer.for_game(game)
+    buckets = (10, 8, 8)
+    rng = np.random.default_rng(0)
+    parts = [rng.integers(0, b, ix.size(r), dtype=np.uint16) for r, b in enumerate(buckets)]
+    parts.append(rng.integers(0, buckets[0], game.deck_size**2, dtype=np.uint16))  # preflop lookup
+    offsets = np.cumsum([0] + [len(p) for p in parts[:-1]]).astype(np.int64)
+    return CardAbstraction("tiny-random", TABLE, buckets, iso=ix.tables, table=np.concatenate(parts),
+                           offsets=offsets, source_hash="tiny-random")
+
+
+def _tiny_trainer(cards, seed=0):
+    from blueprint.algo import get_algo
+    from blueprint.trainer import RunConfig
+    from cluster.worker import trainer_with_cards
+
+    base = Trainer(RunConfig("tiny", "small", "lossless", get_algo("pluribus"), seed), gamedef=_tiny_game())
+    return trainer_with_cards(base.config_dict, cards)
+
+
+def _read_only_cards(cards):
+    """The abstraction as a worker gets it from the object store: read-only views of one buffer."""
+    import dataclasses
+
+    def ro(a):
+        v = np.frombuffer(a.tobytes(), a.dtype).reshape(a.shape)
+        assert not v.flags.writeable
+        return v
+
+    return dataclasses.replace(cards, iso=ro(cards.iso), table=ro(cards.table), offsets=ro(cards.offsets))
+
+
+def test_worker_reads_the_drivers_card_table_and_builds_nothing(tiny_cards, monkeypatch):
+    """A worker given the driver's card abstraction as read-only views (as from the object store)
+    computes the same batch, bit for bit, as one holding its own copy; it never builds or loads one."""
+    import abstraction.buckets
+    import abstraction.cards
+
+    tr = _tiny_trainer(tiny_cards)
+    bounds = slice_bounds(tr.row_offset, tr.size, 2)
+
+    def no_build(*a, **k):
+        raise AssertionError("a worker built or loaded a card abstraction")
+
+    for mod, name in ((abstraction.cards, "default_card_abstraction"), (abstraction.cards, "from_file"),
+                      (abstraction.cards, "lossless"), (abstraction.buckets, "ensure_recipe"),
+                      (abstraction.buckets, "read_abstraction")):
+        monkeypatch.setattr(mod, name, no_build)
+    own = WorkerCore(0, tr.config_dict, bounds, tr.rng, tr.abstraction_hash, cards=tiny_cards, private_cards=True)
+    shared = WorkerCore(0, tr.config_dict, bounds, tr.rng, tr.abstraction_hash, cards=_read_only_cards(tiny_cards))
+    assert shared.cards_zero_copy() and not own.cards_zero_copy()
+    snap = [{"regret": tr.regret[lo:hi], "strat": tr.strat[lo:hi]} for lo, hi in bounds]
+    a = own.run_batch(1, 0, 0, 1500, 1500, 0.0, 0, *snap)
+    b = shared.run_batch(1, 0, 0, 1500, 1500, 0.0, 0, *snap)
+    assert a[0]["node_visits"] == b[0]["node_visits"] > 0 and a[1:] == b[1:]
 
 
 # -- on a local Ray cluster -----------------------------------------------------------------------
@@ -200,15 +308,30 @@ def test_killed_worker_is_restarted(cluster, tmp_path):
         stats = job.stats()
         killed = job.sync()
         job.save(tmp_path / "run")
-    with RayJob(make_trainer("leduc", seed=2), workers=2, shards=2, batch=250) as job:
-        job.run(4_000)
-        straight = job.sync()
+    straight_r, straight_s = reference(2, 2, 1, 2, 250, 4_000)  # what the uninterrupted job gives
     assert killed.iteration == 4_000
     assert stats["lost_batches"] == 0 and stats["worker_restarts"] == 1 and stats["lost_iterations"] == 0
     assert any("worker 1 was restarted" in m for m in notes), notes
-    assert killed.regret.tobytes() == straight.regret.tobytes()
-    assert killed.strat.tobytes() == straight.strat.tobytes()
+    assert killed.regret.tobytes() == straight_r.tobytes() and killed.strat.tobytes() == straight_s.tobytes()
     assert ckpt.load_latest(tmp_path / "run")[0]["job"]["lost_batches"] == 0
+
+
+def test_card_table_shared_zero_copy_in_ray(cluster, tiny_cards):
+    """On Ray the workers read the driver's card table from the object store (zero-copy) and the
+    job's tables are the in-process worker's (holding its own copy), bit for bit."""
+    n = 1_500
+    tr = _tiny_trainer(tiny_cards, seed=4)
+    bounds = slice_bounds(tr.row_offset, tr.size, 1)
+    w = WorkerCore(0, tr.config_dict, bounds, None, tr.abstraction_hash, cards=tiny_cards, private_cards=True)
+    sh = ShardCore(0, 0, tr.size, tr.config.algo)
+    out = w.run_batch(1, 0, 0, n, n, 0.0, 0, sh.publish(), rng=tr.rng)
+    sh.put_delta(1, 0, out[1])
+    sh.end_round(1, 0, n, [0])
+    with RayJob(_tiny_trainer(tiny_cards, seed=4), workers=1, shards=1, batch=n) as job:
+        assert job.ray.get(job.leaders[0].cards_zero_copy.remote()) == [True]
+        job.run(n)
+        got = job.sync()
+    assert got.regret.tobytes() == sh.regret.tobytes() and got.strat.tobytes() == sh.strat.tobytes()
 
 
 def test_cli_train_with_workers(cluster, tmp_path):

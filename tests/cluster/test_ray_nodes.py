@@ -5,15 +5,14 @@ shared card table, and the fault drills (a node removed while the job runs)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 ray = pytest.importorskip("ray")
 
+from job_reference import reference
+
 from blueprint.trainer import make_trainer
-from cluster.job import RayJob, split_round, worker_seed_state
-from cluster.shard import ShardCore, slice_bounds, sum_deltas
-from cluster.worker import WorkerCore
+from cluster.job import RayJob
 
 NODES = 4
 
@@ -35,6 +34,14 @@ def nodes():
     c.shutdown()
 
 
+@pytest.fixture
+def drill_nodes(nodes):
+    """The module's cluster with NODES alive one-CPU nodes before and after a drill."""
+    _top_up(nodes)
+    yield nodes
+    _top_up(nodes)
+
+
 def _top_up(c) -> None:
     """Back to NODES alive one-CPU nodes after a drill removed some."""
     alive = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) > 0]
@@ -48,43 +55,6 @@ def _remove_bundle_node(c, job, g: int) -> str:
     (node,) = [n for n in c.worker_nodes if n.node_id == node_id]
     c.remove_node(node, allow_graceful=False)
     return node_id
-
-
-def reference(seed: int, workers: int, nodes: int, shards: int, batch: int, iterations: int):
-    """The job's arithmetic in one process (workers grouped into nodes, group deltas summed in
-    worker order, groups added in order): what an uninterrupted job must end with."""
-    tr = make_trainer("leduc", seed=seed)
-    bounds = slice_bounds(tr.row_offset, tr.size, shards)
-    sh = [ShardCore(k, lo, hi, tr.config.algo) for k, (lo, hi) in enumerate(bounds)]
-    w = WorkerCore(0, tr.config_dict, bounds, None, tr.abstraction_hash)
-    rng = [worker_seed_state(seed, k) for k in range(workers)]
-    per = split_round(workers, nodes)
-    group_of = [g for g, n in enumerate(per) for _ in range(n)]
-    seq, round_id, t = [0] * workers, 0, 0
-    while t < iterations:
-        grid = workers * batch
-        t_end = min((t // grid + 1) * grid, iterations)
-        sizes = split_round(t_end - t, workers)
-        snap = [s.publish() for s in sh]
-        round_id += 1
-        outs: dict[int, list] = {}
-        t0 = t
-        for k, b in enumerate(sizes):
-            if b == 0:
-                continue
-            seq[k] += 1
-            out = w.run_batch(seq[k], t, t0, b, t_end, tr.w_base, tr.t_base, *snap, rng=rng[k], worker=k)
-            rng[k] = np.array(out[0]["rng"], np.uint64)
-            outs.setdefault(group_of[k], []).append(out)
-            t0 += b
-        for g, group in outs.items():
-            for k, (lo, hi) in enumerate(bounds):
-                sh[k].put_delta(round_id, g, sum_deltas([o[1 + k] for o in group], hi - lo, False))
-        for s in sh:
-            s.end_round(round_id, t, t_end, sorted(outs))
-        tr.skip_to(t_end, tables=False)
-        t = t_end
-    return np.concatenate([s.regret for s in sh]), np.concatenate([s.strat for s in sh])
 
 
 def _same(job, ref) -> bool:
@@ -146,16 +116,17 @@ def _drill(c, notes, remove: dict[int, int], **kw):
             notes.append(f"drill: removing node {g} ({_remove_bundle_node(c, j, g)[:12]})")
         return False
 
-    job = RayJob(make_trainer("leduc", seed=kw.pop("seed")), log=notes.append, timeout=20, **kw)
+    job = RayJob(make_trainer("leduc", seed=kw.pop("seed")), log=notes.append, timeout=60, **kw)
     return job, cb
 
 
-def test_drills_one_worker_exact(nodes):
+def test_drills_one_worker_exact(drill_nodes):
     """One worker; the nodes removed while the job runs: the worker's node (a worker-only node;
     spare nodes are left: Ray moves its bundle, the leader and worker start again there), then the
     node holding both shards, then, on a second job, a node holding one shard. Each job completes with the tables of an
     uninterrupted run, bit for bit (the lost batch re-runs from its RNG state; a shard is restored
     on a live node from the job's start or its checkpoint plus the leaders' retained deltas)."""
+    nodes = drill_nodes
     it, batch = 4_000, 500
     ref = reference(21, 1, 2, 2, batch, it)
     notes: list[str] = []
@@ -184,15 +155,15 @@ def test_drills_one_worker_exact(nodes):
         assert _same(job, ref), '\n'.join(notes)
     assert st["shard_restores"] == 1 and st["lost_deltas"] == 0, (st, notes)
     assert any("shard 1 died" in m and "000000001000" in m for m in notes), notes
-    _top_up(nodes)
 
 
-def test_drill_no_spare_cpu(nodes):
+def test_drill_no_spare_cpu(drill_nodes):
     """4 workers on the 4 nodes (no CPU to spare): a worker-only node goes, its group runs on the
     live nodes from the same RNG states (tables still those of an uninterrupted run, bit for bit);
     then a node holding a worker and a shard goes: the shard is restored on a live node, the
     deltas its leader alone retained are lost and said so; the job completes within Leduc's
     convergence bound of the uninterrupted run."""
+    nodes = drill_nodes
     it, batch = 6_000, 100
     notes: list[str] = []
     job, cb = _drill(nodes, notes, {3: 3}, seed=31, workers=4, shards=2, batch=batch, shard_nodes=[0, 1])
@@ -218,4 +189,3 @@ def test_drill_no_spare_cpu(nodes):
     assert expl < 1.5 * ref_expl, (expl, ref_expl, "\n".join(notes))
     print(f"no-spare drill: exploitability {expl:.4f} vs uninterrupted {ref_expl:.4f}; lost deltas "
           f"{st['lost_deltas']}; notes:\n" + "\n".join(notes))
-    _top_up(nodes)

@@ -11,8 +11,8 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from evaluation.players import AlwaysCall, RandomPlayer
 from cli import cli
+from evaluation.players import AlwaysCall, RandomPlayer
 from holdem.game import Game
 from serving.acpc_client import AcpcClient, LineReader, TimeBank, parse_address, send_line
 from serving.acpc_dealer import AcpcDealer

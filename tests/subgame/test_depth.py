@@ -120,17 +120,18 @@ def test_blueprint_continuation_equals_an_independent_evaluation(bp):
             ranges = rng.random((2, len(valid))) * valid
             v_me = continuation_values(m, li, me, np.stack([ranges[o] if i == 0 else 0 * ranges[o]
                                                             for i in range(dl.k)]))[0]
-            np.testing.assert_allclose(v_me, _oracle(bp, lb, board, ranges, me, o), rtol=1e-4, atol=1e-6 * ranges.sum())
+            want = _oracle(bp, lb, board, ranges, me, o)  # (float32 work vectors: tolerance relative to the scale)
+            np.testing.assert_allclose(v_me, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
             v_o = continuation_values(m, li, o, ranges[me])
             for i, which in enumerate(conts):
-                np.testing.assert_allclose(v_o[i], _oracle(bp, lb, board, ranges, o, o, which), rtol=1e-4,
-                                           atol=1e-6 * ranges.sum())
+                want = _oracle(bp, lb, board, ranges, o, o, which)
+                np.testing.assert_allclose(v_o[i], want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
             # the refined seat's values are linear in the opponent's reach per continuation
             split = rng.random((dl.k, len(valid))) * ranges[o]
             tot = continuation_values(m, li, me, split)[0]
             parts = sum(continuation_values(m, li, me, np.where(np.arange(dl.k)[:, None] == i, split, 0))[0]
                         for i in range(dl.k))
-            np.testing.assert_allclose(tot, parts, rtol=1e-6, atol=1e-9)
+            np.testing.assert_allclose(tot, parts, rtol=1e-4, atol=1e-5 * np.abs(parts).max())
             checked += 1
             if checked >= 3:
                 break
