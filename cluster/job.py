@@ -32,8 +32,9 @@ workers form *groups*, one per node (group ``g`` = node ``g``'s workers). The dr
   group deltas in ascending group order (the merge order is fixed: two runs with one seed give the
   same tables, whatever the timing) and puts its next snapshot in its node's object store.
 
-So a round costs the driver at most ``nodes + shards`` calls (counted: ``stats()["driver_calls_per_round"]``)
-and about 0.3 KB per node of results (``driver_bytes_per_round``).
+So a round costs the driver at most ``nodes + shards`` calls (counted: ``stats()["driver_calls_per_round"]``;
+finding and restoring a dead shard is counted apart, ``recovery_calls``) and about 0.5 KB per node
+of results (``driver_bytes_per_round``: the leaders' results, the shards' references).
 
 With linear weighting (``linear``, ``pluribus``) a boundary multiplies the whole table by one
 factor, so a delta discounted on the worker and added to the discounted table is exactly what one
@@ -165,6 +166,8 @@ class RayJob:
         round: the last round ended (a resumed job).
         share_cards: the workers read the node's one copy of the card table (False: each copies
             it into its own memory, as when every worker loaded its own; for measurements).
+        worker_retries: Ray's ``max_restarts`` / ``max_task_retries`` of each worker (past them a
+            worker is gone for good and its batches run on the node's other workers).
     """
 
     def __init__(
@@ -186,6 +189,7 @@ class RayJob:
         iterations: int | None = None,
         round: int = 0,
         share_cards: bool = True,
+        worker_retries: int = 3,
     ):
         import ray
 
@@ -203,6 +207,7 @@ class RayJob:
         self.worker_cpus = worker_cpus
         self.timeout = float(timeout)
         self.share_cards = share_cards
+        self.worker_retries = worker_retries
         self.log = log or (lambda msg: None)
         self.own_ray = False
         self.pg = None
@@ -317,6 +322,9 @@ class RayJob:
         self._round_bytes = 0
         self._lost_retention = False
         self.rebases = 0
+        self.recovery_calls = 0  # calls made to find and restore dead shards (not in the per-round figures)
+        self.driver_cpu_seconds = 0.0  # the driver thread's CPU time in rounds (its control work)
+        self.max_round_cpu = 0.0
 
     # -- actors -------------------------------------------------------------------------------
     def _in_bundle(self, g: int) -> dict[str, Any]:
@@ -327,7 +335,7 @@ class RayJob:
     def _new_leader(self, g: int):
         return self._LeaderActor.options(num_cpus=0, max_restarts=-1, max_task_retries=0, **self._in_bundle(g)).remote(
             g, self.tr.config_dict, self.bounds, [self.cards_ref], self.tr.abstraction_hash, self.groups[g],
-            self.worker_cpus, (self.pg, g), self.timeout, 3, not self.share_cards,
+            self.worker_cpus, (self.pg, g), self.timeout, self.worker_retries, not self.share_cards,
         )
 
     def _new_shard(self, k: int, g: int):
@@ -418,6 +426,7 @@ class RayJob:
         return out
 
     def _shard_alive(self, k: int) -> bool:
+        self.recovery_calls += 2
         s = self.shards[k]
         try:
             self.ray.get(s.ping.remote(), timeout=min(self.timeout, 30))
@@ -450,6 +459,7 @@ class RayJob:
         alive = self._alive_node_ids()
         live = [g for g, up in enumerate(self.leader_up) if up and self.leader_node[g] in alive]
         answering = []
+        self.recovery_calls += len(live) + 3 * len(dead) + len(self.round_log) * len(dead)
         for g in live:
             with contextlib.suppress(Exception):
                 info = ray.get(self.leaders[g].ping.remote(), timeout=min(self.timeout, 30))
@@ -649,6 +659,7 @@ class RayJob:
         t_end = t + total
         sizes = split_round(total, self.num_workers)
         t_start = time.perf_counter()
+        cpu_start = time.thread_time()
         self._round_calls = 0
         self._round_bytes = 0
         round_id = self.round + 1
@@ -696,6 +707,9 @@ class RayJob:
         self.driver_bytes += self._round_bytes
         self.max_round_calls = max(self.max_round_calls, self._round_calls)
         self.max_round_bytes = max(self.max_round_bytes, self._round_bytes)
+        cpu = time.thread_time() - cpu_start
+        self.driver_cpu_seconds += cpu
+        self.max_round_cpu = max(self.max_round_cpu, cpu)
         dt = time.perf_counter() - t_start
         tr.seconds += dt
         self.round_seconds += dt
@@ -757,6 +771,11 @@ class RayJob:
             "driver_calls_max_round": self.max_round_calls,
             "driver_bytes_per_round": self.driver_bytes / r,
             "driver_bytes_max_round": self.max_round_bytes,
+            # the driver's own work per round (its thread's CPU: building and sending the calls,
+            # reading the results, asking Ray which nodes are alive), not its waiting
+            "driver_cpu_seconds_per_round": self.driver_cpu_seconds / r,
+            "driver_cpu_seconds_max_round": self.max_round_cpu,
+            "round_seconds_per_round": self.round_seconds / r,
             "lost_batches": len(self.lost),
             "lost_iterations": sum(x["iterations"] for x in self.lost),
             "lost_deltas": len(self.lost_deltas),
@@ -764,6 +783,7 @@ class RayJob:
             "node_failures": self.node_failures,
             "group_reruns": self.group_reruns,
             "rebases": self.rebases,
+            "recovery_calls": self.recovery_calls,
             "compute_share": self.compute_seconds / self.worker_seconds if self.worker_seconds > 0 else None,
             "checkpoint_pause_seconds": max(self.checkpoint_pauses) if self.checkpoint_pauses else None,
         }
@@ -799,6 +819,7 @@ class RayJob:
         ckpt_dir = ckpt.new_checkpoint_dir(run_dir, it, replace=True)
         try:
             files = self._get([s.write.remote(str(ckpt_dir), it) for s in self.shards], what="the shards to write")
+            files.append(self._write_blueprint(ckpt_dir))
             ckpt.write_manifest(ckpt_dir, self.manifest(), files)
         except BaseException as exc:
             shutil.rmtree(ckpt_dir, ignore_errors=True)
@@ -816,6 +837,17 @@ class RayJob:
             ckpt.prune_checkpoints(run_dir, keep)
         self.checkpoint_pauses.append(time.perf_counter() - t_start)
         return ckpt_dir
+
+    def _write_blueprint(self, ckpt_dir: Path) -> dict[str, Any]:
+        """The checkpoint's blueprint file (what queries load): the average strategy of the
+        shards' published snapshot, which is their state between rounds; only the strategy sums
+        are used."""
+        from blueprint.blueprint import average_strategy32, write_blueprint_file
+
+        slices = self._get(list(self.snapshot), what="the shards' snapshot")
+        strat = np.concatenate([s["strat"] for s in slices])
+        probs = average_strategy32(self.tr.tree, self.tr.row_offset, self.tr.num_buckets, strat)
+        return write_blueprint_file(ckpt_dir, self.tr, probs=probs)
 
     @staticmethod
     def resume_kwargs(manifest: dict[str, Any], **overrides) -> dict[str, Any]:
