@@ -1,5 +1,16 @@
 """The trained blueprint: load a run, query its average strategy by ACPC match state, export it.
 
+``Blueprint.load(run_dir)`` reads only the blueprint file of the newest complete checkpoint
+(``CKPT/blueprint.msgpack.lz4``, format in :mod:`blueprint.checkpoint`; written with every
+checkpoint by ``Trainer.save``, see :func:`write_blueprint_file`), falling back to older complete
+ones when a file is refused. It rebuilds the betting tree from the stored game and bet abstraction
+and checks the tree's hash, loads the card abstraction without ever building it (a recipe missing
+from the cache is a :class:`BlueprintError` naming the ``mccfr abstraction build`` command) and
+checks its hash: no trainer, no regret tables, no build. Checkpoints from before blueprint files
+are read through the trainer checkpoint, as before, with a one-line note. ``Blueprint(trainer)``
+is the in-process blueprint of a live trainer (float64 probabilities; from a file they are
+float32, within 6e-8 of them).
+
 ``bp.strategy(matchstate)`` walks the abstract betting tree along the real history. On-tree
 actions follow their edge; an off-tree no-limit raise is mapped by pseudo-harmonic action
 translation (:mod:`abstraction.translation`) to a neighbouring abstract raise, the all-in counted
@@ -28,9 +39,9 @@ from typing import Optional
 import numpy as np
 
 from abstraction.bets import ALLIN
-from abstraction.tree import KIND_DECISION, KIND_SHOWDOWN
 from abstraction.cards import deal_buckets
 from abstraction.translation import translate, translate_probs
+from abstraction.tree import KIND_DECISION, KIND_SHOWDOWN
 from holdem.betting import CALL, FOLD, RAISE, Betting
 from holdem.files import atomic_path
 from holdem.game import Game
@@ -100,15 +111,45 @@ def _abstraction_hash(tree_hash: str, cards_hash: str) -> str:
     return hashlib.blake2b((tree_hash + cards_hash).encode(), digest_size=8).hexdigest()
 
 
+_NORMALIZE_BLOCK = 1 << 20  # table entries per pass of average_strategy32
+
+
+def average_strategy32(tree, row_offset: np.ndarray, num_buckets: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    """``blueprint.tables.normalize_blocks(...)`` as float32, vectorized over the rows of many
+    nodes at a time (that one loops over nodes in Python: about a second per 10,000 decision
+    nodes, a pause at every checkpoint) with float64 arithmetic in passes of about 1M entries:
+    the same probabilities (float64 row sums, all-zero rows uniform), rounded to float32."""
+    dec = np.nonzero(tree.kind == KIND_DECISION)[0]
+    k = tree.num_actions[dec].astype(np.int64)
+    rows = np.asarray(num_buckets, np.int64)[tree.round[dec].astype(np.int64)]
+    block = rows * k
+    starts_all = np.asarray(row_offset, np.int64)[dec]
+    ends = starts_all + block
+    out = np.empty(sums.shape[0], np.float32)
+    first = 0
+    while first < len(dec):
+        last = max(int(np.searchsorted(ends, starts_all[first] + _NORMALIZE_BLOCK, side="right")), first + 1)
+        lo, hi = int(starts_all[first]), int(ends[last - 1])
+        part = np.maximum(sums[lo:hi].astype(np.float64), 0.0)
+        row_len = np.repeat(k[first:last], rows[first:last])
+        tot = np.repeat(np.add.reduceat(part, np.cumsum(row_len) - row_len), row_len)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[lo:hi] = np.where(tot > 0, part / np.where(tot > 0, tot, 1.0), 1.0 / np.repeat(row_len, row_len))
+        first = last
+    return out
+
+
 def blueprint_file_payload(trainer, probs: Optional[np.ndarray] = None) -> tuple[dict, dict[str, np.ndarray]]:
     """``(header, arrays)`` of the blueprint file for ``trainer`` at its iteration
     (``checkpoint.write_blueprint``; the module docstring has the format). ``probs``: the average
-    strategy in the table layout if already computed (default ``trainer.average_strategy()``)."""
+    strategy in the table layout if already computed (default: from ``trainer.strat``, as
+    ``trainer.average_strategy()`` computes it, by :func:`average_strategy32`)."""
     tr = trainer
     t = tr.tree
     cfg = tr.config_dict
     cards = tr.cards
-    probs = tr.average_strategy() if probs is None else probs
+    if probs is None:
+        probs = average_strategy32(t, tr.row_offset, tr.num_buckets, tr.strat)
     header = {
         "iteration": int(tr.iteration),
         "config_hash": tr.config_hash,
@@ -145,7 +186,7 @@ def _rebuild_tree(meta: dict, bad):
 
     try:
         gamedef = parse_gamedef(meta["game"]["acpc"], name=Path(meta["game"]["name"]).stem)
-    except (GameDefError, ValueError) as exc:
+    except (GameDefError, ValueError, OSError) as exc:
         raise bad(f"its game cannot be parsed: {exc}") from None
     b = meta["bets"]
     bets = None
@@ -155,8 +196,8 @@ def _rebuild_tree(meta: dict, bad):
                 raise BetAbstractionError("a no-limit game without a bet abstraction")
             bets = parse_bets(b["toml"], b["name"] or "bets")
         tree = build_tree(gamedef, bets, max_nodes=meta["tree"]["num_nodes"])
-    except (BetAbstractionError, ValueError) as exc:
-        raise bad(f"its betting tree cannot be rebuilt: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - whatever a forged header makes the builder do: refused
+        raise bad(f"its betting tree cannot be rebuilt: {type(exc).__name__}: {exc}") from None
     bets_hash = bets.content_hash() if bets is not None else "limit"
     if bets_hash != b["hash"]:
         raise bad(f"bet abstraction hash {b['hash']} does not match its TOML ({bets_hash})")
@@ -167,7 +208,7 @@ def _rebuild_tree(meta: dict, bad):
     return gamedef, bets, tree
 
 
-def _build_command(game: str, recipe: Optional[str] = None, cards=None, out: Optional[str] = None) -> str:
+def _build_command(game: str, recipe: Optional[str] = None, cards=None, out: str = "DIR") -> str:
     env = f"MCCFR_CACHE={shlex.quote(os.environ['MCCFR_CACHE'])} " if "MCCFR_CACHE" in os.environ else ""
     if recipe is not None:
         return f"{env}mccfr abstraction build --game {shlex.quote(game)} --abstraction {recipe}"
@@ -200,11 +241,13 @@ def _query_cards(gamedef, meta: dict, where):
             except MissingAbstractionError:
                 raise _missing_cards(game, name, where, _build_command(game, recipe=name)) from None
         path = Path(name)
-        f = path / "abstraction.bin" if path.is_dir() else path
+        # only what 'mccfr abstraction build' writes is ever read: DIR/abstraction.bin
+        f = path if path.name == "abstraction.bin" else path / "abstraction.bin"
         try:
             st = os.stat(f)
         except OSError:
-            raise _missing_cards(game, name, where, _build_command(game, cards=c, out=name)) from None
+            out = str(path.parent) if path.name == "abstraction.bin" else name
+            raise _missing_cards(game, name, where, _build_command(game, cards=c, out=out)) from None
         if not stat.S_ISREG(st.st_mode):
             raise BlueprintError(f"the card abstraction {name!r} of the blueprint {where}: {f} is not a regular file")
         from abstraction.cards import from_file

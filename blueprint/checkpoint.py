@@ -4,6 +4,7 @@ A checkpoint is a directory per iteration, written by one process (the single-pr
 one shard) or by many (the Ray job: S shard writers plus the driver's manifest)::
 
     RUN_DIR/checkpoints/<iteration:012d>/shard-<k>.msgpack.lz4    k = 0 .. S-1
+    RUN_DIR/checkpoints/<iteration:012d>/blueprint.msgpack.lz4     the average strategy (queries)
     RUN_DIR/checkpoints/<iteration:012d>/manifest.msgpack          written LAST
 
 A checkpoint is complete only when its manifest exists and verifies: the manifest lists every
@@ -30,6 +31,29 @@ Shard file format (version 1)::
                     and chunking bounds the memory a reader needs beyond the array itself)
                  3. trailer map {"end": number of arrays}
                nothing may follow the frame.
+
+Blueprint file format (version 1), what queries read (``Blueprint.load``), never the shards: the
+container above with magic ``b"MCCFRBPF"``, version 1, codec 1, the header map
+``{"meta": {...}, "arrays": [...]}`` (no shard index) and array data in chunks of at most 1 MiB.
+``meta`` holds ``format`` ("mccfr-blueprint"), ``format_version`` (1), ``iteration``,
+``config_hash``, ``abstraction_hash``, ``game`` ``{"name", "acpc"}`` (the preset or path as given,
+and the ACPC text), ``bets`` ``{"name", "toml", "hash"}`` (TOML and content hash of the bet
+abstraction; None and "limit" for limit games: enough to rebuild the tree), ``cards`` ``{"name",
+"kind", "num_buckets", "hash", "source_hash", "method"}`` (the card abstraction: lossless, rank, a
+recipe or a built path, and its content hash), ``tree`` ``{"hash", "num_nodes",
+"decision_nodes"}``, ``table_entries`` and ``config`` (the run's resolved config). The arrays,
+exactly, in this order (:data:`BLUEPRINT_ARRAYS`): ``probs`` ``<f4[table_entries]`` (the average
+strategy per (node, bucket, action) in the table layout: decision node ``n``'s block starts at
+``row_offset[n]``, bucket ``b``'s row at ``row_offset[n] + b * num_actions[n]``), ``row_offset``
+``<i8[num_nodes]`` (-1 for non-decisions), ``num_buckets`` ``<i8[rounds]``, ``node_round``
+``|i1[num_nodes]``, ``num_actions`` ``<i2[num_nodes]``. Besides the rules below, a reader
+requires the header fields' types and ranges (at most 50M nodes, 64 rounds, 2**31 buckets a round)
+and derives every array's exact shape from them before allocating; the layout arrays must
+describe the contiguous table layout of ``table_entries`` entries; every entry of ``probs`` lies
+in [0, 1] and every row sums to 1 within :data:`BLUEPRINT_ROW_TOLERANCE` (plus 1e-6 per action).
+:func:`write_blueprint` refuses what a reader would refuse. ``Blueprint.load`` also rebuilds the
+tree from ``game`` and ``bets`` and checks its hash, loads the card abstraction (never building
+it) and checks its hash, before the arrays are read.
 
 Manifest format: one msgpack map, the caller's keys plus ``magic`` ("MCCFRMAN"),
 ``format_version``, ``iteration``, ``files`` ([{"file", "bytes", "blake2b"}]) and
@@ -75,9 +99,11 @@ then skips that checkpoint for the next older complete one:
   writes can always be read back. A digest is not a signature: a forger who rewrites every
   field consistently (and reseals the digests) is not detected by these rules.
 
-:func:`read_shard_bytes` and :func:`read_manifest_bytes` parse a file's bytes from memory with the
-same checks; :func:`fuzz_read_shard_bytes` / :func:`fuzz_read_manifest_bytes` are fuzzing entry
-points (None for a refused input; any exception escaping them is a bug).
+:func:`read_shard_bytes`, :func:`read_manifest_bytes` and :func:`read_blueprint_bytes` parse a
+file's bytes from memory with the same checks; :func:`fuzz_read_shard_bytes` /
+:func:`fuzz_read_manifest_bytes` / :func:`fuzz_read_blueprint_bytes` are fuzzing entry points
+(None for a refused input; any exception escaping them is a bug; ``scripts/fuzz_parsers.py``
+targets ``checkpoint`` and ``blueprint``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 
     RUN_DIR/run.toml            resolved config: game (+ its ACPC text), bets, card abstraction,
                                 algorithm fields, seed, config and abstraction hashes
-    RUN_DIR/checkpoints/<it>/   shard files and the manifest (:mod:`blueprint.checkpoint`)
+    RUN_DIR/checkpoints/<it>/   shard files, the blueprint file and the manifest (:mod:`blueprint.checkpoint`)
     RUN_DIR/metrics.jsonl       one JSON object per progress report, appended as it happens
     RUN_DIR/metrics.parquet     the same rows, rewritten atomically at every checkpoint and at exit
     RUN_DIR/corrupt-checkpoints/  checkpoints a resume could not load, moved out of the way

@@ -49,7 +49,11 @@ def solve(run_dir, matchstate, subgame_file, method, time_budget, iterations, ta
 
     With RUN_DIR the subgame starts at the match state (on the blueprint's tree), or right after the
     opponent's off-tree bet (nested solving); ranges come from the blueprint's reach, the opponent's
-    alternative values from best responses to the blueprint. Exploitability is (best-response gain
+    alternative values from best responses to the blueprint. Before the last round the subgame is
+    depth-limited (--full-depth: to the end of the hand): it ends with the round, where the opponent
+    picks per hand one of the blueprint's continuation strategies (itself, and biased towards fold,
+    call or raise) for the rest of the hand, played out over every later card (or --samples of them
+    per iteration); the refined seat plays the blueprint there. Exploitability is (best-response gain
     of seat 0 + of seat 1) / 2 in the game solved (the gadget game for the safe methods), in chips
     and in percent of the subgame's starting pot.
     """

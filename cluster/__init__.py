@@ -1,4 +1,4 @@
-"""Distribution on Ray (the job, shards, workers) and the ``mccfr`` command line."""
+"""Distribution on Ray: the job (driver), per-node leaders, workers and regret shards; memory figures."""
 
 from __future__ import annotations
 

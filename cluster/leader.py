@@ -129,6 +129,10 @@ class LeaderCore:
     def ping(self) -> dict[str, Any]:
         return {"node_id": _node_id(), "workers": sum(self.live), "pid": os.getpid()}
 
+    def cpu_seconds(self) -> float:
+        """This process's CPU time so far (its Ray threads included; for the scale model)."""
+        return time.process_time()
+
     def placement(self) -> dict[str, Any]:
         """Where this leader and its workers run (node ids)."""
         nodes = self.ray.get([w.node_id.remote() for w in self.workers], timeout=60) if self.workers else []

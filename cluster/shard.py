@@ -25,6 +25,7 @@ round already ended is ignored (idempotent), and :func:`sum_deltas` adds deltas 
 from __future__ import annotations
 
 import struct
+import time
 from typing import Any
 
 import lz4.frame
@@ -265,6 +266,10 @@ class ShardCore:
 
     def stats(self) -> dict[str, int]:
         return {"applied": self.applied, "ignored": self.ignored, "rows": len(self.regret)}
+
+    def cpu_seconds(self) -> float:
+        """This process's CPU time so far (its Ray threads included; for the scale model)."""
+        return time.process_time()
 
     def ping(self) -> int:
         return self.index

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from blueprint.player import Player
+from blueprint.player import ExactPlayer, Player
 from holdem.betting import IllegalActionError
 from holdem.game import Game
 from holdem.reporting import big_blind_of, ci95, mbb_per_chip
@@ -52,7 +52,7 @@ def play_hand(
     game: Game,
     seats: Sequence[Player],
     rngs: Sequence[np.random.Generator],
-    deal: Sequence[int],
+    deal: Sequence[int] | np.ndarray,
     hand_id: int = 0,
 ) -> State:
     """Play one hand: ``seats[s]`` sits in seat ``s``; ``deal`` lists the cards in deal order.
@@ -218,16 +218,16 @@ def exact_value(
         ValueError: the game has more than ``max_deals`` ordered deals, or its tree under these
             players more than ``max_states`` states: too large for an exact value.
     """
-    for p in (a, b):
-        if not callable(getattr(p, "probs", None)):
-            raise TypeError(f"player {p.name!r} has no probs(state): its exact value is unknown")
+    if not isinstance(a, ExactPlayer) or not isinstance(b, ExactPlayer):
+        p = b if isinstance(a, ExactPlayer) else a
+        raise TypeError(f"player {p.name!r} has no probs(state): its exact value is unknown")
     g = game.gamedef
     deals = math.perm(g.deck_size, g.cards_per_deal)
     if deals > max_deals:
         raise ValueError(f"{g.name or 'this game'} has {deals:,} deals: too large for an exact value")
     count = [0]
 
-    def ev(state: State, seats: Sequence[Player]) -> float:
+    def ev(state: State, seats: Sequence[ExactPlayer]) -> float:
         """Seat 0's expected payoff from ``state``."""
         count[0] += 1
         if count[0] > max_states:

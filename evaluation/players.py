@@ -81,7 +81,9 @@ class RandomPlayer(_DistPlayer):
         k = kinds[int(rng.integers(len(kinds)))]
         if k != "r":
             return k
-        lo, hi = state.betting.raise_range()
+        rr = state.betting.raise_range()
+        assert rr is not None  # "r" is among the kinds only when a raise is legal
+        lo, hi = rr
         return _raise_action(state, int(rng.integers(lo, hi + 1)))
 
     @staticmethod
@@ -97,7 +99,9 @@ class RandomPlayer(_DistPlayer):
         p = 1.0 / len(kinds)
         out = {k: p for k in kinds if k != "r"}
         if "r" in kinds:
-            lo, hi = state.betting.raise_range()
+            rr = state.betting.raise_range()
+            assert rr is not None
+            lo, hi = rr
             if state.gamedef.is_limit:
                 out["r"] = p
             else:
@@ -134,7 +138,9 @@ def _check_kuhn(game: Game, who: str) -> None:
 
 def _kuhn_card(state: State) -> int:
     """0, 1, 2 for J, Q, K (Kuhn's cards ``2c 3c 4c``)."""
-    return state.hole_cards[state.viewer][0] // state.gamedef.num_suits
+    seat = state.viewer
+    assert seat is not None  # a player always sees the hand from its seat
+    return state.hole_cards[seat][0] // state.gamedef.num_suits
 
 
 def _aggressive(state: State) -> str:
@@ -240,6 +246,8 @@ def player_from_spec(spec: str, game: Game, log=None) -> Player:
         from evaluation.solving import solving_player
 
         inner = player_from_spec(run_dir, game, log=log)
+        if not isinstance(inner, BlueprintPlayer):
+            raise PlayerSpecError(f"player spec {spec!r}: solving needs a run directory before '+'")
         try:
             return solving_player(inner.bp, method[len("solve:") :], f"{inner.name}+{method}")
         except ValueError as exc:

@@ -296,6 +296,11 @@ def _parse_number(tok: str, lineno: int, key: str, rhs: str) -> int:
     return -int(digits or "0") if tok.startswith("-") else int(digits or "0")
 
 
+
+def _pair(v: list[int]) -> tuple[int, int]:
+    """A per-player value of a two-player game (the parser has checked there are two)."""
+    return (int(v[0]), int(v[1]))
+
 def parse_gamedef(text: str, name: str = "") -> GameDef:
     """Parse ACPC ``.game`` text. Errors name the line and the field."""
     if not isinstance(text, str):
@@ -381,8 +386,8 @@ def parse_gamedef(text: str, name: str = "") -> GameDef:
     gd = GameDef(
         betting=betting,
         num_rounds=nr,
-        stack=tuple(values.get("stack", [INT32_MAX, INT32_MAX])),
-        blind=tuple(values["blind"]),
+        stack=_pair(values.get("stack", [INT32_MAX, INT32_MAX])),
+        blind=_pair(values["blind"]),
         raise_size=per_round("raisesize", 0),
         first_player=tuple(p - 1 for p in values["firstplayer"]),
         max_raises=per_round("maxraises", NO_RAISE_CAP),

@@ -197,6 +197,171 @@ def calls(nodes: int, workers: int, shards: int, batch: int, rounds: int) -> Non
         c.shutdown()
 
 
+def _model_measure(nodes: int, batch: int, rounds: int, warmup: int = 3, idle_seconds: float = 3.0) -> dict:
+    """One simulated cluster (a head without CPUs plus ``nodes`` one-CPU nodes), a Leduc job with
+    one worker per node and shards = nodes; per round over ``rounds`` rounds after ``warmup``: the
+    job's counters (calls, bytes, the driver thread's CPU, wall) and the CPU time of every leader and
+    shard process (``cpu_seconds``) and of the driver's, less what each uses while the job idles."""
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20})
+    for _ in range(nodes):
+        c.add_node(num_cpus=1, object_store_memory=80 << 20)
+    c.wait_for_nodes()
+    ray.init(address=c.address, include_dashboard=False, logging_level="warning", log_to_driver=False)
+    try:
+        with RayJob(make_trainer("leduc", seed=1), workers=nodes, shards=nodes, batch=batch) as job:
+            assert job.num_nodes == nodes, (job.num_nodes, nodes)
+            job.run(warmup * nodes * batch)
+            cpu = lambda actors: ray.get([a.cpu_seconds.remote() for a in actors])  # noqa: E731
+            st0 = job.stats()
+            lead0, shard0 = cpu(job.leaders), cpu(job.shards)
+            r0, d0, b0, dc0 = job.rounds, job.driver_calls, job.driver_bytes, job.driver_cpu_seconds
+            w0, cs0, p0, t0 = job.round_seconds, job.compute_seconds, time.process_time(), time.perf_counter()
+            job.run(rounds * nodes * batch)
+            wall = time.perf_counter() - t0
+            proc = time.process_time() - p0
+            lead1, shard1 = cpu(job.leaders), cpu(job.shards)
+            st = job.stats()
+            n = job.rounds - r0
+            # the processes' CPU while idle (Ray's own threads: heartbeats, metrics), per second,
+            # taken off the rounds' figures: it runs beside the rounds, not in their path
+            p1, t1 = time.process_time(), time.perf_counter()
+            time.sleep(idle_seconds)
+            lead2, shard2 = cpu(job.leaders), cpu(job.shards)
+            idle_wall = time.perf_counter() - t1
+            idle_driver = (time.process_time() - p1) / idle_wall
+            idle_lead = [(b - a) / idle_wall for a, b in zip(lead1, lead2)]
+            idle_shard = [(b - a) / idle_wall for a, b in zip(shard1, shard2)]
+            per = wall / n
+            lead = [max(0.0, (b - a) / n - i * per) for a, b, i in zip(lead0, lead1, idle_lead)]
+            shard = [max(0.0, (b - a) / n - i * per) for a, b, i in zip(shard0, shard1, idle_shard)]
+            return {
+                "nodes": nodes, "shards": nodes, "workers": nodes, "batch": batch, "rounds": n,
+                "calls_per_round": (job.driver_calls - d0) / n, "calls_max_round": st["driver_calls_max_round"],
+                "bytes_per_round": (job.driver_bytes - b0) / n,
+                "bytes_per_node_per_round": (job.driver_bytes - b0) / n / nodes,
+                "driver_cpu_per_round": (job.driver_cpu_seconds - dc0) / n,
+                "driver_process_cpu_per_round": max(0.0, proc / n - idle_driver * per),
+                "idle_cpu_per_second": {"driver": idle_driver, "leader_max": max(idle_lead), "shard_max": max(idle_shard)},
+                "leader_cpu_per_round_max": max(lead), "leader_cpu_per_round_mean": float(np.mean(lead)),
+                "shard_cpu_per_round_max": max(shard), "shard_cpu_per_round_mean": float(np.mean(shard)),
+                "wall_per_round": (job.round_seconds - w0) / n, "run_wall_per_round": wall / n,
+                "worker_compute_per_round": (job.compute_seconds - cs0) / n / nodes,
+                "warmup_driver_cpu_per_round": st0["driver_cpu_seconds_per_round"],
+                "load_average": os.getloadavg(),
+            }
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Least-squares line ``y = a + b x`` (with one point: b = 0)."""
+    if len(xs) == 1:
+        return float(ys[0]), 0.0
+    b, a = np.polyfit(np.asarray(xs, float), np.asarray(ys, float), 1)
+    return float(a), float(b)
+
+
+def model(sizes: list[int], held_out: int | None, batch: int, rounds: int, targets: list[int],
+          cores: int, rtt_ms: float, gbps: float, hops: int, target_seconds: float) -> None:
+    """The scale model of the control overhead per round, fitted on a simulated cluster.
+
+    Measured per size n (shards = n, one worker per node): calls and bytes per round (the job's
+    counters), the driver's CPU per round (the job's counter covers its thread; ``D(n)`` is the
+    process's, Ray's sending threads included, less its idle rate), the busiest leader's and the busiest
+    shard's process CPU per round ``L(n)``, ``S(n)``, and the round's wall time ``W(n)`` (Leduc with
+    a tiny batch: the kernels take microseconds, so a round is control overhead). Fitted on every
+    size but ``held_out``: ``D``, ``L``, ``S`` linear in n, and ``K`` = the mean of ``W - D - L - S``
+    (what the critical path adds: the worker call, Ray's local latencies). The model:
+
+        T(n) = D(n) + L(n) + S(n) + K + (cores - 1) x c_leader + hops x RTT + n x bytes_per_node / bandwidth
+
+    i.e. the critical path of a round run one step after the other (driver sends, the slowest leader
+    runs its calls and sends its deltas, the slowest shard takes its n deltas and ends the round, the
+    driver reads the results), which is an upper bound when these overlap. ``c_leader`` (a leader's
+    CPU per worker call) is taken as the driver's per-call cost: the simulated nodes have one
+    worker, a real one ``cores`` (28). Assumed, not measured: the network (``rtt_ms`` per round trip,
+    ``hops`` round trips on the critical path, ``gbps``), shards = nodes, a core free for the driver,
+    the leaders and the shards (they reserve none: on a node whose 28 cores all run workers they
+    take time slices), and the data plane (deltas, snapshots) outside the control overhead.
+    The held-out size checks ``W`` predicted against measured (on the simulated cluster the
+    network terms are 0 and every process shares this machine's cores)."""
+    rows = []
+    for n in sizes:
+        row = _model_measure(n, batch, rounds)
+        rows.append(row)
+        emit({"bench": "model", "measured": row})
+    fit_rows = [r for r in rows if r["nodes"] != held_out] or rows
+    xs = [r["nodes"] for r in fit_rows]
+    fits = {key: _fit(xs, [r[key] for r in fit_rows])
+            for key in ("driver_process_cpu_per_round", "driver_cpu_per_round", "leader_cpu_per_round_max", "shard_cpu_per_round_max",
+                        "calls_per_round", "bytes_per_round", "wall_per_round")}
+    k_const = float(np.mean([r["wall_per_round"] - r["driver_process_cpu_per_round"] - r["leader_cpu_per_round_max"]
+                             - r["shard_cpu_per_round_max"] for r in fit_rows]))
+    line = lambda key, n: fits[key][0] + fits[key][1] * n  # noqa: E731
+    calls_a, calls_b = fits["calls_per_round"]
+    # the driver's cost per call: D's slope over the calls' slope (calls = nodes + shards = 2n)
+    per_call = fits["driver_process_cpu_per_round"][1] / calls_b if calls_b else float("nan")
+    bytes_per_node = float(np.mean([r["bytes_per_node_per_round"] for r in rows]))
+
+    def predict(n: int, real: bool) -> dict:
+        d, lead, sh = line("driver_process_cpu_per_round", n), line("leader_cpu_per_round_max", n), line("shard_cpu_per_round_max", n)
+        net = hops * rtt_ms / 1e3 + n * bytes_per_node * 8 / (gbps * 1e9) if real else 0.0
+        extra_workers = (cores - 1) * per_call if real else 0.0
+        total = d + lead + sh + k_const + net + extra_workers
+        return {"nodes": n, "shards": n, "calls_per_round": calls_a + calls_b * n,
+                "driver_bytes_per_round": bytes_per_node * n, "driver_cpu": d, "leader_cpu": lead + extra_workers,
+                "shard_cpu": sh, "critical_path_const": k_const, "network": net, "control_seconds_per_round": total,
+                "driver_share": d / total if total else None}
+
+    check = None
+    if held_out is not None and any(r["nodes"] == held_out for r in rows):
+        meas = next(r for r in rows if r["nodes"] == held_out)
+        p = predict(held_out, real=False)
+        lin = line("wall_per_round", held_out)
+        check = {"held_out_nodes": held_out, "measured_wall_per_round": meas["wall_per_round"],
+                 "model_wall_per_round": p["control_seconds_per_round"],
+                 "model_error": p["control_seconds_per_round"] / meas["wall_per_round"] - 1,
+                 "linear_wall_fit": lin, "linear_wall_fit_error": lin / meas["wall_per_round"] - 1}
+        for key, pk in (("driver_process_cpu_per_round", "driver_cpu"), ("leader_cpu_per_round_max", "leader_cpu"),
+                        ("shard_cpu_per_round_max", "shard_cpu"), ("calls_per_round", "calls_per_round")):
+            check[f"{key}_measured"] = meas[key]
+            check[f"{key}_error"] = p[pk] / meas[key] - 1 if meas[key] else None
+    preds = [predict(n, real=True) for n in targets]
+    # the table
+    print(f"\nmeasured on the simulated cluster (Leduc, batch {batch}, {rounds} rounds, shards = nodes, 1 worker/node)")
+    print(f"{'nodes':>5} {'calls/rd':>8} {'bytes/rd':>9} {'drv thread ms':>13} {'drv proc ms':>11} {'leader ms':>9} {'shard ms':>8} {'wall ms':>8}")
+    for r in rows:
+        print(f"{r['nodes']:>5} {r['calls_per_round']:>8.1f} {r['bytes_per_round']:>9.0f} {r['driver_cpu_per_round'] * 1e3:>13.2f} "
+              f"{r['driver_process_cpu_per_round'] * 1e3:>11.2f} "
+              f"{r['leader_cpu_per_round_max'] * 1e3:>9.2f} {r['shard_cpu_per_round_max'] * 1e3:>8.2f} {r['wall_per_round'] * 1e3:>8.1f}"
+              + ("   (held out)" if r["nodes"] == held_out else ""))
+    print(f"\nfit on {xs}: driver {per_call * 1e3:.3f} ms per call, {bytes_per_node:.0f} B per node per round, "
+          f"K = {k_const * 1e3:.1f} ms")
+    if check:
+        print(f"held out n={held_out}: wall measured {check['measured_wall_per_round'] * 1e3:.1f} ms, model "
+              f"{check['model_wall_per_round'] * 1e3:.1f} ms ({check['model_error']:+.1%}); driver cpu "
+              f"{check['driver_process_cpu_per_round_error']:+.1%}, leader {check['leader_cpu_per_round_max_error']:+.1%}, "
+              f"shard {check['shard_cpu_per_round_max_error']:+.1%}")
+    print(f"\nextrapolated ({cores} cores/node, RTT {rtt_ms} ms x {hops}, {gbps} Gb/s, shards = nodes; target "
+          f"{target_seconds} s per round)")
+    print(f"{'nodes':>5} {'calls/rd':>8} {'KB/rd':>7} {'driver ms':>9} {'leader ms':>9} {'shard ms':>8} {'net ms':>7} {'total ms':>9}")
+    for p in preds:
+        print(f"{p['nodes']:>5} {p['calls_per_round']:>8.0f} {p['driver_bytes_per_round'] / 1e3:>7.1f} {p['driver_cpu'] * 1e3:>9.1f} "
+              f"{p['leader_cpu'] * 1e3:>9.1f} {p['shard_cpu'] * 1e3:>8.1f} {p['network'] * 1e3:>7.2f} "
+              f"{p['control_seconds_per_round'] * 1e3:>9.1f}" + ("" if p["control_seconds_per_round"] <= target_seconds else "  over target"))
+    print(flush=True)
+    emit({"bench": "model", "fit_sizes": xs, "held_out": held_out, "fits": {k: {"a": a, "b": b} for k, (a, b) in fits.items()},
+          "driver_seconds_per_call": per_call, "bytes_per_node_per_round": bytes_per_node, "critical_path_const": k_const,
+          "assumed": {"cores_per_node": cores, "rtt_ms": rtt_ms, "round_trips": hops, "gbps": gbps, "shards": "= nodes",
+                      "leader_seconds_per_worker_call": per_call},
+          "held_out_check": check, "predictions": preds,
+          "meets_target": all(p["control_seconds_per_round"] <= target_seconds for p in preds), "target_seconds": target_seconds,
+          "load_average": os.getloadavg()})
+
+
 def synthetic_small_cards(game):
     """A TABLE abstraction with the ``small`` recipe's bucket counts and table sizes (random
     buckets): what a worker holds for ``--abstraction small``, for memory measurements only."""
@@ -246,7 +411,15 @@ def memory(cards: str, workers: int, batch: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["leduc", "throughput", "checkpoint", "calls", "memory"])
+    ap.add_argument("what", choices=["leduc", "throughput", "checkpoint", "calls", "memory", "model"])
+    ap.add_argument("--sizes", default="2,3,4", help="model: simulated cluster sizes (nodes; shards = nodes)")
+    ap.add_argument("--held-out", type=int, default=4, help="model: the size left out of the fit and predicted")
+    ap.add_argument("--targets", default="8,64,196", help="model: node counts to extrapolate to")
+    ap.add_argument("--cores", type=int, default=28, help="model: cores (workers) per real node")
+    ap.add_argument("--rtt-ms", type=float, default=0.5, help="model: assumed network round trip")
+    ap.add_argument("--round-trips", type=int, default=3, help="model: network round trips on a round's critical path")
+    ap.add_argument("--gbps", type=float, default=10.0, help="model: assumed network bandwidth into the driver")
+    ap.add_argument("--target", type=float, default=1.0, help="model: control seconds per round allowed at the largest target")
     ap.add_argument("--nodes", type=int, default=4, help="calls: simulated nodes")
     ap.add_argument("--shards", type=int, default=4, help="calls: shards")
     ap.add_argument("--rounds", type=int, default=20, help="calls: rounds measured")
@@ -258,6 +431,12 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2", help="throughput: the job sizes; leduc: the last one")
     ap.add_argument("--algo", default="pluribus", help="leduc: the MCCFR variant")
     a = ap.parse_args()
+    if a.what == "model":
+        emit({"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+              "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_average": os.getloadavg()})
+        model([int(x) for x in a.sizes.split(",")], a.held_out, int(a.batch or 10), a.rounds,
+              [int(x) for x in a.targets.split(",")], a.cores, a.rtt_ms, a.gbps, a.round_trips, a.target)
+        return
     if a.what == "calls":
         emit({"machine": platform.processor() or platform.machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
         calls(a.nodes, int(a.workers.split(",")[-1]) if a.workers != "1,2" else 4, a.shards,

@@ -82,13 +82,13 @@ def drill(c: Cluster, name: str, a, reference: float | None) -> dict:
             if not (run / "checkpoints").exists() or not any((run / "checkpoints").iterdir()):
                 continue
             workers = actors_by_node("WorkerCore")
-            shards = actors_by_node("ShardCore")
+            held = actors_by_node("ShardCore")
             head = c.head_node.node_id
             cands = {
-                "worker": [n for n in workers if n not in shards],
-                "no-spare": [n for n in workers if n not in shards],
-                "shard": [n for n in shards if shards[n] == 1],
-                "both-shards": sorted(shards, key=lambda n: -shards[n])[:1],
+                "worker": [n for n in workers if n not in held],
+                "no-spare": [n for n in workers if n not in held],
+                "shard": [n for n in held if held[n] == 1],
+                "both-shards": sorted(held, key=lambda n: -held[n])[:1],
             }[name]
             cands = [n for n in cands if n != head]
             if not cands:
@@ -96,7 +96,7 @@ def drill(c: Cluster, name: str, a, reference: float | None) -> dict:
             (node,) = [n for n in c.worker_nodes if n.node_id == cands[0]]
             c.remove_node(node, allow_graceful=False)
             removed = {"node": cands[0][:12], "workers_there": workers.get(cands[0], 0),
-                       "shards_there": shards.get(cands[0], 0), "after_seconds": round(time.time() - t0, 1)}
+                       "shards_there": held.get(cands[0], 0), "after_seconds": round(time.time() - t0, 1)}
         out, err = proc.communicate(timeout=600)
     except subprocess.TimeoutExpired:
         proc.kill()

@@ -441,7 +441,7 @@ MSGPACK_TOKENS = (
 # To fuzz another parser, add an entry here, e.g.
 #   "request":    HTTP request bodies of the query service (serving/): corpus = recorded valid JSON
 #                 bodies (bytes), run = the app's request validation/parsing, clean = its 4xx error
-#                 type(s);
+#                 type(s).
 # Nothing else in this file needs to change: the mutator works on any str or bytes data.
 TARGETS: dict[str, Target] = {
     "gamedef": Target(gamedef_corpus, run_gamedef, (GameDefError,), GAMEDEF_TOKENS, gamedef_focus),

@@ -62,10 +62,14 @@ def pct(x: list[float], p: float) -> float:
 
 
 # -- the server ------------------------------------------------------------------------------------
-def start_server(run_dir: str, extra: list[str]) -> tuple[subprocess.Popen, int]:
+def start_server(run_dir: str, extra: list[str], root: str | None = None) -> tuple[subprocess.Popen, int]:
+    """``mccfr serve run_dir`` on 127.0.0.1, any free port, from the code at ``root`` (default this
+    checkout; another tree, e.g. ``git archive HEAD``, for a before / after comparison)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    proc = subprocess.Popen(MCCFR + ["serve", run_dir, "--host", "127.0.0.1", "--port", "0"] + extra, env=env,
+    env["PYTHONPATH"] = os.pathsep.join([str(root or ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                                                               if p])
+    proc = subprocess.Popen(MCCFR + ["serve", str(Path(run_dir).resolve()), "--host", "127.0.0.1", "--port", "0"]
+                            + extra, env=env, cwd=str(root or ROOT),
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     lines = []
     for line in proc.stderr:
@@ -298,7 +302,7 @@ def load(args) -> dict:
     print(f"{len(hands):,} self-play hands in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     rounds = round_of(bp.game, hands)
     del bp
-    proc, port = start_server(args.run_dir, server_flags(args))
+    proc, port = start_server(args.run_dir, server_flags(args), args.server_root)
     stats = Stats()
     try:
         load0 = os.getloadavg()
@@ -445,12 +449,15 @@ def soak(args) -> dict:
     q2 = max(rss[n // 4: n // 2] or rss)
     q4 = max(rss[3 * n // 4:] or rss)
     plateau = q4 <= q2 + max(16.0, 0.02 * q2)
+    rest = [s["rss_mb"] - s["cache_mb"] for s in samples]  # what is not the cache: should stay flat
+    rest_growth = max(rest[n // 2:] or rest) - max(rest[: n // 2] or rest)
     ceiling = rss0 / 2**20 + (budget or 0) / 2**20
     under = max(rss) <= ceiling
     out.update(seconds=wall, finished=finished, hands_reached=stats.hands, hands_planned=len(hands),
                rss_start_mb=rss0 / 2**20, rss_max_mb=max(rss), rss_end_mb=rss[-1], rss_q2_max_mb=q2, rss_q4_max_mb=q4,
                budget_mb=(budget or 0) / 2**20, ceiling_mb=ceiling, blueprint_arrays_mb=bp_bytes / 2**20,
-               plateaued=plateau, under_ceiling=under, loadavg_before=load0, loadavg_after=load1,
+               plateaued=plateau, under_ceiling=under, rss_less_cache_start_mb=rest[0],
+               rss_less_cache_max_mb=max(rest), rss_less_cache_growth_second_half_mb=rest_growth, loadavg_before=load0, loadavg_after=load1,
                server_memory=metrics.get("memory"), server_solver=metrics.get("solver"),
                server_fallbacks=metrics.get("fallbacks"), csv=args.csv, png=args.png)
     with open(args.csv, "w", newline="") as f:
@@ -466,7 +473,8 @@ def soak(args) -> dict:
           f"{out['server_memory']['cache_entries']} sessions, {out['server_memory']['evictions']:,} evictions")
     print(f"server solver: {out['server_solver']}; fallbacks {out['server_fallbacks']}")
     print(f"RSS plateaued: {'yes' if plateau else 'NO'} (peak in the last quarter {q4:.0f} MiB vs second quarter "
-          f"{q2:.0f} MiB); under the ceiling: {'yes' if under else 'NO'}")
+          f"{q2:.0f} MiB); under the ceiling: {'yes' if under else 'NO'}; RSS less the cache: {rest[0]:.0f} MiB at "
+          f"the start, max {max(rest):.0f}, second half vs first half {rest_growth:+.0f} MiB")
     print(f"round trip p50 {out['rtt_p50_ms']:.1f} ms, p99 {out['rtt_p99_ms']:.1f} ms, max {out['rtt_max_ms']:.1f} ms; "
           f"csv {args.csv}, plot {args.png}")
     return out
@@ -482,6 +490,7 @@ def plot(samples: list[dict], path: str, ceiling: float, start: float, out: dict
     fig, ax = plt.subplots(figsize=(9, 5))
     ax.plot(t, [s["rss_mb"] for s in samples], label="server RSS")
     ax.plot(t, [s["cache_mb"] for s in samples], label="cached subgames (/metrics)")
+    ax.plot(t, [s["rss_mb"] - s["cache_mb"] for s in samples], label="RSS less the cache", alpha=0.7)
     ax.axhline(ceiling, color="red", linestyle="--", label=f"memory budget + RSS serving ({ceiling:.0f} MiB)")
     ax.axhline(start, color="gray", linestyle=":", label=f"RSS serving at start ({start:.0f} MiB)")
     ax.set_xlabel("minutes")
@@ -525,6 +534,9 @@ def main() -> None:
         else:
             a.add_argument("--seconds", type=float, default=30.0)
             a.add_argument("--pool", type=int, default=2000, help="self-play hands the clients draw from")
+            a.add_argument("--server-root", default=None,
+                           help="run the server from the code in this directory (e.g. an unpacked git archive "
+                                "of an older revision: give it only flags that revision knows)")
     args = ap.parse_args()
     if args.solve == "none":
         args.solve = None

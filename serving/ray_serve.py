@@ -59,6 +59,10 @@ def build_app(run_dir: str, replicas: int = 1, *, threads: int = 8, responder_op
             warm_up = getattr(self.responder, "warm_up", None)
             if warm_up is not None:
                 warm_up()
+            import gc
+
+            gc.collect()
+            gc.freeze()  # the loaded blueprint out of the collector's full passes (see cli/serve.py)
 
         def __serve_build_asgi_app__(self):
             from serving.service import create_app

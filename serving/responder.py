@@ -405,6 +405,29 @@ def _lower_priority(nice: int) -> None:
         pass
 
 
+_LIBC = None
+
+
+def malloc_trim() -> bool:
+    """Give the C allocator's free memory back to the system (glibc ``malloc_trim(0)``, which also
+    releases free pages inside its arenas): evicted subgames free many arrays of many sizes, and
+    without it the freed pages stay resident. False where there is no glibc."""
+    global _LIBC
+    if _LIBC is None:
+        import ctypes
+        import ctypes.util
+
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+            _LIBC = lib if hasattr(lib, "malloc_trim") else False
+        except OSError:
+            _LIBC = False
+    if not _LIBC:
+        return False
+    _LIBC.malloc_trim(0)
+    return True
+
+
 def default_memory_budget() -> int:
     """The default memory budget of a solving responder's subgames: a quarter of the machine's
     physical memory (at least 256 MiB; 1 GiB where it cannot be read)."""
@@ -658,6 +681,8 @@ class SolvingResponder(BlueprintResponder):
     reserved, evicting cached sessions as needed; a solve whose estimate cannot fit next to the
     other solves in flight is not started (``memory``). After the solve the real size is measured
     (the estimate learns from it) and a solution too big for the budget is answered but not kept.
+    After evictions (at most every :attr:`TRIM_EVERY_S` seconds) the C allocator is asked to give
+    the freed memory back (:func:`malloc_trim`), so that resident memory follows the cache.
 
     Instead of a subgame answer the query then gets the blueprint's (``source: "blueprint"``) with
     ``fallback`` saying why: ``"busy"`` (the solver threads are taken, queue included, for the
@@ -669,6 +694,7 @@ class SolvingResponder(BlueprintResponder):
 
     methods: tuple[str, ...] = (BLUEPRINT_METHOD, *SOLVE_METHODS)
     FALLBACKS = ("busy", "budget", "deadline", "memory")
+    TRIM_EVERY_S = 5.0  # at most this often, after evictions: malloc_trim()
 
     def __init__(self, bp: Blueprint, solve_method: str = "reach-maxmargin",
                  default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS, from_round: int | None = None,
@@ -710,6 +736,7 @@ class SolvingResponder(BlueprintResponder):
         self._overrun = 0.0  # how long solves ran past their end (a slowly decaying max), seconds
         self._overrun_mean = 0.0  # the same, a moving average: the projections count on it
         self._hand_index: dict | None = None
+        self._trimmed = 0.0
 
     @property
     def memory_budget(self) -> int:
@@ -907,7 +934,12 @@ class SolvingResponder(BlueprintResponder):
         with self._cond:
             job.reserved = 0
         if job.session is not None:
+            evicted = self.sessions.evictions
             self.sessions.store(job.session, sol, job.key, size)
+            now = time.perf_counter()
+            if self.sessions.evictions != evicted and now - self._trimmed > self.TRIM_EVERY_S:
+                self._trimmed = now  # in this (low-priority) solver thread, off the event loop
+                malloc_trim()
         return {"strategy": strategy, "source": "subgame", "method": job.method, "reused": False,
                 "iterations": sol.iterations, "exploitability_pct_pot": sol.exploitability_pct_pot}
 
@@ -1135,6 +1167,7 @@ __all__ = [
     "PendingAnswer",
     "default_memory_budget",
     "default_solver_threads",
+    "malloc_trim",
     "parse_bytes",
     "BLUEPRINT_METHOD",
     "DEFAULT_TIME_BUDGET_MS",

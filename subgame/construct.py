@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+from math import comb
 from typing import Optional
 
 import numpy as np
@@ -217,6 +218,9 @@ def blueprint_values(bp: Blueprint, n: int, board: tuple[int, ...], ranges: np.n
     return br, ev, (tree, e, sigma)
 
 
+MAX_REST_ENTRIES = 300_000_000  # nodes x hands of blueprint_values' walk (its strategy tables: 8 bytes each)
+
+
 def check_rest_size(bp: Blueprint, n: int, board: tuple[int, ...]) -> None:
     """:class:`SubgameError` when the blueprint's public tree from abstract node ``n`` to the end of
     the hand (what :func:`blueprint_values` walks) would exceed the subgame trees' node limit,
@@ -227,9 +231,11 @@ def check_rest_size(bp: Blueprint, n: int, board: tuple[int, ...]) -> None:
 
     tpl = build_tree(bp.gamedef, bp_bets(bp), root=bp.betting_at(n), board=board)
     size = expanded_nodes(bp.gamedef, tpl, len(board))
-    if size > MAX_NODES:
-        raise SubgameError(f"the rest of the hand from {bp.tree.betting_string(n)!r} is {size:,} public nodes under the "
-                           f"blueprint's bets (more than {MAX_NODES:,}): too big for exact values from the blueprint")
+    hands = comb(bp.gamedef.deck_size - len(board), bp.gamedef.num_hole_cards)
+    if size > MAX_NODES or size * hands > MAX_REST_ENTRIES:
+        raise SubgameError(f"the rest of the hand from {bp.tree.betting_string(n)!r} is {size:,} public nodes x {hands:,} "
+                           f"hands under the blueprint's bets (limits {MAX_NODES:,} nodes, {MAX_REST_ENTRIES:,} "
+                           "entries): too big for exact values from the blueprint")
 
 
 def bp_bets(bp: Blueprint) -> Optional[BetAbstraction]:

@@ -28,8 +28,18 @@ action translation (:meth:`~blueprint.blueprint.Blueprint.node_distribution`: th
 mixture of its neighbours, per decision); a decision with no abstract counterpart checks or calls.
 
 The opponent's choice at a leaf is a decision of the depth-limited game: regret matching in CFR
-iterations, its average strategy in evaluation, and a best response picks the best continuation
-per hand. ``Solution.exploitability_pct_pot`` is then the exploitability of the depth-limited game
+iterations (or, ``leaf_choice="best"``, the best continuation per hand against the current
+strategy), its average strategy in evaluation, and a best response picks the best continuation per
+hand.
+
+**Cost.** A walk costs about (continuation nodes) x (hands) per iteration and traverser: on a
+hold'em turn with the default subgame bets, 63 leaves and 32,559 continuation nodes, about 0.3 s of
+CPU per walk. So CFR iterations may walk a uniform sample of the next round's cards
+(``samples``; the same sample at every leaf and for both traversers of an iteration), scaled to an
+unbiased estimate (public chance sampling): 4 of 46 river cards cut an iteration about 10x.
+Exploitability checks always walk every card, so the reported figures are exact. From a hold'em
+flop the continuations (turn and river under the blueprint's bets) are millions of nodes: refused
+with a :class:`SubgameError` beyond ``max_nodes``. ``Solution.exploitability_pct_pot`` is then the exploitability of the depth-limited game
 (the gadget game's for the safe methods); the safe gadgets sit at the root as for full-depth
 subgames, with the alternative values of the real game.
 """
@@ -44,11 +54,12 @@ from typing import Optional
 
 import numpy as np
 
-from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD, KIND_SHOWDOWN, BettingTree, build_tree
+from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_SHOWDOWN, BettingTree, build_tree
 from holdem.betting import CALL, FOLD, RAISE, Betting
 from holdem.gamedef import GameDef
 from subgame import depth_kernels as DK
 from subgame import kernels as K
+from subgame.solver import Engine
 from subgame.tree import SubgameError, all_hands, build_subgame_tree
 
 DEFAULT_CONTINUATIONS = ("blueprint", "fold", "call", "raise")
@@ -69,6 +80,7 @@ class DepthLimit:
     seed: int = 0
     auto: bool = False  # solve_state: only where a depth limit applies (else solve to the end of the hand)
     leaf_choice: str = "regret"  # the opponent's choice at a leaf in CFR: "regret" matching, or its "best" pick
+    max_nodes: int = MAX_CONTINUATION_NODES  # refuse continuations (all leaves together) larger than this
     model: Optional["LeafModel"] = None
 
     def __post_init__(self) -> None:
@@ -88,12 +100,13 @@ class DepthLimit:
         return len(self.continuations)
 
 
-DEFAULT_SAMPLES = None  # :func:`default_depth_limit`: every card of the next round in every iteration
+DEFAULT_SAMPLES = 4  # :func:`default_depth_limit`: CFR iterations walk 4 of the next cards (checks walk all)
 
 
 def default_depth_limit(bp, samples: Optional[int] = DEFAULT_SAMPLES) -> DepthLimit:
     """The depth limit :func:`subgame.nested.solve_state` uses by default: the four continuations of
-    the paper (blueprint, fold, call, raise biased by 5)."""
+    the paper (blueprint, fold, call, raise biased by 5), iterations walking ``samples`` of the next
+    cards (:data:`DEFAULT_SAMPLES`)."""
     return DepthLimit(bp, samples=samples)
 
 
@@ -491,13 +504,7 @@ def make_engine(tree: BettingTree, dtype, support, model: LeafModel, dl: Optiona
                               dl.leaf_choice if dl else "regret")
 
 
-def _engine_base():
-    from subgame.solver import Engine
-
-    return Engine
-
-
-class DepthLimitedEngine(_engine_base()):
+class DepthLimitedEngine(Engine):
     """:class:`~subgame.solver.Engine` for a depth-limited tree: the walks run
     :func:`~subgame.depth_kernels.walk_dl`, and the engine keeps the opponent's leaf choices
     (regrets, average-strategy sums; :meth:`average` also refreshes the average choice that
@@ -512,6 +519,8 @@ class DepthLimitedEngine(_engine_base()):
         self.full_mask = np.ones(model.num_cards, np.bool_)
         self.mask = self.full_mask
         self.deck_left = np.array([c for c in range(model.num_cards) if c not in set(tree.root_board)], np.int64)
+        if samples is not None and samples < len(self.deck_left):
+            self.measure_factor = len(self.deck_left) / samples
         H = len(model.hands)
         L = max(model.num_leaves, 1)
         self.leaf_reg = np.zeros((L, model.k, H))
@@ -541,8 +550,6 @@ class DepthLimitedEngine(_engine_base()):
 
     def walk_compact(self, sigma_c, root_reach, p, mode, regret=None, strat_sum=None,
                      w=(1.0, 1.0, False, 1.0, 0.0)) -> np.ndarray:
-        t = self.t
-        hl = self.lists
         rr = self.rr
         for s in (0, 1):
             r = np.asarray(root_reach[s])
@@ -573,8 +580,3 @@ class DepthLimitedEngine(_engine_base()):
         ri = self.root_idx[p]
         v[ri] = self.out[: len(ri)]
         return v
-
-
-def leaf_count_summary(m: LeafModel) -> dict:
-    return {"leaves": m.num_leaves, "continuation_nodes": m.num_nodes, "continuations": m.k,
-            "leaf_build_s": round(m.build_s, 3)}

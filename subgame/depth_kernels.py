@@ -22,7 +22,6 @@ others, its best one when it best-responds) and the values come from :func:`cont
 from __future__ import annotations
 
 import numba
-import numpy as np
 
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD, KIND_SHOWDOWN
 from blueprint.vector_cfr import fold_values, showdown_values

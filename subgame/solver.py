@@ -104,7 +104,7 @@ class Subgame:
 
         dl = self.depth_limit
         if dl.model is None or dl.model.me != int(self.refine):
-            dl.model = build_leaf_model(t, dl.blueprint, int(self.refine), dl)
+            dl.model = build_leaf_model(t, dl.blueprint, int(self.refine), dl, dl.max_nodes)
         return make_engine(t, dtype, support, dl.model, dl)
 
     def validate(self) -> None:
@@ -235,6 +235,10 @@ class Engine:
         self._root_idx = [hl.idx[b0, s, : hl.nlive[b0, s]] for s in (0, 1)]
         self._outside = [bh.valid[b0] & ~hl.support[s] for s in (0, 1)]
         self._last_p = 0
+
+    #: an exploitability check's cost in iterations, over 2 (a depth-limited engine that samples deals
+    #: in iterations checks with every deal)
+    measure_factor = 1.0
 
     @property
     def size(self) -> int:
@@ -483,7 +487,7 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
             return True
         if deadline is None:
             return False
-        final = measure_s if measure_s is not None else 2.0 * iter_est
+        final = measure_s if measure_s is not None else 2.0 * iter_est * e.measure_factor
         return now + iter_est + final > deadline
 
     done = out_of_time(time.perf_counter())
@@ -537,7 +541,7 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
     state = t.memory_bytes() + bh.memory_bytes() + e.memory_bytes() + regret.nbytes + strat_sum.nbytes
     if last is None or history[-1][0] != it:
         now = time.perf_counter()
-        final = measure_s if measure_s is not None else 2.0 * iter_est
+        final = measure_s if measure_s is not None else 2.0 * iter_est * e.measure_factor
         if (stop is not None and stop.is_set()) or (deadline is not None and now + final > deadline):
             # no time left for the final check: the average strategy alone
             avg = e.expand(e.average(strat_sum))

@@ -311,6 +311,29 @@ def test_missing_card_abstraction_of_an_old_run_is_the_same_error(tmp_path: Path
     assert list(cache.iterdir()) == []
 
 
+def test_missing_built_abstraction_directory_names_its_build_command(tmp_path: Path) -> None:
+    """A run trained with a built directory (``--abstraction DIR``): moved away, the error gives
+    the command that rebuilds it there; put back, the blueprint loads and answers as trained."""
+    from abstraction.buckets import build_buckets
+
+    built = tmp_path / "leduc-abs"
+    build_buckets(Game.load("leduc").gamedef, (3, 4), "ehs2", built, progress=False, log=lambda m: None)
+    run = tmp_path / "run"
+    tr = make_trainer("leduc", cards=str(built), seed=2)
+    tr.run(200)
+    tr.save(run)
+    built.rename(tmp_path / "elsewhere")
+    with pytest.raises(BlueprintError, match="not on this machine") as err:
+        Blueprint.load(run, log=lambda m: pytest.fail(m))
+    assert f"mccfr abstraction build --game leduc --buckets 3,4 --method ehs2 --out {built}" in str(err.value)
+    (tmp_path / "elsewhere").rename(built)
+    bp = Blueprint.load(run, log=lambda m: pytest.fail(m))
+    want = Blueprint(tr)
+    for ms in random_matchstates(bp.game, 100, seed=1):
+        a, b = answer(bp, ms), answer(want, ms)
+        assert a == b if isinstance(b, str) else a == pytest.approx(b, abs=1e-6)
+
+
 # --- runs from before blueprint files ------------------------------------------------------------
 
 
@@ -375,7 +398,7 @@ def test_other_bets_are_refused(run: Path) -> None:
     _older_used(run, "cannot be rebuilt")
 
 
-def test_wrong_card_hash_and_layout_are_refused(run: Path) -> None:
+def test_wrong_card_hash_is_refused(run: Path) -> None:
     _rewrite(run, change_meta=lambda m: m["cards"].update(hash="f" * 16))
     _older_used(run, "has hash", "another build")
 
@@ -466,3 +489,25 @@ def test_in_memory_reader_matches_the_file_reader(leduc_run) -> None:
     assert ck.fuzz_read_blueprint_bytes(data) is not None
     assert ck.fuzz_read_blueprint_bytes(data[:-1]) is None
     assert ck.fuzz_read_blueprint_bytes(b"") is None
+
+
+def test_fuzz_targets_run_clean(tmp_path: Path) -> None:
+    """The ``checkpoint`` and ``blueprint`` targets of scripts/fuzz_parsers.py (a few hundred inputs
+    here; the long runs are in the script's docstring): the corpus is accepted, nothing escapes."""
+    import argparse
+    import signal
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import fuzz_parsers
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    args = argparse.Namespace(seed=1, count=300, time_limit=0, hang_s=5.0, hard_s=30.0, save=3, out=str(tmp_path))
+    old = signal.signal(signal.SIGALRM, fuzz_parsers._on_alarm)
+    try:
+        for name in ("checkpoint", "blueprint"):
+            r = fuzz_parsers.fuzz_target(name, args)
+            assert r["escapes"] == 0, r
+            assert r["corpus_right"] == r["corpus"] > 0 and r["inputs"] == 300
+    finally:
+        signal.signal(signal.SIGALRM, old)

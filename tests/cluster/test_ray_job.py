@@ -334,6 +334,22 @@ def test_card_table_shared_zero_copy_in_ray(cluster, tiny_cards):
     assert got.regret.tobytes() == sh.regret.tobytes() and got.strat.tobytes() == sh.strat.tobytes()
 
 
+def test_worker_past_its_restarts_leaves_the_round(cluster):
+    """A worker killed more often than Ray restarts it (here 0 restarts) fails for good: it leaves
+    the round with a warning and its batch runs on the node's other worker from the same RNG state,
+    so the tables are still those of an uninterrupted run."""
+    notes = []
+    with RayJob(make_trainer("leduc", seed=6), workers=2, shards=1, batch=250, log=notes.append, timeout=60,
+                worker_retries=0) as job:
+        job.run(1_000)
+        job.kill_worker(1)
+        job.run(2_000)
+        got = job.sync()
+    ref_r, ref_s = reference(6, 2, 1, 1, 250, 3_000)
+    assert got.regret.tobytes() == ref_r.tobytes() and got.strat.tobytes() == ref_s.tobytes()
+    assert any("worker 1 died" in m and "leaves the round" in m for m in notes), notes
+
+
 def test_cli_train_with_workers(cluster, tmp_path):
     import json
 

@@ -4,7 +4,6 @@ continuation values and the real game's best responses are exact and cheap."""
 import numpy as np
 import pytest
 
-from abstraction.bets import parse_bets
 from abstraction.buckets import build_buckets
 from abstraction.isomorphism import HandIndexer
 from abstraction.tree import KIND_DECISION, KIND_SHOWDOWN
@@ -14,8 +13,8 @@ from blueprint.trainer import RunConfig, Trainer
 from holdem.betting import CALL, FOLD, RAISE
 from holdem.gamedef import GameDef
 from subgame import kernels as K
-from subgame.construct import blueprint_ranges, blueprint_sigma, bp_bets, from_matchstate, map_to_blueprint
-from subgame.depth import (DepthLimit, build_leaf_model, continuation_values, replay)
+from subgame.construct import blueprint_sigma, bp_bets, from_matchstate, map_to_blueprint
+from subgame.depth import DepthLimit, build_leaf_model, continuation_values, replay
 from subgame.solver import Engine, solve
 from subgame.tree import SubgameError, all_hands, board_hands, build_subgame_tree
 
@@ -166,7 +165,7 @@ def test_unsafe_depth_limited_solve_converges_and_is_not_worse_than_the_blueprin
     dl = DepthLimit(bp)
     sub, n = _flop_subgame(bp, dl)
     few = solve(sub, "unsafe", iterations=5)
-    sol = solve(sub, "unsafe", iterations=300, algo="dcfr")
+    sol = solve(sub, "unsafe", iterations=200, algo="dcfr")
     assert sol.diagnostics()["depth_limited"] and sol.diagnostics()["leaves"] == dl.model.num_leaves
     assert sol.exploitability_pct_pot < 1.0 and sol.exploitability_pct_pot < few.exploitability_pct_pot
     sub_full, _ = _flop_subgame(bp)
@@ -175,11 +174,12 @@ def test_unsafe_depth_limited_solve_converges_and_is_not_worse_than_the_blueprin
     tf = sub_full.public_tree()
     nm = map_to_blueprint(tf, bp, n)
     base = blueprint_sigma(bp, tf, nm)
-    me, o = sub.refine, sub.opponent
+    o = sub.opponent
     mine = _seat_exploitability(e, sig, sub.ranges, o)
     blue = _seat_exploitability(e, base, sub.ranges, o)
-    print(f"opponent's best response vs the refined seat: depth-limited {mine:.2f}, blueprint {blue:.2f} chips"
-          f" (pot {sub.pot})")
+    print(f"depth-limited game: {few.exploitability_pct_pot:.2f}% of the pot after 5 iterations, "
+          f"{sol.exploitability_pct_pot:.3f}% after 200; opponent's best response vs the refined seat in the real "
+          f"game: depth-limited {mine:.2f}, blueprint {blue:.2f} chips (pot {sub.pot})")
     assert mine <= blue + 0.02 * sub.pot
 
 
@@ -193,3 +193,81 @@ def test_safe_methods_run_depth_limited(bp, method):
     assert sol.min_margin is not None and np.isfinite(sol.min_margin)
     hs = sol.hand_strategy((16, 17))  # 6c6d
     assert abs(sum(hs.values()) - 1) < 1e-5
+
+
+def test_sampled_deals_are_unbiased(bp):
+    """A CFR iteration may walk a sample of the next cards (``samples``): averaged over every
+    sample of two cards, the leaf values are the exact ones."""
+    import itertools
+
+    dl = DepthLimit(bp)
+    sub, _ = _flop_subgame(bp, dl)
+    tree = sub.public_tree()
+    m = build_leaf_model(tree, bp, sub.refine, dl)
+    me, o = sub.refine, sub.opponent
+    rest = [c for c in range(GAME.deck_size) if c not in sub.board]
+    li = next(i for i, n in enumerate(m.leaf_nodes) if not replay(tree.betting(int(n)), GAME).finished)
+    exact = continuation_values(m, li, o, sub.ranges[me])
+    acc = np.zeros_like(exact)
+    pairs = list(itertools.combinations(rest, 2))
+    for pair in pairs:
+        mask = np.zeros(GAME.deck_size, np.bool_)
+        mask[list(pair)] = True
+        acc += continuation_values(m, li, o, sub.ranges[me], mask)
+    np.testing.assert_allclose(acc / len(pairs), exact, rtol=1e-4, atol=1e-5 * np.abs(exact).max())
+
+
+@pytest.mark.parametrize("samples,rule", [(4, "regret"), (None, "best")])
+def test_sampled_and_best_response_choices_converge(bp, samples, rule):
+    sub, _ = _flop_subgame(bp, DepthLimit(bp, samples=samples, leaf_choice=rule))
+    sol = solve(sub, "unsafe", iterations=200)
+    print(f"samples {samples}, leaf choice {rule}: {sol.exploitability_pct_pot:.3f}% of the pot")
+    assert sol.exploitability_pct_pot < (6.0 if samples else 1.5)  # sampled deals converge more slowly
+
+
+def test_solve_state_is_depth_limited_before_the_last_round(bp):
+    from subgame.nested import hand_strategy, solve_state
+
+    st = "MATCHSTATE:0:0:cc/:6c6d|" + FLOP
+    sol, node = solve_state(bp, st, "maxmargin", time_budget=None, iterations=30, bets=bp_bets(bp))
+    d = sol.diagnostics()
+    assert d["depth_limited"] and d["leaves"] > 0 and node == 0
+    hs = hand_strategy(sol, node, bp.game.state(st))
+    assert abs(sum(hs.values()) - 1) < 1e-5
+    sol2, _ = solve_state(bp, st, "unsafe", time_budget=None, iterations=5, bets=bp_bets(bp), depth_limit=False)
+    assert not sol2.diagnostics()["depth_limited"]
+    last = "MATCHSTATE:0:0:cc/cc/:6c6d|" + FLOP + "/4s"
+    sol3, _ = solve_state(bp, last, "unsafe", time_budget=None, iterations=5, bets=bp_bets(bp))
+    assert not sol3.diagnostics()["depth_limited"]
+    with pytest.raises(SubgameError, match="last round"):
+        solve_state(bp, last, "unsafe", iterations=5, bets=bp_bets(bp), depth_limit=True)
+    with pytest.raises(SubgameError, match="continuation"):
+        DepthLimit(bp, continuations=("blueprint", "bluff"))
+
+
+def test_solve_cli_depth_limited(bp, tmp_path, capsys):
+    import json
+
+    from cli import main
+
+    (tmp_path / "bets.toml").write_text(BETS_TOML)
+    run = tmp_path / "run"
+    ix = HandIndexer.for_game(GAME)
+    ab = build_buckets(GAME, (ix.size(0), 6, 6), "ehs", tmp_path / "ab", progress=False, log=lambda s: None)
+    tr = Trainer(RunConfig("dl3", str(tmp_path / "bets.toml"), str(ab), get_algo("dcfr"), 0), gamedef=GAME)
+    tr.run(500)
+    tr.save(run)
+    with pytest.raises(SystemExit) as e:
+        main(["solve", str(run), "--matchstate", "MATCHSTATE:0:0:cc/:6c6d|" + FLOP, "--method", "unsafe",
+              "--iterations", "20", "--samples", "4", "--continuations", "blueprint,raise", "--bias", "10", "--json"])
+    assert e.value.code in (0, None)
+    lines = capsys.readouterr().out.strip().splitlines()
+    out = json.loads(lines[-1])
+    assert out["depth_limited"] and out["continuations"] == ["blueprint", "raise"] and out["bias"] == 10
+    assert out["iterations"] == 20 and out["exploitability_pct_pot"] >= 0
+    assert any("depth-limited" in ln for ln in lines)
+    with pytest.raises(SystemExit) as e:
+        main(["solve", str(run), "--matchstate", "MATCHSTATE:0:0:cc/:6c6d|" + FLOP, "--full-depth",
+              "--iterations", "5", "--json"])
+    assert e.value.code in (0, None)
+    assert not json.loads(capsys.readouterr().out.strip().splitlines()[-1])["depth_limited"]
