@@ -580,8 +580,9 @@ class Blueprint:
         return self.tree.betting(n)
 
     # -- queries ------------------------------------------------------------------------------
-    def strategy(self, matchstate: str, rng: Optional[np.random.Generator] = None) -> dict[str, float]:
-        """The average strategy of the seat to act, who must be the MATCHSTATE's viewer.
+    def strategy(self, matchstate: str | State, rng: Optional[np.random.Generator] = None) -> dict[str, float]:
+        """The average strategy of the seat to act, who must be the MATCHSTATE's viewer
+        (``matchstate``: the string, or a parsed :class:`~holdem.state.State` with a viewer).
 
         Returns ``{ACPC action: probability}`` summing to 1 (see the module docstring).
         """

@@ -121,6 +121,7 @@ class LeaderCore:
         # retained deltas: shard -> {(round, group): payload}
         self.retained: dict[int, dict[tuple[int, int], bytes]] = {}
         self.retained_bytes = 0
+        self.method_cpu = 0.0  # CPU time inside run_round (the scale model)
         self.retaining = True
         self.ckpt_round = 0
         self.restarts = 0
@@ -129,9 +130,10 @@ class LeaderCore:
     def ping(self) -> dict[str, Any]:
         return {"node_id": _node_id(), "workers": sum(self.live), "pid": os.getpid()}
 
-    def cpu_seconds(self) -> float:
-        """This process's CPU time so far (its Ray threads included; for the scale model)."""
-        return time.process_time()
+    def cpu_seconds(self) -> tuple[float, float]:
+        """``(process, methods)``: this process's CPU time so far (Ray's threads included), and the
+        part spent inside :meth:`run_round` (for the scale model)."""
+        return time.process_time(), self.method_cpu
 
     def placement(self) -> dict[str, Any]:
         """Where this leader and its workers run (node ids)."""
@@ -187,7 +189,15 @@ class LeaderCore:
         if self.retained_bytes > cap:
             self.retained, self.retained_bytes, self.retaining = {}, 0, False
 
-    def run_round(
+    def run_round(self, *args, **kwargs) -> dict[str, Any]:
+        """:meth:`_run_round`, its thread's CPU time counted (``cpu_seconds``)."""
+        cpu = time.thread_time()
+        try:
+            return self._run_round(*args, **kwargs)
+        finally:
+            self.method_cpu += time.thread_time() - cpu
+
+    def _run_round(
         self,
         round_id: int,
         t: int,

@@ -153,6 +153,8 @@ class ShardCore:
         self.ignored = 0
         self.round = int(round_id)  # the last round ended (the round form)
         self.pending: dict[int, dict[int, bytes]] = {}  # round -> group -> buffered delta
+        self.method_cpu = 0.0  # CPU time inside put_delta / end_round_ref (the scale model)
+        self.put_cpu = 0.0  # the part of it in ray.put of the snapshot
 
     def apply_delta(self, worker: int, batch_seq: int, payload: bytes) -> bool:
         """Add a worker's delta unless ``batch_seq`` was already applied for ``worker``.
@@ -184,10 +186,12 @@ class ShardCore:
     def put_delta(self, round_id: int, group: int, payload: bytes) -> bool:
         """Buffer group ``group``'s summed delta of round ``round_id`` (added by :meth:`end_round`).
         Returns False (and keeps nothing) for a round already ended."""
+        cpu = time.thread_time()
         if round_id <= self.round:
             self.ignored += 1
             return False
         self.pending.setdefault(round_id, {})[group] = payload
+        self.method_cpu += time.thread_time() - cpu
         return True
 
     def end_round(self, round_id: int, t: int, t_end: int, groups: list[int]) -> tuple[dict, list[int]]:
@@ -217,10 +221,16 @@ class ShardCore:
         """:meth:`end_round` for the Ray job: the snapshot goes into the object store (put by this
         shard, on its node) and only ``([reference], missing)`` returns to the caller, so the
         tables never pass through the driver, however small."""
+        cpu = time.thread_time()
         snap, missing = self.end_round(round_id, t, t_end, groups)
         import ray
 
-        return [ray.put(snap)], missing
+        mid = time.thread_time()
+        box = [ray.put(snap)]
+        end = time.thread_time()
+        self.method_cpu += end - cpu
+        self.put_cpu += end - mid
+        return box, missing
 
     def publish_ref(self) -> list:
         """``[reference]`` of :meth:`publish`'s slice, put in the object store by this shard."""
@@ -267,9 +277,10 @@ class ShardCore:
     def stats(self) -> dict[str, int]:
         return {"applied": self.applied, "ignored": self.ignored, "rows": len(self.regret)}
 
-    def cpu_seconds(self) -> float:
-        """This process's CPU time so far (its Ray threads included; for the scale model)."""
-        return time.process_time()
+    def cpu_seconds(self) -> tuple[float, float]:
+        """``(process, methods)``: this process's CPU time so far (Ray's threads included), and the
+        part spent inside :meth:`put_delta` / :meth:`end_round_ref` (for the scale model)."""
+        return time.process_time(), self.method_cpu
 
     def ping(self) -> int:
         return self.index

@@ -78,8 +78,30 @@ def start_server(run_dir: str, extra: list[str], root: str | None = None) -> tup
         if m:
             sys.stderr.write(line)
             threading.Thread(target=lambda: [sys.stderr.write(x) for x in proc.stderr], daemon=True).start()
-            return proc, int(m.group(1))
+            port = int(m.group(1))
+            wait_ready(port)
+            return proc, port
     raise RuntimeError("mccfr serve did not start:\n" + "".join(lines[-30:]))
+
+
+def wait_ready(port: int, timeout: float = 120.0) -> None:
+    """Until ``GET /healthz`` answers: the socket listens (and queues connections) before the
+    server's event loop runs, so the first requests of a run would otherwise time its start-up."""
+    import http.client
+
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            c.request("GET", "/healthz")
+            if c.getresponse().status == 200:
+                c.close()
+                return
+        except OSError:
+            pass
+        if time.monotonic() > end:
+            raise RuntimeError(f"the server on port {port} did not answer /healthz in {timeout:.0f} s")
+        time.sleep(0.1)
 
 
 def rss_bytes(pid: int) -> int:

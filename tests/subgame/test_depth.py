@@ -271,3 +271,45 @@ def test_solve_cli_depth_limited(bp, tmp_path, capsys):
               "--iterations", "5", "--json"])
     assert e.value.code in (0, None)
     assert not json.loads(capsys.readouterr().out.strip().splitlines()[-1])["depth_limited"]
+
+
+def test_two_later_rounds_continuation_equals_an_independent_evaluation(tmp_path):
+    """From the flop of a four-round game the continuation deals the turn, plays it, deals the river
+    (two chance layers, and two after an all-in): with k = 1 and each biased continuation the leaf
+    values equal the independent per-turn-card evaluation."""
+    g = GameDef("nolimit", 4, (800, 800), (100, 50), (0, 0, 0, 0), (1, 0, 0, 0), (255, 255, 255, 255), 3, 4, 2,
+                (0, 3, 1, 1), name="dl4")
+    ix = HandIndexer.for_game(g)
+    ab = build_buckets(g, (ix.size(0), 4, 4, 4), "ehs", tmp_path / "ab", progress=False, log=lambda s: None)
+    (tmp_path / "bets.toml").write_text(BETS_TOML)
+    tr = Trainer(RunConfig("dl4", str(tmp_path / "bets.toml"), str(ab), get_algo("dcfr"), 0), gamedef=g)
+    tr.run(500)
+    bp4 = Blueprint(tr)
+    rng = np.random.default_rng(1)
+    dl = DepthLimit(bp4)
+    sub, _ = from_matchstate(bp4, "MATCHSTATE:0:0:cc/:5c5d|/2c3d4h", bets=bp_bets(bp4), with_gifts=False,
+                             depth_limit=dl)
+    tree = sub.public_tree()
+    me, o = sub.refine, sub.opponent
+    m = build_leaf_model(tree, bp4, me, dl)
+    assert (m.kind == 3).sum() > m.num_leaves  # more than one chance node per leaf
+    valid = board_hands(tree).valid[tree.board[0]]
+    checked = 0
+    for li, n in enumerate(m.leaf_nodes):
+        lb = tree.betting(int(n))
+        if replay(lb, g).finished:
+            continue
+        ranges = rng.random((2, len(valid))) * valid
+        want = _oracle(bp4, lb, sub.board, ranges, me, o)
+        got = continuation_values(m, li, me, np.stack([ranges[o]] + [0 * ranges[o]] * (dl.k - 1)))[0]
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+        v_o = continuation_values(m, li, o, ranges[me])
+        for i, which in enumerate(CONTS):
+            want = _oracle(bp4, lb, sub.board, ranges, o, o, which)
+            np.testing.assert_allclose(v_o[i], want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+        checked += 1
+        if checked >= 2:
+            break
+    assert checked == 2
+    sol = solve(sub, "unsafe", iterations=100)
+    assert sol.diagnostics()["depth_limited"] and sol.exploitability_pct_pot < 2.0
