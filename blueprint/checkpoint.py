@@ -109,14 +109,12 @@ targets ``checkpoint`` and ``blueprint``).
 from __future__ import annotations
 
 import dataclasses
-import errno
 import hashlib
 import io
 import logging
 import math
 import os
 import re
-import secrets
 import shutil
 import stat
 import struct
@@ -127,6 +125,8 @@ from typing import Any, BinaryIO
 import lz4.frame
 import msgpack
 import numpy as np
+
+from holdem.files import atomic_writer, fsync_dir
 
 __all__ = [
     "CheckpointError",
@@ -322,20 +322,6 @@ def _unpackb(data: bytes) -> Any:
     return msgpack.unpackb(data, raw=False, strict_map_key=False)
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # platforms that cannot open directories
-        return
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
-            raise
-    finally:
-        os.close(fd)
-
-
 class _HashingWriter:
     """File-like sink that counts and hashes the bytes it passes on."""
 
@@ -356,28 +342,14 @@ class _HashingWriter:
 
 
 def _atomic_write(directory: Path, name: str, body: Callable[[_HashingWriter], None]) -> dict[str, Any]:
-    """Write ``directory/name`` atomically; ``body`` writes the content. Returns the file entry.
+    """Write ``directory/name`` atomically (:func:`holdem.files.atomic_writer`: a temporary name,
+    fsync, rename, fsync of the directory); ``body`` writes the content. Returns the file entry.
 
     OSError propagates after the temporary file is removed; the final name is untouched.
     """
-    tmp = directory / f".{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        with io.open(fd, "wb", buffering=_IO_BUFFER, closefd=True) as raw:
-            sink = _HashingWriter(raw)
-            body(sink)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, directory / name)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:  # keep the original error; say what is left behind
-            log_.warning("could not remove temporary checkpoint file %s: %s", tmp, exc)
-        raise
-    _fsync_dir(directory)
+    with atomic_writer(directory / name, buffering=_IO_BUFFER) as raw:
+        sink = _HashingWriter(raw)
+        body(sink)
     return {"file": name, "bytes": sink.size, "blake2b": sink.hash.hexdigest()}
 
 
@@ -1479,12 +1451,12 @@ def new_checkpoint_dir(run_dir: str | os.PathLike[str], iteration: int, *, repla
             if not replace:
                 raise CheckpointError(f"a checkpoint for iteration {iteration} already exists: {path}")
             manifest.unlink()
-            _fsync_dir(path)
+            fsync_dir(path)
         shutil.rmtree(path)
     try:
         root.mkdir(parents=True, exist_ok=True)
         path.mkdir()
-        _fsync_dir(root)
+        fsync_dir(root)
     except OSError as exc:
         raise CheckpointError(f"cannot create checkpoint directory {path}: {exc}") from exc
     return path
@@ -1710,7 +1682,7 @@ def prune_checkpoints(run_dir: str | os.PathLike[str], keep: int) -> list[Path]:
             continue
         removed.append(info.path)
     if removed:
-        _fsync_dir(_checkpoints_root(run_dir))
+        fsync_dir(_checkpoints_root(run_dir))
     return removed
 
 
