@@ -272,6 +272,9 @@ class RayJob:
             (ray.put(trainer.regret[lo:hi]), ray.put(trainer.strat[lo:hi])) for lo, hi in self.bounds
         ]
         self.base_dir: Path | None = None
+        self.base_storage: tuple[Any, int] | None = None  # (Storage, iteration) of the last complete one there
+        self._save_pending: dict[str, Any] | None = None
+        self._replay_resume: int | None = None
         self.round = int(round_id)
         self.ckpt_round = self.round
         self.round_log: list[tuple[int, int, int, list[int]]] = []
@@ -313,6 +316,7 @@ class RayJob:
         self.worker_pss: dict[int, int] = {}
         self.worker_uss: dict[int, int] = {}
         self.checkpoint_pauses: list[float] = []
+        self.storage_save_seconds: list[float] = []  # submit to manifest seen, per storage checkpoint
         self.rounds = 0
         self.driver_calls = 0  # actor calls made by rounds (leaders, probes, shards)
         self.driver_bytes = 0  # bytes of the round results that reached the driver
@@ -347,8 +351,18 @@ class RayJob:
             r_ref, s_ref = self.base_refs[k]
             return cls.remote(k, lo, hi, self.tr.config.algo, r_ref, s_ref, None, self.ckpt_round)
         actor = cls.remote(k, lo, hi, self.tr.config.algo, None, None, None, self.ckpt_round)
-        self._loads.append(actor.load.remote(str(self.base_dir / ckpt.shard_name(k))))
+        if self.base_storage is not None:
+            storage, it = self.base_storage
+            self._loads.append(actor.load_storage.remote(storage, it))
+        else:
+            self._loads.append(actor.load.remote(str(self.base_dir / ckpt.shard_name(k))))
         return actor
+
+    def _last_checkpoint(self) -> str:
+        if self.base_storage is not None:
+            storage, it = self.base_storage
+            return storage.describe(it)
+        return str(self.base_dir) if self.base_dir is not None else "none written yet"
 
     def _get(self, refs: list, what: str, timeout: float | None = None) -> list:
         """``ray.get`` with the job's deadline; :class:`JobError` saying what did not answer."""
@@ -417,7 +431,7 @@ class RayJob:
         if not up:
             raise JobError(
                 "no node leader with a worker is alive; resume from the last complete checkpoint "
-                f"({self.base_dir or 'none written yet'}) with 'mccfr resume RUN_DIR'"
+                f"({self._last_checkpoint()}) with 'mccfr resume RUN_DIR'"
             )
         out: dict[int, list[int]] = {}
         for g in todo:
@@ -445,14 +459,14 @@ class RayJob:
         if not dead:
             return []
         if self.base_refs is None:
-            since = f"checkpoint {self.base_dir}"
+            since = f"checkpoint {self._last_checkpoint()}"
         elif self.rebases:
             since = f"the driver's copy of round {self.ckpt_round}"
         else:
             since = "the job's start"
         stop = (
             f"shard(s) {dead} died; the job stops: resume from the last complete checkpoint "
-            f"({self.base_dir or 'none written yet'}) with 'mccfr resume RUN_DIR'"
+            f"({self._last_checkpoint()}) with 'mccfr resume RUN_DIR'"
         )
         if not self.replay_ok:
             raise JobError(f"{stop} (the deltas since {since} were over {self.max_replay_bytes:,} bytes and not kept)")
@@ -522,7 +536,7 @@ class RayJob:
             if time.monotonic() > give_up:
                 raise JobError(
                     f"round {round_id} did not complete within {10 * self.timeout + 60:.0f} s (groups {sorted(todo)} "
-                    f"left); resume from the last complete checkpoint ({self.base_dir or 'none written yet'}) "
+                    f"left); resume from the last complete checkpoint ({self._last_checkpoint()}) "
                     "with 'mccfr resume RUN_DIR'"
                 )
             self._probe_leaders()
@@ -563,6 +577,8 @@ class RayJob:
                 self._restart_note(res, lead)
                 for note in res["notes"]:
                     self.log(note)
+                if not res["retaining"]:
+                    self._replay_resume = None
                 if not res["retaining"] and self.replay_ok:
                     self.replay_ok = False
                     self.log(
@@ -585,7 +601,7 @@ class RayJob:
             for g in [g for g in todo if attempts.get(g, 0) >= 4]:
                 raise JobError(
                     f"group {g} of round {round_id} failed {attempts[g]} times; resume from the last complete "
-                    f"checkpoint ({self.base_dir or 'none written yet'}) with 'mccfr resume RUN_DIR'"
+                    f"checkpoint ({self._last_checkpoint()}) with 'mccfr resume RUN_DIR'"
                 )
         return done
 
@@ -658,6 +674,8 @@ class RayJob:
         total = self._round_size(end)
         t_end = t + total
         sizes = split_round(total, self.num_workers)
+        if self._save_pending is not None:
+            self._poll_save(block=False)
         t_start = time.perf_counter()
         cpu_start = time.thread_time()
         self._round_calls = 0
@@ -786,6 +804,7 @@ class RayJob:
             "recovery_calls": self.recovery_calls,
             "compute_share": self.compute_seconds / self.worker_seconds if self.worker_seconds > 0 else None,
             "checkpoint_pause_seconds": max(self.checkpoint_pauses) if self.checkpoint_pauses else None,
+            "storage_checkpoint_seconds": max(self.storage_save_seconds) if self.storage_save_seconds else None,
         }
 
     # -- checkpoints ------------------------------------------------------------------------------
@@ -813,6 +832,8 @@ class RayJob:
         A failed write (disk full, ...) removes the partial directory and raises
         :class:`CheckpointError` saying which checkpoint is kept; the job can go on."""
         t_start = time.perf_counter()
+        if self._save_pending is not None:
+            self._poll_save(block=True)
         run_dir = Path(run_dir)
         it = self.tr.iteration
         kept = ckpt.previous_kept(run_dir, it)
@@ -831,7 +852,7 @@ class RayJob:
             raise
         # a shard that dies from now on is rebuilt from this checkpoint (the leaders drop their
         # retained deltas up to this round with the next round's call)
-        self.base_dir, self.base_refs = ckpt_dir, None
+        self.base_dir, self.base_refs, self.base_storage = ckpt_dir, None, None
         self.ckpt_round, self.round_log, self.replay_ok = self.round, [], True
         if keep is not None:
             ckpt.prune_checkpoints(run_dir, keep)
@@ -848,6 +869,92 @@ class RayJob:
         strat = np.concatenate([s["strat"] for s in slices])
         probs = average_strategy32(self.tr.tree, self.tr.row_offset, self.tr.num_buckets, strat)
         return write_blueprint_file(ckpt_dir, self.tr, probs=probs)
+
+    def save_to_storage(self, storage, keep: int | None = None, wait: bool = False) -> int:
+        """Checkpoint into ``storage`` (a :class:`cluster.storage.Storage`, a directory or a pyarrow
+        URI) from the published snapshot, without stopping the rounds: one task per shard on its
+        node writes the slice it published at the end of the last round (immutable in the object
+        store) and uploads it; a last task, started by Ray once they all returned, uploads the
+        manifest and prunes to ``keep``. The driver only submits them (the pause,
+        ``stats()["checkpoint_pause_seconds"]``) and sees the result at a later round (or now with
+        ``wait``); until then the previous complete checkpoint stays the restore base. A save
+        while one is still being written waits for it first. Returns the iteration saved; a failed
+        write is logged at completion (raised with ``wait``) and leaves the previous one.
+        """
+        from cluster.storage import Storage, write_manifest_task, write_slice_task
+
+        t_start = time.perf_counter()
+        if not isinstance(storage, Storage):
+            storage = Storage(storage)
+        if self._save_pending is not None:
+            self._poll_save(block=True)
+        ray = self.ray
+        it = self.tr.iteration
+        manifest = self.manifest()
+        slice_task = ray.remote(write_slice_task)
+        refs = []
+        for k, (lo, hi) in enumerate(self.bounds):
+            meta = {"shard": k, "row_lo": lo, "row_hi": hi, "iteration": it, "last_seq": {}, "round": self.round}
+            opts = {"num_cpus": 0, "max_retries": 2, **self._in_bundle(self.shard_nodes[k])}
+            refs.append(slice_task.options(**opts).remote(storage, it, k, meta, self.snapshot[k]))
+        mref = ray.remote(write_manifest_task).options(num_cpus=0, max_retries=2).remote(
+            storage, it, manifest, keep, *refs)
+        self._save_pending = {"storage": storage, "iteration": it, "round": self.round, "ref": mref,
+                              "started": t_start}
+        self.checkpoint_pauses.append(time.perf_counter() - t_start)
+        if wait:
+            self._poll_save(block=True, raise_errors=True)
+        return it
+
+    def _poll_save(self, block: bool, raise_errors: bool = False) -> bool:
+        """Take in a storage checkpoint that has finished (``block``: wait for it, within the
+        job's deadline). Returns True if none is pending any more."""
+        pending = self._save_pending
+        if pending is None:
+            return True
+        ready, _ = self.ray.wait([pending["ref"]], timeout=self.timeout if block else 0)
+        if not ready:
+            if block:
+                self._save_pending = None
+                msg = (f"checkpoint {pending['storage'].describe(pending['iteration'])} was not written within "
+                       f"{self.timeout:.0f} s; the last complete one is {self._last_checkpoint()}")
+                self.log(msg)
+                if raise_errors:
+                    raise ckpt.CheckpointError(msg)
+            return not block
+        self._save_pending = None
+        storage, it, saved_round = pending["storage"], pending["iteration"], pending["round"]
+        try:
+            self.ray.get(pending["ref"])
+        except Exception as exc:
+            cause = getattr(exc, "cause", None) or exc
+            msg = (f"writing checkpoint {storage.describe(it)} (iteration {it}) failed: {cause}; "
+                   f"the last complete one is {self._last_checkpoint()}")
+            self.log(msg)
+            if raise_errors:
+                raise ckpt.CheckpointError(msg) from exc
+            return True
+        self.storage_save_seconds.append(time.perf_counter() - pending["started"])
+        if saved_round < self.ckpt_round:  # a newer base came meanwhile (a re-base after a node died)
+            return True
+        # the restore base from now on; the leaders drop their deltas up to that round with the
+        # next call, the rounds after it stay in the log (they ran while the checkpoint was written)
+        self.base_storage, self.base_dir, self.base_refs = (storage, it), None, None
+        self.ckpt_round = saved_round
+        self.round_log = [e for e in self.round_log if e[0] > saved_round]
+        if not self.replay_ok:
+            # a leader stopped retaining: deltas after this checkpoint may be gone; its retention
+            # restarts with the next round, so a checkpoint of that round or later restores it
+            if self._replay_resume is not None and saved_round >= self._replay_resume - 1:
+                self.replay_ok = True
+            elif self._replay_resume is None:
+                self._replay_resume = self.round + 1
+        return True
+
+    def wait_saves(self) -> None:
+        """Wait for a storage checkpoint still being written (raises :class:`CheckpointError` if it
+        failed)."""
+        self._poll_save(block=True, raise_errors=True)
 
     @staticmethod
     def resume_kwargs(manifest: dict[str, Any], **overrides) -> dict[str, Any]:
@@ -868,18 +975,29 @@ class RayJob:
         return kw
 
     @classmethod
-    def load(cls, run_dir: Path, log: Callable[[str], Any] | None = None, **kwargs) -> RayJob:
+    def load(cls, run_dir: Path, log: Callable[[str], Any] | None = None, storage=None, **kwargs) -> RayJob:
         """Resume from the newest complete checkpoint of ``run_dir`` (written by a job with any
-        number of shards, or by the single-process trainer). ``kwargs`` as for the constructor;
-        ``workers``/``shards``/``batch`` default to the checkpoint's."""
-        manifest, shards = ckpt.load_latest(Path(run_dir), log=log)
+        number of shards, or by the single-process trainer), or of ``storage`` (a directory or
+        pyarrow URI, fetched into ``run_dir/checkpoints`` first). ``kwargs`` as for the
+        constructor; ``workers``/``shards``/``batch`` default to the checkpoint's."""
+        if storage is not None:
+            from cluster.storage import Storage
+
+            storage = storage if isinstance(storage, Storage) else Storage(storage)
+            manifest, shards = storage.load_latest(Path(run_dir), log=log)
+        else:
+            manifest, shards = ckpt.load_latest(Path(run_dir), log=log)
         tr = Trainer.from_checkpoint(Path(run_dir), manifest, shards)
         del shards
         return cls(tr, log=log, **cls.resume_kwargs(manifest, **kwargs))
 
     # -- shutdown ---------------------------------------------------------------------------------
     def close(self) -> None:
-        """Kill the actors, remove the placement group (and stop Ray if this job started it)."""
+        """Kill the actors, remove the placement group (and stop Ray if this job started it); a
+        storage checkpoint still being written is waited for first (within the deadline)."""
+        if getattr(self, "_save_pending", None) is not None:
+            with contextlib.suppress(Exception):
+                self._poll_save(block=True)
         for a in self.leaders + self.shards:
             with contextlib.suppress(Exception):  # already gone
                 self.ray.kill(a, no_restart=True)

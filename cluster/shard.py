@@ -258,6 +258,14 @@ class ShardCore:
         self.pending = {r: g for r, g in self.pending.items() if r > self.round}
         return int(meta["iteration"])
 
+    def load_storage(self, storage, iteration: int) -> int:
+        """:meth:`load` of this shard's file of checkpoint ``iteration`` in ``storage`` (a
+        :class:`cluster.storage.Storage`), fetched into a local temporary directory."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="mccfr-restore-") as tmp:
+            return self.load(storage.download(iteration, ckpt.shard_name(self.index), tmp))
+
     def publish(self) -> dict[str, np.ndarray]:
         """The slice for the next snapshot (copies: the object store keeps them immutable)."""
         return {"regret": self.regret.copy(), "strat": self.strat.copy()}

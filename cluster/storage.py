@@ -6,7 +6,8 @@ as in a run directory (:mod:`blueprint.checkpoint`), so a checkpoint fetched fro
 local run directory is read by :func:`blueprint.checkpoint.load_latest` (``Trainer.load``,
 ``RayJob.load``, ``Blueprint.load``) unchanged.
 
-Writes are atomic per file: a file is written (by :func:`blueprint.checkpoint.write_shard` /
+Streams are opened with ``compression=None`` (pyarrow would otherwise (de)compress by the
+``.lz4`` extension). Writes are atomic per file: a file is written (by :func:`blueprint.checkpoint.write_shard` /
 ``write_manifest``, in the writer's own local temporary directory: each node's, never the driver's
 run directory) and uploaded under a temporary name, then moved to its name. The manifest is
 uploaded last (after every shard file is in place), so a checkpoint is complete exactly when its
@@ -90,7 +91,7 @@ class Storage:
         tmp = f"{dest}/.{name}.tmp-{uuid.uuid4().hex[:12]}"
         try:
             self.fs.create_dir(dest, recursive=True)
-            with open(local_file, "rb") as src, self.fs.open_output_stream(tmp) as out:
+            with open(local_file, "rb") as src, self.fs.open_output_stream(tmp, compression=None) as out:
                 shutil.copyfileobj(src, out, 1 << 20)
             self.fs.move(tmp, f"{dest}/{name}")
         except Exception as exc:
@@ -134,6 +135,16 @@ class Storage:
                 out.append((int(name), self._exists(f"{info.path}/{ckpt.MANIFEST_NAME}")))
         return sorted(out, reverse=True)
 
+    def download(self, iteration: int, name: str, local_dir: str | os.PathLike[str]) -> str:
+        """Copy file ``name`` of checkpoint ``iteration`` into ``local_dir``; returns its path."""
+        dest = Path(local_dir) / name
+        try:
+            with self.fs.open_input_stream(f"{self.checkpoint_path(iteration)}/{name}", compression=None) as inp, open(dest, "wb") as out:
+                shutil.copyfileobj(inp, out, 1 << 20)
+        except Exception as exc:
+            raise StorageError(f"reading {name} of {self.describe(iteration)} failed: {exc}") from exc
+        return str(dest)
+
     def fetch(self, run_dir: str | os.PathLike[str], iteration: int | None = None) -> Path:
         """Copy a complete checkpoint (the newest, or ``iteration``'s) into
         ``run_dir/checkpoints/`` (files first, the manifest last), where ``load_latest`` and the
@@ -154,7 +165,7 @@ class Storage:
             infos = self.fs.get_file_info(pafs.FileSelector(src))
             names = sorted(i.base_name for i in infos if i.type == pafs.FileType.File and not i.base_name.startswith("."))
             for name in [n for n in names if n != ckpt.MANIFEST_NAME] + [ckpt.MANIFEST_NAME]:
-                with self.fs.open_input_stream(f"{src}/{name}") as inp, open(dest / name, "wb") as out:
+                with self.fs.open_input_stream(f"{src}/{name}", compression=None) as inp, open(dest / name, "wb") as out:
                     shutil.copyfileobj(inp, out, 1 << 20)
         except Exception as exc:
             shutil.rmtree(dest, ignore_errors=True)

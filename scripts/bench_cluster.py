@@ -212,7 +212,12 @@ def _model_measure(nodes: int, batch: int, rounds: int, warmup: int = 3, idle_se
     try:
         with RayJob(make_trainer("leduc", seed=1), workers=nodes, shards=nodes, batch=batch) as job:
             assert job.num_nodes == nodes, (job.num_nodes, nodes)
-            job.run(warmup * nodes * batch)
+            # warm up: the actors start, and every process has run each kernel once (the shards'
+            # discount kernel loads at the first discount boundary: hundreds of ms, once)
+            algo = job.tr.config.algo
+            first = algo.discount_every + 1 if algo.discount != "none" else 0
+            grid = nodes * batch
+            job.run(-(-max(warmup * grid, first) // grid) * grid)  # whole rounds
             cpu = lambda actors: ray.get([a.cpu_seconds.remote() for a in actors])  # noqa: E731
             st0 = job.stats()
             lead0, shard0 = cpu(job.leaders), cpu(job.shards)

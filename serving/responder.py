@@ -405,7 +405,7 @@ def _lower_priority(nice: int) -> None:
         pass
 
 
-_LIBC = None
+_LIBC: Any = None  # the C library (ctypes), False where it has no malloc_trim
 
 
 def malloc_trim() -> bool:
@@ -593,12 +593,13 @@ class _Job:
     def __init__(self, state, method, session, key, need, solve_by, answer_by, t0, reserved, raw):
         from concurrent.futures import Future
 
-        self.state, self.method, self.session, self.key = state, method, session, key
+        self.state, self.session, self.key = state, session, key
+        self.method: str = method
         self.need, self.solve_by, self.answer_by, self.t0 = need, solve_by, answer_by, t0
         self.reserved, self.raw = reserved, raw
         self.stop = threading.Event()
         self.future: Future = Future()
-        self.end: float | None = None  # when it stops iterating at the latest (set when it starts)
+        self.end: float = float("inf")  # when it stops iterating at the latest (set when it starts)
         self.started: float | None = None
         self.given_up = False  # its query stopped waiting
 
@@ -706,7 +707,8 @@ class SolvingResponder(BlueprintResponder):
         from subgame.cache import SessionCache
 
         super().__init__(bp, default_time_budget_ms)
-        self.solve_method = check_method(solve_method, SOLVE_METHODS)
+        check_method(solve_method, SOLVE_METHODS)
+        self.solve_method: str = solve_method
         self.from_round = bp.gamedef.num_rounds - 1 if from_round is None else from_round
         if not 0 <= self.from_round < bp.gamedef.num_rounds:
             raise ValueError(f"from_round must be in 0..{bp.gamedef.num_rounds - 1}, got {from_round}")
@@ -802,6 +804,7 @@ class SolvingResponder(BlueprintResponder):
         if method == BLUEPRINT_METHOD or state.round < self.from_round:
             return self._blueprint_answer(state, t0)
         method = method or self.solve_method
+        assert state.viewer is not None  # a decision of its viewer (validated)
         key = (state.hand_id, tuple(state.hole_cards[state.viewer]), method)
         hit = self.sessions.lookup(session, state, key) if session is not None else None
         if hit is not None:
@@ -1123,7 +1126,7 @@ def example_matchstates(game: Game) -> list[str]:
     top = list(range(g.deck_size - 1, -1, -1))
     state = state.deal(top[: 2 * g.num_hole_cards])
     i = 2 * g.num_hole_cards
-    out = []
+    out: list[str] = []
     while not state.is_terminal():
         if state.is_chance():
             k = g.board_cards_through(state.round) - len(state.board_cards)

@@ -491,7 +491,8 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
             elif fast is not None:
                 out = fast(*args, arrived=t0) if fast_timed else fast(*args)
             if out is None:
-                call = functools.partial(responder.answer, *args, **({"arrived": t0} if timed else {}))
+                kw: dict[str, Any] = {"arrived": t0} if timed else {}
+                call = functools.partial(responder.answer, *args, **kw)
                 out = await asyncio.get_running_loop().run_in_executor(pool, call)
         except QueryError as exc:
             metrics.failed(exc.status, exc.kind)
@@ -501,7 +502,7 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
             return JSONResponse(
                 {"error": f"internal error: {type(exc).__name__}: {exc}", "kind": "internal"}, status_code=500
             )
-        out = dict(out)
+        out = dict(out or {})
         out["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
         metrics.answered(out["source"], out["elapsed_ms"], out.get("fallback"))
         return JSONResponse(out)

@@ -58,7 +58,7 @@ def nbytes(obj: Any, python: bool = True) -> int:
     shared = _shared_types()
     seen: set[int] = set()
     buffers: set[int] = set()
-    total = 0
+    total = 0.0  # float: sampled lists count with a weight
     stack: list[tuple[Any, float]] = [(obj, 1.0)]
     while stack:
         o, w = stack.pop()

@@ -235,10 +235,13 @@ class LeafModel:
     depth: int
     build_s: float
 
-    def kernel_args(self) -> tuple:
-        return (self.leaf_root, self.kind, self.player, self.spent, self.child_start, self.num_actions,
-                self.edge_child, self.board, self.deal_count, self.srow, self.s_me, self.s_op, self.bucket, self.valid,
-                self.order, self.sstrength, self.nvalid, self.hands, self.dealt)
+    def kernel_arrays(self) -> DK.ContModel:
+        """The continuation trees as one kernel argument (fixed dtypes: one compilation)."""
+        ka = self.__dict__.get("_kernel_arrays")
+        if ka is None:
+            ka = DK.ContModel(**{f: np.ascontiguousarray(getattr(self, f), dt) for f, (dt, _) in DK.CONT_DTYPES.items()})
+            self.__dict__["_kernel_arrays"] = ka
+        return ka
 
     @property
     def num_leaves(self) -> int:
@@ -253,7 +256,7 @@ class LeafModel:
         return int(self.hands.max()) + 1 if len(self.hands) else 1
 
     def memory_bytes(self) -> int:
-        return sum(a.nbytes for a in self.kernel_args())
+        return sum(a.nbytes for a in self.kernel_arrays())
 
 
 def _bucket_rows(bp, b: Betting, player: int, kinds: list, tos: list) -> np.ndarray:
@@ -472,9 +475,9 @@ class LeafWork:
         self.sbuf = np.zeros(k)
         self.pick = np.full(H, -1, np.int64)
 
-    def args(self) -> tuple:
-        return (self.pick, self.rin, self.rbuf, self.vbuf, self.rid, self.fn, self.fa, self.nin, self.tv, self.rho,
-                self.card, self.cout, self.sbuf)
+    def arrays(self) -> DK.ContWork:
+        return DK.ContWork(self.pick, self.rin, self.rbuf, self.vbuf, self.rid, self.fn, self.fa, self.nin, self.tv,
+                           self.rho, self.card, self.cout, self.sbuf)
 
 
 def continuation_values(m: LeafModel, leaf: int, trav: int, reach: np.ndarray, mask: Optional[np.ndarray] = None
@@ -486,10 +489,7 @@ def continuation_values(m: LeafModel, leaf: int, trav: int, reach: np.ndarray, m
     kr = m.k if trav == m.me else 1
     w.rin[:kr] = np.asarray(reach, np.float64).reshape(kr, -1)
     mask = np.ones(m.num_cards, np.bool_) if mask is None else np.asarray(mask, np.bool_)
-    DK.cont_walk(int(m.leaf_root[leaf]), m.me, trav, m.k, m.kind, m.player, m.spent, m.child_start, m.num_actions,
-                 m.edge_child, m.board, m.deal_count, m.srow, m.s_me, m.s_op, m.bucket, m.valid, m.order, m.sstrength,
-                 m.nvalid, m.hands, m.dealt, mask, w.pick, w.rin, w.rbuf, w.vbuf, w.rid, w.fn, w.fa, w.nin, w.tv, w.rho,
-                 w.card, w.cout)
+    DK.cont_walk(int(m.leaf_root[leaf]), int(m.me), int(trav), int(m.k), m.kernel_arrays(), mask, w.arrays())
     kv = 1 if trav == m.me else m.k
     return w.cout[:kv].astype(np.float64)
 
@@ -506,7 +506,7 @@ def make_engine(tree: BettingTree, dtype, support, model: LeafModel, dl: Optiona
 
 class DepthLimitedEngine(Engine):
     """:class:`~subgame.solver.Engine` for a depth-limited tree: the walks run
-    :func:`~subgame.depth_kernels.walk_dl`, and the engine keeps the opponent's leaf choices
+    :func:`~subgame.kernels.walk` with the model's leaves (:class:`~subgame.depth_kernels.Leaves`), and the engine keeps the opponent's leaf choices
     (regrets, average-strategy sums; :meth:`average` also refreshes the average choice that
     evaluation walks read)."""
 
@@ -528,7 +528,7 @@ class DepthLimitedEngine(Engine):
         self.leaf_avg = np.full((L, model.k, H), 1.0 / model.k)
         # the best-response rule starts every hand on the blueprint's continuation (pick 0)
         self.leaf_pick = np.zeros((L, H), np.int64) if leaf_choice == "best" else np.full((L, H), -1, np.int64)
-        self.work = LeafWork(model)
+        self.leaf_work = LeafWork(model).arrays()
         hl = self.lists
         b0 = int(tree.board[0])
         self.root_idx = [hl.idx[b0, s, : hl.nlive[b0, s]].astype(np.int64) for s in (0, 1)]
@@ -571,10 +571,10 @@ class DepthLimitedEngine(Engine):
             mask = self.mask
         else:
             mask = self.full_mask
-        DK.walk_dl(*self.args, sigma_c, rr, p, mode, regret, strat_sum, *w, self.rbuf, self.cv, self.sg, self.tmp,
-                   self.cacc, self.tot, self.rid, self.fn, self.fa, self.out,
-                   m.me, m.k, m.leaf_of, self.leaf_reg, self.leaf_sum, self.leaf_avg, self.leaf_pick, *m.kernel_args(), mask,
-                   *self.work.args())
+        lv = DK.Leaves(int(m.me), int(m.k), m.leaf_of, self.leaf_reg, self.leaf_sum, self.leaf_avg, self.leaf_pick,
+                       mask)
+        K.walk(self.tree_arrays, self.hand_arrays, K.WalkState(sigma_c, regret, strat_sum), rr,
+               K.walk_options(p, mode, w), self.work, lv, m.kernel_arrays(), self.leaf_work)
         self.last_p = p
         v = np.zeros(len(m.hands))
         ri = self.root_idx[p]

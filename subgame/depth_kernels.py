@@ -13,18 +13,103 @@ every hand, so a continuation tree's many boards share one set of rows. Vectors 
 * traverser the opponent: ``me``'s reach comes in as one vector; ``out[i]`` = the opponent's values
   when it plays continuation ``i``.
 
-:func:`walk_dl` is :func:`subgame.kernels.walk` (same arguments and layout, same modes) on a
-depth-limited tree, whose showdown nodes with ``leaf_of[n] >= 0`` are depth-limit leaves: there
-the opponent picks a continuation per hand (regret matching in a CFR walk, its average in the
-others, its best one when it best-responds) and the values come from :func:`cont_walk`.
+:func:`subgame.kernels.walk` also walks depth-limited trees: given :class:`Leaves` (not
+:func:`no_leaves`), showdown nodes with ``leaf_of[n] >= 0`` are depth-limit leaves, valued by
+:func:`leaf_values`: there the opponent picks a continuation per hand (regret matching in a CFR
+walk, its average in the others, its best one when it best-responds) and the values come from
+:func:`cont_walk`.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
+import numpy as np
 
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD, KIND_SHOWDOWN
-from blueprint.vector_cfr import fold_values, showdown_values
+
+
+class ContModel(NamedTuple):
+    """The continuation trees of every leaf and their tables, as one argument
+    (:meth:`subgame.depth.LeafModel.kernel_arrays`; fixed dtypes, :data:`CONT_DTYPES`)."""
+
+    leaf_root: np.ndarray  # int64 [leaves] continuation root of each leaf
+    kind: np.ndarray  # int8 [N]
+    player: np.ndarray  # int8 [N]
+    spent: np.ndarray  # int32 [N, 2]
+    child_start: np.ndarray  # int64 [N]
+    num_actions: np.ndarray  # int64 [N]
+    edge_child: np.ndarray  # int64 [E]
+    board: np.ndarray  # int32 [N]
+    deal_count: np.ndarray  # int64 [N]
+    srow: np.ndarray  # int64 [N] first strategy row of each decision
+    s_me: np.ndarray  # float32 [rows, buckets]
+    s_op: np.ndarray  # float32 [k, rows, buckets]
+    bucket: np.ndarray  # int32 [boards, H]
+    valid: np.ndarray  # bool [boards, H]
+    order: np.ndarray  # int32 [boards, H]
+    sstrength: np.ndarray  # int64 [boards, H]
+    nvalid: np.ndarray  # int32 [boards]
+    hands: np.ndarray  # int32 [H, hole cards]
+    dealt: np.ndarray  # int64 [N]
+
+
+CONT_DTYPES = {"leaf_root": (np.int64, 1), "kind": (np.int8, 1), "player": (np.int8, 1), "spent": (np.int32, 2),
+               "child_start": (np.int64, 1), "num_actions": (np.int64, 1), "edge_child": (np.int64, 1),
+               "board": (np.int32, 1), "deal_count": (np.int64, 1), "srow": (np.int64, 1), "s_me": (np.float32, 2),
+               "s_op": (np.float32, 3), "bucket": (np.int32, 2), "valid": (np.bool_, 2), "order": (np.int32, 2),
+               "sstrength": (np.int64, 2), "nvalid": (np.int32, 1), "hands": (np.int32, 2), "dealt": (np.int64, 1)}
+
+
+class ContWork(NamedTuple):
+    """Work arrays of :func:`cont_walk` and :func:`leaf_values` (:class:`subgame.depth.LeafWork`)."""
+
+    pick: np.ndarray  # int64 [H] the continuation of each opponent hand (pick[0] < 0: none)
+    rin: np.ndarray  # float32 [k, H] reach in
+    rbuf: np.ndarray  # float32 [D, k, H]
+    vbuf: np.ndarray  # float32 [D, k, H]
+    rid: np.ndarray  # int64 [D]
+    fn: np.ndarray  # int64 [D]
+    fa: np.ndarray  # int64 [D]
+    nin: np.ndarray  # int64 [D]
+    tv: np.ndarray  # float32 [H]
+    rho: np.ndarray  # float32 [H]
+    card: np.ndarray  # float64 [cards]
+    cout: np.ndarray  # float32 [k, H] values out
+    sbuf: np.ndarray  # float64 [k]
+
+
+class Leaves(NamedTuple):
+    """The depth-limit hook of :func:`subgame.kernels.walk` as data: which nodes are leaves and the
+    opponent's choice among the ``k`` continuations at each (see :func:`leaf_values`)."""
+
+    me: int  # the refined seat
+    k: int  # continuations
+    leaf_of: np.ndarray  # int64 [N] leaf of each node of the walked tree, -1 for none (empty: no leaves)
+    leaf_reg: np.ndarray  # float64 [leaves, k, H]
+    leaf_sum: np.ndarray  # float64 [leaves, k, H]
+    leaf_avg: np.ndarray  # float64 [leaves, k, H]
+    leaf_pick: np.ndarray  # int64 [leaves, H]
+    mask: np.ndarray  # bool [cards] the next cards the continuations walk
+
+
+_NO_LEAVES: list = []
+
+
+def no_leaves() -> tuple:
+    """``(Leaves, ContModel, ContWork)`` of a full-depth walk: empty, with the depth-limited
+    arguments' types (so :func:`subgame.kernels.walk` compiles once per precision). Never written."""
+    if not _NO_LEAVES:
+        z3 = np.zeros((0, 1, 0))
+        lv = Leaves(0, 1, np.zeros(0, np.int64), z3, z3, z3, np.zeros((0, 0), np.int64), np.zeros(0, np.bool_))
+        cm = ContModel(**{f: np.zeros((0,) * nd, dt) for f, (dt, nd) in CONT_DTYPES.items()})
+        f32 = np.float32
+        cw = ContWork(np.zeros(0, np.int64), np.zeros((0, 0), f32), np.zeros((0, 0, 0), f32), np.zeros((0, 0, 0), f32),
+                      np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                      np.zeros(0, f32), np.zeros(0, f32), np.zeros(0), np.zeros((0, 0), f32), np.zeros(0))
+        _NO_LEAVES.append((lv, cm, cw))
+    return _NO_LEAVES[0]
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
@@ -106,12 +191,10 @@ def _showdown_full(rho, order, strength, nlive, hands, m, card, out):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def cont_walk(root, me, trav, k, kind, player, spent, child_start, num_actions, edge_child, board, deal_count,
-              srow, s_me, s_op, bucket, valid, order, sstrength, nvalid, hands, dealt, mask, pick, rin, rbuf, vbuf, rid,
-              fn, fa, nin, tv, rho, card, out):
+def cont_walk(root, me, trav, k, m, mask, w):
     """Values of traverser ``trav`` from continuation root ``root`` (see the module docstring).
 
-    ``rin[:kr]``: the other seat's reach at the root (``kr = k`` when ``trav == me``, else 1);
+    ``m`` :class:`ContModel`, ``w`` :class:`ContWork`. ``rin[:kr]``: the other seat's reach at the root (``kr = k`` when ``trav == me``, else 1);
     ``out[:kv]`` gets the traverser's values (``kv = 1`` when ``trav == me``, else ``k``). Work
     arrays: ``rbuf[d, i]`` reach vectors, ``vbuf[d, i]`` a node's value sums, ``rid[d]`` the frame
     whose ``rbuf`` holds the reach at depth ``d``, ``fn``/``fa`` the node and next edge per depth,
@@ -123,6 +206,36 @@ def cont_walk(root, me, trav, k, kind, player, spent, child_start, num_actions, 
 
     ``pick[0] >= 0`` (traverser ``me``): each opponent hand plays the one continuation ``pick[h]``,
     and its reach comes in as the single vector ``rin[0]``."""
+    kind = m.kind
+    player = m.player
+    spent = m.spent
+    child_start = m.child_start
+    num_actions = m.num_actions
+    edge_child = m.edge_child
+    board = m.board
+    deal_count = m.deal_count
+    srow = m.srow
+    s_me = m.s_me
+    s_op = m.s_op
+    bucket = m.bucket
+    valid = m.valid
+    order = m.order
+    sstrength = m.sstrength
+    nvalid = m.nvalid
+    hands = m.hands
+    dealt = m.dealt
+    pick = w.pick
+    rin = w.rin
+    rbuf = w.rbuf
+    vbuf = w.vbuf
+    rid = w.rid
+    fn = w.fn
+    fa = w.fa
+    nin = w.nin
+    tv = w.tv
+    rho = w.rho
+    card = w.card
+    out = w.cout
     H = rin.shape[1]
     use_pick = pick[0] >= 0 and trav == me
     kr = 1 if (trav != me or use_pick) else k
@@ -273,23 +386,38 @@ def cont_walk(root, me, trav, k, kind, player, spent, child_start, num_actions, 
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def leaf_values(lf, p, me, mode, k, b, nlive, idx, r_other, r_own, leaf_reg, leaf_sum, leaf_avg, leaf_pick,
-                w_pos, w_neg, floor_zero, s_old, s_new,
-                leaf_root, ckind, cplayer, cspent, cstart, cnum, cchild, cboard, cdeal, csrow, s_me, s_op,
-                bucket, valid, order, sstrength, nvalid, hands, dealt, mask, pick,
-                rin, rbuf, vbuf, rid, fn, fa, nin, tv, rho, card, cout, sbuf, out):
+def leaf_values(lf, b, r_other, r_own, nlive, idx, opt, lv, m, w, out):
     """Traverser ``p``'s values at leaf ``lf`` (on board ``b`` of the depth-limited tree; compact
     lists in, ``out[:nlive[b, p]]`` out), the opponent picking among the ``k`` continuations:
-    ``leaf_reg``/``leaf_sum`` ``[leaves, k, H]`` its regrets and average-strategy sums (updated in
+    ``lv.leaf_reg``/``lv.leaf_sum`` ``[leaves, k, H]`` its regrets and average-strategy sums (updated in
     a CFR walk of the opponent), ``leaf_avg`` its average strategy (modes 1 and 2).
 
     ``leaf_pick[lf, 0] >= 0`` selects the *best-response* choice rule in CFR walks: the opponent's
     walk picks, per hand, the continuation of highest value (``leaf_pick[lf, h]``, and its sums
     count that pick), and the refined seat's walk plays those picks; otherwise regret matching of
-    ``leaf_reg``."""
+    ``leaf_reg``. ``opt``: the walk's :class:`subgame.kernels.WalkOptions`, ``lv`` :class:`Leaves`,
+    ``m`` :class:`ContModel`, ``w`` :class:`ContWork`."""
+    p = opt.p
+    mode = opt.mode
+    w_pos = opt.w_pos
+    w_neg = opt.w_neg
+    floor_zero = opt.floor_zero
+    s_old = opt.s_old
+    s_new = opt.s_new
+    me = lv.me
+    k = lv.k
+    leaf_reg = lv.leaf_reg
+    leaf_sum = lv.leaf_sum
+    leaf_avg = lv.leaf_avg
+    leaf_pick = lv.leaf_pick
+    mask = lv.mask
+    pick = w.pick
+    rin = w.rin
+    cout = w.cout
+    sbuf = w.sbuf
     o = 1 - me
-    H = hands.shape[0]
-    root = leaf_root[lf]
+    H = m.hands.shape[0]
+    root = m.leaf_root[lf]
     pick[0] = -1
     if p == me and mode == 0 and leaf_pick[lf, 0] >= 0:
         for h in range(H):
@@ -297,9 +425,7 @@ def leaf_values(lf, p, me, mode, k, b, nlive, idx, r_other, r_own, leaf_reg, lea
             pick[h] = leaf_pick[lf, h]
         for j in range(nlive[b, o]):
             rin[0, idx[b, o, j]] = r_other[j]
-        cont_walk(root, me, me, k, ckind, cplayer, cspent, cstart, cnum, cchild, cboard, cdeal, csrow, s_me, s_op,
-                  bucket, valid, order, sstrength, nvalid, hands, dealt, mask, pick, rin, rbuf, vbuf, rid, fn, fa, nin,
-                  tv, rho, card, cout)
+        cont_walk(root, me, me, k, m, mask, w)
         for j in range(nlive[b, me]):
             out[j] = cout[0, idx[b, me, j]]
         return
@@ -324,9 +450,7 @@ def leaf_values(lf, p, me, mode, k, b, nlive, idx, r_other, r_own, leaf_reg, lea
             else:
                 for i in range(k):
                     rin[i, h] = x * leaf_avg[lf, i, h]
-        cont_walk(root, me, me, k, ckind, cplayer, cspent, cstart, cnum, cchild, cboard, cdeal, csrow, s_me, s_op,
-                  bucket, valid, order, sstrength, nvalid, hands, dealt, mask, pick, rin, rbuf, vbuf, rid, fn, fa, nin, tv,
-                  rho, card, cout)
+        cont_walk(root, me, me, k, m, mask, w)
         for j in range(nlive[b, me]):
             out[j] = cout[0, idx[b, me, j]]
         return
@@ -334,9 +458,7 @@ def leaf_values(lf, p, me, mode, k, b, nlive, idx, r_other, r_own, leaf_reg, lea
         rin[0, h] = 0.0
     for j in range(nlive[b, me]):
         rin[0, idx[b, me, j]] = r_other[j]
-    cont_walk(root, me, o, k, ckind, cplayer, cspent, cstart, cnum, cchild, cboard, cdeal, csrow, s_me, s_op,
-              bucket, valid, order, sstrength, nvalid, hands, dealt, mask, pick, rin, rbuf, vbuf, rid, fn, fa, nin, tv,
-              rho, card, cout)
+    cont_walk(root, me, o, k, m, mask, w)
     best_rule = leaf_pick[lf, 0] >= 0
     for j in range(nlive[b, o]):
         h = idx[b, o, j]
@@ -380,156 +502,3 @@ def leaf_values(lf, p, me, mode, k, b, nlive, idx, r_other, r_own, leaf_reg, lea
                 leaf_reg[lf, i, h] = g
                 leaf_sum[lf, i, h] = leaf_sum[lf, i, h] * s_old + s_new * rp * sbuf[i]
         out[j] = v
-
-
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def _terminal(c, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards, ro, cacc, out):
-    o = 1 - p
-    b = board[c]
-    if kind[c] == KIND_FOLD:
-        f = player[c]
-        u = -float(spent[c, p]) if f == p else float(spent[c, f])
-        fold_values(ro, nlive[b, o], cards[b, o], cards[b, p], same[b, p], nlive[b, p], u, cacc, out)
-    else:
-        m = float(min(spent[c, 0], spent[c, 1]))
-        showdown_values(ro, nlive[b, 0] + nlive[b, 1], up[b, p], up_cards[b, p], down[b, p], down_cards[b, p], m,
-                        cacc, out)
-
-
-@numba.njit(cache=True, fastmath=True, nogil=True)
-def walk_dl(kind, player, spent, child_start, num_actions, board, deal_count, edge_child, coff,
-            nlive, idx, pos, cards, same, up, up_cards, down, down_cards,
-            sigma, root_reach, p, mode, regret, strat_sum, w_pos, w_neg, floor_zero, s_old, s_new,
-            rbuf, cv, sg, tmp, cacc, tot, rid, fn, fa, out,
-            me, k, leaf_of, leaf_reg, leaf_sum, leaf_avg, leaf_pick,
-            leaf_root, ckind, cplayer, cspent, cstart, cnum, cchild, cboard, cdeal, csrow, s_me, s_op,
-            bucket, valid, order, sstrength, nvalid, hands, dealt, mask, lpick,
-            lrin, lrbuf, lvbuf, lrid, lfn, lfa, lnin, ltv, lrho, lcard, lcout, lsbuf):
-    """:func:`subgame.kernels.walk` on a depth-limited tree (no chance nodes: the tree ends with the
-    current round); a showdown node ``c`` with ``leaf_of[c] >= 0`` is valued by :func:`leaf_values`."""
-    o = 1 - p
-    b0 = board[0]
-    for s in range(2):
-        for j in range(nlive[b0, s]):
-            rbuf[0, s, j] = root_reach[s, j]
-        rid[0, s] = 0
-    d = 0
-    fn[0] = 0
-    fa[0] = 0
-    enter = True
-    while True:
-        n = fn[d]
-        bn = board[n]
-        if enter:
-            enter = False
-            if mode == 0:
-                q = player[n]
-                A = num_actions[n]
-                L = nlive[bn, q]
-                base = coff[n]
-                t = tot
-                for j in range(L):
-                    t[j] = 0.0
-                for a in range(A):
-                    rg = regret[base + a * L: base + (a + 1) * L]
-                    sa = sg[d, a]
-                    for j in range(L):
-                        x = rg[j]
-                        x = x if x > 0 else 0.0
-                        sa[j] = x
-                        t[j] += x
-                for j in range(L):
-                    t[j] = 1.0 / t[j] if t[j] > 0 else 0.0
-                inv_a = 1.0 / A
-                for a in range(A):
-                    sa = sg[d, a]
-                    for j in range(L):
-                        sa[j] = sa[j] * t[j] if t[j] > 0 else inv_a
-        a = fa[d]
-        if a < num_actions[n]:
-            fa[d] = a + 1
-            c = edge_child[child_start[n] + a]
-            kc = kind[c]
-            lf = leaf_of[c]
-            q = player[n]
-            # the traverser's own reach is needed below its nodes, and at a leaf for the opponent's
-            # average-strategy sums
-            if q == p and (mode != 0 or kc == KIND_FOLD or (kc == KIND_SHOWDOWN and (lf < 0 or p == me))):
-                rid[d + 1, q] = rid[d, q]
-            else:
-                L = nlive[bn, q]
-                src = rbuf[rid[d, q], q]
-                dst = rbuf[d + 1, q]
-                if mode == 0:
-                    sa = sg[d, a]
-                    for j in range(L):
-                        dst[j] = src[j] * sa[j]
-                else:
-                    base = coff[n] + a * L
-                    sa2 = sigma[base: base + L]
-                    for j in range(L):
-                        dst[j] = src[j] * sa2[j]
-                rid[d + 1, q] = d + 1
-            rid[d + 1, 1 - q] = rid[d, 1 - q]
-            if kc == KIND_SHOWDOWN and lf >= 0:
-                leaf_values(lf, p, me, mode, k, board[c], nlive, idx, rbuf[rid[d + 1, o], o], rbuf[rid[d + 1, p], p],
-                            leaf_reg, leaf_sum, leaf_avg, leaf_pick, w_pos, w_neg, floor_zero, s_old, s_new,
-                            leaf_root, ckind, cplayer, cspent, cstart, cnum, cchild, cboard, cdeal, csrow, s_me, s_op,
-                            bucket, valid, order, sstrength, nvalid, hands, dealt, mask, lpick,
-                            lrin, lrbuf, lvbuf, lrid, lfn, lfa, lnin, ltv, lrho, lcard, lcout, lsbuf, cv[d, a])
-            elif kc == KIND_FOLD or kc == KIND_SHOWDOWN:
-                _terminal(c, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards,
-                          rbuf[rid[d + 1, o], o], cacc, cv[d, a])
-            else:
-                d += 1
-                fn[d] = c
-                fa[d] = 0
-                enter = True
-            continue
-        if d == 0:
-            dst = out
-        else:
-            dst = cv[d - 1, fa[d - 1] - 1]
-        L = nlive[bn, p]
-        q = player[n]
-        A = num_actions[n]
-        if q != p:
-            for j in range(L):
-                dst[j] = cv[d, 0, j]
-            for a in range(1, A):
-                vc = cv[d, a]
-                for j in range(L):
-                    dst[j] += vc[j]
-        elif mode == 1:
-            for j in range(L):
-                dst[j] = cv[d, 0, j]
-            for a in range(1, A):
-                vc = cv[d, a]
-                for j in range(L):
-                    dst[j] = max(dst[j], vc[j])
-        else:
-            base = coff[n]
-            for j in range(L):
-                dst[j] = 0.0
-            for a in range(A):
-                vc = cv[d, a]
-                sa = sg[d, a] if mode == 0 else sigma[base + a * L: base + (a + 1) * L]
-                for j in range(L):
-                    dst[j] += sa[j] * vc[j]
-            if mode == 0:
-                rp = rbuf[rid[d, p], p]
-                for a in range(A):
-                    vc = cv[d, a]
-                    sa = sg[d, a]
-                    rg = regret[base + a * L: base + (a + 1) * L]
-                    ss = strat_sum[base + a * L: base + (a + 1) * L]
-                    for j in range(L):
-                        x = rg[j]
-                        x = x * (w_pos if x > 0 else w_neg) + (vc[j] - dst[j])
-                        if floor_zero and x < 0:
-                            x = 0.0
-                        rg[j] = x
-                        ss[j] = ss[j] * s_old + s_new * rp[j] * sa[j]
-        if d == 0:
-            return
-        d -= 1

@@ -29,14 +29,97 @@ both play ``sigma``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD, KIND_SHOWDOWN
+from subgame.depth_kernels import ContModel, ContWork, Leaves, leaf_values, no_leaves
 # the terminal values with card removal live with the full-width ones they generalise
 from blueprint.vector_cfr import fold_values, showdown_values
 
 MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
+
+
+class WalkTree(NamedTuple):
+    """The node and edge arrays of a subgame tree that :func:`walk` reads, as one argument
+    (:func:`walk_tree`): :class:`abstraction.tree.TreeArrays` has no ``board``/``deal_count`` (and
+    its own dtypes), so the subgame walk has its own. Fixed dtypes, C-contiguous: one compilation."""
+
+    kind: np.ndarray  # int8 [N]
+    player: np.ndarray  # int8 [N]
+    spent: np.ndarray  # int32 [N, 2]
+    child_start: np.ndarray  # int32 [N]
+    num_actions: np.ndarray  # int16 [N]
+    edge_child: np.ndarray  # int32 [E]
+    board: np.ndarray  # int32 [N]
+    deal_count: np.ndarray  # int64 [N]
+
+
+_WALK_TREE_DTYPES = {"kind": np.int8, "player": np.int8, "spent": np.int32, "child_start": np.int32,
+                     "num_actions": np.int16, "edge_child": np.int32, "board": np.int32, "deal_count": np.int64}
+
+
+def walk_tree(tree) -> WalkTree:
+    """``tree``'s :class:`WalkTree` (the subgame builder's arrays already have these dtypes: no copy)."""
+    return WalkTree(**{f: np.ascontiguousarray(getattr(tree, f), dt) for f, dt in _WALK_TREE_DTYPES.items()})
+
+
+class HandArrays(NamedTuple):
+    """Per-board hand data of the compact lists (:meth:`subgame.tree.HandLists.kernel_arrays`, see
+    :class:`subgame.tree.HandLists` for the layout)."""
+
+    coff: np.ndarray  # int64 [N]
+    nlive: np.ndarray  # int32 [B, 2]
+    idx: np.ndarray  # int16 [B, 2, H]
+    pos: np.ndarray  # int16 [B, 2, H]
+    cards: np.ndarray  # uint8 [B, 2, H, k]
+    same: np.ndarray  # int16 [B, 2, H]
+    up: np.ndarray  # int16 [B, 2, 2H]
+    up_cards: np.ndarray  # uint8 [B, 2, 2H, k]
+    down: np.ndarray  # int16 [B, 2, 2H]
+    down_cards: np.ndarray  # uint8 [B, 2, 2H, k]
+
+
+class WalkState(NamedTuple):
+    """The strategy and regret tables of a walk (compact layout, flat): ``sigma`` is read in modes
+    1 and 2, ``regret``/``strat_sum`` in mode 0 (a 1-entry dummy where unused)."""
+
+    sigma: np.ndarray
+    regret: np.ndarray
+    strat_sum: np.ndarray
+
+
+class WalkOptions(NamedTuple):
+    """The walk's scalars (:func:`walk_options` fixes their types: one compilation)."""
+
+    p: int  # traverser
+    mode: int  # MODE_CFR, MODE_BR or MODE_EV
+    w_pos: float  # R <- R * (w_pos if R > 0 else w_neg) + r
+    w_neg: float
+    floor_zero: bool  # regrets floored at 0
+    s_old: float  # S <- S * s_old + s_new * own reach * sigma
+    s_new: float
+
+
+def walk_options(p, mode, w=(1.0, 1.0, False, 1.0, 0.0)) -> WalkOptions:
+    return WalkOptions(int(p), int(mode), float(w[0]), float(w[1]), bool(w[2]), float(w[3]), float(w[4]))
+
+
+class WalkWork(NamedTuple):
+    """Work arrays of :func:`walk` (one frame per depth ``d``, see its docstring), and ``out``."""
+
+    rbuf: np.ndarray  # [D, 2, H] reach
+    cv: np.ndarray  # [D, A, H] child values
+    sg: np.ndarray  # [D, A, H] strategy (mode 0)
+    tmp: np.ndarray  # [D, H] a chance child's values
+    cacc: np.ndarray  # float64 [cards]
+    tot: np.ndarray  # float64 [H]
+    rid: np.ndarray  # int64 [D, 2]
+    fn: np.ndarray  # int64 [D]
+    fa: np.ndarray  # int64 [D]
+    out: np.ndarray  # [H] root values
 
 
 @numba.njit(cache=True, nogil=True)
@@ -138,17 +221,19 @@ def max_depth(kind, child_start, num_actions, edge_child):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _terminal(c, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards, ro, cacc, out):
+def _terminal(c, p, t, hd, ro, cacc, out):
+    """Traverser ``p``'s values at fold or showdown node ``c`` (opponent reach ``ro``, compact lists)."""
     o = 1 - p
-    b = board[c]
-    if kind[c] == KIND_FOLD:
-        f = player[c]
-        u = -float(spent[c, p]) if f == p else float(spent[c, f])
-        fold_values(ro, nlive[b, o], cards[b, o], cards[b, p], same[b, p], nlive[b, p], u, cacc, out)
+    b = t.board[c]
+    nlive = hd.nlive
+    if t.kind[c] == KIND_FOLD:
+        f = t.player[c]
+        u = -float(t.spent[c, p]) if f == p else float(t.spent[c, f])
+        fold_values(ro, nlive[b, o], hd.cards[b, o], hd.cards[b, p], hd.same[b, p], nlive[b, p], u, cacc, out)
     else:
-        m = float(min(spent[c, 0], spent[c, 1]))
-        showdown_values(ro, nlive[b, 0] + nlive[b, 1], up[b, p], up_cards[b, p], down[b, p], down_cards[b, p], m,
-                        cacc, out)
+        m = float(min(t.spent[c, 0], t.spent[c, 1]))
+        showdown_values(ro, nlive[b, 0] + nlive[b, 1], hd.up[b, p], hd.up_cards[b, p], hd.down[b, p],
+                        hd.down_cards[b, p], m, cacc, out)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
@@ -159,19 +244,56 @@ def _scatter_up(vals, acc, p, pb, cb, nlive, idx, pos):
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True)  # nogil: concurrent solves (the service) use every core
-def walk(kind, player, spent, child_start, num_actions, board, deal_count, edge_child, coff,
-         nlive, idx, pos, cards, same, up, up_cards, down, down_cards,
-         sigma, root_reach, p, mode, regret, strat_sum, w_pos, w_neg, floor_zero, s_old, s_new,
-         rbuf, cv, sg, tmp, cacc, tot, rid, fn, fa, out):
-    """One depth-first walk for traverser ``p``; ``out[:nlive[board[0], p]]`` gets its root values.
+def walk(t, hd, st, root_reach, opt, wk, lv, cm, cw):
+    """One depth-first walk for traverser ``opt.p``; ``wk.out[:nlive[board[0], p]]`` gets its root values.
 
-    ``root_reach[s, :nlive[board[0], s]]``: each seat's reach on the root board's lists. ``sigma``
-    (compact) is read in modes 1 and 2; mode 0 plays regret matching of ``regret`` and updates it
-    (``R <- R * (w_pos if R > 0 else w_neg) + r``, floored at 0 when ``floor_zero``) and ``strat_sum``
-    (``S <- S * s_old + s_new * own reach * sigma``) at ``p``'s nodes. Work arrays (one frame per
-    depth ``d``): ``rbuf[d, s]`` reach, ``cv[d, a]`` child values (a chance node sums into ``cv[d, 0]``),
-    ``sg[d, a]`` the strategy (mode 0), ``tmp[d]`` a chance child's values, ``rid[d, s]`` the frame
-    whose ``rbuf`` holds seat ``s``'s reach at depth ``d`` (a decision changes only its seat's)."""
+    ``t`` :class:`WalkTree`, ``hd`` :class:`HandArrays`, ``st`` :class:`WalkState`, ``opt``
+    :class:`WalkOptions`, ``wk`` :class:`WalkWork`. ``root_reach[s, :nlive[board[0], s]]``: each
+    seat's reach on the root board's lists. ``st.sigma`` (compact) is read in modes 1 and 2; mode 0
+    plays regret matching of ``st.regret`` and updates it (``R <- R * (w_pos if R > 0 else w_neg) + r``,
+    floored at 0 when ``floor_zero``) and ``st.strat_sum`` (``S <- S * s_old + s_new * own reach *
+    sigma``) at ``p``'s nodes. Work arrays (one frame per depth ``d``): ``rbuf[d, s]`` reach,
+    ``cv[d, a]`` child values (a chance node sums into ``cv[d, 0]``), ``sg[d, a]`` the strategy
+    (mode 0), ``tmp[d]`` a chance child's values, ``rid[d, s]`` the frame whose ``rbuf`` holds seat
+    ``s``'s reach at depth ``d`` (a decision changes only its seat's).
+
+    Depth-limit leaves are data: ``lv`` (:class:`subgame.depth_kernels.Leaves`) with ``cm``/``cw``
+    the continuation model and its work arrays. A showdown node ``c`` with ``lv.leaf_of[c] >= 0``
+    is valued by :func:`subgame.depth_kernels.leaf_values`; a full-depth walk passes
+    :func:`subgame.depth_kernels.no_leaves` (``leaf_of`` empty: no node is a leaf)."""
+    kind = t.kind
+    player = t.player
+    num_actions = t.num_actions
+    board = t.board
+    child_start = t.child_start
+    edge_child = t.edge_child
+    nlive = hd.nlive
+    idx = hd.idx
+    pos = hd.pos
+    coff = hd.coff
+    sigma = st.sigma
+    regret = st.regret
+    strat_sum = st.strat_sum
+    p = opt.p
+    mode = opt.mode
+    w_pos = opt.w_pos
+    w_neg = opt.w_neg
+    floor_zero = opt.floor_zero
+    s_old = opt.s_old
+    s_new = opt.s_new
+    rbuf = wk.rbuf
+    cv = wk.cv
+    sg = wk.sg
+    tmp = wk.tmp
+    cacc = wk.cacc
+    tot = wk.tot
+    rid = wk.rid
+    fn = wk.fn
+    fa = wk.fa
+    out = wk.out
+    leaf_of = lv.leaf_of
+    has_leaves = leaf_of.shape[0] > 0
+    me = lv.me
     o = 1 - p
     b0 = board[0]
     for s in range(2):
@@ -179,7 +301,7 @@ def walk(kind, player, spent, child_start, num_actions, board, deal_count, edge_
             rbuf[0, s, j] = root_reach[s, j]
         rid[0, s] = 0
     if kind[0] == KIND_FOLD or kind[0] == KIND_SHOWDOWN:
-        _terminal(0, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards, rbuf[0, o], cacc, out)
+        _terminal(0, p, t, hd, rbuf[0, o], cacc, out)
         return
     d = 0
     fn[0] = 0
@@ -225,10 +347,12 @@ def walk(kind, player, spent, child_start, num_actions, board, deal_count, edge_
             c = edge_child[child_start[n] + a]
             bc = board[c]
             kc = kind[c]
+            lf = leaf_of[c] if has_leaves else -1
             if kn == KIND_DECISION:
                 q = player[n]
-                # the traverser's own reach is not needed
-                if q == p and (mode != 0 or kc == KIND_FOLD or kc == KIND_SHOWDOWN):
+                # the traverser's own reach is not needed (but it is at a leaf, for the opponent's
+                # average-strategy sums)
+                if q == p and (mode != 0 or kc == KIND_FOLD or (kc == KIND_SHOWDOWN and (lf < 0 or p == me))):
                     rid[d + 1, q] = rid[d, q]
                 else:
                     L = nlive[bn, q]
@@ -253,12 +377,13 @@ def walk(kind, player, spent, child_start, num_actions, board, deal_count, edge_
                         dst[j] = src[pos[bn, s, idx[bc, s, j]]]
                     rid[d + 1, s] = d + 1
             if kc == KIND_FOLD or kc == KIND_SHOWDOWN:
-                if kn == KIND_DECISION:
-                    _terminal(c, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards,
-                              rbuf[rid[d + 1, o], o], cacc, cv[d, a])
+                dv = cv[d, a] if kn == KIND_DECISION else tmp[d + 1]
+                if lf >= 0:  # a depth-limit leaf (a showdown node)
+                    leaf_values(lf, bc, rbuf[rid[d + 1, o], o], rbuf[rid[d + 1, p], p], nlive, idx, opt, lv, cm, cw,
+                                dv)
                 else:
-                    _terminal(c, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards,
-                              rbuf[rid[d + 1, o], o], cacc, tmp[d + 1])
+                    _terminal(c, p, t, hd, rbuf[rid[d + 1, o], o], cacc, dv)
+                if kn != KIND_DECISION:
                     _scatter_up(tmp[d + 1], cv[d, 0], p, bn, bc, nlive, idx, pos)
             else:
                 d += 1
@@ -275,7 +400,7 @@ def walk(kind, player, spent, child_start, num_actions, board, deal_count, edge_
             dst = tmp[d]
         L = nlive[bn, p]
         if kn == KIND_CHANCE:
-            inv = 1.0 / deal_count[n]
+            inv = 1.0 / t.deal_count[n]
             acc = cv[d, 0]
             for j in range(L):
                 dst[j] = acc[j] * inv

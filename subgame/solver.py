@@ -227,8 +227,10 @@ class Engine:
         self.rid = np.zeros((D, 2), np.int64)
         self.fn = np.zeros(D, np.int64)
         self.fa = np.zeros(D, np.int64)
-        self.args = (tree.kind, tree.player, tree.spent, tree.child_start, tree.num_actions, tree.board,
-                     tree.deal_count, tree.edge_child) + hl.kernel_args()
+        self.tree_arrays = K.walk_tree(tree)
+        self.hand_arrays = hl.kernel_arrays()
+        self.work = K.WalkWork(self.rbuf, self.cv, self.sg, self.tmp, self.cacc, self.tot, self.rid, self.fn, self.fa,
+                               self.out)
         self._dummy = np.zeros(1, np.float32)
         self._root_reach = np.zeros((2, H), np.float64)
         b0 = tree.board[0]
@@ -286,13 +288,17 @@ class Engine:
         sigma_c = np.zeros(1, self.dtype) if sigma_c is None else sigma_c
         regret = self._dummy if regret is None else regret
         strat_sum = self._dummy if strat_sum is None else strat_sum
-        K.walk(*self.args, sigma_c, rr, p, mode, regret, strat_sum, *w, self.rbuf, self.cv, self.sg, self.tmp,
-               self.cacc, self.tot, self.rid, self.fn, self.fa, self.out)
+        K.walk(self.tree_arrays, self.hand_arrays, K.WalkState(sigma_c, regret, strat_sum), rr,
+               K.walk_options(p, mode, w), self.work, *self._leaves(p, mode))
         self._last_p = p
         v = np.zeros(self.bh.num_hands)
         ri = self._root_idx[p]
         v[ri] = self.out[: len(ri)]
         return v
+
+    def _leaves(self, p, mode) -> tuple:
+        """:func:`K.walk <subgame.kernels.walk>`'s depth-limit arguments: none here (a full-depth tree)."""
+        return K.no_leaves()
 
     def walk(self, sigma, root_reach, p, mode) -> np.ndarray:
         """Traverser ``p``'s root values (float64, ``H``) when the seats play the full-width ``sigma``

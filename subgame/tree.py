@@ -93,12 +93,16 @@ class HandLists:
     coff: np.ndarray
     size: int
 
-    def kernel_args(self) -> tuple:
-        return (self.coff, self.nlive, self.idx, self.pos, self.cards, self.same, self.up, self.up_cards, self.down,
-                self.down_cards)
+    def kernel_arrays(self):
+        """The lists as one kernel argument (:class:`subgame.kernels.HandArrays`)."""
+        from subgame.kernels import HandArrays  # numba only when a kernel runs
+
+        return HandArrays(self.coff, self.nlive, self.idx, self.pos, self.cards, self.same, self.up, self.up_cards,
+                          self.down, self.down_cards)
 
     def memory_bytes(self) -> int:
-        return sum(a.nbytes for a in self.kernel_args())
+        return sum(a.nbytes for a in (self.coff, self.nlive, self.idx, self.pos, self.cards, self.same, self.up,
+                                      self.up_cards, self.down, self.down_cards))
 
 
 def hand_lists(tree: BettingTree, support: Optional[np.ndarray] = None) -> HandLists:
