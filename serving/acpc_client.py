@@ -47,7 +47,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from blueprint.player import sample
-from holdem.reporting import Z95
+from holdem.reporting import ci95, mbb_per_chip
 from holdem.state import CHANCE, TERMINAL, State, StateError
 from serving.responder import DEFAULT_TIME_BUDGET_MS, MAX_TIME_BUDGET_MS, QueryError, Responder
 
@@ -170,8 +170,7 @@ class ClientReport:
         if n == 0:
             return 0.0, math.inf
         x = np.asarray(self.hand_nets, float)
-        sd = float(x.std(ddof=1)) if n > 1 else math.inf
-        return float(x.mean()), Z95 * sd / math.sqrt(n)
+        return float(x.mean()), ci95(x)
 
     def to_json(self) -> dict[str, Any]:
         mean, ci = self.mean_ci()
@@ -192,7 +191,7 @@ class ClientReport:
             "seconds": self.seconds,
         }
         if self.big_blind:
-            scale = 1000.0 / self.big_blind
+            scale = mbb_per_chip(self.big_blind)
             out.update(mean=mean * scale, ci95=ci * scale, unit="mbb/hand", mean_chips=mean, ci95_chips=ci)
         if not math.isfinite(out["ci95"]):
             out["ci95"] = None

@@ -230,25 +230,17 @@ class _GameChecker:
 
 
 def decision_state(checker: _GameChecker, matchstate: Any) -> State:
-    """The parsed match state, checked to be a decision of its viewer (else :class:`QueryError`)."""
-    from holdem.state import CHANCE, TERMINAL
+    """The parsed match state, checked to be a decision of its viewer by
+    :func:`blueprint.blueprint.viewer_decision` (else :class:`QueryError`: 409 ``hand_over`` /
+    ``not_your_turn``, 400 ``bad_matchstate`` for missing cards)."""
+    from blueprint.blueprint import NotADecisionError, viewer_decision
 
     state = checker.parse(matchstate)
-    actor = state.current_player()
-    if actor == TERMINAL:
-        raise QueryError("hand_over", f"the hand is over in {matchstate!r}: there is nothing to decide", 409)
-    if actor == CHANCE:
-        raise QueryError(
-            "bad_matchstate", f"matchstate {matchstate!r} is missing cards ({state._pending_text()})", 400
-        )
-    if actor != state.viewer:
-        raise QueryError(
-            "not_your_turn",
-            f"seat {actor} is to act in {matchstate!r}, but this MATCHSTATE is seat {state.viewer}'s view: "
-            "ask when it is the viewer's turn",
-            409,
-        )
-    return state
+    try:
+        return viewer_decision(state)
+    except NotADecisionError as exc:
+        kind, status = (exc.kind, 409) if exc.kind in ("hand_over", "not_your_turn") else ("bad_matchstate", 400)
+        raise QueryError(kind, f"matchstate {matchstate!r}: {exc}", status) from None
 
 
 class ValidatingResponder:
