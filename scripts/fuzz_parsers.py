@@ -437,6 +437,64 @@ MSGPACK_TOKENS = (
 
 
 # -- the registry -------------------------------------------------------------------------------------
+# -- target: request (HTTP request bodies of the query service, serving/) ------------------------
+class Rejected(Exception):
+    """The service answered the body with a JSON 4xx (a clean error)."""
+
+
+_APP = None
+
+
+def _request_app():
+    """The query service's app in this process (no sockets) over a small hold'em blueprint
+    (hunl20, `small` bets, `rank` buckets, 1,000 iterations: the service tests' blueprint)."""
+    global _APP
+    if _APP is None:
+        from blueprint.blueprint import Blueprint
+        from blueprint.trainer import make_trainer
+        from serving.responder import BlueprintResponder
+        from serving.service import create_app
+
+        tr = make_trainer("hunl20", bets="small", cards="rank", algo="pluribus", seed=1)
+        tr.run(1000)
+        responder = BlueprintResponder(Blueprint(tr))
+        responder.warm_up()
+        _APP = create_app(responder, max_body_bytes=4096)
+    return _APP
+
+
+def request_corpus(rng: random.Random, hands: int = 60) -> list[Seed]:
+    game = Game.load("hunl20")
+    seeds: list[Seed] = []
+    for h in range(hands):
+        for st in random_play(game, rng):
+            if st.is_terminal() or st.is_chance():
+                continue
+            ms = st.matchstate(st.current_player())
+            body = {"matchstate": ms}
+            if h % 3 == 1:
+                body["session"] = f"hand-{h}"
+            if h % 3 == 2:
+                body.update(time_budget_ms=rng.choice((1, 50, 2000)), method="blueprint")
+            seeds.append((None, json.dumps(body).encode()))
+    return seeds
+
+
+def run_request(context, data: bytes) -> None:
+    from serving.fuzz import check_body
+
+    status, _ = check_body(_request_app(), data)  # raises FuzzFailure (an escape) on a 5xx or a bad answer
+    if 400 <= status < 500:
+        raise Rejected()
+
+
+REQUEST_TOKENS = (
+    b'{"matchstate": ', b'"session": ', b'"time_budget_ms": ', b'"method": ', b'"blueprint"', b'"resolve"',
+    b"null", b"true", b"1e309", b"-1", b"99999999999999999999999", b"[", b"]", b"{", b"}", b",", b":",
+    b'"\\ud800"', b"\\u0000", b"\\", b'"', b"\xff", b"MATCHSTATE:", b"r20000", b"|", b"/", b"\n",
+)
+
+
 # name -> Target(corpus builder, runner, clean exceptions, dictionary tokens, focus).
 # To fuzz another parser, add an entry here, e.g.
 #   "request":    HTTP request bodies of the query service (serving/): corpus = recorded valid JSON
@@ -452,6 +510,8 @@ TARGETS: dict[str, Target] = {
     "checkpoint": Target(checkpoint_corpus, run_checkpoint, (Refused,), MSGPACK_TOKENS),
     # blueprint files (raw, or their msgpack stream resealed)
     "blueprint": Target(blueprint_corpus, run_blueprint, (Refused,), MSGPACK_TOKENS),
+    # POST /v1/strategy bodies through the app in-process (serving.fuzz.check_body)
+    "request": Target(request_corpus, run_request, (Rejected,), REQUEST_TOKENS),
 }
 ALPHABETS = {"gamedef": GAMEDEF_ALPHABET, "matchstate": MATCHSTATE_ALPHABET}
 
