@@ -39,6 +39,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import cast
 
 # the ACPC reference code's limits (game.h)
 MAX_ROUNDS = 4
@@ -298,8 +299,9 @@ def _parse_number(tok: str, lineno: int, key: str, rhs: str) -> int:
 
 
 def _pair(v: list[int]) -> tuple[int, int]:
-    """A per-player value of a two-player game (the parser has checked there are two)."""
-    return (int(v[0]), int(v[1]))
+    """A per-player value as the tuple :class:`GameDef` takes; its length is checked there (a
+    clear error naming the field when it is not one value per player)."""
+    return cast(tuple[int, int], tuple(int(x) for x in v))
 
 def parse_gamedef(text: str, name: str = "") -> GameDef:
     """Parse ACPC ``.game`` text. Errors name the line and the field."""
