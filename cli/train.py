@@ -133,19 +133,26 @@ def train(
             )
         if not gd.is_limit and bets is None:
             bets = DEFAULT_NOLIMIT_BETS
+        # everything the user gave is checked before a card abstraction build (minutes)
+        from abstraction.bets import load_bets
+        from blueprint.algo import get_algo
+
+        algo_config = get_algo(algo, regret_dtype=regret_dtype)
+        if not gd.is_limit:
+            load_bets(bets)
+        if algo_config.full_traversal:
+            from math import perm
+
+            from blueprint.trainer import MAX_FULL_DEALS
+
+            deals = perm(gd.deck_size, gd.cards_per_deal)
+            if deals > MAX_FULL_DEALS:
+                raise CLIError(
+                    f"--algo {algo} enumerates every deal: {deals:,} for {gd.name or game} (at most "
+                    f"{MAX_FULL_DEALS:,}); use a sampled algorithm (pluribus, dcfr, linear, vanilla)"
+                )
         _build_card_abstraction(gd, abstraction)
         tr = make_trainer(game, bets=bets, cards=abstraction, algo=algo, seed=seed, regret_dtype=regret_dtype)
-    if tr.config.algo.full_traversal:
-        from math import perm
-
-        from blueprint.trainer import MAX_FULL_DEALS
-
-        deals = perm(tr.game.deck_size, tr.game.cards_per_deal)
-        if deals > MAX_FULL_DEALS:
-            raise CLIError(
-                f"--algo {algo} enumerates every deal: {deals:,} for {gd.name or game} (at most "
-                f"{MAX_FULL_DEALS:,}); use a sampled algorithm (pluribus, dcfr, linear, vanilla)"
-            )
     if target is not None and exact_eval_problem(tr):
         raise CLIError(f"--target-exploitability needs exact exploitability: {exact_eval_problem(tr)}")
     try:
