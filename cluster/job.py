@@ -36,6 +36,17 @@ So a round costs the driver at most ``nodes + shards`` calls (counted: ``stats()
 finding and restoring a dead shard is counted apart, ``recovery_calls``) and about 0.5 KB per node
 of results (``driver_bytes_per_round``: the leaders' results, the shards' references).
 
+Checkpoints: :meth:`RayJob.save` writes into the run directory (every shard writes its slice
+there, then the driver the manifest: the job pauses for the write, and the directory must be one
+every node reaches). :meth:`RayJob.save_to_storage` writes into a storage path every node reaches
+(a directory or a pyarrow URI such as ``s3://``, :mod:`cluster.storage`) from the published
+snapshot: per shard a task on its node writes the slice through the node's own temporary
+directory and uploads it, and a last task uploads the manifest once they all returned; the driver
+only submits them (the pause: ``stats()["checkpoint_pause_seconds"]``), and the checkpoint becomes
+the restore base when a later round sees it complete. ``RayJob.load(run_dir, storage=...)`` fetches
+the newest complete one into ``run_dir/checkpoints`` and resumes. (``mccfr train`` has no
+``--storage`` option yet.)
+
 With linear weighting (``linear``, ``pluribus``) a boundary multiplies the whole table by one
 factor, so a delta discounted on the worker and added to the discounted table is exactly what one
 process would have; ``dcfr``'s sign-dependent factors make it approximate for more than one worker
@@ -168,6 +179,12 @@ class RayJob:
             it into its own memory, as when every worker loaded its own; for measurements).
         worker_retries: Ray's ``max_restarts`` / ``max_task_retries`` of each worker (past them a
             worker is gone for good and its batches run on the node's other workers).
+        box_round_args: the leaders' calls carry one reference to the list of snapshot references
+            and one to the list of shard handles instead of the lists (S of each per call); measured
+            dearer up to 5 simulated nodes (the driver owns one more object a round, fetched by
+            every node), see :meth:`_round_args`.
+        pack_round_args: a leader's call carries its eleven arguments as one tuple instead of
+            apart (measured no cheaper on 2 to 5 simulated nodes; for measurements).
     """
 
     def __init__(
@@ -190,6 +207,8 @@ class RayJob:
         round: int = 0,
         share_cards: bool = True,
         worker_retries: int = 3,
+        box_round_args: bool = False,
+        pack_round_args: bool = False,
     ):
         import ray
 
@@ -207,6 +226,9 @@ class RayJob:
         self.worker_cpus = worker_cpus
         self.timeout = float(timeout)
         self.share_cards = share_cards
+        self.box_round_args = box_round_args
+        self.pack_round_args = pack_round_args
+        self._shards_box: tuple[list, Any] | None = None
         self.worker_retries = worker_retries
         self.log = log or (lambda msg: None)
         self.own_ray = False
@@ -274,6 +296,7 @@ class RayJob:
         self.base_dir: Path | None = None
         self.base_storage: tuple[Any, int] | None = None  # (Storage, iteration) of the last complete one there
         self._save_pending: dict[str, Any] | None = None
+        self._blueprint_static = None  # ref: (header, arrays, tree) of the blueprint file, no probs
         self._replay_resume: int | None = None
         self.round = int(round_id)
         self.ckpt_round = self.round
@@ -524,6 +547,20 @@ class RayJob:
         self.restarts += n - prev if n >= prev else n
         self._leader_restarts[g] = n
 
+    def _round_args(self) -> tuple[Any, Any]:
+        """The snapshot's references and the shards' handles for the leaders' calls. Boxed
+        (``box_round_args``): each list is put in the object store once (the handles once per change of
+        shards, the references once per round) and every call carries one reference, which Ray
+        resolves to the list on the leader; the driver serializes S references and handles a
+        round instead of S per node, but owns one more object a round that every node fetches.
+        Unboxed (the default): the lists in every call (nodes x 2S elements at about 7 us each on
+        the driver, see BENCHMARKS.md, "Scale model")."""
+        if not self.box_round_args:
+            return list(self.snapshot), list(self.shards)
+        if self._shards_box is None or self._shards_box[0] != self.shards:
+            self._shards_box = (list(self.shards), self.ray.put(list(self.shards)))
+        return self.ray.put(list(self.snapshot)), self._shards_box[1]
+
     def _run_groups(self, round_id: int, t: int, t_end: int, specs: dict[int, list[tuple]]) -> dict[int, dict]:
         """Run every group of the round to completion (retrying failed ones on live leaders)."""
         ray = self.ray
@@ -541,12 +578,14 @@ class RayJob:
                 )
             self._probe_leaders()
             assign = self._assign(sorted(todo))
+            snapshot_arg, shards_arg = self._round_args()
             refs = {}
             for lead, gs in assign.items():
-                ref = self.leaders[lead].run_round.remote(
-                    round_id, t, t_end, tr.w_base, tr.t_base, [(g, todo[g]) for g in gs], self.snapshot,
-                    self.shards, self.ckpt_round, self.max_replay_bytes, self.timeout,
-                )
+                args = (round_id, t, t_end, tr.w_base, tr.t_base, [(g, todo[g]) for g in gs], snapshot_arg,
+                        shards_arg, self.ckpt_round, self.max_replay_bytes, self.timeout)
+                # packed: one argument (a tuple) instead of eleven (BENCHMARKS.md, "Scale model")
+                ref = (self.leaders[lead].run_round.remote(args) if self.pack_round_args
+                       else self.leaders[lead].run_round.remote(*args))
                 self._round_calls += 1
                 refs[ref] = lead
             deadline = time.monotonic() + 2 * self.timeout + 30
@@ -874,14 +913,15 @@ class RayJob:
         """Checkpoint into ``storage`` (a :class:`cluster.storage.Storage`, a directory or a pyarrow
         URI) from the published snapshot, without stopping the rounds: one task per shard on its
         node writes the slice it published at the end of the last round (immutable in the object
-        store) and uploads it; a last task, started by Ray once they all returned, uploads the
-        manifest and prunes to ``keep``. The driver only submits them (the pause,
+        store) and uploads it, one writes the blueprint file from the slices' strategy sums; a
+        last task, started by Ray once they all returned, uploads the manifest and prunes to
+        ``keep``. The driver only submits them (the pause,
         ``stats()["checkpoint_pause_seconds"]``) and sees the result at a later round (or now with
         ``wait``); until then the previous complete checkpoint stays the restore base. A save
         while one is still being written waits for it first. Returns the iteration saved; a failed
         write is logged at completion (raised with ``wait``) and leaves the previous one.
         """
-        from cluster.storage import Storage, write_manifest_task, write_slice_task
+        from cluster.storage import Storage, write_blueprint_task, write_manifest_task, write_slice_task
 
         t_start = time.perf_counter()
         if not isinstance(storage, Storage):
@@ -897,6 +937,14 @@ class RayJob:
             meta = {"shard": k, "row_lo": lo, "row_hi": hi, "iteration": it, "last_seq": {}, "round": self.round}
             opts = {"num_cpus": 0, "max_retries": 2, **self._in_bundle(self.shard_nodes[k])}
             refs.append(slice_task.options(**opts).remote(storage, it, k, meta, self.snapshot[k]))
+        if self._blueprint_static is None:  # the blueprint file's header and layout: once per job
+            from blueprint.blueprint import blueprint_file_payload
+
+            header, arrays = blueprint_file_payload(self.tr, probs=np.zeros(0, np.float32))
+            arrays.pop("probs")
+            self._blueprint_static = ray.put((header, arrays, self.tr.tree))
+        refs.append(ray.remote(write_blueprint_task).options(num_cpus=0, max_retries=2).remote(
+            storage, it, self._blueprint_static, *self.snapshot))
         mref = ray.remote(write_manifest_task).options(num_cpus=0, max_retries=2).remote(
             storage, it, manifest, keep, *refs)
         self._save_pending = {"storage": storage, "iteration": it, "round": self.round, "ref": mref,

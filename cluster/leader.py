@@ -190,8 +190,14 @@ class LeaderCore:
             self.retained, self.retained_bytes, self.retaining = {}, 0, False
 
     def run_round(self, *args, **kwargs) -> dict[str, Any]:
-        """:meth:`_run_round`, its thread's CPU time counted (``cpu_seconds``)."""
+        """:meth:`_run_round`, its thread's CPU time counted (``cpu_seconds``). The driver sends
+        the arguments as one tuple (one serialization instead of eleven)."""
         cpu = time.thread_time()
+        if len(args) == 1 and not kwargs and isinstance(args[0], tuple):
+            args = list(args[0])
+            for i in (6, 7):  # boxed snapshot references / shard handles (RayJob._round_args)
+                if isinstance(args[i], self.ray.ObjectRef):
+                    args[i] = self.ray.get(args[i], timeout=args[10])
         try:
             return self._run_round(*args, **kwargs)
         finally:

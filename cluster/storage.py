@@ -16,8 +16,9 @@ the next prune removes.
 
 The job writes a checkpoint from the *published snapshot* (the shards' immutable slices in the
 object store, :meth:`cluster.job.RayJob.save_to_storage`): one Ray task per shard on the shard's
-node writes its slice and uploads it, and one more task, which Ray starts only once every slice
-task has returned, uploads the manifest. The driver only submits these tasks (a few ms) and the
+node writes its slice and uploads it, one writes the blueprint file (the average strategy, from
+every slice's strategy sums), and one more task, which Ray starts only once all of those have
+returned, uploads the manifest. The driver only submits these tasks (a few ms) and the
 rounds go on meanwhile; it notices the completion at a later round (``ray.wait`` with no wait).
 """
 
@@ -200,6 +201,26 @@ def write_slice_task(storage: Storage, iteration: int, shard: int, meta: dict, s
     """Ray task body: write one published slice (``{"regret", "strat"}``, read zero-copy from the
     node's object store) as shard ``shard`` of checkpoint ``iteration``."""
     return storage.write_shard(iteration, shard, {"regret": slice_["regret"], "strat": slice_["strat"]}, meta)
+
+
+def write_blueprint_task(storage: Storage, iteration: int, static: tuple, *slices: dict) -> dict[str, Any]:
+    """Ray task body: the checkpoint's blueprint file (what ``Blueprint.load`` reads) from the
+    published slices' strategy sums; ``static`` is ``(header, arrays, tree)`` of
+    :func:`blueprint.blueprint.blueprint_file_payload` without ``probs`` (put once per job)."""
+    import numpy as np
+
+    from blueprint.blueprint import average_strategy32
+
+    header, arrays, tree = static
+    strat = np.concatenate([s["strat"] for s in slices])
+    arrays = dict(arrays)
+    arrays["probs"] = average_strategy32(tree, arrays["row_offset"], arrays["num_buckets"], strat)
+    header = dict(header)
+    header["iteration"] = int(iteration)
+    with tempfile.TemporaryDirectory(prefix="mccfr-blueprint-") as tmp:
+        entry = ckpt.write_blueprint(tmp, header, arrays)
+        storage.upload(Path(tmp) / entry["file"], iteration)
+    return entry
 
 
 def write_manifest_task(storage: Storage, iteration: int, manifest: dict, keep: int | None, *files: dict) -> str:

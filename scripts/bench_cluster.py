@@ -6,6 +6,8 @@
     python scripts/bench_cluster.py checkpoint [--cards small] [--iterations 200000]
     python scripts/bench_cluster.py calls      [--nodes 4] [--workers 4] [--shards 4] [--batch 100] [--rounds 20]
     python scripts/bench_cluster.py memory     [--cards small|synthetic] [--workers 2] [--batch 2000]
+    python scripts/bench_cluster.py model      [--sizes 2,3,4,5] [--held-out 5] [--rounds 30] [--targets 8,64,196]
+                                               [--cores 28] [--rtt-ms 0.5] [--round-trips 3] [--gbps 10] [--target 1]
 
 leduc: exact exploitability at equal total iterations, single process vs a 2-worker 2-shard job,
 per seed and on average. throughput: hunl100 (``--bets small``, the default no-limit game of
@@ -19,7 +21,11 @@ without CPUs plus ``--nodes`` one-CPU nodes), a Leduc job's driver calls and res
 shared pages split among the processes mapping them, uss: private pages) of a hunl100 job with the
 card table shared through the object store and with a private copy per worker (the old design);
 ``--cards synthetic`` uses a random table of the ``small`` recipe's exact sizes (277 MB) when the
-built one is not in the cache. One JSON object per line; the first one describes the machine.
+built one is not in the cache. model: the scale model of the control overhead per round (issue 13
+item 8): calls, bytes and CPU per round of the driver, the leaders and the shards measured on
+simulated clusters of each size (three ways of passing a round's arguments), fitted without the
+held-out size, checked against it, and extrapolated to ``--targets`` nodes (see :func:`model`; a
+table, then JSON). One JSON object per line; the first one describes the machine.
 """
 
 from __future__ import annotations
@@ -197,7 +203,45 @@ def calls(nodes: int, workers: int, shards: int, batch: int, rounds: int) -> Non
         c.shutdown()
 
 
-def _model_measure(nodes: int, batch: int, rounds: int, warmup: int = 3, idle_seconds: float = 3.0) -> dict:
+def _elem_cost(calls: int = 100, k: int = 100) -> dict:
+    """The driver's CPU per actor call, and per object reference or actor handle carried in a
+    call's arguments (a list of ``k`` of each), and the receiver's; on the running cluster."""
+
+    @ray.remote(num_cpus=0)
+    class Sink:
+        def noop(self, *args):
+            return 0
+
+        def cpu(self):
+            return time.process_time()
+
+    a, b = Sink.remote(), Sink.remote()
+    ray.get([a.noop.remote(), b.noop.remote()])
+    refs = [ray.put(i) for i in range(k)]
+    out = {}
+    for name, args in (("empty", ()), ("refs", (refs,)), ("handles", ([b] * k,))):
+        ray.get([a.noop.remote(*args) for _ in range(10)])
+        c0, p0 = ray.get(a.cpu.remote()), time.process_time()
+        ray.get([a.noop.remote(*args) for _ in range(calls)])
+        out[name] = ((time.process_time() - p0) / calls, (ray.get(a.cpu.remote()) - c0) / calls)
+    ray.kill(a)
+    ray.kill(b)
+    return {"driver_per_call": out["empty"][0], "receiver_per_call": out["empty"][1],
+            "driver_per_ref": (out["refs"][0] - out["empty"][0]) / k,
+            "driver_per_handle": (out["handles"][0] - out["empty"][0]) / k,
+            "receiver_per_ref": (out["refs"][1] - out["empty"][1]) / k,
+            "receiver_per_handle": (out["handles"][1] - out["empty"][1]) / k}
+
+
+MODEL_MODES = {  # name: RayJob keywords
+    "as built": {"pack_round_args": False, "box_round_args": False},
+    "packed": {"pack_round_args": True, "box_round_args": False},
+    "packed+boxed": {"pack_round_args": True, "box_round_args": True},
+}
+
+
+def _model_measure(nodes: int, batch: int, rounds: int, warmup: int = 3, idle_seconds: float = 3.0,
+                   modes: tuple[str, ...] = tuple(MODEL_MODES), elem: bool = False) -> list[dict]:
     """One simulated cluster (a head without CPUs plus ``nodes`` one-CPU nodes), a Leduc job with
     one worker per node and shards = nodes; per round over ``rounds`` rounds after ``warmup``: the
     job's counters (calls, bytes, the driver thread's CPU, wall) and the CPU time of every leader and
@@ -209,61 +253,70 @@ def _model_measure(nodes: int, batch: int, rounds: int, warmup: int = 3, idle_se
         c.add_node(num_cpus=1, object_store_memory=80 << 20)
     c.wait_for_nodes()
     ray.init(address=c.address, include_dashboard=False, logging_level="warning", log_to_driver=False)
+    rows = []
     try:
-        with RayJob(make_trainer("leduc", seed=1), workers=nodes, shards=nodes, batch=batch) as job:
-            assert job.num_nodes == nodes, (job.num_nodes, nodes)
-            # warm up: the actors start, and every process has run each kernel once (the shards'
-            # discount kernel loads at the first discount boundary: hundreds of ms, once)
-            algo = job.tr.config.algo
-            first = algo.discount_every + 1 if algo.discount != "none" else 0
-            grid = nodes * batch
-            job.run(-(-max(warmup * grid, first) // grid) * grid)  # whole rounds
-            cpu = lambda actors: ray.get([a.cpu_seconds.remote() for a in actors])  # noqa: E731
-            st0 = job.stats()
-            lead0, shard0 = cpu(job.leaders), cpu(job.shards)
-            r0, d0, b0, dc0 = job.rounds, job.driver_calls, job.driver_bytes, job.driver_cpu_seconds
-            w0, cs0, p0, t0 = job.round_seconds, job.compute_seconds, time.process_time(), time.perf_counter()
-            job.run(rounds * nodes * batch)
-            wall = time.perf_counter() - t0
-            proc = time.process_time() - p0
-            lead1, shard1 = cpu(job.leaders), cpu(job.shards)
-            st = job.stats()
-            n = job.rounds - r0
-            # the processes' CPU while idle (Ray's own threads: heartbeats, metrics), per second,
-            # taken off the rounds' figures: it runs beside the rounds, not in their path
-            p1, t1 = time.process_time(), time.perf_counter()
-            time.sleep(idle_seconds)
-            lead2, shard2 = cpu(job.leaders), cpu(job.shards)
-            idle_wall = time.perf_counter() - t1
-            idle_driver = (time.process_time() - p1) / idle_wall
-            idle_lead = [(b[0] - a[0]) / idle_wall for a, b in zip(lead1, lead2)]
-            idle_shard = [(b[0] - a[0]) / idle_wall for a, b in zip(shard1, shard2)]
-            per = wall / n
-            lead = [max(0.0, (b[0] - a[0]) / n - i * per) for a, b, i in zip(lead0, lead1, idle_lead)]
-            shard = [max(0.0, (b[0] - a[0]) / n - i * per) for a, b, i in zip(shard0, shard1, idle_shard)]
-            lead_m = [(b[1] - a[1]) / n for a, b in zip(lead0, lead1)]
-            shard_m = [(b[1] - a[1]) / n for a, b in zip(shard0, shard1)]
-            return {
-                "nodes": nodes, "shards": nodes, "workers": nodes, "batch": batch, "rounds": n,
-                "calls_per_round": (job.driver_calls - d0) / n, "calls_max_round": st["driver_calls_max_round"],
-                "bytes_per_round": (job.driver_bytes - b0) / n,
-                "bytes_per_node_per_round": (job.driver_bytes - b0) / n / nodes,
-                "driver_cpu_per_round": (job.driver_cpu_seconds - dc0) / n,
-                "driver_process_cpu_per_round": max(0.0, proc / n - idle_driver * per),
-                "idle_cpu_per_second": {"driver": idle_driver, "leader_max": max(idle_lead), "shard_max": max(idle_shard)},
-                "leader_cpu_per_round_max": max(lead), "leader_cpu_per_round_mean": float(np.mean(lead)),
-                "shard_cpu_per_round_max": max(shard), "shard_cpu_per_round_mean": float(np.mean(shard)),
-                # the part inside the methods (run_round; put_delta and end_round_ref): the rest
-                # of the process's CPU is Ray's (receiving calls, object ownership and transfers)
-                "leader_method_cpu_per_round_max": max(lead_m), "shard_method_cpu_per_round_max": max(shard_m),
-                "wall_per_round": (job.round_seconds - w0) / n, "run_wall_per_round": wall / n,
-                "worker_compute_per_round": (job.compute_seconds - cs0) / n / nodes,
-                "warmup_driver_cpu_per_round": st0["driver_cpu_seconds_per_round"],
-                "load_average": os.getloadavg(),
-            }
+        if elem:
+            rows.append({"elem_cost": _elem_cost()})
+        for mode in modes:
+            rows.append(_model_job(nodes, batch, rounds, warmup, idle_seconds, mode))
+        return rows
     finally:
         ray.shutdown()
         c.shutdown()
+
+
+def _model_job(nodes: int, batch: int, rounds: int, warmup: int, idle_seconds: float, mode: str) -> dict:
+    with RayJob(make_trainer("leduc", seed=1), workers=nodes, shards=nodes, batch=batch, **MODEL_MODES[mode]) as job:
+        assert job.num_nodes == nodes, (job.num_nodes, nodes)
+        # warm up: the actors start, and every process has run each kernel once (the shards'
+        # discount kernel loads at the first discount boundary: hundreds of ms, once)
+        algo = job.tr.config.algo
+        first = algo.discount_every + 1 if algo.discount != "none" else 0
+        grid = nodes * batch
+        job.run(-(-max(warmup * grid, first) // grid) * grid)  # whole rounds
+        cpu = lambda actors: ray.get([a.cpu_seconds.remote() for a in actors])  # noqa: E731
+        st0 = job.stats()
+        lead0, shard0 = cpu(job.leaders), cpu(job.shards)
+        r0, d0, b0, dc0 = job.rounds, job.driver_calls, job.driver_bytes, job.driver_cpu_seconds
+        w0, cs0, p0, t0 = job.round_seconds, job.compute_seconds, time.process_time(), time.perf_counter()
+        job.run(rounds * nodes * batch)
+        wall = time.perf_counter() - t0
+        proc = time.process_time() - p0
+        lead1, shard1 = cpu(job.leaders), cpu(job.shards)
+        st = job.stats()
+        n = job.rounds - r0
+        # the processes' CPU while idle (Ray's own threads: heartbeats, metrics), per second,
+        # taken off the rounds' figures: it runs beside the rounds, not in their path
+        p1, t1 = time.process_time(), time.perf_counter()
+        time.sleep(idle_seconds)
+        lead2, shard2 = cpu(job.leaders), cpu(job.shards)
+        idle_wall = time.perf_counter() - t1
+        idle_driver = (time.process_time() - p1) / idle_wall
+        idle_lead = [(b[0] - a[0]) / idle_wall for a, b in zip(lead1, lead2)]
+        idle_shard = [(b[0] - a[0]) / idle_wall for a, b in zip(shard1, shard2)]
+        per = wall / n
+        lead = [max(0.0, (b[0] - a[0]) / n - i * per) for a, b, i in zip(lead0, lead1, idle_lead)]
+        shard = [max(0.0, (b[0] - a[0]) / n - i * per) for a, b, i in zip(shard0, shard1, idle_shard)]
+        lead_m = [(b[1] - a[1]) / n for a, b in zip(lead0, lead1)]
+        shard_m = [(b[1] - a[1]) / n for a, b in zip(shard0, shard1)]
+        return {
+            "mode": mode, "nodes": nodes, "shards": nodes, "workers": nodes, "batch": batch, "rounds": n,
+            "calls_per_round": (job.driver_calls - d0) / n, "calls_max_round": st["driver_calls_max_round"],
+            "bytes_per_round": (job.driver_bytes - b0) / n,
+            "bytes_per_node_per_round": (job.driver_bytes - b0) / n / nodes,
+            "driver_cpu_per_round": (job.driver_cpu_seconds - dc0) / n,
+            "driver_process_cpu_per_round": max(0.0, proc / n - idle_driver * per),
+            "idle_cpu_per_second": {"driver": idle_driver, "leader_max": max(idle_lead), "shard_max": max(idle_shard)},
+            "leader_cpu_per_round_max": max(lead), "leader_cpu_per_round_mean": float(np.mean(lead)),
+            "shard_cpu_per_round_max": max(shard), "shard_cpu_per_round_mean": float(np.mean(shard)),
+            # the part inside the methods (run_round; put_delta and end_round_ref): the rest
+            # of the process's CPU is Ray's (receiving calls, object ownership and transfers)
+            "leader_method_cpu_per_round_max": max(lead_m), "shard_method_cpu_per_round_max": max(shard_m),
+            "wall_per_round": (job.round_seconds - w0) / n, "run_wall_per_round": wall / n,
+            "worker_compute_per_round": (job.compute_seconds - cs0) / n / nodes,
+            "warmup_driver_cpu_per_round": st0["driver_cpu_seconds_per_round"],
+            "load_average": os.getloadavg(),
+        }
 
 
 def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -278,99 +331,131 @@ def model(sizes: list[int], held_out: int | None, batch: int, rounds: int, targe
           cores: int, rtt_ms: float, gbps: float, hops: int, target_seconds: float) -> None:
     """The scale model of the control overhead per round, fitted on a simulated cluster.
 
-    Measured per size n (shards = n, one worker per node): calls and bytes per round (the job's
-    counters), the driver's CPU per round (the job's counter covers its thread; ``D(n)`` is the
-    process's, Ray's sending threads included, less its idle rate), the busiest leader's and the busiest
-    shard's process CPU per round ``L(n)``, ``S(n)``, and the round's wall time ``W(n)`` (Leduc with
-    a tiny batch: the kernels take microseconds, so a round is control overhead). Fitted on every
-    size but ``held_out``: ``D``, ``L``, ``S`` linear in n, and ``K`` = the mean of ``W - D - L - S``
-    (what the critical path adds: the worker call, Ray's local latencies). The model:
+    Measured per size n (shards s = n, one worker per node), in three modes (``MODEL_MODES``):
+    ``as built`` (the per-node leader design as first built: a leader's call has eleven arguments,
+    the lists of snapshot references and shard handles among them), ``packed`` (the arguments as
+    one tuple: Ray serializes each argument apart) and
+    ``packed+boxed`` (the lists put in the object store, one reference each per call,
+    :meth:`RayJob._round_args`):
+    calls and bytes per round (the job's counters), the driver's CPU per round (the job's counter
+    covers its thread; ``D`` is the process's, Ray's sending threads included, less its idle
+    rate), the busiest leader's and shard's process CPU per round ``L``, ``S`` (less idle), and
+    the round's wall time ``W`` (Leduc with a tiny batch: the kernels take microseconds, so a
+    round is control overhead). Also measured on the cluster: the driver's CPU per reference or
+    handle in a call's arguments, ``e``. Fitted on every size but ``held_out``:
 
-        T(n) = D(n) + L(n) + S(n) + K + (cores - 1) x c_leader + hops x RTT + n x bytes_per_node / bandwidth
+        D(n) = d0 + d1 n + e x (elements the driver serializes a round: n x 2s, boxed 2n + s)
+        L(n) = l0 + l1 s        S(n) = h0 + h1 n      K = mean(W - D - L - S)
 
-    i.e. the critical path of a round run one step after the other (driver sends, the slowest leader
-    runs its calls and sends its deltas, the slowest shard takes its n deltas and ends the round, the
-    driver reads the results), which is an upper bound when these overlap. ``c_leader`` (a leader's
-    CPU per worker call) is taken as the driver's per-call cost: the simulated nodes have one
-    worker, a real one ``cores`` (28). Assumed, not measured: the network (``rtt_ms`` per round trip,
-    ``hops`` round trips on the critical path, ``gbps``), shards = nodes, a core free for the driver,
-    the leaders and the shards (they reserve none: on a node whose 28 cores all run workers they
-    take time slices), and the data plane (deltas, snapshots) outside the control overhead.
-    The held-out size checks ``W`` predicted against measured (on the simulated cluster the
-    network terms are 0 and every process shares this machine's cores)."""
-    rows = []
-    for n in sizes:
-        row = _model_measure(n, batch, rounds)
-        rows.append(row)
-        emit({"bench": "model", "measured": row})
-    fit_rows = [r for r in rows if r["nodes"] != held_out] or rows
-    xs = [r["nodes"] for r in fit_rows]
-    fits = {key: _fit(xs, [r[key] for r in fit_rows])
-            for key in ("driver_process_cpu_per_round", "driver_cpu_per_round", "leader_cpu_per_round_max", "shard_cpu_per_round_max",
-                        "calls_per_round", "bytes_per_round", "wall_per_round")}
-    k_const = float(np.mean([r["wall_per_round"] - r["driver_process_cpu_per_round"] - r["leader_cpu_per_round_max"]
-                             - r["shard_cpu_per_round_max"] for r in fit_rows]))
-    line = lambda key, n: fits[key][0] + fits[key][1] * n  # noqa: E731
-    calls_a, calls_b = fits["calls_per_round"]
-    # the driver's cost per call: D's slope over the calls' slope (calls = nodes + shards = 2n)
-    per_call = fits["driver_process_cpu_per_round"][1] / calls_b if calls_b else float("nan")
+    and extrapolated to a real cluster as the critical path of a round run one step after the
+    other (the driver sends, the slowest leader runs its calls and sends its deltas, the slowest
+    shard takes its n deltas and ends the round, the driver reads the results; an upper bound
+    when these overlap):
+
+        T(n) = D(n) + L(n) + (cores - 1) x c + S(n) + K + hops x RTT + n x bytes_per_node / bandwidth
+
+    ``c`` (a leader's CPU per extra worker call: a simulated node has one worker, a real one
+    ``cores``) is taken as the driver's per-call cost. Assumed, not measured: the network
+    (``rtt_ms`` per round trip, ``hops`` round trips on the critical path, ``gbps``), shards =
+    nodes, a free core for the driver, the leaders and the shards (they reserve none: on a node
+    whose cores all run workers they take time slices), CPU costs per call as on this machine
+    (a loaded 2-core one: pessimistic), and the data plane (deltas, snapshots) outside the control
+    overhead. The held-out size checks each fitted part, and ``W``, against the measurement (on the
+    simulated cluster the network terms are 0 and every process shares this machine's cores)."""
+    rows, elem = [], None
+    for i, n in enumerate(sizes):
+        for row in _model_measure(n, batch, rounds, elem=(i == 0)):
+            if "elem_cost" in row:
+                elem = row["elem_cost"]
+                emit({"bench": "model", "elem_cost": elem})
+                continue
+            rows.append(row)
+            emit({"bench": "model", "measured": row})
+    e = (elem["driver_per_ref"] + elem["driver_per_handle"]) / 2
     bytes_per_node = float(np.mean([r["bytes_per_node_per_round"] for r in rows]))
 
-    def predict(n: int, real: bool) -> dict:
-        d, lead, sh = line("driver_process_cpu_per_round", n), line("leader_cpu_per_round_max", n), line("shard_cpu_per_round_max", n)
-        net = hops * rtt_ms / 1e3 + n * bytes_per_node * 8 / (gbps * 1e9) if real else 0.0
-        extra_workers = (cores - 1) * per_call if real else 0.0
-        total = d + lead + sh + k_const + net + extra_workers
-        return {"nodes": n, "shards": n, "calls_per_round": calls_a + calls_b * n,
-                "driver_bytes_per_round": bytes_per_node * n, "driver_cpu": d, "leader_cpu": lead + extra_workers,
-                "shard_cpu": sh, "critical_path_const": k_const, "network": net, "control_seconds_per_round": total,
-                "driver_share": d / total if total else None}
+    def elems(n: int, boxed: bool) -> float:
+        return 2 * n + n if boxed else n * 2 * n
 
-    check = None
-    if held_out is not None and any(r["nodes"] == held_out for r in rows):
-        meas = next(r for r in rows if r["nodes"] == held_out)
-        p = predict(held_out, real=False)
-        lin = line("wall_per_round", held_out)
-        check = {"held_out_nodes": held_out, "measured_wall_per_round": meas["wall_per_round"],
-                 "model_wall_per_round": p["control_seconds_per_round"],
-                 "model_error": p["control_seconds_per_round"] / meas["wall_per_round"] - 1,
-                 "linear_wall_fit": lin, "linear_wall_fit_error": lin / meas["wall_per_round"] - 1}
-        for key, pk in (("driver_process_cpu_per_round", "driver_cpu"), ("leader_cpu_per_round_max", "leader_cpu"),
-                        ("shard_cpu_per_round_max", "shard_cpu"), ("calls_per_round", "calls_per_round")):
-            check[f"{key}_measured"] = meas[key]
-            check[f"{key}_error"] = p[pk] / meas[key] - 1 if meas[key] else None
-    preds = [predict(n, real=True) for n in targets]
+    out = {}
+    for mode in dict.fromkeys(r["mode"] for r in rows):
+        boxed = MODEL_MODES[mode]["box_round_args"]
+        mrows = [r for r in rows if r["mode"] == mode]
+        fit_rows = [r for r in mrows if r["nodes"] != held_out] or mrows
+        xs = [r["nodes"] for r in fit_rows]
+        fits = {key: _fit(xs, [r[key] for r in fit_rows])
+                for key in ("leader_cpu_per_round_max", "shard_cpu_per_round_max", "calls_per_round", "wall_per_round")}
+        fits["driver_rest"] = _fit(xs, [r["driver_process_cpu_per_round"] - e * elems(r["nodes"], boxed) for r in fit_rows])
+        k_const = float(np.mean([r["wall_per_round"] - r["driver_process_cpu_per_round"] - r["leader_cpu_per_round_max"]
+                                 - r["shard_cpu_per_round_max"] for r in fit_rows]))
+        line = lambda key, n, f=fits: f[key][0] + f[key][1] * n  # noqa: E731
+        per_call = fits["driver_rest"][1] / fits["calls_per_round"][1] if fits["calls_per_round"][1] else float("nan")
+
+        def predict(n: int, real: bool, line=line, per_call=per_call, k_const=k_const, boxed=boxed) -> dict:
+            d = line("driver_rest", n) + e * elems(n, boxed)
+            lead, sh = line("leader_cpu_per_round_max", n), line("shard_cpu_per_round_max", n)
+            net = hops * rtt_ms / 1e3 + n * bytes_per_node * 8 / (gbps * 1e9) if real else 0.0
+            extra = (cores - 1) * per_call if real else 0.0
+            total = d + lead + extra + sh + k_const + net
+            return {"nodes": n, "shards": n, "calls_per_round": line("calls_per_round", n),
+                    "driver_bytes_per_round": bytes_per_node * n, "driver_cpu": d, "leader_cpu": lead + extra,
+                    "shard_cpu": sh, "critical_path_const": k_const, "network": net,
+                    "control_seconds_per_round": total, "driver_share": d / total if total else None}
+
+        check = None
+        meas = next((r for r in mrows if r["nodes"] == held_out), None)
+        if meas is not None and held_out not in xs:
+            p = predict(held_out, real=False)
+            check = {"held_out_nodes": held_out, "measured_wall_per_round": meas["wall_per_round"],
+                     "model_wall_per_round": p["control_seconds_per_round"],
+                     "model_error": p["control_seconds_per_round"] / meas["wall_per_round"] - 1}
+            for key, pk in (("driver_process_cpu_per_round", "driver_cpu"), ("leader_cpu_per_round_max", "leader_cpu"),
+                            ("shard_cpu_per_round_max", "shard_cpu"), ("calls_per_round", "calls_per_round")):
+                check[f"{key}_measured"] = meas[key]
+                check[f"{key}_model"] = p[pk]
+                check[f"{key}_error"] = p[pk] / meas[key] - 1 if meas[key] else None
+        out[mode] = {"fit_sizes": xs, "fits": {k: {"a": a_, "b": b_} for k, (a_, b_) in fits.items()},
+                     "driver_seconds_per_call": per_call, "critical_path_const": k_const, "held_out_check": check,
+                     "predictions": [predict(n, real=True) for n in targets]}
     # the table
     print(f"\nmeasured on the simulated cluster (Leduc, batch {batch}, {rounds} rounds, shards = nodes, 1 worker/node)")
-    print(f"{'nodes':>5} {'calls/rd':>8} {'bytes/rd':>9} {'drv thread ms':>13} {'drv proc ms':>11} {'leader ms':>9} {'(in method)':>11} {'shard ms':>8} {'(in method)':>11} {'wall ms':>8}")
+    print(f"driver CPU per call {elem['driver_per_call'] * 1e3:.3f} ms, per reference in the arguments "
+          f"{elem['driver_per_ref'] * 1e6:.1f} us, per actor handle {elem['driver_per_handle'] * 1e6:.1f} us "
+          f"(receiver {elem['receiver_per_ref'] * 1e6:.1f} / {elem['receiver_per_handle'] * 1e6:.1f} us)")
+    print(f"{'mode':>12} {'nodes':>5} {'calls/rd':>8} {'bytes/rd':>8} {'drv thread ms':>13} {'drv proc ms':>11} "
+          f"{'leader ms':>9} {'(in method)':>11} {'shard ms':>8} {'(in method)':>11} {'wall ms':>8}")
     for r in rows:
-        print(f"{r['nodes']:>5} {r['calls_per_round']:>8.1f} {r['bytes_per_round']:>9.0f} {r['driver_cpu_per_round'] * 1e3:>13.2f} "
-              f"{r['driver_process_cpu_per_round'] * 1e3:>11.2f} "
+        print(f"{r['mode']:>12} {r['nodes']:>5} {r['calls_per_round']:>8.1f} {r['bytes_per_round']:>8.0f} "
+              f"{r['driver_cpu_per_round'] * 1e3:>13.2f} {r['driver_process_cpu_per_round'] * 1e3:>11.2f} "
               f"{r['leader_cpu_per_round_max'] * 1e3:>9.2f} {r['leader_method_cpu_per_round_max'] * 1e3:>11.2f} "
               f"{r['shard_cpu_per_round_max'] * 1e3:>8.2f} {r['shard_method_cpu_per_round_max'] * 1e3:>11.2f} "
-              f"{r['wall_per_round'] * 1e3:>8.1f}"
-              + ("   (held out)" if r["nodes"] == held_out else ""))
-    print(f"\nfit on {xs}: driver {per_call * 1e3:.3f} ms per call, {bytes_per_node:.0f} B per node per round, "
-          f"K = {k_const * 1e3:.1f} ms")
-    if check:
-        print(f"held out n={held_out}: wall measured {check['measured_wall_per_round'] * 1e3:.1f} ms, model "
-              f"{check['model_wall_per_round'] * 1e3:.1f} ms ({check['model_error']:+.1%}); driver cpu "
-              f"{check['driver_process_cpu_per_round_error']:+.1%}, leader {check['leader_cpu_per_round_max_error']:+.1%}, "
-              f"shard {check['shard_cpu_per_round_max_error']:+.1%}")
-    print(f"\nextrapolated ({cores} cores/node, RTT {rtt_ms} ms x {hops}, {gbps} Gb/s, shards = nodes; target "
-          f"{target_seconds} s per round)")
-    print(f"{'nodes':>5} {'calls/rd':>8} {'KB/rd':>7} {'driver ms':>9} {'leader ms':>9} {'shard ms':>8} {'net ms':>7} {'total ms':>9}")
-    for p in preds:
-        print(f"{p['nodes']:>5} {p['calls_per_round']:>8.0f} {p['driver_bytes_per_round'] / 1e3:>7.1f} {p['driver_cpu'] * 1e3:>9.1f} "
-              f"{p['leader_cpu'] * 1e3:>9.1f} {p['shard_cpu'] * 1e3:>8.1f} {p['network'] * 1e3:>7.2f} "
-              f"{p['control_seconds_per_round'] * 1e3:>9.1f}" + ("" if p["control_seconds_per_round"] <= target_seconds else "  over target"))
+              f"{r['wall_per_round'] * 1e3:>8.1f}" + ("   (held out)" if r["nodes"] == held_out else ""))
+    for mode, o in out.items():
+        c = o["held_out_check"]
+        print(f"\n{mode}: fit on {o['fit_sizes']}: driver {o['driver_seconds_per_call'] * 1e3:.3f} ms per call + "
+              f"{e * 1e6:.1f} us per element, {bytes_per_node:.0f} B per node per round, K = {o['critical_path_const'] * 1e3:.1f} ms")
+        if c:
+            print(f"  held out n={held_out}: wall measured {c['measured_wall_per_round'] * 1e3:.1f} ms, model "
+                  f"{c['model_wall_per_round'] * 1e3:.1f} ms ({c['model_error']:+.1%}); driver CPU "
+                  f"{c['driver_process_cpu_per_round_measured'] * 1e3:.2f} vs {c['driver_process_cpu_per_round_model'] * 1e3:.2f} ms "
+                  f"({c['driver_process_cpu_per_round_error']:+.1%}), leader {c['leader_cpu_per_round_max_error']:+.1%}, "
+                  f"shard {c['shard_cpu_per_round_max_error']:+.1%}")
+        print(f"  extrapolated ({cores} cores/node, RTT {rtt_ms} ms x {hops}, {gbps} Gb/s, shards = nodes; target "
+              f"{target_seconds} s per round)")
+        print(f"  {'nodes':>5} {'calls/rd':>8} {'KB/rd':>7} {'driver ms':>9} {'leader ms':>9} {'shard ms':>8} {'K ms':>6} "
+              f"{'net ms':>7} {'total ms':>9}")
+        for p in o["predictions"]:
+            print(f"  {p['nodes']:>5} {p['calls_per_round']:>8.0f} {p['driver_bytes_per_round'] / 1e3:>7.1f} "
+                  f"{p['driver_cpu'] * 1e3:>9.1f} {p['leader_cpu'] * 1e3:>9.1f} {p['shard_cpu'] * 1e3:>8.1f} "
+                  f"{p['critical_path_const'] * 1e3:>6.1f} {p['network'] * 1e3:>7.2f} {p['control_seconds_per_round'] * 1e3:>9.1f}"
+                  + ("" if p["control_seconds_per_round"] <= target_seconds else "  over target"))
     print(flush=True)
-    emit({"bench": "model", "fit_sizes": xs, "held_out": held_out, "fits": {k: {"a": a, "b": b} for k, (a, b) in fits.items()},
-          "driver_seconds_per_call": per_call, "bytes_per_node_per_round": bytes_per_node, "critical_path_const": k_const,
+    emit({"bench": "model", "held_out": held_out, "elem_cost": elem, "bytes_per_node_per_round": bytes_per_node,
           "assumed": {"cores_per_node": cores, "rtt_ms": rtt_ms, "round_trips": hops, "gbps": gbps, "shards": "= nodes",
-                      "leader_seconds_per_worker_call": per_call},
-          "held_out_check": check, "predictions": preds,
-          "meets_target": all(p["control_seconds_per_round"] <= target_seconds for p in preds), "target_seconds": target_seconds,
+                      "leader_seconds_per_worker_call": "the driver's per call"},
+          "modes": out, "target_seconds": target_seconds,
+          "meets_target": {m: all(p["control_seconds_per_round"] <= target_seconds for p in o["predictions"])
+                           for m, o in out.items()},
           "load_average": os.getloadavg()})
 
 

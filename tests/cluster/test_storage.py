@@ -90,7 +90,8 @@ def test_job_checkpoints_to_storage_while_training(two_nodes, tmp_path, kind):
             if j.iteration == 1200:
                 j.save_to_storage(target, keep=2)
             elif j.iteration == 2400:
-                assert j._save_pending is None and j.base_storage is not None, notes  # seen by then
+                j.wait_saves()  # (written meanwhile or not: the kill must follow it)
+                assert j.base_storage is not None and j.ckpt_round == 2, notes
                 j.ray.kill(j.shards[1], no_restart=True)
             return False
 
@@ -98,6 +99,8 @@ def test_job_checkpoints_to_storage_while_training(two_nodes, tmp_path, kind):
         job.wait_saves()
         got = job.sync()
         st = job.stats()
+    print(f"storage checkpoint: pause {st['checkpoint_pause_seconds'] * 1e3:.1f} ms, written in "
+          f"{st['storage_checkpoint_seconds']:.2f} s while the rounds went on")
     assert st["checkpoint_pause_seconds"] < 0.05, st["checkpoint_pause_seconds"]
     assert st["shard_restores"] == 1 and st["lost_deltas"] == 0
     assert any("shard 1 died" in m and "000000001200" in m for m in notes), notes
@@ -114,6 +117,11 @@ def test_job_checkpoints_to_storage_while_training(two_nodes, tmp_path, kind):
     assert tr2.regret.tobytes() == ref_r.tobytes() and tr2.strat.tobytes() == ref_s.tobytes()
     loaded = Trainer.load(tmp_path / "resume")
     assert np.array_equal(loaded.regret, ref_r)
+    # and the blueprint file, what queries load: the average strategy of those tables
+    from blueprint.blueprint import Blueprint
+
+    bp = Blueprint.load(tmp_path / "resume")
+    assert np.allclose(bp.probs, loaded.average_strategy(), atol=1e-6)
 
 
 def test_job_storage_write_failure_keeps_previous(two_nodes, tmp_path):
