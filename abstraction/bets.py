@@ -70,8 +70,11 @@ class BetAbstraction:
         return "\n".join(out) + "\n"
 
     def content_hash(self) -> str:
-        body = tuple((rb.sizes, rb.first_sizes, rb.allin, rb.max_raises) + ((rb.raise_mults,) if rb.raise_mults else ())
-                     for rb in self.rounds)
+        body = tuple(
+            (rb.sizes, rb.first_sizes, rb.allin, rb.max_raises)
+            + ((rb.raise_mults,) if rb.raise_mults else ())
+            for rb in self.rounds
+        )
         return hashlib.blake2b(repr(body).encode(), digest_size=8).hexdigest()
 
     def raise_targets(self, b: Betting) -> list[tuple[int, float]]:
@@ -130,7 +133,9 @@ def _round_bets(tbl: dict, where: str) -> RoundBets:
 
     def fracs(key: str, default):
         v = tbl.get(key, default)
-        if not isinstance(v, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        if not isinstance(v, list) or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in v
+        ):
             raise BetAbstractionError(f"{where}: {key!r} must be a list of numbers, got {v!r}")
         if any(x <= 0 for x in v):
             raise BetAbstractionError(f"{where}: {key!r} must hold positive pot fractions, got {v!r}")
@@ -146,7 +151,9 @@ def _round_bets(tbl: dict, where: str) -> RoundBets:
         raise BetAbstractionError(f"{where}: 'max_raises' must be a non-negative integer, got {mr!r}")
     mults = fracs("raise_mults", [])
     if any(m <= 1 for m in mults):
-        raise BetAbstractionError(f"{where}: 'raise_mults' must be multiples above 1 of the current bet, got {list(mults)!r}")
+        raise BetAbstractionError(
+            f"{where}: 'raise_mults' must be multiples above 1 of the current bet, got {list(mults)!r}"
+        )
     return RoundBets(sizes, first, allin, mr, mults)
 
 
@@ -164,7 +171,9 @@ def parse_bets(text: str, source: str = "<string>") -> BetAbstraction:
     name = data.get("name", Path(source).stem)
     if not isinstance(name, str):
         raise BetAbstractionError(f"{source}: 'name' must be a string")
-    return BetAbstraction(name, tuple(_round_bets(t, f"{source}: round {i + 1}") for i, t in enumerate(rounds)))
+    return BetAbstraction(
+        name, tuple(_round_bets(t, f"{source}: round {i + 1}") for i, t in enumerate(rounds))
+    )
 
 
 def available_bets() -> list[str]:

@@ -172,8 +172,15 @@ def percentile_thresholds(hist: np.ndarray, n_buckets: int) -> np.ndarray:
     return np.minimum(th, HIST_BINS - 1)
 
 
-def run_chunks(fn, n_items: int, threads: int, desc: str, progress: bool, log: Optional[Callable] = None,
-                unit: str = "boards"):
+def run_chunks(
+    fn,
+    n_items: int,
+    threads: int,
+    desc: str,
+    progress: bool,
+    log: Optional[Callable] = None,
+    unit: str = "boards",
+):
     """Run ``fn(lo, hi)`` over ``0..n_items`` in chunks on ``threads`` threads (the kernels
     release the GIL) with a progress bar and an ETA."""
     from concurrent.futures import ThreadPoolExecutor
@@ -225,5 +232,7 @@ def claim_partial(partial: Path, request: dict) -> None:
 
 def card_structure(game: GameDef) -> str:
     """What buckets depend on: the deck and how cards are dealt (not blinds, stacks or betting)."""
-    return (f"suits={game.num_suits} ranks={game.num_ranks} hole={game.num_hole_cards} "
-            f"board={','.join(map(str, game.num_board_cards))}")
+    return (
+        f"suits={game.num_suits} ranks={game.num_ranks} hole={game.num_hole_cards} "
+        f"board={','.join(map(str, game.num_board_cards))}"
+    )

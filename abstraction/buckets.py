@@ -74,7 +74,9 @@ METHODS = ("ehs", "ehs2", "distribution", "potential")  # the last two: abstract
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _final_round_chunk(t_board, t_hand, round_, nb, lo, hi, board_w, hole_k, num_suits, num_ranks, out_hs, hist):
+def _final_round_chunk(
+    t_board, t_hand, round_, nb, lo, hi, board_w, hole_k, num_suits, num_ranks, out_hs, hist
+):
     """Canonical final boards ``lo..hi``: the HS of every hand class (uint16, x 65535) into
     ``out_hs`` and the class weights into the histogram ``hist`` of quantized HS."""
     deck = num_suits * num_ranks
@@ -102,9 +104,29 @@ def _final_round_chunk(t_board, t_hand, round_, nb, lo, hi, board_w, hole_k, num
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _earlier_round_chunk(t_board, t_hand, round_, next_round, nb, new_k, lo, hi, board_w, hole_k, num_suits,
-                         num_ranks, next_m1, next_m2, next_is_final, out_m1, out_m2, hist1, hist2,
-                         hole_lo, hole_hi):
+def _earlier_round_chunk(
+    t_board,
+    t_hand,
+    round_,
+    next_round,
+    nb,
+    new_k,
+    lo,
+    hi,
+    board_w,
+    hole_k,
+    num_suits,
+    num_ranks,
+    next_m1,
+    next_m2,
+    next_is_final,
+    out_m1,
+    out_m2,
+    hist1,
+    hist2,
+    hole_lo,
+    hole_hi,
+):
     """Canonical boards ``lo..hi`` of ``round_``: E[HS] and E[HS^2] of every hand class from the
     next round's tables, averaged over every way to deal the next round's ``new_k`` cards.
     Only the hole hands ``hole_lo..hole_hi`` of each board (so one board can be split)."""
@@ -164,8 +186,23 @@ def _earlier_round_chunk(t_board, t_hand, round_, next_round, nb, new_k, lo, hi,
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _penultimate_chunk(t_board, t_hand, round_, nb, new_k, lo, hi, board_w, hole_k, num_suits, num_ranks,
-                       out_m1, out_m2, hist1, hist2):
+def _penultimate_chunk(
+    t_board,
+    t_hand,
+    round_,
+    nb,
+    new_k,
+    lo,
+    hi,
+    board_w,
+    hole_k,
+    num_suits,
+    num_ranks,
+    out_m1,
+    out_m2,
+    hist1,
+    hist2,
+):
     """Like :func:`_earlier_round_chunk` for the round before the last, computed directly: for
     each way to complete the board, every hand's HS comes from one sorted pass (no lookups)."""
     deck = num_suits * num_ranks
@@ -271,11 +308,15 @@ def validate_request(game: GameDef, buckets: tuple[int, ...], method: str) -> Ha
     if method not in METHODS:
         raise AbstractionError(f"unknown bucketing method {method!r}: this version has {', '.join(METHODS)}")
     if game.num_hole_cards not in (1, 2):
-        raise AbstractionError(f"hand-strength buckets support 1 or 2 hole cards, the game has {game.num_hole_cards}")
+        raise AbstractionError(
+            f"hand-strength buckets support 1 or 2 hole cards, the game has {game.num_hole_cards}"
+        )
     if game.total_board_cards == 0:
         raise AbstractionError("the game has no board cards: use the lossless abstraction")
     if len(buckets) != game.num_rounds:
-        raise AbstractionError(f"need {game.num_rounds} bucket counts (one per round), got {len(buckets)}: {list(buckets)}")
+        raise AbstractionError(
+            f"need {game.num_rounds} bucket counts (one per round), got {len(buckets)}: {list(buckets)}"
+        )
     indexer = HandIndexer.for_game(game)
     for r, b in enumerate(buckets):
         if not isinstance(b, (int, np.integer)) or b < 1:
@@ -283,16 +324,28 @@ def validate_request(game: GameDef, buckets: tuple[int, ...], method: str) -> Ha
         if b > min(indexer.size(r), 65535):
             raise AbstractionError(
                 f"round {r + 1}: {b} buckets but the round has only {indexer.size(r):,} hand classes"
-                if b > indexer.size(r) else f"round {r + 1}: at most 65,535 buckets, got {b}"
+                if b > indexer.size(r)
+                else f"round {r + 1}: at most 65,535 buckets, got {b}"
             )
     return indexer
 
 
-def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir, progress: bool = True,
-                  threads: Optional[int] = None, log: Callable[[str], None] = print,
-                  direct_penultimate: bool = True, keep_stats: bool = False, seed: int = 0,
-                  last_round: str = "hs", ochs_clusters: Optional[int] = None, sampled: Optional[bool] = None,
-                  spec=None) -> Path:
+def build_buckets(
+    game: GameDef,
+    buckets: tuple[int, ...],
+    method: str,
+    out_dir,
+    progress: bool = True,
+    threads: Optional[int] = None,
+    log: Callable[[str], None] = print,
+    direct_penultimate: bool = True,
+    keep_stats: bool = False,
+    seed: int = 0,
+    last_round: str = "hs",
+    ochs_clusters: Optional[int] = None,
+    sampled: Optional[bool] = None,
+    spec=None,
+) -> Path:
     """Build the abstraction into ``out_dir/abstraction.bin`` (resuming a partial build there).
 
     ``direct_penultimate``: compute the round before the last by direct evaluation (faster on
@@ -329,16 +382,34 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
             sampled = True
     if method == "potential" and sampled:
         spec = spec or SampleSpec(seed=seed)
-        tables = build_potential_sampled(game, indexer, buckets, out_dir, spec, threads=threads, progress=progress,
-                                         log=log)
-        path = write_abstraction(out_dir, game, method, buckets, [indexer.size(r) for r in range(R)], tables,
-                                 extra={"sampling": dataclasses.asdict(spec)})
+        tables = build_potential_sampled(
+            game, indexer, buckets, out_dir, spec, threads=threads, progress=progress, log=log
+        )
+        path = write_abstraction(
+            out_dir,
+            game,
+            method,
+            buckets,
+            [indexer.size(r) for r in range(R)],
+            tables,
+            extra={"sampling": dataclasses.asdict(spec)},
+        )
         shutil.rmtree(partial, ignore_errors=True)
-        log(f"built sampled potential-aware buckets {list(buckets)} for {game.name or 'the game'} in "
-            f"{time.perf_counter() - t_start:.1f} s: {path}")
+        log(
+            f"built sampled potential-aware buckets {list(buckets)} for {game.name or 'the game'} in "
+            f"{time.perf_counter() - t_start:.1f} s: {path}"
+        )
         return path
-    claim_partial(partial, {"cards": card_structure(game), "buckets": list(buckets), "method": method,
-                            "seed": seed, "last_round": last_round})
+    claim_partial(
+        partial,
+        {
+            "cards": card_structure(game),
+            "buckets": list(buckets),
+            "method": method,
+            "seed": seed,
+            "last_round": last_round,
+        },
+    )
     if clustered:  # refuse before the expensive part
         check_feasible(game, indexer, buckets)
 
@@ -371,7 +442,7 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
     # earlier rounds: moments over the next round, down to the first round that is not lossless
     # (clustered methods derive their features from the last round's strength instead)
     first_lossy = next((r for r in range(R) if buckets[r] != indexer.size(r)), rf)
-    for r in ([] if clustered else range(rf - 1, first_lossy - 1, -1)):
+    for r in [] if clustered else range(rf - 1, first_lossy - 1, -1):
         if T[r] == T[r + 1]:
             stats[r] = stats[r + 1]
             continue
@@ -391,32 +462,100 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
 
         direct = final_next and direct_penultimate
 
-        def work(lo, hi, r=r, tb=tb, bw=bw, n1=n1, n2=n2, final_next=final_next, new_k=new_k, m1=m1, m2=m2,
-                 direct=direct):
+        def work(
+            lo,
+            hi,
+            r=r,
+            tb=tb,
+            bw=bw,
+            n1=n1,
+            n2=n2,
+            final_next=final_next,
+            new_k=new_k,
+            m1=m1,
+            m2=m2,
+            direct=direct,
+        ):
             h1 = np.zeros(HIST_BINS, np.float64)
             h2 = np.zeros(HIST_BINS, np.float64)
             if direct:
                 _penultimate_chunk(tb, t_hand, r, T[r], new_k, lo, hi, bw, k, S, N, m1, m2, h1, h2)
             elif nboards == 1:  # one board (no board yet): split its hole hands instead
-                _earlier_round_chunk(tb, t_hand, r, r + 1, T[r], new_k, 0, 1, bw, k, S, N, n1, n2, final_next,
-                                     m1, m2, h1, h2, lo, hi)
+                _earlier_round_chunk(
+                    tb,
+                    t_hand,
+                    r,
+                    r + 1,
+                    T[r],
+                    new_k,
+                    0,
+                    1,
+                    bw,
+                    k,
+                    S,
+                    N,
+                    n1,
+                    n2,
+                    final_next,
+                    m1,
+                    m2,
+                    h1,
+                    h2,
+                    lo,
+                    hi,
+                )
             else:
-                _earlier_round_chunk(tb, t_hand, r, r + 1, T[r], new_k, lo, hi, bw, k, S, N, n1, n2, final_next,
-                                     m1, m2, h1, h2, 0, 1 << 40)
+                _earlier_round_chunk(
+                    tb,
+                    t_hand,
+                    r,
+                    r + 1,
+                    T[r],
+                    new_k,
+                    lo,
+                    hi,
+                    bw,
+                    k,
+                    S,
+                    N,
+                    n1,
+                    n2,
+                    final_next,
+                    m1,
+                    m2,
+                    h1,
+                    h2,
+                    0,
+                    1 << 40,
+                )
             return h1, h2
 
         n_items = comb(deck, k) if (nboards == 1 and not direct) else nboards
         res = run_chunks(work, n_items, threads, f"round {r + 1} E[HS], E[HS^2]", progress)
-        stats[r] = {"m1": m1, "m2": m2, "hist1": np.sum([a for a, _ in res], axis=0),
-                    "hist2": np.sum([b for _, b in res], axis=0)}
+        stats[r] = {
+            "m1": m1,
+            "m2": m2,
+            "hist1": np.sum([a for a, _ in res], axis=0),
+            "hist2": np.sum([b for _, b in res], axis=0),
+        }
         save_npz_atomic(fr, **stats[r])
     # buckets
     tables = []
     if clustered:
         kw = {} if ochs_clusters is None else {"ochs_clusters": ochs_clusters}
-        tables = cluster_tables(game, indexer, buckets, method, stats[rf]["hs"], seed=seed, threads=threads, log=log,
-                                last_round=last_round, **kw)
-    for r in ([] if clustered else range(R)):
+        tables = cluster_tables(
+            game,
+            indexer,
+            buckets,
+            method,
+            stats[rf]["hs"],
+            seed=seed,
+            threads=threads,
+            log=log,
+            last_round=last_round,
+            **kw,
+        )
+    for r in [] if clustered else range(R):
         size = indexer.size(r)
         if buckets[r] == size:
             tables.append(np.arange(size, dtype=np.uint16))
@@ -438,8 +577,10 @@ def build_buckets(game: GameDef, buckets: tuple[int, ...], method: str, out_dir,
         os.replace(partial, out_dir / "stats")
     else:  # they are only needed to resume a build
         shutil.rmtree(partial, ignore_errors=True)
-    log(f"built {method} buckets {list(buckets)} for {game.name or 'the game'} in "
-        f"{time.perf_counter() - t_start:.1f} s: {path}")
+    log(
+        f"built {method} buckets {list(buckets)} for {game.name or 'the game'} in "
+        f"{time.perf_counter() - t_start:.1f} s: {path}"
+    )
     return path
 
 
@@ -457,7 +598,9 @@ def _content_hash(cards_text: str, method: str, buckets, tables) -> str:
     return h.hexdigest()
 
 
-def write_abstraction(out_dir, game: GameDef, method: str, buckets, sizes, tables, extra: Optional[dict] = None) -> Path:
+def write_abstraction(
+    out_dir, game: GameDef, method: str, buckets, sizes, tables, extra: Optional[dict] = None
+) -> Path:
     import lz4.frame
     import msgpack
 
@@ -465,8 +608,15 @@ def write_abstraction(out_dir, game: GameDef, method: str, buckets, sizes, table
     out_dir.mkdir(parents=True, exist_ok=True)
     text = card_structure(game)
     chash = _content_hash(text, method, buckets, tables)
-    header = {"version": VERSION, "cards": text, "method": method, "buckets": list(buckets),
-              "sizes": [int(s) for s in sizes], "hash": chash, **(extra or {})}
+    header = {
+        "version": VERSION,
+        "cards": text,
+        "method": method,
+        "buckets": list(buckets),
+        "sizes": [int(s) for s in sizes],
+        "hash": chash,
+        **(extra or {}),
+    }
     body = msgpack.packb({"header": header, "tables": [t.astype("<u2").tobytes() for t in tables]})
     data = MAGIC + struct.pack("<I", VERSION) + lz4.frame.compress(body)
     path = out_dir / "abstraction.bin"
@@ -498,7 +648,9 @@ def read_abstraction(path) -> tuple[dict, list[np.ndarray]]:
     except Exception as exc:  # noqa: BLE001 - any decoding failure means a corrupt file
         raise AbstractionError(f"{path}: corrupt abstraction file ({type(exc).__name__}: {exc})") from None
     if [len(t) for t in tables] != header["sizes"]:
-        raise AbstractionError(f"{path}: table sizes {[len(t) for t in tables]} do not match the header {header['sizes']}")
+        raise AbstractionError(
+            f"{path}: table sizes {[len(t) for t in tables]} do not match the header {header['sizes']}"
+        )
     if _content_hash(header["cards"], header["method"], header["buckets"], tables) != header["hash"]:
         raise AbstractionError(f"{path}: content hash mismatch (the file is corrupt)")
     for r, (t, b) in enumerate(zip(tables, header["buckets"])):
@@ -513,8 +665,9 @@ def cache_root() -> Path:
 
 def recipe_dir(game: GameDef, name: str) -> Path:
     rec = RECIPES[name]
-    key = hashlib.blake2b(f"{card_structure(game)}|{rec.key()}|v{VERSION}".encode(),
-                          digest_size=8).hexdigest()
+    key = hashlib.blake2b(
+        f"{card_structure(game)}|{rec.key()}|v{VERSION}".encode(), digest_size=8
+    ).hexdigest()
     return cache_root() / "abstractions" / f"{name}-{key}"
 
 
@@ -528,8 +681,14 @@ class MissingAbstractionError(AbstractionError):
         self.path = path
 
 
-def ensure_recipe(game: GameDef, name: str, progress: bool = True, log: Callable[[str], None] = print,
-                  threads: Optional[int] = None, build: bool = True) -> Path:
+def ensure_recipe(
+    game: GameDef,
+    name: str,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+    threads: Optional[int] = None,
+    build: bool = True,
+) -> Path:
     """The cached build of recipe ``name`` for ``game``, building it on first use.
 
     ``build=False``: load only; :class:`MissingAbstractionError` when it is not built (queries
@@ -545,10 +704,13 @@ def ensure_recipe(game: GameDef, name: str, progress: bool = True, log: Callable
         raise MissingAbstractionError(
             f"the {name!r} card abstraction for {game.name or 'this game'} is not built: {f} does not exist "
             f"(cache {cache_root()}); build it with 'mccfr abstraction build --abstraction {name}' and the game",
-            name, f,
+            name,
+            f,
         )
     buckets = rec.buckets
     if game.num_hole_cards != 2 or game.deck_size != 52:
         raise AbstractionError(f"recipe {name!r} is for 52-card hold'em; use --buckets for other games")
     log(f"building the {name!r} card abstraction for {game.name or 'the game'} (cached in {d})")
-    return build_buckets(game, buckets, rec.method, d, progress=progress, log=log, threads=threads, spec=rec.spec)
+    return build_buckets(
+        game, buckets, rec.method, d, progress=progress, log=log, threads=threads, spec=rec.spec
+    )

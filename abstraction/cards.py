@@ -63,7 +63,11 @@ class CardAbstraction:
     method: str = ""  # TABLE: the bucketing method of the built file (ehs, ehs2, distribution, potential)
 
     def content_hash(self) -> str:
-        key = (self.kind, self.num_buckets, self.source_hash) if self.kind == TABLE else (self.name, self.kind, self.num_buckets)
+        key = (
+            (self.kind, self.num_buckets, self.source_hash)
+            if self.kind == TABLE
+            else (self.name, self.kind, self.num_buckets)
+        )
         return hashlib.blake2b(repr(key).encode(), digest_size=8).hexdigest()
 
     def buckets_array(self) -> np.ndarray:
@@ -80,9 +84,15 @@ class CardAbstraction:
         """This abstraction for ``game`` as the numba kernels read it (:class:`CardArrays`)."""
         kind, iso, table, offsets = self.kernel_args()
         return CardArrays(
-            int(kind), int(game.num_hole_cards), np.array(game.num_board_cards, np.int64), int(game.deck_size),
-            int(game.num_suits), int(game.num_ranks), np.ascontiguousarray(iso, np.int64),
-            np.ascontiguousarray(table, np.uint16), np.ascontiguousarray(offsets, np.int64),
+            int(kind),
+            int(game.num_hole_cards),
+            np.array(game.num_board_cards, np.int64),
+            int(game.deck_size),
+            int(game.num_suits),
+            int(game.num_ranks),
+            np.ascontiguousarray(iso, np.int64),
+            np.ascontiguousarray(table, np.uint16),
+            np.ascontiguousarray(offsets, np.int64),
         )
 
 
@@ -175,8 +185,9 @@ def default_card_name(game: GameDef, name: str | None = None) -> str:
     return name
 
 
-def default_card_abstraction(game: GameDef, name: str | None = None, progress: bool = True,
-                             log=print, build: bool = True) -> CardAbstraction:
+def default_card_abstraction(
+    game: GameDef, name: str | None = None, progress: bool = True, log=print, build: bool = True
+) -> CardAbstraction:
     """The card abstraction ``name`` for ``game``.
 
     ``None``: see :func:`default_card_name`. Names: ``lossless``, ``rank``, a recipe (``small``,
@@ -279,8 +290,9 @@ def _table_reads(num_rounds, out, table, offsets):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, out, work,
-                 iso, table, offsets):
+def deal_buckets(
+    kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, out, work, iso, table, offsets
+):
     """Fill ``out[seat, round]`` (int64 ``[2, numRounds]``) and return the showdown winner.
 
     ``work`` is an int64 scratch buffer of :func:`scratch_size` entries (no allocation here);
@@ -346,5 +358,17 @@ def deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, nu
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def card_buckets(cards, deal, out, work):
     """:func:`deal_buckets` with the abstraction given as one :class:`CardArrays` ``cards``."""
-    return deal_buckets(cards.kind, deal, cards.num_hole, cards.board_per_round, cards.deck_size, cards.num_suits,
-                        cards.num_ranks, out, work, cards.iso, cards.table, cards.offsets)
+    return deal_buckets(
+        cards.kind,
+        deal,
+        cards.num_hole,
+        cards.board_per_round,
+        cards.deck_size,
+        cards.num_suits,
+        cards.num_ranks,
+        out,
+        work,
+        cards.iso,
+        cards.table,
+        cards.offsets,
+    )

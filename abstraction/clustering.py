@@ -114,7 +114,7 @@ def emd(p: np.ndarray, q: np.ndarray, ground: np.ndarray) -> float:
     cost = ground[np.ix_(ii, jj)].ravel()
     rows = np.zeros((a + b, a * b))
     for x in range(a):
-        rows[x, x * b:(x + 1) * b] = 1.0
+        rows[x, x * b : (x + 1) * b] = 1.0
     for y in range(b):
         rows[a + y, y::b] = 1.0
     rhs = np.concatenate([p[ii], q[jj]])
@@ -188,7 +188,7 @@ def _distances(X, C, metric, ground=None, exact=True):
         out = np.empty((X.shape[0], C.shape[0]))
         step = max(1, 4_000_000 // max(1, C.shape[0] * X.shape[1]))
         for s in range(0, X.shape[0], step):
-            out[s:s + step] = np.abs(X[s:s + step, None, :] - C[None, :, :]).sum(2)
+            out[s : s + step] = np.abs(X[s : s + step, None, :] - C[None, :, :]).sum(2)
         return out
     out = np.empty((X.shape[0], C.shape[0]))
     if exact:
@@ -209,9 +209,18 @@ def _weighted_median(X, w):
     return X[order[pick, np.arange(X.shape[1])], np.arange(X.shape[1])]
 
 
-def kmeans(X: np.ndarray, k: int, weights: np.ndarray | None = None, *, rng: np.random.Generator,
-           metric: str = "l2", ground: np.ndarray | None = None, max_iter: int = 100, n_init: int = 1,
-           exact: bool | None = None) -> KMeans:
+def kmeans(
+    X: np.ndarray,
+    k: int,
+    weights: np.ndarray | None = None,
+    *,
+    rng: np.random.Generator,
+    metric: str = "l2",
+    ground: np.ndarray | None = None,
+    max_iter: int = 100,
+    n_init: int = 1,
+    exact: bool | None = None,
+) -> KMeans:
     """Weighted k-means of the rows of ``X`` (float ``[n, d]``) into ``k`` clusters.
 
     ``metric``: ``"l2"`` (squared Euclidean, mean centres), ``"l1"`` (coordinate-wise weighted
@@ -389,8 +398,9 @@ def _ochs_chunk(t_hand, rf, hand_n, hole_k, t_hole, opp_label, K, S, N, lo, hi, 
             out[c, j] = wins[j] / cnt[j] if cnt[j] > 0 else 0.5
 
 
-def ochs_features(game: GameDef, indexer: HandIndexer, hole_labels: np.ndarray, hole_indexer: HandIndexer,
-                  threads: int = 1) -> np.ndarray:
+def ochs_features(
+    game: GameDef, indexer: HandIndexer, hole_labels: np.ndarray, hole_indexer: HandIndexer, threads: int = 1
+) -> np.ndarray:
     """float64 ``[size(R-1), K]``: OCHS of every last-round class; ``hole_labels`` int64 gives
     the opponent cluster of each class of ``hole_indexer`` (hole cards only)."""
     from concurrent.futures import ThreadPoolExecutor
@@ -401,9 +411,24 @@ def ochs_features(game: GameDef, indexer: HandIndexer, hole_labels: np.ndarray, 
     out = np.empty((n, K), np.float64)
     bounds = np.linspace(0, n, max(2, min(n, threads * 16) + 1)).astype(np.int64)
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        futs = [pool.submit(_ochs_chunk, indexer.tables, rf, indexer.hand_size(rf), game.num_hole_cards,
-                            hole_indexer.tables, hole_labels, K, game.num_suits, game.num_ranks,
-                            int(bounds[i]), int(bounds[i + 1]), out) for i in range(len(bounds) - 1)]
+        futs = [
+            pool.submit(
+                _ochs_chunk,
+                indexer.tables,
+                rf,
+                indexer.hand_size(rf),
+                game.num_hole_cards,
+                hole_indexer.tables,
+                hole_labels,
+                K,
+                game.num_suits,
+                game.num_ranks,
+                int(bounds[i]),
+                int(bounds[i + 1]),
+                out,
+            )
+            for i in range(len(bounds) - 1)
+        ]
         for f in futs:
             f.result()
     return out
@@ -416,8 +441,10 @@ def ochs_features(game: GameDef, indexer: HandIndexer, hole_labels: np.ndarray, 
 def check_feasible(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]) -> None:
     """Raise ``AbstractionError`` when the clustered build is out of reach for ``game``."""
     if game.num_board_cards[0] != 0:
-        raise AbstractionError("clustered buckets need a first round without board cards (OCHS clusters "
-                               "the opponent's hole cards there)")
+        raise AbstractionError(
+            "clustered buckets need a first round without board cards (OCHS clusters "
+            "the opponent's hole cards there)"
+        )
     R = game.num_rounds
     entries = 0.0
     for r in range(R - 1):
@@ -430,13 +457,24 @@ def check_feasible(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]
     rf = R - 1
     ochs = indexer.size(rf) * comb(game.deck_size - indexer.hand_size(rf), game.num_hole_cards)
     if buckets[rf] < indexer.size(rf) and ochs > MAX_OCHS_WORK:
-        raise AbstractionError(f"OCHS on the last round needs {ochs:,.0f} evaluations (limit {MAX_OCHS_WORK:,.0f})")
+        raise AbstractionError(
+            f"OCHS on the last round needs {ochs:,.0f} evaluations (limit {MAX_OCHS_WORK:,.0f})"
+        )
 
 
-def cluster_tables(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...], method: str,
-                   final_hs: np.ndarray, seed: int = 0, threads: int = 1, n_init: int = 3,
-                   log: Callable[[str], None] = print, ochs_clusters: int = OCHS_CLUSTERS,
-                   last_round: str = "hs") -> list[np.ndarray]:
+def cluster_tables(
+    game: GameDef,
+    indexer: HandIndexer,
+    buckets: tuple[int, ...],
+    method: str,
+    final_hs: np.ndarray,
+    seed: int = 0,
+    threads: int = 1,
+    n_init: int = 3,
+    log: Callable[[str], None] = print,
+    ochs_clusters: int = OCHS_CLUSTERS,
+    last_round: str = "hs",
+) -> list[np.ndarray]:
     """Per round the uint16 bucket of every class (see the module doc).
 
     ``final_hs``: uint16 ``[size(R-1)]``, last-round hand strength x 65535 (from
@@ -479,8 +517,9 @@ def cluster_tables(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]
         tables[rf] = lab.astype(np.int64)
         hs = final_hs.astype(np.float64) / 65535.0
         wsum = np.bincount(tables[rf], weights=w[rf], minlength=buckets[rf])
-        centers[rf] = (np.bincount(tables[rf], weights=w[rf] * hs, minlength=buckets[rf])
-                       / np.maximum(wsum, 1e-300))[:, None]
+        centers[rf] = (
+            np.bincount(tables[rf], weights=w[rf] * hs, minlength=buckets[rf]) / np.maximum(wsum, 1e-300)
+        )[:, None]
         log(f"round {rf + 1}: {buckets[rf]} hand-strength percentile buckets")
     else:
         hole_ix = HandIndexer(game.num_suits, game.num_ranks, (game.num_hole_cards,))
@@ -507,12 +546,16 @@ def cluster_tables(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]
             ground = None  # an earlier lossy round would need histograms over every class
             continue
         if method == "distribution":
-            km = kmeans(np.cumsum(D[r], 1) / HS_BINS, buckets[r], w[r], rng=rngs[r], metric="l1", n_init=n_init)
+            km = kmeans(
+                np.cumsum(D[r], 1) / HS_BINS, buckets[r], w[r], rng=rngs[r], metric="l1", n_init=n_init
+            )
             log(f"round {r + 1}: {buckets[r]} distribution clusters, mean EMD {km.inertia / w[r].sum():.4g}")
         else:
             if ground is None:
-                raise AbstractionError(f"potential-aware buckets: round {r + 2} is lossless, so round {r + 1}'s "
-                                       "histograms would span every class; make it lossy")
+                raise AbstractionError(
+                    f"potential-aware buckets: round {r + 2} is lossless, so round {r + 1}'s "
+                    "histograms would span every class; make it lossy"
+                )
             nb = buckets[r + 1]
             onehot = np.zeros((indexer.size(r + 1), nb))
             onehot[np.arange(indexer.size(r + 1)), tables[r + 1]] = 1.0
@@ -520,15 +563,19 @@ def cluster_tables(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...]
             if line is not None:  # 1-D ground: k-medians of gap-scaled CDFs minimize the exact EMD
                 F = line_cdf_features(H, line)
                 km = kmeans(F, buckets[r], w[r], rng=rngs[r], metric="l1", n_init=n_init)
-                log(f"round {r + 1}: {buckets[r]} potential-aware clusters (exact 1-D EMD), "
-                    f"mean EMD {km.inertia / w[r].sum():.4g}")
+                log(
+                    f"round {r + 1}: {buckets[r]} potential-aware clusters (exact 1-D EMD), "
+                    f"mean EMD {km.inertia / w[r].sum():.4g}"
+                )
                 ground = _distances(km.centers, km.centers, "l1")  # the EMD between the centres
                 line = None
             else:
                 km = kmeans(H, buckets[r], w[r], rng=rngs[r], metric="emd", ground=ground, n_init=n_init)
                 exact = H.shape[0] * buckets[r] <= EMD_EXACT_MAX
-                log(f"round {r + 1}: {buckets[r]} potential-aware clusters ({'exact' if exact else 'greedy'} EMD), "
-                    f"mean EMD {km.inertia / w[r].sum():.4g}")
+                log(
+                    f"round {r + 1}: {buckets[r]} potential-aware clusters ({'exact' if exact else 'greedy'} EMD), "
+                    f"mean EMD {km.inertia / w[r].sum():.4g}"
+                )
                 C = km.centers
                 ground = _distances(C, C, "emd", ground, exact=exact)
                 ground = 0.5 * (ground + ground.T)

@@ -173,7 +173,9 @@ def _river_sample_chunk(boards, nb, hole_k, hole_lab, K, S, N, lo, hi, rows_out,
     for b in range(lo, hi):
         board = boards[b, :nb]
         holes = holes_of(rest_of(board, nb, deck), hole_k)
-        _board_ochs(board, nb, holes, hole_lab, K, S, N, deck, feats[rows_out[b]:rows_out[b] + holes.shape[0]])
+        _board_ochs(
+            board, nb, holes, hole_lab, K, S, N, deck, feats[rows_out[b] : rows_out[b] + holes.shape[0]]
+        )
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -396,8 +398,9 @@ def _sample_hists_chunk(t_hand, r, hands, hand_r, new_k, deck, next_labels, kn, 
     for i in range(lo, hi):
         for j in range(hand_r):
             hand[j] = hands[i, j]
-        nnz[i] = _next_hist(t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx[i], pm[i],
-                            used, avail, idx)
+        nnz[i] = _next_hist(
+            t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx[i], pm[i], used, avail, idx
+        )
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -409,15 +412,17 @@ def _assign_emd_chunk(pidx, pm, nnz, E_next, C, Ec, cps, corder, u, ground, gord
     ctr = np.zeros(1, np.int64)
     ep = np.empty(E_next.shape[1], np.float64)
     for i in range(lo, hi):
-        j, d = _nearest_emd(pidx[i], pm[i], nnz[i], E_next, C, Ec, cps, corder, u, ground, gorder, used, stamp,
-                            ctr, ep)
+        j, d = _nearest_emd(
+            pidx[i], pm[i], nnz[i], E_next, C, Ec, cps, corder, u, ground, gorder, used, stamp, ctr, ep
+        )
         labels[i] = j
         dist[i] = d
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _round_assign_chunk(t_hand, r, hand_r, new_k, deck, next_labels, E_next, C, Ec, cps, corder, u, ground,
-                        gorder, lo, hi, out):
+def _round_assign_chunk(
+    t_hand, r, hand_r, new_k, deck, next_labels, E_next, C, Ec, cps, corder, u, ground, gorder, lo, hi, out
+):
     """Every class ``lo..hi`` of round ``r``: its histogram's nearest centre into ``out``."""
     kn = C.shape[1]
     cnt = np.zeros(kn, np.int64)
@@ -434,8 +439,9 @@ def _round_assign_chunk(t_hand, r, hand_r, new_k, deck, next_labels, E_next, C, 
     ep = np.empty(E_next.shape[1], np.float64)
     for c in range(lo, hi):
         iso_unindex(t_hand, c, r, hand)
-        nz = _next_hist(t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx, pm, used_c, avail,
-                        idx)
+        nz = _next_hist(
+            t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx, pm, used_c, avail, idx
+        )
         j, _ = _nearest_emd(pidx, pm, nz, E_next, C, Ec, cps, corder, u, ground, gorder, used, stamp, ctr, ep)
         out[c] = j
 
@@ -565,8 +571,9 @@ class _Stages:
             with np.load(f) as z:
                 out = {k: z[k] for k in z.files}
         except Exception as exc:  # noqa: BLE001 - a damaged stage file is an error to report
-            raise AbstractionError(f"{f}: damaged stage file ({type(exc).__name__}: {exc}); delete it to redo the "
-                                   "stage") from None
+            raise AbstractionError(
+                f"{f}: damaged stage file ({type(exc).__name__}: {exc}); delete it to redo the stage"
+            ) from None
         self.log(f"resuming: {f.name} reused")
         return out
 
@@ -621,11 +628,11 @@ def _kmeans_emd(pidx, pm, nnz, E_next, k, ground, rng, max_iter, threads, desc, 
 
     def point(i):
         c = np.zeros(kn)
-        c[pidx[i, :nnz[i]]] = pm[i, :nnz[i]]
+        c[pidx[i, : nnz[i]]] = pm[i, : nnz[i]]
         return c
 
     for i in range(n):
-        EP[i] = pm[i, :nnz[i]] @ E_next[pidx[i, :nnz[i]]]
+        EP[i] = pm[i, : nnz[i]] @ E_next[pidx[i, : nnz[i]]]
     C = np.empty((k, kn))
     C[0] = point(rng.integers(n))
     D = np.full(n, np.inf)
@@ -647,8 +654,13 @@ def _kmeans_emd(pidx, pm, nnz, E_next, k, ground, rng, max_iter, threads, desc, 
         Ec = C @ E_next
         u, cps, corder = _proj(Ec)
         new = np.empty(n, np.int64)
-        _pool_map(lambda lo, hi: _assign_emd_chunk(pidx, pm, nnz, E_next, C, Ec, cps, corder, u, ground, gorder,
-                                                   lo, hi, new, dist), n, threads)
+        _pool_map(
+            lambda lo, hi: _assign_emd_chunk(
+                pidx, pm, nnz, E_next, C, Ec, cps, corder, u, ground, gorder, lo, hi, new, dist
+            ),
+            n,
+            threads,
+        )
         changed = int((new != labels).sum())
         labels = new
         C, _ = _centres_from(pidx, pm, nnz, labels, k, kn, C)
@@ -668,9 +680,16 @@ def _random_hands(rng, n, deck, size):
     return np.argsort(rng.random((n, deck)), axis=1)[:, :size].astype(np.int64)
 
 
-def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[int, ...], out_dir,
-                            spec: SampleSpec | None = None, threads: int = 1, progress: bool = True,
-                            log: Callable[[str], None] = print) -> list[np.ndarray]:
+def build_potential_sampled(
+    game: GameDef,
+    indexer: HandIndexer,
+    buckets: tuple[int, ...],
+    out_dir,
+    spec: SampleSpec | None = None,
+    threads: int = 1,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> list[np.ndarray]:
     """Per round the uint16 bucket of every class (see the module doc); stages resume from
     ``out_dir/partial``. Preflop (round 0) may be lossless or clustered like the other rounds."""
     spec = spec or SampleSpec()
@@ -685,13 +704,24 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
         raise AbstractionError(f"OCHS needs 1 or 2 hole cards, the game has {hk}")
     for r in range(1, R):
         if game.num_board_cards[r] == 0:
-            raise AbstractionError(f"round {r + 1} deals no card: potential-aware buckets need a new card every round")
+            raise AbstractionError(
+                f"round {r + 1} deals no card: potential-aware buckets need a new card every round"
+            )
         if buckets[r] >= indexer.size(r):
-            raise AbstractionError(f"round {r + 1}: potential-aware buckets need fewer buckets than its "
-                                   f"{indexer.size(r):,} classes (the histograms are over its buckets)")
-    stages = _Stages(Path(out_dir) / "partial", {"cards": card_structure(game), "buckets": list(buckets),
-                                                 "method": "potential-sampled", "spec": dataclasses.asdict(spec)},
-                     log)
+            raise AbstractionError(
+                f"round {r + 1}: potential-aware buckets need fewer buckets than its "
+                f"{indexer.size(r):,} classes (the histograms are over its buckets)"
+            )
+    stages = _Stages(
+        Path(out_dir) / "partial",
+        {
+            "cards": card_structure(game),
+            "buckets": list(buckets),
+            "method": "potential-sampled",
+            "spec": dataclasses.asdict(spec),
+        },
+        log,
+    )
     rngs = [np.random.default_rng(s) for s in np.random.SeedSequence(spec.seed).spawn(R + 2)]
     t0 = time.perf_counter()
 
@@ -705,8 +735,14 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
         boards = _random_hands(rngs[R], spec.opp_boards, deck, T[rf])
         with _Clock(log, "opponent histograms", spec.opp_boards, "boards"):
             hists = run_chunks(
-                lambda lo, hi: _hist_part(boards[lo:hi], T[rf], holes_all, hole_cls, S, N, deck, hole_ix.size(0)),
-                spec.opp_boards, threads, "opponent clusters: final-strength histograms", progress)
+                lambda lo, hi: _hist_part(
+                    boards[lo:hi], T[rf], holes_all, hole_cls, S, N, deck, hole_ix.size(0)
+                ),
+                spec.opp_boards,
+                threads,
+                "opponent clusters: final-strength histograms",
+                progress,
+            )
         hist = np.sum(hists, axis=0)
         mult = np.bincount(hole_cls, minlength=hole_ix.size(0)).astype(np.float64)
         cdf = np.cumsum(hist / np.maximum(hist.sum(1, keepdims=True), 1e-300), 1)
@@ -735,11 +771,24 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
             rows = np.arange(spec.river_boards, dtype=np.int64) * per
             X = np.empty((spec.river_boards * per, K))
             with _Clock(log, f"round {rf + 1} OCHS sample", spec.river_boards, "boards"):
-                run_chunks(lambda lo, hi: _river_sample_chunk(boards, nb, hk, hole_lab, K, S, N, lo, hi, rows, X),
-                            spec.river_boards, threads, f"round {rf + 1} OCHS sample", progress)
+                run_chunks(
+                    lambda lo, hi: _river_sample_chunk(boards, nb, hk, hole_lab, K, S, N, lo, hi, rows, X),
+                    spec.river_boards,
+                    threads,
+                    f"round {rf + 1} OCHS sample",
+                    progress,
+                )
             with _Clock(log, f"round {rf + 1} k-means ({X.shape[0]:,} points, {buckets[rf]} clusters)"):
-                C = _kmeans_l2(X, buckets[rf], rngs[rf], spec.max_iter, threads, f"round {rf + 1} k-means (OCHS)",
-                               progress, log)
+                C = _kmeans_l2(
+                    X,
+                    buckets[rf],
+                    rngs[rf],
+                    spec.max_iter,
+                    threads,
+                    f"round {rf + 1} k-means (OCHS)",
+                    progress,
+                    log,
+                )
             del X
             stages.save(f"round{rf}_centres", centres=C)
         else:
@@ -748,9 +797,30 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
         out = np.zeros(indexer.size(rf), np.uint16)
         u, cps, corder = _proj(C)
         with _Clock(log, f"round {rf + 1} assign every class", bi.size(0), "canonical boards"):
-            run_chunks(lambda lo, hi: _river_assign_chunk(bi.tables, indexer.tables, rf, T[rf], hk, hole_lab, K, S,
-                                                           N, C, cps, corder, u, lo, hi, out),
-                        bi.size(0), threads, f"round {rf + 1} assign every class", progress)
+            run_chunks(
+                lambda lo, hi: _river_assign_chunk(
+                    bi.tables,
+                    indexer.tables,
+                    rf,
+                    T[rf],
+                    hk,
+                    hole_lab,
+                    K,
+                    S,
+                    N,
+                    C,
+                    cps,
+                    corder,
+                    u,
+                    lo,
+                    hi,
+                    out,
+                ),
+                bi.size(0),
+                threads,
+                f"round {rf + 1} assign every class",
+                progress,
+            )
         stages.save(f"round{rf}_labels", labels=out, centres=C)
         labels[rf] = out
     else:
@@ -770,7 +840,9 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
             labels[r], Cr = st["labels"], st["centres"]
         else:
             stc = stages.load(f"round{r}_centres")
-            next_labels = np.ascontiguousarray(labels[r + 1], np.uint16)  # 2 bytes a class: 246 MB on the river
+            next_labels = np.ascontiguousarray(
+                labels[r + 1], np.uint16
+            )  # 2 bytes a class: 246 MB on the river
             gorder = np.argsort(ground, axis=1, kind="stable").astype(np.int64)
             if stc is None:
                 n = spec.sample
@@ -781,12 +853,43 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
                 pm = np.zeros((n, width))
                 nnz = np.zeros(n, np.int64)
                 with _Clock(log, f"round {r + 1} sample histograms", n, "hands"):
-                    run_chunks(lambda lo, hi: _sample_hists_chunk(indexer.tables, r, hands, hand_r, new_k, deck,
-                                                                   next_labels, kn, lo, hi, pidx, pm, nnz),
-                                n, threads, f"round {r + 1} sample histograms", progress, unit="hands")
+                    run_chunks(
+                        lambda lo, hi: _sample_hists_chunk(
+                            indexer.tables,
+                            r,
+                            hands,
+                            hand_r,
+                            new_k,
+                            deck,
+                            next_labels,
+                            kn,
+                            lo,
+                            hi,
+                            pidx,
+                            pm,
+                            nnz,
+                        ),
+                        n,
+                        threads,
+                        f"round {r + 1} sample histograms",
+                        progress,
+                        unit="hands",
+                    )
                 with _Clock(log, f"round {r + 1} k-means ({n:,} points, {buckets[r]} clusters)"):
-                    Cr = _kmeans_emd(pidx, pm, nnz, E_next, buckets[r], ground, rngs[r], spec.max_iter, threads,
-                                     f"round {r + 1} k-means (EMD)", progress, log)
+                    Cr = _kmeans_emd(
+                        pidx,
+                        pm,
+                        nnz,
+                        E_next,
+                        buckets[r],
+                        ground,
+                        rngs[r],
+                        spec.max_iter,
+                        threads,
+                        f"round {r + 1} k-means (EMD)",
+                        progress,
+                        log,
+                    )
                 del pidx, pm, nnz
                 stages.save(f"round{r}_centres", centres=Cr)
             else:
@@ -795,11 +898,32 @@ def build_potential_sampled(game: GameDef, indexer: HandIndexer, buckets: tuple[
             u, cps, corder = _proj(Ec)
             out = np.zeros(indexer.size(r), np.uint16)
             with _Clock(log, f"round {r + 1} assign every class", indexer.size(r), "classes"):
-                run_chunks(lambda lo, hi: _round_assign_chunk(indexer.tables, r, hand_r, new_k, deck, next_labels,
-                                                               E_next, Cr, Ec, cps, corder, u, ground, gorder, lo,
-                                                               hi, out),
-                            indexer.size(r), threads, f"round {r + 1} assign every class", progress,
-                            unit="classes")
+                run_chunks(
+                    lambda lo, hi: _round_assign_chunk(
+                        indexer.tables,
+                        r,
+                        hand_r,
+                        new_k,
+                        deck,
+                        next_labels,
+                        E_next,
+                        Cr,
+                        Ec,
+                        cps,
+                        corder,
+                        u,
+                        ground,
+                        gorder,
+                        lo,
+                        hi,
+                        out,
+                    ),
+                    indexer.size(r),
+                    threads,
+                    f"round {r + 1} assign every class",
+                    progress,
+                    unit="classes",
+                )
             stages.save(f"round{r}_labels", labels=out, centres=Cr)
             labels[r] = out
         # the ground distance between this round's buckets, for the round before

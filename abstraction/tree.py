@@ -96,8 +96,15 @@ class TreeArrays(NamedTuple):
     edge_child: np.ndarray  # int32 [E]
 
 
-_KERNEL_DTYPES = {"kind": np.int8, "player": np.int8, "round": np.int8, "spent": np.int32,
-                  "num_actions": np.int16, "child_start": np.int32, "edge_child": np.int32}
+_KERNEL_DTYPES = {
+    "kind": np.int8,
+    "player": np.int8,
+    "round": np.int8,
+    "spent": np.int32,
+    "num_actions": np.int16,
+    "child_start": np.int32,
+    "edge_child": np.int32,
+}
 
 
 @dataclasses.dataclass
@@ -177,7 +184,9 @@ class BettingTree:
     def kernel_arrays(self) -> TreeArrays:
         """The arrays the numba kernels read (:class:`TreeArrays`): the tree's own, not copies
         (:func:`build_tree` makes them with these dtypes, C-contiguous)."""
-        return TreeArrays(**{f: np.ascontiguousarray(getattr(self, f), _KERNEL_DTYPES[f]) for f in TreeArrays._fields})
+        return TreeArrays(
+            **{f: np.ascontiguousarray(getattr(self, f), _KERNEL_DTYPES[f]) for f in TreeArrays._fields}
+        )
 
     def decision_nodes(self) -> np.ndarray:
         return np.nonzero(self.kind == KIND_DECISION)[0]
@@ -185,8 +194,15 @@ class BettingTree:
     def content_hash(self) -> str:
         h = hashlib.blake2b(digest_size=8)
         # the arrays a blueprint run's config hash covers (kept as they are: runs keep their hashes)
-        for a in (self.kind, self.player, self.round, self.spent, self.num_actions, self.edge_kind,
-                  self.edge_to):
+        for a in (
+            self.kind,
+            self.player,
+            self.round,
+            self.spent,
+            self.num_actions,
+            self.edge_kind,
+            self.edge_to,
+        ):
             h.update(np.ascontiguousarray(a).tobytes())
         return h.hexdigest()
 
@@ -198,9 +214,16 @@ class BettingTree:
         return sum(a.nbytes for a in self.arrays().values())
 
 
-def build_tree(game: GameDef, bets: Optional[BetAbstraction] = None, *, root: Optional[Betting] = None,
-               board: Sequence[int] = (), deal_boards: bool = False,
-               action_filter: Optional[ActionFilter] = None, max_nodes: int = MAX_NODES) -> BettingTree:
+def build_tree(
+    game: GameDef,
+    bets: Optional[BetAbstraction] = None,
+    *,
+    root: Optional[Betting] = None,
+    board: Sequence[int] = (),
+    deal_boards: bool = False,
+    action_filter: Optional[ActionFilter] = None,
+    max_nodes: int = MAX_NODES,
+) -> BettingTree:
     """The betting tree of ``game`` under ``bets`` (limit games: every legal action) from ``root``.
 
     ``root`` defaults to the start of the hand (the blueprint's tree) and ``board`` to no public
@@ -258,8 +281,11 @@ def build_tree(game: GameDef, bets: Optional[BetAbstraction] = None, *, root: Op
         """Create the node for betting ``b`` on ``cards`` (a chance node first when board cards are
         missing); returns it and its pending edges."""
         if deal_boards:
-            need = (game.total_board_cards if b.showdown() else len(cards)) if b.finished \
+            need = (
+                (game.total_board_cards if b.showdown() else len(cards))
+                if b.finished
                 else game.board_cards_through(b.round)
+            )
             if len(cards) < need:
                 n = new_node(KIND_CHANCE, -1, b, cards, par)
                 # deal the next round's cards (one round at a time)

@@ -31,8 +31,9 @@ class AlgoError(ValueError):
     pass
 
 
-def dcfr_factors(k: int, alpha: float = DCFR_ALPHA, beta: float = DCFR_BETA,
-                 gamma: float = DCFR_GAMMA) -> tuple[float, float, float]:
+def dcfr_factors(
+    k: int, alpha: float = DCFR_ALPHA, beta: float = DCFR_BETA, gamma: float = DCFR_GAMMA
+) -> tuple[float, float, float]:
     """DCFR's (positive regret, negative regret, strategy sum) multipliers at discount boundary
     ``k >= 0``: ``k^a / (k^a + 1)``, ``k^b / (k^b + 1)`` and ``(k / (k + 1))^g``. The trainer
     discounts at boundary ``k`` every ``discount_every`` iterations (:meth:`AlgoConfig.factors`),

@@ -101,8 +101,20 @@ def hand_bucket(cards, game, hole: tuple[int, ...], board: tuple[int, ...], roun
     out = np.zeros((2, game.num_rounds), np.int64)
     work = np.empty(2 * len(deal) + 2, np.int64)
     kind, iso, table, offsets = cards.kernel_args()
-    deal_buckets(kind, deal, h, np.array(game.num_board_cards, np.int64), game.deck_size,
-                 game.num_suits, game.num_ranks, out, work, iso, table, offsets)
+    deal_buckets(
+        kind,
+        deal,
+        h,
+        np.array(game.num_board_cards, np.int64),
+        game.deck_size,
+        game.num_suits,
+        game.num_ranks,
+        out,
+        work,
+        iso,
+        table,
+        offsets,
+    )
     return int(out[0, round_])
 
 
@@ -134,7 +146,9 @@ def average_strategy32(tree, row_offset: np.ndarray, num_buckets: np.ndarray, su
         row_len = np.repeat(k[first:last], rows[first:last])
         tot = np.repeat(np.add.reduceat(part, np.cumsum(row_len) - row_len), row_len)
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[lo:hi] = np.where(tot > 0, part / np.where(tot > 0, tot, 1.0), 1.0 / np.repeat(row_len, row_len))
+            out[lo:hi] = np.where(
+                tot > 0, part / np.where(tot > 0, tot, 1.0), 1.0 / np.repeat(row_len, row_len)
+            )
         first = last
     return out
 
@@ -155,17 +169,34 @@ def blueprint_file_payload(trainer, probs: Optional[np.ndarray] = None) -> tuple
         "config_hash": tr.config_hash,
         "abstraction_hash": tr.abstraction_hash,
         "game": {"name": str(cfg["game"]), "acpc": tr.game.to_acpc()},
-        "bets": {"name": cfg.get("bets"), "toml": cfg.get("bets_toml"),
-                 "hash": tr.bets.content_hash() if tr.bets is not None else "limit"},
-        "cards": {"name": cards.name, "kind": int(cards.kind), "num_buckets": [int(b) for b in cards.num_buckets],
-                  "hash": cards.content_hash(), "source_hash": cards.source_hash, "method": cards.method},
-        "tree": {"hash": t.content_hash(), "num_nodes": int(t.num_nodes),
-                 "decision_nodes": int((t.kind == KIND_DECISION).sum())},
+        "bets": {
+            "name": cfg.get("bets"),
+            "toml": cfg.get("bets_toml"),
+            "hash": tr.bets.content_hash() if tr.bets is not None else "limit",
+        },
+        "cards": {
+            "name": cards.name,
+            "kind": int(cards.kind),
+            "num_buckets": [int(b) for b in cards.num_buckets],
+            "hash": cards.content_hash(),
+            "source_hash": cards.source_hash,
+            "method": cards.method,
+        },
+        "tree": {
+            "hash": t.content_hash(),
+            "num_nodes": int(t.num_nodes),
+            "decision_nodes": int((t.kind == KIND_DECISION).sum()),
+        },
         "table_entries": int(tr.size),
         "config": cfg,
     }
-    arrays = {"probs": np.asarray(probs, np.float32), "row_offset": tr.row_offset, "num_buckets": tr.num_buckets,
-              "node_round": t.round, "num_actions": t.num_actions}
+    arrays = {
+        "probs": np.asarray(probs, np.float32),
+        "row_offset": tr.row_offset,
+        "num_buckets": tr.num_buckets,
+        "node_round": t.round,
+        "num_actions": t.num_actions,
+    }
     return header, arrays
 
 
@@ -204,7 +235,8 @@ def _rebuild_tree(meta: dict, bad):
     if tree.num_nodes != meta["tree"]["num_nodes"] or tree.content_hash() != meta["tree"]["hash"]:
         raise bad(
             f"tree hash {meta['tree']['hash']} ({meta['tree']['num_nodes']:,} nodes) does not match the tree "
-            f"rebuilt from its game and bet abstraction ({tree.content_hash()}, {tree.num_nodes:,} nodes)")
+            f"rebuilt from its game and bet abstraction ({tree.content_hash()}, {tree.num_nodes:,} nodes)"
+        )
     return gamedef, bets, tree
 
 
@@ -249,12 +281,16 @@ def _query_cards(gamedef, meta: dict, where):
             out = str(path.parent) if path.name == "abstraction.bin" else name
             raise _missing_cards(game, name, where, _build_command(game, cards=c, out=out)) from None
         if not stat.S_ISREG(st.st_mode):
-            raise BlueprintError(f"the card abstraction {name!r} of the blueprint {where}: {f} is not a regular file")
+            raise BlueprintError(
+                f"the card abstraction {name!r} of the blueprint {where}: {f} is not a regular file"
+            )
         from abstraction.cards import from_file
 
         return from_file(gamedef, name)
     except AbstractionError as exc:
-        raise BlueprintError(f"the card abstraction {name!r} of the blueprint {where} cannot be loaded: {exc}") from None
+        raise BlueprintError(
+            f"the card abstraction {name!r} of the blueprint {where} cannot be loaded: {exc}"
+        ) from None
 
 
 def _check_cards_available(cfg, run_dir: Path) -> None:
@@ -271,7 +307,9 @@ def _check_cards_available(cfg, run_dir: Path) -> None:
     except (KeyError, TypeError, ValueError, AttributeError):
         return  # the trainer's loader reports a malformed config
     if missing:
-        raise _missing_cards(str(cfg["game"]), name, f"of {run_dir}", _build_command(str(cfg["game"]), recipe=name))
+        raise _missing_cards(
+            str(cfg["game"]), name, f"of {run_dir}", _build_command(str(cfg["game"]), recipe=name)
+        )
 
 
 def _pot_fraction(b: Betting, to: int) -> float:
@@ -285,12 +323,34 @@ class Blueprint:
 
     def __init__(self, trainer):
         """The blueprint of a trainer in this process (its current average strategy, float64)."""
-        self._setup(trainer.game, trainer.tree, trainer.cards, trainer.row_offset, trainer.num_buckets,
-                    trainer.average_strategy(), trainer.iteration, trainer.config_hash, trainer.abstraction_hash,
-                    trainer.bets.content_hash() if trainer.bets is not None else "limit", "trainer")
+        self._setup(
+            trainer.game,
+            trainer.tree,
+            trainer.cards,
+            trainer.row_offset,
+            trainer.num_buckets,
+            trainer.average_strategy(),
+            trainer.iteration,
+            trainer.config_hash,
+            trainer.abstraction_hash,
+            trainer.bets.content_hash() if trainer.bets is not None else "limit",
+            "trainer",
+        )
 
-    def _setup(self, gamedef, tree, cards, row_offset, num_buckets, probs, iteration, config_hash,
-               abstraction_hash, bets_hash, source) -> None:
+    def _setup(
+        self,
+        gamedef,
+        tree,
+        cards,
+        row_offset,
+        num_buckets,
+        probs,
+        iteration,
+        config_hash,
+        abstraction_hash,
+        bets_hash,
+        source,
+    ) -> None:
         self.game = Game(gamedef)
         self.gamedef = gamedef
         self.tree = tree
@@ -342,21 +402,26 @@ class Blueprint:
                 manifest = ckpt.read_manifest(info.path)
                 if manifest.get("iteration") != info.iteration:  # changed since it was listed
                     raise ckpt.CheckpointError(
-                        f"manifest in {info.path} is for iteration {manifest.get('iteration')!r}")
+                        f"manifest in {info.path} is for iteration {manifest.get('iteration')!r}"
+                    )
             except ckpt.CheckpointError as exc:
                 skip(info.path, exc)
                 continue
             entry = next((e for e in manifest["files"] if e["file"] == ckpt.BLUEPRINT_NAME), None)
             if entry is None:
-                report(f"{info.path} has no {ckpt.BLUEPRINT_NAME} (written before blueprint files): "
-                       "rebuilding the blueprint from the trainer checkpoint")
+                report(
+                    f"{info.path} has no {ckpt.BLUEPRINT_NAME} (written before blueprint files): "
+                    "rebuilding the blueprint from the trainer checkpoint"
+                )
                 return cls._from_trainer_checkpoint(run_dir, manifest, problems, report)
             try:
                 return cls.read_file(info.path / ckpt.BLUEPRINT_NAME, entry, manifest)
             except ckpt.CheckpointError as exc:
                 skip(info.path, exc)
         detail = "; ".join(problems) if problems else "no checkpoints found"
-        raise ckpt.CheckpointError(f"no complete checkpoint in {run_dir / ckpt.CHECKPOINTS_DIRNAME}: {detail}")
+        raise ckpt.CheckpointError(
+            f"no complete checkpoint in {run_dir / ckpt.CHECKPOINTS_DIRNAME}: {detail}"
+        )
 
     @classmethod
     def read_file(cls, path, entry: Optional[dict] = None, manifest: Optional[dict] = None) -> "Blueprint":
@@ -384,7 +449,9 @@ class Blueprint:
         def check(meta: dict) -> None:
             if manifest is not None:
                 if meta["iteration"] != manifest.get("iteration"):
-                    raise bad(f"iteration {meta['iteration']} differs from its manifest's {manifest.get('iteration')}")
+                    raise bad(
+                        f"iteration {meta['iteration']} differs from its manifest's {manifest.get('iteration')}"
+                    )
                 for key in ("config_hash", "abstraction_hash"):
                     if key in manifest and meta[key] != manifest[key]:
                         raise bad(f"{key} {meta[key]} differs from its manifest's {manifest[key]}")
@@ -393,24 +460,40 @@ class Blueprint:
             if cards.content_hash() != meta["cards"]["hash"]:
                 raise bad(
                     f"the card abstraction {cards.name!r} on this machine has hash {cards.content_hash()}, the "
-                    f"blueprint was trained with {meta['cards']['hash']} (another build of it)")
+                    f"blueprint was trained with {meta['cards']['hash']} (another build of it)"
+                )
             row_offset, size = table_layout(tree, cards.buckets_array())
             if size != meta["table_entries"]:
                 raise bad(f"{meta['table_entries']:,} table entries, the rebuilt layout has {size:,}")
             if _abstraction_hash(tree.content_hash(), cards.content_hash()) != meta["abstraction_hash"]:
-                raise bad(f"abstraction hash {meta['abstraction_hash']} does not match the tree and card abstraction")
+                raise bad(
+                    f"abstraction hash {meta['abstraction_hash']} does not match the tree and card abstraction"
+                )
             built.update(gamedef=gamedef, bets=bets, tree=tree, cards=cards, row_offset=row_offset)
 
         meta, arrays = ckpt.read_blueprint(path, entry, layout=check)
         tree, row_offset = built["tree"], built["row_offset"]
-        if not (np.array_equal(arrays["row_offset"], row_offset) and np.array_equal(arrays["node_round"], tree.round)
-                and np.array_equal(arrays["num_actions"], tree.num_actions)):
+        if not (
+            np.array_equal(arrays["row_offset"], row_offset)
+            and np.array_equal(arrays["node_round"], tree.round)
+            and np.array_equal(arrays["num_actions"], tree.num_actions)
+        ):
             raise bad("its layout arrays differ from the rebuilt tree's")
         bp = cls.__new__(cls)
         bets = built["bets"]
-        bp._setup(built["gamedef"], tree, built["cards"], row_offset, built["cards"].buckets_array(), arrays["probs"],
-                  meta["iteration"], meta["config_hash"], meta["abstraction_hash"],
-                  bets.content_hash() if bets is not None else "limit", str(path))
+        bp._setup(
+            built["gamedef"],
+            tree,
+            built["cards"],
+            row_offset,
+            built["cards"].buckets_array(),
+            arrays["probs"],
+            meta["iteration"],
+            meta["config_hash"],
+            meta["abstraction_hash"],
+            bets.content_hash() if bets is not None else "limit",
+            str(path),
+        )
         return bp
 
     @classmethod
@@ -464,7 +547,9 @@ class Blueprint:
                 if kind in (FOLD, CALL):
                     hit = np.nonzero(kinds == kind)[0]
                     if not len(hit):
-                        raise BlueprintError(f"abstract node {t.betting_string(n)!r} has no {'fc'[kind]!r} action")
+                        raise BlueprintError(
+                            f"abstract node {t.betting_string(n)!r} has no {'fc'[kind]!r} action"
+                        )
                     e = s + int(hit[0])
                 else:
                     raises = np.nonzero(kinds == RAISE)[0]
@@ -487,7 +572,9 @@ class Blueprint:
                 b = b.apply(kind, size)
         return n, translated
 
-    def _translation_pool(self, n: int, b: Betting, size: int, raises: np.ndarray) -> tuple[np.ndarray, list[float], float]:
+    def _translation_pool(
+        self, n: int, b: Betting, size: int, raises: np.ndarray
+    ) -> tuple[np.ndarray, list[float], float]:
         """``(edges, sizes, x)`` for translating an off-tree raise to ``size`` at node ``n``: the
         abstract raise edges the raise may map to, their pot fractions (increasing) and the real
         raise's pot fraction ``x``.
@@ -580,7 +667,9 @@ class Blueprint:
         return self.tree.betting(n)
 
     # -- queries ------------------------------------------------------------------------------
-    def strategy(self, matchstate: str | State, rng: Optional[np.random.Generator] = None) -> dict[str, float]:
+    def strategy(
+        self, matchstate: str | State, rng: Optional[np.random.Generator] = None
+    ) -> dict[str, float]:
         """The average strategy of the seat to act, who must be the MATCHSTATE's viewer
         (``matchstate``: the string, or a parsed :class:`~holdem.state.State` with a viewer).
 
@@ -645,8 +734,13 @@ class Blueprint:
 
         t = self.tree
         schema = pa.schema(
-            [("round", pa.int8()), ("betting", pa.string()), ("bucket", pa.int32()),
-             ("action", pa.string()), ("probability", pa.float32())],
+            [
+                ("round", pa.int8()),
+                ("betting", pa.string()),
+                ("bucket", pa.int32()),
+                ("action", pa.string()),
+                ("probability", pa.float32()),
+            ],
             metadata={
                 "mccfr.schema_version": str(EXPORT_SCHEMA_VERSION),
                 "mccfr.game": self.gamedef.to_acpc(),
@@ -683,9 +777,18 @@ class Blueprint:
 def _table(batch, schema):
     import pyarrow as pa
 
-    return pa.Table.from_arrays([pa.array(np.concatenate(batch[c]), type=schema.field(c).type) for c in schema.names],
-                                schema=schema)
+    return pa.Table.from_arrays(
+        [pa.array(np.concatenate(batch[c]), type=schema.field(c).type) for c in schema.names], schema=schema
+    )
 
 
-__all__ = ["Blueprint", "BlueprintError", "NotADecisionError", "StateError", "blueprint_file_payload", "hand_bucket",
-           "viewer_decision", "write_blueprint_file"]
+__all__ = [
+    "Blueprint",
+    "BlueprintError",
+    "NotADecisionError",
+    "StateError",
+    "blueprint_file_payload",
+    "hand_bucket",
+    "viewer_decision",
+    "write_blueprint_file",
+]

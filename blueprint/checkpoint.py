@@ -230,7 +230,9 @@ class _FileFormat:
 _SHARD_FORMAT = _FileFormat(SHARD_MAGIC, SHARD_FORMAT_VERSION, "shard file", "shard", "shard")
 # 1 MiB chunks: a query server reads the file once, and the reader's buffers beyond the strategy
 # itself stay about 2 MiB
-_BLUEPRINT_FORMAT = _FileFormat(BLUEPRINT_MAGIC, BLUEPRINT_FORMAT_VERSION, "blueprint file", "blueprint", None, 1 << 20)
+_BLUEPRINT_FORMAT = _FileFormat(
+    BLUEPRINT_MAGIC, BLUEPRINT_FORMAT_VERSION, "blueprint file", "blueprint", None, 1 << 20
+)
 
 
 class CheckpointError(Exception):
@@ -392,8 +394,9 @@ def write_shard(
     if not isinstance(shard, (int, np.integer)) or isinstance(shard, bool) or shard < 0:
         raise ValueError(f"shard index must be an int >= 0, got {shard!r}")
     shard = int(shard)
-    return _write_container(Path(ckpt_dir), shard_name(shard), _SHARD_FORMAT, {"shard": shard}, arrays, meta,
-                            f"shard {shard}")
+    return _write_container(
+        Path(ckpt_dir), shard_name(shard), _SHARD_FORMAT, {"shard": shard}, arrays, meta, f"shard {shard}"
+    )
 
 
 def _write_container(
@@ -421,7 +424,9 @@ def _write_container(
                 "arrays can be checkpointed"
             )
         if arr.ndim > _MAX_NDIM or not _DTYPE_RE.fullmatch(arr.dtype.str):
-            raise ValueError(f"array {key!r} has dtype {arr.dtype} / {arr.ndim} dimensions; it cannot be read back")
+            raise ValueError(
+                f"array {key!r} has dtype {arr.dtype} / {arr.ndim} dimensions; it cannot be read back"
+            )
         if not arr.flags.c_contiguous:
             arr = arr.copy(order="C")  # (np.ascontiguousarray would turn 0-d arrays into 1-d)
         try:
@@ -454,9 +459,7 @@ def _write_container(
 
     def body(sink: _HashingWriter) -> None:
         sink.write(_SHARD_HEADER.pack(fmt.magic, fmt.version, _CODEC_LZ4_FRAME))
-        with lz4.frame.LZ4FrameFile(
-            sink, mode="wb", block_checksum=True, content_checksum=True
-        ) as out:
+        with lz4.frame.LZ4FrameFile(sink, mode="wb", block_checksum=True, content_checksum=True) as out:
             out.write(header)
             for arr in contiguous:
                 data = memoryview(arr.reshape(-1)).cast("B") if arr.nbytes else memoryview(b"")
@@ -508,7 +511,9 @@ def _open_regular(path: Path, what: str, missing: str | None = None) -> tuple[Bi
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):
-            raise CheckpointError(f"{what} {path} is {_file_kind(st.st_mode)}, not a regular file; refusing to read it")
+            raise CheckpointError(
+                f"{what} {path} is {_file_kind(st.st_mode)}, not a regular file; refusing to read it"
+            )
         fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC)
     except FileNotFoundError as exc:
         raise CheckpointError(missing or f"{what} {path} is missing") from exc
@@ -517,7 +522,9 @@ def _open_regular(path: Path, what: str, missing: str | None = None) -> tuple[Bi
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise CheckpointError(f"{what} {path} is {_file_kind(st.st_mode)}, not a regular file; refusing to read it")
+            raise CheckpointError(
+                f"{what} {path} is {_file_kind(st.st_mode)}, not a regular file; refusing to read it"
+            )
         return open(fd, "rb", buffering=_IO_BUFFER, closefd=True), st.st_size
     except BaseException:
         os.close(fd)
@@ -555,8 +562,15 @@ class _Lz4FrameReader:
     """Minimal file-like ``read`` over exactly one lz4 frame, refusing truncation, trailing data and
     more output than ``limit`` bytes (or than the frame's declared content size)."""
 
-    def __init__(self, raw: Any, path: str, lead: bytes = b"", limit: int | None = None,
-                 content_size: int | None = None, what: str = "shard file") -> None:
+    def __init__(
+        self,
+        raw: Any,
+        path: str,
+        lead: bytes = b"",
+        limit: int | None = None,
+        content_size: int | None = None,
+        what: str = "shard file",
+    ) -> None:
         self._raw = raw
         self._path = path
         self._what = what
@@ -604,7 +618,9 @@ class _Lz4FrameReader:
                         f"content but holds {self.produced:,}"
                     )
                 if self._dec.unused_data or self._pending or self._raw.read(1):
-                    raise CheckpointError(f"{self._what} {self._path} has data after the end of its lz4 frame")
+                    raise CheckpointError(
+                        f"{self._what} {self._path} has data after the end of its lz4 frame"
+                    )
             if out:
                 return out
         return b""
@@ -674,7 +690,11 @@ class _ArrayDesc:
 
 
 def _check_shard_header(
-    header: Any, path: str, size: int, bound: int, spec: Mapping[str, ArraySpec] | Callable | None,
+    header: Any,
+    path: str,
+    size: int,
+    bound: int,
+    spec: Mapping[str, ArraySpec] | Callable | None,
     fmt: _FileFormat | None = None,
 ) -> tuple[int, dict[str, Any], list[_ArrayDesc]]:
     """Validate a shard's header object completely, before any array is allocated.
@@ -686,7 +706,11 @@ def _check_shard_header(
     fmt = fmt or _SHARD_FORMAT
     if not isinstance(header, dict):
         raise CheckpointError(f"{fmt.label} {path}: malformed header object")
-    shard, meta, arrays = header.get(fmt.index_key) if fmt.index_key else 0, header.get("meta"), header.get("arrays")
+    shard, meta, arrays = (
+        header.get(fmt.index_key) if fmt.index_key else 0,
+        header.get("meta"),
+        header.get("arrays"),
+    )
     if not _is_int(shard) or shard < 0 or not isinstance(meta, dict) or not isinstance(arrays, list):
         raise CheckpointError(f"{fmt.label} {path}: malformed header object")
     if callable(spec):
@@ -694,7 +718,9 @@ def _check_shard_header(
             spec = spec(meta)
         except CheckpointError:
             raise
-        except Exception as exc:  # the caller's own error (e.g. a missing card abstraction): not a decoding error
+        except (
+            Exception
+        ) as exc:  # the caller's own error (e.g. a missing card abstraction): not a decoding error
             raise _SpecFailed(exc) from exc
         if spec is not None and size > _max_shard_file_bytes(spec):
             raise CheckpointError(
@@ -722,7 +748,11 @@ def _check_shard_header(
         if dtype is None or dtype.str != dtype_str or dtype.kind not in _ARRAY_KINDS:
             raise CheckpointError(f"{where} has a bad dtype {dtype_str!r}")
         shape = desc.get("shape")
-        if not isinstance(shape, list) or len(shape) > _MAX_NDIM or not all(_is_int(n) and n >= 0 for n in shape):
+        if (
+            not isinstance(shape, list)
+            or len(shape) > _MAX_NDIM
+            or not all(_is_int(n) and n >= 0 for n in shape)
+        ):
             raise CheckpointError(f"{where} has a bad shape {shape!r}")
         nbytes, chunks = desc.get("nbytes"), desc.get("chunks")
         if not _is_int(nbytes) or math.prod(shape) * dtype.itemsize != nbytes:
@@ -742,9 +772,7 @@ def _check_shard_header(
         if spec is not None:
             want = spec.get(name)
             if want is None:
-                raise CheckpointError(
-                    f"{where} is not part of this run's layout (which has {sorted(spec)})"
-                )
+                raise CheckpointError(f"{where} is not part of this run's layout (which has {sorted(spec)})")
             if dtype != want.dtype or tuple(shape) != want.shape:
                 raise CheckpointError(
                     f"{where} is {dtype.str}{shape} ({nbytes:,} bytes), but this run's layout needs "
@@ -753,12 +781,15 @@ def _check_shard_header(
                 )
         descs.append(_ArrayDesc(name, dtype, tuple(shape), nbytes, chunks, want))
     if spec is not None and set(spec) - seen:
-        raise CheckpointError(f"{fmt.label} {path} lacks the array(s) {sorted(set(spec) - seen)} of this run's layout")
+        raise CheckpointError(
+            f"{fmt.label} {path} lacks the array(s) {sorted(set(spec) - seen)} of this run's layout"
+        )
     return shard, meta, descs
 
 
-def _check_values(arr: np.ndarray, path: str, name: str, spec: ArraySpec | None,
-                  fmt: _FileFormat | None = None) -> None:
+def _check_values(
+    arr: np.ndarray, path: str, name: str, spec: ArraySpec | None, fmt: _FileFormat | None = None
+) -> None:
     """Refuse NaN / inf (a checkpoint's tables are always finite) and values below ``spec.min``."""
     fmt = fmt or _SHARD_FORMAT
     kind = arr.dtype.kind
@@ -797,7 +828,10 @@ class _SpecFailed(Exception):
 
 
 def _decode_shard(
-    src: Any, path: str, size: int, spec: Mapping[str, ArraySpec] | Callable | None = None,
+    src: Any,
+    path: str,
+    size: int,
+    spec: Mapping[str, ArraySpec] | Callable | None = None,
     fmt: _FileFormat | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, Any], int]:
     """Decode a shard file (or another file of the container format ``fmt``) of ``size`` bytes
@@ -849,7 +883,9 @@ def _decode_shard(
             for _ in range(desc.chunks):
                 chunk = unpacker.unpack()
                 if not isinstance(chunk, bytes) or filled + len(chunk) > nbytes:
-                    raise CheckpointError(f"{fmt.label} {path}: array {desc.name!r} has a malformed data chunk")
+                    raise CheckpointError(
+                        f"{fmt.label} {path}: array {desc.name!r} has a malformed data chunk"
+                    )
                 flat[filled : filled + len(chunk)] = chunk
                 filled += len(chunk)
             if filled != nbytes:
@@ -1028,7 +1064,9 @@ def _blueprint_spec(meta: Mapping[str, Any], where: str) -> dict[str, ArraySpec]
     if meta.get("format") != BLUEPRINT_FORMAT_NAME:
         raise bad(f"format {meta.get('format')!r} is not {BLUEPRINT_FORMAT_NAME!r}")
     if meta.get("format_version") != BLUEPRINT_FORMAT_VERSION:
-        raise bad(f"format version {meta.get('format_version')!r}; this build reads version {BLUEPRINT_FORMAT_VERSION}")
+        raise bad(
+            f"format version {meta.get('format_version')!r}; this build reads version {BLUEPRINT_FORMAT_VERSION}"
+        )
     it = meta.get("iteration")
     if not _is_int(it) or not 0 <= it <= MAX_ITERATION:
         raise bad(f"iteration {it!r} is not an iteration count (an int in [0, 2**53])")
@@ -1036,16 +1074,27 @@ def _blueprint_spec(meta: Mapping[str, Any], where: str) -> dict[str, ArraySpec]
         if not isinstance(meta.get(key), str):
             raise bad(f"{key} {meta.get(key)!r} is not a string")
     game, bets, cards, tree = (meta.get(k) for k in ("game", "bets", "cards", "tree"))
-    if not (isinstance(game, dict) and isinstance(game.get("acpc"), str) and isinstance(game.get("name"), str)):
+    if not (
+        isinstance(game, dict) and isinstance(game.get("acpc"), str) and isinstance(game.get("name"), str)
+    ):
         raise bad("malformed game (needs its name and ACPC text)")
-    if not (isinstance(bets, dict) and all(isinstance(bets.get(k), (str, type(None))) for k in ("name", "toml"))
-            and isinstance(bets.get("hash"), str)):
+    if not (
+        isinstance(bets, dict)
+        and all(isinstance(bets.get(k), (str, type(None))) for k in ("name", "toml"))
+        and isinstance(bets.get("hash"), str)
+    ):
         raise bad("malformed bet abstraction (needs its name, TOML and hash)")
-    if not (isinstance(cards, dict) and isinstance(cards.get("name"), str) and isinstance(cards.get("hash"), str)
-            and isinstance(cards.get("num_buckets"), list)):
+    if not (
+        isinstance(cards, dict)
+        and isinstance(cards.get("name"), str)
+        and isinstance(cards.get("hash"), str)
+        and isinstance(cards.get("num_buckets"), list)
+    ):
         raise bad("malformed card abstraction (needs its name, hash and bucket counts)")
     nb = cards["num_buckets"]
-    if not 1 <= len(nb) <= _BLUEPRINT_MAX_ROUNDS or not all(_is_int(b) and 1 <= b <= _BLUEPRINT_MAX_BUCKETS for b in nb):
+    if not 1 <= len(nb) <= _BLUEPRINT_MAX_ROUNDS or not all(
+        _is_int(b) and 1 <= b <= _BLUEPRINT_MAX_BUCKETS for b in nb
+    ):
         raise bad(f"card bucket counts {nb!r} are not 1 to {_BLUEPRINT_MAX_ROUNDS} counts in [1, 2**31]")
     if not (isinstance(tree, dict) and isinstance(tree.get("hash"), str)):
         raise bad("malformed tree (needs its hash and node count)")
@@ -1054,9 +1103,16 @@ def _blueprint_spec(meta: Mapping[str, Any], where: str) -> dict[str, ArraySpec]
         raise bad(f"tree node count {nodes!r} is not in [1, {_BLUEPRINT_MAX_NODES:,}]")
     if not _is_int(size) or not 0 <= size <= MAX_ITERATION:
         raise bad(f"table entries {size!r} is not a count")
-    shapes = {"probs": (size,), "row_offset": (nodes,), "num_buckets": (len(nb),), "node_round": (nodes,),
-              "num_actions": (nodes,)}
-    return {k: ArraySpec(dt, shapes[k], min=0.0 if k == "probs" else None) for k, dt in BLUEPRINT_ARRAYS.items()}
+    shapes = {
+        "probs": (size,),
+        "row_offset": (nodes,),
+        "num_buckets": (len(nb),),
+        "node_round": (nodes,),
+        "num_actions": (nodes,),
+    }
+    return {
+        k: ArraySpec(dt, shapes[k], min=0.0 if k == "probs" else None) for k, dt in BLUEPRINT_ARRAYS.items()
+    }
 
 
 def _check_blueprint_arrays(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray], where: str) -> None:
@@ -1066,7 +1122,9 @@ def _check_blueprint_arrays(meta: Mapping[str, Any], arrays: Mapping[str, np.nda
     def bad(what: str) -> CheckpointError:
         return CheckpointError(f"blueprint file {where}: {what}")
 
-    nb, rnd, na, off, probs = (arrays[k] for k in ("num_buckets", "node_round", "num_actions", "row_offset", "probs"))
+    nb, rnd, na, off, probs = (
+        arrays[k] for k in ("num_buckets", "node_round", "num_actions", "row_offset", "probs")
+    )
     if nb.tolist() != list(meta["cards"]["num_buckets"]):
         raise bad(f"bucket counts {nb.tolist()} differ from the header's {meta['cards']['num_buckets']}")
     if rnd.size and (int(rnd.min()) < 0 or int(rnd.max()) >= nb.size):
@@ -1079,8 +1137,10 @@ def _check_blueprint_arrays(meta: Mapping[str, Any], arrays: Mapping[str, np.nda
     rows = nb[rnd[dec].astype(np.int64)]  # rows of each decision node (one per bucket)
     k = na[dec].astype(np.int64)
     if float(np.dot(rows.astype(np.float64), k.astype(np.float64))) != float(probs.size):
-        raise bad(f"the layout covers {float(np.dot(rows.astype(np.float64), k.astype(np.float64))):.0f} entries, "
-                  f"the strategy has {probs.size:,}")
+        raise bad(
+            f"the layout covers {float(np.dot(rows.astype(np.float64), k.astype(np.float64))):.0f} entries, "
+            f"the strategy has {probs.size:,}"
+        )
     block = rows * k  # no overflow: the total equals probs.size (checked in float64 above)
     ends = np.cumsum(block)
     if not np.array_equal(off[dec], ends - block):
@@ -1141,7 +1201,9 @@ def write_blueprint(
     ckpt_dir = Path(ckpt_dir)
     meta = {**dict(meta), "format": BLUEPRINT_FORMAT_NAME, "format_version": BLUEPRINT_FORMAT_VERSION}
     if set(arrays) != set(BLUEPRINT_ARRAYS):
-        raise ValueError(f"a blueprint file holds exactly the arrays {list(BLUEPRINT_ARRAYS)}, got {sorted(arrays)}")
+        raise ValueError(
+            f"a blueprint file holds exactly the arrays {list(BLUEPRINT_ARRAYS)}, got {sorted(arrays)}"
+        )
     out = {k: np.ascontiguousarray(arrays[k], dtype=dt) for k, dt in BLUEPRINT_ARRAYS.items()}
     where = f"{ckpt_dir / BLUEPRINT_NAME} (being written)"
     try:
@@ -1149,7 +1211,9 @@ def write_blueprint(
         spec = _blueprint_spec(norm, where)
         for k, s in spec.items():
             if out[k].shape != s.shape:
-                raise CheckpointError(f"blueprint file {where}: array {k!r} has shape {out[k].shape}, not {s.shape}")
+                raise CheckpointError(
+                    f"blueprint file {where}: array {k!r} has shape {out[k].shape}, not {s.shape}"
+                )
             _check_values(out[k], where, k, s, _BLUEPRINT_FORMAT)
         _check_blueprint_arrays(norm, out, where)
     except CheckpointError as exc:
@@ -1179,8 +1243,9 @@ def read_blueprint(
         the arrays describe is consistent and every strategy row is a probability distribution.
     """
     path = Path(path)
-    arrays, meta, _ = _read_shard(path, expected, verify=verify, spec=_blueprint_reader_spec(str(path), layout),
-                                  fmt=_BLUEPRINT_FORMAT)
+    arrays, meta, _ = _read_shard(
+        path, expected, verify=verify, spec=_blueprint_reader_spec(str(path), layout), fmt=_BLUEPRINT_FORMAT
+    )
     _check_blueprint_arrays(meta, arrays, str(path))
     return meta, arrays
 
@@ -1189,7 +1254,9 @@ def read_blueprint_bytes(data: bytes, name: str = "<bytes>") -> tuple[dict[str, 
     """Parse a whole blueprint file from memory with every check :func:`read_blueprint` makes."""
     data = bytes(data)
     src = _BoundedReader(io.BytesIO(data), len(data))
-    arrays, meta, _ = _decode_shard(src, name, len(data), _blueprint_reader_spec(name, None), _BLUEPRINT_FORMAT)
+    arrays, meta, _ = _decode_shard(
+        src, name, len(data), _blueprint_reader_spec(name, None), _BLUEPRINT_FORMAT
+    )
     _check_blueprint_arrays(meta, arrays, name)
     return meta, arrays
 
@@ -1254,7 +1321,9 @@ def _check_manifest_fields(fields: Mapping[str, Any]) -> None:
         raise ValueError(f"manifest: {problem}")
     data = _packb(dict(fields))
     if len(data) > _MANIFEST_MAX_BYTES:
-        raise ValueError(f"manifest is {len(data):,} bytes, more than a reader accepts ({_MANIFEST_MAX_BYTES:,})")
+        raise ValueError(
+            f"manifest is {len(data):,} bytes, more than a reader accepts ({_MANIFEST_MAX_BYTES:,})"
+        )
     _unpackb_limited(data)  # containers too long for a reader fail here, before anything is written
 
 
@@ -1288,7 +1357,11 @@ def write_manifest(
     entries = []
     for entry in files:
         name = entry["file"]
-        if not isinstance(name, str) or os.path.basename(name) != name or name in ("", ".", "..", MANIFEST_NAME):
+        if (
+            not isinstance(name, str)
+            or os.path.basename(name) != name
+            or name in ("", ".", "..", MANIFEST_NAME)
+        ):
             raise ValueError(f"manifest file name must be a plain file name, got {name!r}")
         if any(e["file"] == name for e in entries):
             raise ValueError(f"manifest lists {name!r} twice")
@@ -1332,9 +1405,7 @@ def _parse_manifest(data: bytes, path: Any) -> dict[str, Any]:
     except _DECODE_ERRORS as exc:
         raise CheckpointError(f"manifest {path} is corrupt: {type(exc).__name__}: {exc}") from exc
     if claimed != actual:
-        raise CheckpointError(
-            f"checksum mismatch for manifest {path}: its content does not match its digest"
-        )
+        raise CheckpointError(f"checksum mismatch for manifest {path}: its content does not match its digest")
     files = fields.get("files")
     if not isinstance(files, list) or not all(
         isinstance(f, dict)
@@ -1369,7 +1440,9 @@ def read_manifest(ckpt_dir: str | os.PathLike[str]) -> dict[str, Any]:
             version, failing its own digest, a malformed file list, or impossible run progress.
     """
     path = Path(ckpt_dir) / MANIFEST_NAME
-    raw, size = _open_regular(path, "manifest", missing=f"{path} is missing (incomplete or interrupted checkpoint)")
+    raw, size = _open_regular(
+        path, "manifest", missing=f"{path} is missing (incomplete or interrupted checkpoint)"
+    )
     with raw:
         if size > _MANIFEST_MAX_BYTES:
             raise CheckpointError(
@@ -1592,15 +1665,15 @@ def load_latest(
         try:
             manifest = read_manifest(info.path)
             if manifest.get("iteration") != info.iteration:  # changed since it was listed
-                raise CheckpointError(f"manifest in {info.path} is for iteration {manifest.get('iteration')!r}")
+                raise CheckpointError(
+                    f"manifest in {info.path} is for iteration {manifest.get('iteration')!r}"
+                )
         except CheckpointError as exc:
             skip(info, exc)
             continue
         for key, value in (expect or {}).items():
             if key not in manifest:
-                raise CheckpointError(
-                    f"checkpoint {info.path} has no {key!r}; expected {key} = {value!r}"
-                )
+                raise CheckpointError(f"checkpoint {info.path} has no {key!r}; expected {key} = {value!r}")
             if manifest[key] != _normalized(value):
                 raise CheckpointError(
                     f"checkpoint {info.path} belongs to a different run: {key} is {manifest[key]!r}, "

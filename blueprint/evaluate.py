@@ -25,8 +25,8 @@ from math import comb
 import numba
 import numpy as np
 
-from abstraction.tree import KIND_DECISION, KIND_FOLD, BettingTree
 from abstraction.cards import CardAbstraction, deal_buckets
+from abstraction.tree import KIND_DECISION, KIND_FOLD, BettingTree
 from holdem.evaluator import rank_hand
 
 MAX_HANDS = 5000
@@ -35,8 +35,20 @@ MAX_WORK = 2e8  # hands x board sequences x decision nodes: beyond this an exact
 
 
 @numba.njit(cache=True)
-def hand_buckets(kind, hands, board, round_, num_hole, board_per_round, deck_size, num_suits, num_ranks,
-                  iso, table, offsets):
+def hand_buckets(
+    kind,
+    hands,
+    board,
+    round_,
+    num_hole,
+    board_per_round,
+    deck_size,
+    num_suits,
+    num_ranks,
+    iso,
+    table,
+    offsets,
+):
     """Bucket in ``round_`` of every hand (rows of ``hands``) given the visible ``board``."""
     num_rounds = board_per_round.shape[0]
     total = 0
@@ -52,8 +64,20 @@ def hand_buckets(kind, hands, board, round_, num_hole, board_per_round, deck_siz
             deal[num_hole + j] = hands[i, j]
         for j in range(board.shape[0]):
             deal[2 * num_hole + j] = board[j]
-        deal_buckets(kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, out, work,
-                     iso, table, offsets)
+        deal_buckets(
+            kind,
+            deal,
+            num_hole,
+            board_per_round,
+            deck_size,
+            num_suits,
+            num_ranks,
+            out,
+            work,
+            iso,
+            table,
+            offsets,
+        )
         res[i] = out[0, round_]
     return res
 
@@ -79,7 +103,9 @@ class TreeEvaluator:
         self.g = g
         self.hands = np.array(list(itertools.combinations(range(g.deck_size), g.num_hole_cards)), np.int64)
         if len(self.hands) > MAX_HANDS:
-            raise ValueError(f"exact best response needs <= {MAX_HANDS} private hands, this game has {len(self.hands)}")
+            raise ValueError(
+                f"exact best response needs <= {MAX_HANDS} private hands, this game has {len(self.hands)}"
+            )
         H = len(self.hands)
         boards = 1
         for r in range(g.num_rounds):
@@ -119,8 +145,18 @@ class TreeEvaluator:
             g = self.g
             kind, iso, table, offsets = self.cards.kernel_args()
             b = hand_buckets(
-                kind, self.hands, np.array(board, np.int64), r, g.num_hole_cards, self.bpr,
-                g.deck_size, g.num_suits, g.num_ranks, iso, table, offsets,
+                kind,
+                self.hands,
+                np.array(board, np.int64),
+                r,
+                g.num_hole_cards,
+                self.bpr,
+                g.deck_size,
+                g.num_suits,
+                g.num_ranks,
+                iso,
+                table,
+                offsets,
             )
             # a hand that shares a card with the board is not a deal: its "bucket" is whatever the
             # table holds at a meaningless index (can exceed the bucket count); it is masked out of
@@ -240,7 +276,9 @@ class BestResponse:
         return self._ev.value(0, False)
 
 
-def exploitability(tree: BettingTree, cards: CardAbstraction, row_offset: np.ndarray, probs: np.ndarray) -> tuple[float, list[float]]:
+def exploitability(
+    tree: BettingTree, cards: CardAbstraction, row_offset: np.ndarray, probs: np.ndarray
+) -> tuple[float, list[float]]:
     """``(exploitability, [BR value of seat 0, BR value of seat 1])`` in chips.
 
     ``probs`` is the strategy per table entry (see :func:`blueprint.tables.normalize_blocks`).
@@ -248,6 +286,8 @@ def exploitability(tree: BettingTree, cards: CardAbstraction, row_offset: np.nda
     return BestResponse(tree, cards, row_offset).exploitability(probs)
 
 
-def expected_value(tree: BettingTree, cards: CardAbstraction, row_offset: np.ndarray, probs: np.ndarray) -> float:
+def expected_value(
+    tree: BettingTree, cards: CardAbstraction, row_offset: np.ndarray, probs: np.ndarray
+) -> float:
     """Expected chips of seat 0 when both seats follow ``probs``."""
     return BestResponse(tree, cards, row_offset).expected_value(probs)

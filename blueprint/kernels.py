@@ -190,7 +190,9 @@ def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, fl
             base = f_base[f]
             off = f * maxa
             a = f_next[f]
-            while a < na and f_prune[f] and regret[base + a] < thresh and kind[echild[cs + a]] == KIND_DECISION:
+            while (
+                a < na and f_prune[f] and regret[base + a] < thresh and kind[echild[cs + a]] == KIND_DECISION
+            ):
                 flag[off + a] = 0
                 stats[1] += 1
                 a += 1
@@ -251,9 +253,17 @@ def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
     buckets = np.zeros((2, num_rounds), np.int64)
     depth = max_depth + 1
     st = _Stack(
-        np.zeros(depth * maxa, np.float64), np.zeros(depth * maxa, np.float64), np.zeros(depth * maxa, np.uint8),
-        np.zeros(maxa, np.float64), np.zeros(depth, np.int64), np.zeros(depth, np.int64), np.zeros(depth, np.int64),
-        np.zeros(depth, np.float64), np.zeros(depth, np.bool_), maxa, np.zeros(2, np.int64),
+        np.zeros(depth * maxa, np.float64),
+        np.zeros(depth * maxa, np.float64),
+        np.zeros(depth * maxa, np.uint8),
+        np.zeros(maxa, np.float64),
+        np.zeros(depth, np.int64),
+        np.zeros(depth, np.int64),
+        np.zeros(depth, np.int64),
+        np.zeros(depth, np.float64),
+        np.zeros(depth, np.bool_),
+        maxa,
+        np.zeros(2, np.int64),
     )
     prune_start, prune_prob, prune_c, floor_c = opts.prune_start, opts.prune_prob, opts.prune_c, opts.floor_c
     w_base, t_base, ceil = opts.w_base, opts.t_base, opts.ceil
@@ -271,7 +281,9 @@ def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
             prune_now = False
             if prune_prob > 0.0 and t >= prune_start:
                 prune_now = rng_uniform(rng) < prune_prob
-            _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, floor, opts, last_round, st)
+            _es_traverse(
+                trav, tree, tables, buckets, winner, rng, prune_now, thresh, floor, opts, last_round, st
+            )
     return st.stats
 
 
@@ -292,8 +304,16 @@ def discount_tables(regret, strat, pos_f, neg_f, avg_f, int_regret):
 # Not cached: numba's on-disk cache mishandles self-recursive functions (a cached copy segfaults
 # when loaded in a new process), so the full-traversal kernels compile in each process.
 @numba.njit
-def _full_traverse(n, trav, tree, tables, buckets, winner, delta, reach_p, reach_o, avg_w, sig, val, depth, maxa):
-    kind, player, nact, cstart, echild = tree.kind, tree.player, tree.num_actions, tree.child_start, tree.edge_child
+def _full_traverse(
+    n, trav, tree, tables, buckets, winner, delta, reach_p, reach_o, avg_w, sig, val, depth, maxa
+):
+    kind, player, nact, cstart, echild = (
+        tree.kind,
+        tree.player,
+        tree.num_actions,
+        tree.child_start,
+        tree.edge_child,
+    )
     regret, strat = tables.regret, tables.strat
     if kind[n] != KIND_DECISION:
         return terminal_utility(n, trav, kind, player, tree.spent, winner)
@@ -307,8 +327,20 @@ def _full_traverse(n, trav, tree, tables, buckets, winner, delta, reach_p, reach
     if p == trav:
         for a in range(na):
             va = _full_traverse(
-                echild[cs + a], trav, tree, tables, buckets, winner, delta, reach_p * sig[off + a], reach_o, avg_w,
-                sig, val, depth + 1, maxa,
+                echild[cs + a],
+                trav,
+                tree,
+                tables,
+                buckets,
+                winner,
+                delta,
+                reach_p * sig[off + a],
+                reach_o,
+                avg_w,
+                sig,
+                val,
+                depth + 1,
+                maxa,
             )
             val[off + a] = va
             v += sig[off + a] * va
@@ -320,8 +352,20 @@ def _full_traverse(n, trav, tree, tables, buckets, winner, delta, reach_p, reach
         s = sig[off + a]
         if s > 0.0:
             v += s * _full_traverse(
-                echild[cs + a], trav, tree, tables, buckets, winner, delta, reach_p, reach_o * s, avg_w,
-                sig, val, depth + 1, maxa,
+                echild[cs + a],
+                trav,
+                tree,
+                tables,
+                buckets,
+                winner,
+                delta,
+                reach_p,
+                reach_o * s,
+                avg_w,
+                sig,
+                val,
+                depth + 1,
+                maxa,
             )
     return v
 
@@ -350,7 +394,9 @@ def cfr_full_iteration(t, tree, cards, tables, deals, delta, plus, max_depth, ma
         delta[:] = 0.0
         for d in range(nd):
             winner = card_buckets(cards, deals[d], buckets, work)
-            v = _full_traverse(0, trav, tree, tables, buckets, winner, delta, 1.0, w, avg_w, sig, val, 0, maxa)
+            v = _full_traverse(
+                0, trav, tree, tables, buckets, winner, delta, 1.0, w, avg_w, sig, val, 0, maxa
+            )
             if trav == 0:
                 ev0 += w * v
         for i in range(regret.shape[0]):

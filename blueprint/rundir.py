@@ -124,5 +124,3 @@ def quarantine_newer(run_dir: Path, iteration: int, log=None) -> None:
         os.replace(info.path, dest)
         if log is not None:
             log(f"moved the unusable checkpoint {info.path} to {dest}")
-
-

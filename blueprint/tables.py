@@ -42,7 +42,9 @@ def tree_depth(tree: BettingTree) -> int:
     return int(depth.max()) + 1
 
 
-def normalize_blocks(tree: BettingTree, row_offset: np.ndarray, num_buckets: np.ndarray, sums: np.ndarray) -> np.ndarray:
+def normalize_blocks(
+    tree: BettingTree, row_offset: np.ndarray, num_buckets: np.ndarray, sums: np.ndarray
+) -> np.ndarray:
     """Turn per-entry sums into probabilities per (node, bucket); all-zero rows become uniform.
 
     Returns float64 of the same layout as ``sums``.

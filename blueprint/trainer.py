@@ -117,9 +117,15 @@ class Trainer:
         prune_c = a.prune_threshold_bb * bb * scale
         floor_c = a.floor_bb * bb * scale if a.prune else lo
         return ESOptions(
-            prune_start=float(a.prune_start), prune_prob=float(prune_prob), prune_c=float(prune_c),
-            floor_c=float(floor_c), w_base=float(self.w_base), t_base=float(self.t_base), ceil=float(hi),
-            int_regret=a.regret_dtype == "int32", scale=float(scale),
+            prune_start=float(a.prune_start),
+            prune_prob=float(prune_prob),
+            prune_c=float(prune_c),
+            floor_c=float(floor_c),
+            w_base=float(self.w_base),
+            t_base=float(self.t_base),
+            ceil=float(hi),
+            int_regret=a.regret_dtype == "int32",
+            scale=float(scale),
         )
 
     def _check_full_deals(self) -> None:
@@ -153,13 +159,23 @@ class Trainer:
         if a.full_traversal:
             deals = self._full_deals()
             for _ in range(n):
-                cfr_full_iteration(self.iteration, tree, cards, tables, deals, self._delta, a.name == "cfr+",
-                                   self.max_depth, self.max_actions)
+                cfr_full_iteration(
+                    self.iteration,
+                    tree,
+                    cards,
+                    tables,
+                    deals,
+                    self._delta,
+                    a.name == "cfr+",
+                    self.max_depth,
+                    self.max_actions,
+                )
                 self.iteration += 1
             self.node_visits += n * 2 * len(deals) * int((self.tree.kind == KIND_DECISION).sum())
             return
-        stats = es_iterations(n, self.iteration, tree, cards, tables, self.rng, self._opts(), self.max_depth,
-                              self.max_actions)
+        stats = es_iterations(
+            n, self.iteration, tree, cards, tables, self.rng, self._opts(), self.max_depth, self.max_actions
+        )
         self.iteration += n
         self.node_visits += int(stats[0])
         self.pruned += int(stats[1])
@@ -198,8 +214,12 @@ class Trainer:
             else:
                 self.discount_factors()
 
-    def run(self, iterations: int, callback: Optional[Callable[["Trainer"], bool]] = None,
-            report_seconds: float = 0.5) -> None:
+    def run(
+        self,
+        iterations: int,
+        callback: Optional[Callable[["Trainer"], bool]] = None,
+        report_seconds: float = 0.5,
+    ) -> None:
         """Advance by ``iterations``; ``callback(self)`` about every ``report_seconds``.
 
         The callback may return True to stop early (at a chunk boundary).
@@ -268,8 +288,15 @@ class Trainer:
         from blueprint.blueprint import blueprint_file_payload
 
         meta = {"shard": 0, "of": 1, "layout_size": self.size}
-        return ckpt.save_checkpoint(Path(run_dir), self.iteration, [(self.state_arrays(), meta)], self.manifest(),
-                                    keep=keep, replace=True, blueprint=blueprint_file_payload(self))
+        return ckpt.save_checkpoint(
+            Path(run_dir),
+            self.iteration,
+            [(self.state_arrays(), meta)],
+            self.manifest(),
+            keep=keep,
+            replace=True,
+            blueprint=blueprint_file_payload(self),
+        )
 
     @classmethod
     def from_manifest_config(cls, cfg: dict) -> "Trainer":
@@ -286,14 +313,20 @@ class Trainer:
         regret, strat = self.regret.dtype, self.strat.dtype
         job = manifest.get("job")
         if not job:
-            return [{"regret": ckpt.ArraySpec(regret, (self.size,)),
-                     "strat": ckpt.ArraySpec(strat, (self.size,), min=0.0),
-                     "rng": ckpt.ArraySpec(self.rng.dtype, self.rng.shape)}]
+            return [
+                {
+                    "regret": ckpt.ArraySpec(regret, (self.size,)),
+                    "strat": ckpt.ArraySpec(strat, (self.size,), min=0.0),
+                    "rng": ckpt.ArraySpec(self.rng.dtype, self.rng.shape),
+                }
+            ]
         bounds = job.get("bounds") if isinstance(job, dict) else None
         ok = isinstance(bounds, list) and len(bounds) > 0
         at = 0
         for b in bounds if ok else []:
-            if not (isinstance(b, list) and len(b) == 2 and all(type(x) is int for x in b) and b[0] == at <= b[1]):
+            if not (
+                isinstance(b, list) and len(b) == 2 and all(type(x) is int for x in b) and b[0] == at <= b[1]
+            ):
                 ok = False
                 break
             at = b[1]
@@ -301,8 +334,13 @@ class Trainer:
             raise ckpt.CheckpointError(
                 f"manifest: job row bounds {bounds!r} do not cover this run's {self.size:,} table rows"
             )
-        return [{"regret": ckpt.ArraySpec(regret, (hi - lo,)), "strat": ckpt.ArraySpec(strat, (hi - lo,), min=0.0)}
-                for lo, hi in bounds]
+        return [
+            {
+                "regret": ckpt.ArraySpec(regret, (hi - lo,)),
+                "strat": ckpt.ArraySpec(strat, (hi - lo,), min=0.0),
+            }
+            for lo, hi in bounds
+        ]
 
     @classmethod
     def load(cls, run_dir: Path, log=None) -> "Trainer":
@@ -333,8 +371,9 @@ class Trainer:
         return cls.from_checkpoint(run_dir, manifest, shards, trainer=trainer), manifest
 
     @classmethod
-    def from_checkpoint(cls, run_dir: Path, manifest: dict, shards: list,
-                        trainer: Optional["Trainer"] = None) -> "Trainer":
+    def from_checkpoint(
+        cls, run_dir: Path, manifest: dict, shards: list, trainer: Optional["Trainer"] = None
+    ) -> "Trainer":
         """Rebuild a trainer from a loaded checkpoint (``ckpt.load_latest``'s result); ``trainer``:
         one already built from ``manifest["config"]`` (its tables are replaced).
 
@@ -354,9 +393,14 @@ class Trainer:
         arrays, meta = shards[0]
         if len(shards) > 1 or "rng" not in arrays:
             rng = manifest.get("rng_state")
-            if not (isinstance(rng, list) and len(rng) == tr.rng.size
-                    and all(type(x) is int and 0 <= x < 2**64 for x in rng)):
-                raise ckpt.CheckpointError(f"{run_dir}: the manifest's rng_state {rng!r} is not {tr.rng.size} uint64 words")
+            if not (
+                isinstance(rng, list)
+                and len(rng) == tr.rng.size
+                and all(type(x) is int and 0 <= x < 2**64 for x in rng)
+            ):
+                raise ckpt.CheckpointError(
+                    f"{run_dir}: the manifest's rng_state {rng!r} is not {tr.rng.size} uint64 words"
+                )
             arrays = {
                 "regret": np.concatenate([a["regret"] for a, _ in shards]),
                 "strat": np.concatenate([a["strat"] for a, _ in shards]),
@@ -371,7 +415,9 @@ class Trainer:
                 )
             setattr(tr, name, got)
         if not tr.rng.any():  # xoshiro256** never reaches the all-zero state
-            raise ckpt.CheckpointError(f"{run_dir}: the checkpoint's RNG state is all zero, which no run reaches")
+            raise ckpt.CheckpointError(
+                f"{run_dir}: the checkpoint's RNG state is all zero, which no run reaches"
+            )
         tr.iteration = int(manifest["iteration"])
         tr.w_base = float(manifest["w_base"])
         tr.t_base = int(manifest["t_base"])
@@ -406,8 +452,14 @@ def run_for(runner, seconds: float, callback=None, report_seconds: float = 0.5) 
     runner.run(2**62, cb, report_seconds)
 
 
-def make_trainer(game: str = DEFAULT_GAME, bets: Optional[str] = None, cards: Optional[str] = None,
-                 algo: str = DEFAULT_ALGO, seed: int = DEFAULT_SEED, **algo_overrides) -> Trainer:
+def make_trainer(
+    game: str = DEFAULT_GAME,
+    bets: Optional[str] = None,
+    cards: Optional[str] = None,
+    algo: str = DEFAULT_ALGO,
+    seed: int = DEFAULT_SEED,
+    **algo_overrides,
+) -> Trainer:
     gd = load_gamedef(game)
     if gd.is_limit:
         bets = None
@@ -415,5 +467,7 @@ def make_trainer(game: str = DEFAULT_GAME, bets: Optional[str] = None, cards: Op
         bets = DEFAULT_NOLIMIT_BETS
     if cards is not None and Path(cards).exists():  # a built directory: resume must find it from anywhere
         cards = str(Path(cards).resolve())
-    return Trainer(RunConfig(game=game, bets=bets, cards=cards, algo=get_algo(algo, **algo_overrides), seed=seed),
-                   gamedef=gd)
+    return Trainer(
+        RunConfig(game=game, bets=bets, cards=cards, algo=get_algo(algo, **algo_overrides), seed=seed),
+        gamedef=gd,
+    )

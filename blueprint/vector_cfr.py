@@ -228,7 +228,14 @@ def _walk(n, bid, d, bw, trav, mode, rs, ro, tree, boards, tables, delta, probs,
     :class:`Workspace`."""
     kind, player, rnd, spent = tree.kind, tree.player, tree.round, tree.spent
     nact, cstart, echild = tree.num_actions, tree.child_start, tree.edge_child
-    b_lo, b_hi, b_w, b_round, live, bk = boards.b_lo, boards.b_hi, boards.b_w, boards.b_round, boards.live, boards.bk
+    b_lo, b_hi, b_w, b_round, live, bk = (
+        boards.b_lo,
+        boards.b_hi,
+        boards.b_w,
+        boards.b_round,
+        boards.live,
+        boards.bk,
+    )
     g_lo, g_hi, g_ids, hand_perm = boards.g_lo, boards.g_hi, boards.g_ids, boards.hand_perm
     hands, deck = boards.hands, boards.deck
     row_off, regret, strat = tables.row_offset, tables.regret, tables.strat
@@ -266,7 +273,9 @@ def _walk(n, bid, d, bw, trav, mode, rs, ro, tree, boards, tables, delta, probs,
             fold_values_all(ro, lv, hands, u, deck, out)
         else:
             m = float(min(spent[n, 0], spent[n, 1]))
-            _showdown_values(ro, boards.order[bid], boards.strength[bid], boards.nlive[bid], hands, m, deck, out)
+            _showdown_values(
+                ro, boards.order[bid], boards.strength[bid], boards.nlive[bid], hands, m, deck, out
+            )
         return 0
     p = player[n]
     na = nact[n]
@@ -303,7 +312,23 @@ def _walk(n, bid, d, bw, trav, mode, rs, ro, tree, boards, tables, delta, probs,
         for a in range(na):
             for h in range(H):
                 crs[h] = rs[h] * sig[a, h] if mode == MODE_CFR else rs[h]
-            _walk(echild[cs + a], bid, d + 1, bw, trav, mode, crs, ro, tree, boards, tables, delta, probs, avg_w, ws)
+            _walk(
+                echild[cs + a],
+                bid,
+                d + 1,
+                bw,
+                trav,
+                mode,
+                crs,
+                ro,
+                tree,
+                boards,
+                tables,
+                delta,
+                probs,
+                avg_w,
+                ws,
+            )
             for h in range(H):
                 vals[a, h] = res[h]
         for h in range(H):
@@ -338,7 +363,9 @@ def _walk(n, bid, d, bw, trav, mode, rs, ro, tree, boards, tables, delta, probs,
                 nz = True
         if not nz:
             continue
-        _walk(echild[cs + a], bid, d + 1, bw, trav, mode, rs, cro, tree, boards, tables, delta, probs, avg_w, ws)
+        _walk(
+            echild[cs + a], bid, d + 1, bw, trav, mode, rs, cro, tree, boards, tables, delta, probs, avg_w, ws
+        )
         for h in range(H):
             out[h] += res[h]
     return 0
@@ -364,8 +391,13 @@ class VectorCFR:
     ``perfect_recall=True``), whose solution converges to an equilibrium of the real game.
     """
 
-    def __init__(self, tree: BettingTree, cards: CardAbstraction | None, max_public_states: float = 5e7,
-                 canonical: bool = True):
+    def __init__(
+        self,
+        tree: BettingTree,
+        cards: CardAbstraction | None,
+        max_public_states: float = 5e7,
+        canonical: bool = True,
+    ):
         g = tree.game
         if g.num_board_cards[0] != 0:
             raise ValueError("VectorCFR needs a first round without board cards")
@@ -376,7 +408,9 @@ class VectorCFR:
         # boards per round: the empty board, then per board so far one representative per orbit of
         # the next round's cards under its stabilizer (``canonical=False``: every raw continuation)
         S = g.num_suits
-        perms = np.array(list(itertools.permutations(range(S))), np.int64) if canonical else np.arange(S)[None, :]
+        perms = (
+            np.array(list(itertools.permutations(range(S))), np.int64) if canonical else np.arange(S)[None, :]
+        )
 
         def image(p, cards):
             return tuple(sorted(int((c // S) * S + perms[p, c % S]) for c in cards))
@@ -402,8 +436,10 @@ class VectorCFR:
                     for c in itertools.combinations([c for c in range(D) if c not in used], nb):
                         key = min(image(p, c) for p in G)
                         orbit[key] = orbit.get(key, 0) + 1
-                    cands = [(boards[b] + key, float(cnt), [p for p in G if image(p, key) == key])
-                             for key, cnt in orbit.items()]
+                    cands = [
+                        (boards[b] + key, float(cnt), [p for p in G if image(p, key) == key])
+                        for key, cnt in orbit.items()
+                    ]
                 nposs = comb(D - 2 * k - len(boards[b]), nb)  # boards compatible with any two hands
                 for cb, w, cg in cands:
                     boards.append(cb)
@@ -427,7 +463,9 @@ class VectorCFR:
         self.g_hi = self.g_lo + np.array([len(x) for x in groups], np.int64)
         self.g_ids = np.array([p for x in groups for p in x], np.int64)
         index = {tuple(int(c) for c in hnd): i for i, hnd in enumerate(self.hands)}
-        self.hand_perm = np.array([[index[image(p, hnd)] for hnd in self.hands] for p in range(len(perms))], np.int64)
+        self.hand_perm = np.array(
+            [[index[image(p, hnd)] for hnd in self.hands] for p in range(len(perms))], np.int64
+        )
         self.b_round = np.array(rounds, np.int64)
         masks = np.zeros(H, np.int64)
         for j in range(k):
@@ -456,8 +494,20 @@ class VectorCFR:
                 cardsr = np.concatenate([self.hands, np.broadcast_to(barr, (H, len(cb)))], axis=1)
                 self.bk[b][lv] = prix.index_many(np.ascontiguousarray(cardsr[lv]), rounds[b])
             else:
-                self.bk[b] = hand_buckets(kind, self.hands, barr, rounds[b], k, bpr, D, g.num_suits, g.num_ranks,
-                                           iso, table, offsets)
+                self.bk[b] = hand_buckets(
+                    kind,
+                    self.hands,
+                    barr,
+                    rounds[b],
+                    k,
+                    bpr,
+                    D,
+                    g.num_suits,
+                    g.num_ranks,
+                    iso,
+                    table,
+                    offsets,
+                )
             self.bk[b][~lv] = 0
             if rounds[b] == R - 1:
                 s = hand_strengths(self.hands, barr, g.num_suits, g.num_ranks)
@@ -480,19 +530,53 @@ class VectorCFR:
         self.iteration = 0
         depth = self._depth(0) + 2 * R + 2
         maxa = int(tree.num_actions.max())
-        self._ws = Workspace(np.zeros((depth, H)), np.zeros((depth, H)), np.zeros((depth, H)),
-                             np.zeros((depth, maxa, H)), np.zeros((depth, maxa, H)))
+        self._ws = Workspace(
+            np.zeros((depth, H)),
+            np.zeros((depth, H)),
+            np.zeros((depth, H)),
+            np.zeros((depth, maxa, H)),
+            np.zeros((depth, maxa, H)),
+        )
         self._tree_arrays = tree.kernel_arrays()
-        self._boards = PublicBoards(self.b_lo, self.b_hi, self.b_w, self.g_lo, self.g_hi, self.g_ids, self.hand_perm,
-                                    self.b_round, self.bk, self.live, self.order, self.strength, self.nlive,
-                                    self.hands, int(D))
+        self._boards = PublicBoards(
+            self.b_lo,
+            self.b_hi,
+            self.b_w,
+            self.g_lo,
+            self.g_hi,
+            self.g_ids,
+            self.hand_perm,
+            self.b_round,
+            self.bk,
+            self.live,
+            self.order,
+            self.strength,
+            self.nlive,
+            self.hands,
+            int(D),
+        )
         # ordered pairs of compatible hands: the value normalizer (boards are averaged)
         self.norm = float(H) * comb(D - k, k)
 
     def _run(self, trav, mode, probs, avg_w):
         ones = self.live[0].astype(np.float64)
-        _walk(0, 0, 0, 1.0, trav, mode, ones.copy(), ones.copy(), self._tree_arrays, self._boards,
-              Tables(self.row_offset, self.regret, self.strat), self.delta, probs, avg_w, self._ws)
+        _walk(
+            0,
+            0,
+            0,
+            1.0,
+            trav,
+            mode,
+            ones.copy(),
+            ones.copy(),
+            self._tree_arrays,
+            self._boards,
+            Tables(self.row_offset, self.regret, self.strat),
+            self.delta,
+            probs,
+            avg_w,
+            self._ws,
+        )
         return self._ws.out[0].copy()
 
     def _depth(self, n: int) -> int:

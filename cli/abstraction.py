@@ -20,17 +20,31 @@ def abstraction() -> None:
 
 @abstraction.command(name="build")
 @click.option("--game", default=DEFAULT_GAME, show_default=True, help="A preset or an ACPC .game file.")
-@click.option("--abstraction", "recipe", default=None,
-              help="A recipe name: small (E[HS^2] percentiles, 169/50/50/50), medium (potential-aware, "
-                   "169/100/100/100), large (potential-aware, 169/200/200/200).")
-@click.option("--buckets", default=None, help="Bucket counts per round, e.g. 169,50,50,50 (preflop 169 = lossless).")
-@click.option("--method", default="ehs2", show_default=True,
-              help="ehs, ehs2 (percentile buckets of E[HS] / E[HS^2]), distribution (k-medians of final-strength "
-                   "histograms under EMD, OCHS last round) or potential (EMD over next-round bucket histograms; "
-                   "exact on small decks, k-means on samples then every class assigned on 52 cards); "
-                   "distribution is for small decks only.")
-@click.option("--seed", type=int, default=0, show_default=True, help="k-means seed (distribution, potential).")
-@click.option("--out", "out", default=None, help="Directory to build into [default: the cache, for a recipe].")
+@click.option(
+    "--abstraction",
+    "recipe",
+    default=None,
+    help="A recipe name: small (E[HS^2] percentiles, 169/50/50/50), medium (potential-aware, "
+    "169/100/100/100), large (potential-aware, 169/200/200/200).",
+)
+@click.option(
+    "--buckets", default=None, help="Bucket counts per round, e.g. 169,50,50,50 (preflop 169 = lossless)."
+)
+@click.option(
+    "--method",
+    default="ehs2",
+    show_default=True,
+    help="ehs, ehs2 (percentile buckets of E[HS] / E[HS^2]), distribution (k-medians of final-strength "
+    "histograms under EMD, OCHS last round) or potential (EMD over next-round bucket histograms; "
+    "exact on small decks, k-means on samples then every class assigned on 52 cards); "
+    "distribution is for small decks only.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="k-means seed (distribution, potential)."
+)
+@click.option(
+    "--out", "out", default=None, help="Directory to build into [default: the cache, for a recipe]."
+)
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads [default: all cores].")
 @json_opt
 def abstraction_build(game, recipe, buckets, method, out, threads, seed, as_json):
@@ -51,13 +65,22 @@ def abstraction_build(game, recipe, buckets, method, out, threads, seed, as_json
         gd = load_gamedef(game)
         if recipe is not None:
             if recipe not in RECIPES:
-                raise AbstractionError(f"unknown abstraction recipe {recipe!r}: choose one of {', '.join(RECIPES)}")
+                raise AbstractionError(
+                    f"unknown abstraction recipe {recipe!r}: choose one of {', '.join(RECIPES)}"
+                )
             if out is None:
                 path = ensure_recipe(gd, recipe, log=lambda m: click.echo(m, err=True), threads=threads)
             else:
                 rec = RECIPES[recipe]
-                path = build_buckets(gd, rec.buckets, rec.method, out, threads=threads, spec=rec.spec,
-                                     log=lambda m: click.echo(m, err=True))
+                path = build_buckets(
+                    gd,
+                    rec.buckets,
+                    rec.method,
+                    out,
+                    threads=threads,
+                    spec=rec.spec,
+                    log=lambda m: click.echo(m, err=True),
+                )
         else:
             try:
                 counts = tuple(int(x) for x in buckets.split(","))
@@ -65,12 +88,20 @@ def abstraction_build(game, recipe, buckets, method, out, threads, seed, as_json
                 raise AbstractionError(f"--buckets {buckets!r}: expected comma-separated integers") from None
             if out is None:
                 raise click.UsageError("--buckets needs --out DIR")
-            path = build_buckets(gd, counts, method, out, threads=threads, seed=seed,
-                                 log=lambda m: click.echo(m, err=True))
+            path = build_buckets(
+                gd, counts, method, out, threads=threads, seed=seed, log=lambda m: click.echo(m, err=True)
+            )
         header, _ = read_abstraction(path)
-    res = {"path": str(path), "buckets": header["buckets"], "method": header["method"], "hash": header["hash"],
-           "seconds": time.perf_counter() - t0}
+    res = {
+        "path": str(path),
+        "buckets": header["buckets"],
+        "method": header["method"],
+        "hash": header["hash"],
+        "seconds": time.perf_counter() - t0,
+    }
     click.echo(f"abstraction: {path} ({header['method']} buckets {header['buckets']}, hash {header['hash']})")
-    click.echo(f"train with it: mccfr train --game {shlex.quote(game)} --abstraction {shlex.quote(str(Path(path).parent))}")
+    click.echo(
+        f"train with it: mccfr train --game {shlex.quote(game)} --abstraction {shlex.quote(str(Path(path).parent))}"
+    )
     if as_json:
         click.echo(json.dumps(res))

@@ -175,18 +175,33 @@ json_opt = click.option(
 )
 
 ray_opts = [
-    click.option("--workers", type=click.IntRange(min=1), default=None,
-                 help="Ray worker actors (more than 1, or --shards/--address, runs the Ray job) [default: 1; "
-                      "resume: the run's].",),
-    click.option("--shards", type=click.IntRange(min=1), default=None,
-                 help="Ray regret-shard actors (slices of the tables by betting node) [default: 1; resume: the run's]."),
-    click.option("--address", default=None,
-                 help="Ray cluster to join ('auto': the one started with 'ray start'); default: a local one."),
-    click.option("--batch", type=click.IntRange(min=1), default=None,
-                 help="Iterations per worker per round of the Ray job (rounds may span discount boundaries; "
-                      "staleness is at most (workers - 1) x batch and costs exploitability in proportion to "
-                      "batch / iterations) [default: table entries / 25, 100 to 100,000; resume: the "
-                      "run's]."),
+    click.option(
+        "--workers",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Ray worker actors (more than 1, or --shards/--address, runs the Ray job) [default: 1; "
+        "resume: the run's].",
+    ),
+    click.option(
+        "--shards",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Ray regret-shard actors (slices of the tables by betting node) [default: 1; resume: the run's].",
+    ),
+    click.option(
+        "--address",
+        default=None,
+        help="Ray cluster to join ('auto': the one started with 'ray start'); default: a local one.",
+    ),
+    click.option(
+        "--batch",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Iterations per worker per round of the Ray job (rounds may span discount boundaries; "
+        "staleness is at most (workers - 1) x batch and costs exploitability in proportion to "
+        "batch / iterations) [default: table entries / 25, 100 to 100,000; resume: the "
+        "run's].",
+    ),
 ]
 
 

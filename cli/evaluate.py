@@ -16,26 +16,69 @@ from cli.common import CLIError, exact_eval_problem, expl_unit, json_opt, run_di
 @click.command(name="eval")
 @click.argument("run_dir", required=False)
 @click.option("--exploitability", "exploitability", is_flag=True, help="Exact exploitability (small games).")
-@click.option("--game", "game_name", default=None,
-              help="Game of a match without RUN_DIR: a preset (kuhn, leduc, hulhe, hunl, ...) or a .game file.")
-@click.option("--player", "player_spec", default=None, metavar="SPEC",
-              help="Player A: RUN_DIR, always-call, always-raise, random, kuhn-fixed, kuhn-greedy "
-                   "(default: the RUN_DIR argument).")
-@click.option("--vs", "vs_spec", default=None, metavar="SPEC", help="Player B: play a duplicate match against it.")
-@click.option("--hands", type=click.IntRange(min=2), default=10_000, show_default=True,
-              help="Hands of the match (whole duplicate pairs: each deal twice, seats swapped).")
+@click.option(
+    "--game",
+    "game_name",
+    default=None,
+    help="Game of a match without RUN_DIR: a preset (kuhn, leduc, hulhe, hunl, ...) or a .game file.",
+)
+@click.option(
+    "--player",
+    "player_spec",
+    default=None,
+    metavar="SPEC",
+    help="Player A: RUN_DIR, always-call, always-raise, random, kuhn-fixed, kuhn-greedy "
+    "(default: the RUN_DIR argument).",
+)
+@click.option(
+    "--vs", "vs_spec", default=None, metavar="SPEC", help="Player B: play a duplicate match against it."
+)
+@click.option(
+    "--hands",
+    type=click.IntRange(min=2),
+    default=10_000,
+    show_default=True,
+    help="Hands of the match (whole duplicate pairs: each deal twice, seats swapped).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the deals and the players.")
-@click.option("--lbr", "lbr", is_flag=True,
-              help="Local best response (Lisy & Bowling 2017): a lower bound on exploitability, for big games.")
-@click.option("--lbr-actions", "lbr_actions", default="fcpa", show_default=True, metavar="MENU",
-              help="LBR's raises: fc (none), fcpa (pot, all-in), pot-fractions (0.5, 0.75, 1, 1.5, 2 pots, "
-                   "all-in), or a list such as 0.5,1,allin.")
-@click.option("--lbr-preflop", "lbr_preflop", type=click.Choice(["menu", "call"]), default="menu",
-              show_default=True, help="LBR in the first round: use the menu, or just check/call (cheaper, "
-                                      "the 2017 study's setting; weak against pre-flop all-ins).")
+@click.option(
+    "--lbr",
+    "lbr",
+    is_flag=True,
+    help="Local best response (Lisy & Bowling 2017): a lower bound on exploitability, for big games.",
+)
+@click.option(
+    "--lbr-actions",
+    "lbr_actions",
+    default="fcpa",
+    show_default=True,
+    metavar="MENU",
+    help="LBR's raises: fc (none), fcpa (pot, all-in), pot-fractions (0.5, 0.75, 1, 1.5, 2 pots, "
+    "all-in), or a list such as 0.5,1,allin.",
+)
+@click.option(
+    "--lbr-preflop",
+    "lbr_preflop",
+    type=click.Choice(["menu", "call"]),
+    default="menu",
+    show_default=True,
+    help="LBR in the first round: use the menu, or just check/call (cheaper, "
+    "the 2017 study's setting; weak against pre-flop all-ins).",
+)
 @json_opt
-def eval_(run_dir, exploitability, game_name, player_spec, vs_spec, hands, seed, lbr, lbr_actions, lbr_preflop,
-          as_json):
+def eval_(
+    run_dir,
+    exploitability,
+    game_name,
+    player_spec,
+    vs_spec,
+    hands,
+    seed,
+    lbr,
+    lbr_actions,
+    lbr_preflop,
+    as_json,
+):
     """Evaluate a run's blueprint (exact exploitability, local best response) or play a duplicate match.
 
     \b
@@ -83,7 +126,9 @@ def _eval_exploitability(path: Path) -> dict[str, Any]:
         tr = Trainer.load(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
     problem = exact_eval_problem(tr)
     if problem:
-        raise CLIError(f"cannot compute exact exploitability: {problem}; use --lbr (local best response) for big games")
+        raise CLIError(
+            f"cannot compute exact exploitability: {problem}; use --lbr (local best response) for big games"
+        )
     t0 = time.perf_counter()
     chips, br = tr.exploitability()
     unit, factor = expl_unit(tr.game)
@@ -106,8 +151,15 @@ def _eval_exploitability(path: Path) -> dict[str, Any]:
     return result
 
 
-def _eval_lbr(path: Path | None, game_name: str | None, player_spec: str | None, hands: int, seed: int,
-              menu: str, preflop: str) -> dict[str, Any]:
+def _eval_lbr(
+    path: Path | None,
+    game_name: str | None,
+    player_spec: str | None,
+    hands: int,
+    seed: int,
+    menu: str,
+    preflop: str,
+) -> dict[str, Any]:
     """Local best response against RUN_DIR's blueprint or --player SPEC; keys lbr, lbr_ci95, unit."""
     from evaluation.lbr import LocalBestResponse, parse_menu
     from evaluation.players import BlueprintPlayer, player_from_spec
@@ -131,8 +183,10 @@ def _eval_lbr(path: Path | None, game_name: str | None, player_spec: str | None,
             bp = Blueprint.load(path, log=log)
             game = Game.load(game_name) if game_name is not None else bp.game
             if bp.gamedef.to_acpc() != game.gamedef.to_acpc():
-                raise CLIError(f"{path} was trained on {bp.gamedef.name or 'another game'}, "
-                               f"not {game.gamedef.name or game_name}")
+                raise CLIError(
+                    f"{path} was trained on {bp.gamedef.name or 'another game'}, "
+                    f"not {game.gamedef.name or game_name}"
+                )
             opponent, name = bp, path.name or str(path)
         else:
             game = Game.load(game_name) if game_name is not None else None
@@ -162,12 +216,15 @@ def _eval_lbr(path: Path | None, game_name: str | None, player_spec: str | None,
         f"({res.pairs:,} deals from both seats, seed {seed}, {res.seconds:.0f} s): a lower bound on exploitability"
     )
     for seat in (0, 1):
-        click.echo(f"  LBR in seat {seat}: {out['lbr_seats'][seat]:+.6g} +- {out['lbr_seats_ci95'][seat]:.3g} {res.unit}")
+        click.echo(
+            f"  LBR in seat {seat}: {out['lbr_seats'][seat]:+.6g} +- {out['lbr_seats_ci95'][seat]:.3g} {res.unit}"
+        )
     return out
 
 
-def _eval_match(path: Path | None, game_name: str | None, player_spec: str | None, vs_spec: str,
-                hands: int, seed: int) -> dict[str, Any]:
+def _eval_match(
+    path: Path | None, game_name: str | None, player_spec: str | None, vs_spec: str, hands: int, seed: int
+) -> dict[str, Any]:
     """A duplicate match of --player (or RUN_DIR) against --vs; the JSON keys of
     docs/architecture.md, "5. Contracts"."""
     if player_spec is None and path is None:
@@ -179,7 +236,9 @@ def _eval_match(path: Path | None, game_name: str | None, player_spec: str | Non
                 path = Path(spec)
                 break
         else:
-            raise click.UsageError("a match needs a game: give --game G or RUN_DIR (or a run directory as a player)")
+            raise click.UsageError(
+                "a match needs a game: give --game G or RUN_DIR (or a run directory as a player)"
+            )
     from evaluation.match import exact_value, play_match
     from evaluation.players import BlueprintPlayer, player_from_spec
     from holdem.game import Game
@@ -195,12 +254,20 @@ def _eval_match(path: Path | None, game_name: str | None, player_spec: str | Non
             run_player = BlueprintPlayer(Blueprint.load(path, log=log), name=path.name or str(path))
         game = Game.load(game_name) if game_name is not None else run_player.bp.game
         if run_player is not None and run_player.bp.gamedef.to_acpc() != game.gamedef.to_acpc():
-            raise CLIError(f"{path} was trained on {run_player.bp.gamedef.name or 'another game'}, "
-                           f"not {game.gamedef.name or game_name}")
-        a = run_player if player_spec is None or (run_player and Path(player_spec) == path) else \
-            player_from_spec(player_spec, game, log=log)
-        b = run_player if (run_player and game_name is None and Path(vs_spec) == path and a is not run_player) \
+            raise CLIError(
+                f"{path} was trained on {run_player.bp.gamedef.name or 'another game'}, "
+                f"not {game.gamedef.name or game_name}"
+            )
+        a = (
+            run_player
+            if player_spec is None or (run_player and Path(player_spec) == path)
+            else player_from_spec(player_spec, game, log=log)
+        )
+        b = (
+            run_player
+            if (run_player and game_name is None and Path(vs_spec) == path and a is not run_player)
             else player_from_spec(vs_spec, game, log=log)
+        )
     show = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:
@@ -233,7 +300,10 @@ def _eval_match(path: Path | None, game_name: str | None, player_spec: str | Non
             f"  {a.name} in seat {seat}: {res.seat_chips[seat] * scale:+.6g} +- {res.seat_ci95[seat] * scale:.3g} {unit}"
             + (f" (exact {out['exact_seats'][seat]:+.6g})" if ex is not None else "")
         )
-    click.echo(f"  {a.name} won {res.win_rate:.1%} of the hands" + (f", tied {res.tie_rate:.1%}" if res.tie_rate else ""))
+    click.echo(
+        f"  {a.name} won {res.win_rate:.1%} of the hands"
+        + (f", tied {res.tie_rate:.1%}" if res.tie_rate else "")
+    )
     return out
 
 

@@ -162,8 +162,18 @@ def main(argv: list[str] | None = None) -> None:
 def _register() -> None:
     from cli import abstraction, evaluate, matrix, serve, solve, status, train
 
-    for command in (train.train, train.resume, status.status, evaluate.eval_, evaluate.export, matrix.matrix,
-                    abstraction.abstraction, serve.serve, serve.play, solve.solve):
+    for command in (
+        train.train,
+        train.resume,
+        status.status,
+        evaluate.eval_,
+        evaluate.export,
+        matrix.matrix,
+        abstraction.abstraction,
+        serve.serve,
+        serve.play,
+        solve.solve,
+    ):
         cli.add_command(command)
 
 

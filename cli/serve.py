@@ -18,8 +18,13 @@ def _load_responder(run_dir: str, time_budget_ms: int, solve_method: str | None 
     path = run_dir_arg(run_dir)
     with user_input():
         try:
-            responder = make_responder(path, solve_method=solve_method, default_time_budget_ms=time_budget_ms,
-                                       log=lambda msg: click.echo(f"warning: {msg}", err=True), **solving)
+            responder = make_responder(
+                path,
+                solve_method=solve_method,
+                default_time_budget_ms=time_budget_ms,
+                log=lambda msg: click.echo(f"warning: {msg}", err=True),
+                **solving,
+            )
         except QueryError as exc:
             raise click.BadParameter(str(exc), param_hint="--solve") from None
     warm_up = getattr(responder, "warm_up", None)
@@ -36,7 +41,11 @@ def _load_responder(run_dir: str, time_budget_ms: int, solve_method: str | None 
 
 
 _budget_opt = click.option(
-    "--time-budget-ms", "time_budget_ms", type=click.IntRange(1, 600_000), default=2_000, show_default=True,
+    "--time-budget-ms",
+    "time_budget_ms",
+    type=click.IntRange(1, 600_000),
+    default=2_000,
+    show_default=True,
     help="Default wall-time budget of one answer (subgame solving; a request's time_budget_ms overrides it).",
 )
 
@@ -59,17 +68,29 @@ class ByteCount(click.ParamType):
 
 
 _api_key_opt = click.option(
-    "--api-key", "api_key", envvar="MCCFR_API_KEY", default=None, metavar="KEY", show_envvar=True,
+    "--api-key",
+    "api_key",
+    envvar="MCCFR_API_KEY",
+    default=None,
+    metavar="KEY",
+    show_envvar=True,
     help="Bearer token: with it, /v1/strategy and /metrics answer only requests with "
-         "'Authorization: Bearer KEY' (else 401); /healthz stays open. Prefer the environment variable "
-         "(a command line is visible to other users of the machine).")
+    "'Authorization: Bearer KEY' (else 401); /healthz stays open. Prefer the environment variable "
+    "(a command line is visible to other users of the machine).",
+)
 
 
-def _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solve_ms, memory_budget=None) -> dict:
+def _solving_options(
+    run_dir, solve_method, solve_from, solver_threads, max_solve_ms, memory_budget=None
+) -> dict:
     """make_responder's subgame-solving keyword arguments from serve's flags (checked)."""
     if solve_method is None:
-        for flag, v in (("--solve-from", solve_from), ("--solver-threads", solver_threads),
-                        ("--max-solve-ms", max_solve_ms), ("--memory-budget", memory_budget)):
+        for flag, v in (
+            ("--solve-from", solve_from),
+            ("--solver-threads", solver_threads),
+            ("--max-solve-ms", max_solve_ms),
+            ("--memory-budget", memory_budget),
+        ):
             if v is not None:
                 raise click.UsageError(f"{flag} applies to subgame solving: give --solve METHOD too")
         return {}
@@ -94,52 +115,129 @@ def _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solv
             r = int(solve_from)
         if r is None or not 0 <= r < g.num_rounds:
             choices = ", ".join([*names, f"0..{g.num_rounds - 1}"])
-            raise click.BadParameter(f"{solve_from!r} is no betting round of this game (expected {choices})",
-                                     param_hint="--solve-from")
+            raise click.BadParameter(
+                f"{solve_from!r} is no betting round of this game (expected {choices})",
+                param_hint="--solve-from",
+            )
         out["from_round"] = r
     return out
 
 
 @click.command()
 @click.argument("run_dir")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True,
-              help="Port (0: any free port; --ray needs a fixed one).")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface)."
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="Port (0: any free port; --ray needs a fixed one).",
+)
 @_budget_opt
-@click.option("--threads", type=click.IntRange(min=1), default=8, show_default=True,
-              help="Worker threads answering queries (the event loop never runs one).")
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Worker threads answering queries (the event loop never runs one).",
+)
 @click.option("--access-log", is_flag=True, help="Log every request (costs latency).")
-@click.option("--solve", "solve_method", default=None, metavar="METHOD",
-              help="Re-solve the last round (and off-tree bets there) with this method (e.g. reach-maxmargin); "
-                   "default: blueprint answers only.")
-@click.option("--solve-from", "solve_from", default=None, metavar="ROUND",
-              help="With --solve: the first betting round solved (preflop, flop, turn, river or its index) "
-                   "[default: the last round]. A solve that cannot fit the time budget is answered from the "
-                   "blueprint, with 'fallback' saying so.")
-@click.option("--solver-threads", "solver_threads", type=click.IntRange(min=1), default=None,
-              help="With --solve: solves running at once [default: one per core; with --ray, cores / replicas].")
-@click.option("--max-solve-ms", "max_solve_ms", type=click.IntRange(min=1), default=None,
-              help="With --solve: iterate at most this long beyond what a useful solve needs [default: until the "
-                   "budget's end]; shorter solves free the solver threads sooner, so more queries get one.")
-@click.option("--memory-budget", "memory_budget", type=ByteCount(), default=None,
-              help="With --solve: bytes for solved subgames (kept per session, least recently used evicted "
-                   "first, each at its measured size) and the solves in flight; a solve whose estimated memory "
-                   "does not fit is answered from the blueprint (fallback 'memory'). Suffixes K, M, G: 512M, 2G "
-                   "[default: a quarter of physical memory; with --ray, divided among the replicas].")
+@click.option(
+    "--solve",
+    "solve_method",
+    default=None,
+    metavar="METHOD",
+    help="Re-solve the last round (and off-tree bets there) with this method (e.g. reach-maxmargin); "
+    "default: blueprint answers only.",
+)
+@click.option(
+    "--solve-from",
+    "solve_from",
+    default=None,
+    metavar="ROUND",
+    help="With --solve: the first betting round solved (preflop, flop, turn, river or its index) "
+    "[default: the last round]. A solve that cannot fit the time budget is answered from the "
+    "blueprint, with 'fallback' saying so.",
+)
+@click.option(
+    "--solver-threads",
+    "solver_threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --solve: solves running at once [default: one per core; with --ray, cores / replicas].",
+)
+@click.option(
+    "--max-solve-ms",
+    "max_solve_ms",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --solve: iterate at most this long beyond what a useful solve needs [default: until the "
+    "budget's end]; shorter solves free the solver threads sooner, so more queries get one.",
+)
+@click.option(
+    "--memory-budget",
+    "memory_budget",
+    type=ByteCount(),
+    default=None,
+    help="With --solve: bytes for solved subgames (kept per session, least recently used evicted "
+    "first, each at its measured size) and the solves in flight; a solve whose estimated memory "
+    "does not fit is answered from the blueprint (fallback 'memory'). Suffixes K, M, G: 512M, 2G "
+    "[default: a quarter of physical memory; with --ray, divided among the replicas].",
+)
 @_api_key_opt
-@click.option("--max-body-bytes", "max_body_bytes", type=ByteCount(), default="64K", show_default=True,
-              help="Largest request body accepted (413 beyond, refused without reading the rest).")
-@click.option("--max-inflight-per-client", "max_inflight", type=click.IntRange(min=1), default=128,
-              show_default=True,
-              help="Requests one client address may have in flight (429 beyond). Clients behind one proxy "
-                   "share an address.")
-@click.option("--ray", "use_ray", is_flag=True,
-              help="Deploy as a Ray Serve application (needs the serve extra: pip install \"mccfr[serve]\").")
-@click.option("--replicas", type=click.IntRange(min=1), default=None, help="With --ray: service replicas [default: 1].")
-@click.option("--address", default=None, metavar="ADDR",
-              help="With --ray: the Ray cluster to join ('auto', or ray://HOST:PORT) [default: start a local one].")
-def serve(run_dir, host, port, time_budget_ms, threads, access_log, solve_method, solve_from, solver_threads,
-          max_solve_ms, memory_budget, api_key, max_body_bytes, max_inflight, use_ray, replicas, address):
+@click.option(
+    "--max-body-bytes",
+    "max_body_bytes",
+    type=ByteCount(),
+    default="64K",
+    show_default=True,
+    help="Largest request body accepted (413 beyond, refused without reading the rest).",
+)
+@click.option(
+    "--max-inflight-per-client",
+    "max_inflight",
+    type=click.IntRange(min=1),
+    default=128,
+    show_default=True,
+    help="Requests one client address may have in flight (429 beyond). Clients behind one proxy "
+    "share an address.",
+)
+@click.option(
+    "--ray",
+    "use_ray",
+    is_flag=True,
+    help='Deploy as a Ray Serve application (needs the serve extra: pip install "mccfr[serve]").',
+)
+@click.option(
+    "--replicas", type=click.IntRange(min=1), default=None, help="With --ray: service replicas [default: 1]."
+)
+@click.option(
+    "--address",
+    default=None,
+    metavar="ADDR",
+    help="With --ray: the Ray cluster to join ('auto', or ray://HOST:PORT) [default: start a local one].",
+)
+def serve(
+    run_dir,
+    host,
+    port,
+    time_budget_ms,
+    threads,
+    access_log,
+    solve_method,
+    solve_from,
+    solver_threads,
+    max_solve_ms,
+    memory_budget,
+    api_key,
+    max_body_bytes,
+    max_inflight,
+    use_ray,
+    replicas,
+    address,
+):
     """Serve strategy queries over HTTP + JSON.
 
     \b
@@ -159,13 +257,20 @@ def serve(run_dir, host, port, time_budget_ms, threads, access_log, solve_method
             if v is not None:
                 raise click.UsageError(f"{flag} applies to the Ray Serve deployment: give --ray too")
     solving = _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solve_ms, memory_budget)
-    guard = {"api_key": api_key or None, "max_body_bytes": max_body_bytes, "max_inflight_per_client": max_inflight}
+    guard = {
+        "api_key": api_key or None,
+        "max_body_bytes": max_body_bytes,
+        "max_inflight_per_client": max_inflight,
+    }
     if api_key and (not api_key.isprintable() or api_key != api_key.strip()):
-        raise click.BadParameter("the key must be printable characters without surrounding spaces",
-                                 param_hint="--api-key / MCCFR_API_KEY")
+        raise click.BadParameter(
+            "the key must be printable characters without surrounding spaces",
+            param_hint="--api-key / MCCFR_API_KEY",
+        )
     if use_ray:
-        return _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas or 1, address,
-                          guard)
+        return _serve_ray(
+            run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas or 1, address, guard
+        )
     try:
         from serving.service import bind, create_app, make_server
     except ImportError as exc:
@@ -179,14 +284,21 @@ def serve(run_dir, host, port, time_budget_ms, threads, access_log, solve_method
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     bp = getattr(responder, "bp", None)
-    what = f"{responder.game.gamedef.name or 'game'}" + (f", iteration {bp.iteration:,}" if bp is not None else "")
+    what = f"{responder.game.gamedef.name or 'game'}" + (
+        f", iteration {bp.iteration:,}" if bp is not None else ""
+    )
     budget = getattr(responder, "memory_budget", None)
-    notes = [f"memory budget {budget / 2**20:,.0f} MiB" if budget is not None else "",
-             "bearer token required" if guard["api_key"] else ""]
+    notes = [
+        f"memory budget {budget / 2**20:,.0f} MiB" if budget is not None else "",
+        "bearer token required" if guard["api_key"] else "",
+    ]
     notes = "; ".join(n for n in notes if n)
-    click.echo(f"serving {path} ({what}) on http://{shown}:{bound}  "
-               "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops"
-               + (f"  [{notes}]" if notes else ""), err=True)
+    click.echo(
+        f"serving {path} ({what}) on http://{shown}:{bound}  "
+        "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops"
+        + (f"  [{notes}]" if notes else ""),
+        err=True,
+    )
     make_server(app, sock, access_log=access_log).run(sockets=[sock])  # returns on Ctrl-C / SIGTERM
     click.echo("stopped", err=True)
 
@@ -219,8 +331,11 @@ def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solvi
         make_responder(path, **opts).close()  # fail here, with a clear message, not inside a replica
     app = build_app(str(path), replicas, threads=threads, responder_options=opts, app_options=guard)
     url = run(app, host=host, port=port, address=address)
-    click.echo(f"serving {path} on Ray Serve ({replicas} replica{'s' if replicas > 1 else ''}) at {url}  "
-               "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops", err=True)
+    click.echo(
+        f"serving {path} on Ray Serve ({replicas} replica{'s' if replicas > 1 else ''}) at {url}  "
+        "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops",
+        err=True,
+    )
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
@@ -232,25 +347,75 @@ def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solvi
 
 @click.command()
 @click.argument("run_dir", required=False)
-@click.option("--dealer", "dealer", required=True, metavar="HOST:PORT", help="The dealer's address and this seat's port.")
-@click.option("--server", "server", default=None, metavar="URL",
-              help="Ask a running 'mccfr serve' at URL (http://HOST:PORT) instead of loading RUN_DIR.")
-@click.option("--log", "log_file", default=None, metavar="FILE", help="Write the match log (JSON lines) here.")
+@click.option(
+    "--dealer",
+    "dealer",
+    required=True,
+    metavar="HOST:PORT",
+    help="The dealer's address and this seat's port.",
+)
+@click.option(
+    "--server",
+    "server",
+    default=None,
+    metavar="URL",
+    help="Ask a running 'mccfr serve' at URL (http://HOST:PORT) instead of loading RUN_DIR.",
+)
+@click.option(
+    "--log", "log_file", default=None, metavar="FILE", help="Write the match log (JSON lines) here."
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the action sampling.")
-@click.option("--method", default=None, help="Method passed with every query (blueprint, or a solving method).")
+@click.option(
+    "--method", default=None, help="Method passed with every query (blueprint, or a solving method)."
+)
 @_budget_opt
-@click.option("--time-per-hand-ms", type=click.FloatRange(min=1), default=7_000, show_default=True,
-              help="The dealer's average time per hand (its --t_per_hand): the client's time bank.")
-@click.option("--response-limit-ms", type=click.FloatRange(min=1), default=600_000, show_default=True,
-              help="The dealer's time per response (its --t_response).")
-@click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=900, show_default=True,
-              help="Give up when the dealer sends nothing for this many seconds.")
+@click.option(
+    "--time-per-hand-ms",
+    type=click.FloatRange(min=1),
+    default=7_000,
+    show_default=True,
+    help="The dealer's average time per hand (its --t_per_hand): the client's time bank.",
+)
+@click.option(
+    "--response-limit-ms",
+    type=click.FloatRange(min=1),
+    default=600_000,
+    show_default=True,
+    help="The dealer's time per response (its --t_response).",
+)
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=900,
+    show_default=True,
+    help="Give up when the dealer sends nothing for this many seconds.",
+)
 @click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=10, show_default=True)
-@click.option("--api-key", "api_key", envvar="MCCFR_API_KEY", default=None, metavar="KEY", show_envvar=True,
-              help="With --server: the service's bearer token (mccfr serve --api-key).")
+@click.option(
+    "--api-key",
+    "api_key",
+    envvar="MCCFR_API_KEY",
+    default=None,
+    metavar="KEY",
+    show_envvar=True,
+    help="With --server: the service's bearer token (mccfr serve --api-key).",
+)
 @json_opt
-def play(run_dir, dealer, server, log_file, seed, method, time_budget_ms, time_per_hand_ms, response_limit_ms,
-         idle_timeout, connect_timeout, api_key, as_json):
+def play(
+    run_dir,
+    dealer,
+    server,
+    log_file,
+    seed,
+    method,
+    time_budget_ms,
+    time_per_hand_ms,
+    response_limit_ms,
+    idle_timeout,
+    connect_timeout,
+    api_key,
+    as_json,
+):
     """Play a match against an ACPC dealer (protocol 2.0.0) with the run's blueprint (or a service).
 
     \b
@@ -271,7 +436,9 @@ def play(run_dir, dealer, server, log_file, seed, method, time_budget_ms, time_p
     if log_file is not None and not Path(log_file).resolve().parent.is_dir():
         raise CLIError(f"cannot write --log {log_file!r}: its directory does not exist")
     if (run_dir is None) == (server is None):
-        raise click.UsageError("give RUN_DIR (play its blueprint) or --server URL (ask a running service), one of them")
+        raise click.UsageError(
+            "give RUN_DIR (play its blueprint) or --server URL (ask a running service), one of them"
+        )
     if server is not None:
         from serving.responder import HttpResponder
 
@@ -285,7 +452,9 @@ def play(run_dir, dealer, server, log_file, seed, method, time_budget_ms, time_p
     else:
         from serving.responder import SOLVE_METHODS
 
-        path, responder = _load_responder(run_dir, time_budget_ms, method if method in SOLVE_METHODS else None)
+        path, responder = _load_responder(
+            run_dir, time_budget_ms, method if method in SOLVE_METHODS else None
+        )
     if method is not None:
         from serving.responder import QueryError, check_method
 
@@ -299,9 +468,17 @@ def play(run_dir, dealer, server, log_file, seed, method, time_budget_ms, time_p
         if show:
             click.echo(f"\r  {rep.hands:,} hands, net {rep.net:+,.0f} chips", err=True, nl=False)
 
-    client = AcpcClient(responder, seed=seed, log=log_file, method=method, time_budget_ms=time_budget_ms,
-                        time_per_hand_ms=time_per_hand_ms, response_limit_ms=response_limit_ms,
-                        idle_timeout_s=idle_timeout, progress=progress)
+    client = AcpcClient(
+        responder,
+        seed=seed,
+        log=log_file,
+        method=method,
+        time_budget_ms=time_budget_ms,
+        time_per_hand_ms=time_per_hand_ms,
+        response_limit_ms=response_limit_ms,
+        idle_timeout_s=idle_timeout,
+        progress=progress,
+    )
     try:
         rep = client.play(host, port, connect_timeout=connect_timeout)
     except OSError as exc:

@@ -75,8 +75,10 @@ class Session:
             parts.append(f"pruned {100 * row['pruned_share']:.1f}%")
         parts.append(f"mem {human_bytes(row['rss_bytes'])}")
         if row.get("workers") is not None:  # the Ray job
-            parts.append(f"{row['workers']} workers, stale {row['staleness']:.0f} it, "
-                         f"worker mem {human_bytes(row['worker_rss_bytes'] or 0)}")
+            parts.append(
+                f"{row['workers']} workers, stale {row['staleness']:.0f} it, "
+                f"worker mem {human_bytes(row['worker_rss_bytes'] or 0)}"
+            )
         return ", ".join(parts)
 
     # -- pieces ---------------------------------------------------------------------------------
@@ -280,7 +282,9 @@ class Session:
         return out
 
 
-def budget(iterations: int | None, seconds: float | None, big: bool = False) -> tuple[int | None, float | None]:
+def budget(
+    iterations: int | None, seconds: float | None, big: bool = False
+) -> tuple[int | None, float | None]:
     if iterations is not None and seconds is not None:
         raise click.UsageError("give --iterations or --time, not both")
     if iterations is None and seconds is None:
@@ -373,10 +377,16 @@ def ray_job(tr, kwargs: dict[str, Any]):
     """The Ray job around ``tr`` (imports Ray: only here)."""
     from cluster.job import RayJob
 
-    job = RayJob(tr, log=lambda msg: click.echo(f"warning: {msg}", err=True),
-                 **{k: v for k, v in kwargs.items() if v is not None})
-    click.echo(f"Ray job: {job.num_workers} workers, {job.num_shards} shards, batch {job.batch}, "
-               f"{job.num_nodes} node(s)", err=True)
+    job = RayJob(
+        tr,
+        log=lambda msg: click.echo(f"warning: {msg}", err=True),
+        **{k: v for k, v in kwargs.items() if v is not None},
+    )
+    click.echo(
+        f"Ray job: {job.num_workers} workers, {job.num_shards} shards, batch {job.batch}, "
+        f"{job.num_nodes} node(s)",
+        err=True,
+    )
     return job
 
 
@@ -396,10 +406,26 @@ def run_session(tr, job, run_dir: Path, as_json: bool, **session) -> None:
         if job is not None:
             job.sync()
             st = job.stats()
-            result.update({k: st[k] for k in ("staleness", "bytes_per_batch", "workers", "shards", "batch",
-                                               "lost_batches", "lost_iterations", "worker_restarts",
-                                               "shard_restores", "checkpoint_pause_seconds", "nodes",
-                                               "driver_calls_per_round", "driver_bytes_per_round")})
+            result.update(
+                {
+                    k: st[k]
+                    for k in (
+                        "staleness",
+                        "bytes_per_batch",
+                        "workers",
+                        "shards",
+                        "batch",
+                        "lost_batches",
+                        "lost_iterations",
+                        "worker_restarts",
+                        "shard_restores",
+                        "checkpoint_pause_seconds",
+                        "nodes",
+                        "driver_calls_per_round",
+                        "driver_bytes_per_round",
+                    )
+                }
+            )
     finally:
         if job is not None:
             job.close()

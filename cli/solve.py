@@ -12,35 +12,98 @@ from cli.common import CLIError, json_opt, run_dir_arg, user_input
 
 @click.command()
 @click.argument("run_dir", required=False)
-@click.option("--matchstate", default=None, metavar="STR", help="Solve for the seat to act at this MATCHSTATE (needs RUN_DIR).")
-@click.option("--subgame", "subgame_file", default=None, metavar="FILE",
-              help="An explicit subgame: a public Libratus endgame file (unsafe only: it has no alternative values).")
-@click.option("--method", default=None, metavar="M",
-              help="unsafe, resolve, maxmargin, reach-maxmargin, estimate, reach-estimate "
-                   "[default: reach-maxmargin with RUN_DIR, unsafe with --subgame]")
-@click.option("--time-budget", type=click.FloatRange(min=0.001), default=None, metavar="S",
-              help="Seconds to solve for [default: 2, unless --iterations or --target-pct-pot is given].")
+@click.option(
+    "--matchstate",
+    default=None,
+    metavar="STR",
+    help="Solve for the seat to act at this MATCHSTATE (needs RUN_DIR).",
+)
+@click.option(
+    "--subgame",
+    "subgame_file",
+    default=None,
+    metavar="FILE",
+    help="An explicit subgame: a public Libratus endgame file (unsafe only: it has no alternative values).",
+)
+@click.option(
+    "--method",
+    default=None,
+    metavar="M",
+    help="unsafe, resolve, maxmargin, reach-maxmargin, estimate, reach-estimate "
+    "[default: reach-maxmargin with RUN_DIR, unsafe with --subgame]",
+)
+@click.option(
+    "--time-budget",
+    type=click.FloatRange(min=0.001),
+    default=None,
+    metavar="S",
+    help="Seconds to solve for [default: 2, unless --iterations or --target-pct-pot is given].",
+)
 @click.option("--iterations", type=click.IntRange(min=1), default=None, help="CFR iterations to run.")
-@click.option("--target-pct-pot", type=click.FloatRange(min=0.0), default=None,
-              help="Stop at this exploitability, in percent of the starting pot.")
-@click.option("--bets", default=None, help="Bet abstraction inside the subgame [default: subgame: 0.5/1/2 pot, 2.5x, all-in].")
+@click.option(
+    "--target-pct-pot",
+    type=click.FloatRange(min=0.0),
+    default=None,
+    help="Stop at this exploitability, in percent of the starting pot.",
+)
+@click.option(
+    "--bets",
+    default=None,
+    help="Bet abstraction inside the subgame [default: subgame: 0.5/1/2 pot, 2.5x, all-in].",
+)
 @click.option("--algo", type=click.Choice(["dcfr", "cfr+"]), default="dcfr", show_default=True)
-@click.option("--hand", default=None, metavar="CARDS", help="With --subgame: print this hand's root strategy (e.g. AsKd).")
-@click.option("--depth-limit/--full-depth", "depth_limit", default=None,
-              help="End the subgame with its betting round, the opponent choosing among continuation strategies "
-                   "of the blueprint there (depth-limited solving), or solve to the end of the hand "
-                   "[default: depth-limited before the last round].")
-@click.option("--continuations", default=None, metavar="LIST",
-              help="Depth-limited: the opponent's continuation strategies, some of blueprint,fold,call,raise "
-                   "[default: all four].")
-@click.option("--bias", type=click.FloatRange(min=0.0, min_open=True), default=None,
-              help="Depth-limited: factor on the biased action class of the continuations [default: 5].")
-@click.option("--samples", type=click.IntRange(min=2), default=None,
-              help="Depth-limited: cards of the next round walked per CFR iteration, sampled afresh each iteration "
-                   "[default: every card; the reported exploitability is always exact].")
+@click.option(
+    "--hand",
+    default=None,
+    metavar="CARDS",
+    help="With --subgame: print this hand's root strategy (e.g. AsKd).",
+)
+@click.option(
+    "--depth-limit/--full-depth",
+    "depth_limit",
+    default=None,
+    help="End the subgame with its betting round, the opponent choosing among continuation strategies "
+    "of the blueprint there (depth-limited solving), or solve to the end of the hand "
+    "[default: depth-limited before the last round].",
+)
+@click.option(
+    "--continuations",
+    default=None,
+    metavar="LIST",
+    help="Depth-limited: the opponent's continuation strategies, some of blueprint,fold,call,raise "
+    "[default: all four].",
+)
+@click.option(
+    "--bias",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=None,
+    help="Depth-limited: factor on the biased action class of the continuations [default: 5].",
+)
+@click.option(
+    "--samples",
+    type=click.IntRange(min=2),
+    default=None,
+    help="Depth-limited: cards of the next round walked per CFR iteration, sampled afresh each iteration "
+    "[default: every card; the reported exploitability is always exact].",
+)
 @json_opt
-def solve(run_dir, matchstate, subgame_file, method, time_budget, iterations, target_pct_pot, bets, algo, hand,
-          depth_limit, continuations, bias, samples, as_json):
+def solve(
+    run_dir,
+    matchstate,
+    subgame_file,
+    method,
+    time_budget,
+    iterations,
+    target_pct_pot,
+    bets,
+    algo,
+    hand,
+    depth_limit,
+    continuations,
+    bias,
+    samples,
+    as_json,
+):
     """Re-solve a subgame: the strategy for the seat to act, and how well it was solved.
 
     \b
@@ -70,15 +133,36 @@ def solve(run_dir, matchstate, subgame_file, method, time_budget, iterations, ta
         try:
             sub_bets = load_bets(bets) if bets is not None else None
             if subgame_file is not None:
-                result = _solve_file(subgame_file, method or "unsafe", sub_bets, time_budget, iterations,
-                                     target_pct_pot, algo, hand)
+                result = _solve_file(
+                    subgame_file,
+                    method or "unsafe",
+                    sub_bets,
+                    time_budget,
+                    iterations,
+                    target_pct_pot,
+                    algo,
+                    hand,
+                )
             else:
-                dl_opts = {k: v for k, v in (("continuations", continuations), ("bias", bias), ("samples", samples))
-                           if v is not None}
+                dl_opts = {
+                    k: v
+                    for k, v in (("continuations", continuations), ("bias", bias), ("samples", samples))
+                    if v is not None
+                }
                 if "continuations" in dl_opts:
                     dl_opts["continuations"] = tuple(x.strip() for x in continuations.split(",") if x.strip())
-                result = _solve_matchstate(run_dir_arg(run_dir), matchstate, method or "reach-maxmargin", sub_bets,
-                                           time_budget, iterations, target_pct_pot, algo, depth_limit, dl_opts)
+                result = _solve_matchstate(
+                    run_dir_arg(run_dir),
+                    matchstate,
+                    method or "reach-maxmargin",
+                    sub_bets,
+                    time_budget,
+                    iterations,
+                    target_pct_pot,
+                    algo,
+                    depth_limit,
+                    dl_opts,
+                )
         except SubgameError as exc:
             raise CLIError(str(exc)) from None
     if as_json:
@@ -93,11 +177,15 @@ def _solve_report(sol) -> dict[str, Any]:
         f"tree {d['nodes']:,} nodes x {d['hands']:,} hands, {d['memory_mb']:.0f} MB"
     )
     if d["min_margin"] is not None:
-        click.echo(f"  opponent's minimum margin {d['min_margin']:.4g} chips (>= 0: no hand gains over its alternative)")
+        click.echo(
+            f"  opponent's minimum margin {d['min_margin']:.4g} chips (>= 0: no hand gains over its alternative)"
+        )
     if d.get("depth_limited"):
-        click.echo(f"  depth-limited at the end of the round: {d['leaves']:,} leaves, the opponent choosing among "
-                   f"{', '.join(d['continuations'])} (bias {d['bias']:g}); continuations {d['continuation_nodes']:,} "
-                   f"nodes built in {d['leaf_build_ms'] / 1000:.2f} s; the exploitability is the depth-limited game's")
+        click.echo(
+            f"  depth-limited at the end of the round: {d['leaves']:,} leaves, the opponent choosing among "
+            f"{', '.join(d['continuations'])} (bias {d['bias']:g}); continuations {d['continuation_nodes']:,} "
+            f"nodes built in {d['leaf_build_ms'] / 1000:.2f} s; the exploitability is the depth-limited game's"
+        )
     return d
 
 
@@ -107,14 +195,18 @@ def _solve_file(path, method, bets, time_budget, iterations, target, algo, hand)
     from subgame.solver import solve as run_solve
 
     sub = read_libratus(path, bets)
-    sol = run_solve(sub, method, iterations=iterations, time_budget=time_budget, target_pct_pot=target, algo=algo)
+    sol = run_solve(
+        sub, method, iterations=iterations, time_budget=time_budget, target_pct_pot=target, algo=algo
+    )
     d = _solve_report(sol)
     t = sub.tree
     actor = int(t.player[0])
     w = sub.ranges[actor]
     freq = {a: float((v * w).sum() / w.sum()) for a, v in sol.root_strategy().items()}
-    click.echo(f"seat {actor} to act at the root; its range plays: "
-               + ", ".join(f"{a} {p:.1%}" for a, p in freq.items()))
+    click.echo(
+        f"seat {actor} to act at the root; its range plays: "
+        + ", ".join(f"{a} {p:.1%}" for a, p in freq.items())
+    )
     out = {**d, "strategy": freq, "actor": actor}
     if hand is not None:
         cards = parse_cards(hand, t.game.num_suits, t.game.num_ranks)
@@ -124,8 +216,9 @@ def _solve_file(path, method, bets, time_budget, iterations, target, algo, hand)
     return out
 
 
-def _solve_matchstate(path, matchstate, method, bets, time_budget, iterations, target, algo, depth_limit=None,
-                      dl_opts=None) -> dict[str, Any]:
+def _solve_matchstate(
+    path, matchstate, method, bets, time_budget, iterations, target, algo, depth_limit=None, dl_opts=None
+) -> dict[str, Any]:
     from blueprint.blueprint import Blueprint
     from holdem.state import StateError
     from subgame.nested import first_off_tree, hand_strategy, solve_state
@@ -142,11 +235,22 @@ def _solve_matchstate(path, matchstate, method, bets, time_budget, iterations, t
     dl = depth_limit
     if dl_opts and depth_limit is not False:
         dl = DepthLimit(bp, auto=depth_limit is None, **dl_opts)
-    sol, node = solve_state(bp, state, method, time_budget=time_budget, iterations=iterations,
-                            target_pct_pot=target, bets=bets, depth_limit=dl, algo=algo)
+    sol, node = solve_state(
+        bp,
+        state,
+        method,
+        time_budget=time_budget,
+        iterations=iterations,
+        target_pct_pot=target,
+        bets=bets,
+        depth_limit=dl,
+        algo=algo,
+    )
     d = _solve_report(sol)
     hs = hand_strategy(sol, node, state)
-    click.echo("strategy: " + ", ".join(f"{a} {p:.3f}" for a, p in hs.items())
-               + (" (nested: off-tree bet)" if off is not None else ""))
+    click.echo(
+        "strategy: "
+        + ", ".join(f"{a} {p:.3f}" for a, p in hs.items())
+        + (" (nested: off-tree bet)" if off is not None else "")
+    )
     return {**d, "strategy": hs, "nested": off is not None, "node": node}
-

@@ -15,8 +15,13 @@ from cli.common import CLIError, human_bytes, json_opt, run_dir_arg, si
 @click.command()
 @click.argument("run_dir")
 @click.option("--verify", is_flag=True, help="Also check every checkpoint file's digest (reads every byte).")
-@click.option("--plot", "plot", default=None, metavar="FILE.png",
-              help="Draw the exploitability curve (exploitability against iterations, log scale) to a PNG.")
+@click.option(
+    "--plot",
+    "plot",
+    default=None,
+    metavar="FILE.png",
+    help="Draw the exploitability curve (exploitability against iterations, log scale) to a PNG.",
+)
 @json_opt
 def status(run_dir, verify, plot, as_json):
     """List a run's checkpoints and summarise its metrics (and draw its exploitability curve)."""
@@ -98,8 +103,10 @@ def status(run_dir, verify, plot, as_json):
                 f"{human_bytes(summary['worker_rss_bytes'])}"
             )
         if summary["checkpoint_pause_seconds"] is not None:
-            click.echo(f"  longest checkpoint pause {summary['checkpoint_pause_seconds']:.2f} s; "
-                       f"driver memory {human_bytes(summary['rss_bytes'])}")
+            click.echo(
+                f"  longest checkpoint pause {summary['checkpoint_pause_seconds']:.2f} s; "
+                f"driver memory {human_bytes(summary['rss_bytes'])}"
+            )
     elif summary["iterations"] is not None:
         click.echo(f"  iterations {summary['iterations']:,} (no metrics)")
     if plot is not None:
@@ -111,8 +118,11 @@ def status(run_dir, verify, plot, as_json):
 
 def _plot_exploitability(run_dir: Path, rows: list[dict[str, Any]], out: Path) -> str:
     """Draw exploitability against iterations (both log scale) from the metrics rows to ``out``."""
-    points = [(r["iteration"], r["exploitability"]) for r in rows
-              if r.get("exploitability") is not None and r["iteration"] > 0 and r["exploitability"] > 0]
+    points = [
+        (r["iteration"], r["exploitability"])
+        for r in rows
+        if r.get("exploitability") is not None and r["iteration"] > 0 and r["exploitability"] > 0
+    ]
     if not points:
         raise CLIError(
             f"{run_dir} has no exploitability in its metrics (it is computed exactly only on small games, "

@@ -172,11 +172,32 @@ def train(
     job = None
     if (workers or 1) > 1 or (shards or 1) > 1 or address is not None:
         if tr.config.algo.full_traversal:
-            raise CLIError(f"--algo {algo} enumerates every deal and runs in one process; drop --workers/--shards")
-        job = ray_job(tr, {"workers": workers, "shards": shards, "batch": batch, "address": address,
-                           "iterations": iterations})  # bounds the default batch's staleness
-    run_session(tr, job, run_dir, as_json, iterations=iterations, seconds=seconds, checkpoint_every=checkpoint_every,
-         keep=keep, eval_every=eval_every, report_every=report_every, target=target)
+            raise CLIError(
+                f"--algo {algo} enumerates every deal and runs in one process; drop --workers/--shards"
+            )
+        job = ray_job(
+            tr,
+            {
+                "workers": workers,
+                "shards": shards,
+                "batch": batch,
+                "address": address,
+                "iterations": iterations,
+            },
+        )  # bounds the default batch's staleness
+    run_session(
+        tr,
+        job,
+        run_dir,
+        as_json,
+        iterations=iterations,
+        seconds=seconds,
+        checkpoint_every=checkpoint_every,
+        keep=keep,
+        eval_every=eval_every,
+        report_every=report_every,
+        target=target,
+    )
 
 
 def _build_card_abstraction(gd, name) -> None:
@@ -188,7 +209,9 @@ def _build_card_abstraction(gd, name) -> None:
 
     name = default_card_name(gd, name)
     if name in RECIPES and not (recipe_dir(gd, name) / "abstraction.bin").is_file():
-        click.echo(f"the {name!r} card abstraction is not in the cache yet: building it first (once)", err=True)
+        click.echo(
+            f"the {name!r} card abstraction is not in the cache yet: building it first (once)", err=True
+        )
         ensure_recipe(gd, name, log=lambda m: click.echo(m, err=True))
 
 
@@ -203,8 +226,21 @@ def _build_card_abstraction(gd, name) -> None:
 @report_opt
 @with_ray_opts
 @json_opt
-def resume(run_dir, iterations, seconds, checkpoint_every, keep, target, eval_every, report_every,
-           workers, shards, address, batch, as_json):
+def resume(
+    run_dir,
+    iterations,
+    seconds,
+    checkpoint_every,
+    keep,
+    target,
+    eval_every,
+    report_every,
+    workers,
+    shards,
+    address,
+    batch,
+    as_json,
+):
     """Continue a run from its newest complete checkpoint (N more iterations). A Ray run goes on as a
     Ray run with the same workers, shards and batch (unless given)."""
     if iterations is not None and seconds is not None:
@@ -234,7 +270,19 @@ def resume(run_dir, iterations, seconds, checkpoint_every, keep, target, eval_ev
     if manifest.get("job") or any(x is not None for x in (workers, shards, address)):
         from cluster.job import RayJob
 
-        job = ray_job(tr, RayJob.resume_kwargs(manifest, workers=workers, shards=shards, batch=batch,
-                                                address=address))
-    run_session(tr, job, path, as_json, iterations=iterations, seconds=seconds, checkpoint_every=checkpoint_every,
-         keep=keep, eval_every=eval_every, report_every=report_every, target=target)
+        job = ray_job(
+            tr, RayJob.resume_kwargs(manifest, workers=workers, shards=shards, batch=batch, address=address)
+        )
+    run_session(
+        tr,
+        job,
+        path,
+        as_json,
+        iterations=iterations,
+        seconds=seconds,
+        checkpoint_every=checkpoint_every,
+        keep=keep,
+        eval_every=eval_every,
+        report_every=report_every,
+        target=target,
+    )

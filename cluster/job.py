@@ -111,8 +111,12 @@ iteration count is known (Leduc: 2 x 100 / 20,000 = 1% ends within 2x of one pro
 iterations at batch 100 within 7%; see BENCHMARKS.md, "Ray job")."""
 
 
-def default_batch(table_entries: int, workers: int = 1, iterations: int | None = None,
-                  max_stale_fraction: float = MAX_STALE_FRACTION) -> int:
+def default_batch(
+    table_entries: int,
+    workers: int = 1,
+    iterations: int | None = None,
+    max_stale_fraction: float = MAX_STALE_FRACTION,
+) -> int:
     """Iterations per worker per round when none is given: table entries / 25, within
     [100, 100,000], and, when the run's length is known, at most
     ``max_stale_fraction x iterations / workers`` (at least 1). Staleness costs exploitability in
@@ -277,12 +281,16 @@ class RayJob:
         self.pg = placement_group(bundles, strategy="STRICT_SPREAD" if nodes > 1 else "PACK")
         ready, _ = ray.wait([self.pg.ready()], timeout=self.timeout)
         if not ready:
-            have = ", ".join(f"{n['NodeManagerAddress']} ({n['Resources'].get('CPU', 0):g} CPU)" for n in alive)
+            have = ", ".join(
+                f"{n['NodeManagerAddress']} ({n['Resources'].get('CPU', 0):g} CPU)" for n in alive
+            )
             raise JobError(
                 f"cannot place {nodes} node bundles ({', '.join(str(b['CPU']) for b in bundles)} CPUs, one node each) "
                 f"within {self.timeout:.0f} s; alive nodes: {have or 'none'}. Use fewer --workers or more nodes"
             )
-        self.shard_nodes = list(shard_nodes) if shard_nodes is not None else [k % nodes for k in range(shards)]
+        self.shard_nodes = (
+            list(shard_nodes) if shard_nodes is not None else [k % nodes for k in range(shards)]
+        )
         if len(self.shard_nodes) != shards or not all(0 <= x < nodes for x in self.shard_nodes):
             raise JobError(f"shard_nodes must name one of the {nodes} nodes per shard")
         # the card abstraction: one object, one copy per node, read zero-copy by the workers
@@ -294,7 +302,9 @@ class RayJob:
             (ray.put(trainer.regret[lo:hi]), ray.put(trainer.strat[lo:hi])) for lo, hi in self.bounds
         ]
         self.base_dir: Path | None = None
-        self.base_storage: tuple[Any, int] | None = None  # (Storage, iteration) of the last complete one there
+        self.base_storage: tuple[Any, int] | None = (
+            None  # (Storage, iteration) of the last complete one there
+        )
         self._save_pending: dict[str, Any] | None = None
         self._blueprint_static = None  # ref: (header, arrays, tree) of the blueprint file, no probs
         self._replay_resume: int | None = None
@@ -314,8 +324,10 @@ class RayJob:
         self.probes: dict[int, Any] = {}
         for g, i in enumerate(infos):
             if self.groups[g] and i["workers"] < len(self.groups[g]):
-                self.log(f"node {g}: {len(self.groups[g]) - i['workers']} of its workers did not start; "
-                         "the others run their batches")
+                self.log(
+                    f"node {g}: {len(self.groups[g]) - i['workers']} of its workers did not start; "
+                    "the others run their batches"
+                )
         snaps = self._get([s.publish_ref.remote() for s in self.shards], what="the shards to start")
         self.snapshot = [box[0] for box in snaps]
         self.version = 0
@@ -357,12 +369,25 @@ class RayJob:
     def _in_bundle(self, g: int) -> dict[str, Any]:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        return {"scheduling_strategy": PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=g)}
+        return {
+            "scheduling_strategy": PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=g)
+        }
 
     def _new_leader(self, g: int):
-        return self._LeaderActor.options(num_cpus=0, max_restarts=-1, max_task_retries=0, **self._in_bundle(g)).remote(
-            g, self.tr.config_dict, self.bounds, [self.cards_ref], self.tr.abstraction_hash, self.groups[g],
-            self.worker_cpus, (self.pg, g), self.timeout, self.worker_retries, not self.share_cards,
+        return self._LeaderActor.options(
+            num_cpus=0, max_restarts=-1, max_task_retries=0, **self._in_bundle(g)
+        ).remote(
+            g,
+            self.tr.config_dict,
+            self.bounds,
+            [self.cards_ref],
+            self.tr.abstraction_hash,
+            self.groups[g],
+            self.worker_cpus,
+            (self.pg, g),
+            self.timeout,
+            self.worker_retries,
+            not self.share_cards,
         )
 
     def _new_shard(self, k: int, g: int):
@@ -405,8 +430,10 @@ class RayJob:
         self.base_refs = [(self.ray.put(s["regret"]), self.ray.put(s["strat"])) for s in slices]
         self.ckpt_round, self.round_log, self.replay_ok = self.round, [], True
         self.rebases += 1
-        self.log(f"a node's retained deltas were lost with it: the tables of round {self.round} "
-                 "(iteration {:,}) are the restore base from now on".format(self.tr.iteration))
+        self.log(
+            f"a node's retained deltas were lost with it: the tables of round {self.round} "
+            "(iteration {:,}) are the restore base from now on".format(self.tr.iteration)
+        )
 
     def _leader_down(self, g: int, why: str) -> None:
         self._lost_retention = True
@@ -438,7 +465,9 @@ class RayJob:
                 self.leader_up[g] = True
                 self.leader_node[g] = info["node_id"]
                 self.leader_workers[g] = info["workers"]
-                self.log(f"node {g} answers again (on node {info['node_id'][:12]}, {info['workers']} workers)")
+                self.log(
+                    f"node {g} answers again (on node {info['node_id'][:12]}, {info['workers']} workers)"
+                )
 
     def _assign(self, todo: list[int]) -> dict[int, list[int]]:
         alive = self._alive_node_ids()
@@ -492,7 +521,9 @@ class RayJob:
             f"({self._last_checkpoint()}) with 'mccfr resume RUN_DIR'"
         )
         if not self.replay_ok:
-            raise JobError(f"{stop} (the deltas since {since} were over {self.max_replay_bytes:,} bytes and not kept)")
+            raise JobError(
+                f"{stop} (the deltas since {since} were over {self.max_replay_bytes:,} bytes and not kept)"
+            )
         alive = self._alive_node_ids()
         live = [g for g, up in enumerate(self.leader_up) if up and self.leader_node[g] in alive]
         answering = []
@@ -507,9 +538,13 @@ class RayJob:
         try:
             loads = []
             for k in dead:
-                home = self.shard_nodes[k] if self.shard_nodes[k] in answering else answering[k % len(answering)]
-                self.log(f"shard {k} died ({why}); restoring it on node {home} from {since} and "
-                         f"{len(self.round_log)} rounds of retained deltas")
+                home = (
+                    self.shard_nodes[k] if self.shard_nodes[k] in answering else answering[k % len(answering)]
+                )
+                self.log(
+                    f"shard {k} died ({why}); restoring it on node {home} from {since} and "
+                    f"{len(self.round_log)} rounds of retained deltas"
+                )
                 with contextlib.suppress(Exception):  # already gone
                     ray.kill(self.shards[k], no_restart=True)
                 self.shards[k] = self._new_shard(k, home)
@@ -519,8 +554,10 @@ class RayJob:
             self._loads = []
             self._get(loads, what="the restored shards to load")  # a failed load raises here
             new = {k: self.shards[k] for k in dead}
-            sent = self._get([self.leaders[g].replay.remote(new, self.ckpt_round, self.timeout) for g in answering],
-                             what="the leaders to replay their retained deltas")
+            sent = self._get(
+                [self.leaders[g].replay.remote(new, self.ckpt_round, self.timeout) for g in answering],
+                what="the leaders to replay their retained deltas",
+            )
             got = {(k, r, g) for lst in sent for k, r, g in lst}
             for round_id, t, t_end, groups in self.round_log:
                 lost = [g for g in groups for k in dead if (k, round_id, g) not in got]
@@ -528,10 +565,14 @@ class RayJob:
                 for (box, missing), k in zip(self._get(refs, what="the restored shards to replay"), dead):
                     for g in missing:
                         self.lost_deltas.append({"shard": k, "round": round_id, "group": g})
-                        self.log(f"shard {k}: group {g}'s delta of round {round_id} (iterations {t:,}..{t_end - 1:,}) "
-                                 "was retained only by a leader that died; it is lost")
+                        self.log(
+                            f"shard {k}: group {g}'s delta of round {round_id} (iterations {t:,}..{t_end - 1:,}) "
+                            "was retained only by a leader that died; it is lost"
+                        )
                 del lost
-            snaps = self._get([self.shards[k].publish_ref.remote() for k in dead], what="the restored shards to publish")
+            snaps = self._get(
+                [self.shards[k].publish_ref.remote() for k in dead], what="the restored shards to publish"
+            )
             for k, box in zip(dead, snaps):
                 self.snapshot[k] = box[0]
         except JobError:
@@ -561,7 +602,9 @@ class RayJob:
             self._shards_box = (list(self.shards), self.ray.put(list(self.shards)))
         return self.ray.put(list(self.snapshot)), self._shards_box[1]
 
-    def _run_groups(self, round_id: int, t: int, t_end: int, specs: dict[int, list[tuple]]) -> dict[int, dict]:
+    def _run_groups(
+        self, round_id: int, t: int, t_end: int, specs: dict[int, list[tuple]]
+    ) -> dict[int, dict]:
         """Run every group of the round to completion (retrying failed ones on live leaders)."""
         ray = self.ray
         tr = self.tr
@@ -581,11 +624,25 @@ class RayJob:
             snapshot_arg, shards_arg = self._round_args()
             refs = {}
             for lead, gs in assign.items():
-                args = (round_id, t, t_end, tr.w_base, tr.t_base, [(g, todo[g]) for g in gs], snapshot_arg,
-                        shards_arg, self.ckpt_round, self.max_replay_bytes, self.timeout)
+                args = (
+                    round_id,
+                    t,
+                    t_end,
+                    tr.w_base,
+                    tr.t_base,
+                    [(g, todo[g]) for g in gs],
+                    snapshot_arg,
+                    shards_arg,
+                    self.ckpt_round,
+                    self.max_replay_bytes,
+                    self.timeout,
+                )
                 # packed: one argument (a tuple) instead of eleven (BENCHMARKS.md, "Scale model")
-                ref = (self.leaders[lead].run_round.remote(args) if self.pack_round_args
-                       else self.leaders[lead].run_round.remote(*args))
+                ref = (
+                    self.leaders[lead].run_round.remote(args)
+                    if self.pack_round_args
+                    else self.leaders[lead].run_round.remote(*args)
+                )
                 self._round_calls += 1
                 refs[ref] = lead
             deadline = time.monotonic() + 2 * self.timeout + 30
@@ -653,12 +710,18 @@ class RayJob:
             for k, ref in refs.items():
                 try:
                     box, missing = ray.get(ref, timeout=self.timeout)
-                except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError, ray.exceptions.RayTaskError) as exc:
+                except (
+                    ray.exceptions.RayActorError,
+                    ray.exceptions.GetTimeoutError,
+                    ray.exceptions.RayTaskError,
+                ) as exc:
                     failed.append((k, exc))
                     continue
                 self.snapshot[k] = box[0]
                 # what came back: a reference (id and owner address) and the missing groups
-                self._round_bytes += len(box[0].binary()) + len(box[0].owner_address()) + len(pickle.dumps(missing))
+                self._round_bytes += (
+                    len(box[0].binary()) + len(box[0].owner_address()) + len(pickle.dumps(missing))
+                )
                 for g in missing:
                     self.lost_deltas.append({"shard": k, "round": round_id, "group": g})
                     self.log(f"shard {k}: group {g}'s delta of round {round_id} is missing; it is lost")
@@ -682,8 +745,11 @@ class RayJob:
         infos = self._get([lead.placement.remote() for lead in self.leaders], what="the leaders' placement")
         shard_nodes = self._get([s.node_id.remote() for s in self.shards], what="the shards' placement")
         return [
-            {"leader": info["leader"], "workers": info["workers"],
-             "shards": [shard_nodes[k] for k in range(self.num_shards) if self.shard_nodes[k] == g]}
+            {
+                "leader": info["leader"],
+                "workers": info["workers"],
+                "shards": [shard_nodes[k] for k in range(self.num_shards) if self.shard_nodes[k] == g],
+            }
             for g, info in enumerate(infos)
         ]
 
@@ -727,7 +793,9 @@ class RayJob:
             if b == 0:
                 continue
             seq = self.worker_seq[k] + 1
-            specs.setdefault(self.group_of[k], []).append((k, seq, [int(x) for x in self.worker_rng[k]], t0, b))
+            specs.setdefault(self.group_of[k], []).append(
+                (k, seq, [int(x) for x in self.worker_rng[k]], t0, b)
+            )
             order.append((k, b))
             t0 += b
         done = self._run_groups(round_id, t, t_end, specs)
@@ -843,7 +911,9 @@ class RayJob:
             "recovery_calls": self.recovery_calls,
             "compute_share": self.compute_seconds / self.worker_seconds if self.worker_seconds > 0 else None,
             "checkpoint_pause_seconds": max(self.checkpoint_pauses) if self.checkpoint_pauses else None,
-            "storage_checkpoint_seconds": max(self.storage_save_seconds) if self.storage_save_seconds else None,
+            "storage_checkpoint_seconds": max(self.storage_save_seconds)
+            if self.storage_save_seconds
+            else None,
         }
 
     # -- checkpoints ------------------------------------------------------------------------------
@@ -878,7 +948,9 @@ class RayJob:
         kept = ckpt.previous_kept(run_dir, it)
         ckpt_dir = ckpt.new_checkpoint_dir(run_dir, it, replace=True)
         try:
-            files = self._get([s.write.remote(str(ckpt_dir), it) for s in self.shards], what="the shards to write")
+            files = self._get(
+                [s.write.remote(str(ckpt_dir), it) for s in self.shards], what="the shards to write"
+            )
             files.append(self._write_blueprint(ckpt_dir))
             ckpt.write_manifest(ckpt_dir, self.manifest(), files)
         except BaseException as exc:
@@ -934,7 +1006,14 @@ class RayJob:
         slice_task = ray.remote(write_slice_task)
         refs = []
         for k, (lo, hi) in enumerate(self.bounds):
-            meta = {"shard": k, "row_lo": lo, "row_hi": hi, "iteration": it, "last_seq": {}, "round": self.round}
+            meta = {
+                "shard": k,
+                "row_lo": lo,
+                "row_hi": hi,
+                "iteration": it,
+                "last_seq": {},
+                "round": self.round,
+            }
             opts = {"num_cpus": 0, "max_retries": 2, **self._in_bundle(self.shard_nodes[k])}
             refs.append(slice_task.options(**opts).remote(storage, it, k, meta, self.snapshot[k]))
         if self._blueprint_static is None:  # the blueprint file's header and layout: once per job
@@ -943,12 +1022,23 @@ class RayJob:
             header, arrays = blueprint_file_payload(self.tr, probs=np.zeros(0, np.float32))
             arrays.pop("probs")
             self._blueprint_static = ray.put((header, arrays, self.tr.tree))
-        refs.append(ray.remote(write_blueprint_task).options(num_cpus=0, max_retries=2).remote(
-            storage, it, self._blueprint_static, *self.snapshot))
-        mref = ray.remote(write_manifest_task).options(num_cpus=0, max_retries=2).remote(
-            storage, it, manifest, keep, *refs)
-        self._save_pending = {"storage": storage, "iteration": it, "round": self.round, "ref": mref,
-                              "started": t_start}
+        refs.append(
+            ray.remote(write_blueprint_task)
+            .options(num_cpus=0, max_retries=2)
+            .remote(storage, it, self._blueprint_static, *self.snapshot)
+        )
+        mref = (
+            ray.remote(write_manifest_task)
+            .options(num_cpus=0, max_retries=2)
+            .remote(storage, it, manifest, keep, *refs)
+        )
+        self._save_pending = {
+            "storage": storage,
+            "iteration": it,
+            "round": self.round,
+            "ref": mref,
+            "started": t_start,
+        }
         self.checkpoint_pauses.append(time.perf_counter() - t_start)
         if wait:
             self._poll_save(block=True, raise_errors=True)
@@ -964,8 +1054,10 @@ class RayJob:
         if not ready:
             if block:
                 self._save_pending = None
-                msg = (f"checkpoint {pending['storage'].describe(pending['iteration'])} was not written within "
-                       f"{self.timeout:.0f} s; the last complete one is {self._last_checkpoint()}")
+                msg = (
+                    f"checkpoint {pending['storage'].describe(pending['iteration'])} was not written within "
+                    f"{self.timeout:.0f} s; the last complete one is {self._last_checkpoint()}"
+                )
                 self.log(msg)
                 if raise_errors:
                     raise ckpt.CheckpointError(msg)
@@ -976,8 +1068,10 @@ class RayJob:
             self.ray.get(pending["ref"])
         except Exception as exc:
             cause = getattr(exc, "cause", None) or exc
-            msg = (f"writing checkpoint {storage.describe(it)} (iteration {it}) failed: {cause}; "
-                   f"the last complete one is {self._last_checkpoint()}")
+            msg = (
+                f"writing checkpoint {storage.describe(it)} (iteration {it}) failed: {cause}; "
+                f"the last complete one is {self._last_checkpoint()}"
+            )
             self.log(msg)
             if raise_errors:
                 raise ckpt.CheckpointError(msg) from exc

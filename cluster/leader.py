@@ -98,10 +98,14 @@ class LeaderCore:
             from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
             pg, bundle = placement
-            opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=bundle)
+            opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                pg, placement_group_bundle_index=bundle
+            )
         actor = ray.remote(WorkerCore).options(**opts)
-        self.workers = [actor.remote(w, config, self.bounds, None, abstraction_hash, cards_box[0], private_cards)
-                        for w in worker_ids]
+        self.workers = [
+            actor.remote(w, config, self.bounds, None, abstraction_hash, cards_box[0], private_cards)
+            for w in worker_ids
+        ]
         self.live = [False] * len(self.workers)
         self.pids: list[int | None] = [None] * len(self.workers)
         if self.workers:
@@ -113,11 +117,15 @@ class LeaderCore:
                     self.pids[i] = ray.get(ref)
                     self.live[i] = True
                 except Exception as exc:  # could not start: left out
-                    self.notes.append(f"node {node}: worker {worker_ids[i]} failed to start ({type(exc).__name__}: {exc})")
+                    self.notes.append(
+                        f"node {node}: worker {worker_ids[i]} failed to start ({type(exc).__name__}: {exc})"
+                    )
             for ref, i in pings.items():
                 if not self.live[i] and ref not in ready:
-                    self.notes.append(f"node {node}: worker {worker_ids[i]} did not start within {start_timeout:.0f} s; "
-                                      "it is left out")
+                    self.notes.append(
+                        f"node {node}: worker {worker_ids[i]} did not start within {start_timeout:.0f} s; "
+                        "it is left out"
+                    )
         # retained deltas: shard -> {(round, group): payload}
         self.retained: dict[int, dict[tuple[int, int], bytes]] = {}
         self.retained_bytes = 0
@@ -235,8 +243,15 @@ class LeaderCore:
         failed: dict[int, str] = {}
         live = [i for i, ok in enumerate(self.live) if ok]
         if not live:
-            return {"node_id": _node_id(), "done": {}, "failed": {g: "no live worker on this node" for g, _ in groups},
-                    "shard_errors": [], "notes": notes, "retaining": self.retaining, "workers": 0}
+            return {
+                "node_id": _node_id(),
+                "done": {},
+                "failed": {g: "no live worker on this node" for g, _ in groups},
+                "shard_errors": [],
+                "notes": notes,
+                "retaining": self.retaining,
+                "workers": 0,
+            }
 
         def submit(j: int, i: int):
             _, (worker, seq, rng, t0, n) = batches[j]
@@ -249,7 +264,9 @@ class LeaderCore:
         for phase in (0, 1):
             deadline = time.monotonic() + timeout
             while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1, timeout=max(0.0, deadline - time.monotonic()))
+                ready, _ = ray.wait(
+                    list(pending), num_returns=1, timeout=max(0.0, deadline - time.monotonic())
+                )
                 if not ready:
                     break
                 ref = ready[0]
@@ -259,14 +276,18 @@ class LeaderCore:
                     results[j] = ray.get(ref)
                 except ray.exceptions.RayActorError as exc:  # Ray's restarts and retries ran out
                     self.live[i] = False
-                    notes.append(f"node {self.node}: worker {self.worker_ids[i]} died ({type(exc).__name__}); "
-                                 f"it leaves the round, its batch {spec[1]} of worker {spec[0]} runs on another")
+                    notes.append(
+                        f"node {self.node}: worker {self.worker_ids[i]} died ({type(exc).__name__}); "
+                        f"it leaves the round, its batch {spec[1]} of worker {spec[0]} runs on another"
+                    )
                     others = [x for x in range(len(self.workers)) if self.live[x]]
                     if others:
                         i2 = others[j % len(others)]
                         pending[submit(j, i2)] = (j, i2)
                     else:
-                        failed[g] = f"worker {self.worker_ids[i]} died and no worker is left on node {self.node}"
+                        failed[g] = (
+                            f"worker {self.worker_ids[i]} died and no worker is left on node {self.node}"
+                        )
                 except Exception as exc:  # an input lost (a shard's node died), ...
                     failed[g] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             if not pending or phase == 1:
@@ -275,8 +296,10 @@ class LeaderCore:
             stuck = {i for _, i in pending.values()}
             for i in stuck:
                 self.live[i] = False
-                notes.append(f"node {self.node}: worker {self.worker_ids[i]} did not finish within {timeout:.0f} s "
-                             "(not scheduled, or stuck); it leaves the round, its batch runs on another worker")
+                notes.append(
+                    f"node {self.node}: worker {self.worker_ids[i]} did not finish within {timeout:.0f} s "
+                    "(not scheduled, or stuck); it leaves the round, its batch runs on another worker"
+                )
             others = [x for x in range(len(self.workers)) if self.live[x]]
             moved = {}
             for ref, (j, i) in pending.items():
@@ -287,7 +310,9 @@ class LeaderCore:
                     moved[submit(j, i2)] = (j, i2)
             pending = moved
         for _, (j, i) in pending.items():
-            failed.setdefault(batches[j][0], f"batch of worker {batches[j][1][0]} got no answer within the deadline")
+            failed.setdefault(
+                batches[j][0], f"batch of worker {batches[j][1][0]} got no answer within the deadline"
+            )
         # sum per group (worker order), retain, send
         done: dict[int, dict[str, Any]] = {}
         puts = []
@@ -307,8 +332,10 @@ class LeaderCore:
                 i = self.worker_ids.index(s["worker"]) if s["worker"] in self.worker_ids else None
                 if i is not None and self.pids[i] is not None and s["pid"] != self.pids[i]:
                     self.restarts += 1
-                    notes.append(f"node {self.node}: worker {s['worker']} was restarted by Ray (pid {self.pids[i]} -> "
-                                 f"{s['pid']}); its batch ran again from the same RNG state")
+                    notes.append(
+                        f"node {self.node}: worker {s['worker']} was restarted by Ray (pid {self.pids[i]} -> "
+                        f"{s['pid']}); its batch ran again from the same RNG state"
+                    )
                 if i is not None:
                     self.pids[i] = s["pid"]
             done[g] = {
@@ -338,8 +365,16 @@ class LeaderCore:
                     ray.get(r)
                 except Exception:
                     shard_errors.add(k)
-        return {"node_id": _node_id(), "done": done, "failed": failed, "shard_errors": sorted(shard_errors),
-                "notes": notes, "retaining": self.retaining, "workers": sum(self.live), "restarts": self.restarts}
+        return {
+            "node_id": _node_id(),
+            "done": done,
+            "failed": failed,
+            "shard_errors": sorted(shard_errors),
+            "notes": notes,
+            "retaining": self.retaining,
+            "workers": sum(self.live),
+            "restarts": self.restarts,
+        }
 
     def replay(self, shards: dict[int, Any], since_round: int, timeout: float) -> list[tuple[int, int, int]]:
         """Send restored shards (``{index: handle}``) every retained delta of a round after

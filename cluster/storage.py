@@ -140,7 +140,12 @@ class Storage:
         """Copy file ``name`` of checkpoint ``iteration`` into ``local_dir``; returns its path."""
         dest = Path(local_dir) / name
         try:
-            with self.fs.open_input_stream(f"{self.checkpoint_path(iteration)}/{name}", compression=None) as inp, open(dest, "wb") as out:
+            with (
+                self.fs.open_input_stream(
+                    f"{self.checkpoint_path(iteration)}/{name}", compression=None
+                ) as inp,
+                open(dest, "wb") as out,
+            ):
                 shutil.copyfileobj(inp, out, 1 << 20)
         except Exception as exc:
             raise StorageError(f"reading {name} of {self.describe(iteration)} failed: {exc}") from exc
@@ -157,16 +162,23 @@ class Storage:
         if iteration is not None:
             done = [it for it in done if it == int(iteration)]
         if not done:
-            raise StorageError(f"no complete checkpoint in {self.target}" +
-                               (f" for iteration {iteration}" if iteration is not None else ""))
+            raise StorageError(
+                f"no complete checkpoint in {self.target}"
+                + (f" for iteration {iteration}" if iteration is not None else "")
+            )
         it = done[0]
         src = self.checkpoint_path(it)
         dest = Path(ckpt.new_checkpoint_dir(run_dir, it, replace=True))
         try:
             infos = self.fs.get_file_info(pafs.FileSelector(src))
-            names = sorted(i.base_name for i in infos if i.type == pafs.FileType.File and not i.base_name.startswith("."))
+            names = sorted(
+                i.base_name for i in infos if i.type == pafs.FileType.File and not i.base_name.startswith(".")
+            )
             for name in [n for n in names if n != ckpt.MANIFEST_NAME] + [ckpt.MANIFEST_NAME]:
-                with self.fs.open_input_stream(f"{src}/{name}", compression=None) as inp, open(dest / name, "wb") as out:
+                with (
+                    self.fs.open_input_stream(f"{src}/{name}", compression=None) as inp,
+                    open(dest / name, "wb") as out,
+                ):
                     shutil.copyfileobj(inp, out, 1 << 20)
         except Exception as exc:
             shutil.rmtree(dest, ignore_errors=True)
@@ -186,7 +198,7 @@ class Storage:
         complete = [it for it, ok in found if ok]
         if not complete:
             return []
-        kept = set(complete[:max(keep, 1)])
+        kept = set(complete[: max(keep, 1)])
         gone = [it for it, ok in found if it not in kept and (ok or it < complete[0])]
         for it in gone:
             with contextlib.suppress(Exception):
@@ -197,7 +209,9 @@ class Storage:
         return gone
 
 
-def write_slice_task(storage: Storage, iteration: int, shard: int, meta: dict, slice_: dict) -> dict[str, Any]:
+def write_slice_task(
+    storage: Storage, iteration: int, shard: int, meta: dict, slice_: dict
+) -> dict[str, Any]:
     """Ray task body: write one published slice (``{"regret", "strat"}``, read zero-copy from the
     node's object store) as shard ``shard`` of checkpoint ``iteration``."""
     return storage.write_shard(iteration, shard, {"regret": slice_["regret"], "strat": slice_["strat"]}, meta)
@@ -223,7 +237,9 @@ def write_blueprint_task(storage: Storage, iteration: int, static: tuple, *slice
     return entry
 
 
-def write_manifest_task(storage: Storage, iteration: int, manifest: dict, keep: int | None, *files: dict) -> str:
+def write_manifest_task(
+    storage: Storage, iteration: int, manifest: dict, keep: int | None, *files: dict
+) -> str:
     """Ray task body, started by Ray once every slice task returned (``files``, their entries):
     upload the manifest, then prune to ``keep``. Returns the manifest's storage path."""
     path = storage.write_manifest(iteration, manifest, list(files))

@@ -87,7 +87,12 @@ class WorkerCore:
             import dataclasses
 
             cards = dataclasses.replace(
-                cards, **{f: np.array(getattr(cards, f)) for f in ("iso", "table", "offsets") if getattr(cards, f) is not None}
+                cards,
+                **{
+                    f: np.array(getattr(cards, f))
+                    for f in ("iso", "table", "offsets")
+                    if getattr(cards, f) is not None
+                },
             )
         self.worker_id = worker_id
         self.tr = trainer_with_cards(config, cards)
@@ -110,8 +115,17 @@ class WorkerCore:
         return [int(x) for x in self.tr.rng]
 
     def run_batch(
-        self, batch_seq: int, t: int, t0: int, n: int, t_end: int, w_base: float, t_base: int, *slices: dict,
-        rng: np.ndarray | None = None, worker: int | None = None,
+        self,
+        batch_seq: int,
+        t: int,
+        t0: int,
+        n: int,
+        t_end: int,
+        w_base: float,
+        t_base: int,
+        *slices: dict,
+        rng: np.ndarray | None = None,
+        worker: int | None = None,
     ) -> list[Any]:
         """Run iterations ``[t0, t0 + n)`` of the round ``[t, t_end)`` against the snapshot ``slices``
         (the tables at iteration ``t``, schedule state ``w_base``/``t_base``).
@@ -136,7 +150,9 @@ class WorkerCore:
             payload_k is the packed delta for shard k.
         """
         if not t <= t0 <= t0 + n <= t_end:
-            raise ValueError(f"worker {self.worker_id}: batch [{t0}, {t0 + n}) outside the round [{t}, {t_end})")
+            raise ValueError(
+                f"worker {self.worker_id}: batch [{t0}, {t0 + n}) outside the round [{t}, {t_end})"
+            )
         t_start = time.perf_counter()
         tr = self.tr
         if rng is not None:

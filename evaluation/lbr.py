@@ -62,12 +62,12 @@ import numba
 import numpy as np
 
 from abstraction.bets import ALLIN
-from abstraction.tree import KIND_DECISION
 from abstraction.combinatorics import next_combination
+from abstraction.tree import KIND_DECISION
 from blueprint.blueprint import Blueprint
 from blueprint.evaluate import hand_buckets
-from evaluation.match import InBigBlinds, view_of
 from blueprint.player import Player, sample
+from evaluation.match import InBigBlinds, view_of
 from evaluation.players import AlwaysCall, AlwaysRaise, RandomPlayer
 from holdem.evaluator import card_bit, rank_cardset
 from holdem.game import Game
@@ -125,8 +125,9 @@ def hand_cardsets(hands, num_suits):
 
 
 @numba.njit(cache=True)
-def equity_vs_range(my_cards, board, rest, k, hands_cs, hands_mask, weights, num_suits, max_exact, samples,
-                    seed):
+def equity_vs_range(
+    my_cards, board, rest, k, hands_cs, hands_mask, weights, num_suits, max_exact, samples, seed
+):
     """Showdown equity (win + tie / 2) of ``my_cards`` against each opponent hand with a positive
     weight, over the ``k`` board cards still to come drawn from ``rest`` (the cards neither in
     ``my_cards`` nor on ``board``), each completion that the hand does not block counted equally.
@@ -199,22 +200,36 @@ def _remove_cards(weights, hands_mask, mask):
             weights[h] = 0.0
 
 
-def range_buckets(bp: Blueprint, hands: np.ndarray, hands_mask: np.ndarray, board: Sequence[int],
-                  round_: int) -> np.ndarray:
+def range_buckets(
+    bp: Blueprint, hands: np.ndarray, hands_mask: np.ndarray, board: Sequence[int], round_: int
+) -> np.ndarray:
     """int64 ``[H]``: the blueprint's card bucket in ``round_`` of every hand with ``board``
     (0 for hands that share a card with the board: the bucket tables must never see those)."""
     g = bp.gamedef
     if len(board) != g.board_cards_through(round_):
-        raise LBRError(f"round {round_ + 1} needs {g.board_cards_through(round_)} board cards, got {len(board)}")
+        raise LBRError(
+            f"round {round_ + 1} needs {g.board_cards_through(round_)} board cards, got {len(board)}"
+        )
     m = 0
     for c in board:
         m |= 1 << int(c)
     ok = (hands_mask & np.int64(m)) == 0
     kind, iso, table, offsets = bp.cards.kernel_args()
     out = np.zeros(len(hands), np.int64)
-    out[ok] = hand_buckets(kind, hands[ok], np.array(board, np.int64), round_, g.num_hole_cards,
-                            np.array(g.num_board_cards, np.int64), g.deck_size, g.num_suits, g.num_ranks,
-                            iso, table, offsets)
+    out[ok] = hand_buckets(
+        kind,
+        hands[ok],
+        np.array(board, np.int64),
+        round_,
+        g.num_hole_cards,
+        np.array(g.num_board_cards, np.int64),
+        g.deck_size,
+        g.num_suits,
+        g.num_ranks,
+        iso,
+        table,
+        offsets,
+    )
     return out
 
 
@@ -225,7 +240,9 @@ class _Hands:
     def __init__(self, game: Game):
         g = game.gamedef
         if g.deck_size > 63:
-            raise LBRError(f"LBR handles decks of at most 63 cards, {g.name or 'this game'} has {g.deck_size}")
+            raise LBRError(
+                f"LBR handles decks of at most 63 cards, {g.name or 'this game'} has {g.deck_size}"
+            )
         self.hands = np.array(list(itertools.combinations(range(g.deck_size), g.num_hole_cards)), np.int64)
         self.index = {tuple(int(c) for c in h): i for i, h in enumerate(self.hands)}
         self.cs, self.mask = hand_cardsets(self.hands, g.num_suits)
@@ -263,7 +280,12 @@ class BlueprintOpponent:
         H = len(self.hands)
         cols: dict[str, np.ndarray] = {}
         for n, q in bp.node_distribution(state):
-            if n < 0 or t.kind[n] != KIND_DECISION or int(t.player[n]) != actor or int(t.round[n]) != state.round:
+            if (
+                n < 0
+                or t.kind[n] != KIND_DECISION
+                or int(t.player[n]) != actor
+                or int(t.round[n]) != state.round
+            ):
                 cols["c"] = cols.get("c", 0.0) + np.full(H, q)  # off the tree: the player calls
                 continue
             r = int(t.round[n])
@@ -347,7 +369,9 @@ class LBRResult(InBigBlinds):
     seed: int
     seconds: float
     decisions: int
-    per_pair: np.ndarray = dataclasses.field(default=None, repr=False, compare=False)  # chips per deal (both seats)
+    per_pair: np.ndarray = dataclasses.field(
+        default=None, repr=False, compare=False
+    )  # chips per deal (both seats)
 
     @property
     def lbr(self) -> float:
@@ -379,15 +403,25 @@ class LBRResult(InBigBlinds):
 class LocalBestResponse:
     """LBR against one opponent in one game (see the module docstring)."""
 
-    def __init__(self, game: Game, opponent, menu: str = "fcpa", preflop: str = "menu",
-                 max_exact_boards: int = MAX_EXACT_BOARDS, samples: int = SAMPLES, rao_blackwell: bool = True):
+    def __init__(
+        self,
+        game: Game,
+        opponent,
+        menu: str = "fcpa",
+        preflop: str = "menu",
+        max_exact_boards: int = MAX_EXACT_BOARDS,
+        samples: int = SAMPLES,
+        rao_blackwell: bool = True,
+    ):
         if preflop not in ("call", "menu"):
             raise LBRError(f"preflop must be 'call' or 'menu', got {preflop!r}")
         if samples < 1:
             raise LBRError(f"samples must be >= 1, got {samples}")
         bp = opponent if isinstance(opponent, Blueprint) else getattr(opponent, "bp", None)
         if isinstance(bp, Blueprint) and bp.gamedef.to_acpc() != game.gamedef.to_acpc():
-            raise LBRError(f"the blueprint plays {bp.gamedef.name or 'another game'}, not {game.gamedef.name or 'this game'}")
+            raise LBRError(
+                f"the blueprint plays {bp.gamedef.name or 'another game'}, not {game.gamedef.name or 'this game'}"
+            )
         self.game = game
         self.g = game.gamedef
         self.menu_name = menu
@@ -439,8 +473,19 @@ class LocalBestResponse:
         rest = np.array([c for c in range(g.deck_size) if c not in used], np.int64)
         eq = self._eq_cache.get(len(board))
         if eq is None:  # weights only fall to zero within a street: the first vector serves all its decisions
-            eq = equity_vs_range(hole, board, rest, done - len(board), self.hands.cs, self.hands.mask, weights,
-                                 g.num_suits, self.max_exact, self.samples, int(rng.integers(2**31 - 1)))
+            eq = equity_vs_range(
+                hole,
+                board,
+                rest,
+                done - len(board),
+                self.hands.cs,
+                self.hands.mask,
+                weights,
+                g.num_suits,
+                self.max_exact,
+                self.samples,
+                int(rng.integers(2**31 - 1)),
+            )
             self._eq_cache[len(board)] = eq
         W = float(weights.sum())
         E = float(weights @ eq) / W
@@ -475,8 +520,14 @@ class LocalBestResponse:
         return best
 
     # -- one hand -----------------------------------------------------------------------------
-    def play_hand(self, deal: Sequence[int], seat: int, rng_opp: np.random.Generator,
-                  rng_lbr: np.random.Generator, hand_id: int = 0) -> float:
+    def play_hand(
+        self,
+        deal: Sequence[int],
+        seat: int,
+        rng_opp: np.random.Generator,
+        rng_lbr: np.random.Generator,
+        hand_id: int = 0,
+    ) -> float:
         """LBR's net chips in ``seat`` for one hand with the cards ``deal`` (deal order)."""
         g = self.g
         h = g.num_hole_cards
@@ -549,9 +600,24 @@ class LocalBestResponse:
         board = np.array(state.board_cards, np.int64)
         k = g.board_cards_through(g.num_rounds - 1) - len(board)
         used = set(state.board_cards) | set(state.hole_cards[seat])
-        rest = np.array([c for c in range(g.deck_size) if c not in used], np.int64) if k else np.zeros(0, np.int64)
-        return equity_vs_range(hole, board, rest, k, self.hands.cs, self.hands.mask, weights,
-                               g.num_suits, self.max_exact, self.samples, seed)
+        rest = (
+            np.array([c for c in range(g.deck_size) if c not in used], np.int64)
+            if k
+            else np.zeros(0, np.int64)
+        )
+        return equity_vs_range(
+            hole,
+            board,
+            rest,
+            k,
+            self.hands.cs,
+            self.hands.mask,
+            weights,
+            g.num_suits,
+            self.max_exact,
+            self.samples,
+            seed,
+        )
 
     def _expected_showdown(self, state: State, seat: int, weights: np.ndarray, seed: int = 0) -> float:
         """LBR's showdown payoff averaged over the opponent's range (its exact posterior given
@@ -625,9 +691,15 @@ class LBRPlayer:
         for r, acts in enumerate(view.betting.actions):
             for (kind, size), who in zip(acts, view.betting.actors[r]):
                 if who != seat:
-                    prefix = State(view.game, b, view.hole_cards, view.board_cards[: g.board_cards_through(r)],
-                                   view.hand_id, seat)
-                    a = ("fcr"[kind] + (str(size) if kind == 2 and not g.is_limit else ""))
+                    prefix = State(
+                        view.game,
+                        b,
+                        view.hole_cards,
+                        view.board_cards[: g.board_cards_through(r)],
+                        view.hand_id,
+                        seat,
+                    )
+                    a = "fcr"[kind] + (str(size) if kind == 2 and not g.is_limit else "")
                     lik = L.opp.likelihood(prefix, a)
                     if lik is not None:
                         nw = w * lik
@@ -646,10 +718,20 @@ class LBRPlayer:
         return sample(self.probs(view), rng)
 
 
-def local_best_response(game: Game, opponent, hands: int, menu: str = "fcpa", seed: int = 0,
-                        preflop: str = "menu", progress=None, **kw) -> LBRResult:
+def local_best_response(
+    game: Game,
+    opponent,
+    hands: int,
+    menu: str = "fcpa",
+    seed: int = 0,
+    preflop: str = "menu",
+    progress=None,
+    **kw,
+) -> LBRResult:
     """LBR of ``opponent`` (a :class:`Blueprint`, a BlueprintPlayer, or a card-blind baseline)."""
-    return LocalBestResponse(game, opponent, menu=menu, preflop=preflop, **kw).run(hands, seed=seed, progress=progress)
+    return LocalBestResponse(game, opponent, menu=menu, preflop=preflop, **kw).run(
+        hands, seed=seed, progress=progress
+    )
 
 
 __all__ = [

@@ -21,7 +21,7 @@ from blueprint.player import sample
 from holdem.state import State
 from subgame.cache import SubgameCache
 from subgame.nested import hand_strategy, solve_state
-from subgame.solver import METHODS, Solution
+from subgame.solver import METHODS
 from subgame.tree import SubgameError
 
 
@@ -29,15 +29,27 @@ class SolvingPlayer:
     """Blueprint + safe subgame solving (``method``), within ``time_budget`` seconds or
     ``iterations`` per solve."""
 
-    def __init__(self, bp: Blueprint, method: str = "reach-maxmargin", name: str = "blueprint+solve",
-                 time_budget: Optional[float] = None, iterations: Optional[int] = 200,
-                 from_round: Optional[int] = None, bets=None):
+    def __init__(
+        self,
+        bp: Blueprint,
+        method: str = "reach-maxmargin",
+        name: str = "blueprint+solve",
+        time_budget: Optional[float] = None,
+        iterations: Optional[int] = 200,
+        from_round: Optional[int] = None,
+        bets=None,
+    ):
         if method not in METHODS:
             raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
         self.bp, self.method, self.name = bp, method, name
         if from_round is None:
             from_round = bp.gamedef.num_rounds - 1
-        self.time_budget, self.iterations, self.from_round, self.bets = time_budget, iterations, from_round, bets
+        self.time_budget, self.iterations, self.from_round, self.bets = (
+            time_budget,
+            iterations,
+            from_round,
+            bets,
+        )
         self.cache = SubgameCache()
         self.solves = 0
         self.reused = 0
@@ -57,8 +69,14 @@ class SolvingPlayer:
         key = self._key(state)
         hit = self.cache.lookup(state, key)
         if hit is None:
-            sol, n = solve_state(self.bp, state, self.method, time_budget=self.time_budget, iterations=self.iterations,
-                                 bets=self.bets)
+            sol, n = solve_state(
+                self.bp,
+                state,
+                self.method,
+                time_budget=self.time_budget,
+                iterations=self.iterations,
+                bets=self.bets,
+            )
             self.cache.store(sol, key)
             self.solves += 1
         else:

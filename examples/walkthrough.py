@@ -36,8 +36,8 @@ from math import perm
 
 import numpy as np
 
-from abstraction.tree import KIND_DECISION, KIND_FOLD, BettingTree
 from abstraction.cards import CardAbstraction
+from abstraction.tree import KIND_DECISION, KIND_FOLD, BettingTree
 from blueprint.blueprint import hand_bucket
 from blueprint.tables import normalize_blocks
 from holdem.betting import CALL, FOLD, RAISE

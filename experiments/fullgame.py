@@ -32,16 +32,22 @@ from typing import Callable, Optional
 import numba
 import numpy as np
 
-from abstraction.bets import BetAbstraction, parse_bets
+from abstraction.bets import BetAbstraction
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_SHOWDOWN, BettingTree
 from blueprint.blueprint import Blueprint
 from blueprint.evaluate import TreeEvaluator
 from holdem.gamedef import GameDef
 from holdem.reporting import chips_to_mbb
 from subgame import kernels as K
-from subgame.construct import (BucketCache, abstract_path, blueprint_ranges, blueprint_sigma, bp_bets,
-                               map_to_blueprint)
-from subgame.solver import METHODS, Subgame, Engine, solve
+from subgame.construct import (
+    BucketCache,
+    abstract_path,
+    blueprint_ranges,
+    blueprint_sigma,
+    bp_bets,
+    map_to_blueprint,
+)
+from subgame.solver import METHODS, Engine, Subgame, solve
 from subgame.tree import SubgameError, all_hands, board_hands, build_subgame_tree
 
 COLUMNS = ("blueprint",) + METHODS
@@ -58,16 +64,17 @@ max_raises = 2
 """
 
 
-
-
 def off_tree_bets_toml(frac: float = 0.75) -> str:
     """Table 2's full game: FLOP_BETS_TOML plus a ``frac``-pot bet as the first bet of the flop
     (either seat's), a size the blueprints (trained on FLOP_BETS_TOML) lack."""
     if frac <= 0 or frac in (0.5, 1.0):
-        raise SubgameError(f"the off-tree size must be a positive pot fraction the blueprint lacks (not {frac})")
+        raise SubgameError(
+            f"the off-tree size must be a positive pot fraction the blueprint lacks (not {frac})"
+        )
     first = sorted([0.5, 1.0, float(frac)])
     return FLOP_BETS_TOML.replace('name = "flop-fine"', f'name = "flop-off-tree-{frac:g}"').replace(
-        "sizes = [0.5, 1.0]", f"first_sizes = {first}\nsizes = [0.5, 1.0]")
+        "sizes = [0.5, 1.0]", f"first_sizes = {first}\nsizes = [0.5, 1.0]"
+    )
 
 
 FLOP_OFF_TREE_TOML = off_tree_bets_toml(0.75)
@@ -76,8 +83,20 @@ FLOP_OFF_TREE_TOML = off_tree_bets_toml(0.75)
 def flop_game(ranks: int = 7, suits: int = 4, stack_bb: int = 10, name: Optional[str] = None) -> GameDef:
     """Heads-up no-limit "flop hold'em": two hole cards, a preflop round then a 3-card flop (the last
     round); blinds 100/50, ``stack_bb`` big blinds each; seat 1 (small blind) acts first preflop."""
-    return GameDef("nolimit", 2, (100 * stack_bb, 100 * stack_bb), (100, 50), (0, 0), (1, 0), (255, 255), suits,
-                   ranks, 2, (0, 3), name=name or f"flop{ranks}x{suits}-{stack_bb}bb")
+    return GameDef(
+        "nolimit",
+        2,
+        (100 * stack_bb, 100 * stack_bb),
+        (100, 50),
+        (0, 0),
+        (1, 0),
+        (255, 255),
+        suits,
+        ranks,
+        2,
+        (0, 3),
+        name=name or f"flop{ranks}x{suits}-{stack_bb}bb",
+    )
 
 
 # -- suit isomorphism of boards ---------------------------------------------------------------------
@@ -130,8 +149,11 @@ def round_roots(bp: Blueprint, r: Optional[int] = None) -> list[int]:
     """Abstract decision nodes where betting round ``r`` (default: the last) starts."""
     t = bp.tree
     r = bp.gamedef.num_rounds - 1 if r is None else r
-    return [n for n in range(t.num_nodes)
-            if t.kind[n] == KIND_DECISION and t.round[n] == r and t.parent[n] >= 0 and t.round[t.parent[n]] < r]
+    return [
+        n
+        for n in range(t.num_nodes)
+        if t.kind[n] == KIND_DECISION and t.round[n] == r and t.parent[n] >= 0 and t.round[t.parent[n]] < r
+    ]
 
 
 # -- the full game: shared data, and the exact walker ------------------------------------------------
@@ -193,8 +215,9 @@ class FullGame:
         self._trees: dict = {}
         self._bp_sigma: dict = {}
         self._equity = None
-        self.templates = {n: root_template(bp, n, self.reps[0], self.bets if self.extended else None)[0]
-                          for n in self.roots}
+        self.templates = {
+            n: root_template(bp, n, self.reps[0], self.bets if self.extended else None)[0] for n in self.roots
+        }
 
     def tree(self, n: int, rep: tuple[int, ...]) -> BettingTree:
         key = (n, rep)
@@ -205,8 +228,9 @@ class FullGame:
     def bp_sigma(self, n: int, rep: tuple[int, ...]) -> np.ndarray:
         key = (n, rep)
         if key not in self._bp_sigma:
-            self._bp_sigma[key] = blueprint_sigma(self.bp, self.tree(n, rep), self.templates[n].node_map, self.cache,
-                                                  translate=self.extended)
+            self._bp_sigma[key] = blueprint_sigma(
+                self.bp, self.tree(n, rep), self.templates[n].node_map, self.cache, translate=self.extended
+            )
         return self._bp_sigma[key]
 
     def equity(self) -> np.ndarray:
@@ -325,7 +349,9 @@ class CombinedBestResponse(TreeEvaluator):
         return np.array(out)
 
 
-def preflop_gift_rates(walker: CombinedBestResponse, estimate: bool = False) -> dict[tuple[int, int], np.ndarray]:
+def preflop_gift_rates(
+    walker: CombinedBestResponse, estimate: bool = False
+) -> dict[tuple[int, int], np.ndarray]:
     """``{(root, seat): [H]}``: ``seat``'s gifts at its round-0 decisions on the path to each root, per
     unit of the other seat's compatible mass at each decision, summed (times the other seat's
     compatible mass at the subgame root, it is the gift in the solver's units). Values are against
@@ -363,8 +389,9 @@ class RootTemplate:
     num_rows: int
 
 
-def root_template(bp: Blueprint, n: int, board: tuple[int, ...],
-                  bets: Optional[BetAbstraction] = None) -> tuple[RootTemplate, BettingTree]:
+def root_template(
+    bp: Blueprint, n: int, board: tuple[int, ...], bets: Optional[BetAbstraction] = None
+) -> tuple[RootTemplate, BettingTree]:
     """The root's public tree on the blueprint's bets, or on a finer ``bets`` (nodes behind the
     actions the blueprint lacks map to -1)."""
     tree = build_subgame_tree(bp.gamedef, bp.betting_at(n), board, bets or bp_bets(bp))
@@ -374,7 +401,7 @@ def root_template(bp: Blueprint, n: int, board: tuple[int, ...],
     player = np.full(tree.num_rows, -1, np.int8)
     for u in np.nonzero(tree.kind == KIND_DECISION)[0]:
         r0 = int(tree.row[u])
-        player[r0: r0 + int(tree.num_actions[u])] = tree.player[u]
+        player[r0 : r0 + int(tree.num_actions[u])] = tree.player[u]
     return RootTemplate(n, nm, tree.row.copy(), player, tree.num_rows), tree
 
 
@@ -386,8 +413,14 @@ class SolveSettings:
     methods: tuple[str, ...] = METHODS
 
 
-def solve_root_board(fg: FullGame, n: int, rep: tuple[int, ...], settings: SolveSettings, gift_rates: dict,
-                     est_gift_rates: dict):
+def solve_root_board(
+    fg: FullGame,
+    n: int,
+    rep: tuple[int, ...],
+    settings: SolveSettings,
+    gift_rates: dict,
+    est_gift_rates: dict,
+):
     """Every method's combined strategy (float32 [rows, H]; each seat's rows from the solve where it is
     refined) at abstract root ``n`` on board ``rep``, and per-solve diagnostics. A root the blueprint
     never reaches on this board (an empty range) keeps the blueprint."""
@@ -419,10 +452,26 @@ def solve_root_board(fg: FullGame, n: int, rep: tuple[int, ...], settings: Solve
         for me in seats:
             o = 1 - (me if me is not None else betting.current_player())
             alt, est, gifts, egifts = vals[o]
-            sub = Subgame(g, betting, rep, ranges, bets, refine=me, alt=alt, estimate=est, gifts=gifts,
-                          estimate_gifts=egifts, tree=tree)
-            sol = solve(sub, m, iterations=settings.iterations, target_pct_pot=settings.target_pct_pot,
-                        algo=settings.algo)
+            sub = Subgame(
+                g,
+                betting,
+                rep,
+                ranges,
+                bets,
+                refine=me,
+                alt=alt,
+                estimate=est,
+                gifts=gifts,
+                estimate_gifts=egifts,
+                tree=tree,
+            )
+            sol = solve(
+                sub,
+                m,
+                iterations=settings.iterations,
+                target_pct_pot=settings.target_pct_pot,
+                algo=settings.algo,
+            )
             d = sol.diagnostics()
             d.update(root=n, board=rep, refine=me)
             diags.append(d)
@@ -452,9 +501,15 @@ def _solve_summary(diags: list[dict], methods) -> dict:
     return summary
 
 
-def run_experiment(bp: Blueprint, settings: SolveSettings, log: Callable[[str], None] = print,
-                   max_boards: Optional[int] = None, fg: Optional[FullGame] = None,
-                   time_budget: Optional[float] = None, seed: int = 0) -> dict:
+def run_experiment(
+    bp: Blueprint,
+    settings: SolveSettings,
+    log: Callable[[str], None] = print,
+    max_boards: Optional[int] = None,
+    fg: Optional[FullGame] = None,
+    time_budget: Optional[float] = None,
+    seed: int = 0,
+) -> dict:
     """Re-solve every root of the last round on every board class with every method and score each
     combined strategy exactly. Returns ``{"mbb": {column: mbb/game}, "chips": ..., "br_values": ...,
     "diagnostics": per-method summary, "coverage": ..., "seconds": ...}``.
@@ -492,7 +547,9 @@ def run_experiment(bp: Blueprint, settings: SolveSettings, log: Callable[[str], 
         if (i + 1) % 10 == 0 or i + 1 == len(reps):
             el = time.perf_counter() - t1
             log(f"board classes {i + 1}/{len(reps)}: {el:.0f} s ({el / (i + 1):.2f} s each)")
-    log(f"solved {len(done)} board classes ({sum(fg.classes.count[r] for r in done)} of {len(fg.classes.canon)} boards)")
+    log(
+        f"solved {len(done)} board classes ({sum(fg.classes.count[r] for r in done)} of {len(fg.classes.canon)} boards)"
+    )
     t_solve = time.perf_counter() - t1
     scores, brvs = {}, {}
     for c in cols:
@@ -500,10 +557,17 @@ def run_experiment(bp: Blueprint, settings: SolveSettings, log: Callable[[str], 
         scores[c], brvs[c] = x, brv
         log(f"{c:>16}: {chips_to_mbb(x, g.big_blind):9.2f} mbb/game")
     summary = _solve_summary(diags, settings.methods)
-    return {"mbb": {c: chips_to_mbb(v, g.big_blind) for c, v in scores.items()}, "chips": scores, "br_values": brvs,
-            "diagnostics": summary, "board_classes_solved": len(done), "board_classes": len(fg.reps),
-            "coverage": sum(fg.classes.count[r] for r in done) / len(fg.classes.canon),
-            "roots": len(fg.roots), "seconds": {"gifts": t_gifts, "solve": t_solve, "total": time.perf_counter() - t0}}
+    return {
+        "mbb": {c: chips_to_mbb(v, g.big_blind) for c, v in scores.items()},
+        "chips": scores,
+        "br_values": brvs,
+        "diagnostics": summary,
+        "board_classes_solved": len(done),
+        "board_classes": len(fg.reps),
+        "coverage": sum(fg.classes.count[r] for r in done) / len(fg.classes.canon),
+        "roots": len(fg.roots),
+        "seconds": {"gifts": t_gifts, "solve": t_solve, "total": time.perf_counter() - t0},
+    }
 
 
 # -- Table 2: nested solving vs action translation for an off-tree bet ------------------------------
@@ -524,7 +588,9 @@ def off_tree_edges(fg: FullGame, n: int) -> list[tuple[int, int]]:
     return out
 
 
-def copy_subtree_rows(dst: BettingTree, dst_sigma: np.ndarray, c: int, src: BettingTree, src_sigma: np.ndarray) -> None:
+def copy_subtree_rows(
+    dst: BettingTree, dst_sigma: np.ndarray, c: int, src: BettingTree, src_sigma: np.ndarray
+) -> None:
     """``src``'s strategy (a tree rooted at the same state as ``dst``'s node ``c``, with the same
     bets) into the rows of ``c``'s subtree in ``dst_sigma``."""
     stack = [(c, 0)]
@@ -538,12 +604,18 @@ def copy_subtree_rows(dst: BettingTree, dst_sigma: np.ndarray, c: int, src: Bett
         cu, cv = int(dst.child_start[u]), int(src.child_start[v])
         if any(dst.edge_to[cu + j] != src.edge_to[cv + j] for j in range(A)):
             raise SubgameError(f"subtree mismatch at node {u}: different raise sizes")
-        dst_sigma[dst.row[u]: dst.row[u] + A] = src_sigma[src.row[v]: src.row[v] + A]
+        dst_sigma[dst.row[u] : dst.row[u] + A] = src_sigma[src.row[v] : src.row[v] + A]
         stack += list(zip(dst.children(u).tolist(), src.children(v).tolist()))
 
 
-def nested_root_board(fg: FullGame, n: int, rep: tuple[int, ...], settings: SolveSettings, gift_rates: dict,
-                      est_gift_rates: dict) -> tuple[dict, list, int]:
+def nested_root_board(
+    fg: FullGame,
+    n: int,
+    rep: tuple[int, ...],
+    settings: SolveSettings,
+    gift_rates: dict,
+    est_gift_rates: dict,
+) -> tuple[dict, list, int]:
     """Each method's full-game strategy (float32 [rows, H]) at root ``n`` on board ``rep``: the
     blueprint (with pseudo-harmonic translation) everywhere, except behind each off-tree action,
     where the refined seat (the one facing it) plays the nested subgame's solution
@@ -571,8 +643,9 @@ def nested_root_board(fg: FullGame, n: int, rep: tuple[int, ...], settings: Solv
         o = int(tree.player[u])
         me = 1 - o
         try:
-            sub = off_tree_subgame(bp, int(nm[u]), b, RAISE, int(tree.edge_to[edge]), rep, me, fg.bets,
-                                   cache=fg.cache)
+            sub = off_tree_subgame(
+                bp, int(nm[u]), b, RAISE, int(tree.edge_to[edge]), rep, me, fg.bets, cache=fg.cache
+            )
         except SubgameError:
             fallbacks += 1
             continue
@@ -580,8 +653,13 @@ def nested_root_board(fg: FullGame, n: int, rep: tuple[int, ...], settings: Solv
         sub.gifts = sub.gifts + gift_rates[(n, o)] * mass
         sub.estimate_gifts = sub.estimate_gifts + est_gift_rates[(n, o)] * mass
         for m in settings.methods:
-            sol = solve(sub, m, iterations=settings.iterations, target_pct_pot=settings.target_pct_pot,
-                        algo=settings.algo)
+            sol = solve(
+                sub,
+                m,
+                iterations=settings.iterations,
+                target_pct_pot=settings.target_pct_pot,
+                algo=settings.algo,
+            )
             d = sol.diagnostics()
             d.update(root=n, board=rep, node=u)
             diags.append(d)
@@ -589,9 +667,15 @@ def nested_root_board(fg: FullGame, n: int, rep: tuple[int, ...], settings: Solv
     return out, diags, fallbacks
 
 
-def run_nested_experiment(bp: Blueprint, full_bets: BetAbstraction, settings: SolveSettings,
-                          log: Callable[[str], None] = print, max_boards: Optional[int] = None,
-                          time_budget: Optional[float] = None, seed: int = 0) -> dict:
+def run_nested_experiment(
+    bp: Blueprint,
+    full_bets: BetAbstraction,
+    settings: SolveSettings,
+    log: Callable[[str], None] = print,
+    max_boards: Optional[int] = None,
+    time_budget: Optional[float] = None,
+    seed: int = 0,
+) -> dict:
     """Brown & Sandholm's Table 2 on the full game with ``full_bets`` (finer than the blueprint's in
     the last round): the exploitability (exact best response in that full game, where the responder
     may take the off-tree actions) of the blueprint answering them by translation
@@ -611,8 +695,10 @@ def run_nested_experiment(bp: Blueprint, full_bets: BetAbstraction, settings: So
     rates = preflop_gift_rates(pw, False)
     erates = preflop_gift_rates(pw, True)
     edges = {n: off_tree_edges(fg, n) for n in fg.roots}
-    log(f"setup and gift rates: {time.perf_counter() - t0:.1f} s; off-tree actions per board: "
-        f"{sum(len(v) for v in edges.values())} over {len(fg.roots)} roots")
+    log(
+        f"setup and gift rates: {time.perf_counter() - t0:.1f} s; off-tree actions per board: "
+        f"{sum(len(v) for v in edges.values())} over {len(fg.roots)} roots"
+    )
     order = np.random.default_rng(seed).permutation(len(fg.reps))
     reps = [fg.reps[k] for k in order][: max_boards or None]
     tables = {m: {} for m in settings.methods}
@@ -643,10 +729,19 @@ def run_nested_experiment(bp: Blueprint, full_bets: BetAbstraction, settings: So
         x, brv = CombinedBestResponse(fg, tables.get(c, {})).exploitability()
         scores[c], brvs[c] = x, brv
     for c, x in scores.items():
-        log(f"{c:>16}: {chips_to_mbb(x, g.big_blind):9.2f} mbb/game (off-tree gain {chips_to_mbb(x - scores['no-off-tree'], g.big_blind):8.2f})")
+        log(
+            f"{c:>16}: {chips_to_mbb(x, g.big_blind):9.2f} mbb/game (off-tree gain {chips_to_mbb(x - scores['no-off-tree'], g.big_blind):8.2f})"
+        )
     summary = _solve_summary(diags, settings.methods)
-    return {"mbb": {c: chips_to_mbb(v, g.big_blind) for c, v in scores.items()}, "chips": scores, "br_values": brvs,
-            "diagnostics": summary, "fallbacks": fallbacks, "board_classes_solved": len(done),
-            "board_classes": len(fg.reps), "coverage": sum(fg.classes.count[r] for r in done) / len(fg.classes.canon),
-            "off_tree_edges": {int(n): v for n, v in edges.items()},
-            "seconds": {"solve": t_solve, "total": time.perf_counter() - t0}}
+    return {
+        "mbb": {c: chips_to_mbb(v, g.big_blind) for c, v in scores.items()},
+        "chips": scores,
+        "br_values": brvs,
+        "diagnostics": summary,
+        "fallbacks": fallbacks,
+        "board_classes_solved": len(done),
+        "board_classes": len(fg.reps),
+        "coverage": sum(fg.classes.count[r] for r in done) / len(fg.classes.canon),
+        "off_tree_edges": {int(n): v for n, v in edges.items()},
+        "seconds": {"solve": t_solve, "total": time.perf_counter() - t0},
+    }

@@ -10,4 +10,13 @@ from holdem.game import Game  # noqa: E402
 from holdem.gamedef import GameDef, GameDefError  # noqa: E402
 from holdem.state import State, StateError  # noqa: E402
 
-__all__ = ["Betting", "CardError", "Game", "GameDef", "GameDefError", "IllegalActionError", "State", "StateError"]
+__all__ = [
+    "Betting",
+    "CardError",
+    "Game",
+    "GameDef",
+    "GameDefError",
+    "IllegalActionError",
+    "State",
+    "StateError",
+]

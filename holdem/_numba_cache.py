@@ -32,7 +32,9 @@ KEEP = 4  # cache directories of other source versions kept (the newest ones)
 
 def _prune(root: Path, current: Path) -> None:
     try:
-        others = sorted((p for p in root.iterdir() if p.is_dir() and p != current), key=lambda p: p.stat().st_mtime)
+        others = sorted(
+            (p for p in root.iterdir() if p.is_dir() and p != current), key=lambda p: p.stat().st_mtime
+        )
     except OSError:
         return
     for old in others[:-KEEP] if len(others) > KEEP else []:

@@ -299,10 +299,14 @@ def parse_betting(text: str, game: GameDef, offset: int = 0) -> Betting:
         except ValueError as exc:
             raise ValueError(str(exc).replace(f"position {pos}", f"position {pos + offset}", 1)) from None
         if b.round > text[:pos].count("/"):
-            raise ValueError(f"position {pos + offset}: missing '/' : betting round {text[:pos].count('/') + 1} is over")
+            raise ValueError(
+                f"position {pos + offset}: missing '/' : betting round {text[:pos].count('/') + 1} is over"
+            )
         written = action_string(kind, size, game)
         if text[pos:nxt] != written:  # an alias ('k', 'b') or leading zeros: not ACPC's notation
-            raise ValueError(f"position {pos + offset}: malformed action {text[pos:nxt]!r}: ACPC writes it {written!r}")
+            raise ValueError(
+                f"position {pos + offset}: malformed action {text[pos:nxt]!r}: ACPC writes it {written!r}"
+            )
         try:
             b = b.apply(kind, size)
         except IllegalActionError as exc:

@@ -195,7 +195,9 @@ class GameDef:
                 f"a deal needs {self.cards_per_deal} cards but the deck has {self.deck_size}",
             )
         if any(p not in (0, 1) for p in self.first_player):
-            raise err("firstPlayer", f"must be 1 or 2 for two players, got {[p + 1 for p in self.first_player]}")
+            raise err(
+                "firstPlayer", f"must be 1 or 2 for two players, got {[p + 1 for p in self.first_player]}"
+            )
         for field, values in (("stack", self.stack), ("blind", self.blind), ("raiseSize", self.raise_size)):
             if any(not INT32_MIN <= v <= INT32_MAX for v in values):
                 raise err(
@@ -209,7 +211,9 @@ class GameDef:
             if b > s:
                 raise err("blind", f"blind {b} exceeds stack {s}")
         if self.is_limit and any(r <= 0 for r in self.raise_size):
-            raise err("raiseSize", f"limit games need a positive raise size per round, got {list(self.raise_size)}")
+            raise err(
+                "raiseSize", f"limit games need a positive raise size per round, got {list(self.raise_size)}"
+            )
         if any(m < 0 for m in self.max_raises):
             raise err("maxRaises", f"must be non-negative, got {list(self.max_raises)}")
         if any(m > UINT8_MAX for m in self.max_raises):
@@ -297,11 +301,11 @@ def _parse_number(tok: str, lineno: int, key: str, rhs: str) -> int:
     return -int(digits or "0") if tok.startswith("-") else int(digits or "0")
 
 
-
 def _pair(v: list[int]) -> tuple[int, int]:
     """A per-player value as the tuple :class:`GameDef` takes; its length is checked there (a
     clear error naming the field when it is not one value per player)."""
     return cast(tuple[int, int], tuple(int(x) for x in v))
+
 
 def parse_gamedef(text: str, name: str = "") -> GameDef:
     """Parse ACPC ``.game`` text. Errors name the line and the field."""
@@ -506,9 +510,22 @@ def _hunl(name: str, big_blinds: int) -> GameDef:
 
 PRESETS: dict[str, GameDef] = {
     "kuhn": GameDef("limit", 1, (INT32_MAX, INT32_MAX), (1, 1), (1,), (0,), (1,), 1, 3, 1, (0,), "kuhn"),
-    "leduc": GameDef("limit", 2, (INT32_MAX, INT32_MAX), (1, 1), (2, 4), (0, 0), (2, 2), 2, 3, 1, (0, 1), "leduc"),
+    "leduc": GameDef(
+        "limit", 2, (INT32_MAX, INT32_MAX), (1, 1), (2, 4), (0, 0), (2, 2), 2, 3, 1, (0, 1), "leduc"
+    ),
     "hulhe": GameDef(
-        "limit", 4, (INT32_MAX, INT32_MAX), (10, 5), (10, 10, 20, 20), (1, 0, 0, 0), (3, 4, 4, 4), 4, 13, 2, (0, 3, 1, 1), "hulhe"
+        "limit",
+        4,
+        (INT32_MAX, INT32_MAX),
+        (10, 5),
+        (10, 10, 20, 20),
+        (1, 0, 0, 0),
+        (3, 4, 4, 4),
+        4,
+        13,
+        2,
+        (0, 3, 1, 1),
+        "hulhe",
     ),
     "hunl": _hunl("hunl", 200),
     "hunl100": _hunl("hunl100", 100),

@@ -251,9 +251,7 @@ class State:
         try:
             new = self.betting.apply(kind, size)
         except IllegalActionError as exc:
-            raise IllegalActionError(
-                f"illegal action {shown}: {exc}; legal: {self._legal_text()}"
-            ) from None
+            raise IllegalActionError(f"illegal action {shown}: {exc}; legal: {self._legal_text()}") from None
         return dataclasses.replace(self, betting=new, net=None, names=None)
 
     def deal(self, cards: str | Sequence[int]) -> State:

@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from abstraction.tree import build_tree
 from abstraction.buckets import build_buckets
 from abstraction.cards import from_file
 from abstraction.isomorphism import HandIndexer
+from abstraction.tree import build_tree
 from blueprint.vector_cfr import VectorCFR
 from holdem.gamedef import GameDef
 from holdem.reporting import chips_to_mbb
@@ -40,8 +40,20 @@ from holdem.reporting import chips_to_mbb
 
 def small_game(ranks: int, max_raises: int, flop: int = 2) -> GameDef:
     """Limit, blinds 10/5, raises 10/20/20, ``ranks`` x 4 suits, 2 hole cards, flop + 1-card turn."""
-    return GameDef("limit", 3, (2000, 2000), (10, 5), (10, 20, 20), (1, 0, 0), (max_raises,) * 3, 4, ranks, 2,
-                   (0, flop, 1), f"lim3r{ranks}f{flop}" + ("" if max_raises == 2 else f"m{max_raises}"))
+    return GameDef(
+        "limit",
+        3,
+        (2000, 2000),
+        (10, 5),
+        (10, 20, 20),
+        (1, 0, 0),
+        (max_raises,) * 3,
+        4,
+        ranks,
+        2,
+        (0, flop, 1),
+        f"lim3r{ranks}f{flop}" + ("" if max_raises == 2 else f"m{max_raises}"),
+    )
 
 
 def solve_curve(game, cards_dir, iterations, points):
@@ -65,9 +77,13 @@ def parse_methods(text: str) -> list[tuple[str, str]]:
         if m not in ("ehs", "ehs2", "distribution", "potential", "iso", "lossless"):
             raise SystemExit(f"--methods: unknown method {m!r}")
         if lr and m not in ("distribution", "potential"):
-            raise SystemExit(f"--methods: {item!r}: a last-round choice only applies to distribution/potential")
+            raise SystemExit(
+                f"--methods: {item!r}: a last-round choice only applies to distribution/potential"
+            )
         if not (lr in ("", "hs", "ochs") or (lr.startswith("ochs") and lr[4:].isdigit())):
-            raise SystemExit(f"--methods: {item!r}: the last round is hs, ochs or ochsK (K opponent clusters)")
+            raise SystemExit(
+                f"--methods: {item!r}: the last round is hs, ochs or ochsK (K opponent clusters)"
+            )
         out.append((m, lr or ("hs" if m in ("distribution", "potential") else "")))
     return out
 
@@ -86,24 +102,53 @@ def main(argv=None):
     ap.add_argument("--ranks", type=int, default=5)
     ap.add_argument("--flop", type=int, default=2, help="flop cards")
     ap.add_argument("--max-raises", type=int, default=2)
-    ap.add_argument("--buckets", default="5,10,20,40", help="flop = turn bucket counts (the curve); 0: one "
-                    "bucket per suit class (lossless up to suits, imperfect recall)")
-    ap.add_argument("--turn", type=int, default=-1, help="turn (last round) buckets (default: B, as the flop; "
-                    "0: one per suit class, so that only the flop's buckets differ between methods)")
-    ap.add_argument("--preflop", type=int, default=0, help="preflop buckets (default 0: one per suit class, "
-                    "lossless); a lossy first round, clustered by the method too")
-    ap.add_argument("--methods", default="ehs,ehs2,distribution:hs,potential:hs,lossless",
-                    help="comma-separated; distribution/potential take :hs (hand-strength percentiles on the "
-                         "last round, the default) or :ochs (k-means of OCHS vectors); iso, lossless: no buckets")
-    ap.add_argument("--seeds", default="0", help="k-means seeds of the clustered methods (ehs/ehs2 are deterministic)")
+    ap.add_argument(
+        "--buckets",
+        default="5,10,20,40",
+        help="flop = turn bucket counts (the curve); 0: one "
+        "bucket per suit class (lossless up to suits, imperfect recall)",
+    )
+    ap.add_argument(
+        "--turn",
+        type=int,
+        default=-1,
+        help="turn (last round) buckets (default: B, as the flop; "
+        "0: one per suit class, so that only the flop's buckets differ between methods)",
+    )
+    ap.add_argument(
+        "--preflop",
+        type=int,
+        default=0,
+        help="preflop buckets (default 0: one per suit class, "
+        "lossless); a lossy first round, clustered by the method too",
+    )
+    ap.add_argument(
+        "--methods",
+        default="ehs,ehs2,distribution:hs,potential:hs,lossless",
+        help="comma-separated; distribution/potential take :hs (hand-strength percentiles on the "
+        "last round, the default) or :ochs (k-means of OCHS vectors); iso, lossless: no buckets",
+    )
+    ap.add_argument(
+        "--seeds", default="0", help="k-means seeds of the clustered methods (ehs/ehs2 are deterministic)"
+    )
     ap.add_argument("--iterations", type=int, default=256)
-    ap.add_argument("--points", type=int, default=3, help="exploitability measured at iterations / 2**k, k < points")
-    ap.add_argument("--plan", default=None, help="instead of buckets x methods x seeds: an ordered list "
-                    "METHOD[:LAST]@B[/SEED], e.g. distribution:hs@10,ehs@5,lossless@0")
+    ap.add_argument(
+        "--points", type=int, default=3, help="exploitability measured at iterations / 2**k, k < points"
+    )
+    ap.add_argument(
+        "--plan",
+        default=None,
+        help="instead of buckets x methods x seeds: an ordered list "
+        "METHOD[:LAST]@B[/SEED], e.g. distribution:hs@10,ehs@5,lossless@0",
+    )
     ap.add_argument("--shard", default="0/1", help="i/n: run every n-th configuration from the i-th")
     ap.add_argument("--work", default="/tmp/abstraction_quality3")
-    ap.add_argument("--json", default=None, help="append rows (one JSON object a line); configurations already "
-                    "there with the same iterations are skipped")
+    ap.add_argument(
+        "--json",
+        default=None,
+        help="append rows (one JSON object a line); configurations already "
+        "there with the same iterations are skipped",
+    )
     args = ap.parse_args(argv)
     game = small_game(args.ranks, args.max_raises, args.flop)
     ix = HandIndexer.for_game(game)
@@ -115,8 +160,11 @@ def main(argv=None):
     done = []
     if out_json and out_json.exists():
         done = [json.loads(x) for x in out_json.read_text().splitlines() if x.strip()]
-    print(f"game {game.name}: {args.ranks} ranks x 4 suits, limit, 3 rounds (0/{args.flop}/1 board cards), "
-          f"classes {sizes}; CFR+ x {args.iterations} iterations; load {os.getloadavg()}", flush=True)
+    print(
+        f"game {game.name}: {args.ranks} ranks x 4 suits, limit, 3 rounds (0/{args.flop}/1 board cards), "
+        f"classes {sizes}; CFR+ x {args.iterations} iterations; load {os.getloadavg()}",
+        flush=True,
+    )
     seeds = [int(x) for x in args.seeds.split(",")]
     configs = []
     for b in [int(x) for x in args.buckets.split(",")]:
@@ -125,14 +173,14 @@ def main(argv=None):
                 if (m, lr, None, 0) not in configs:
                     configs.append((m, lr, None, 0))
                 continue
-            for sd in (seeds if m in ("distribution", "potential") else [0]):
+            for sd in seeds if m in ("distribution", "potential") else [0]:
                 configs.append((m, lr, b, sd))
     if args.plan:
         configs = []
         for item in args.plan.split(","):
             spec, _, rest = item.partition("@")
             b, _, sd = rest.partition("/")
-            (m, lr), = parse_methods(spec)
+            ((m, lr),) = parse_methods(spec)
             configs.append((m, lr, None if m in ("iso", "lossless") else int(b), int(sd or 0)))
     i, n = (int(x) for x in args.shard.split("/"))
     configs = configs[i::n]
@@ -157,16 +205,38 @@ def main(argv=None):
             d = work / ("iso" if m == "iso" else f"{m}{tag}{ptag}-{b}-s{sd}")
             if not (d / "abstraction.bin").exists():
                 k = int(lr[4:]) if lr.startswith("ochs") and lr != "ochs" else None
-                build_buckets(game, bk, "ehs" if m == "iso" else m, d, progress=False, log=quiet, seed=sd,
-                              last_round="hs" if lr == "hs" else "ochs", ochs_clusters=k)
+                build_buckets(
+                    game,
+                    bk,
+                    "ehs" if m == "iso" else m,
+                    d,
+                    progress=False,
+                    log=quiet,
+                    seed=sd,
+                    last_round="hs" if lr == "hs" else "ochs",
+                    ochs_clusters=k,
+                )
         tb = time.perf_counter() - t0
         c0 = time.process_time()
         curve, tt = solve_curve(game, d, args.iterations, points)
-        row = {"game": game.name, "method": name, "buckets": list(bk), "seed": sd, "iterations": args.iterations, "build_s": tb,
-               "solve_s": tt, "solve_cpu_s": time.process_time() - c0, "load": os.getloadavg(), "curve": curve}
+        row = {
+            "game": game.name,
+            "method": name,
+            "buckets": list(bk),
+            "seed": sd,
+            "iterations": args.iterations,
+            "build_s": tb,
+            "solve_s": tt,
+            "solve_cpu_s": time.process_time() - c0,
+            "load": os.getloadavg(),
+            "curve": curve,
+        }
         rows.append(row)
-        print(f"{name:>17} {'/'.join(map(str, bk)):<16} s{sd} build {tb:6.1f}s solve+BR {tt:7.1f}s "
-              f"(cpu {row['solve_cpu_s']:.0f}s)  " + "  ".join(f"{it:>5}:{v:8.2f}" for it, v in curve), flush=True)
+        print(
+            f"{name:>17} {'/'.join(map(str, bk)):<16} s{sd} build {tb:6.1f}s solve+BR {tt:7.1f}s "
+            f"(cpu {row['solve_cpu_s']:.0f}s)  " + "  ".join(f"{it:>5}:{v:8.2f}" for it, v in curve),
+            flush=True,
+        )
         if out_json:
             with out_json.open("a") as f:
                 f.write(json.dumps(row) + "\n")
@@ -195,9 +265,13 @@ def summarize(paths, at=None):
     methods = list(dict.fromkeys(r["method"] for r, _, _ in rows))
     # one axis (the flop's B) when the preflop is the same everywhere and the turn follows the flop
     # or is the same everywhere; otherwise every column names its whole bucket set
-    one_axis = len({b[0] for b in bs}) == 1 and (all(b[2] == b[1] for b in bs) or len({b[2] for b in bs}) == 1)
-    lines = ["| method | " + " | ".join(f"B = {b[1]}" if one_axis else "/".join(map(str, b)) for b in bs) + " |",
-             "|---|" + "---:|" * len(bs)]
+    one_axis = len({b[0] for b in bs}) == 1 and (
+        all(b[2] == b[1] for b in bs) or len({b[2] for b in bs}) == 1
+    )
+    lines = [
+        "| method | " + " | ".join(f"B = {b[1]}" if one_axis else "/".join(map(str, b)) for b in bs) + " |",
+        "|---|" + "---:|" * len(bs),
+    ]
     for m in methods:
         if m in ("iso", "lossless"):
             for r, v, pv in rows:

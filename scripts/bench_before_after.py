@@ -108,8 +108,14 @@ def out(value, unit):
 
 def run_one(tree: Path, name: str, env: dict[str, str]) -> float:
     code = PRELUDE + textwrap.dedent(PROGRAMS[name])
-    proc = subprocess.run([sys.executable, "-c", code, str(tree)], cwd=tree, env=env, capture_output=True,
-                          text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tree)],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"{name} in {tree} failed:\n{proc.stderr[-3000:]}")
     return float(json.loads(proc.stdout.strip().splitlines()[-1])["value"])
@@ -119,8 +125,11 @@ def worktree(rev: str, tmp: Path) -> Path:
     if rev == ".":
         return ROOT
     path = tmp / rev.replace("/", "_")
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), rev], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), rev],
+        check=True,
+        capture_output=True,
+    )
     return path
 
 
@@ -150,8 +159,12 @@ def main() -> None:
                 for side in got:
                     vals[side].append(got[side])
                 ratios.append(got["after"] / got["before"])
-                print(f"{name} round {r + 1}: before {got['before']:.4g} after {got['after']:.4g} "
-                      f"ratio {ratios[-1]:.3f}", file=sys.stderr, flush=True)
+                print(
+                    f"{name} round {r + 1}: before {got['before']:.4g} after {got['after']:.4g} "
+                    f"ratio {ratios[-1]:.3f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
             results[name] = {
                 "before_median": statistics.median(vals["before"]),
                 "after_median": statistics.median(vals["after"]),
@@ -161,15 +174,27 @@ def main() -> None:
     finally:
         for side, path in trees.items():
             if path != ROOT:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)],
-                               capture_output=True)
-    print(f"{args.before} -> {args.after}, {args.rounds} alternating rounds, started {started}, "
-          f"load {os.getloadavg()[0]:.1f} at the end")
+                subprocess.run(
+                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], capture_output=True
+                )
+    print(
+        f"{args.before} -> {args.after}, {args.rounds} alternating rounds, started {started}, "
+        f"load {os.getloadavg()[0]:.1f} at the end"
+    )
     print(f"{'measurement':14s} {'before':>12s} {'after':>12s} {'after/before':>13s}")
     for name, r in results.items():
         print(f"{name:14s} {r['before_median']:12.5g} {r['after_median']:12.5g} {r['ratio_median']:13.3f}")
-    print(json.dumps({"before": args.before, "after": args.after, "rounds": args.rounds, "started": started,
-                      "results": results}))
+    print(
+        json.dumps(
+            {
+                "before": args.before,
+                "after": args.after,
+                "rounds": args.rounds,
+                "started": started,
+                "results": results,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -60,22 +60,54 @@ def leduc(iters: int, batches: list[int], seeds: list[int], algo: str = "pluribu
         dt = time.perf_counter() - t
         e1 = tr.exploitability()[0]
         single_e.append(e1)
-        emit({"bench": "leduc", "mode": "single", "algo": algo, "seed": seed, "iterations": iters, "seconds": dt,
-              "exploitability": e1, "table_entries": tr.size})
+        emit(
+            {
+                "bench": "leduc",
+                "mode": "single",
+                "algo": algo,
+                "seed": seed,
+                "iterations": iters,
+                "seconds": dt,
+                "exploitability": e1,
+                "table_entries": tr.size,
+            }
+        )
         for batch in batches:
-            with RayJob(make_trainer("leduc", seed=seed, algo=algo), workers=workers, shards=2, batch=batch) as job:
+            with RayJob(
+                make_trainer("leduc", seed=seed, algo=algo), workers=workers, shards=2, batch=batch
+            ) as job:
                 t = time.perf_counter()
                 job.run(iters)
                 dt = time.perf_counter() - t
                 e2 = job.exploitability()[0]
                 st = job.stats()
             ray_e[batch].append(e2)
-            emit({"bench": "leduc", "mode": f"ray {workers}w/2s", "algo": algo, "seed": seed, "batch": batch, "iterations": iters,
-                  "seconds": dt, "exploitability": e2, "vs_single": e2 / e1, "staleness": st["staleness"],
-                  "bytes_per_batch": st["bytes_per_batch"]})
+            emit(
+                {
+                    "bench": "leduc",
+                    "mode": f"ray {workers}w/2s",
+                    "algo": algo,
+                    "seed": seed,
+                    "batch": batch,
+                    "iterations": iters,
+                    "seconds": dt,
+                    "exploitability": e2,
+                    "vs_single": e2 / e1,
+                    "staleness": st["staleness"],
+                    "bytes_per_batch": st["bytes_per_batch"],
+                }
+            )
     for batch in batches:
-        emit({"bench": "leduc", "mode": "mean", "batch": batch, "single": float(np.mean(single_e)),
-              "ray": float(np.mean(ray_e[batch])), "ratio": float(np.mean(ray_e[batch]) / np.mean(single_e))})
+        emit(
+            {
+                "bench": "leduc",
+                "mode": "mean",
+                "batch": batch,
+                "single": float(np.mean(single_e)),
+                "ray": float(np.mean(ray_e[batch])),
+                "ratio": float(np.mean(ray_e[batch]) / np.mean(single_e)),
+            }
+        )
 
 
 def _single_rate(args: tuple) -> tuple[float, int, int]:
@@ -96,15 +128,29 @@ def throughput(seconds: float, batch: int, cards: str, workers: list[int]) -> No
 
     emit({"bench": "throughput", "load_average": os.getloadavg()})
     single, size, rss = _single_rate((cards, 1, batch, seconds, 0.0))
-    emit({"bench": "throughput", "mode": "single", "cards": cards, "iterations_per_second": single,
-          "table_entries": size, "rss_bytes": rss})
+    emit(
+        {
+            "bench": "throughput",
+            "mode": "single",
+            "cards": cards,
+            "iterations_per_second": single,
+            "table_entries": size,
+            "rss_bytes": rss,
+        }
+    )
     # the ceiling the machine gives two processes now: two independent trainers at once
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         start = time.time() + 30  # both load their card tables first
         pair = pool.map(_single_rate, [(cards, s, batch, seconds, start) for s in (1, 2)])
     two = sum(r for r, _, _ in pair)
-    emit({"bench": "throughput", "mode": "2 independent single processes at once",
-          "iterations_per_second": two, "vs_single": two / single})
+    emit(
+        {
+            "bench": "throughput",
+            "mode": "2 independent single processes at once",
+            "iterations_per_second": two,
+            "vs_single": two / single,
+        }
+    )
     rates = {}
     for w in workers:
         tr = make_trainer("hunl100", bets="small", cards=cards, seed=1)
@@ -120,23 +166,37 @@ def throughput(seconds: float, batch: int, cards: str, workers: list[int]) -> No
             batches = job.batches - b0
             sent = job.bytes_sent - s0
             rates[w] = (job.iteration - it0) / dt
-            emit({
-                "bench": "throughput", "mode": f"ray {w}w/2s", "batch": batch,
-                "iterations_per_second": rates[w], "vs_single": rates[w] / single,
-                "rounds_seconds": job.round_seconds - r0, "wall_seconds": dt,
-                "bytes_per_batch": sent / max(batches, 1), "bytes_per_second": sent / dt,
-                # share of the worker slots' wall time not spent in the kernel, split into the
-                # worker's own snapshot copy / delta packing and the rest (Ray calls, waiting for
-                # the other worker, the shards' apply and publish)
-                "overhead_share": 1 - (job.compute_seconds - c0) / (w * (job.round_seconds - r0)),
-                "worker_copy_pack_share": ((job.worker_seconds - ws0) - (job.compute_seconds - c0))
-                / (w * (job.round_seconds - r0)),
-                "staleness": st["staleness"], "worker_rss_bytes": st["worker_rss_bytes"],
-                "driver_rss_bytes": rss_bytes(),
-            })
+            emit(
+                {
+                    "bench": "throughput",
+                    "mode": f"ray {w}w/2s",
+                    "batch": batch,
+                    "iterations_per_second": rates[w],
+                    "vs_single": rates[w] / single,
+                    "rounds_seconds": job.round_seconds - r0,
+                    "wall_seconds": dt,
+                    "bytes_per_batch": sent / max(batches, 1),
+                    "bytes_per_second": sent / dt,
+                    # share of the worker slots' wall time not spent in the kernel, split into the
+                    # worker's own snapshot copy / delta packing and the rest (Ray calls, waiting for
+                    # the other worker, the shards' apply and publish)
+                    "overhead_share": 1 - (job.compute_seconds - c0) / (w * (job.round_seconds - r0)),
+                    "worker_copy_pack_share": ((job.worker_seconds - ws0) - (job.compute_seconds - c0))
+                    / (w * (job.round_seconds - r0)),
+                    "staleness": st["staleness"],
+                    "worker_rss_bytes": st["worker_rss_bytes"],
+                    "driver_rss_bytes": rss_bytes(),
+                }
+            )
     if 1 in rates and 2 in rates:
-        emit({"bench": "throughput", "mode": "ratio 2w/1w", "ratio": rates[2] / rates[1],
-              "load_average": os.getloadavg()})
+        emit(
+            {
+                "bench": "throughput",
+                "mode": "ratio 2w/1w",
+                "ratio": rates[2] / rates[1],
+                "load_average": os.getloadavg(),
+            }
+        )
 
 
 def checkpoint(cards: str, iters: int) -> None:
@@ -150,13 +210,27 @@ def checkpoint(cards: str, iters: int) -> None:
         t = time.perf_counter()
         manifest, shards = ckpt.load_latest(Path(d) / "single")
         rd = time.perf_counter() - t
-        emit({"bench": "checkpoint", "mode": "single (1 shard)", "iterations": iters, "table_entries": tr.size,
-              "table_bytes": int(tr.regret.nbytes + tr.strat.nbytes), "bytes": size, "write_seconds": w,
-              "read_verify_seconds": rd})
+        emit(
+            {
+                "bench": "checkpoint",
+                "mode": "single (1 shard)",
+                "iterations": iters,
+                "table_entries": tr.size,
+                "table_bytes": int(tr.regret.nbytes + tr.strat.nbytes),
+                "bytes": size,
+                "write_seconds": w,
+                "read_verify_seconds": rd,
+            }
+        )
         t = time.perf_counter()
         Trainer.load(Path(d) / "single")
-        emit({"bench": "checkpoint", "mode": "Trainer.load (read + rebuild tree and card tables)",
-              "seconds": time.perf_counter() - t})
+        emit(
+            {
+                "bench": "checkpoint",
+                "mode": "Trainer.load (read + rebuild tree and card tables)",
+                "seconds": time.perf_counter() - t,
+            }
+        )
         with RayJob(tr, workers=1, shards=2, batch=10_000) as job:
             job.run(10_000)  # the actors are up
             t = time.perf_counter()
@@ -166,8 +240,15 @@ def checkpoint(cards: str, iters: int) -> None:
             t = time.perf_counter()
             ckpt.load_latest(Path(d) / "ray")
             rd = time.perf_counter() - t
-        emit({"bench": "checkpoint", "mode": "ray (2 shards, pause of the job)", "bytes": size,
-              "write_seconds": w, "read_verify_seconds": rd})
+        emit(
+            {
+                "bench": "checkpoint",
+                "mode": "ray (2 shards, pause of the job)",
+                "bytes": size,
+                "write_seconds": w,
+                "read_verify_seconds": rd,
+            }
+        )
 
 
 def calls(nodes: int, workers: int, shards: int, batch: int, rounds: int) -> None:
@@ -187,17 +268,27 @@ def calls(nodes: int, workers: int, shards: int, batch: int, rounds: int) -> Non
             dt = time.perf_counter() - t0
             st = job.stats()
             n = job.rounds - r0
-            emit({"bench": "calls", "nodes": job.num_nodes, "workers": workers, "shards": shards, "batch": batch,
-                  "rounds": n, "driver_calls_per_round": (job.driver_calls - d0) / n,
-                  "driver_calls_max_round": st["driver_calls_max_round"],
-                  "old_design_calls_per_round": workers + workers * shards + 2 * shards,
-                  "bound_nodes_plus_2_shards": job.num_nodes + 2 * shards,
-                  "driver_bytes_per_round": (job.driver_bytes - b0) / n,
-                  "driver_bytes_per_node_per_round": (job.driver_bytes - b0) / n / job.num_nodes,
-                  "driver_bytes_max_round": st["driver_bytes_max_round"],
-                  "worker_delta_bytes_per_batch": st["bytes_per_batch"],
-                  "leader_delta_bytes_per_round": st["leader_bytes_per_round"],
-                  "seconds_per_round": dt / n, "load_average": os.getloadavg()})
+            emit(
+                {
+                    "bench": "calls",
+                    "nodes": job.num_nodes,
+                    "workers": workers,
+                    "shards": shards,
+                    "batch": batch,
+                    "rounds": n,
+                    "driver_calls_per_round": (job.driver_calls - d0) / n,
+                    "driver_calls_max_round": st["driver_calls_max_round"],
+                    "old_design_calls_per_round": workers + workers * shards + 2 * shards,
+                    "bound_nodes_plus_2_shards": job.num_nodes + 2 * shards,
+                    "driver_bytes_per_round": (job.driver_bytes - b0) / n,
+                    "driver_bytes_per_node_per_round": (job.driver_bytes - b0) / n / job.num_nodes,
+                    "driver_bytes_max_round": st["driver_bytes_max_round"],
+                    "worker_delta_bytes_per_batch": st["bytes_per_batch"],
+                    "leader_delta_bytes_per_round": st["leader_bytes_per_round"],
+                    "seconds_per_round": dt / n,
+                    "load_average": os.getloadavg(),
+                }
+            )
     finally:
         ray.shutdown()
         c.shutdown()
@@ -226,11 +317,14 @@ def _elem_cost(calls: int = 100, k: int = 100) -> dict:
         out[name] = ((time.process_time() - p0) / calls, (ray.get(a.cpu.remote()) - c0) / calls)
     ray.kill(a)
     ray.kill(b)
-    return {"driver_per_call": out["empty"][0], "receiver_per_call": out["empty"][1],
-            "driver_per_ref": (out["refs"][0] - out["empty"][0]) / k,
-            "driver_per_handle": (out["handles"][0] - out["empty"][0]) / k,
-            "receiver_per_ref": (out["refs"][1] - out["empty"][1]) / k,
-            "receiver_per_handle": (out["handles"][1] - out["empty"][1]) / k}
+    return {
+        "driver_per_call": out["empty"][0],
+        "receiver_per_call": out["empty"][1],
+        "driver_per_ref": (out["refs"][0] - out["empty"][0]) / k,
+        "driver_per_handle": (out["handles"][0] - out["empty"][0]) / k,
+        "receiver_per_ref": (out["refs"][1] - out["empty"][1]) / k,
+        "receiver_per_handle": (out["handles"][1] - out["empty"][1]) / k,
+    }
 
 
 MODEL_MODES = {  # name: RayJob keywords
@@ -240,8 +334,15 @@ MODEL_MODES = {  # name: RayJob keywords
 }
 
 
-def _model_measure(nodes: int, batch: int, rounds: int, warmup: int = 3, idle_seconds: float = 3.0,
-                   modes: tuple[str, ...] = tuple(MODEL_MODES), elem: bool = False) -> list[dict]:
+def _model_measure(
+    nodes: int,
+    batch: int,
+    rounds: int,
+    warmup: int = 3,
+    idle_seconds: float = 3.0,
+    modes: tuple[str, ...] = tuple(MODEL_MODES),
+    elem: bool = False,
+) -> list[dict]:
     """One simulated cluster (a head without CPUs plus ``nodes`` one-CPU nodes), a Leduc job with
     one worker per node and shards = nodes; per round over ``rounds`` rounds after ``warmup``: the
     job's counters (calls, bytes, the driver thread's CPU, wall) and the CPU time of every leader and
@@ -266,7 +367,9 @@ def _model_measure(nodes: int, batch: int, rounds: int, warmup: int = 3, idle_se
 
 
 def _model_job(nodes: int, batch: int, rounds: int, warmup: int, idle_seconds: float, mode: str) -> dict:
-    with RayJob(make_trainer("leduc", seed=1), workers=nodes, shards=nodes, batch=batch, **MODEL_MODES[mode]) as job:
+    with RayJob(
+        make_trainer("leduc", seed=1), workers=nodes, shards=nodes, batch=batch, **MODEL_MODES[mode]
+    ) as job:
         assert job.num_nodes == nodes, (job.num_nodes, nodes)
         # warm up: the actors start, and every process has run each kernel once (the shards'
         # discount kernel loads at the first discount boundary: hundreds of ms, once)
@@ -300,19 +403,33 @@ def _model_job(nodes: int, batch: int, rounds: int, warmup: int, idle_seconds: f
         lead_m = [(b[1] - a[1]) / n for a, b in zip(lead0, lead1)]
         shard_m = [(b[1] - a[1]) / n for a, b in zip(shard0, shard1)]
         return {
-            "mode": mode, "nodes": nodes, "shards": nodes, "workers": nodes, "batch": batch, "rounds": n,
-            "calls_per_round": (job.driver_calls - d0) / n, "calls_max_round": st["driver_calls_max_round"],
+            "mode": mode,
+            "nodes": nodes,
+            "shards": nodes,
+            "workers": nodes,
+            "batch": batch,
+            "rounds": n,
+            "calls_per_round": (job.driver_calls - d0) / n,
+            "calls_max_round": st["driver_calls_max_round"],
             "bytes_per_round": (job.driver_bytes - b0) / n,
             "bytes_per_node_per_round": (job.driver_bytes - b0) / n / nodes,
             "driver_cpu_per_round": (job.driver_cpu_seconds - dc0) / n,
             "driver_process_cpu_per_round": max(0.0, proc / n - idle_driver * per),
-            "idle_cpu_per_second": {"driver": idle_driver, "leader_max": max(idle_lead), "shard_max": max(idle_shard)},
-            "leader_cpu_per_round_max": max(lead), "leader_cpu_per_round_mean": float(np.mean(lead)),
-            "shard_cpu_per_round_max": max(shard), "shard_cpu_per_round_mean": float(np.mean(shard)),
+            "idle_cpu_per_second": {
+                "driver": idle_driver,
+                "leader_max": max(idle_lead),
+                "shard_max": max(idle_shard),
+            },
+            "leader_cpu_per_round_max": max(lead),
+            "leader_cpu_per_round_mean": float(np.mean(lead)),
+            "shard_cpu_per_round_max": max(shard),
+            "shard_cpu_per_round_mean": float(np.mean(shard)),
             # the part inside the methods (run_round; put_delta and end_round_ref): the rest
             # of the process's CPU is Ray's (receiving calls, object ownership and transfers)
-            "leader_method_cpu_per_round_max": max(lead_m), "shard_method_cpu_per_round_max": max(shard_m),
-            "wall_per_round": (job.round_seconds - w0) / n, "run_wall_per_round": wall / n,
+            "leader_method_cpu_per_round_max": max(lead_m),
+            "shard_method_cpu_per_round_max": max(shard_m),
+            "wall_per_round": (job.round_seconds - w0) / n,
+            "run_wall_per_round": wall / n,
             "worker_compute_per_round": (job.compute_seconds - cs0) / n / nodes,
             "warmup_driver_cpu_per_round": st0["driver_cpu_seconds_per_round"],
             "load_average": os.getloadavg(),
@@ -327,8 +444,18 @@ def _fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return float(a), float(b)
 
 
-def model(sizes: list[int], held_out: int | None, batch: int, rounds: int, targets: list[int],
-          cores: int, rtt_ms: float, gbps: float, hops: int, target_seconds: float) -> None:
+def model(
+    sizes: list[int],
+    held_out: int | None,
+    batch: int,
+    rounds: int,
+    targets: list[int],
+    cores: int,
+    rtt_ms: float,
+    gbps: float,
+    hops: int,
+    target_seconds: float,
+) -> None:
     """The scale model of the control overhead per round, fitted on a simulated cluster.
 
     Measured per size n (shards s = n, one worker per node), in three modes (``MODEL_MODES``):
@@ -383,13 +510,35 @@ def model(sizes: list[int], held_out: int | None, batch: int, rounds: int, targe
         mrows = [r for r in rows if r["mode"] == mode]
         fit_rows = [r for r in mrows if r["nodes"] != held_out] or mrows
         xs = [r["nodes"] for r in fit_rows]
-        fits = {key: _fit(xs, [r[key] for r in fit_rows])
-                for key in ("leader_cpu_per_round_max", "shard_cpu_per_round_max", "calls_per_round", "wall_per_round")}
-        fits["driver_rest"] = _fit(xs, [r["driver_process_cpu_per_round"] - e * elems(r["nodes"], boxed) for r in fit_rows])
-        k_const = float(np.mean([r["wall_per_round"] - r["driver_process_cpu_per_round"] - r["leader_cpu_per_round_max"]
-                                 - r["shard_cpu_per_round_max"] for r in fit_rows]))
+        fits = {
+            key: _fit(xs, [r[key] for r in fit_rows])
+            for key in (
+                "leader_cpu_per_round_max",
+                "shard_cpu_per_round_max",
+                "calls_per_round",
+                "wall_per_round",
+            )
+        }
+        fits["driver_rest"] = _fit(
+            xs, [r["driver_process_cpu_per_round"] - e * elems(r["nodes"], boxed) for r in fit_rows]
+        )
+        k_const = float(
+            np.mean(
+                [
+                    r["wall_per_round"]
+                    - r["driver_process_cpu_per_round"]
+                    - r["leader_cpu_per_round_max"]
+                    - r["shard_cpu_per_round_max"]
+                    for r in fit_rows
+                ]
+            )
+        )
         line = lambda key, n, f=fits: f[key][0] + f[key][1] * n  # noqa: E731
-        per_call = fits["driver_rest"][1] / fits["calls_per_round"][1] if fits["calls_per_round"][1] else float("nan")
+        per_call = (
+            fits["driver_rest"][1] / fits["calls_per_round"][1]
+            if fits["calls_per_round"][1]
+            else float("nan")
+        )
 
         def predict(n: int, real: bool, line=line, per_call=per_call, k_const=k_const, boxed=boxed) -> dict:
             d = line("driver_rest", n) + e * elems(n, boxed)
@@ -397,66 +546,121 @@ def model(sizes: list[int], held_out: int | None, batch: int, rounds: int, targe
             net = hops * rtt_ms / 1e3 + n * bytes_per_node * 8 / (gbps * 1e9) if real else 0.0
             extra = (cores - 1) * per_call if real else 0.0
             total = d + lead + extra + sh + k_const + net
-            return {"nodes": n, "shards": n, "calls_per_round": line("calls_per_round", n),
-                    "driver_bytes_per_round": bytes_per_node * n, "driver_cpu": d, "leader_cpu": lead + extra,
-                    "shard_cpu": sh, "critical_path_const": k_const, "network": net,
-                    "control_seconds_per_round": total, "driver_share": d / total if total else None}
+            return {
+                "nodes": n,
+                "shards": n,
+                "calls_per_round": line("calls_per_round", n),
+                "driver_bytes_per_round": bytes_per_node * n,
+                "driver_cpu": d,
+                "leader_cpu": lead + extra,
+                "shard_cpu": sh,
+                "critical_path_const": k_const,
+                "network": net,
+                "control_seconds_per_round": total,
+                "driver_share": d / total if total else None,
+            }
 
         check = None
         meas = next((r for r in mrows if r["nodes"] == held_out), None)
         if meas is not None and held_out not in xs:
             p = predict(held_out, real=False)
-            check = {"held_out_nodes": held_out, "measured_wall_per_round": meas["wall_per_round"],
-                     "model_wall_per_round": p["control_seconds_per_round"],
-                     "model_error": p["control_seconds_per_round"] / meas["wall_per_round"] - 1}
-            for key, pk in (("driver_process_cpu_per_round", "driver_cpu"), ("leader_cpu_per_round_max", "leader_cpu"),
-                            ("shard_cpu_per_round_max", "shard_cpu"), ("calls_per_round", "calls_per_round")):
+            check = {
+                "held_out_nodes": held_out,
+                "measured_wall_per_round": meas["wall_per_round"],
+                "model_wall_per_round": p["control_seconds_per_round"],
+                "model_error": p["control_seconds_per_round"] / meas["wall_per_round"] - 1,
+            }
+            for key, pk in (
+                ("driver_process_cpu_per_round", "driver_cpu"),
+                ("leader_cpu_per_round_max", "leader_cpu"),
+                ("shard_cpu_per_round_max", "shard_cpu"),
+                ("calls_per_round", "calls_per_round"),
+            ):
                 check[f"{key}_measured"] = meas[key]
                 check[f"{key}_model"] = p[pk]
                 check[f"{key}_error"] = p[pk] / meas[key] - 1 if meas[key] else None
-        out[mode] = {"fit_sizes": xs, "fits": {k: {"a": a_, "b": b_} for k, (a_, b_) in fits.items()},
-                     "driver_seconds_per_call": per_call, "critical_path_const": k_const, "held_out_check": check,
-                     "predictions": [predict(n, real=True) for n in targets]}
+        out[mode] = {
+            "fit_sizes": xs,
+            "fits": {k: {"a": a_, "b": b_} for k, (a_, b_) in fits.items()},
+            "driver_seconds_per_call": per_call,
+            "critical_path_const": k_const,
+            "held_out_check": check,
+            "predictions": [predict(n, real=True) for n in targets],
+        }
     # the table
-    print(f"\nmeasured on the simulated cluster (Leduc, batch {batch}, {rounds} rounds, shards = nodes, 1 worker/node)")
-    print(f"driver CPU per call {elem['driver_per_call'] * 1e3:.3f} ms, per reference in the arguments "
-          f"{elem['driver_per_ref'] * 1e6:.1f} us, per actor handle {elem['driver_per_handle'] * 1e6:.1f} us "
-          f"(receiver {elem['receiver_per_ref'] * 1e6:.1f} / {elem['receiver_per_handle'] * 1e6:.1f} us)")
-    print(f"{'mode':>12} {'nodes':>5} {'calls/rd':>8} {'bytes/rd':>8} {'drv thread ms':>13} {'drv proc ms':>11} "
-          f"{'leader ms':>9} {'(in method)':>11} {'shard ms':>8} {'(in method)':>11} {'wall ms':>8}")
+    print(
+        f"\nmeasured on the simulated cluster (Leduc, batch {batch}, {rounds} rounds, shards = nodes, 1 worker/node)"
+    )
+    print(
+        f"driver CPU per call {elem['driver_per_call'] * 1e3:.3f} ms, per reference in the arguments "
+        f"{elem['driver_per_ref'] * 1e6:.1f} us, per actor handle {elem['driver_per_handle'] * 1e6:.1f} us "
+        f"(receiver {elem['receiver_per_ref'] * 1e6:.1f} / {elem['receiver_per_handle'] * 1e6:.1f} us)"
+    )
+    print(
+        f"{'mode':>12} {'nodes':>5} {'calls/rd':>8} {'bytes/rd':>8} {'drv thread ms':>13} {'drv proc ms':>11} "
+        f"{'leader ms':>9} {'(in method)':>11} {'shard ms':>8} {'(in method)':>11} {'wall ms':>8}"
+    )
     for r in rows:
-        print(f"{r['mode']:>12} {r['nodes']:>5} {r['calls_per_round']:>8.1f} {r['bytes_per_round']:>8.0f} "
-              f"{r['driver_cpu_per_round'] * 1e3:>13.2f} {r['driver_process_cpu_per_round'] * 1e3:>11.2f} "
-              f"{r['leader_cpu_per_round_max'] * 1e3:>9.2f} {r['leader_method_cpu_per_round_max'] * 1e3:>11.2f} "
-              f"{r['shard_cpu_per_round_max'] * 1e3:>8.2f} {r['shard_method_cpu_per_round_max'] * 1e3:>11.2f} "
-              f"{r['wall_per_round'] * 1e3:>8.1f}" + ("   (held out)" if r["nodes"] == held_out else ""))
+        print(
+            f"{r['mode']:>12} {r['nodes']:>5} {r['calls_per_round']:>8.1f} {r['bytes_per_round']:>8.0f} "
+            f"{r['driver_cpu_per_round'] * 1e3:>13.2f} {r['driver_process_cpu_per_round'] * 1e3:>11.2f} "
+            f"{r['leader_cpu_per_round_max'] * 1e3:>9.2f} {r['leader_method_cpu_per_round_max'] * 1e3:>11.2f} "
+            f"{r['shard_cpu_per_round_max'] * 1e3:>8.2f} {r['shard_method_cpu_per_round_max'] * 1e3:>11.2f} "
+            f"{r['wall_per_round'] * 1e3:>8.1f}" + ("   (held out)" if r["nodes"] == held_out else "")
+        )
     for mode, o in out.items():
         c = o["held_out_check"]
-        print(f"\n{mode}: fit on {o['fit_sizes']}: driver {o['driver_seconds_per_call'] * 1e3:.3f} ms per call + "
-              f"{e * 1e6:.1f} us per element, {bytes_per_node:.0f} B per node per round, K = {o['critical_path_const'] * 1e3:.1f} ms")
+        print(
+            f"\n{mode}: fit on {o['fit_sizes']}: driver {o['driver_seconds_per_call'] * 1e3:.3f} ms per call + "
+            f"{e * 1e6:.1f} us per element, {bytes_per_node:.0f} B per node per round, K = {o['critical_path_const'] * 1e3:.1f} ms"
+        )
         if c:
-            print(f"  held out n={held_out}: wall measured {c['measured_wall_per_round'] * 1e3:.1f} ms, model "
-                  f"{c['model_wall_per_round'] * 1e3:.1f} ms ({c['model_error']:+.1%}); driver CPU "
-                  f"{c['driver_process_cpu_per_round_measured'] * 1e3:.2f} vs {c['driver_process_cpu_per_round_model'] * 1e3:.2f} ms "
-                  f"({c['driver_process_cpu_per_round_error']:+.1%}), leader {c['leader_cpu_per_round_max_error']:+.1%}, "
-                  f"shard {c['shard_cpu_per_round_max_error']:+.1%}")
-        print(f"  extrapolated ({cores} cores/node, RTT {rtt_ms} ms x {hops}, {gbps} Gb/s, shards = nodes; target "
-              f"{target_seconds} s per round)")
-        print(f"  {'nodes':>5} {'calls/rd':>8} {'KB/rd':>7} {'driver ms':>9} {'leader ms':>9} {'shard ms':>8} {'K ms':>6} "
-              f"{'net ms':>7} {'total ms':>9}")
+            print(
+                f"  held out n={held_out}: wall measured {c['measured_wall_per_round'] * 1e3:.1f} ms, model "
+                f"{c['model_wall_per_round'] * 1e3:.1f} ms ({c['model_error']:+.1%}); driver CPU "
+                f"{c['driver_process_cpu_per_round_measured'] * 1e3:.2f} vs {c['driver_process_cpu_per_round_model'] * 1e3:.2f} ms "
+                f"({c['driver_process_cpu_per_round_error']:+.1%}), leader {c['leader_cpu_per_round_max_error']:+.1%}, "
+                f"shard {c['shard_cpu_per_round_max_error']:+.1%}"
+            )
+        print(
+            f"  extrapolated ({cores} cores/node, RTT {rtt_ms} ms x {hops}, {gbps} Gb/s, shards = nodes; target "
+            f"{target_seconds} s per round)"
+        )
+        print(
+            f"  {'nodes':>5} {'calls/rd':>8} {'KB/rd':>7} {'driver ms':>9} {'leader ms':>9} {'shard ms':>8} {'K ms':>6} "
+            f"{'net ms':>7} {'total ms':>9}"
+        )
         for p in o["predictions"]:
-            print(f"  {p['nodes']:>5} {p['calls_per_round']:>8.0f} {p['driver_bytes_per_round'] / 1e3:>7.1f} "
-                  f"{p['driver_cpu'] * 1e3:>9.1f} {p['leader_cpu'] * 1e3:>9.1f} {p['shard_cpu'] * 1e3:>8.1f} "
-                  f"{p['critical_path_const'] * 1e3:>6.1f} {p['network'] * 1e3:>7.2f} {p['control_seconds_per_round'] * 1e3:>9.1f}"
-                  + ("" if p["control_seconds_per_round"] <= target_seconds else "  over target"))
+            print(
+                f"  {p['nodes']:>5} {p['calls_per_round']:>8.0f} {p['driver_bytes_per_round'] / 1e3:>7.1f} "
+                f"{p['driver_cpu'] * 1e3:>9.1f} {p['leader_cpu'] * 1e3:>9.1f} {p['shard_cpu'] * 1e3:>8.1f} "
+                f"{p['critical_path_const'] * 1e3:>6.1f} {p['network'] * 1e3:>7.2f} {p['control_seconds_per_round'] * 1e3:>9.1f}"
+                + ("" if p["control_seconds_per_round"] <= target_seconds else "  over target")
+            )
     print(flush=True)
-    emit({"bench": "model", "held_out": held_out, "elem_cost": elem, "bytes_per_node_per_round": bytes_per_node,
-          "assumed": {"cores_per_node": cores, "rtt_ms": rtt_ms, "round_trips": hops, "gbps": gbps, "shards": "= nodes",
-                      "leader_seconds_per_worker_call": "the driver's per call"},
-          "modes": out, "target_seconds": target_seconds,
-          "meets_target": {m: all(p["control_seconds_per_round"] <= target_seconds for p in o["predictions"])
-                           for m, o in out.items()},
-          "load_average": os.getloadavg()})
+    emit(
+        {
+            "bench": "model",
+            "held_out": held_out,
+            "elem_cost": elem,
+            "bytes_per_node_per_round": bytes_per_node,
+            "assumed": {
+                "cores_per_node": cores,
+                "rtt_ms": rtt_ms,
+                "round_trips": hops,
+                "gbps": gbps,
+                "shards": "= nodes",
+                "leader_seconds_per_worker_call": "the driver's per call",
+            },
+            "modes": out,
+            "target_seconds": target_seconds,
+            "meets_target": {
+                m: all(p["control_seconds_per_round"] <= target_seconds for p in o["predictions"])
+                for m, o in out.items()
+            },
+            "load_average": os.getloadavg(),
+        }
+    )
 
 
 def synthetic_small_cards(game):
@@ -469,10 +673,19 @@ def synthetic_small_cards(game):
     buckets = (169, 50, 50, 50)
     rng = np.random.default_rng(0)
     parts = [rng.integers(0, b, ix.size(r), dtype=np.uint16) for r, b in enumerate(buckets)]
-    parts.append(rng.integers(0, 169, game.deck_size ** 2, dtype=np.uint16))
-    offsets = np.cumsum([0] + [len(p) for p in parts[:-1]]).astype(np.int64)  # rounds, then the preflop lookup
-    return CardAbstraction("synthetic-small", TABLE, buckets, iso=ix.tables, table=np.concatenate(parts),
-                           offsets=offsets, source_hash="synthetic")
+    parts.append(rng.integers(0, 169, game.deck_size**2, dtype=np.uint16))
+    offsets = np.cumsum([0] + [len(p) for p in parts[:-1]]).astype(
+        np.int64
+    )  # rounds, then the preflop lookup
+    return CardAbstraction(
+        "synthetic-small",
+        TABLE,
+        buckets,
+        iso=ix.tables,
+        table=np.concatenate(parts),
+        offsets=offsets,
+        source_hash="synthetic",
+    )
 
 
 def memory(cards: str, workers: int, batch: int) -> None:
@@ -482,10 +695,18 @@ def memory(cards: str, workers: int, batch: int) -> None:
     from holdem.gamedef import load_gamedef
 
     game = load_gamedef("hunl100")
-    if cards == "small" and not (recipe_dir(game, "small") / "abstraction.bin").exists() \
-            and not recipe_dir(game, "small").exists():
-        emit({"bench": "memory", "note": f"no built 'small' abstraction in {recipe_dir(game, 'small')}; "
-                                         "use --cards synthetic (same sizes) or build it first"})
+    if (
+        cards == "small"
+        and not (recipe_dir(game, "small") / "abstraction.bin").exists()
+        and not recipe_dir(game, "small").exists()
+    ):
+        emit(
+            {
+                "bench": "memory",
+                "note": f"no built 'small' abstraction in {recipe_dir(game, 'small')}; "
+                "use --cards synthetic (same sizes) or build it first",
+            }
+        )
         return
     if cards == "synthetic":
         ab = synthetic_small_cards(game)
@@ -493,30 +714,59 @@ def memory(cards: str, workers: int, batch: int) -> None:
         tr = trainer_with_cards(base.config_dict, ab)
     else:
         tr = make_trainer("hunl100", bets="small", cards=cards, seed=1)
-    emit({"bench": "memory", "cards": cards, "table_bytes": int(tr.cards.table.nbytes), "iso_bytes": int(tr.cards.iso.nbytes),
-          "table_entries": tr.size, "driver_rss_bytes": rss_bytes()})
+    emit(
+        {
+            "bench": "memory",
+            "cards": cards,
+            "table_bytes": int(tr.cards.table.nbytes),
+            "iso_bytes": int(tr.cards.iso.nbytes),
+            "table_entries": tr.size,
+            "driver_rss_bytes": rss_bytes(),
+        }
+    )
     for share in (False, True):
         with RayJob(tr, workers=workers, shards=2, batch=batch, share_cards=share) as job:
             job.run(2 * workers * batch)
             mem = job.worker_memory()
             st = job.stats()
-        emit({"bench": "memory", "cards": cards, "shared_table": share, "workers": workers,
-              "worker_rss_bytes": [m["rss"] for m in mem], "worker_pss_bytes": [m["pss"] for m in mem],
-              "worker_uss_bytes": [m["uss"] for m in mem], "node_workers_pss_bytes": sum(m["pss"] for m in mem),
-              "stats_worker_rss_bytes": st["worker_rss_bytes"], "load_average": os.getloadavg()})
+        emit(
+            {
+                "bench": "memory",
+                "cards": cards,
+                "shared_table": share,
+                "workers": workers,
+                "worker_rss_bytes": [m["rss"] for m in mem],
+                "worker_pss_bytes": [m["pss"] for m in mem],
+                "worker_uss_bytes": [m["uss"] for m in mem],
+                "node_workers_pss_bytes": sum(m["pss"] for m in mem),
+                "stats_worker_rss_bytes": st["worker_rss_bytes"],
+                "load_average": os.getloadavg(),
+            }
+        )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("what", choices=["leduc", "throughput", "checkpoint", "calls", "memory", "model"])
     ap.add_argument("--sizes", default="2,3,4", help="model: simulated cluster sizes (nodes; shards = nodes)")
-    ap.add_argument("--held-out", type=int, default=4, help="model: the size left out of the fit and predicted")
+    ap.add_argument(
+        "--held-out", type=int, default=4, help="model: the size left out of the fit and predicted"
+    )
     ap.add_argument("--targets", default="8,64,196", help="model: node counts to extrapolate to")
     ap.add_argument("--cores", type=int, default=28, help="model: cores (workers) per real node")
     ap.add_argument("--rtt-ms", type=float, default=0.5, help="model: assumed network round trip")
-    ap.add_argument("--round-trips", type=int, default=3, help="model: network round trips on a round's critical path")
-    ap.add_argument("--gbps", type=float, default=10.0, help="model: assumed network bandwidth into the driver")
-    ap.add_argument("--target", type=float, default=1.0, help="model: control seconds per round allowed at the largest target")
+    ap.add_argument(
+        "--round-trips", type=int, default=3, help="model: network round trips on a round's critical path"
+    )
+    ap.add_argument(
+        "--gbps", type=float, default=10.0, help="model: assumed network bandwidth into the driver"
+    )
+    ap.add_argument(
+        "--target",
+        type=float,
+        default=1.0,
+        help="model: control seconds per round allowed at the largest target",
+    )
     ap.add_argument("--nodes", type=int, default=4, help="calls: simulated nodes")
     ap.add_argument("--shards", type=int, default=4, help="calls: shards")
     ap.add_argument("--rounds", type=int, default=20, help="calls: rounds measured")
@@ -529,22 +779,58 @@ def main() -> None:
     ap.add_argument("--algo", default="pluribus", help="leduc: the MCCFR variant")
     a = ap.parse_args()
     if a.what == "model":
-        emit({"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-              "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_average": os.getloadavg()})
-        model([int(x) for x in a.sizes.split(",")], a.held_out, int(a.batch or 10), a.rounds,
-              [int(x) for x in a.targets.split(",")], a.cores, a.rtt_ms, a.gbps, a.round_trips, a.target)
+        emit(
+            {
+                "machine": platform.processor() or platform.machine(),
+                "cpus": os.cpu_count(),
+                "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                "load_average": os.getloadavg(),
+            }
+        )
+        model(
+            [int(x) for x in a.sizes.split(",")],
+            a.held_out,
+            int(a.batch or 10),
+            a.rounds,
+            [int(x) for x in a.targets.split(",")],
+            a.cores,
+            a.rtt_ms,
+            a.gbps,
+            a.round_trips,
+            a.target,
+        )
         return
     if a.what == "calls":
-        emit({"machine": platform.processor() or platform.machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
-        calls(a.nodes, int(a.workers.split(",")[-1]) if a.workers != "1,2" else 4, a.shards,
-              int(a.batch or 100), a.rounds)
+        emit(
+            {
+                "machine": platform.processor() or platform.machine(),
+                "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            }
+        )
+        calls(
+            a.nodes,
+            int(a.workers.split(",")[-1]) if a.workers != "1,2" else 4,
+            a.shards,
+            int(a.batch or 100),
+            a.rounds,
+        )
         return
     ray.init(include_dashboard=False, logging_level="warning", log_to_driver=False)
-    emit({"machine": platform.processor() or platform.machine(), "cpus": ray.cluster_resources().get("CPU"),
-          "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")})
+    emit(
+        {
+            "machine": platform.processor() or platform.machine(),
+            "cpus": ray.cluster_resources().get("CPU"),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        }
+    )
     if a.what == "leduc":
-        leduc(a.iterations or 4_000_000, [int(b) for b in (a.batch or "100,1000").split(",")],
-              [int(s) for s in a.seeds.split(",")], a.algo, int(a.workers.split(",")[-1]))
+        leduc(
+            a.iterations or 4_000_000,
+            [int(b) for b in (a.batch or "100,1000").split(",")],
+            [int(s) for s in a.seeds.split(",")],
+            a.algo,
+            int(a.workers.split(",")[-1]),
+        )
     elif a.what == "throughput":
         throughput(a.seconds, int(a.batch or 20_000), a.cards, [int(w) for w in a.workers.split(",")])
     elif a.what == "memory":

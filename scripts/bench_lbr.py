@@ -43,8 +43,8 @@ import numpy as np
 from blueprint.blueprint import Blueprint
 from evaluation.lbr import LocalBestResponse
 from evaluation.match import play_match
-from holdem.reporting import chips_to_mbb, ci95, mbb_per_chip
 from evaluation.players import BlueprintPlayer, player_from_spec
+from holdem.reporting import chips_to_mbb, ci95, mbb_per_chip
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_mccfr import machine
@@ -65,14 +65,16 @@ def emit(rows: list, row: dict, out: str | None) -> None:
 
 
 def validate(hands: int, seed: int) -> None:
+    from blueprint.trainer import make_trainer
     from evaluation.lbr import LBRPlayer
     from evaluation.match import exact_value
-    from blueprint.trainer import make_trainer
 
     game = str(Path(__file__).resolve().parents[1] / "tests" / "data" / "leduc_nolimit.game")
     print(f"{datetime.datetime.now().isoformat(timespec='seconds')}, {machine()}, load {load_avg():.1f}")
-    print("| CFR+ iterations | exact BR seat 0 / seat 1 | exploitability | exact LBR seat 0 / seat 1 | exact LBR | "
-          "sampled LBR (95%) |")
+    print(
+        "| CFR+ iterations | exact BR seat 0 / seat 1 | exploitability | exact LBR seat 0 / seat 1 | exact LBR | "
+        "sampled LBR (95%) |"
+    )
     print("|---:|---:|---:|---:|---:|---:|")
     for iters in (0, 3, 30, 300):
         tr = make_trainer(game, algo="cfr+", bets="fcpa")
@@ -83,9 +85,12 @@ def validate(hands: int, seed: int) -> None:
         ex = exact_value(bp.game, LBRPlayer(lbr), BlueprintPlayer(bp), max_states=5_000_000)
         res = lbr.run(hands, seed=seed)
         k = mbb_per_chip(bp.gamedef.big_blind)
-        print(f"| {iters} | {brv[0] * k:,.0f} / {brv[1] * k:,.0f} | {expl * k:,.0f} | "
-              f"{ex.seat_chips[0] * k:,.0f} / {ex.seat_chips[1] * k:,.0f} | {ex.chips_per_hand * k:,.0f} | "
-              f"{res.lbr:,.0f} +- {res.lbr_ci95:,.0f} |", flush=True)
+        print(
+            f"| {iters} | {brv[0] * k:,.0f} / {brv[1] * k:,.0f} | {expl * k:,.0f} | "
+            f"{ex.seat_chips[0] * k:,.0f} / {ex.seat_chips[1] * k:,.0f} | {ex.chips_per_hand * k:,.0f} | "
+            f"{res.lbr:,.0f} +- {res.lbr_ci95:,.0f} |",
+            flush=True,
+        )
 
 
 class _Flags(list):
@@ -125,8 +130,8 @@ def instrument(lbr: LocalBestResponse) -> list:
 def breakdown(flags: list, res, scale: float) -> dict:
     """LBR's winnings (mbb per hand of the whole sample) from hands where the opponent re-raised
     an LBR raise and from the rest, and the share of such hands."""
-    f = np.array([x for x, _ in flags[-res.hands:]], bool)
-    v = np.array([y for _, y in flags[-res.hands:]]) * scale
+    f = np.array([x for x, _ in flags[-res.hands :]], bool)
+    v = np.array([y for _, y in flags[-res.hands :]]) * scale
     return {
         "hands_reraised": float(f.mean()),
         "lbr_from_reraised_hands": float(v[f].sum() / len(v)),
@@ -153,7 +158,9 @@ def combine(d: Path) -> None:
     for it, name in keys:
         v = np.concatenate([runs[(it, name)][s] for s in sorted(runs[(it, name)])])
         half = ci95(v)
-        print(f"| {name} | {it:,} | {v.mean():+,.0f} | +-{half:,.0f} | {2 * len(v):,} | {len(runs[(it, name)])} |")
+        print(
+            f"| {name} | {it:,} | {v.mean():+,.0f} | +-{half:,.0f} | {2 * len(v):,} | {len(runs[(it, name)])} |"
+        )
     # paired changes over the deals both runs played: each run to the next, and the first to the last
     steps = list(itertools.pairwise(keys))
     if len(keys) > 2:
@@ -167,26 +174,34 @@ def combine(d: Path) -> None:
         if diffs:
             dv = np.concatenate(diffs)
             half = ci95(dv)
-            print(f"| paired change {ka[1]} -> {kb[1]} | | {dv.mean():+,.0f} | +-{half:,.0f} | "
-                  f"{2 * len(dv):,} per run | {len(diffs)} |")
+            print(
+                f"| paired change {ka[1]} -> {kb[1]} | | {dv.mean():+,.0f} | +-{half:,.0f} | "
+                f"{2 * len(dv):,} per run | {len(diffs)} |"
+            )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="*", help="run directories, shortest training first")
-    ap.add_argument("--validate", action="store_true", help="LBR against exact best response on no-limit Leduc")
+    ap.add_argument(
+        "--validate", action="store_true", help="LBR against exact best response on no-limit Leduc"
+    )
     ap.add_argument("--lbr-hands", type=int, default=4000)
     ap.add_argument("--match-hands", type=int, default=20000)
     ap.add_argument("--menu", default="fcpa")
     ap.add_argument("--preflop", default="menu", choices=["menu", "call"])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--seeds", default=None, help="comma list of LBR seeds, run one after another (overrides --seed)")
+    ap.add_argument(
+        "--seeds", default=None, help="comma list of LBR seeds, run one after another (overrides --seed)"
+    )
     ap.add_argument("--skip-matches", action="store_true")
     ap.add_argument("--skip-lbr", action="store_true")
     ap.add_argument("--out", default=None)
     ap.add_argument("--pairs-out", default=None, metavar="DIR", help="save per-deal LBR values (see above)")
     ap.add_argument("--combine", default=None, metavar="DIR", help="pool the per-deal values saved in DIR")
-    ap.add_argument("--breakdown", action="store_true", help="split LBR's winnings by the opponent's re-raises")
+    ap.add_argument(
+        "--breakdown", action="store_true", help="split LBR's winnings by the opponent's re-raises"
+    )
     args = ap.parse_args()
     if args.validate:
         validate(args.lbr_hands, args.seed)
@@ -209,7 +224,7 @@ def main() -> None:
     seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
     pairs: dict = {run: [] for run in args.runs}
     lbrs: dict = {}
-    for seed in ([] if args.skip_lbr else seeds):  # seed by seed, every run: the pairs accumulate evenly
+    for seed in [] if args.skip_lbr else seeds:  # seed by seed, every run: the pairs accumulate evenly
         for run in args.runs:
             bp = bps[run]
             if run not in lbrs:
@@ -219,9 +234,15 @@ def main() -> None:
             cats = instrument(lbr) if args.breakdown else None
             c0 = time.process_time()
             res = lbr.run(args.lbr_hands, seed=seed)
-            row = {"what": "lbr", "run": run, "iterations": bp.iteration, **res.to_json(),
-                   "hands_per_second": res.hands / res.seconds, "cpu_seconds": time.process_time() - c0,
-                   "load_average": load_avg()}
+            row = {
+                "what": "lbr",
+                "run": run,
+                "iterations": bp.iteration,
+                **res.to_json(),
+                "hands_per_second": res.hands / res.seconds,
+                "cpu_seconds": time.process_time() - c0,
+                "load_average": load_avg(),
+            }
             if cats is not None:
                 row["breakdown"] = breakdown(cats, res, mbb_per_chip(bp.gamedef.big_blind))
                 lbr.decide, lbr.opp.act, lbr.play_hand = cats.originals
@@ -237,8 +258,19 @@ def main() -> None:
         first, last = args.runs[0], args.runs[-1]
         d = pairs[last] - pairs[first]
         half = ci95(d)
-        emit(rows, {"what": "lbr_change", "from": first, "to": last, "change": float(d.mean()), "ci95": half,
-                    "unit": "mbb/game", "pairs": len(d)}, args.out)
+        emit(
+            rows,
+            {
+                "what": "lbr_change",
+                "from": first,
+                "to": last,
+                "change": float(d.mean()),
+                "ci95": half,
+                "unit": "mbb/game",
+                "pairs": len(d),
+            },
+            args.out,
+        )
     if not args.skip_matches:
         run = args.runs[-1]
         bp = bps[run]
@@ -248,8 +280,16 @@ def main() -> None:
             t = time.perf_counter()
             res = play_match(bp.game, a, b, args.match_hands, seed=args.seed)
             dt = time.perf_counter() - t
-            row = {"what": "match", "run": run, "iterations": bp.iteration, **res.to_json(), "seconds": dt,
-                   "hands_per_second": res.hands / dt, "fallbacks": a.fallbacks, "load_average": load_avg()}
+            row = {
+                "what": "match",
+                "run": run,
+                "iterations": bp.iteration,
+                **res.to_json(),
+                "seconds": dt,
+                "hands_per_second": res.hands / dt,
+                "fallbacks": a.fallbacks,
+                "load_average": load_avg(),
+            }
             emit(rows, row, args.out)
     print()
     print(f"{head['date']}, {head['machine']}, load average at start {head['load_average_start']:.1f}")
@@ -259,14 +299,20 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|")
     for r in rows[1:]:
         if r["what"] == "lbr_change":
-            print(f"| LBR change {Path(r['from']).name} -> {Path(r['to']).name} (same deals, paired) | | "
-                  f"{r['change']:+,.0f} | +-{r['ci95']:,.0f} | {2 * r['pairs']:,} | |")
+            print(
+                f"| LBR change {Path(r['from']).name} -> {Path(r['to']).name} (same deals, paired) | | "
+                f"{r['change']:+,.0f} | +-{r['ci95']:,.0f} | {2 * r['pairs']:,} | |"
+            )
         elif r["what"] == "lbr":
-            print(f"| LBR ({r['lbr_actions']}) vs {Path(r['run']).name} | {r['iterations']:,} | {r['lbr']:+,.0f} | "
-                  f"+-{r['lbr_ci95']:,.0f} | {r['hands']:,} | {r['seconds']:.0f} |")
+            print(
+                f"| LBR ({r['lbr_actions']}) vs {Path(r['run']).name} | {r['iterations']:,} | {r['lbr']:+,.0f} | "
+                f"+-{r['lbr_ci95']:,.0f} | {r['hands']:,} | {r['seconds']:.0f} |"
+            )
         else:
-            print(f"| {r['player']} vs {r['opponent']} | {r['iterations']:,} | {r['mean']:+,.0f} | "
-                  f"+-{r['ci95']:,.0f} | {r['hands']:,} | {r['seconds']:.0f} |")
+            print(
+                f"| {r['player']} vs {r['opponent']} | {r['iterations']:,} | {r['mean']:+,.0f} | "
+                f"+-{r['ci95']:,.0f} | {r['hands']:,} | {r['seconds']:.0f} |"
+            )
 
 
 if __name__ == "__main__":

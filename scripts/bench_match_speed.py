@@ -1,6 +1,6 @@
 """Duplicate-match speed of a blueprint against random and always-call (ms per hand).
 
-    python scripts/bench_match_speed.py RUN_DIR [--hands 1000]
+python scripts/bench_match_speed.py RUN_DIR [--hands 1000]
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ def main() -> None:
         t = time.perf_counter()
         r = play_match(bp.game, a, b, args.hands)
         dt = time.perf_counter() - t
-        print(f"{blueprint.__file__}: vs {vs}: {dt / args.hands * 1e3:.2f} ms/hand, mean {r.mean:+.1f} {r.unit}")
+        print(
+            f"{blueprint.__file__}: vs {vs}: {dt / args.hands * 1e3:.2f} ms/hand, mean {r.mean:+.1f} {r.unit}"
+        )
 
 
 if __name__ == "__main__":

@@ -56,10 +56,27 @@ def ours_leduc(target: float, cache: str, algo: str) -> dict:
     out = tempfile.mkdtemp(prefix="bench-leduc-")
     env = dict(os.environ, MCCFR_CACHE=cache)
     env.pop("NUMBA_CACHE_DIR", None)
-    cmd = [sys.executable, "-m", "cli", "train", "--game", "leduc", "--algo", algo,
-           "--target-exploitability", str(target), "--eval-every", "0.1", "--report-every", "0.1",
-           "--iterations", "50000000",
-           "--out", str(Path(out) / "run"), "--json"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "cli",
+        "train",
+        "--game",
+        "leduc",
+        "--algo",
+        algo,
+        "--target-exploitability",
+        str(target),
+        "--eval-every",
+        "0.1",
+        "--report-every",
+        "0.1",
+        "--iterations",
+        "50000000",
+        "--out",
+        str(Path(out) / "run"),
+        "--json",
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -67,8 +84,12 @@ def ours_leduc(target: float, cache: str, algo: str) -> dict:
     if proc.returncode != 0:
         raise SystemExit(f"mccfr train failed:\n{proc.stderr}")
     res = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"wall_s": wall, "iterations": res["iterations"], "exploitability": res["exploitability"],
-            "train_s": res["seconds"]}
+    return {
+        "wall_s": wall,
+        "iterations": res["iterations"],
+        "exploitability": res["exploitability"],
+        "train_s": res["seconds"],
+    }
 
 
 def openspiel_leduc(target: float, check_every: int = 10_000, limit_s: float = 600) -> dict:
@@ -98,12 +119,23 @@ def cmd_leduc(target: float = 0.03, algo: str = "pluribus") -> dict:
     warm_best = min(warm, key=lambda r: r["wall_s"])
     shutil.rmtree(cache, ignore_errors=True)
     peer = openspiel_leduc(target)
-    res = {"machine": machine(), "target": target, "algo": algo, "ours_cold": cold, "ours_warm": warm_best,
-           "ours_warm_all_s": [round(w["wall_s"], 3) for w in warm], "openspiel": peer,
-           "speedup_warm": peer["train_s"] / warm_best["wall_s"], "speedup_cold": peer["train_s"] / cold["wall_s"]}
+    res = {
+        "machine": machine(),
+        "target": target,
+        "algo": algo,
+        "ours_cold": cold,
+        "ours_warm": warm_best,
+        "ours_warm_all_s": [round(w["wall_s"], 3) for w in warm],
+        "openspiel": peer,
+        "speedup_warm": peer["train_s"] / warm_best["wall_s"],
+        "speedup_cold": peer["train_s"] / cold["wall_s"],
+    }
     print(f"{'':28s}{'seconds':>10s}{'iterations':>14s}{'exploitability':>16s}")
-    for name, r, key in (("ours, whole process, cold", cold, "wall_s"), ("ours, whole process, warm", warm_best, "wall_s"),
-                         ("OpenSpiel ES, training only", peer, "train_s")):
+    for name, r, key in (
+        ("ours, whole process, cold", cold, "wall_s"),
+        ("ours, whole process, warm", warm_best, "wall_s"),
+        ("OpenSpiel ES, training only", peer, "train_s"),
+    ):
         print(f"{name:28s}{r[key]:10.2f}{r['iterations']:14,d}{r['exploitability']:16.4f}")
     print(f"speed-up: {res['speedup_warm']:.1f}x warm, {res['speedup_cold']:.1f}x cold")
     return res
@@ -120,8 +152,12 @@ def cmd_hunl(window: float = 20.0) -> dict:
     it0, v0, t0 = tr.iteration, tr.node_visits, time.perf_counter()
     tr.run_for(window)
     dt = time.perf_counter() - t0
-    ours = {"iterations_per_s": (tr.iteration - it0) / dt, "node_visits_per_s": (tr.node_visits - v0) / dt,
-            "table_bytes": int(tr.regret.nbytes + tr.strat.nbytes), "rss_bytes": rss_bytes()}
+    ours = {
+        "iterations_per_s": (tr.iteration - it0) / dt,
+        "node_visits_per_s": (tr.node_visits - v0) / dt,
+        "table_bytes": int(tr.regret.nbytes + tr.strat.nbytes),
+        "rss_bytes": rss_bytes(),
+    }
 
     game = pyspiel.load_game("universal_poker", load_gamedef("hunl").openspiel_params("fcpa"))
     solver = pyspiel.ExternalSamplingMCCFRSolver(game, 1, pyspiel.MCCFRAverageType.SIMPLE)
@@ -134,10 +170,19 @@ def cmd_hunl(window: float = 20.0) -> dict:
         n += 20
     dt = time.perf_counter() - t0
     peer = {"iterations_per_s": n / dt, "rss_growth_bytes_per_s": (rss_bytes() - m0) / dt}
-    res = {"machine": machine(), "window_s": window, "ours": ours, "openspiel": peer,
-           "speedup": ours["iterations_per_s"] / peer["iterations_per_s"]}
-    print(f"ours:      {ours['iterations_per_s']:12,.0f} iterations/s  {ours['node_visits_per_s']:14,.0f} node visits/s")
-    print(f"OpenSpiel: {peer['iterations_per_s']:12,.0f} iterations/s  memory +{peer['rss_growth_bytes_per_s'] / 1e6:.1f} MB/s")
+    res = {
+        "machine": machine(),
+        "window_s": window,
+        "ours": ours,
+        "openspiel": peer,
+        "speedup": ours["iterations_per_s"] / peer["iterations_per_s"],
+    }
+    print(
+        f"ours:      {ours['iterations_per_s']:12,.0f} iterations/s  {ours['node_visits_per_s']:14,.0f} node visits/s"
+    )
+    print(
+        f"OpenSpiel: {peer['iterations_per_s']:12,.0f} iterations/s  memory +{peer['rss_growth_bytes_per_s'] / 1e6:.1f} MB/s"
+    )
     print(f"speed-up: {res['speedup']:.1f}x")
     return res
 
@@ -151,7 +196,9 @@ def cmd_lookup(window: float = 40.0, rounds: int = 8) -> dict:
     from blueprint.trainer import make_trainer
 
     res = {"load_before": os.getloadavg()}
-    trainers = {name: make_trainer("hunl100", bets="small", cards=name, algo="pluribus") for name in ("rank", "small")}
+    trainers = {
+        name: make_trainer("hunl100", bets="small", cards=name, algo="pluribus") for name in ("rank", "small")
+    }
     for tr in trainers.values():
         tr.run(500)
     rates = {name: [] for name in trainers}
@@ -165,12 +212,18 @@ def cmd_lookup(window: float = 40.0, rounds: int = 8) -> dict:
     res["table_cost"] = 1.0 - res["small"] / res["rank"]
     # each small window against the rank window just before it: the pairs share the load
     pairs = sorted(1.0 - s / r for r, s in zip(rates["rank"], rates["small"]))
-    res["table_cost_median_pair"] = pairs[len(pairs) // 2] if len(pairs) % 2 else 0.5 * (pairs[len(pairs) // 2 - 1] + pairs[len(pairs) // 2])
+    res["table_cost_median_pair"] = (
+        pairs[len(pairs) // 2]
+        if len(pairs) % 2
+        else 0.5 * (pairs[len(pairs) // 2 - 1] + pairs[len(pairs) // 2])
+    )
     res["load_after"] = os.getloadavg()
     print(f"rank buckets:  {res['rank']:12,.0f} iterations per CPU second (best window)")
     print(f"small tables:  {res['small']:12,.0f} iterations per CPU second (best window)")
-    print(f"cost of the tables: {100 * res['table_cost']:.1f}% (best windows), "
-          f"{100 * res['table_cost_median_pair']:.1f}% (median of {len(pairs)} adjacent pairs)")
+    print(
+        f"cost of the tables: {100 * res['table_cost']:.1f}% (best windows), "
+        f"{100 * res['table_cost_median_pair']:.1f}% (median of {len(pairs)} adjacent pairs)"
+    )
     print(f"load average before {res['load_before']}, after {res['load_after']}")
     return {"machine": machine(), **res, "all": rates}
 
@@ -182,7 +235,7 @@ def cmd_lookup_kernel(deals: int = 1_000_000, rounds: int = 4) -> dict:
     import numba
     import numpy as np
 
-    from abstraction.cards import default_card_abstraction, deal_buckets
+    from abstraction.cards import deal_buckets, default_card_abstraction
     from abstraction.isomorphism import iso_index_masks
     from blueprint.kernels import sample_deal
     from holdem.evaluator import card_bit, rank_hand
@@ -240,7 +293,10 @@ def cmd_lookup_kernel(deals: int = 1_000_000, rounds: int = 4) -> dict:
     g = load_gamedef("hunl100")
     kind, iso, table, offsets = default_card_abstraction(g, "small").kernel_args()
     bpr = np.array(g.num_board_cards, np.int64)
-    res = {"load_before": os.getloadavg(), "mismatches": int(loop(0, 2_000_000, kind, bpr, iso, table, offsets, 3, True))}
+    res = {
+        "load_before": os.getloadavg(),
+        "mismatches": int(loop(0, 2_000_000, kind, bpr, iso, table, offsets, 3, True)),
+    }
     ns = {"sequential": [], "prefetched": []}
     for rep in range(rounds):
         for which, name in enumerate(ns):
@@ -250,8 +306,10 @@ def cmd_lookup_kernel(deals: int = 1_000_000, rounds: int = 4) -> dict:
     res.update({k: min(v) for k, v in ns.items()}, all=ns, load_after=os.getloadavg())
     res["ratio"] = res["prefetched"] / res["sequential"]
     print(f"mismatches over 2,000,000 deals: {res['mismatches']}")
-    print(f"CPU ns per deal (best of {rounds}): sequential {res['sequential']:.0f}, prefetched {res['prefetched']:.0f} "
-          f"(ratio {res['ratio']:.3f}); load {res['load_before']} -> {res['load_after']}")
+    print(
+        f"CPU ns per deal (best of {rounds}): sequential {res['sequential']:.0f}, prefetched {res['prefetched']:.0f} "
+        f"(ratio {res['ratio']:.3f}); load {res['load_before']} -> {res['load_after']}"
+    )
     return {"machine": machine(), **res}
 
 
@@ -264,18 +322,33 @@ def cmd_memory() -> dict:
         tree_bytes = sum(a.nbytes for a in tr.tree.arrays().values())
         table = tr.regret.nbytes + tr.strat.nbytes
         meta = tr.row_offset.nbytes
-        rows.append({"game": game, "bets": bets or "limit", "cards": tr.cards.name, "entries": tr.size,
-                     "table_bytes_per_entry": table / tr.size, "with_offsets": (table + meta) / tr.size,
-                     "with_tree": (table + meta + tree_bytes) / tr.size})
+        rows.append(
+            {
+                "game": game,
+                "bets": bets or "limit",
+                "cards": tr.cards.name,
+                "entries": tr.size,
+                "table_bytes_per_entry": table / tr.size,
+                "with_offsets": (table + meta) / tr.size,
+                "with_tree": (table + meta + tree_bytes) / tr.size,
+            }
+        )
     print(f"{'game':8s}{'bets':10s}{'cards':10s}{'entries':>12s}{'tables':>9s}{'+offsets':>10s}{'+tree':>9s}")
     for r in rows:
-        print(f"{r['game']:8s}{r['bets']:10s}{r['cards']:10s}{r['entries']:12,d}{r['table_bytes_per_entry']:9.3f}"
-              f"{r['with_offsets']:10.3f}{r['with_tree']:9.3f}")
+        print(
+            f"{r['game']:8s}{r['bets']:10s}{r['cards']:10s}{r['entries']:12,d}{r['table_bytes_per_entry']:9.3f}"
+            f"{r['with_offsets']:10.3f}{r['with_tree']:9.3f}"
+        )
     return {"machine": machine(), "rows": rows}
 
 
 if __name__ == "__main__":
     which = sys.argv[1] if len(sys.argv) > 1 else "leduc"
-    fn = {"leduc": cmd_leduc, "hunl": cmd_hunl, "memory": cmd_memory, "lookup": cmd_lookup,
-          "lookup-kernel": cmd_lookup_kernel}[which]
+    fn = {
+        "leduc": cmd_leduc,
+        "hunl": cmd_hunl,
+        "memory": cmd_memory,
+        "lookup": cmd_lookup,
+        "lookup-kernel": cmd_lookup_kernel,
+    }[which]
     print(json.dumps(fn()))

@@ -97,8 +97,9 @@ class Conn:
         return json.loads(r.read())
 
 
-def start_server(run_dir: str, solve: str | None = None, solve_from: str | None = None,
-                 max_solve_ms: int | None = None) -> tuple[subprocess.Popen, int]:
+def start_server(
+    run_dir: str, solve: str | None = None, solve_from: str | None = None, max_solve_ms: int | None = None
+) -> tuple[subprocess.Popen, int]:
     extra = (["--solve", solve] if solve else []) + (["--solve-from", solve_from] if solve_from else [])
     extra += ["--max-solve-ms", str(max_solve_ms)] if max_solve_ms else []
     proc = subprocess.Popen(
@@ -158,8 +159,12 @@ def state_pool(game: Game, port: int, size: int, seed: int) -> list[str]:
 
 def latency(args) -> dict:
     game = run_game(args.run_dir)
-    proc, port = start_server(args.run_dir, getattr(args, "solve", None), getattr(args, "solve_from", None),
-                              getattr(args, "max_solve_ms", None))
+    proc, port = start_server(
+        args.run_dir,
+        getattr(args, "solve", None),
+        getattr(args, "solve_from", None),
+        getattr(args, "max_solve_ms", None),
+    )
     try:
         t0 = time.perf_counter()
         pool = state_pool(game, port, args.pool, args.seed)
@@ -265,7 +270,9 @@ def inprocess(args) -> dict:
     responder.warm_up()
     game = responder.game
     g = game.gamedef
-    pool = self_play_pool(game, args.pool, args.seed, lambda ms: responder.answer(ms)["strategy"])  # as in `latency`
+    pool = self_play_pool(
+        game, args.pool, args.seed, lambda ms: responder.answer(ms)["strategy"]
+    )  # as in `latency`
     names = ["preflop", "flop", "turn", "river"]
     out = {}
     for rd in range(g.num_rounds):
@@ -399,12 +406,19 @@ def main() -> None:
     a.add_argument("--seconds", type=float, default=30)
     a.add_argument("--pool", type=int, default=2000)
     a.add_argument("--seed", type=int, default=0)
-    a.add_argument("--solve", default=None, metavar="METHOD",
-                   help="serve with subgame solving of the last round (mccfr serve --solve METHOD)")
-    a.add_argument("--solve-from", default=None, metavar="ROUND",
-                   help="with --solve: the first round solved (mccfr serve --solve-from ROUND)")
-    a.add_argument("--max-solve-ms", type=int, default=None,
-                   help="with --solve: mccfr serve --max-solve-ms")
+    a.add_argument(
+        "--solve",
+        default=None,
+        metavar="METHOD",
+        help="serve with subgame solving of the last round (mccfr serve --solve METHOD)",
+    )
+    a.add_argument(
+        "--solve-from",
+        default=None,
+        metavar="ROUND",
+        help="with --solve: the first round solved (mccfr serve --solve-from ROUND)",
+    )
+    a.add_argument("--max-solve-ms", type=int, default=None, help="with --solve: mccfr serve --max-solve-ms")
     c = sub.add_parser("inprocess")
     c.add_argument("run_dir")
     c.add_argument("--pool", type=int, default=2000)

@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from blueprint.evaluate import expected_value  # noqa: E402
-from evaluation.oracle import openspiel_exploitability  # noqa: E402
 from blueprint.trainer import make_trainer  # noqa: E402
+from evaluation.oracle import openspiel_exploitability  # noqa: E402
 
 
 def main() -> dict:
@@ -32,8 +32,15 @@ def main() -> dict:
         tr.run(iters)
         e = tr.exploitability()[0]
         v = expected_value(tr.tree, tr.cards, tr.row_offset, tr.average_strategy())
-        res[f"kuhn_{algo}"] = {"iterations": iters, "exploitability": e, "value": v, "value_error": v + 1 / 18}
-        print(f"kuhn {algo:9s} {iters:>10,d} it  exploitability {e:.6f}  value {v:+.6f} (-1/18 = {-1 / 18:+.6f})")
+        res[f"kuhn_{algo}"] = {
+            "iterations": iters,
+            "exploitability": e,
+            "value": v,
+            "value_error": v + 1 / 18,
+        }
+        print(
+            f"kuhn {algo:9s} {iters:>10,d} it  exploitability {e:.6f}  value {v:+.6f} (-1/18 = {-1 / 18:+.6f})"
+        )
     tr = make_trainer("leduc", algo="pluribus", seed=0)
     t0 = time.perf_counter()
     while True:
@@ -43,11 +50,18 @@ def main() -> dict:
             break
     wall = time.perf_counter() - t0
     peer = openspiel_exploitability(tr)
-    res["leduc_pluribus"] = {"iterations": tr.iteration, "exploitability": e, "kernel_s": tr.seconds,
-                             "wall_s_with_checks": wall, "openspiel_exploitability": peer,
-                             "abs_diff": abs(peer - e)}
-    print(f"leduc pluribus {tr.iteration:>10,d} it  exploitability {e:.6f}  kernel {tr.seconds:.1f} s"
-          f"  (pyspiel.exploitability of the same strategy: {peer:.6f}, |diff| {abs(peer - e):.1e})")
+    res["leduc_pluribus"] = {
+        "iterations": tr.iteration,
+        "exploitability": e,
+        "kernel_s": tr.seconds,
+        "wall_s_with_checks": wall,
+        "openspiel_exploitability": peer,
+        "abs_diff": abs(peer - e),
+    }
+    print(
+        f"leduc pluribus {tr.iteration:>10,d} it  exploitability {e:.6f}  kernel {tr.seconds:.1f} s"
+        f"  (pyspiel.exploitability of the same strategy: {peer:.6f}, |diff| {abs(peer - e):.1e})"
+    )
     return res
 
 

@@ -51,19 +51,31 @@ def main(argv=None) -> None:
         its = n / (time.perf_counter() - t1)
         its_cpu = n / (time.process_time() - c1)
         d = sol.diagnostics()
-        row = {"endgame": which, "file": FILES[which], "nodes": tree.num_nodes, "boards": len(tree.boards),
-               "build_s": round(build, 2), "iterations": sol.iterations, "seconds_to_target": round(sol.elapsed_s, 2),
-               "cpu_seconds_to_target": round(cpu, 2),
-               "exploitability_pct_pot": round(sol.exploitability_pct_pot, 3), "iterations_per_s": round(its, 1),
-               "iterations_per_cpu_s": round(its_cpu, 1),
-               "solver_memory_mb": d["memory_mb"], "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
-               "load_avg_1m": round(os.getloadavg()[0], 2)}
+        row = {
+            "endgame": which,
+            "file": FILES[which],
+            "nodes": tree.num_nodes,
+            "boards": len(tree.boards),
+            "build_s": round(build, 2),
+            "iterations": sol.iterations,
+            "seconds_to_target": round(sol.elapsed_s, 2),
+            "cpu_seconds_to_target": round(cpu, 2),
+            "exploitability_pct_pot": round(sol.exploitability_pct_pot, 3),
+            "iterations_per_s": round(its, 1),
+            "iterations_per_cpu_s": round(its_cpu, 1),
+            "solver_memory_mb": d["memory_mb"],
+            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+            "load_avg_1m": round(os.getloadavg()[0], 2),
+        }
         rows.append(row)
-        print(f"{which:5s} {FILES[which]}: {tree.num_nodes:,} nodes, {len(tree.boards)} boards; "
-              f"{sol.iterations} iterations to {sol.exploitability_pct_pot:.3f}% of the pot in {sol.elapsed_s:.2f} s "
-              f"({cpu:.2f} s CPU) "
-              f"(tree built in {build:.1f} s); {its:.1f} iterations/s ({its_cpu:.1f} per CPU s); solver state {d['memory_mb']:.0f} MB; "
-              f"load {row['load_avg_1m']}", flush=True)
+        print(
+            f"{which:5s} {FILES[which]}: {tree.num_nodes:,} nodes, {len(tree.boards)} boards; "
+            f"{sol.iterations} iterations to {sol.exploitability_pct_pot:.3f}% of the pot in {sol.elapsed_s:.2f} s "
+            f"({cpu:.2f} s CPU) "
+            f"(tree built in {build:.1f} s); {its:.1f} iterations/s ({its_cpu:.1f} per CPU s); solver state {d['memory_mb']:.0f} MB; "
+            f"load {row['load_avg_1m']}",
+            flush=True,
+        )
     if args.json:
         print(json.dumps(rows))
 

@@ -32,8 +32,12 @@ import ray
 from ray.cluster_utils import Cluster
 
 REPO = Path(__file__).resolve().parents[1]
-FAST_HEALTH = {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
-               "health_check_initial_delay_ms": 0, "health_check_timeout_ms": 500}
+FAST_HEALTH = {
+    "health_check_period_ms": 500,
+    "health_check_failure_threshold": 3,
+    "health_check_initial_delay_ms": 0,
+    "health_check_timeout_ms": 500,
+}
 
 
 # shards per drill (shard k starts on node k mod nodes): one shard leaves a node without any; with
@@ -70,9 +74,31 @@ def drill(c: Cluster, name: str, a, reference: float | None) -> dict:
     run = Path(tempfile.mkdtemp()) / "run"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     shards = DRILL_SHARDS.get(name, a.shards)
-    cmd = [sys.executable, "-c", "from cli import main; main()", "train", "--game", "leduc", "--workers",
-           str(a.workers), "--shards", str(shards), "--batch", str(a.batch), "--iterations", str(a.iterations),
-           "--checkpoint-every", "1", "--eval-every", "1000", "--address", c.address, "--out", str(run), "--json"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from cli import main; main()",
+        "train",
+        "--game",
+        "leduc",
+        "--workers",
+        str(a.workers),
+        "--shards",
+        str(shards),
+        "--batch",
+        str(a.batch),
+        "--iterations",
+        str(a.iterations),
+        "--checkpoint-every",
+        "1",
+        "--eval-every",
+        "1000",
+        "--address",
+        c.address,
+        "--out",
+        str(run),
+        "--json",
+    ]
     t0 = time.time()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     removed = None
@@ -95,19 +121,40 @@ def drill(c: Cluster, name: str, a, reference: float | None) -> dict:
                 continue
             (node,) = [n for n in c.worker_nodes if n.node_id == cands[0]]
             c.remove_node(node, allow_graceful=False)
-            removed = {"node": cands[0][:12], "workers_there": workers.get(cands[0], 0),
-                       "shards_there": held.get(cands[0], 0), "after_seconds": round(time.time() - t0, 1)}
+            removed = {
+                "node": cands[0][:12],
+                "workers_there": workers.get(cands[0], 0),
+                "shards_there": held.get(cands[0], 0),
+                "after_seconds": round(time.time() - t0, 1),
+            }
         out, err = proc.communicate(timeout=600)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
         return {"drill": name, "rc": "hung (killed after the deadline)", "removed": removed}
-    row = {"drill": name, "shards": shards, "rc": proc.returncode, "removed": removed,
-           "seconds": round(time.time() - t0, 1)}
+    row = {
+        "drill": name,
+        "shards": shards,
+        "rc": proc.returncode,
+        "removed": removed,
+        "seconds": round(time.time() - t0, 1),
+    }
     try:
         res = json.loads(out.strip().splitlines()[-1])
-        row.update({k: res.get(k) for k in ("iterations", "exploitability", "shard_restores", "worker_restarts",
-                                             "lost_batches", "nodes", "driver_calls_per_round")})
+        row.update(
+            {
+                k: res.get(k)
+                for k in (
+                    "iterations",
+                    "exploitability",
+                    "shard_restores",
+                    "worker_restarts",
+                    "lost_batches",
+                    "nodes",
+                    "driver_calls_per_round",
+                )
+            }
+        )
     except (ValueError, IndexError):
         row["stdout_tail"] = out[-500:]
     row["warnings"] = [line for line in err.splitlines() if line.startswith("warning:")][:12]
@@ -128,15 +175,26 @@ def main() -> None:
     ap.add_argument("--drills", default="worker,shard,both-shards,no-spare")
     ap.add_argument("--shards-default", dest="shards", type=int, default=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20,
-                                                      "_system_config": FAST_HEALTH})
+    c = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20, "_system_config": FAST_HEALTH},
+    )
     top_up_to = a.nodes
     for _ in range(top_up_to):
         c.add_node(num_cpus=1, object_store_memory=80 << 20)
     c.wait_for_nodes()
     ray.init(address=c.address, include_dashboard=False, logging_level="warning", log_to_driver=False)
-    emit({"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "load_average": os.getloadavg(), "nodes": a.nodes,
-          "workers": a.workers, "shards": a.shards, "iterations": a.iterations, "batch": a.batch})
+    emit(
+        {
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "load_average": os.getloadavg(),
+            "nodes": a.nodes,
+            "workers": a.workers,
+            "shards": a.shards,
+            "iterations": a.iterations,
+            "batch": a.batch,
+        }
+    )
     try:
         from blueprint.trainer import make_trainer
         from cluster.job import RayJob
@@ -149,7 +207,9 @@ def main() -> None:
             top_up(c, a.workers if name == "no-spare" else a.nodes)
             alive = [n for n in ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) > 0]
             if name == "no-spare":  # exactly one node per worker: remove the spare ones
-                for node in [n for n in c.worker_nodes if any(x["NodeID"] == n.node_id for x in alive)][a.workers:]:
+                for node in [n for n in c.worker_nodes if any(x["NodeID"] == n.node_id for x in alive)][
+                    a.workers :
+                ]:
                     c.remove_node(node, allow_graceful=False)
             emit(drill(c, name, a, reference))
     finally:

@@ -317,7 +317,9 @@ _FILE_HEADER = struct.Struct("<8sII")  # magic, format version, codec (1: one lz
 
 def _wrap(magic: bytes, stream: bytes) -> bytes:
     """A shard or blueprint file around a (mutated) decompressed stream, checksums recomputed."""
-    return _FILE_HEADER.pack(magic, 1, 1) + lz4.frame.compress(stream, block_checksum=True, content_checksum=True)
+    return _FILE_HEADER.pack(magic, 1, 1) + lz4.frame.compress(
+        stream, block_checksum=True, content_checksum=True
+    )
 
 
 def _stream(data: bytes) -> bytes:
@@ -329,8 +331,16 @@ def _reseal_manifest(data: bytes) -> bytes:
     map; else the bytes as they are. Unpacked with limits: the harness must not blow up either."""
     n = len(data)
     try:
-        fields = msgpack.unpackb(data, raw=False, strict_map_key=False, max_str_len=n, max_bin_len=n,
-                                 max_array_len=n, max_map_len=n, max_ext_len=0)
+        fields = msgpack.unpackb(
+            data,
+            raw=False,
+            strict_map_key=False,
+            max_str_len=n,
+            max_bin_len=n,
+            max_array_len=n,
+            max_map_len=n,
+            max_ext_len=0,
+        )
         if not isinstance(fields, dict):
             return data
         fields.pop("manifest_blake2b", None)
@@ -352,8 +362,13 @@ def _small_run_checkpoints() -> list[Path]:
 
         root = Path(tempfile.mkdtemp(prefix="fuzz-runs-"))
         dirs = []
-        for i, kw in enumerate((dict(game="kuhn", algo="cfr+"), dict(game="leduc", algo="pluribus", seed=1),
-                                dict(game=str(ROOT / "tests" / "data" / "leduc_nolimit.game"), bets="fcpa"))):
+        for i, kw in enumerate(
+            (
+                dict(game="kuhn", algo="cfr+"),
+                dict(game="leduc", algo="pluribus", seed=1),
+                dict(game=str(ROOT / "tests" / "data" / "leduc_nolimit.game"), bets="fcpa"),
+            )
+        ):
             tr = make_trainer(**kw)
             tr.run(50)
             dirs.append(tr.save(root / f"run{i}"))
@@ -366,8 +381,12 @@ def checkpoint_corpus(rng: random.Random) -> list[Seed]:
     for d in _small_run_checkpoints():
         shard = (d / ck.shard_name(0)).read_bytes()
         manifest = (d / ck.MANIFEST_NAME).read_bytes()
-        seeds += [(("shard", "raw"), shard), (("shard", "stream"), _stream(shard)),
-                  (("manifest", "raw"), manifest), (("manifest", "reseal"), manifest)]
+        seeds += [
+            (("shard", "raw"), shard),
+            (("shard", "stream"), _stream(shard)),
+            (("manifest", "raw"), manifest),
+            (("manifest", "reseal"), manifest),
+        ]
     return seeds
 
 
@@ -375,8 +394,11 @@ def blueprint_corpus(rng: random.Random) -> list[Seed]:
     seeds: list[Seed] = []
     for d in _small_run_checkpoints():
         data = (d / ck.BLUEPRINT_NAME).read_bytes()
-        seeds += [(("blueprint", "raw"), data), (("blueprint", "stream"), _stream(data)),
-                  (("blueprint", "stream"), _stream(data))]  # resealed twice as often: it gets further
+        seeds += [
+            (("blueprint", "raw"), data),
+            (("blueprint", "stream"), _stream(data)),
+            (("blueprint", "stream"), _stream(data)),
+        ]  # resealed twice as often: it gets further
     return seeds
 
 
@@ -489,9 +511,33 @@ def run_request(context, data: bytes) -> None:
 
 
 REQUEST_TOKENS = (
-    b'{"matchstate": ', b'"session": ', b'"time_budget_ms": ', b'"method": ', b'"blueprint"', b'"resolve"',
-    b"null", b"true", b"1e309", b"-1", b"99999999999999999999999", b"[", b"]", b"{", b"}", b",", b":",
-    b'"\\ud800"', b"\\u0000", b"\\", b'"', b"\xff", b"MATCHSTATE:", b"r20000", b"|", b"/", b"\n",
+    b'{"matchstate": ',
+    b'"session": ',
+    b'"time_budget_ms": ',
+    b'"method": ',
+    b'"blueprint"',
+    b'"resolve"',
+    b"null",
+    b"true",
+    b"1e309",
+    b"-1",
+    b"99999999999999999999999",
+    b"[",
+    b"]",
+    b"{",
+    b"}",
+    b",",
+    b":",
+    b'"\\ud800"',
+    b"\\u0000",
+    b"\\",
+    b'"',
+    b"\xff",
+    b"MATCHSTATE:",
+    b"r20000",
+    b"|",
+    b"/",
+    b"\n",
 )
 
 

@@ -66,11 +66,17 @@ def start_server(run_dir: str, extra: list[str], root: str | None = None) -> tup
     """``mccfr serve run_dir`` on 127.0.0.1, any free port, from the code at ``root`` (default this
     checkout; another tree, e.g. ``git archive HEAD``, for a before / after comparison)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(root or ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
-                                                               if p])
-    proc = subprocess.Popen(MCCFR + ["serve", str(Path(run_dir).resolve()), "--host", "127.0.0.1", "--port", "0"]
-                            + extra, env=env, cwd=str(root or ROOT),
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(root or ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
+    proc = subprocess.Popen(
+        MCCFR + ["serve", str(Path(run_dir).resolve()), "--host", "127.0.0.1", "--port", "0"] + extra,
+        env=env,
+        cwd=str(root or ROOT),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     lines = []
     for line in proc.stderr:
         lines.append(line)
@@ -115,9 +121,15 @@ def rss_bytes(pid: int) -> int:
 
 def server_flags(args) -> list[str]:
     out = []
-    for flag, v in (("--solve", args.solve), ("--solve-from", args.solve_from), ("--memory-budget", args.memory_budget),
-                    ("--max-solve-ms", args.max_solve_ms), ("--solver-threads", args.solver_threads),
-                    ("--time-budget-ms", args.time_budget_ms), ("--max-inflight-per-client", args.max_inflight)):
+    for flag, v in (
+        ("--solve", args.solve),
+        ("--solve-from", args.solve_from),
+        ("--memory-budget", args.memory_budget),
+        ("--max-solve-ms", args.max_solve_ms),
+        ("--solver-threads", args.solver_threads),
+        ("--time-budget-ms", args.time_budget_ms),
+        ("--max-inflight-per-client", args.max_inflight),
+    ):
         if v is not None:
             out += [flag, str(v)]
     return out
@@ -145,8 +157,12 @@ def self_play_hands(bp, count: int, seed: int, from_round: int, log_every: float
         reached = False
         while not state.is_terminal():
             if state.is_chance():
-                k = 2 * g.num_hole_cards if i == 0 else g.board_cards_through(state.round) - len(state.board_cards)
-                state = state.deal([int(c) for c in deck[i: i + k]])
+                k = (
+                    2 * g.num_hole_cards
+                    if i == 0
+                    else g.board_cards_through(state.round) - len(state.board_cards)
+                )
+                state = state.deal([int(c) for c in deck[i : i + k]])
                 i += k
                 continue
             ms = state.matchstate(state.current_player())
@@ -196,8 +212,10 @@ class Conn:
     async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, dict]:
         if self.writer is None:
             await self._open()
-        head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                f"{self.auth}Content-Length: {len(body)}\r\n\r\n").encode()
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"{self.auth}Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
         try:
             self.writer.write(head + body)
             await self.writer.drain()
@@ -230,7 +248,9 @@ class Stats:
     def __init__(self):
         self.t0 = time.perf_counter()
         self.rows: list[tuple[float, float, int, str]] = []  # (rtt ms, server ms, round, answered by)
-        self.slowest: list[tuple[float, float, float, int, str, bool]] = []  # (rtt, at s, server ms, round, by, new conn)
+        self.slowest: list[
+            tuple[float, float, float, int, str, bool]
+        ] = []  # (rtt, at s, server ms, round, by, new conn)
         self.status: dict[int, int] = {}
         self.dropped = 0
         self.hands = 0
@@ -242,14 +262,17 @@ class Stats:
             by = out.get("fallback") or out["source"]
             self.rows.append((rtt_ms, out.get("elapsed_ms", float("nan")), rnd, by))
             if len(self.slowest) < 5 or rtt_ms > self.slowest[-1][0]:
-                self.slowest.append((rtt_ms, time.perf_counter() - self.t0, out.get("elapsed_ms"), rnd, by, fresh))
+                self.slowest.append(
+                    (rtt_ms, time.perf_counter() - self.t0, out.get("elapsed_ms"), rnd, by, fresh)
+                )
                 self.slowest = sorted(self.slowest, reverse=True)[:5]
         elif len(self.errors) < 10:
             self.errors.append(f"{status}: {out}")
 
 
-async def play_hand(conn: Conn, hand: list[str], tag: str, rounds: dict[str, int], stats: Stats,
-                    budget_ms: int | None) -> None:
+async def play_hand(
+    conn: Conn, hand: list[str], tag: str, rounds: dict[str, int], stats: Stats, budget_ms: int | None
+) -> None:
     for ms in hand:
         seat = ms.split(":", 2)[1]
         body = {"matchstate": ms, "session": f"{tag}-s{seat}"}
@@ -286,18 +309,41 @@ def summarize(stats: Stats, from_round: int) -> dict:
         for r in sub:
             kinds[r[3]] = kinds.get(r[3], 0) + 1
         per_round[ROUNDS[rd] if rd < 4 else str(rd)] = {
-            "n": len(sub), "rtt_p50_ms": pct([r[0] for r in sub], 0.5), "rtt_p99_ms": pct([r[0] for r in sub], 0.99),
-            "rtt_max_ms": max(r[0] for r in sub), "server_p99_ms": pct([r[1] for r in sub], 0.99),
-            "server_max_ms": max(r[1] for r in sub), "answered_by": kinds}
+            "n": len(sub),
+            "rtt_p50_ms": pct([r[0] for r in sub], 0.5),
+            "rtt_p99_ms": pct([r[0] for r in sub], 0.99),
+            "rtt_max_ms": max(r[0] for r in sub),
+            "server_p99_ms": pct([r[1] for r in sub], 0.99),
+            "server_max_ms": max(r[1] for r in sub),
+            "answered_by": kinds,
+        }
     return {
-        "answers": len(rows), "hands": stats.hands, "status": {str(k): v for k, v in sorted(stats.status.items())},
-        "5xx": sum(v for k, v in stats.status.items() if k >= 500), "dropped": stats.dropped,
-        "rtt_p50_ms": pct(rtt, 0.5), "rtt_p99_ms": pct(rtt, 0.99), "rtt_max_ms": max(rtt) if rtt else None,
-        "solvable_n": len(solvable), "solvable_rtt_p50_ms": pct(solvable, 0.5),
-        "solvable_rtt_p99_ms": pct(solvable, 0.99), "solvable_rtt_max_ms": max(solvable) if solvable else None,
-        "answered_by": by, "per_round": per_round, "errors": stats.errors,
-        "slowest": [{"rtt_ms": round(r[0], 1), "at_s": round(r[1], 2), "server_ms": r[2], "round": r[3], "by": r[4],
-                     "new_connection": r[5]} for r in stats.slowest],
+        "answers": len(rows),
+        "hands": stats.hands,
+        "status": {str(k): v for k, v in sorted(stats.status.items())},
+        "5xx": sum(v for k, v in stats.status.items() if k >= 500),
+        "dropped": stats.dropped,
+        "rtt_p50_ms": pct(rtt, 0.5),
+        "rtt_p99_ms": pct(rtt, 0.99),
+        "rtt_max_ms": max(rtt) if rtt else None,
+        "solvable_n": len(solvable),
+        "solvable_rtt_p50_ms": pct(solvable, 0.5),
+        "solvable_rtt_p99_ms": pct(solvable, 0.99),
+        "solvable_rtt_max_ms": max(solvable) if solvable else None,
+        "answered_by": by,
+        "per_round": per_round,
+        "errors": stats.errors,
+        "slowest": [
+            {
+                "rtt_ms": round(r[0], 1),
+                "at_s": round(r[1], 2),
+                "server_ms": r[2],
+                "round": r[3],
+                "by": r[4],
+                "new_connection": r[5],
+            }
+            for r in stats.slowest
+        ],
     }
 
 
@@ -342,13 +388,21 @@ def load(args) -> dict:
             rng = np.random.default_rng(args.seed + 1 + k)
             i = 0
             while time.perf_counter() < stop:
-                await play_hand(conn, hands[int(rng.integers(len(hands)))], f"c{k}-{i}", rounds, stats,
-                                args.request_budget_ms)
+                await play_hand(
+                    conn,
+                    hands[int(rng.integers(len(hands)))],
+                    f"c{k}-{i}",
+                    rounds,
+                    stats,
+                    args.request_budget_ms,
+                )
                 i += 1
             await conn.close()
 
         async def main() -> tuple[float, dict]:
-            conns = await asyncio.gather(*(connect(k) for k in range(args.clients)))  # keep-alive, opened first
+            conns = await asyncio.gather(
+                *(connect(k) for k in range(args.clients))
+            )  # keep-alive, opened first
             stats.t0 = t0 = time.perf_counter()
             stop = t0 + args.seconds
             await asyncio.gather(*(client(c, k, stop) for k, c in enumerate(conns)))
@@ -366,25 +420,55 @@ def load(args) -> dict:
         proc.wait(30)
     out = summarize(stats, from_round)
     out.update(connect_p50_ms=pct(connect_ms, 0.5), connect_max_ms=max(connect_ms))
-    out.update(clients=args.clients, seconds=wall, qps=out["answers"] / wall, loadavg_before=load0,
-               loadavg_after=load1, server_rss_mb=rss / 2**20,
-               server_metrics={k: metrics.get(k) for k in ("responses", "answers", "fallbacks", "errors", "latency_ms",
-                                                         "memory", "solver", "event_loop")})
-    print(f"{out['answers']:,} answers to {args.clients} clients in {wall:.1f} s ({out['qps']:.0f}/s); statuses "
-          f"{out['status']}; 5xx {out['5xx']}; dropped connections {out['dropped']}; "
-          f"load average {load0[0]:.2f} -> {load1[0]:.2f}; {args.clients} connections opened first (connect p50 "
-          f"{out['connect_p50_ms']:.1f} ms, max {out['connect_max_ms']:.1f} ms), then kept alive")
-    print(f"round trip: p50 {out['rtt_p50_ms']:.1f} ms, p99 {out['rtt_p99_ms']:.1f} ms, max {out['rtt_max_ms']:.1f} ms; "
-          f"queries the server may solve ({out['solvable_n']:,}): p50 {out['solvable_rtt_p50_ms']:.1f}, "
-          f"p99 {out['solvable_rtt_p99_ms']:.1f}, max {out['solvable_rtt_max_ms'] or float('nan'):.1f} ms")
+    out.update(
+        clients=args.clients,
+        seconds=wall,
+        qps=out["answers"] / wall,
+        loadavg_before=load0,
+        loadavg_after=load1,
+        server_rss_mb=rss / 2**20,
+        server_metrics={
+            k: metrics.get(k)
+            for k in (
+                "responses",
+                "answers",
+                "fallbacks",
+                "errors",
+                "latency_ms",
+                "memory",
+                "solver",
+                "event_loop",
+            )
+        },
+    )
+    print(
+        f"{out['answers']:,} answers to {args.clients} clients in {wall:.1f} s ({out['qps']:.0f}/s); statuses "
+        f"{out['status']}; 5xx {out['5xx']}; dropped connections {out['dropped']}; "
+        f"load average {load0[0]:.2f} -> {load1[0]:.2f}; {args.clients} connections opened first (connect p50 "
+        f"{out['connect_p50_ms']:.1f} ms, max {out['connect_max_ms']:.1f} ms), then kept alive"
+    )
+    print(
+        f"round trip: p50 {out['rtt_p50_ms']:.1f} ms, p99 {out['rtt_p99_ms']:.1f} ms, max {out['rtt_max_ms']:.1f} ms; "
+        f"queries the server may solve ({out['solvable_n']:,}): p50 {out['solvable_rtt_p50_ms']:.1f}, "
+        f"p99 {out['solvable_rtt_p99_ms']:.1f}, max {out['solvable_rtt_max_ms'] or float('nan'):.1f} ms"
+    )
     for name, r in out["per_round"].items():
         by = ", ".join(f"{k} {v}" for k, v in sorted(r["answered_by"].items()))
-        print(f"  {name:8s} {r['n']:7,d}  rtt p50 {r['rtt_p50_ms']:8.1f}  p99 {r['rtt_p99_ms']:8.1f}  "
-              f"max {r['rtt_max_ms']:8.1f} ms  server max {r['server_max_ms']:8.1f} ms; {by}")
-    print(f"  server: event loop {out['server_metrics'].get('event_loop')}; solver {out['server_metrics'].get('solver')}")
-    print("  slowest:", "; ".join(f"{r['rtt_ms']:.0f} ms at {r['at_s']:.1f} s (server {r['server_ms']:.0f} ms, "
-                                   f"{ROUNDS[r['round']]}, {r['by']}{', new connection' if r['new_connection'] else ''})"
-                                   for r in out["slowest"]))
+        print(
+            f"  {name:8s} {r['n']:7,d}  rtt p50 {r['rtt_p50_ms']:8.1f}  p99 {r['rtt_p99_ms']:8.1f}  "
+            f"max {r['rtt_max_ms']:8.1f} ms  server max {r['server_max_ms']:8.1f} ms; {by}"
+        )
+    print(
+        f"  server: event loop {out['server_metrics'].get('event_loop')}; solver {out['server_metrics'].get('solver')}"
+    )
+    print(
+        "  slowest:",
+        "; ".join(
+            f"{r['rtt_ms']:.0f} ms at {r['at_s']:.1f} s (server {r['server_ms']:.0f} ms, "
+            f"{ROUNDS[r['round']]}, {r['by']}{', new connection' if r['new_connection'] else ''})"
+            for r in out["slowest"]
+        ),
+    )
     for e in out["errors"][:5]:
         print("  e.g.", e[:300])
     return out
@@ -399,8 +483,11 @@ def soak(args) -> dict:
     from_round = first_solved_round(args, bp.game)
     t = time.perf_counter()
     hands = self_play_hands(bp, args.hands, args.seed, min(from_round, bp.game.gamedef.num_rounds - 1))
-    print(f"{len(hands):,} self-play hands ({sum(map(len, hands)):,} decisions) in {time.perf_counter() - t:.1f} s; "
-          f"blueprint arrays {bp_bytes / 2**20:.1f} MiB", file=sys.stderr)
+    print(
+        f"{len(hands):,} self-play hands ({sum(map(len, hands)):,} decisions) in {time.perf_counter() - t:.1f} s; "
+        f"blueprint arrays {bp_bytes / 2**20:.1f} MiB",
+        file=sys.stderr,
+    )
     rounds = round_of(bp.game, hands)
     del bp
     proc, port = start_server(args.run_dir, server_flags(args))
@@ -433,18 +520,28 @@ def soak(args) -> dict:
                     except Dropped:
                         m = {}
                     mem = m.get("memory") or {}
-                    samples.append({
-                        "t_s": round(time.perf_counter() - t0, 2), "rss_mb": rss_bytes(proc.pid) / 2**20,
-                        "hands": stats.hands, "answers": len(stats.rows),
-                        "solved": (m.get("answers") or {}).get("subgame", 0),
-                        "cache_mb": mem.get("cache_bytes", 0) / 2**20, "cache_entries": mem.get("cache_entries", 0),
-                        "evictions": mem.get("evictions", 0), "budget_mb": mem.get("budget_bytes", 0) / 2**20,
-                        "loadavg": os.getloadavg()[0]})
+                    samples.append(
+                        {
+                            "t_s": round(time.perf_counter() - t0, 2),
+                            "rss_mb": rss_bytes(proc.pid) / 2**20,
+                            "hands": stats.hands,
+                            "answers": len(stats.rows),
+                            "solved": (m.get("answers") or {}).get("subgame", 0),
+                            "cache_mb": mem.get("cache_bytes", 0) / 2**20,
+                            "cache_entries": mem.get("cache_entries", 0),
+                            "evictions": mem.get("evictions", 0),
+                            "budget_mb": mem.get("budget_bytes", 0) / 2**20,
+                            "loadavg": os.getloadavg()[0],
+                        }
+                    )
                     if len(samples) % 30 == 0:
                         s = samples[-1]
-                        print(f"  {s['t_s']:6.0f} s: {s['hands']:,} hands, RSS {s['rss_mb']:.0f} MiB, cache "
-                              f"{s['cache_mb']:.0f} MiB in {s['cache_entries']} sessions, {s['evictions']:,} "
-                              f"evictions, {s['solved']:,} solved; load {s['loadavg']:.1f}", file=sys.stderr)
+                        print(
+                            f"  {s['t_s']:6.0f} s: {s['hands']:,} hands, RSS {s['rss_mb']:.0f} MiB, cache "
+                            f"{s['cache_mb']:.0f} MiB in {s['cache_entries']} sessions, {s['evictions']:,} "
+                            f"evictions, {s['solved']:,} solved; load {s['loadavg']:.1f}",
+                            file=sys.stderr,
+                        )
                     try:
                         await asyncio.wait_for(done.wait(), 1.0)
                     except (asyncio.TimeoutError, TimeoutError):
@@ -468,37 +565,64 @@ def soak(args) -> dict:
     budget = (metrics.get("memory") or {}).get("budget_bytes")
     rss = [s["rss_mb"] for s in samples]
     n = len(rss)
-    q2 = max(rss[n // 4: n // 2] or rss)
-    q4 = max(rss[3 * n // 4:] or rss)
+    q2 = max(rss[n // 4 : n // 2] or rss)
+    q4 = max(rss[3 * n // 4 :] or rss)
     plateau = q4 <= q2 + max(16.0, 0.02 * q2)
     rest = [s["rss_mb"] - s["cache_mb"] for s in samples]  # what is not the cache: should stay flat
-    rest_growth = max(rest[n // 2:] or rest) - max(rest[: n // 2] or rest)
+    rest_growth = max(rest[n // 2 :] or rest) - max(rest[: n // 2] or rest)
     ceiling = rss0 / 2**20 + (budget or 0) / 2**20
     under = max(rss) <= ceiling
-    out.update(seconds=wall, finished=finished, hands_reached=stats.hands, hands_planned=len(hands),
-               rss_start_mb=rss0 / 2**20, rss_max_mb=max(rss), rss_end_mb=rss[-1], rss_q2_max_mb=q2, rss_q4_max_mb=q4,
-               budget_mb=(budget or 0) / 2**20, ceiling_mb=ceiling, blueprint_arrays_mb=bp_bytes / 2**20,
-               plateaued=plateau, under_ceiling=under, rss_less_cache_start_mb=rest[0],
-               rss_less_cache_max_mb=max(rest), rss_less_cache_growth_second_half_mb=rest_growth, loadavg_before=load0, loadavg_after=load1,
-               server_memory=metrics.get("memory"), server_solver=metrics.get("solver"),
-               server_fallbacks=metrics.get("fallbacks"), csv=args.csv, png=args.png)
+    out.update(
+        seconds=wall,
+        finished=finished,
+        hands_reached=stats.hands,
+        hands_planned=len(hands),
+        rss_start_mb=rss0 / 2**20,
+        rss_max_mb=max(rss),
+        rss_end_mb=rss[-1],
+        rss_q2_max_mb=q2,
+        rss_q4_max_mb=q4,
+        budget_mb=(budget or 0) / 2**20,
+        ceiling_mb=ceiling,
+        blueprint_arrays_mb=bp_bytes / 2**20,
+        plateaued=plateau,
+        under_ceiling=under,
+        rss_less_cache_start_mb=rest[0],
+        rss_less_cache_max_mb=max(rest),
+        rss_less_cache_growth_second_half_mb=rest_growth,
+        loadavg_before=load0,
+        loadavg_after=load1,
+        server_memory=metrics.get("memory"),
+        server_solver=metrics.get("solver"),
+        server_fallbacks=metrics.get("fallbacks"),
+        csv=args.csv,
+        png=args.png,
+    )
     with open(args.csv, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(samples[0]))
         w.writeheader()
         w.writerows(samples)
     plot(samples, args.png, ceiling, rss0 / 2**20, out)
-    print(f"{stats.hands:,} of {len(hands):,} hands in {wall / 60:.1f} min ({'all' if finished else 'stopped at the time cap'}); "
-          f"{out['answers']:,} answers, statuses {out['status']}, dropped {out['dropped']}; answered by {out['answered_by']}")
-    print(f"server RSS: {rss0 / 2**20:.0f} MiB serving, max {max(rss):.0f}, end {rss[-1]:.0f} MiB; memory budget "
-          f"{out['budget_mb']:.0f} MiB, ceiling (budget + RSS serving) {ceiling:.0f} MiB; blueprint arrays "
-          f"{bp_bytes / 2**20:.1f} MiB; cache at the end {out['server_memory']['cache_bytes'] / 2**20:.0f} MiB in "
-          f"{out['server_memory']['cache_entries']} sessions, {out['server_memory']['evictions']:,} evictions")
+    print(
+        f"{stats.hands:,} of {len(hands):,} hands in {wall / 60:.1f} min ({'all' if finished else 'stopped at the time cap'}); "
+        f"{out['answers']:,} answers, statuses {out['status']}, dropped {out['dropped']}; answered by {out['answered_by']}"
+    )
+    print(
+        f"server RSS: {rss0 / 2**20:.0f} MiB serving, max {max(rss):.0f}, end {rss[-1]:.0f} MiB; memory budget "
+        f"{out['budget_mb']:.0f} MiB, ceiling (budget + RSS serving) {ceiling:.0f} MiB; blueprint arrays "
+        f"{bp_bytes / 2**20:.1f} MiB; cache at the end {out['server_memory']['cache_bytes'] / 2**20:.0f} MiB in "
+        f"{out['server_memory']['cache_entries']} sessions, {out['server_memory']['evictions']:,} evictions"
+    )
     print(f"server solver: {out['server_solver']}; fallbacks {out['server_fallbacks']}")
-    print(f"RSS plateaued: {'yes' if plateau else 'NO'} (peak in the last quarter {q4:.0f} MiB vs second quarter "
-          f"{q2:.0f} MiB); under the ceiling: {'yes' if under else 'NO'}; RSS less the cache: {rest[0]:.0f} MiB at "
-          f"the start, max {max(rest):.0f}, second half vs first half {rest_growth:+.0f} MiB")
-    print(f"round trip p50 {out['rtt_p50_ms']:.1f} ms, p99 {out['rtt_p99_ms']:.1f} ms, max {out['rtt_max_ms']:.1f} ms; "
-          f"csv {args.csv}, plot {args.png}")
+    print(
+        f"RSS plateaued: {'yes' if plateau else 'NO'} (peak in the last quarter {q4:.0f} MiB vs second quarter "
+        f"{q2:.0f} MiB); under the ceiling: {'yes' if under else 'NO'}; RSS less the cache: {rest[0]:.0f} MiB at "
+        f"the start, max {max(rest):.0f}, second half vs first half {rest_growth:+.0f} MiB"
+    )
+    print(
+        f"round trip p50 {out['rtt_p50_ms']:.1f} ms, p99 {out['rtt_p99_ms']:.1f} ms, max {out['rtt_max_ms']:.1f} ms; "
+        f"csv {args.csv}, plot {args.png}"
+    )
     return out
 
 
@@ -523,8 +647,10 @@ def plot(samples: list[dict], path: str, ceiling: float, start: float, out: dict
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     ax.legend(h1 + h2, l1 + l2, loc="center right", fontsize=8)
-    ax.set_title(f"mccfr serve soak: {out['hands_reached']:,} hands, {out['answered_by'].get('subgame', 0):,} "
-                 f"subgame answers, {out['server_memory']['evictions']:,} evictions")
+    ax.set_title(
+        f"mccfr serve soak: {out['hands_reached']:,} hands, {out['answered_by'].get('subgame', 0):,} "
+        f"subgame answers, {out['server_memory']['evictions']:,} evictions"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -536,14 +662,24 @@ def main() -> None:
     for name in ("soak", "load"):
         a = sub.add_parser(name)
         a.add_argument("run_dir")
-        a.add_argument("--solve", default="reach-maxmargin", help="mccfr serve --solve METHOD ('none': blueprint only)")
+        a.add_argument(
+            "--solve", default="reach-maxmargin", help="mccfr serve --solve METHOD ('none': blueprint only)"
+        )
         a.add_argument("--solve-from", default=None, help="mccfr serve --solve-from ROUND")
-        a.add_argument("--memory-budget", default="256M" if name == "soak" else None, help="mccfr serve --memory-budget")
-        a.add_argument("--max-solve-ms", type=int, default=50 if name == "soak" else None,
-                       help="mccfr serve --max-solve-ms (soak default 50: more solves in the time)")
+        a.add_argument(
+            "--memory-budget", default="256M" if name == "soak" else None, help="mccfr serve --memory-budget"
+        )
+        a.add_argument(
+            "--max-solve-ms",
+            type=int,
+            default=50 if name == "soak" else None,
+            help="mccfr serve --max-solve-ms (soak default 50: more solves in the time)",
+        )
         a.add_argument("--solver-threads", type=int, default=None)
         a.add_argument("--time-budget-ms", type=int, default=None, help="mccfr serve --time-budget-ms")
-        a.add_argument("--request-budget-ms", type=int, default=None, help="time_budget_ms sent with each query")
+        a.add_argument(
+            "--request-budget-ms", type=int, default=None, help="time_budget_ms sent with each query"
+        )
         a.add_argument("--max-inflight", type=int, default=None, help="mccfr serve --max-inflight-per-client")
         a.add_argument("--api-key", default=os.environ.get("MCCFR_API_KEY"))
         a.add_argument("--seed", type=int, default=0)
@@ -556,16 +692,22 @@ def main() -> None:
         else:
             a.add_argument("--seconds", type=float, default=30.0)
             a.add_argument("--pool", type=int, default=2000, help="self-play hands the clients draw from")
-            a.add_argument("--server-root", default=None,
-                           help="run the server from the code in this directory (e.g. an unpacked git archive "
-                                "of an older revision: give it only flags that revision knows)")
+            a.add_argument(
+                "--server-root",
+                default=None,
+                help="run the server from the code in this directory (e.g. an unpacked git archive "
+                "of an older revision: give it only flags that revision knows)",
+            )
     args = ap.parse_args()
     if args.solve == "none":
         args.solve = None
         args.memory_budget = args.max_solve_ms = None
     out = {"soak": soak, "load": load}[args.cmd](args)
-    out.update(command=" ".join(sys.argv), date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-               cpus=os.cpu_count())
+    out.update(
+        command=" ".join(sys.argv),
+        date=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        cpus=os.cpu_count(),
+    )
     print(json.dumps(out, default=str))
 
 

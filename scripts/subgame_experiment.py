@@ -30,14 +30,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/ is not installed
 
+from abstraction.bets import parse_bets
 from abstraction.buckets import build_buckets, cache_root
 from abstraction.isomorphism import HandIndexer
 from blueprint.algo import get_algo
 from blueprint.blueprint import Blueprint
 from blueprint.trainer import RunConfig, Trainer
-from abstraction.bets import parse_bets
-from experiments.fullgame import (FLOP_BETS_TOML, FullGame, off_tree_bets_toml, SolveSettings, flop_game,
-                              run_experiment, run_nested_experiment)
+from experiments.fullgame import (
+    FLOP_BETS_TOML,
+    FullGame,
+    SolveSettings,
+    flop_game,
+    off_tree_bets_toml,
+    run_experiment,
+    run_nested_experiment,
+)
 from holdem.reporting import chips_to_mbb
 from subgame.solver import METHODS
 
@@ -63,8 +70,14 @@ def blueprint_for(game, flop_buckets: int, iterations: int, seed: int, work: Pat
             if not hasattr(bp, "_node_cache"):
                 bp._node_cache = {}
             return bp, info
-    ab = build_buckets(game, (ix.size(0), flop_buckets), "ehs", work / f"ab-{game.name}-{flop_buckets}", progress=False,
-                       log=lambda s: None)
+    ab = build_buckets(
+        game,
+        (ix.size(0), flop_buckets),
+        "ehs",
+        work / f"ab-{game.name}-{flop_buckets}",
+        progress=False,
+        log=lambda s: None,
+    )
     bets = work / "bets.toml"
     bets.write_text(FLOP_BETS_TOML)
     tr = Trainer(RunConfig(game.name, str(bets), str(ab), get_algo("dcfr"), seed), gamedef=game)
@@ -76,7 +89,9 @@ def blueprint_for(game, flop_buckets: int, iterations: int, seed: int, work: Pat
     if check:
         t0 = time.perf_counter()
         base = tr.exploitability()[0]
-        log(f"  trainer.exploitability(): {chips_to_mbb(base, game.big_blind):.3f} mbb/game ({time.perf_counter() - t0:.0f} s)")
+        log(
+            f"  trainer.exploitability(): {chips_to_mbb(base, game.big_blind):.3f} mbb/game ({time.perf_counter() - t0:.0f} s)"
+        )
     bp = Blueprint(tr)
     out = (bp, {"key": key, "train_s": train_s, "iterations": iterations, "base_exploitability": base})
     with open(pk, "wb") as f:
@@ -86,10 +101,19 @@ def blueprint_for(game, flop_buckets: int, iterations: int, seed: int, work: Pat
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--table", type=int, default=1, choices=(1, 2),
-                    help="1: re-solve every flop root (Table 1); 2: nested solving vs translation (Table 2)")
-    ap.add_argument("--off-tree-size", type=float, default=0.75,
-                    help="--table 2: the full game's first flop bet the blueprint lacks, as a pot fraction")
+    ap.add_argument(
+        "--table",
+        type=int,
+        default=1,
+        choices=(1, 2),
+        help="1: re-solve every flop root (Table 1); 2: nested solving vs translation (Table 2)",
+    )
+    ap.add_argument(
+        "--off-tree-size",
+        type=float,
+        default=0.75,
+        help="--table 2: the full game's first flop bet the blueprint lacks, as a pot fraction",
+    )
     ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated subgame methods")
     ap.add_argument("--ranks", type=int, default=7)
     ap.add_argument("--suits", type=int, default=4)
@@ -99,10 +123,17 @@ def main(argv=None) -> int:
     ap.add_argument("--solve-iterations", type=int, default=200)
     ap.add_argument("--algo", default="dcfr", choices=("dcfr", "cfr+"))
     ap.add_argument("--max-boards", type=int, default=None, help="re-solve only the first N board classes")
-    ap.add_argument("--solve-budget", type=float, default=None,
-                    help="seconds of solving per blueprint; classes not reached keep the blueprint (coverage reported)")
-    ap.add_argument("--check-base", action="store_true",
-                    help="also score each blueprint with trainer.exploitability() (the dense evaluator; slow)")
+    ap.add_argument(
+        "--solve-budget",
+        type=float,
+        default=None,
+        help="seconds of solving per blueprint; classes not reached keep the blueprint (coverage reported)",
+    )
+    ap.add_argument(
+        "--check-base",
+        action="store_true",
+        help="also score each blueprint with trainer.exploitability() (the dense evaluator; slow)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work", default=None, help="cache of built abstractions and trained blueprints")
     ap.add_argument("--out", default=None, help="JSON results")
@@ -116,17 +147,38 @@ def main(argv=None) -> int:
         ap.error(f"unknown method(s) {', '.join(bad)}: expected from {', '.join(METHODS)}")
     settings = SolveSettings(iterations=a.solve_iterations, algo=a.algo, methods=methods)
     full_bets = FLOP_BETS_TOML if a.table == 1 else off_tree_bets_toml(a.off_tree_size)
-    results = {"game": game.to_acpc(), "name": game.name, "bets": FLOP_BETS_TOML, "full_game_bets": full_bets,
-               "table": a.table, "settings": vars(a), "rows": []}
+    results = {
+        "game": game.to_acpc(),
+        "name": game.name,
+        "bets": FLOP_BETS_TOML,
+        "full_game_bets": full_bets,
+        "table": a.table,
+        "settings": vars(a),
+        "rows": [],
+    }
     t_all = time.perf_counter()
     for fb in [int(x) for x in a.flop_buckets.split(",")]:
         bp, info = blueprint_for(game, fb, a.train_iterations, a.seed, work, a.check_base)
         if a.table == 2:
-            res = run_nested_experiment(bp, parse_bets(full_bets), settings, log=log, max_boards=a.max_boards,
-                                        time_budget=a.solve_budget, seed=a.seed)
+            res = run_nested_experiment(
+                bp,
+                parse_bets(full_bets),
+                settings,
+                log=log,
+                max_boards=a.max_boards,
+                time_budget=a.solve_budget,
+                seed=a.seed,
+            )
         else:
-            res = run_experiment(bp, settings, log=log, max_boards=a.max_boards, fg=FullGame(bp),
-                                 time_budget=a.solve_budget, seed=a.seed)
+            res = run_experiment(
+                bp,
+                settings,
+                log=log,
+                max_boards=a.max_boards,
+                fg=FullGame(bp),
+                time_budget=a.solve_budget,
+                seed=a.seed,
+            )
         fast = res["chips"]["blueprint" if a.table == 1 else "no-off-tree"]
         if info["base_exploitability"] is not None:
             diff = abs(fast - info["base_exploitability"])
@@ -144,7 +196,11 @@ def main(argv=None) -> int:
     print("| flop buckets | boards re-solved | " + " | ".join(cols) + " |")
     print("|---" * (len(cols) + 2) + "|")
     for r in results["rows"]:
-        print(f"| {r['flop_buckets']} | {100 * r['coverage']:.0f}% | " + " | ".join(f"{r['mbb'][c]:.1f}" for c in cols) + " |")
+        print(
+            f"| {r['flop_buckets']} | {100 * r['coverage']:.0f}% | "
+            + " | ".join(f"{r['mbb'][c]:.1f}" for c in cols)
+            + " |"
+        )
     return 0
 
 

@@ -41,17 +41,34 @@ class FuzzFailure(AssertionError):
         self.status, self.body, self.sent = status, body, sent
 
 
-def asgi_request(app, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None,
-                 client: tuple[str, int] = ("127.0.0.1", 40000), chunk: int | None = None) -> tuple[int, dict, bytes]:
+def asgi_request(
+    app,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+    client: tuple[str, int] = ("127.0.0.1", 40000),
+    chunk: int | None = None,
+) -> tuple[int, dict, bytes]:
     """One HTTP request to the ASGI ``app`` in this process: ``(status, headers, body)``.
     ``chunk``: send the body in pieces of this size (as a chunked upload arrives)."""
 
     async def run() -> tuple[int, dict, bytes]:
         hdrs = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
         scope = {
-            "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
-            "method": method, "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
-            "root_path": "", "headers": hdrs, "client": client, "server": ("127.0.0.1", 8000), "state": {},
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": method,
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": hdrs,
+            "client": client,
+            "server": ("127.0.0.1", 8000),
+            "state": {},
         }
         pieces = [body] if not chunk else [body[i : i + chunk] for i in range(0, len(body), chunk)] or [b""]
         sent = 0
@@ -81,8 +98,14 @@ def asgi_request(app, method: str, path: str, body: bytes = b"", headers: dict[s
     return asyncio.run(run())
 
 
-def http_request(url: str, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None,
-                 timeout: float = 30.0) -> tuple[int, dict, bytes]:
+def http_request(
+    url: str,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    headers: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> tuple[int, dict, bytes]:
     """One HTTP request to a running server at ``url`` (a fresh connection): ``(status, headers, body)``."""
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout)
@@ -94,8 +117,13 @@ def http_request(url: str, method: str, path: str, body: bytes = b"", headers: d
         conn.close()
 
 
-def post_body(target, body: bytes, content_type: str | None = "application/json",
-              headers: dict[str, str] | None = None, path: str = STRATEGY_PATH) -> tuple[int, dict, bytes]:
+def post_body(
+    target,
+    body: bytes,
+    content_type: str | None = "application/json",
+    headers: dict[str, str] | None = None,
+    path: str = STRATEGY_PATH,
+) -> tuple[int, dict, bytes]:
     """POST raw ``body`` to ``target`` (an ASGI app or a base URL): ``(status, headers, body)``."""
     hdrs = dict(headers or {})
     if content_type is not None:
@@ -119,7 +147,11 @@ def check_response(status: int, raw: bytes, sent: bytes = b"") -> dict:
     if not isinstance(payload, dict):
         raise FuzzFailure("a response body that is not a JSON object", status, raw, sent)
     if status >= 400:
-        if not (isinstance(payload.get("error"), str) and payload["error"] and isinstance(payload.get("kind"), str)):
+        if not (
+            isinstance(payload.get("error"), str)
+            and payload["error"]
+            and isinstance(payload.get("kind"), str)
+        ):
             raise FuzzFailure("an error without {'error': message, 'kind': tag}", status, raw, sent)
         return payload
     strat = payload.get("strategy")
@@ -127,13 +159,15 @@ def check_response(status: int, raw: bytes, sent: bytes = b"") -> dict:
         raise FuzzFailure("an answer without a strategy and a source", status, raw, sent)
     probs = list(strat.values())
     if not all(isinstance(p, (int, float)) and 0 <= p <= 1 + 1e-6 for p in probs) or not math.isclose(
-            sum(probs), 1.0, abs_tol=1e-4):
+        sum(probs), 1.0, abs_tol=1e-4
+    ):
         raise FuzzFailure("a strategy that is not a probability distribution", status, raw, sent)
     return payload
 
 
-def check_body(target, body: bytes, content_type: str | None = "application/json",
-               headers: dict[str, str] | None = None) -> tuple[int, dict]:
+def check_body(
+    target, body: bytes, content_type: str | None = "application/json", headers: dict[str, str] | None = None
+) -> tuple[int, dict]:
     """POST raw ``body`` to ``POST /v1/strategy`` of ``target`` (an ASGI app or a base URL) and check
     the answer (module docstring): ``(status, response JSON)``; :class:`FuzzFailure` otherwise."""
     status, _, raw = post_body(target, body, content_type, headers)

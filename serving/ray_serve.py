@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-SERVE_EXTRA = 'the Ray Serve deployment needs ray[serve]: pip install "mccfr[serve]" (or pip install "ray[serve]")'
+SERVE_EXTRA = (
+    'the Ray Serve deployment needs ray[serve]: pip install "mccfr[serve]" (or pip install "ray[serve]")'
+)
 APP_NAME = "mccfr"
 
 
@@ -31,8 +33,15 @@ def import_serve():
     return serve
 
 
-def build_app(run_dir: str, replicas: int = 1, *, threads: int = 8, responder_options: dict[str, Any] | None = None,
-              num_cpus: float = 1.0, app_options: dict[str, Any] | None = None):
+def build_app(
+    run_dir: str,
+    replicas: int = 1,
+    *,
+    threads: int = 8,
+    responder_options: dict[str, Any] | None = None,
+    num_cpus: float = 1.0,
+    app_options: dict[str, Any] | None = None,
+):
     """The Ray Serve application (``serve.run`` it): ``replicas`` copies of the query service of
     ``run_dir``. ``responder_options``: keyword arguments of :func:`~serving.responder.make_responder`
     (``solve_method``, ``default_time_budget_ms``, ``from_round``, ``solver_threads``,
@@ -67,11 +76,19 @@ def build_app(run_dir: str, replicas: int = 1, *, threads: int = 8, responder_op
         def __serve_build_asgi_app__(self):
             from serving.service import create_app
 
-            return create_app(self.responder, threads=self.threads,
-                              describe={"run_dir": self.run_dir, "ray_serve": True}, **self.app_opts)
+            return create_app(
+                self.responder,
+                threads=self.threads,
+                describe={"run_dir": self.run_dir, "ray_serve": True},
+                **self.app_opts,
+            )
 
-    dep = serve.deployment(StrategyService, name="StrategyService", num_replicas=replicas,
-                           ray_actor_options={"num_cpus": num_cpus})
+    dep = serve.deployment(
+        StrategyService,
+        name="StrategyService",
+        num_replicas=replicas,
+        ray_actor_options={"num_cpus": num_cpus},
+    )
     return dep.bind(str(run_dir), threads, opts, app_opts)
 
 

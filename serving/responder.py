@@ -239,7 +239,9 @@ def decision_state(checker: _GameChecker, matchstate: Any) -> State:
     try:
         return viewer_decision(state)
     except NotADecisionError as exc:
-        kind, status = (exc.kind, 409) if exc.kind in ("hand_over", "not_your_turn") else ("bad_matchstate", 400)
+        kind, status = (
+            (exc.kind, 409) if exc.kind in ("hand_over", "not_your_turn") else ("bad_matchstate", 400)
+        )
         raise QueryError(kind, f"matchstate {matchstate!r}: {exc}", status) from None
 
 
@@ -552,7 +554,12 @@ class _SizeModel:
             return None
         rows, nodes, boards = s
         H = self.hands
-        return self.ROW_BYTES * H * rows + self.BOARD_BYTES * H * boards + self.NODE_BYTES * nodes + self.HAND_BYTES * H
+        return (
+            self.ROW_BYTES * H * rows
+            + self.BOARD_BYTES * H * boards
+            + self.NODE_BYTES * nodes
+            + self.HAND_BYTES * H
+        )
 
     def estimate(self, state) -> tuple[int, int | None]:
         """(bytes a solve of ``state`` will hold at its peak, the uncorrected estimate)."""
@@ -572,15 +579,32 @@ class _SizeModel:
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
-            return {"correction": {str(r): round(f, 3) for r, f in sorted(self.factor.items())},
-                    "last_solve": {str(r): dict(v) for r, v in sorted(self.last.items())}}
+            return {
+                "correction": {str(r): round(f, 3) for r, f in sorted(self.factor.items())},
+                "last_solve": {str(r): dict(v) for r, v in sorted(self.last.items())},
+            }
 
 
 class _Job:
     """One admitted solve: the query, its times (``time.perf_counter`` instants) and its future."""
 
-    __slots__ = ("state", "method", "session", "key", "need", "solve_by", "answer_by", "t0", "stop", "future",
-                 "reserved", "raw", "end", "started", "given_up")
+    __slots__ = (
+        "state",
+        "method",
+        "session",
+        "key",
+        "need",
+        "solve_by",
+        "answer_by",
+        "t0",
+        "stop",
+        "future",
+        "reserved",
+        "raw",
+        "end",
+        "started",
+        "given_up",
+    )
 
     def __init__(self, state, method, session, key, need, solve_by, answer_by, t0, reserved, raw):
         from concurrent.futures import Future
@@ -689,11 +713,20 @@ class SolvingResponder(BlueprintResponder):
     FALLBACKS = ("busy", "budget", "deadline", "memory")
     TRIM_EVERY_S = 5.0  # at most this often, after evictions: malloc_trim()
 
-    def __init__(self, bp: Blueprint, solve_method: str = "reach-maxmargin",
-                 default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS, from_round: int | None = None,
-                 solver_threads: int | None = None, min_iterations: int = 10, reserve_ms: float = 100.0,
-                 max_solve_ms: float | None = None, memory_budget: int | str | None = None,
-                 max_sessions: int | None = None, solver_nice: int = 10):
+    def __init__(
+        self,
+        bp: Blueprint,
+        solve_method: str = "reach-maxmargin",
+        default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS,
+        from_round: int | None = None,
+        solver_threads: int | None = None,
+        min_iterations: int = 10,
+        reserve_ms: float = 100.0,
+        max_solve_ms: float | None = None,
+        memory_budget: int | str | None = None,
+        max_sessions: int | None = None,
+        solver_nice: int = 10,
+    ):
         from concurrent.futures import ThreadPoolExecutor
 
         from subgame.cache import SessionCache
@@ -723,8 +756,12 @@ class SolvingResponder(BlueprintResponder):
         self._running: list[_Job] = []  # solves running
         self._queue: list[_Job] = []  # solves admitted, waiting for a solver thread (in order)
         self.solver_nice = solver_nice
-        self._solvers = ThreadPoolExecutor(self.solver_threads, thread_name_prefix="mccfr-solve",
-                                           initializer=_lower_priority, initargs=(solver_nice,))
+        self._solvers = ThreadPoolExecutor(
+            self.solver_threads,
+            thread_name_prefix="mccfr-solve",
+            initializer=_lower_priority,
+            initargs=(solver_nice,),
+        )
         self.cost = _CostModel()
         self._counts: dict[str, int] = {}
         self._overrun = 0.0  # how long solves ran past their end (a slowly decaying max), seconds
@@ -740,9 +777,15 @@ class SolvingResponder(BlueprintResponder):
         with self._cond:
             self._counts[what] = self._counts.get(what, 0) + 1
 
-    def _blueprint_answer(self, state, t0, fallback: str | None = None, method: str | None = None) -> dict[str, Any]:
-        out = {"strategy": self.blueprint_strategy(state), "source": "blueprint", "method": method,
-               "elapsed_ms": (time.perf_counter() - t0) * 1e3}
+    def _blueprint_answer(
+        self, state, t0, fallback: str | None = None, method: str | None = None
+    ) -> dict[str, Any]:
+        out = {
+            "strategy": self.blueprint_strategy(state),
+            "source": "blueprint",
+            "method": method,
+            "elapsed_ms": (time.perf_counter() - t0) * 1e3,
+        }
         if fallback is not None:
             out["fallback"] = fallback
         return out
@@ -781,8 +824,9 @@ class SolvingResponder(BlueprintResponder):
             heapq.heapreplace(free, min(j.solve_by, t + self._duration(j.need)) + over)
         return free[0]
 
-    def answer_start(self, matchstate, session=None, time_budget_ms=None, method=None,
-                     arrived=None, early: float = 0.0) -> dict[str, Any] | PendingAnswer:
+    def answer_start(
+        self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None, early: float = 0.0
+    ) -> dict[str, Any] | PendingAnswer:
         """The answer, when it is known at once (a blueprint answer, a reused subgame, a fallback),
         else a :class:`PendingAnswer` of a solve admitted to the solver queue. Cheap (a blueprint
         lookup's cost): the service calls it on its event loop. ``early``: seconds before the end
@@ -804,11 +848,19 @@ class SolvingResponder(BlueprintResponder):
             try:
                 strategy = self._hand_strategy(sol, node, state)
             except (SubgameError, BlueprintError) as exc:
-                raise QueryError("unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422) from None
+                raise QueryError(
+                    "unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422
+                ) from None
             self._count("reused")
-            return {"strategy": strategy, "source": "subgame", "method": method,
-                    "elapsed_ms": (time.perf_counter() - t0) * 1e3, "reused": True,
-                    "iterations": sol.iterations, "exploitability_pct_pot": sol.exploitability_pct_pot}
+            return {
+                "strategy": strategy,
+                "source": "subgame",
+                "method": method,
+                "elapsed_ms": (time.perf_counter() - t0) * 1e3,
+                "reused": True,
+                "iterations": sol.iterations,
+                "exploitability_pct_pot": sol.exploitability_pct_pot,
+            }
         budget_s = budget / 1e3
         reserve = self._reserve_s(budget_s)
         deadline = t0 + budget_s - max(0.0, early)  # the answer is due then
@@ -890,12 +942,16 @@ class SolvingResponder(BlueprintResponder):
                 self._running.append(job)
         if late:
             if not job.given_up:
-                self._count("late")  # answered "busy": admitted, but the solves ahead ran longer than projected
+                self._count(
+                    "late"
+                )  # answered "busy": admitted, but the solves ahead ran longer than projected
             return "busy"
         state = job.state
         useful, iterated = False, False
         try:
-            sol, node = solve_state(self.bp, state, job.method, time_budget=None, deadline=job.end, stop=job.stop)
+            sol, node = solve_state(
+                self.bp, state, job.method, time_budget=None, deadline=job.end, stop=job.stop
+            )
             iterated = sol.iterations > 0
             if sol.iterations >= self.min_iterations:
                 useful = True
@@ -915,8 +971,9 @@ class SolvingResponder(BlueprintResponder):
                 # (back-off only for a solve that had all its budget's time and never iterated: given up
                 # by its query, or cut short by max_solve_ms, it only says a useful one takes longer)
                 whole = job.end >= job.solve_by - 1e-3
-                self.cost.failed(state.round, time.perf_counter() - t,
-                                 backoff=not iterated and not job.given_up and whole)
+                self.cost.failed(
+                    state.round, time.perf_counter() - t, backoff=not iterated and not job.given_up and whole
+                )
         size = nbytes(sol)
         self.size.observe(state.round, job.raw, job.reserved, int(getattr(sol, "state_bytes", 0)) + size)
         if not useful:
@@ -935,10 +992,18 @@ class SolvingResponder(BlueprintResponder):
             if self.sessions.evictions != evicted and now - self._trimmed > self.TRIM_EVERY_S:
                 self._trimmed = now  # in this (low-priority) solver thread, off the event loop
                 malloc_trim()
-        return {"strategy": strategy, "source": "subgame", "method": job.method, "reused": False,
-                "iterations": sol.iterations, "exploitability_pct_pot": sol.exploitability_pct_pot}
+        return {
+            "strategy": strategy,
+            "source": "subgame",
+            "method": job.method,
+            "reused": False,
+            "iterations": sol.iterations,
+            "exploitability_pct_pot": sol.exploitability_pct_pot,
+        }
 
-    def answer(self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None) -> dict[str, Any]:
+    def answer(
+        self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None
+    ) -> dict[str, Any]:
         out = self.answer_start(matchstate, session, time_budget_ms, method, arrived=arrived)
         return out.wait() if isinstance(out, PendingAnswer) else out
 
@@ -948,10 +1013,14 @@ class SolvingResponder(BlueprintResponder):
         super().warm_up()
         from subgame.nested import solve_state
 
-        examples = [ms for ms in example_matchstates(self.game) if self._checker.parse(ms).round >= self.from_round]
+        examples = [
+            ms for ms in example_matchstates(self.game) if self._checker.parse(ms).round >= self.from_round
+        ]
         for ms in examples[-1:]:  # the last round's subgame is the smallest; every kernel runs on it
             try:
-                solve_state(self.bp, self._checker.parse(ms), self.solve_method, time_budget=None, iterations=2)
+                solve_state(
+                    self.bp, self._checker.parse(ms), self.solve_method, time_budget=None, iterations=2
+                )
             except Exception:  # a warm-up query the blueprint cannot serve: nothing to compile from it
                 pass
         if examples:
@@ -981,20 +1050,35 @@ class SolvingResponder(BlueprintResponder):
         """What ``/metrics`` adds: the memory budget and the session cache (bytes, entries,
         evictions), the size estimates, and the solver queue with the per-round costs."""
         with self._cond:
-            running, queued, counts, over = len(self._running), len(self._queue), dict(self._counts), self._overrun
+            running, queued, counts, over = (
+                len(self._running),
+                len(self._queue),
+                dict(self._counts),
+                self._overrun,
+            )
         return {
             "memory": {**self.sessions.snapshot(), **self.size.snapshot()},
-            "solver": {"threads": self.solver_threads, "running": running, "queued": queued,
-                       "outcomes": counts, "overrun_ms": {"max": round(over * 1e3, 1),
-                                                          "mean": round(self._overrun_mean * 1e3, 1)},
-                       "cost_s": {str(r): round(s, 4) for r, s in sorted(self.cost.snapshot().items())}},
+            "solver": {
+                "threads": self.solver_threads,
+                "running": running,
+                "queued": queued,
+                "outcomes": counts,
+                "overrun_ms": {"max": round(over * 1e3, 1), "mean": round(self._overrun_mean * 1e3, 1)},
+                "cost_s": {str(r): round(s, 4) for r, s in sorted(self.cost.snapshot().items())},
+            },
         }
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "solve_method": self.solve_method, "solve_from_round": self.from_round,
-                "solver_threads": self.solver_threads, "min_iterations": self.min_iterations,
-                "reserve_ms": self.reserve_ms, "max_solve_ms": self.max_solve_ms,
-                "memory_budget_bytes": self.memory_budget}
+        return {
+            **super().describe(),
+            "solve_method": self.solve_method,
+            "solve_from_round": self.from_round,
+            "solver_threads": self.solver_threads,
+            "min_iterations": self.min_iterations,
+            "reserve_ms": self.reserve_ms,
+            "max_solve_ms": self.max_solve_ms,
+            "memory_budget_bytes": self.memory_budget,
+        }
 
     def close(self) -> None:
         with self._cond:
@@ -1150,10 +1234,13 @@ def make_responder(
 
     if solve_method is not None:
         check_method(solve_method, SOLVE_METHODS)
-        return SolvingResponder(Blueprint.load(Path(run_dir), log=log), solve_method, default_time_budget_ms,
-                                **solving)
+        return SolvingResponder(
+            Blueprint.load(Path(run_dir), log=log), solve_method, default_time_budget_ms, **solving
+        )
     if solving:
-        raise TypeError(f"{', '.join(sorted(solving))}: options of subgame solving, which needs a solve_method")
+        raise TypeError(
+            f"{', '.join(sorted(solving))}: options of subgame solving, which needs a solve_method"
+        )
     return BlueprintResponder(Blueprint.load(Path(run_dir), log=log), default_time_budget_ms)
 
 

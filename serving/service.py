@@ -105,7 +105,9 @@ class StrategyRequest(BaseModel):
 class StrategyResponse(BaseModel):
     strategy: dict[str, float] = Field(description="ACPC action -> probability (sums to 1)")
     source: Literal["blueprint", "subgame"]
-    method: str | None = Field(description="the solve method (subgame answers; with fallback: the one asked for)")
+    method: str | None = Field(
+        description="the solve method (subgame answers; with fallback: the one asked for)"
+    )
     elapsed_ms: float = Field(description="server time from the handler's start to the answer")
     fallback: Literal["busy", "budget", "deadline", "memory"] | None = Field(
         None,
@@ -117,7 +119,8 @@ class StrategyResponse(BaseModel):
     reused: bool | None = Field(None, description="subgame answers: the session's solved subgame was reused")
     iterations: int | None = Field(None, description="subgame answers: solver iterations")
     exploitability_pct_pot: float | None = Field(
-        None, description="subgame answers: the solve's exploitability in % of the pot (None: no time to measure)"
+        None,
+        description="subgame answers: the solve's exploitability in % of the pot (None: no time to measure)",
     )
 
 
@@ -208,8 +211,9 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "invalid request: " + "; ".join(parts)
 
 
-async def _send_error(send, status: int, kind: str, message: str, headers: list | None = None,
-                      close: bool = False) -> None:
+async def _send_error(
+    send, status: int, kind: str, message: str, headers: list | None = None, close: bool = False
+) -> None:
     """An ``{"error", "kind"}`` JSON response straight on the ASGI ``send`` (the guard's refusals)."""
     body = json.dumps({"error": message, "kind": kind}).encode()
     hdrs = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -237,9 +241,14 @@ class Guard:
     Each refusal is a JSON ``{"error", "kind"}`` like the service's other errors, and counted
     in ``metrics`` (a :class:`Metrics`)."""
 
-    def __init__(self, app, metrics: Metrics | None = None, api_key: str | None = None,
-                 max_body_bytes: int | None = MAX_BODY_BYTES,
-                 max_inflight_per_client: int | None = MAX_INFLIGHT_PER_CLIENT):
+    def __init__(
+        self,
+        app,
+        metrics: Metrics | None = None,
+        api_key: str | None = None,
+        max_body_bytes: int | None = MAX_BODY_BYTES,
+        max_inflight_per_client: int | None = MAX_INFLIGHT_PER_CLIENT,
+    ):
         self.app = app
         self.metrics = metrics
         self._key = None if api_key is None else f"Bearer {api_key}".encode()
@@ -264,17 +273,23 @@ class Guard:
             if got is None or not hmac.compare_digest(got.strip(), self._key):
                 what = "no bearer token" if got is None else "a wrong bearer token"
                 return await self._refuse(
-                    send, 401, "unauthorized",
+                    send,
+                    401,
+                    "unauthorized",
                     f"this server needs 'Authorization: Bearer <key>' (the key of mccfr serve --api-key); "
                     f"the request has {what}",
-                    headers=[(b"www-authenticate", b'Bearer realm="mccfr"')])
+                    headers=[(b"www-authenticate", b'Bearer realm="mccfr"')],
+                )
         client = (scope.get("client") or ("unknown",))[0]
         if self.max_inflight is not None and self.inflight[client] >= self.max_inflight:
             return await self._refuse(
-                send, 429, "too_many_requests",
+                send,
+                429,
+                "too_many_requests",
                 f"client {client} has {self.inflight[client]} requests in flight, the most this server "
                 f"allows one client (--max-inflight-per-client {self.max_inflight}): wait for answers first",
-                headers=[(b"retry-after", b"1")])
+                headers=[(b"retry-after", b"1")],
+            )
         self.inflight[client] += 1
         try:
             limit = self.max_body_bytes
@@ -287,12 +302,21 @@ class Guard:
                 except ValueError:
                     n = -1
                 if n < 0:
-                    return await self._refuse(send, 400, "bad_request",
-                                              f"Content-Length {length[:40]!r} is not a byte count", close=True)
+                    return await self._refuse(
+                        send,
+                        400,
+                        "bad_request",
+                        f"Content-Length {length[:40]!r} is not a byte count",
+                        close=True,
+                    )
                 if n > limit:
                     return await self._refuse(
-                        send, 413, "body_too_large",
-                        f"the request body is {n:,} bytes; this server takes at most {limit:,}", close=True)
+                        send,
+                        413,
+                        "body_too_large",
+                        f"the request body is {n:,} bytes; this server takes at most {limit:,}",
+                        close=True,
+                    )
             chunks, total = [], 0
             while True:
                 msg = await receive()
@@ -302,8 +326,12 @@ class Guard:
                 total += len(body)
                 if total > limit:
                     return await self._refuse(
-                        send, 413, "body_too_large",
-                        f"the request body is over {limit:,} bytes, the most this server takes", close=True)
+                        send,
+                        413,
+                        "body_too_large",
+                        f"the request body is over {limit:,} bytes, the most this server takes",
+                        close=True,
+                    )
                 chunks.append(body)
                 if not msg.get("more_body", False):
                     break
@@ -351,8 +379,11 @@ class LoopLag:
     def snapshot(self) -> dict[str, float]:
         n = len(self._samples)
         mean = sum(self._samples) / n if n else 0.0
-        return {"lag_ms": round(self.lag * 1e3, 2), "mean_lag_ms": round(mean * 1e3, 2),
-                "max_lag_ms": round(self.peak * 1e3, 2)}
+        return {
+            "lag_ms": round(self.lag * 1e3, 2),
+            "mean_lag_ms": round(mean * 1e3, 2),
+            "max_lag_ms": round(self.peak * 1e3, 2),
+        }
 
 
 async def await_pending(pending, early: float = 0.0) -> dict[str, Any]:
@@ -386,20 +417,34 @@ async def await_pending(pending, early: float = 0.0) -> dict[str, Any]:
     return pending.finish()
 
 
-_HTTP_KINDS = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "body_too_large",
-               415: "unsupported_media_type", 429: "too_many_requests"}
+_HTTP_KINDS = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+    429: "too_many_requests",
+}
 
 
-def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] | None = None, *,
-               api_key: str | None = None, max_body_bytes: int | None = MAX_BODY_BYTES,
-               max_inflight_per_client: int | None = MAX_INFLIGHT_PER_CLIENT) -> FastAPI:
+def create_app(
+    responder: Responder,
+    threads: int = 8,
+    describe: dict[str, Any] | None = None,
+    *,
+    api_key: str | None = None,
+    max_body_bytes: int | None = MAX_BODY_BYTES,
+    max_inflight_per_client: int | None = MAX_INFLIGHT_PER_CLIENT,
+) -> FastAPI:
     """The FastAPI application serving ``responder`` (module docstring). ``describe``: extra fields
     for ``/healthz`` (the run directory, ...). ``api_key``, ``max_body_bytes``,
     ``max_inflight_per_client``: the :class:`Guard` in front of it (None: no such check)."""
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     if api_key is not None and (not api_key or not api_key.isprintable() or api_key != api_key.strip()):
-        raise ValueError("the API key must be a non-empty string of printable characters without surrounding spaces")
+        raise ValueError(
+            "the API key must be a non-empty string of printable characters without surrounding spaces"
+        )
     if max_body_bytes is not None and max_body_bytes < 1:
         raise ValueError(f"max_body_bytes must be >= 1, got {max_body_bytes}")
     if max_inflight_per_client is not None and max_inflight_per_client < 1:
@@ -416,8 +461,11 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
     info = dict(describe or {})
     if hasattr(responder, "describe"):
         info.update(responder.describe())
-    info.update(auth="bearer" if api_key is not None else None, max_body_bytes=max_body_bytes,
-                max_inflight_per_client=max_inflight_per_client)
+    info.update(
+        auth="bearer" if api_key is not None else None,
+        max_body_bytes=max_body_bytes,
+        max_inflight_per_client=max_inflight_per_client,
+    )
 
     lag = LoopLag()
 
@@ -447,8 +495,13 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
     app.state.metrics = metrics
     app.state.pool = pool
     app.state.loop_lag = lag
-    app.add_middleware(Guard, metrics=metrics, api_key=api_key, max_body_bytes=max_body_bytes,
-                       max_inflight_per_client=max_inflight_per_client)
+    app.add_middleware(
+        Guard,
+        metrics=metrics,
+        api_key=api_key,
+        max_body_bytes=max_body_bytes,
+        max_inflight_per_client=max_inflight_per_client,
+    )
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -470,8 +523,11 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
             else:
                 detail = f"invalid request: the body cannot be parsed ({type(cause).__name__ if cause else 'unknown'})"
         metrics.invalid(kind, exc.status_code)
-        return JSONResponse({"error": detail, "kind": kind}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+        return JSONResponse(
+            {"error": detail, "kind": kind},
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
 
     @app.post("/v1/strategy", response_model=StrategyResponse)
     async def strategy(req: StrategyRequest, request: Request) -> JSONResponse:
@@ -485,7 +541,11 @@ def create_app(responder: Responder, threads: int = 8, describe: dict[str, Any] 
                 # the request waited about the loop's lag before the loop saw it, and its answer
                 # will wait about as long to be sent: the budget runs from the arrival less the lag
                 late = lag.lag
-                out = start(*args, arrived=t0 - late, early=late) if start_early else start(*args, arrived=t0 - late)
+                out = (
+                    start(*args, arrived=t0 - late, early=late)
+                    if start_early
+                    else start(*args, arrived=t0 - late)
+                )
                 if not isinstance(out, dict):
                     out = await await_pending(out, early=0.0 if start_early else late)
             elif fast is not None:

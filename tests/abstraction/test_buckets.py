@@ -9,11 +9,12 @@ from abstraction.buckets import AbstractionError, build_buckets, read_abstractio
 from abstraction.cards import TABLE, default_card_abstraction, from_file
 from abstraction.isomorphism import HandIndexer
 from holdem.evaluator import rank_hand_py
-from holdem.gamedef import GameDef, PRESETS
+from holdem.gamedef import PRESETS, GameDef
 
 # a 24-card, three-round hold'em: preflop, a 3-card flop, a 1-card turn
-SMALL = GameDef("nolimit", 3, (2000, 2000), (100, 50), (0, 0, 0), (1, 0, 0), (255, 255, 255), 4, 6, 2, (0, 3, 1),
-                "tiny")
+SMALL = GameDef(
+    "nolimit", 3, (2000, 2000), (100, 50), (0, 0, 0), (1, 0, 0), (255, 255, 255), 4, 6, 2, (0, 3, 1), "tiny"
+)
 
 
 def brute_hs(game, hole, board):
@@ -32,8 +33,16 @@ def built(tmp_path_factory):
     d1 = tmp_path_factory.mktemp("direct")
     d2 = tmp_path_factory.mktemp("lookup")
     build_buckets(SMALL, (10, 8, 8), "ehs2", d1, progress=False, log=lambda m: None, keep_stats=True)
-    build_buckets(SMALL, (10, 8, 8), "ehs2", d2, progress=False, log=lambda m: None, direct_penultimate=False,
-                  keep_stats=True)
+    build_buckets(
+        SMALL,
+        (10, 8, 8),
+        "ehs2",
+        d2,
+        progress=False,
+        log=lambda m: None,
+        direct_penultimate=False,
+        keep_stats=True,
+    )
     return d1, d2
 
 
@@ -83,8 +92,8 @@ def test_percentile_buckets_are_balanced_and_ordered(built):
 
 
 def test_table_abstraction_in_the_kernels(built):
-    from blueprint.trainer import RunConfig, Trainer
     from blueprint.algo import get_algo
+    from blueprint.trainer import RunConfig, Trainer
 
     d, _ = built
     ab = from_file(SMALL, d)
@@ -130,8 +139,14 @@ def test_bad_requests_and_files(tmp_path, built):
     with pytest.raises(AbstractionError, match="no abstraction file"):
         read_abstraction(bad)
     # a table whose buckets exceed the header's count is refused
-    write_abstraction(bad, SMALL, "ehs", (1, 1, 1), [3, 3, 3], [np.zeros(3, np.uint16), np.ones(3, np.uint16),
-                                                           np.zeros(3, np.uint16)])
+    write_abstraction(
+        bad,
+        SMALL,
+        "ehs",
+        (1, 1, 1),
+        [3, 3, 3],
+        [np.zeros(3, np.uint16), np.ones(3, np.uint16), np.zeros(3, np.uint16)],
+    )
     with pytest.raises(AbstractionError, match="round 2 has bucket 1"):
         read_abstraction(bad)
 
@@ -169,11 +184,25 @@ def test_cli_build_errors(tmp_path):
 
     r = CliRunner().invoke(cli, ["abstraction", "build", "--game", "leduc", "--abstraction", "huge"])
     assert r.exit_code != 0 and "unknown abstraction recipe 'huge'" in r.output
-    r = CliRunner().invoke(cli, ["abstraction", "build", "--game", "leduc", "--buckets", "6,3", "--out",
-                                 str(tmp_path / "x")])
+    r = CliRunner().invoke(
+        cli, ["abstraction", "build", "--game", "leduc", "--buckets", "6,3", "--out", str(tmp_path / "x")]
+    )
     assert r.exit_code != 0 and "only 3 hand classes" in r.output
-    r = CliRunner().invoke(cli, ["abstraction", "build", "--game", "leduc", "--buckets", "3,3", "--method", "kmeans",
-                                 "--out", str(tmp_path / "y")])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "abstraction",
+            "build",
+            "--game",
+            "leduc",
+            "--buckets",
+            "3,3",
+            "--method",
+            "kmeans",
+            "--out",
+            str(tmp_path / "y"),
+        ],
+    )
     assert r.exit_code != 0 and "unknown bucketing method 'kmeans'" in r.output
     assert not (tmp_path / "y" / "abstraction.bin").exists()
 
@@ -199,13 +228,27 @@ def test_kernel_lookup_matches_the_indexer_on_random_deals(built, tmp_path):
         _, ref_tables = read_abstraction(path)
         for _ in range(300):
             deal = rng.permutation(game.deck_size)[: 2 * h + game.total_board_cards].astype(np.int64)
-            winner = deal_buckets(kind, deal, h, bpr, game.deck_size, game.num_suits, game.num_ranks, out, work,
-                                  iso, table, offsets)
-            board = deal[2 * h:]
+            winner = deal_buckets(
+                kind,
+                deal,
+                h,
+                bpr,
+                game.deck_size,
+                game.num_suits,
+                game.num_ranks,
+                out,
+                work,
+                iso,
+                table,
+                offsets,
+            )
+            board = deal[2 * h :]
             for p in range(2):
                 for r in range(R):
-                    hand = np.concatenate([deal[p * h:(p + 1) * h], board[: game.board_cards_through(r)]])
+                    hand = np.concatenate([deal[p * h : (p + 1) * h], board[: game.board_cards_through(r)]])
                     assert out[p, r] == ref_tables[r][ix.index(hand, r)]
-            s = [rank_hand_py(list(deal[p * h:(p + 1) * h]) + list(board), game.num_suits, game.num_ranks)
-                 for p in range(2)]
+            s = [
+                rank_hand_py(list(deal[p * h : (p + 1) * h]) + list(board), game.num_suits, game.num_ranks)
+                for p in range(2)
+            ]
             assert winner == (0 if s[0] > s[1] else 1 if s[1] > s[0] else -1)

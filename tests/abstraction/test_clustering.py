@@ -137,8 +137,17 @@ def built(tmp_path_factory):
         for nf in (6, 24):
             d = tmp_path_factory.mktemp(f"{m}{nf}")
             # distribution with OCHS on the last round, potential with the default (HS percentiles)
-            build_buckets(TWO, (4, nf), m, d, progress=False, log=lambda s: None, seed=3, keep_stats=True,
-                          **({"last_round": "ochs"} if m == "distribution" else {}))
+            build_buckets(
+                TWO,
+                (4, nf),
+                m,
+                d,
+                progress=False,
+                log=lambda s: None,
+                seed=3,
+                keep_stats=True,
+                **({"last_round": "ochs"} if m == "distribution" else {}),
+            )
             out[m, nf] = d
     return out
 
@@ -237,7 +246,9 @@ def test_potential_over_hs_percentiles_uses_the_exact_emd(built):
     H = np.asarray((T.multiply(1.0 / np.asarray(T.sum(1))).tocsr()) @ np.eye(6)[flop])
     hsf = hs.astype(np.float64) / 65535.0
     w1 = np.asarray(T.T @ cl.preflop_weights(TWO, ix)).ravel()
-    pos = np.bincount(flop, weights=w1 * hsf, minlength=6) / np.maximum(np.bincount(flop, weights=w1, minlength=6), 1e-300)
+    pos = np.bincount(flop, weights=w1 * hsf, minlength=6) / np.maximum(
+        np.bincount(flop, weights=w1, minlength=6), 1e-300
+    )
     F = cl.line_cdf_features(H, pos)
     w0 = cl.preflop_weights(TWO, ix)
 
@@ -249,6 +260,14 @@ def test_potential_over_hs_percentiles_uses_the_exact_emd(built):
             tot += float((w0[m] * np.abs(F[m] - c).sum(1)).sum())
         return tot
 
-    greedy = cl.kmeans(H, 4, w0, rng=np.random.default_rng(1), metric="emd",
-                       ground=np.abs(np.subtract.outer(pos, pos)), exact=False, n_init=3)
+    greedy = cl.kmeans(
+        H,
+        4,
+        w0,
+        rng=np.random.default_rng(1),
+        metric="emd",
+        ground=np.abs(np.subtract.outer(pos, pos)),
+        exact=False,
+        n_init=3,
+    )
     assert cost(t[0].astype(np.int64)) <= cost(greedy.labels) + 1e-12

@@ -20,8 +20,9 @@ from abstraction.potential import (
 from holdem.gamedef import PRESETS, GameDef
 
 # a 24-card three-round hold'em: preflop, a 3-card flop, a 1-card turn
-SMALL = GameDef("nolimit", 3, (2000, 2000), (100, 50), (0, 0, 0), (1, 0, 0), (255, 255, 255), 4, 6, 2, (0, 3, 1),
-                "tiny")
+SMALL = GameDef(
+    "nolimit", 3, (2000, 2000), (100, 50), (0, 0, 0), (1, 0, 0), (255, 255, 255), 4, 6, 2, (0, 3, 1), "tiny"
+)
 SPEC = SampleSpec(opp_clusters=4, opp_boards=200, river_boards=60, sample=2000, max_iter=8, seed=5)
 BUCKETS = (12, 10, 10)
 
@@ -63,17 +64,20 @@ def test_sparse_greedy_emd_and_pruned_nearest_centre_are_exact():
     pm = np.zeros((n, width))
     nnz = rng.integers(1, width + 1, n).astype(np.int64)
     for i in range(n):
-        pidx[i, :nnz[i]] = np.sort(rng.choice(kn, nnz[i], replace=False))
+        pidx[i, : nnz[i]] = np.sort(rng.choice(kn, nnz[i], replace=False))
         m = rng.random(nnz[i])
-        pm[i, :nnz[i]] = m / m.sum()
+        pm[i, : nnz[i]] = m / m.sum()
     brute = np.empty((n, k))
     for i in range(n):
         p = np.zeros(kn)
-        p[pidx[i, :nnz[i]]] = pm[i, :nnz[i]]
+        p[pidx[i, : nnz[i]]] = pm[i, : nnz[i]]
         for j in range(k):
             brute[i, j] = _emd_greedy(p, C[j], ground, gorder)
             used, stamp = np.zeros(kn), np.zeros(kn, np.int64)
-            assert abs(_emd_sparse(pidx[i], pm[i], nnz[i], C[j], ground, gorder, used, stamp, 1) - brute[i, j]) < 1e-12
+            assert (
+                abs(_emd_sparse(pidx[i], pm[i], nnz[i], C[j], ground, gorder, used, stamp, 1) - brute[i, j])
+                < 1e-12
+            )
     Ec = C @ E
     u, cps, corder = _proj(Ec)
     labels, dist = np.empty(n, np.int64), np.empty(n)
@@ -126,7 +130,9 @@ def test_sampled_build_resumes_and_is_deterministic(tmp_path, built, monkeypatch
     with monkeypatch.context() as m:
         m.setattr(pot, "_round_assign_chunk", boom)
         with pytest.raises(RuntimeError, match="interrupted"):
-            build_buckets(SMALL, BUCKETS, "potential", d, progress=False, log=lambda s: None, sampled=True, spec=SPEC)
+            build_buckets(
+                SMALL, BUCKETS, "potential", d, progress=False, log=lambda s: None, sampled=True, spec=SPEC
+            )
     assert calls and not (d / "abstraction.bin").exists()
     with pytest.raises(AbstractionError, match="no abstraction file"):
         from_file(SMALL, d)  # a partial build is never loaded
@@ -155,8 +161,15 @@ def test_partial_directory_of_another_request_or_damaged_is_refused(tmp_path):
 
     from abstraction.buckets import card_structure, claim_partial
 
-    claim_partial(e / "partial", {"cards": card_structure(SMALL), "buckets": list(BUCKETS),
-                                  "method": "potential-sampled", "spec": dataclasses.asdict(SPEC)})
+    claim_partial(
+        e / "partial",
+        {
+            "cards": card_structure(SMALL),
+            "buckets": list(BUCKETS),
+            "method": "potential-sampled",
+            "spec": dataclasses.asdict(SPEC),
+        },
+    )
     (e / "partial" / "opponents.npz").write_bytes(b"PK\x03\x04 truncated")
     with pytest.raises(AbstractionError, match="damaged stage file"):
         build_buckets(SMALL, BUCKETS, "potential", e, progress=False, sampled=True, spec=SPEC)
@@ -166,11 +179,19 @@ def test_sampled_build_refusals(tmp_path):
     # a round with as many buckets as classes cannot be a histogram target
     ix = HandIndexer.for_game(SMALL)
     with pytest.raises(AbstractionError, match="fewer buckets than its"):
-        build_buckets(SMALL, (12, ix.size(1), 10), "potential", tmp_path / "a", progress=False, sampled=True,
-                      spec=SPEC)
+        build_buckets(
+            SMALL, (12, ix.size(1), 10), "potential", tmp_path / "a", progress=False, sampled=True, spec=SPEC
+        )
     with pytest.raises(AbstractionError, match="sample points for"):
-        build_buckets(SMALL, BUCKETS, "potential", tmp_path / "b", progress=False, sampled=True,
-                      spec=SampleSpec(opp_clusters=2, opp_boards=20, river_boards=60, sample=5, max_iter=2))
+        build_buckets(
+            SMALL,
+            BUCKETS,
+            "potential",
+            tmp_path / "b",
+            progress=False,
+            sampled=True,
+            spec=SampleSpec(opp_clusters=2, opp_boards=20, river_boards=60, sample=5, max_iter=2),
+        )
     # recipes are for 52-card hold'em; unknown names are named
     from abstraction.buckets import ensure_recipe
 

@@ -19,15 +19,31 @@ from holdem.betting import CALL, RAISE, Betting, parse_betting
 from holdem.gamedef import PRESETS, GameDef
 
 # three rounds, 6 ranks x 4 suits: small enough to deal every board
-TINY = GameDef("nolimit", 3, (1200, 1200), (100, 50), (0, 0, 0), (1, 0, 0), (255, 255, 255), 4, 6, 2, (0, 3, 1),
-               name="tiny3")
+TINY = GameDef(
+    "nolimit",
+    3,
+    (1200, 1200),
+    (100, 50),
+    (0, 0, 0),
+    (1, 0, 0),
+    (255, 255, 255),
+    4,
+    6,
+    2,
+    (0, 3, 1),
+    name="tiny3",
+)
 TINY_BETS = parse_bets("[[round]]\nfirst_sizes = [0.5, 1.0]\nsizes = []\nraise_mults = [2.5]\nallin = true\n")
 
 
 def test_node_kinds_are_one_enum_and_plain_ints():
     assert [int(k) for k in NodeKind] == [0, 1, 2, 3]
-    for const, member in ((KIND_DECISION, NodeKind.DECISION), (KIND_FOLD, NodeKind.FOLD),
-                          (KIND_SHOWDOWN, NodeKind.SHOWDOWN), (KIND_CHANCE, NodeKind.CHANCE)):
+    for const, member in (
+        (KIND_DECISION, NodeKind.DECISION),
+        (KIND_FOLD, NodeKind.FOLD),
+        (KIND_SHOWDOWN, NodeKind.SHOWDOWN),
+        (KIND_CHANCE, NodeKind.CHANCE),
+    ):
         assert type(const) is int and const == member
 
 
@@ -46,7 +62,7 @@ def _same_subtree(a, na, b, nb, skip_chance=False):
         if a.kind[u] == KIND_DECISION:
             assert a.action_labels(u) == b.action_labels(v)
             su, sv, k = int(a.child_start[u]), int(b.child_start[v]), int(a.num_actions[u])
-            np.testing.assert_array_equal(a.edge_frac[su: su + k], b.edge_frac[sv: sv + k])
+            np.testing.assert_array_equal(a.edge_frac[su : su + k], b.edge_frac[sv : sv + k])
             stack.extend(zip(a.children(u).tolist(), b.children(v).tolist()))
     return count
 
@@ -75,7 +91,7 @@ def test_chance_nodes_deal_the_board_and_leave_the_betting_alone():
         here = dealt.boards[dealt.board[n]]
         kids = dealt.children(n)
         s = int(dealt.child_start[n])
-        assert (dealt.edge_kind[s: s + len(kids)] == DEAL).all()
+        assert (dealt.edge_kind[s : s + len(kids)] == DEAL).all()
         assert len(kids) == comb(TINY.deck_size - len(here), 1)
         assert dealt.deal_count[n] == comb(TINY.deck_size - len(here) - 2 * TINY.num_hole_cards, 1)
         for c in kids:
@@ -92,8 +108,9 @@ def test_chance_nodes_deal_the_board_and_leave_the_betting_alone():
 
 
 def test_per_node_arrays_agree():
-    t = build_tree(TINY, TINY_BETS, root=Betting.initial(TINY).apply(CALL).apply(CALL), board=(0, 5, 9),
-                   deal_boards=True)
+    t = build_tree(
+        TINY, TINY_BETS, root=Betting.initial(TINY).apply(CALL).apply(CALL), board=(0, 5, 9), deal_boards=True
+    )
     dec = t.decision_nodes()
     assert t.num_rows == int(t.num_actions[dec].sum())
     np.testing.assert_array_equal(t.row[dec], np.concatenate([[0], np.cumsum(t.num_actions[dec])[:-1]]))
@@ -116,7 +133,7 @@ def test_action_filter_adds_a_move():
     t = build_tree(TINY, TINY_BETS, root=root, board=(0, 5, 9), action_filter=add_r250)
     assert t.action_labels(0) == ["c", "r200", "r250", "r300", "r1200"]
     s = int(t.child_start[0])
-    np.testing.assert_array_equal(t.edge_frac[s: s + 5], np.array([0.0, 0.5, 0.0, 1.0, -1.0], np.float32))
+    np.testing.assert_array_equal(t.edge_frac[s : s + 5], np.array([0.0, 0.5, 0.0, 1.0, -1.0], np.float32))
 
 
 def test_size_and_abstraction_errors():

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from abstraction.tree import KIND_DECISION, KIND_SHOWDOWN
 from abstraction.translation import pseudo_harmonic
+from abstraction.tree import KIND_DECISION, KIND_SHOWDOWN
 from blueprint.blueprint import Blueprint, BlueprintError
-from evaluation.players import BlueprintPlayer
 from blueprint.trainer import make_trainer
+from evaluation.players import BlueprintPlayer
 from holdem.game import Game
 
 
@@ -50,8 +50,11 @@ def test_an_overbet_maps_to_all_in_and_the_committed_player_calls_down(hunl_bp):
     # called: the abstract hand is over (all-in) while 100 chips remain behind; the blueprint
     # checks and calls from then on, as its answer (not a fallback)
     player = BlueprintPlayer(hunl_bp)
-    for ms in ("MATCHSTATE:0:1:r1900c/:AhAd|/2c3d4h", "MATCHSTATE:1:1:r1900c/r2000:|KsKd/2c3d4h",
-               "MATCHSTATE:1:1:r1900c/cc/r2000:|KsKd/2c3d4h/5s"):
+    for ms in (
+        "MATCHSTATE:0:1:r1900c/:AhAd|/2c3d4h",
+        "MATCHSTATE:1:1:r1900c/r2000:|KsKd/2c3d4h",
+        "MATCHSTATE:1:1:r1900c/cc/r2000:|KsKd/2c3d4h/5s",
+    ):
         st3 = g.state(ms)
         assert t.kind[hunl_bp.node_of(st3)] == KIND_SHOWDOWN
         assert hunl_bp.strategy(st3) == {"c": 1.0}

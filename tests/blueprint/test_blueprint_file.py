@@ -71,7 +71,7 @@ def split_file(data: bytes) -> tuple[dict, bytes]:
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(stream) + 1)
     unpacker.feed(stream)
     header = unpacker.unpack()
-    return header, stream[unpacker.tell():]
+    return header, stream[unpacker.tell() :]
 
 
 def forge_blueprint(meta: dict, arrays: dict[str, np.ndarray]) -> bytes:
@@ -79,21 +79,31 @@ def forge_blueprint(meta: dict, arrays: dict[str, np.ndarray]) -> bytes:
     descs, body = [], b""
     for name, arr in arrays.items():
         raw = np.ascontiguousarray(arr).tobytes()
-        descs.append({"name": name, "dtype": arr.dtype.str, "shape": list(arr.shape), "nbytes": len(raw),
-                      "chunks": -(-len(raw) // CHUNK)})
+        descs.append(
+            {
+                "name": name,
+                "dtype": arr.dtype.str,
+                "shape": list(arr.shape),
+                "nbytes": len(raw),
+                "chunks": -(-len(raw) // CHUNK),
+            }
+        )
         for i in range(0, len(raw), CHUNK):
             body += msgpack.packb(raw[i : i + CHUNK], use_bin_type=True)
     head = msgpack.packb({"meta": meta, "arrays": descs}, use_bin_type=True)
     stream = head + body + msgpack.packb({"end": len(arrays)})
     return struct.pack("<8sII", ck.BLUEPRINT_MAGIC, 1, 1) + lz4.frame.compress(
-        stream, block_checksum=True, content_checksum=True)
+        stream, block_checksum=True, content_checksum=True
+    )
 
 
 def drop_blueprint_files(run: Path) -> None:
     """A run as written before blueprint files."""
     for d in sorted((run / "checkpoints").iterdir()):
         (d / ck.BLUEPRINT_NAME).unlink()
-        reseal_manifest(d, lambda f: f.update(files=[e for e in f["files"] if e["file"] != ck.BLUEPRINT_NAME]))
+        reseal_manifest(
+            d, lambda f: f.update(files=[e for e in f["files"] if e["file"] != ck.BLUEPRINT_NAME])
+        )
 
 
 def random_matchstates(game: Game, n: int, seed: int) -> list[str]:
@@ -190,7 +200,9 @@ def test_answers_equal_the_in_process_blueprint(trained) -> None:
     assert got.gamedef == want.gamedef and got.game.gamedef.to_acpc() == want.game.gamedef.to_acpc()
     assert got.tree.content_hash() == want.tree.content_hash() and got.tree.num_nodes == want.tree.num_nodes
     assert got.cards.content_hash() == want.cards.content_hash() and got.cards.name == want.cards.name
-    assert np.array_equal(got.row_offset, want.row_offset) and np.array_equal(got.num_buckets, want.num_buckets)
+    assert np.array_equal(got.row_offset, want.row_offset) and np.array_equal(
+        got.num_buckets, want.num_buckets
+    )
     assert np.abs(got.probs.astype(np.float64) - want.probs).max() < 1e-7
     states = random_matchstates(got.game, 600, seed=7)
     answered = 0
@@ -213,13 +225,18 @@ def test_load_constructs_no_trainer(run: Path, monkeypatch: pytest.MonkeyPatch) 
         monkeypatch.setattr(Trainer, name, boom)
     monkeypatch.setattr(ck, "load_latest", boom)
     monkeypatch.setattr(ck, "read_shard", boom)
-    monkeypatch.setattr(ck, "_read_shard", lambda *a, **k: boom() if k.get("fmt") is not ck._BLUEPRINT_FORMAT
-                        else _real_read_shard(*a, **k))
+    monkeypatch.setattr(
+        ck,
+        "_read_shard",
+        lambda *a, **k: boom() if k.get("fmt") is not ck._BLUEPRINT_FORMAT else _real_read_shard(*a, **k),
+    )
     bp = Blueprint.load(run)
     assert bp.iteration == NEW and bp.probs.dtype == np.float32
     # in a fresh interpreter the trainer module is never even imported
-    code = (f"import sys; from blueprint.blueprint import Blueprint; bp = Blueprint.load({str(run)!r}); "
-            "print(bp.iteration, 'blueprint.trainer' in sys.modules, 'blueprint.kernels' in sys.modules)")
+    code = (
+        f"import sys; from blueprint.blueprint import Blueprint; bp = Blueprint.load({str(run)!r}); "
+        "print(bp.iteration, 'blueprint.trainer' in sys.modules, 'blueprint.kernels' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.split() == [str(NEW), "False", "False"]
 
@@ -263,12 +280,15 @@ def _recipe_run(run: Path) -> Trainer:
     """A hunl20 run whose card abstraction is the recipe ``small`` (never built here: the
     abstraction object is stood in for, only its name, bucket counts and hash are written)."""
     tr = make_trainer("hunl20", bets="small", cards="rank", seed=0)
-    tr.cards = CardAbstraction("small", TABLE, (169, 50, 50, 50), source_hash="0123456789abcdef", method="ehs2")
+    tr.cards = CardAbstraction(
+        "small", TABLE, (169, 50, 50, 50), source_hash="0123456789abcdef", method="ehs2"
+    )
     tr.num_buckets = tr.cards.buckets_array()
     tr.row_offset, tr.size = layout(tr.tree, tr.num_buckets)
     tr.regret, tr.strat = np.zeros(tr.size, np.float32), np.zeros(tr.size, np.float32)
-    tr.abstraction_hash = hashlib.blake2b((tr.tree.content_hash() + tr.cards.content_hash()).encode(),
-                                          digest_size=8).hexdigest()
+    tr.abstraction_hash = hashlib.blake2b(
+        (tr.tree.content_hash() + tr.cards.content_hash()).encode(), digest_size=8
+    ).hexdigest()
     tr.config_dict = {**tr.config_dict, "cards": "small"}
     tr.save(run)
     return tr
@@ -375,12 +395,15 @@ def test_non_finite_strategy_is_refused(run: Path, value: float) -> None:
     _older_used(run, str(bp_file(run)), "'probs' holds 1 non-finite values", "index 7")
 
 
-@pytest.mark.parametrize("change, reason", [
-    (lambda a: a["probs"].__imul__(np.float32(0.5)), "does not sum to 1"),
-    (lambda a: a["probs"].__setitem__(0, -0.25), "'probs' holds values below 0.0"),
-    (lambda a: a["probs"].__setitem__(0, 1.5), "probability 1.5 > 1 at entry 0"),
-    (lambda a: a["row_offset"].__setitem__(1, a["row_offset"][1] + 1), "row offsets do not follow"),
-])
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        (lambda a: a["probs"].__imul__(np.float32(0.5)), "does not sum to 1"),
+        (lambda a: a["probs"].__setitem__(0, -0.25), "'probs' holds values below 0.0"),
+        (lambda a: a["probs"].__setitem__(0, 1.5), "probability 1.5 > 1 at entry 0"),
+        (lambda a: a["row_offset"].__setitem__(1, a["row_offset"][1] + 1), "row offsets do not follow"),
+    ],
+)
 def test_rows_that_are_not_distributions_are_refused(run: Path, change, reason: str) -> None:
     _rewrite(run, change_arrays=change)
     _older_used(run, reason)
@@ -403,11 +426,16 @@ def test_wrong_card_hash_is_refused(run: Path) -> None:
     _older_used(run, "has hash", "another build")
 
 
-@pytest.mark.parametrize("change, reason", [
-    ({"iteration": OLD}, f"iteration {OLD} differs from its manifest's {NEW}"),
-    ({"config_hash": "1" * 16}, "config_hash 1111111111111111 differs"),
-])
-def test_iteration_or_hashes_other_than_the_manifest_are_refused(run: Path, change: dict, reason: str) -> None:
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"iteration": OLD}, f"iteration {OLD} differs from its manifest's {NEW}"),
+        ({"config_hash": "1" * 16}, "config_hash 1111111111111111 differs"),
+    ],
+)
+def test_iteration_or_hashes_other_than_the_manifest_are_refused(
+    run: Path, change: dict, reason: str
+) -> None:
     _rewrite(run, change_meta=lambda m: m.update(change))
     _older_used(run, reason)
 
@@ -432,8 +460,10 @@ def test_huge_declared_strategy_is_refused_before_allocating(run: Path) -> None:
         if d["name"] == "probs":
             d["shape"], d["nbytes"], d["chunks"] = [tib // 4], tib, -(-tib // CHUNK)
     stream = msgpack.packb(header, use_bin_type=True) + rest
-    path.write_bytes(struct.pack("<8sII", ck.BLUEPRINT_MAGIC, 1, 1)
-                     + lz4.frame.compress(stream, block_checksum=True, content_checksum=True))
+    path.write_bytes(
+        struct.pack("<8sII", ck.BLUEPRINT_MAGIC, 1, 1)
+        + lz4.frame.compress(stream, block_checksum=True, content_checksum=True)
+    )
     reseal_manifest(ckpt_dir(run, NEW))
     tracemalloc.start()
     try:
@@ -451,7 +481,9 @@ def test_every_checkpoint_damaged_is_a_clear_error(run: Path) -> None:
         bp_file(run, it).write_bytes(b"MCCFRBPF" + b"\xff" * 40)
         reseal_manifest(ckpt_dir(run, it))
     messages: list[str] = []
-    with pytest.raises(CheckpointError, match=r"no complete checkpoint.*blueprint.msgpack.lz4.*blueprint.msgpack.lz4"):
+    with pytest.raises(
+        CheckpointError, match=r"no complete checkpoint.*blueprint.msgpack.lz4.*blueprint.msgpack.lz4"
+    ):
         Blueprint.load(run, log=messages.append)
     assert len(messages) == 2
 
@@ -502,7 +534,9 @@ def test_fuzz_targets_run_clean(tmp_path: Path) -> None:
         import fuzz_parsers
     finally:
         sys.path.remove(str(ROOT / "scripts"))
-    args = argparse.Namespace(seed=1, count=300, time_limit=0, hang_s=5.0, hard_s=30.0, save=3, out=str(tmp_path))
+    args = argparse.Namespace(
+        seed=1, count=300, time_limit=0, hang_s=5.0, hard_s=30.0, save=3, out=str(tmp_path)
+    )
     old = signal.signal(signal.SIGALRM, fuzz_parsers._on_alarm)
     try:
         for name in ("checkpoint", "blueprint"):

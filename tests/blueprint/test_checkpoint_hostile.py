@@ -106,7 +106,9 @@ def drop_blueprint_files(run: Path) -> None:
     for d in sorted((run / "checkpoints").iterdir()):
         if (d / ck.BLUEPRINT_NAME).exists():
             (d / ck.BLUEPRINT_NAME).unlink()
-            reseal_manifest(d, lambda f: f.update(files=[e for e in f["files"] if e["file"] != ck.BLUEPRINT_NAME]))
+            reseal_manifest(
+                d, lambda f: f.update(files=[e for e in f["files"] if e["file"] != ck.BLUEPRINT_NAME])
+            )
 
 
 def split_shard(data: bytes) -> tuple[dict, bytes, bytes]:
@@ -131,8 +133,15 @@ def forge_shard(arrays: dict[str, np.ndarray], meta: dict, shard: int = 0) -> by
     descs, body = [], b""
     for name, arr in arrays.items():
         raw = np.ascontiguousarray(arr).tobytes()
-        descs.append({"name": name, "dtype": arr.dtype.str, "shape": list(arr.shape), "nbytes": len(raw),
-                      "chunks": -(-len(raw) // ck._CHUNK_BYTES)})
+        descs.append(
+            {
+                "name": name,
+                "dtype": arr.dtype.str,
+                "shape": list(arr.shape),
+                "nbytes": len(raw),
+                "chunks": -(-len(raw) // ck._CHUNK_BYTES),
+            }
+        )
         for i in range(0, len(raw), ck._CHUNK_BYTES):
             body += msgpack.packb(raw[i : i + ck._CHUNK_BYTES], use_bin_type=True)
     head = msgpack.packb({"shard": shard, "meta": meta, "arrays": descs}, use_bin_type=True)
@@ -141,7 +150,9 @@ def forge_shard(arrays: dict[str, np.ndarray], meta: dict, shard: int = 0) -> by
 
 def same_tables(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> bool:
     return list(got) == list(want) and all(
-        got[k].dtype == want[k].dtype and got[k].shape == want[k].shape and got[k].tobytes() == want[k].tobytes()
+        got[k].dtype == want[k].dtype
+        and got[k].shape == want[k].shape
+        and got[k].tobytes() == want[k].tobytes()
         for k in want
     )
 
@@ -223,7 +234,11 @@ def test_terabyte_array_is_refused_before_allocating(run: Path, name, loader) ->
     assert ck.list_checkpoints(run, verify=True)[0].complete  # resealed: sizes and digests agree
     messages = assert_older_loaded(run, loader, str(path), "'strat'", f"{TIB:,} bytes")
     assert "refusing" in messages[0]
-    with deadline(5), small_memory(), pytest.raises(CheckpointError, match=r"'strat' declares 1,099,511,627,776 bytes"):
+    with (
+        deadline(5),
+        small_memory(),
+        pytest.raises(CheckpointError, match=r"'strat' declares 1,099,511,627,776 bytes"),
+    ):
         ck.read_shard(path)
 
 
@@ -233,7 +248,11 @@ def test_terabyte_array_alone_is_a_clear_error(run: Path) -> None:
     drop_blueprint_files(run)  # (a blueprint file is read alone: tests/blueprint/test_blueprint_file.py)
     _declare_terabyte(run)
     shutil.rmtree(ckpt_dir(run, OLD))
-    with deadline(5), small_memory(), pytest.raises(CheckpointError, match=r"no complete checkpoint.*'strat' declares"):
+    with (
+        deadline(5),
+        small_memory(),
+        pytest.raises(CheckpointError, match=r"no complete checkpoint.*'strat' declares"),
+    ):
         Blueprint.load(run, log=lambda m: None)
 
 
@@ -244,8 +263,9 @@ def test_array_larger_than_the_layout_is_refused_before_allocating(run: Path, pr
     path = shard0(run)
     path.write_bytes(forge_shard({"regret": tr.regret, "strat": big, "rng": tr.rng}, {"shard": 0}))
     reseal_manifest(ckpt_dir(run, NEW))
-    assert_older_loaded(run, lambda r, log: Trainer.load(r, log=log), str(path), "'strat'",
-                        f"layout needs <f4[{tr.size}]")
+    assert_older_loaded(
+        run, lambda r, log: Trainer.load(r, log=log), str(path), "'strat'", f"layout needs <f4[{tr.size}]"
+    )
 
 
 def test_huge_msgpack_containers_are_not_preallocated() -> None:
@@ -334,7 +354,9 @@ def test_no_byte_past_the_recorded_size_is_read(run: Path) -> None:
     "array, value, name_loader",
     [("strat", np.nan, 0), ("regret", np.inf, 1), ("strat", -np.inf, 1), ("regret", np.nan, 0)],
 )
-def test_non_finite_tables_are_refused(run: Path, pristine, array: str, value: float, name_loader: int) -> None:
+def test_non_finite_tables_are_refused(
+    run: Path, pristine, array: str, value: float, name_loader: int
+) -> None:
     tr = pristine[1]
     tables = {"regret": tr.regret.copy(), "strat": tr.strat.copy(), "rng": tr.rng.copy()}
     tables[array][[5, 17]] = value
@@ -349,13 +371,18 @@ def test_non_finite_only_checkpoint_never_answers(run: Path, pristine) -> None:
     from blueprint.blueprint import Blueprint
 
     tr = pristine[1]
-    tables = {"regret": np.full(tr.size, np.inf, np.float32), "strat": np.full(tr.size, np.nan, np.float32),
-              "rng": tr.rng.copy()}
+    tables = {
+        "regret": np.full(tr.size, np.inf, np.float32),
+        "strat": np.full(tr.size, np.nan, np.float32),
+        "rng": tr.rng.copy(),
+    }
     shutil.rmtree(ckpt_dir(run, OLD))
     drop_blueprint_files(run)  # (a blueprint file is read alone: tests/blueprint/test_blueprint_file.py)
     shard0(run).write_bytes(forge_shard(tables, {"shard": 0}))
     reseal_manifest(ckpt_dir(run, NEW))
-    with pytest.raises(CheckpointError, match=r"no complete checkpoint.*shard-0.msgpack.lz4.*'regret'.*non-finite"):
+    with pytest.raises(
+        CheckpointError, match=r"no complete checkpoint.*shard-0.msgpack.lz4.*'regret'.*non-finite"
+    ):
         Blueprint.load(run, log=lambda m: None)
 
 
@@ -430,7 +457,8 @@ def test_damaged_newest_falls_back_through_several(run: Path, pristine) -> None:
         shutil.copytree(ckpt_dir(run, NEW), d)
         if damage == "nan":
             (d / ck.shard_name(0)).write_bytes(
-                forge_shard({"regret": tr.regret, "strat": tr.strat * np.nan, "rng": tr.rng}, {"shard": 0}))
+                forge_shard({"regret": tr.regret, "strat": tr.strat * np.nan, "rng": tr.rng}, {"shard": 0})
+            )
         elif damage == "zero":
             (d / ck.shard_name(0)).unlink()
             (d / ck.shard_name(0)).symlink_to("/dev/zero")
@@ -449,11 +477,23 @@ def _ray_style_checkpoint(run: Path, tr: Trainer, bounds: list[list[int]]) -> Pa
     """A checkpoint as the Ray job writes it: regret/strat slices per shard, RNG and bounds in the
     manifest (written with the checkpoint module only)."""
     d = ck.new_checkpoint_dir(run, tr.iteration, replace=True)
-    files = [ck.write_shard(d, k, {"regret": tr.regret[lo:hi], "strat": tr.strat[lo:hi]},
-                            {"shard": k, "row_lo": lo, "row_hi": hi, "iteration": tr.iteration, "last_seq": {}})
-             for k, (lo, hi) in enumerate(bounds)]
+    files = [
+        ck.write_shard(
+            d,
+            k,
+            {"regret": tr.regret[lo:hi], "strat": tr.strat[lo:hi]},
+            {"shard": k, "row_lo": lo, "row_hi": hi, "iteration": tr.iteration, "last_seq": {}},
+        )
+        for k, (lo, hi) in enumerate(bounds)
+    ]
     manifest = tr.manifest()
-    manifest["job"] = {"workers": 1, "shards": len(bounds), "batch": 10, "bounds": bounds, "layout_size": tr.size}
+    manifest["job"] = {
+        "workers": 1,
+        "shards": len(bounds),
+        "batch": 10,
+        "bounds": bounds,
+        "layout_size": tr.size,
+    }
     ck.write_manifest(d, manifest, files)
     return d
 
@@ -471,7 +511,9 @@ def test_ray_style_checkpoints_are_checked_against_their_bounds(pristine, tmp_pa
     with pytest.raises(CheckpointError, match=r"job row bounds .* do not cover this run's"):
         Trainer.load(run, log=lambda m: None)
     reseal_manifest(d, lambda f: f["job"].update(bounds=[[0, cut + 1], [cut + 1, tr.size]]))
-    with pytest.raises(CheckpointError, match=rf"shard-0.msgpack.lz4: array 'regret' is <f4\[{cut}\].*needs <f4\[{cut + 1}\]"):
+    with pytest.raises(
+        CheckpointError, match=rf"shard-0.msgpack.lz4: array 'regret' is <f4\[{cut}\].*needs <f4\[{cut + 1}\]"
+    ):
         Trainer.load(run, log=lambda m: None)
     reseal_manifest(d, lambda f: f["job"].update(bounds=[[0, tr.size]]))
     with pytest.raises(CheckpointError, match="lists 2 shard.*layout has 1"):
@@ -509,8 +551,14 @@ def material(pristine, tmp_path_factory):
     scratch = tmp_path_factory.mktemp("fuzz") / "run"
     shutil.copytree(ckpt, scratch / "checkpoints" / ckpt.name)
     return {
-        "shard": shard_bytes, "head": head_bytes, "rest": rest, "manifest": manifest_bytes,
-        "tables": tables, "spec": spec, "layout": tr.checkpoint_layout, "scratch": scratch,
+        "shard": shard_bytes,
+        "head": head_bytes,
+        "rest": rest,
+        "manifest": manifest_bytes,
+        "tables": tables,
+        "spec": spec,
+        "layout": tr.checkpoint_layout,
+        "scratch": scratch,
         "ckpt": scratch / "checkpoints" / ckpt.name,
     }
 

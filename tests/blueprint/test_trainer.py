@@ -88,8 +88,15 @@ def test_pruning_fires_on_leduc_and_never_on_one_round_kuhn():
 
 
 def test_pruning_never_skips_the_last_round_or_hand_ending_actions():
-    tr = make_trainer("leduc", algo="pluribus", seed=4, prune_start=0, prune_prob=1.0,
-                      prune_threshold_bb=-1e-6, floor_bb=-1e-5)
+    tr = make_trainer(
+        "leduc",
+        algo="pluribus",
+        seed=4,
+        prune_start=0,
+        prune_prob=1.0,
+        prune_threshold_bb=-1e-6,
+        floor_bb=-1e-5,
+    )
     tr.run(5000)
     t = tr.tree
     # an action is prunable only on round 0 with a decision node below it; every regret of the
@@ -97,7 +104,7 @@ def test_pruning_never_skips_the_last_round_or_hand_ending_actions():
     for n in t.decision_nodes():
         s, k = t.child_start[n], t.num_actions[n]
         nb = tr.num_buckets[t.round[n]]
-        block = tr.regret[tr.row_offset[n]: tr.row_offset[n] + nb * k].reshape(nb, k)
+        block = tr.regret[tr.row_offset[n] : tr.row_offset[n] + nb * k].reshape(nb, k)
         for a in range(k):
             child = t.edge_child[s + a]
             if t.round[n] == 1 or t.kind[child] != KIND_DECISION:
@@ -110,8 +117,16 @@ def test_pruning_never_skips_the_last_round_or_hand_ending_actions():
     list(itertools.product(["none", "linear", "dcfr"], [False, True], ["float32", "int32"])),
 )
 def test_every_variant_learns_leduc(discount, prune, dtype):
-    tr = make_trainer("leduc", algo="vanilla", seed=0, discount=discount, prune=prune, prune_start=2000,
-                      discount_every=200, regret_dtype=dtype)
+    tr = make_trainer(
+        "leduc",
+        algo="vanilla",
+        seed=0,
+        discount=discount,
+        prune=prune,
+        prune_start=2000,
+        discount_every=200,
+        regret_dtype=dtype,
+    )
     tr.run(60000)
     assert tr.exploitability()[0] < 0.12  # uniform play is 4.75; Nash is 0
 

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from abstraction.tree import build_tree
 from abstraction.buckets import build_buckets
 from abstraction.cards import from_file
+from abstraction.tree import build_tree
 from blueprint.evaluate import BestResponse
 from blueprint.tables import normalize_blocks
 from blueprint.vector_cfr import VectorCFR
@@ -15,7 +15,9 @@ from holdem.gamedef import GameDef
 @pytest.fixture(scope="module")
 def game():
     # three rounds: hole cards, a 2-card flop, a 1-card turn; 3 ranks x 4 suits
-    return GameDef("limit", 3, (2000, 2000), (10, 5), (10, 20, 20), (1, 0, 0), (1, 1, 1), 4, 3, 2, (0, 2, 1), "t3")
+    return GameDef(
+        "limit", 3, (2000, 2000), (10, 5), (10, 20, 20), (1, 0, 0), (1, 1, 1), 4, 3, 2, (0, 2, 1), "t3"
+    )
 
 
 def test_best_response_matches_reference_and_cfr_plus_converges(game, tmp_path):
@@ -32,11 +34,14 @@ def test_best_response_matches_reference_and_cfr_plus_converges(game, tmp_path):
         if vc.b_hi[b] > vc.b_lo[b]:
             nb = len(vc.boards[vc.b_lo[b]]) - len(cb)
             nposs = comb(game.deck_size - 4 - len(cb), nb)
-            assert vc.b_w[vc.b_lo[b]:vc.b_hi[b]].sum() * nposs == pytest.approx(comb(game.deck_size - len(cb), nb))
+            assert vc.b_w[vc.b_lo[b] : vc.b_hi[b]].sum() * nposs == pytest.approx(
+                comb(game.deck_size - len(cb), nb)
+            )
     # turn cards are orbits under each flop's stabilizer: fewer than every turn of every canonical flop
     assert np.sum(vc.b_round == 2) < np.sum(vc.b_round == 1) * (game.deck_size - 2)
-    probs = normalize_blocks(tree, vc.row_offset, np.array(cards.num_buckets),
-                             np.random.default_rng(3).random(vc.size))
+    probs = normalize_blocks(
+        tree, vc.row_offset, np.array(cards.num_buckets), np.random.default_rng(3).random(vc.size)
+    )
     ref = BestResponse(tree, cards, vc.row_offset)
     e_ref, br_ref = ref.exploitability(probs)
     e, br = vc.exploitability(probs)

@@ -71,7 +71,20 @@ def trained(tmp_path_factory):
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory, trained):
     run = tmp_path_factory.mktemp("cli") / "halves"
-    first = ok("train", "--game", "leduc", "--iterations", HALF, "--seed", "3", "--out", run, "--json", "--eval-every", "0")
+    first = ok(
+        "train",
+        "--game",
+        "leduc",
+        "--iterations",
+        HALF,
+        "--seed",
+        "3",
+        "--out",
+        run,
+        "--json",
+        "--eval-every",
+        "0",
+    )
     second = mccfr("resume", run, "--iterations", FULL - HALF, "--json")
     assert second.exit_code == 0, second.stderr
     return run, first, second
@@ -344,14 +357,28 @@ def test_failed_periodic_checkpoint_warns_and_training_goes_on(tmp_path, monkeyp
     def flaky(self, run_dir, keep=None):
         calls.append(self.iteration)
         if len(calls) == 1:
-            raise CheckpointError("writing checkpoint X failed: [Errno 28] No space left on device; "
-                                  "there is no earlier complete checkpoint")
+            raise CheckpointError(
+                "writing checkpoint X failed: [Errno 28] No space left on device; "
+                "there is no earlier complete checkpoint"
+            )
         return real(self, run_dir, keep=keep)
 
     monkeypatch.setattr(Trainer, "save", flaky)
     run = tmp_path / "run"
-    result = mccfr("train", "--game", "leduc", "--time", "1.5", "--checkpoint-every", "0.3",
-                   "--eval-every", "0", "--out", run, "--json")
+    result = mccfr(
+        "train",
+        "--game",
+        "leduc",
+        "--time",
+        "1.5",
+        "--checkpoint-every",
+        "0.3",
+        "--eval-every",
+        "0",
+        "--out",
+        run,
+        "--json",
+    )
     assert result.exit_code == 0, result.stderr
     assert "warning: writing checkpoint X failed: [Errno 28] No space left on device" in result.stderr
     assert "training goes on" in result.stderr

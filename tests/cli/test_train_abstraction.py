@@ -27,12 +27,15 @@ def _recipe_run(run: Path) -> None:
     from blueprint.trainer import make_trainer
 
     tr = make_trainer("hunl20", bets="small", cards="rank", seed=0)
-    tr.cards = CardAbstraction("small", TABLE, (169, 50, 50, 50), source_hash="0123456789abcdef", method="ehs2")
+    tr.cards = CardAbstraction(
+        "small", TABLE, (169, 50, 50, 50), source_hash="0123456789abcdef", method="ehs2"
+    )
     tr.num_buckets = tr.cards.buckets_array()
     tr.row_offset, tr.size = layout(tr.tree, tr.num_buckets)
     tr.regret, tr.strat = np.zeros(tr.size, np.float32), np.zeros(tr.size, np.float32)
-    tr.abstraction_hash = hashlib.blake2b((tr.tree.content_hash() + tr.cards.content_hash()).encode(),
-                                          digest_size=8).hexdigest()
+    tr.abstraction_hash = hashlib.blake2b(
+        (tr.tree.content_hash() + tr.cards.content_hash()).encode(), digest_size=8
+    ).hexdigest()
     tr.config_dict = {**tr.config_dict, "cards": "small"}
     tr.save(run)
 
@@ -49,8 +52,9 @@ def test_train_builds_a_missing_recipe_before_anything_else(tmp_path: Path, monk
 
     monkeypatch.setattr(buckets, "ensure_recipe", fake_ensure)
     out = tmp_path / "run"
-    result = CliRunner().invoke(cli, ["train", "--game", "hunl20", "--abstraction", "small", "--iterations", "10",
-                                      "--out", str(out)])
+    result = CliRunner().invoke(
+        cli, ["train", "--game", "hunl20", "--abstraction", "small", "--iterations", "10", "--out", str(out)]
+    )
     assert isinstance(result.exception, Built), result.output
     assert calls == [("hunl20", "small", True)]
     assert "building it first" in result.stderr

@@ -81,7 +81,9 @@ def test_round_merge_order_is_fixed_and_idempotent(leduc):
 
     def delta():
         rows = np.sort(rng.choice(50, 20, replace=False)).astype(np.uint32)
-        return pack_delta(rows, rng.normal(size=20).astype(np.float32) * 1e3, rng.random(20).astype(np.float32))
+        return pack_delta(
+            rows, rng.normal(size=20).astype(np.float32) * 1e3, rng.random(20).astype(np.float32)
+        )
 
     ds = [delta() for _ in range(3)]
     results = []
@@ -170,8 +172,20 @@ def test_worker_skips_other_workers_iterations(leduc):
 def _tiny_game():
     from holdem.gamedef import GameDef
 
-    return GameDef("nolimit", 3, (2000, 2000), (100, 50), (0, 0, 0), (1, 0, 0), (255, 255, 255), 4, 6, 2,
-                   (0, 3, 1), "tiny")
+    return GameDef(
+        "nolimit",
+        3,
+        (2000, 2000),
+        (100, 50),
+        (0, 0, 0),
+        (1, 0, 0),
+        (255, 255, 255),
+        4,
+        6,
+        2,
+        (0, 3, 1),
+        "tiny",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -188,8 +202,15 @@ def tiny_cards():
     parts = [rng.integers(0, b, ix.size(r), dtype=np.uint16) for r, b in enumerate(buckets)]
     parts.append(rng.integers(0, buckets[0], game.deck_size**2, dtype=np.uint16))  # preflop lookup
     offsets = np.cumsum([0] + [len(p) for p in parts[:-1]]).astype(np.int64)
-    return CardAbstraction("tiny-random", TABLE, buckets, iso=ix.tables, table=np.concatenate(parts),
-                           offsets=offsets, source_hash="tiny-random")
+    return CardAbstraction(
+        "tiny-random",
+        TABLE,
+        buckets,
+        iso=ix.tables,
+        table=np.concatenate(parts),
+        offsets=offsets,
+        source_hash="tiny-random",
+    )
 
 
 def _tiny_trainer(cards, seed=0):
@@ -225,12 +246,20 @@ def test_worker_reads_the_drivers_card_table_and_builds_nothing(tiny_cards, monk
     def no_build(*a, **k):
         raise AssertionError("a worker built or loaded a card abstraction")
 
-    for mod, name in ((abstraction.cards, "default_card_abstraction"), (abstraction.cards, "from_file"),
-                      (abstraction.cards, "lossless"), (abstraction.buckets, "ensure_recipe"),
-                      (abstraction.buckets, "read_abstraction")):
+    for mod, name in (
+        (abstraction.cards, "default_card_abstraction"),
+        (abstraction.cards, "from_file"),
+        (abstraction.cards, "lossless"),
+        (abstraction.buckets, "ensure_recipe"),
+        (abstraction.buckets, "read_abstraction"),
+    ):
         monkeypatch.setattr(mod, name, no_build)
-    own = WorkerCore(0, tr.config_dict, bounds, tr.rng, tr.abstraction_hash, cards=tiny_cards, private_cards=True)
-    shared = WorkerCore(0, tr.config_dict, bounds, tr.rng, tr.abstraction_hash, cards=_read_only_cards(tiny_cards))
+    own = WorkerCore(
+        0, tr.config_dict, bounds, tr.rng, tr.abstraction_hash, cards=tiny_cards, private_cards=True
+    )
+    shared = WorkerCore(
+        0, tr.config_dict, bounds, tr.rng, tr.abstraction_hash, cards=_read_only_cards(tiny_cards)
+    )
     assert shared.cards_zero_copy() and not own.cards_zero_copy()
     snap = [{"regret": tr.regret[lo:hi], "strat": tr.strat[lo:hi]} for lo, hi in bounds]
     a = own.run_batch(1, 0, 0, 1500, 1500, 0.0, 0, *snap)
@@ -339,8 +368,15 @@ def test_worker_past_its_restarts_leaves_the_round(cluster):
     the round with a warning and its batch runs on the node's other worker from the same RNG state,
     so the tables are still those of an uninterrupted run."""
     notes = []
-    with RayJob(make_trainer("leduc", seed=6), workers=2, shards=1, batch=250, log=notes.append, timeout=60,
-                worker_retries=0) as job:
+    with RayJob(
+        make_trainer("leduc", seed=6),
+        workers=2,
+        shards=1,
+        batch=250,
+        log=notes.append,
+        timeout=60,
+        worker_retries=0,
+    ) as job:
         job.run(1_000)
         job.kill_worker(1)
         job.run(2_000)
@@ -421,8 +457,13 @@ def small_disk(tmp_path):
 
     mnt = tmp_path / "disk"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+        != 0
+    ):
         yield None
         return
     yield mnt
@@ -462,8 +503,11 @@ def test_checkpoint_drills_full_disk_corrupt_file_dead_shard(cluster, small_disk
         job.max_replay_bytes = 1  # from now on the deltas since the checkpoint are not kept
         job.run(500)
         job.ray.kill(job.shards[1], no_restart=True)
-        with pytest.raises(JobError, match=r"shard\(s\) \[1\] died.*resume from the last complete checkpoint"
-                           r".*000000001500.*not kept"):
+        with pytest.raises(
+            JobError,
+            match=r"shard\(s\) \[1\] died.*resume from the last complete checkpoint"
+            r".*000000001500.*not kept",
+        ):
             job.run(500)
     finally:
         job.close()
@@ -503,10 +547,37 @@ def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
     address = ray.get_runtime_context().gcs_address
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from cli import main; main()", "train", "--game", "leduc",
-         "--workers", "2", "--shards", "1", "--batch", "500", "--time", "120", "--checkpoint-every", "0.3",
-         "--eval-every", "0.3", "--report-every", "0.2", "--keep", "2", "--address", address, "--out", str(run)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-c",
+            "from cli import main; main()",
+            "train",
+            "--game",
+            "leduc",
+            "--workers",
+            "2",
+            "--shards",
+            "1",
+            "--batch",
+            "500",
+            "--time",
+            "120",
+            "--checkpoint-every",
+            "0.3",
+            "--eval-every",
+            "0.3",
+            "--report-every",
+            "0.2",
+            "--keep",
+            "2",
+            "--address",
+            address,
+            "--out",
+            str(run),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         deadline = time.time() + 120
@@ -519,7 +590,9 @@ def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
         proc.wait()
     newest = max(c.iteration for c in ckpt.list_checkpoints(run) if c.complete)
     assert newest >= 2 * 1000
-    res = CliRunner().invoke(cli, ["resume", str(run), "--iterations", "2000", "--eval-every", "0.3", "--json"])
+    res = CliRunner().invoke(
+        cli, ["resume", str(run), "--iterations", "2000", "--eval-every", "0.3", "--json"]
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["iterations"] - out["iterations_run"] >= newest  # resumed from the newest (or newer)
@@ -527,8 +600,11 @@ def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
     assert "Ray job: 2 workers, 1 shards, batch 500" in res.stderr
     manifest, shards = ckpt.load_latest(run)
     assert manifest["iteration"] == out["iterations"] and manifest["job"]["workers"] == 2
-    its = [json.loads(line)["iteration"] for line in (run / "metrics.jsonl").read_text().splitlines()
-           if line.strip().endswith("}")]
+    its = [
+        json.loads(line)["iteration"]
+        for line in (run / "metrics.jsonl").read_text().splitlines()
+        if line.strip().endswith("}")
+    ]
     assert its == sorted(its)  # rows past the resumed checkpoint were dropped
 
     png = tmp_path / "curve.png"

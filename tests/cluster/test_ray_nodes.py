@@ -21,10 +21,16 @@ NODES = 4
 def nodes():
     from ray.cluster_utils import Cluster
 
-    fast_health = {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
-                   "health_check_initial_delay_ms": 0, "health_check_timeout_ms": 500}
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20,
-                                                      "_system_config": fast_health})
+    fast_health = {
+        "health_check_period_ms": 500,
+        "health_check_failure_threshold": 3,
+        "health_check_initial_delay_ms": 0,
+        "health_check_timeout_ms": 500,
+    }
+    c = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20, "_system_config": fast_health},
+    )
     for _ in range(NODES):
         c.add_node(num_cpus=1, object_store_memory=80 << 20)
     c.wait_for_nodes()
@@ -131,18 +137,21 @@ def test_drills_one_worker_exact(drill_nodes):
     ref = reference(21, 1, 2, 2, batch, it)
     notes: list[str] = []
     # both shards on node 1 (no worker), the worker on node 0
-    job, cb = _drill(nodes, notes, {2: 0, 5: 1}, seed=21, workers=1, shards=2, batch=batch, nodes=2,
-                     shard_nodes=[1, 1])
+    job, cb = _drill(
+        nodes, notes, {2: 0, 5: 1}, seed=21, workers=1, shards=2, batch=batch, nodes=2, shard_nodes=[1, 1]
+    )
     with job:
         job.run(it, cb)
         st = job.stats()
-        assert job.iteration == it and _same(job, ref), '\n'.join(notes)
+        assert job.iteration == it and _same(job, ref), "\n".join(notes)
     assert st["shard_restores"] == 2 and st["node_failures"] >= 1 and st["lost_deltas"] == 0, (st, notes)
     assert any("shard 0 died" in m for m in notes) and any("shard 1 died" in m for m in notes)
     _top_up(nodes)
     # one shard on each node; the shard node goes, after a checkpoint
     notes.clear()
-    job, cb0 = _drill(nodes, notes, {4: 1}, seed=21, workers=1, shards=2, batch=batch, nodes=2, shard_nodes=[0, 1])
+    job, cb0 = _drill(
+        nodes, notes, {4: 1}, seed=21, workers=1, shards=2, batch=batch, nodes=2, shard_nodes=[0, 1]
+    )
 
     def cb(j, tmp=__import__("tempfile").mkdtemp()):
         if j.iteration == 1_000:
@@ -152,7 +161,7 @@ def test_drills_one_worker_exact(drill_nodes):
     with job:
         job.run(it, cb)
         st = job.stats()
-        assert _same(job, ref), '\n'.join(notes)
+        assert _same(job, ref), "\n".join(notes)
     assert st["shard_restores"] == 1 and st["lost_deltas"] == 0, (st, notes)
     assert any("shard 1 died" in m and "000000001000" in m for m in notes), notes
 
@@ -187,5 +196,7 @@ def test_drill_no_spare_cpu(drill_nodes):
     ref.regret[:], ref.strat[:] = reference(31, 4, 4, 2, batch, it)
     ref_expl = ref.exploitability()[0]
     assert expl < 1.5 * ref_expl, (expl, ref_expl, "\n".join(notes))
-    print(f"no-spare drill: exploitability {expl:.4f} vs uninterrupted {ref_expl:.4f}; lost deltas "
-          f"{st['lost_deltas']}; notes:\n" + "\n".join(notes))
+    print(
+        f"no-spare drill: exploitability {expl:.4f} vs uninterrupted {ref_expl:.4f}; lost deltas "
+        f"{st['lost_deltas']}; notes:\n" + "\n".join(notes)
+    )

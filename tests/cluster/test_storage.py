@@ -99,8 +99,10 @@ def test_job_checkpoints_to_storage_while_training(two_nodes, tmp_path, kind):
         job.wait_saves()
         got = job.sync()
         st = job.stats()
-    print(f"storage checkpoint: pause {st['checkpoint_pause_seconds'] * 1e3:.1f} ms, written in "
-          f"{st['storage_checkpoint_seconds']:.2f} s while the rounds went on")
+    print(
+        f"storage checkpoint: pause {st['checkpoint_pause_seconds'] * 1e3:.1f} ms, written in "
+        f"{st['storage_checkpoint_seconds']:.2f} s while the rounds went on"
+    )
     assert st["checkpoint_pause_seconds"] < 0.05, st["checkpoint_pause_seconds"]
     assert st["shard_restores"] == 1 and st["lost_deltas"] == 0
     assert any("shard 1 died" in m and "000000001200" in m for m in notes), notes

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from abstraction.translation import pseudo_harmonic
 from blueprint.blueprint import Blueprint
+from blueprint.trainer import make_trainer
 from evaluation.lbr import (
     MENUS,
     BlueprintOpponent,
@@ -24,7 +25,6 @@ from evaluation.lbr import (
 )
 from evaluation.match import exact_value, view_of
 from evaluation.players import AlwaysCall, BlueprintPlayer
-from blueprint.trainer import make_trainer
 from holdem.evaluator import rank_hand_py
 from holdem.game import Game
 
@@ -110,8 +110,9 @@ def test_off_tree_raise_mixes_both_translations():
     state = game.state("STATE:0:r400:2c|3d")  # pot fraction (400 - 100) / 200 = 1.5: between 1 and 2 pots
     dist = bp.node_distribution(state)
     assert len(dist) == 2 and sum(p for _, p in dist) == pytest.approx(1.0)
-    assert sorted(p for _, p in dist) == pytest.approx(sorted([pseudo_harmonic(1.5, 1.0, 2.0),
-                                                               1 - pseudo_harmonic(1.5, 1.0, 2.0)]))
+    assert sorted(p for _, p in dist) == pytest.approx(
+        sorted([pseudo_harmonic(1.5, 1.0, 2.0), 1 - pseudo_harmonic(1.5, 1.0, 2.0)])
+    )
     view = view_of(state, 0)
     rng = np.random.default_rng(0)
     emp: dict[str, float] = {}
@@ -138,8 +139,9 @@ def test_equity_kernel_matches_brute_force_on_a_small_deck():
     mine, board = [0, 7], [3]
     rest = np.array([c for c in range(deck) if c not in mine + board], np.int64)
     w = np.array([0.0 if set(h) & set(mine + board) else 1.0 for h in hands.tolist()])
-    eq = equity_vs_range(np.array(mine, np.int64), np.array(board, np.int64), rest, 2, cs, mask, w,
-                         num_suits, 10_000, 1, 0)
+    eq = equity_vs_range(
+        np.array(mine, np.int64), np.array(board, np.int64), rest, 2, cs, mask, w, num_suits, 10_000, 1, 0
+    )
     for i, h in enumerate(hands.tolist()):
         if not w[i]:
             continue
@@ -152,8 +154,9 @@ def test_equity_kernel_matches_brute_force_on_a_small_deck():
             score.append(1.0 if a > o else 0.5 if a == o else 0.0)
         assert eq[i] == pytest.approx(np.mean(score), abs=1e-12)
     # sampled boards: close to the exact values
-    approx = equity_vs_range(np.array(mine, np.int64), np.array(board, np.int64), rest, 2, cs, mask, w,
-                             num_suits, 1, 4000, 7)
+    approx = equity_vs_range(
+        np.array(mine, np.int64), np.array(board, np.int64), rest, 2, cs, mask, w, num_suits, 1, 4000, 7
+    )
     assert abs(float(w @ approx) - float(w @ eq)) / w.sum() < 0.02
 
 
@@ -165,7 +168,9 @@ def test_preflop_equity_of_aces_in_hold_em():
     aces = [48, 49]
     w = ((mask & ((1 << 48) | (1 << 49))) == 0).astype(float)
     rest = np.array([c for c in range(52) if c not in aces], np.int64)
-    eq = equity_vs_range(np.array(aces, np.int64), np.zeros(0, np.int64), rest, 5, cs, mask, w, 4, 50, 2000, 3)
+    eq = equity_vs_range(
+        np.array(aces, np.int64), np.zeros(0, np.int64), rest, 5, cs, mask, w, 4, 50, 2000, 3
+    )
     assert float(w @ eq) / w.sum() == pytest.approx(0.852, abs=0.02)  # AA vs a random hand: 85.2%
 
 
@@ -209,8 +214,20 @@ def _cli(*args):
 @pytest.fixture(scope="module")
 def nl_run(tmp_path_factory):
     run = tmp_path_factory.mktemp("lbr") / "nl"
-    r = _cli("train", "--game", NL_LEDUC, "--bets", "fcpa", "--algo", "cfr+", "--iterations", "20",
-             "--out", run, "--json")
+    r = _cli(
+        "train",
+        "--game",
+        NL_LEDUC,
+        "--bets",
+        "fcpa",
+        "--algo",
+        "cfr+",
+        "--iterations",
+        "20",
+        "--out",
+        run,
+        "--json",
+    )
     assert r.exit_code == 0, r.stderr
     return run
 

@@ -7,6 +7,7 @@ import pytest
 
 from blueprint.blueprint import Blueprint
 from blueprint.evaluate import expected_value
+from blueprint.trainer import make_trainer
 from evaluation.match import MatchError, exact_value, play_hand, play_match, view_of
 from evaluation.players import (
     SPEC_NAMES,
@@ -19,7 +20,6 @@ from evaluation.players import (
     RandomPlayer,
     player_from_spec,
 )
-from blueprint.trainer import make_trainer
 from holdem.game import Game
 
 KUHN = Game.load("kuhn")

@@ -3,16 +3,26 @@
 import numpy as np
 import pytest
 
+from abstraction.bets import parse_bets
 from abstraction.buckets import build_buckets
 from abstraction.isomorphism import HandIndexer
 from blueprint.algo import get_algo
 from blueprint.blueprint import Blueprint
 from blueprint.trainer import RunConfig, Trainer
-from abstraction.bets import parse_bets
+from experiments.fullgame import (
+    FLOP_BETS_TOML,
+    FLOP_OFF_TREE_TOML,
+    CombinedBestResponse,
+    FullGame,
+    SolveSettings,
+    board_classes,
+    flop_game,
+    off_tree_edges,
+    preflop_gift_rates,
+    run_experiment,
+    run_nested_experiment,
+)
 from holdem.cards import cards_str
-from experiments.fullgame import (FLOP_BETS_TOML, FLOP_OFF_TREE_TOML, CombinedBestResponse, FullGame, SolveSettings,
-                              board_classes, flop_game, off_tree_edges, preflop_gift_rates, run_experiment,
-                              run_nested_experiment)
 from subgame.tree import SubgameError, board_hands
 
 
@@ -64,8 +74,13 @@ def test_gift_rates_are_nonnegative_and_zero_without_opponent_decisions(tiny):
 def test_safe_resolve_not_worse_than_blueprint(tiny):
     _, bp, fg = tiny
     # a third of the board classes (the rest keep the blueprint, which is itself a safe choice)
-    res = run_experiment(bp, SolveSettings(iterations=100, methods=("resolve", "maxmargin")),
-                         log=lambda s: None, fg=fg, max_boards=len(fg.reps) // 3)
+    res = run_experiment(
+        bp,
+        SolveSettings(iterations=100, methods=("resolve", "maxmargin")),
+        log=lambda s: None,
+        fg=fg,
+        max_boards=len(fg.reps) // 3,
+    )
     assert 0 < res["coverage"] < 1
     mbb = res["mbb"]
     # exact best response in the full game: the safe methods at most the blueprint (small tolerance for
@@ -112,8 +127,10 @@ def test_translation_lift_matches_play_time_strategy(tiny, full):
         ok = np.nonzero(board_hands(tree).valid[tree.board[c]])[0]
         for h in ok[:: max(1, len(ok) // 4)]:
             hole = cards_str(board_hands(tree).hands[h].tolist(), S)
-            ms = (f"MATCHSTATE:{me}:0:{tree.betting(c).betting_string()}:"
-                  f"{hole + '|' if me == 0 else '|' + hole}/{cards_str(list(rep), S)}")
+            ms = (
+                f"MATCHSTATE:{me}:0:{tree.betting(c).betting_string()}:"
+                f"{hole + '|' if me == 0 else '|' + hole}/{cards_str(list(rep), S)}"
+            )
             # Blueprint.strategy with an rng draws the translation afresh: average over evenly spaced draws
             want: dict = {}
             for k in range(K):
@@ -133,13 +150,19 @@ def test_full_game_needs_the_blueprints_actions(tiny):
 
 def test_nested_safe_answers_to_the_off_tree_bet(tiny):
     _, bp, fg = tiny
-    res = run_nested_experiment(bp, parse_bets(FLOP_OFF_TREE_TOML),
-                                SolveSettings(iterations=100, methods=("resolve", "reach-maxmargin")),
-                                log=lambda s: None, max_boards=len(fg.reps) // 4)
+    res = run_nested_experiment(
+        bp,
+        parse_bets(FLOP_OFF_TREE_TOML),
+        SolveSettings(iterations=100, methods=("resolve", "reach-maxmargin")),
+        log=lambda s: None,
+        max_boards=len(fg.reps) // 4,
+    )
     assert 0 < res["coverage"] < 1 and res["fallbacks"] == 0
     x = res["mbb"]
     base = x["no-off-tree"]
-    assert base == pytest.approx(CombinedBestResponse(fg).exploitability()[0] * 10, rel=1e-9)  # 100-chip big blind
+    assert base == pytest.approx(
+        CombinedBestResponse(fg).exploitability()[0] * 10, rel=1e-9
+    )  # 100-chip big blind
     # the same strategy against a responder with one more action: never less exploitable
     assert x["translation"] >= base - 1e-6
     for m in ("resolve", "reach-maxmargin"):

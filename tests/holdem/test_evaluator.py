@@ -2,7 +2,6 @@
 digest over all 5-card hands, and short decks checked through OpenSpiel's showdown payoffs."""
 
 import hashlib
-import itertools
 
 import numba
 import numpy as np
@@ -211,7 +210,15 @@ def test_golden_digest_all_5_card_hands():
     assert np.bincount(hand_category(values), minlength=9).tolist() == CATEGORY_COUNTS_5CARD
     # Distinct classes per category: the textbook 1277/2860/858/858/10/1277/156/156/10.
     assert np.bincount(hand_category(classes), minlength=9).tolist() == [
-        1277, 2860, 858, 858, 10, 1277, 156, 156, 10
+        1277,
+        2860,
+        858,
+        858,
+        10,
+        1277,
+        156,
+        156,
+        10,
     ]
 
 

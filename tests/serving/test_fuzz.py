@@ -19,13 +19,25 @@ PREFLOP = "MATCHSTATE:1:0::|AhAd"
 FLOP = "MATCHSTATE:0:3:cc/:AhAd|/2c3d4h"
 RIVER = "MATCHSTATE:0:3:cc/cc/cc/:AsKd|/2c7h9s/Td/3c"
 LIMIT = 4096
-FAST = settings(max_examples=400, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FAST = settings(
+    max_examples=400,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
-json_scalars = (st.none() | st.booleans() | st.integers(min_value=-(10**30), max_value=10**30)
-                | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=40))
-json_values = st.recursive(json_scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c,
-                                                                                          max_size=4), max_leaves=10)
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=40)
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=4),
+    max_leaves=10,
+)
 
 
 @st.composite
@@ -44,13 +56,14 @@ def matchstates(draw):
     piece = draw(st.text(max_size=6))
     if how == "insert":
         return base[:i] + piece + base[i:]
-    return base[:i] + piece + base[i + len(piece):]
+    return base[:i] + piece + base[i + len(piece) :]
 
 
 field_values = {
     "session": st.none() | st.text(max_size=300) | json_values,
     "time_budget_ms": st.none() | st.integers(min_value=-5, max_value=10**12) | json_values,
-    "method": st.none() | st.sampled_from(["blueprint", "resolve", "reach-maxmargin", "unsafe", "magic", ""])
+    "method": st.none()
+    | st.sampled_from(["blueprint", "resolve", "reach-maxmargin", "unsafe", "magic", ""])
     | json_values,
 }
 
@@ -81,8 +94,16 @@ bodies = st.one_of(
     st.builds(lambda n: b"[" * n + b"]" * n, st.integers(1, LIMIT // 2)),
     st.builds(lambda n: b'{"matchstate": "' + b"x" * n + b'"}', st.integers(LIMIT - 40, LIMIT + 40)),
 )
-content_types = st.sampled_from(["application/json", None, "text/plain", "application/json; charset=latin-1",
-                                 "application/vnd.x+json", "multipart/form-data"])
+content_types = st.sampled_from(
+    [
+        "application/json",
+        None,
+        "text/plain",
+        "application/json; charset=latin-1",
+        "application/vnd.x+json",
+        "multipart/form-data",
+    ]
+)
 
 
 @pytest.fixture(scope="module")
@@ -125,12 +146,26 @@ def test_any_request_object_is_answered_or_refused_naming_a_kind(app, reference,
         if obj.get("matchstate") in reference:
             assert out["strategy"] == reference[obj["matchstate"]]
     else:
-        assert out["kind"] in {"bad_matchstate", "wrong_game", "not_your_turn", "hand_over", "bad_method",
-                               "bad_time_budget", "bad_session", "off_tree", "invalid_request", "bad_request"}, out
+        assert out["kind"] in {
+            "bad_matchstate",
+            "wrong_game",
+            "not_your_turn",
+            "hand_over",
+            "bad_method",
+            "bad_time_budget",
+            "bad_session",
+            "off_tree",
+            "invalid_request",
+            "bad_request",
+        }, out
 
 
-@settings(max_examples=40, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(obj=request_objects(), budget=st.integers(1, 60))
 def test_a_solving_server_never_fails_either(solving_app, obj, budget):
     """The same on a server that solves the river (short budgets keep each example quick)."""

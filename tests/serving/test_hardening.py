@@ -86,8 +86,17 @@ def test_nbytes_of_a_solved_subgame_is_the_numpy_bytes_it_holds(hunl_bp):
 
 
 def test_parse_bytes():
-    assert parse_bytes("512M") == 512 * 2**20 and parse_bytes("2G") == 2 * 2**30 and parse_bytes("1.5GiB") == 3 * 2**29
-    assert parse_bytes("64k") == 65536 and parse_bytes("100") == 100 and parse_bytes(7) == 7 and parse_bytes("1KB") == 1024
+    assert (
+        parse_bytes("512M") == 512 * 2**20
+        and parse_bytes("2G") == 2 * 2**30
+        and parse_bytes("1.5GiB") == 3 * 2**29
+    )
+    assert (
+        parse_bytes("64k") == 65536
+        and parse_bytes("100") == 100
+        and parse_bytes(7) == 7
+        and parse_bytes("1KB") == 1024
+    )
     for bad in ("", "G", "-1", "12X", "lots"):
         with pytest.raises(ValueError):
             parse_bytes(bad)
@@ -202,12 +211,15 @@ def fake_slow_solve(monkeypatch, river_solution):
             state["calls"] += 1
             state["peak"] = max(state["peak"], state["running"])
         try:
-            while time.perf_counter() < (deadline or t + 0.1) - 0.01 and not (stop is not None and stop.is_set()):
+            while time.perf_counter() < (deadline or t + 0.1) - 0.01 and not (
+                stop is not None and stop.is_set()
+            ):
                 time.sleep(0.005)
             el = time.perf_counter() - t
             its = int(el / 0.01)
-            return dataclasses.replace(sol0, iterations=its, elapsed_s=el,
-                                       timing={"tree_s": 0.0, "iter_s": 0.008, "measure_s": None}), node
+            return dataclasses.replace(
+                sol0, iterations=its, elapsed_s=el, timing={"tree_s": 0.0, "iter_s": 0.008, "measure_s": None}
+            ), node
         finally:
             with lock:
                 state["running"] -= 1
@@ -218,8 +230,12 @@ def fake_slow_solve(monkeypatch, river_solution):
 
 def _post(port: int, body: dict, headers: dict | None = None) -> tuple[int, dict]:
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    c.request("POST", "/v1/strategy", body=json.dumps(body), headers={"Content-Type": "application/json",
-                                                                      **(headers or {})})
+    c.request(
+        "POST",
+        "/v1/strategy",
+        body=json.dumps(body),
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
     r = c.getresponse()
     out = json.loads(r.read())
     c.close()
@@ -247,8 +263,10 @@ def test_no_answer_later_than_its_budget_under_many_concurrent_solves(hunl_bp, f
         def client(k: int) -> None:
             for i in range(3):
                 t = time.perf_counter()
-                status, out = _post(srv.port, {"matchstate": river(100 * k + i), "session": f"c{k}-{i}",
-                                               "time_budget_ms": budget})
+                status, out = _post(
+                    srv.port,
+                    {"matchstate": river(100 * k + i), "session": f"c{k}-{i}", "time_budget_ms": budget},
+                )
                 results.append((time.perf_counter() - t, status, out))
 
         threads = [threading.Thread(target=client, args=(k,)) for k in range(60)]
@@ -291,7 +309,9 @@ def test_queued_solves_start_in_turn_when_they_still_fit(hunl_bp, fake_slow_solv
         r.close()
     solved = [t for t, a in out if a["source"] == "subgame"]
     busy = [t for t, a in out if a.get("fallback") == "busy"]
-    assert len(solved) + len(busy) == 8 and len(solved) >= 4, [(round(t, 3), a.get("fallback")) for t, a in out]
+    assert len(solved) + len(busy) == 8 and len(solved) >= 4, [
+        (round(t, 3), a.get("fallback")) for t, a in out
+    ]
     assert max(solved) > 0.4  # the later ones waited in the queue for their turn
     assert all(t < 0.1 for t in busy)  # turned away at arrival, not after waiting
     assert max(t for t, _ in out) < 1.5
@@ -320,10 +340,17 @@ class _Held:
 
 def test_bearer_token_guards_strategy_and_metrics_not_healthz(responder, monkeypatch):
     with ThreadedServer(create_app(responder, api_key="s3cret-key")) as srv:
-        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret-key"},
-                        {"Authorization": "Basic s3cret-key"}):
+        for headers in (
+            {},
+            {"Authorization": "Bearer wrong"},
+            {"Authorization": "s3cret-key"},
+            {"Authorization": "Basic s3cret-key"},
+        ):
             status, out = _post(srv.port, {"matchstate": PREFLOP}, headers)
-            assert status == 401 and out["kind"] == "unauthorized" and "Bearer" in out["error"], (headers, out)
+            assert status == 401 and out["kind"] == "unauthorized" and "Bearer" in out["error"], (
+                headers,
+                out,
+            )
             status, text = _get(srv.port, "/metrics", headers)
             assert status == 401 and json.loads(text)["kind"] == "unauthorized"
         ok = {"Authorization": "Bearer s3cret-key"}
@@ -375,21 +402,35 @@ def test_bodies_over_the_limit_are_413_without_being_read(responder):
     with ThreadedServer(create_app(responder, max_body_bytes=1024)) as srv:
         # Content-Length says 10 MB: refused at once, though not a byte of the body is sent
         t = time.perf_counter()
-        status, headers, body = _raw(srv.port, b"POST /v1/strategy HTTP/1.1\r\nHost: x\r\n"
-                                               b"Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n")
-        assert status == 413 and json.loads(body)["kind"] == "body_too_large" and "10,000,000" in json.loads(body)["error"]
+        status, headers, body = _raw(
+            srv.port,
+            b"POST /v1/strategy HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n",
+        )
+        assert (
+            status == 413
+            and json.loads(body)["kind"] == "body_too_large"
+            and "10,000,000" in json.loads(body)["error"]
+        )
         assert headers.get("connection") == "close" and time.perf_counter() - t < 5
         # a chunked body: refused once the bytes read pass the limit
         chunk = b'{"matchstate": "' + b"x" * 600 + b'"}'
-        data = (b"POST /v1/strategy HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                b"Transfer-Encoding: chunked\r\n\r\n" + (b"%x\r\n" % len(chunk) + chunk + b"\r\n") * 3)
+        data = (
+            b"POST /v1/strategy HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n" + (b"%x\r\n" % len(chunk) + chunk + b"\r\n") * 3
+        )
         status, _, body = _raw(srv.port, data)
         assert status == 413 and json.loads(body)["kind"] == "body_too_large"
         # a body just under the limit is read and answered as usual
         status, out = _post(srv.port, {"matchstate": PREFLOP, "session": "x" * 200})
         assert status == 200
         c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=10)
-        c.request("POST", "/v1/strategy", body=b"{" + b" " * 5000 + b"}", headers={"Content-Type": "application/json"})
+        c.request(
+            "POST",
+            "/v1/strategy",
+            body=b"{" + b" " * 5000 + b"}",
+            headers={"Content-Type": "application/json"},
+        )
         r = c.getresponse()
         assert r.status == 413 and json.loads(r.read())["kind"] == "body_too_large"
         m = json.loads(_get(srv.port, "/metrics")[1])
@@ -400,8 +441,10 @@ def test_more_requests_in_flight_from_one_client_than_allowed_are_429(responder)
     held = _Held(responder)
     with ThreadedServer(create_app(held, threads=4, max_inflight_per_client=2)) as srv:
         results: list = []
-        threads = [threading.Thread(target=lambda: results.append(_post(srv.port, {"matchstate": PREFLOP})))
-                   for _ in range(2)]
+        threads = [
+            threading.Thread(target=lambda: results.append(_post(srv.port, {"matchstate": PREFLOP})))
+            for _ in range(2)
+        ]
         for th in threads:
             th.start()
         for _ in range(2):
@@ -437,5 +480,11 @@ def test_serve_flags(tmp_path):
     r = run.invoke(cli, ["serve", str(tmp_path), "--solve", "resolve", "--memory-budget", "lots"])
     assert r.exit_code == 2 and "not a byte count" in r.stderr
     r = run.invoke(cli, ["serve", "--help"])
-    for flag in ("--memory-budget", "--api-key", "MCCFR_API_KEY", "--max-body-bytes", "--max-inflight-per-client"):
+    for flag in (
+        "--memory-budget",
+        "--api-key",
+        "MCCFR_API_KEY",
+        "--max-body-bytes",
+        "--max-inflight-per-client",
+    ):
         assert flag in r.stdout

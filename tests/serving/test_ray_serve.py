@@ -20,8 +20,12 @@ def _free_port() -> int:
 
 def _request(port: int, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    c.request(method, path, body=None if body is None else json.dumps(body).encode(),
-              headers={"Content-Type": "application/json"})
+    c.request(
+        method,
+        path,
+        body=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     r = c.getresponse()
     out = r.status, json.loads(r.read())
     c.close()
@@ -44,7 +48,7 @@ def test_missing_serve_extra_is_named(monkeypatch, tmp_path):
 
     monkeypatch.setattr(builtins, "__import__", no_serve)
     r = CliRunner().invoke(cli, ["serve", str(tmp_path), "--ray"])
-    assert r.exit_code == 2 and 'mccfr[serve]' in r.stderr and "grpc_reflection" in r.stderr
+    assert r.exit_code == 2 and "mccfr[serve]" in r.stderr and "grpc_reflection" in r.stderr
     r = CliRunner().invoke(cli, ["serve", str(tmp_path), "--replicas", "2"])
     assert r.exit_code == 2 and "--ray" in r.stderr
 
@@ -57,12 +61,20 @@ def test_ray_serve_deployment_answers_queries(tmp_path):
     from serving.ray_serve import build_app, run, shutdown
 
     run_dir = tmp_path / "run"
-    r = CliRunner().invoke(cli, ["train", "--game", "hunl20", "--abstraction", "rank", "--iterations", "200",
-                                 "--out", str(run_dir)], catch_exceptions=False)
+    r = CliRunner().invoke(
+        cli,
+        ["train", "--game", "hunl20", "--abstraction", "rank", "--iterations", "200", "--out", str(run_dir)],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.stderr
     port = _free_port()
-    app = build_app(str(run_dir), replicas=1, threads=2, num_cpus=0,
-                    responder_options={"solve_method": "reach-maxmargin", "solver_threads": 1})
+    app = build_app(
+        str(run_dir),
+        replicas=1,
+        threads=2,
+        num_cpus=0,
+        responder_options={"solve_method": "reach-maxmargin", "solver_threads": 1},
+    )
     try:
         url = run(app, port=port)
         assert url.endswith(f":{port}")
@@ -73,8 +85,12 @@ def test_ray_serve_deployment_answers_queries(tmp_path):
         assert status == 200 and out["source"] == "blueprint"
         assert sum(out["strategy"].values()) == pytest.approx(1.0)
         t = time.perf_counter()
-        status, out = _request(port, "POST", "/v1/strategy",
-                               {"matchstate": "MATCHSTATE:0:3:cc/cc/cc/:AsKd|/2c7h9s/Td/3c", "time_budget_ms": 1000})
+        status, out = _request(
+            port,
+            "POST",
+            "/v1/strategy",
+            {"matchstate": "MATCHSTATE:0:3:cc/cc/cc/:AsKd|/2c7h9s/Td/3c", "time_budget_ms": 1000},
+        )
         assert status == 200 and (out["source"] == "subgame" or out["fallback"]) and out["elapsed_ms"] < 1000
         assert time.perf_counter() - t < 5
         status, err = _request(port, "POST", "/v1/strategy", {"matchstate": "hello"})

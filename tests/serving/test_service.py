@@ -404,8 +404,9 @@ def test_solve_stops_at_its_deadline_and_says_how_far_it_got(hunl_bp):
 
     full = solve_state(hunl_bp, RIVER, "reach-maxmargin", time_budget=None, iterations=300)[0]
     t = time.perf_counter()
-    sol, _ = solve_state(hunl_bp, RIVER, "reach-maxmargin", time_budget=None, iterations=300,
-                         deadline=t + full.elapsed_s / 4)
+    sol, _ = solve_state(
+        hunl_bp, RIVER, "reach-maxmargin", time_budget=None, iterations=300, deadline=t + full.elapsed_s / 4
+    )
     assert time.perf_counter() - t < full.elapsed_s / 4 + 0.05
     assert 0 < sol.iterations < 300 and sol.timing["iter_s"] > 0
     stop = threading.Event()
@@ -493,7 +494,9 @@ def test_the_service_counts_the_budget_from_the_request(hunl_bp):
         resp = c.post("/v1/strategy", json={"matchstate": RIVER, "time_budget_ms": 300})
         assert resp.status_code == 200
         out = resp.json()
-        assert out["elapsed_ms"] < 300 and (out["source"] == "subgame" or out["fallback"] in ("busy", "deadline"))
+        assert out["elapsed_ms"] < 300 and (
+            out["source"] == "subgame" or out["fallback"] in ("busy", "deadline")
+        )
         assert "fallback" in c.get("/openapi.json").text
 
 
@@ -521,9 +524,11 @@ def test_serve_solving_flags_are_checked(tmp_path):
 
     from cli import cli
 
-    gamedef = ("GAMEDEF\nnolimit\nnumPlayers = 2\nnumRounds = 4\nstack = 2000 2000\nblind = 100 50\n"
-               "firstPlayer = 2 1 1 1\nnumSuits = 4\nnumRanks = 13\nnumHoleCards = 2\nnumBoardCards = 0 3 1 1\n"
-               "END GAMEDEF\n")
+    gamedef = (
+        "GAMEDEF\nnolimit\nnumPlayers = 2\nnumRounds = 4\nstack = 2000 2000\nblind = 100 50\n"
+        "firstPlayer = 2 1 1 1\nnumSuits = 4\nnumRanks = 13\nnumHoleCards = 2\nnumBoardCards = 0 3 1 1\n"
+        "END GAMEDEF\n"
+    )
     (tmp_path / "run.toml").write_text(f'gamedef = """{gamedef}"""\n')
     run = CliRunner()
     r = run.invoke(cli, ["serve", str(tmp_path), "--solve-from", "turn"])
