@@ -6,8 +6,12 @@ lazily, so importing a light module of this package (the service, the ACPC clien
 the solver's numba kernels.
 """
 
-_LAZY = {"solve": "subgame.solver", "Subgame": "subgame.solver", "Solution": "subgame.solver",
-         "METHODS": "subgame.solver"}
+_LAZY = {
+    "solve": "subgame.solver",
+    "Subgame": "subgame.solver",
+    "Solution": "subgame.solver",
+    "METHODS": "subgame.solver",
+}
 
 
 def __getattr__(name):

@@ -252,10 +252,19 @@ class SessionCache:
         """The figures ``/metrics`` reports: bytes and entries cached, the budget, reservations,
         evictions, and the store / lookup counts."""
         with self._lock:
-            return {"budget_bytes": self.budget, "cache_bytes": self.bytes, "cache_entries": len(self._entries),
-                    "reserved_bytes": self.reserved, "evictions": self.evictions,
-                    "evicted_bytes": self.evicted_bytes, "stored": self.stored, "rejected": self.rejected,
-                    "refused": self.refused, "hits": self.hits, "misses": self.misses}
+            return {
+                "budget_bytes": self.budget,
+                "cache_bytes": self.bytes,
+                "cache_entries": len(self._entries),
+                "reserved_bytes": self.reserved,
+                "evictions": self.evictions,
+                "evicted_bytes": self.evicted_bytes,
+                "stored": self.stored,
+                "rejected": self.rejected,
+                "refused": self.refused,
+                "hits": self.hits,
+                "misses": self.misses,
+            }
 
 
 __all__ = ["ENTRY_OVERHEAD", "SessionCache", "SubgameCache", "nbytes"]

@@ -30,7 +30,7 @@ from abstraction.tree import KIND_CHANCE, KIND_DECISION, BettingTree
 from blueprint.blueprint import Blueprint, BlueprintError, NotADecisionError, viewer_decision
 from holdem.state import State
 from subgame import kernels as K
-from subgame.solver import Subgame, Engine
+from subgame.solver import Engine, Subgame
 from subgame.tree import SubgameError, board_hands, build_subgame_tree
 
 
@@ -39,9 +39,20 @@ def _hand_buckets_for(bp: Blueprint, hands: np.ndarray, board: tuple[int, ...], 
 
     g = bp.gamedef
     kind, iso, table, offsets = bp.cards.kernel_args()
-    return hand_buckets(kind, hands.astype(np.int64), np.array(board, np.int64), r, g.num_hole_cards,
-                         np.array(g.num_board_cards, np.int64), g.deck_size, g.num_suits, g.num_ranks, iso, table,
-                         offsets)
+    return hand_buckets(
+        kind,
+        hands.astype(np.int64),
+        np.array(board, np.int64),
+        r,
+        g.num_hole_cards,
+        np.array(g.num_board_cards, np.int64),
+        g.deck_size,
+        g.num_suits,
+        g.num_ranks,
+        iso,
+        table,
+        offsets,
+    )
 
 
 class BucketCache:
@@ -91,22 +102,33 @@ def map_to_blueprint(tree: BettingTree, bp: Blueprint, node: int, strict: bool =
             out[kids] = v
         elif k == KIND_DECISION:
             if bt.kind[v] != KIND_DECISION or (strict and int(bt.num_actions[v]) != len(kids)):
-                raise SubgameError(f"public node {u} does not match abstract node {bt.betting_string(int(v))!r}")
+                raise SubgameError(
+                    f"public node {u} does not match abstract node {bt.betting_string(int(v))!r}"
+                )
             if strict:
                 out[kids] = bt.children(int(v))
                 continue
             s, na = int(bt.child_start[v]), int(bt.num_actions[v])
-            abstract = {(int(bt.edge_kind[e]), int(bt.edge_to[e])): int(bt.edge_child[e]) for e in range(s, s + na)}
+            abstract = {
+                (int(bt.edge_kind[e]), int(bt.edge_to[e])): int(bt.edge_child[e]) for e in range(s, s + na)
+            }
             cs = int(tree.child_start[u])
             for j, c in enumerate(kids):
                 out[c] = abstract.get((int(tree.edge_kind[cs + j]), int(tree.edge_to[cs + j])), -1)
             if (out[kids] >= 0).sum() != na:
-                raise SubgameError(f"public node {u} lacks actions of abstract node {bt.betting_string(int(v))!r}")
+                raise SubgameError(
+                    f"public node {u} lacks actions of abstract node {bt.betting_string(int(v))!r}"
+                )
     return out
 
 
-def blueprint_sigma(bp: Blueprint, tree: BettingTree, node_map: np.ndarray, cache: Optional[BucketCache] = None,
-                    translate: bool = False) -> np.ndarray:
+def blueprint_sigma(
+    bp: Blueprint,
+    tree: BettingTree,
+    node_map: np.ndarray,
+    cache: Optional[BucketCache] = None,
+    translate: bool = False,
+) -> np.ndarray:
     """float32 [rows, H]: the blueprint's strategy on ``tree`` (blocked hands get uniform rows).
 
     With a ``node_map`` from ``map_to_blueprint(strict=False)``: actions the blueprint lacks get
@@ -162,7 +184,9 @@ def _translated_rows(bp: Blueprint, tree: BettingTree, u: int, sigma: np.ndarray
             kind = FOLD if key == "f" else CALL if key == "c" else RAISE
             hit = [j for j in range(A) if kinds[j] == kind and (kind != RAISE or tos[j] == int(key[1:]))]
             if not hit:
-                raise SubgameError(f"the translated action {key!r} at {b.betting_string()!r} is not in the tree")
+                raise SubgameError(
+                    f"the translated action {key!r} at {b.betting_string()!r} is not in the tree"
+                )
             acc[hit[0], idx] += q * probs[:, a]
     cols = np.nonzero(acc.sum(0) > 0)[0]
     sigma[r0 : r0 + A, cols] = acc[:, cols] / acc[:, cols].sum(0)
@@ -183,8 +207,9 @@ def _board_at_round(game, board: tuple[int, ...], r: int) -> tuple[int, ...]:
     return tuple(board[: game.board_cards_through(r)])
 
 
-def blueprint_ranges(bp: Blueprint, n: int, board: tuple[int, ...], hands: np.ndarray,
-                     cache: Optional[BucketCache] = None) -> np.ndarray:
+def blueprint_ranges(
+    bp: Blueprint, n: int, board: tuple[int, ...], hands: np.ndarray, cache: Optional[BucketCache] = None
+) -> np.ndarray:
     """[2, H] each seat's blueprint reach of every hand at abstract node ``n`` with ``board`` dealt."""
     cache = cache or BucketCache(bp, hands)
     g = bp.gamedef
@@ -204,8 +229,15 @@ def blueprint_ranges(bp: Blueprint, n: int, board: tuple[int, ...], hands: np.nd
     return ranges
 
 
-def blueprint_values(bp: Blueprint, n: int, board: tuple[int, ...], ranges: np.ndarray, seat: int,
-                     cache: Optional[BucketCache] = None, tree: Optional[BettingTree] = None):
+def blueprint_values(
+    bp: Blueprint,
+    n: int,
+    board: tuple[int, ...],
+    ranges: np.ndarray,
+    seat: int,
+    cache: Optional[BucketCache] = None,
+    tree: Optional[BettingTree] = None,
+):
     """(best-response values, blueprint values) of ``seat``'s hands from abstract node ``n`` to the
     end of the hand, against the other seat's ``ranges`` (counterfactual, per hand)."""
     if tree is None:
@@ -233,9 +265,11 @@ def check_rest_size(bp: Blueprint, n: int, board: tuple[int, ...]) -> None:
     size = expanded_nodes(bp.gamedef, tpl, len(board))
     hands = comb(bp.gamedef.deck_size - len(board), bp.gamedef.num_hole_cards)
     if size > MAX_NODES or size * hands > MAX_REST_ENTRIES:
-        raise SubgameError(f"the rest of the hand from {bp.tree.betting_string(n)!r} is {size:,} public nodes x {hands:,} "
-                           f"hands under the blueprint's bets (limits {MAX_NODES:,} nodes, {MAX_REST_ENTRIES:,} "
-                           "entries): too big for exact values from the blueprint")
+        raise SubgameError(
+            f"the rest of the hand from {bp.tree.betting_string(n)!r} is {size:,} public nodes x {hands:,} "
+            f"hands under the blueprint's bets (limits {MAX_NODES:,} nodes, {MAX_REST_ENTRIES:,} "
+            "entries): too big for exact values from the blueprint"
+        )
 
 
 def bp_bets(bp: Blueprint) -> Optional[BetAbstraction]:
@@ -243,8 +277,16 @@ def bp_bets(bp: Blueprint) -> Optional[BetAbstraction]:
     return bp.tree.bets if not bp.gamedef.is_limit else None
 
 
-def gifts(bp: Blueprint, n: int, board: tuple[int, ...], hands: np.ndarray, seat: int, root_mass: np.ndarray,
-          cache: Optional[BucketCache] = None, estimate: bool = False) -> np.ndarray:
+def gifts(
+    bp: Blueprint,
+    n: int,
+    board: tuple[int, ...],
+    hands: np.ndarray,
+    seat: int,
+    root_mass: np.ndarray,
+    cache: Optional[BucketCache] = None,
+    estimate: bool = False,
+) -> np.ndarray:
     """Gifts of ``seat`` (the opponent) carried to abstract node ``n``, in counterfactual units there.
 
     For each decision of ``seat`` in ``n``'s betting round on the path, the gap between its best
@@ -283,8 +325,13 @@ def decision_state(bp: Blueprint, matchstate: str | State) -> State:
         raise SubgameError(str(exc)) from None
 
 
-def from_matchstate(bp: Blueprint, matchstate: str | State, bets: Optional[BetAbstraction] = None,
-                    with_gifts: bool = True, depth_limit=None) -> tuple[Subgame, int]:
+def from_matchstate(
+    bp: Blueprint,
+    matchstate: str | State,
+    bets: Optional[BetAbstraction] = None,
+    with_gifts: bool = True,
+    depth_limit=None,
+) -> tuple[Subgame, int]:
     """The subgame at ``matchstate``'s public state for the seat to act (which must be the viewer),
     from the blueprint's reach and values; returns ``(subgame, abstract node)``.
 
@@ -298,16 +345,33 @@ def from_matchstate(bp: Blueprint, matchstate: str | State, bets: Optional[BetAb
     if not bp.same_spent(n, state.betting) or bp.tree.kind[n] != KIND_DECISION:
         raise SubgameError(
             f"the betting {state.betting.betting_string()!r} is not on the blueprint's tree "
-            f"(nearest abstract node {bp.tree.betting_string(n)!r}): use nested solving")
+            f"(nearest abstract node {bp.tree.betting_string(n)!r}): use nested solving"
+        )
     board = tuple(int(c) for c in state.board_cards)
-    sub = blueprint_subgame(bp, n, state.betting, board, state.current_player(), bets, with_gifts=with_gifts,
-                            depth_limit=depth_limit)
+    sub = blueprint_subgame(
+        bp,
+        n,
+        state.betting,
+        board,
+        state.current_player(),
+        bets,
+        with_gifts=with_gifts,
+        depth_limit=depth_limit,
+    )
     return sub, n
 
 
-def blueprint_subgame(bp: Blueprint, n: int, root, board: tuple[int, ...], refine: int,
-                      bets: Optional[BetAbstraction] = None, action_filter=None, with_gifts: bool = True,
-                      depth_limit=None) -> Subgame:
+def blueprint_subgame(
+    bp: Blueprint,
+    n: int,
+    root,
+    board: tuple[int, ...],
+    refine: int,
+    bets: Optional[BetAbstraction] = None,
+    action_filter=None,
+    with_gifts: bool = True,
+    depth_limit=None,
+) -> Subgame:
     """The subgame rooted at betting ``root`` (the real state of abstract node ``n``) on ``board``,
     refining ``refine``'s strategy, with ranges, alternative values and gifts from the blueprint
     (``depth_limit``: a :class:`subgame.depth.DepthLimit`, the subgame then ends with its round)."""
@@ -323,8 +387,18 @@ def blueprint_subgame(bp: Blueprint, n: int, root, board: tuple[int, ...], refin
         raise SubgameError("the blueprint never reaches this state (a range is empty)")
     check_rest_size(bp, n, board)
     alt, est, (t_bp, e_bp, _) = blueprint_values(bp, n, board, ranges, o, cache)
-    sub = Subgame(bp.gamedef, root, board, ranges, bets or default_subgame_bets(), refine=me, alt=alt,
-                  estimate=est, action_filter=action_filter, depth_limit=depth_limit)
+    sub = Subgame(
+        bp.gamedef,
+        root,
+        board,
+        ranges,
+        bets or default_subgame_bets(),
+        refine=me,
+        alt=alt,
+        estimate=est,
+        action_filter=action_filter,
+        depth_limit=depth_limit,
+    )
     if with_gifts:
         mass = e_bp.compat_mass(ranges[me])
         sub.gifts = gifts(bp, n, board, hands, o, mass, cache)

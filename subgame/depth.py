@@ -79,7 +79,9 @@ class DepthLimit:
     samples: Optional[int] = None  # CFR iterations walk this many cards per deal (None: every card)
     seed: int = 0
     auto: bool = False  # solve_state: only where a depth limit applies (else solve to the end of the hand)
-    leaf_choice: str = "regret"  # the opponent's choice at a leaf in CFR: "regret" matching, or its "best" pick
+    leaf_choice: str = (
+        "regret"  # the opponent's choice at a leaf in CFR: "regret" matching, or its "best" pick
+    )
     max_nodes: int = MAX_CONTINUATION_NODES  # refuse continuations (all leaves together) larger than this
     model: Optional["LeafModel"] = None
 
@@ -87,7 +89,9 @@ class DepthLimit:
         self.continuations = tuple(self.continuations)
         bad = [c for c in self.continuations if c not in DEFAULT_CONTINUATIONS]
         if bad or not self.continuations:
-            raise SubgameError(f"unknown continuation strategies {bad}: expected some of {DEFAULT_CONTINUATIONS}")
+            raise SubgameError(
+                f"unknown continuation strategies {bad}: expected some of {DEFAULT_CONTINUATIONS}"
+            )
         if not self.bias > 0:
             raise SubgameError(f"the continuation bias must be positive, got {self.bias}")
         if self.leaf_choice not in ("regret", "best"):
@@ -116,14 +120,18 @@ def resolve_depth_limit(bp, depth_limit, root_round: int, state_round: int) -> O
     if depth_limit is None or (isinstance(depth_limit, DepthLimit) and depth_limit.auto):
         if root_round >= last or state_round != root_round:
             return None
-        return default_depth_limit(bp) if depth_limit is None else dataclasses.replace(depth_limit, model=None)
+        return (
+            default_depth_limit(bp) if depth_limit is None else dataclasses.replace(depth_limit, model=None)
+        )
     if depth_limit is False:
         return None
     if root_round >= last:
         raise SubgameError("depth-limited solving needs a root before the last round")
     if state_round != root_round:
-        raise SubgameError("the state is past the end of the depth-limited subgame's round (its root is on round "
-                           f"{root_round + 1}, the state on round {state_round + 1})")
+        raise SubgameError(
+            "the state is past the end of the depth-limited subgame's round (its root is on round "
+            f"{root_round + 1}, the state on round {state_round + 1})"
+        )
     if depth_limit is True:
         return default_depth_limit(bp)
     if isinstance(depth_limit, DepthLimit):
@@ -134,9 +142,15 @@ def resolve_depth_limit(bp, depth_limit, root_round: int, state_round: int) -> O
 def truncated_game(game: GameDef, last_round: int) -> GameDef:
     """``game`` ending after ``last_round`` (a showdown where the next round would start)."""
     r = last_round + 1
-    return dataclasses.replace(game, num_rounds=r, raise_size=game.raise_size[:r], first_player=game.first_player[:r],
-                               max_raises=game.max_raises[:r], num_board_cards=game.num_board_cards[:r],
-                               name=f"{game.name}@{r}")
+    return dataclasses.replace(
+        game,
+        num_rounds=r,
+        raise_size=game.raise_size[:r],
+        first_player=game.first_player[:r],
+        max_raises=game.max_raises[:r],
+        num_board_cards=game.num_board_cards[:r],
+        name=f"{game.name}@{r}",
+    )
 
 
 def replay(b: Betting, game: GameDef) -> Betting:
@@ -188,8 +202,13 @@ def expanded_nodes(game: GameDef, tpl: BettingTree, num_cards: int) -> int:
         par = int(tpl.parent[u])
         c0, m0 = (num_cards, 1.0) if par < 0 else (int(cards[par]), float(mult[par]))
         k_u = int(tpl.kind[u])
-        need = through[int(tpl.round[u])] if k_u == KIND_DECISION else game.total_board_cards if k_u == KIND_SHOWDOWN \
+        need = (
+            through[int(tpl.round[u])]
+            if k_u == KIND_DECISION
+            else game.total_board_cards
+            if k_u == KIND_SHOWDOWN
             else c0
+        )
         c, m = c0, m0
         while c < need:  # a chance node, then one copy per deal of the next round's cards
             r = next(r for r in range(game.num_rounds) if through[r] > c)
@@ -239,7 +258,9 @@ class LeafModel:
         """The continuation trees as one kernel argument (fixed dtypes: one compilation)."""
         ka = self.__dict__.get("_kernel_arrays")
         if ka is None:
-            ka = DK.ContModel(**{f: np.ascontiguousarray(getattr(self, f), dt) for f, (dt, _) in DK.CONT_DTYPES.items()})
+            ka = DK.ContModel(
+                **{f: np.ascontiguousarray(getattr(self, f), dt) for f, (dt, _) in DK.CONT_DTYPES.items()}
+            )
             self.__dict__["_kernel_arrays"] = ka
         return ka
 
@@ -276,7 +297,11 @@ def _bucket_rows(bp, b: Betting, player: int, kinds: list, tos: list) -> np.ndar
         probs = bp.probs[s : s + nb * na].reshape(nb, na)
         for a, key in enumerate(bp.action_keys(v, b)):
             kind = FOLD if key == "f" else CALL if key == "c" else RAISE
-            hit = [j for j in range(A) if kinds[j] == kind and (kind != RAISE or bp.gamedef.is_limit or tos[j] == int(key[1:]))]
+            hit = [
+                j
+                for j in range(A)
+                if kinds[j] == kind and (kind != RAISE or bp.gamedef.is_limit or tos[j] == int(key[1:]))
+            ]
             if not hit and kind == RAISE:  # the nearest raise of the template, else a call
                 rj = [j for j in range(A) if kinds[j] == RAISE]
                 hit = [min(rj, key=lambda j: abs(tos[j] - int(key[1:])))] if rj else [kinds.index(CALL)]
@@ -303,7 +328,9 @@ def _biased(rows: np.ndarray, kinds: list, which: str, bias: float) -> np.ndarra
     return np.where(s > 0, out / np.where(s > 0, s, 1.0), rows)
 
 
-def build_leaf_model(tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: int = MAX_CONTINUATION_NODES) -> LeafModel:
+def build_leaf_model(
+    tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: int = MAX_CONTINUATION_NODES
+) -> LeafModel:
     """The continuation data of every leaf of the depth-limited ``tree`` (refined seat ``me``)."""
     from blueprint.evaluate import hand_buckets
     from holdem.evaluator import rank_many
@@ -341,9 +368,11 @@ def build_leaf_model(tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: 
         tpls.append(continuation_template(bp, rb, board0))
     size = sum(expanded_nodes(game, tpl, len(board0)) for tpl in tpls)
     if size > max_nodes:
-        raise SubgameError(f"the continuations after the depth limit have {size:,} nodes in all (more than "
-                           f"{max_nodes:,}): too many later deals for an exact depth-limited solve from round "
-                           f"{int(tree.round[0]) + 1}")
+        raise SubgameError(
+            f"the continuations after the depth limit have {size:,} nodes in all (more than "
+            f"{max_nodes:,}): too many later deals for an exact depth-limited solve from round "
+            f"{int(tree.round[0]) + 1}"
+        )
     for li, n in enumerate(leaves):
         tpl = tpls[li]
         row_of = np.full(tpl.num_nodes, -1, np.int64)
@@ -364,11 +393,15 @@ def build_leaf_model(tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: 
             nonlocal depth
             depth = max(depth, d + 1)
             k_u = int(tpl.kind[u])
-            need = need_dec[u] if k_u == KIND_DECISION else game.total_board_cards if k_u == KIND_SHOWDOWN else 0
+            need = (
+                need_dec[u] if k_u == KIND_DECISION else game.total_board_cards if k_u == KIND_SHOWDOWN else 0
+            )
             i = len(kind)
             if i >= max_nodes:
-                raise SubgameError(f"the continuations after the depth limit exceed {max_nodes:,} nodes "
-                                   "(too many later rounds for an exact depth-limited solve)")
+                raise SubgameError(
+                    f"the continuations after the depth limit exceed {max_nodes:,} nodes "
+                    "(too many later rounds for an exact depth-limited solve)"
+                )
             child_start.append(0)
             num_actions.append(0)
             dealt.append(-1)
@@ -415,7 +448,9 @@ def build_leaf_model(tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: 
     card_mask = np.zeros((NB, deck), np.bool_)
     for b, cards in enumerate(blist):
         card_mask[b, list(cards)] = True
-    valid = ~(card_mask[:, hands[:, 0]] | card_mask[:, hands[:, 1]]) if hole == 2 else ~card_mask[:, hands[:, 0]]
+    valid = (
+        ~(card_mask[:, hands[:, 0]] | card_mask[:, hands[:, 1]]) if hole == 2 else ~card_mask[:, hands[:, 0]]
+    )
     bucket = np.zeros((NB, H), np.int32)
     order = np.zeros((NB, H), np.int32)
     sstrength = np.zeros((NB, H), np.int64)
@@ -430,9 +465,20 @@ def build_leaf_model(tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: 
         idx = np.nonzero(valid[b])[0]
         if b in dec_boards:
             r = through.index(len(cards))
-            bucket[b, idx] = hand_buckets(kind_c, hands[idx].astype(np.int64), np.array(cards, np.int64), r, hole,
-                                          np.array(game.num_board_cards, np.int64), deck, game.num_suits,
-                                          game.num_ranks, iso, table, offsets)
+            bucket[b, idx] = hand_buckets(
+                kind_c,
+                hands[idx].astype(np.int64),
+                np.array(cards, np.int64),
+                r,
+                hole,
+                np.array(game.num_board_cards, np.int64),
+                deck,
+                game.num_suits,
+                game.num_ranks,
+                iso,
+                table,
+                offsets,
+            )
         if b in sd_boards:
             mat = np.empty((len(idx), hole + len(cards)), np.int64)
             mat[:, :hole] = hands[idx]
@@ -444,15 +490,39 @@ def build_leaf_model(tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: 
             nvalid[b] = len(idx)
     B = int(max(bp.num_buckets))
     s_me = np.concatenate(rows_me).astype(np.float32) if rows_me else np.zeros((1, B), np.float32)
-    s_op = np.stack([np.concatenate(r) for r in rows_op]).astype(np.float32) if rows_me \
+    s_op = (
+        np.stack([np.concatenate(r) for r in rows_op]).astype(np.float32)
+        if rows_me
         else np.zeros((dl.k, 1, B), np.float32)
-    return LeafModel(me=me, k=dl.k, leaf_nodes=leaves, leaf_of=leaf_of, leaf_root=leaf_root, kind=kind_a,
-                     player=np.array(player, np.int8), spent=np.array(spent, np.int32).reshape(-1, 2),
-                     child_start=np.array(child_start, np.int64), num_actions=np.array(num_actions, np.int64),
-                     edge_child=np.array(edge_child, np.int64), board=board_a,
-                     deal_count=np.array(dealc, np.int64), srow=np.array(srow, np.int64), s_me=s_me, s_op=s_op,
-                     boards=blist, bucket=bucket, valid=valid, order=order, sstrength=sstrength, nvalid=nvalid,
-                     hands=hands, dealt=np.array(dealt, np.int64), depth=depth + 2, build_s=time.perf_counter() - t0)
+    )
+    return LeafModel(
+        me=me,
+        k=dl.k,
+        leaf_nodes=leaves,
+        leaf_of=leaf_of,
+        leaf_root=leaf_root,
+        kind=kind_a,
+        player=np.array(player, np.int8),
+        spent=np.array(spent, np.int32).reshape(-1, 2),
+        child_start=np.array(child_start, np.int64),
+        num_actions=np.array(num_actions, np.int64),
+        edge_child=np.array(edge_child, np.int64),
+        board=board_a,
+        deal_count=np.array(dealc, np.int64),
+        srow=np.array(srow, np.int64),
+        s_me=s_me,
+        s_op=s_op,
+        boards=blist,
+        bucket=bucket,
+        valid=valid,
+        order=order,
+        sstrength=sstrength,
+        nvalid=nvalid,
+        hands=hands,
+        dealt=np.array(dealt, np.int64),
+        depth=depth + 2,
+        build_s=time.perf_counter() - t0,
+    )
 
 
 class LeafWork:
@@ -476,12 +546,26 @@ class LeafWork:
         self.pick = np.full(H, -1, np.int64)
 
     def arrays(self) -> DK.ContWork:
-        return DK.ContWork(self.pick, self.rin, self.rbuf, self.vbuf, self.rid, self.fn, self.fa, self.nin, self.tv,
-                           self.rho, self.card, self.cout, self.sbuf)
+        return DK.ContWork(
+            self.pick,
+            self.rin,
+            self.rbuf,
+            self.vbuf,
+            self.rid,
+            self.fn,
+            self.fa,
+            self.nin,
+            self.tv,
+            self.rho,
+            self.card,
+            self.cout,
+            self.sbuf,
+        )
 
 
-def continuation_values(m: LeafModel, leaf: int, trav: int, reach: np.ndarray, mask: Optional[np.ndarray] = None
-                        ) -> np.ndarray:
+def continuation_values(
+    m: LeafModel, leaf: int, trav: int, reach: np.ndarray, mask: Optional[np.ndarray] = None
+) -> np.ndarray:
     """``[kv, H]``: the traverser's values at leaf ``leaf`` (full-width vectors). ``trav == me``:
     ``reach`` is ``[k, H]``, the opponent's reach per continuation, one row of values out; else
     ``reach`` is ``[H]`` (``me``'s reach) and row ``i`` is the opponent's values under continuation ``i``."""
@@ -500,25 +584,43 @@ def continuation_values(m: LeafModel, leaf: int, trav: int, reach: np.ndarray, m
 def make_engine(tree: BettingTree, dtype, support, model: LeafModel, dl: Optional[DepthLimit] = None):
     """An :class:`~subgame.solver.Engine` whose walks value ``model``'s leaves (see
     :class:`DepthLimitedEngine`)."""
-    return DepthLimitedEngine(tree, dtype, support, model, dl.samples if dl else None, dl.seed if dl else 0,
-                              dl.leaf_choice if dl else "regret")
+    return DepthLimitedEngine(
+        tree,
+        dtype,
+        support,
+        model,
+        dl.samples if dl else None,
+        dl.seed if dl else 0,
+        dl.leaf_choice if dl else "regret",
+    )
 
 
 class DepthLimitedEngine(Engine):
     """:class:`~subgame.solver.Engine` for a depth-limited tree: the walks run
-    :func:`~subgame.kernels.walk` with the model's leaves (:class:`~subgame.depth_kernels.Leaves`), and the engine keeps the opponent's leaf choices
+    :func:`~subgame.kernels.walk_dl` with the model's leaves (:class:`~subgame.depth_kernels.Leaves`),
+    and the engine keeps the opponent's leaf choices
     (regrets, average-strategy sums; :meth:`average` also refreshes the average choice that
     evaluation walks read)."""
 
-    def __init__(self, tree: BettingTree, dtype, support, model: LeafModel, samples: Optional[int] = None,
-                 seed: int = 0, leaf_choice: str = "regret"):
+    def __init__(
+        self,
+        tree: BettingTree,
+        dtype,
+        support,
+        model: LeafModel,
+        samples: Optional[int] = None,
+        seed: int = 0,
+        leaf_choice: str = "regret",
+    ):
         super().__init__(tree, dtype, support)
         self.model = model
         self.samples = samples
         self.rng = np.random.default_rng(seed)
         self.full_mask = np.ones(model.num_cards, np.bool_)
         self.mask = self.full_mask
-        self.deck_left = np.array([c for c in range(model.num_cards) if c not in set(tree.root_board)], np.int64)
+        self.deck_left = np.array(
+            [c for c in range(model.num_cards) if c not in set(tree.root_board)], np.int64
+        )
         if samples is not None and samples < len(self.deck_left):
             self.measure_factor = len(self.deck_left) / samples
         H = len(model.hands)
@@ -527,7 +629,9 @@ class DepthLimitedEngine(Engine):
         self.leaf_sum = np.zeros((L, model.k, H))
         self.leaf_avg = np.full((L, model.k, H), 1.0 / model.k)
         # the best-response rule starts every hand on the blueprint's continuation (pick 0)
-        self.leaf_pick = np.zeros((L, H), np.int64) if leaf_choice == "best" else np.full((L, H), -1, np.int64)
+        self.leaf_pick = (
+            np.zeros((L, H), np.int64) if leaf_choice == "best" else np.full((L, H), -1, np.int64)
+        )
         self.leaf_work = LeafWork(model).arrays()
         hl = self.lists
         b0 = int(tree.board[0])
@@ -536,7 +640,9 @@ class DepthLimitedEngine(Engine):
         self.last_p = 0
 
     def memory_bytes(self) -> int:
-        return super().memory_bytes() + self.model.memory_bytes() + self.leaf_reg.nbytes + self.leaf_sum.nbytes
+        return (
+            super().memory_bytes() + self.model.memory_bytes() + self.leaf_reg.nbytes + self.leaf_sum.nbytes
+        )
 
     def average(self, acc: np.ndarray) -> np.ndarray:
         s = self.leaf_sum.sum(1, keepdims=True)
@@ -548,8 +654,9 @@ class DepthLimitedEngine(Engine):
         s = self.leaf_sum.sum(1, keepdims=True)
         return np.where(s > 0, self.leaf_sum / np.where(s > 0, s, 1.0), 1.0 / self.model.k)
 
-    def walk_compact(self, sigma_c, root_reach, p, mode, regret=None, strat_sum=None,
-                     w=(1.0, 1.0, False, 1.0, 0.0)) -> np.ndarray:
+    def walk_compact(
+        self, sigma_c, root_reach, p, mode, regret=None, strat_sum=None, w=(1.0, 1.0, False, 1.0, 0.0)
+    ) -> np.ndarray:
         rr = self.rr
         for s in (0, 1):
             r = np.asarray(root_reach[s])
@@ -571,10 +678,20 @@ class DepthLimitedEngine(Engine):
             mask = self.mask
         else:
             mask = self.full_mask
-        lv = DK.Leaves(int(m.me), int(m.k), m.leaf_of, self.leaf_reg, self.leaf_sum, self.leaf_avg, self.leaf_pick,
-                       mask)
-        K.walk(self.tree_arrays, self.hand_arrays, K.WalkState(sigma_c, regret, strat_sum), rr,
-               K.walk_options(p, mode, w), self.work, lv, m.kernel_arrays(), self.leaf_work)
+        lv = DK.Leaves(
+            int(m.me), int(m.k), m.leaf_of, self.leaf_reg, self.leaf_sum, self.leaf_avg, self.leaf_pick, mask
+        )
+        K.walk_dl(
+            self.tree_arrays,
+            self.hand_arrays,
+            K.WalkState(sigma_c, regret, strat_sum),
+            rr,
+            K.walk_options(p, mode, w),
+            self.work,
+            lv,
+            m.kernel_arrays(),
+            self.leaf_work,
+        )
         self.last_p = p
         v = np.zeros(len(m.hands))
         ri = self.root_idx[p]

@@ -13,9 +13,9 @@ every hand, so a continuation tree's many boards share one set of rows. Vectors 
 * traverser the opponent: ``me``'s reach comes in as one vector; ``out[i]`` = the opponent's values
   when it plays continuation ``i``.
 
-:func:`subgame.kernels.walk` also walks depth-limited trees: given :class:`Leaves` (not
-:func:`no_leaves`), showdown nodes with ``leaf_of[n] >= 0`` are depth-limit leaves, valued by
-:func:`leaf_values`: there the opponent picks a continuation per hand (regret matching in a CFR
+:func:`subgame.kernels.walk_dl` (the walk of :func:`subgame.kernels.walk`, one body) walks
+depth-limited trees: given :class:`Leaves`, showdown nodes with ``leaf_of[n] >= 0`` are
+depth-limit leaves, valued by :func:`leaf_values`: there the opponent picks a continuation per hand (regret matching in a CFR
 walk, its average in the others, its best one when it best-responds) and the values come from
 :func:`cont_walk`.
 """
@@ -55,11 +55,27 @@ class ContModel(NamedTuple):
     dealt: np.ndarray  # int64 [N]
 
 
-CONT_DTYPES = {"leaf_root": (np.int64, 1), "kind": (np.int8, 1), "player": (np.int8, 1), "spent": (np.int32, 2),
-               "child_start": (np.int64, 1), "num_actions": (np.int64, 1), "edge_child": (np.int64, 1),
-               "board": (np.int32, 1), "deal_count": (np.int64, 1), "srow": (np.int64, 1), "s_me": (np.float32, 2),
-               "s_op": (np.float32, 3), "bucket": (np.int32, 2), "valid": (np.bool_, 2), "order": (np.int32, 2),
-               "sstrength": (np.int64, 2), "nvalid": (np.int32, 1), "hands": (np.int32, 2), "dealt": (np.int64, 1)}
+CONT_DTYPES = {
+    "leaf_root": (np.int64, 1),
+    "kind": (np.int8, 1),
+    "player": (np.int8, 1),
+    "spent": (np.int32, 2),
+    "child_start": (np.int64, 1),
+    "num_actions": (np.int64, 1),
+    "edge_child": (np.int64, 1),
+    "board": (np.int32, 1),
+    "deal_count": (np.int64, 1),
+    "srow": (np.int64, 1),
+    "s_me": (np.float32, 2),
+    "s_op": (np.float32, 3),
+    "bucket": (np.int32, 2),
+    "valid": (np.bool_, 2),
+    "order": (np.int32, 2),
+    "sstrength": (np.int64, 2),
+    "nvalid": (np.int32, 1),
+    "hands": (np.int32, 2),
+    "dealt": (np.int64, 1),
+}
 
 
 class ContWork(NamedTuple):
@@ -81,35 +97,17 @@ class ContWork(NamedTuple):
 
 
 class Leaves(NamedTuple):
-    """The depth-limit hook of :func:`subgame.kernels.walk` as data: which nodes are leaves and the
+    """The depth-limit hook of :func:`subgame.kernels.walk_dl` as data: which nodes are leaves and the
     opponent's choice among the ``k`` continuations at each (see :func:`leaf_values`)."""
 
     me: int  # the refined seat
     k: int  # continuations
-    leaf_of: np.ndarray  # int64 [N] leaf of each node of the walked tree, -1 for none (empty: no leaves)
+    leaf_of: np.ndarray  # int64 [N] leaf of each node of the walked tree, -1 for none
     leaf_reg: np.ndarray  # float64 [leaves, k, H]
     leaf_sum: np.ndarray  # float64 [leaves, k, H]
     leaf_avg: np.ndarray  # float64 [leaves, k, H]
     leaf_pick: np.ndarray  # int64 [leaves, H]
     mask: np.ndarray  # bool [cards] the next cards the continuations walk
-
-
-_NO_LEAVES: list = []
-
-
-def no_leaves() -> tuple:
-    """``(Leaves, ContModel, ContWork)`` of a full-depth walk: empty, with the depth-limited
-    arguments' types (so :func:`subgame.kernels.walk` compiles once per precision). Never written."""
-    if not _NO_LEAVES:
-        z3 = np.zeros((0, 1, 0))
-        lv = Leaves(0, 1, np.zeros(0, np.int64), z3, z3, z3, np.zeros((0, 0), np.int64), np.zeros(0, np.bool_))
-        cm = ContModel(**{f: np.zeros((0,) * nd, dt) for f, (dt, nd) in CONT_DTYPES.items()})
-        f32 = np.float32
-        cw = ContWork(np.zeros(0, np.int64), np.zeros((0, 0), f32), np.zeros((0, 0, 0), f32), np.zeros((0, 0, 0), f32),
-                      np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                      np.zeros(0, f32), np.zeros(0, f32), np.zeros(0), np.zeros((0, 0), f32), np.zeros(0))
-        _NO_LEAVES.append((lv, cm, cw))
-    return _NO_LEAVES[0]
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
@@ -194,7 +192,8 @@ def _showdown_full(rho, order, strength, nlive, hands, m, card, out):
 def cont_walk(root, me, trav, k, m, mask, w):
     """Values of traverser ``trav`` from continuation root ``root`` (see the module docstring).
 
-    ``m`` :class:`ContModel`, ``w`` :class:`ContWork`. ``rin[:kr]``: the other seat's reach at the root (``kr = k`` when ``trav == me``, else 1);
+    ``m`` :class:`ContModel`, ``w`` :class:`ContWork`. ``rin[:kr]``: the other seat's reach at the
+    root (``kr = k`` when ``trav == me``, else 1);
     ``out[:kv]`` gets the traverser's values (``kv = 1`` when ``trav == me``, else ``k``). Work
     arrays: ``rbuf[d, i]`` reach vectors, ``vbuf[d, i]`` a node's value sums, ``rid[d]`` the frame
     whose ``rbuf`` holds the reach at depth ``d``, ``fn``/``fa`` the node and next edge per depth,

@@ -35,9 +35,10 @@ import numba
 import numpy as np
 
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD, KIND_SHOWDOWN
-from subgame.depth_kernels import ContModel, ContWork, Leaves, leaf_values, no_leaves
+
 # the terminal values with card removal live with the full-width ones they generalise
 from blueprint.vector_cfr import fold_values, showdown_values
+from subgame.depth_kernels import leaf_values
 
 MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
 
@@ -57,8 +58,16 @@ class WalkTree(NamedTuple):
     deal_count: np.ndarray  # int64 [N]
 
 
-_WALK_TREE_DTYPES = {"kind": np.int8, "player": np.int8, "spent": np.int32, "child_start": np.int32,
-                     "num_actions": np.int16, "edge_child": np.int32, "board": np.int32, "deal_count": np.int64}
+_WALK_TREE_DTYPES = {
+    "kind": np.int8,
+    "player": np.int8,
+    "spent": np.int32,
+    "child_start": np.int32,
+    "num_actions": np.int16,
+    "edge_child": np.int32,
+    "board": np.int32,
+    "deal_count": np.int64,
+}
 
 
 def walk_tree(tree) -> WalkTree:
@@ -221,19 +230,31 @@ def max_depth(kind, child_start, num_actions, edge_child):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
-def _terminal(c, p, t, hd, ro, cacc, out):
-    """Traverser ``p``'s values at fold or showdown node ``c`` (opponent reach ``ro``, compact lists)."""
+def _terminal(
+    c, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards, ro, cacc, out
+):
+    """Traverser ``p``'s values at fold or showdown node ``c`` (opponent reach ``ro``, compact lists;
+    the arrays of :class:`WalkTree` and :class:`HandArrays`, passed one by one: a call boundary
+    inside the walk copies and reference-counts whole NamedTuples)."""
     o = 1 - p
-    b = t.board[c]
-    nlive = hd.nlive
-    if t.kind[c] == KIND_FOLD:
-        f = t.player[c]
-        u = -float(t.spent[c, p]) if f == p else float(t.spent[c, f])
-        fold_values(ro, nlive[b, o], hd.cards[b, o], hd.cards[b, p], hd.same[b, p], nlive[b, p], u, cacc, out)
+    b = board[c]
+    if kind[c] == KIND_FOLD:
+        f = player[c]
+        u = -float(spent[c, p]) if f == p else float(spent[c, f])
+        fold_values(ro, nlive[b, o], cards[b, o], cards[b, p], same[b, p], nlive[b, p], u, cacc, out)
     else:
-        m = float(min(t.spent[c, 0], t.spent[c, 1]))
-        showdown_values(ro, nlive[b, 0] + nlive[b, 1], hd.up[b, p], hd.up_cards[b, p], hd.down[b, p],
-                        hd.down_cards[b, p], m, cacc, out)
+        m = float(min(spent[c, 0], spent[c, 1]))
+        showdown_values(
+            ro,
+            nlive[b, 0] + nlive[b, 1],
+            up[b, p],
+            up_cards[b, p],
+            down[b, p],
+            down_cards[b, p],
+            m,
+            cacc,
+            out,
+        )
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
@@ -244,10 +265,10 @@ def _scatter_up(vals, acc, p, pb, cb, nlive, idx, pos):
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True)  # nogil: concurrent solves (the service) use every core
-def walk(t, hd, st, root_reach, opt, wk, lv, cm, cw):
+def walk(ta, hd, st, root_reach, opt, wk):
     """One depth-first walk for traverser ``opt.p``; ``wk.out[:nlive[board[0], p]]`` gets its root values.
 
-    ``t`` :class:`WalkTree`, ``hd`` :class:`HandArrays`, ``st`` :class:`WalkState`, ``opt``
+    ``ta`` :class:`WalkTree`, ``hd`` :class:`HandArrays`, ``st`` :class:`WalkState`, ``opt``
     :class:`WalkOptions`, ``wk`` :class:`WalkWork`. ``root_reach[s, :nlive[board[0], s]]``: each
     seat's reach on the root board's lists. ``st.sigma`` (compact) is read in modes 1 and 2; mode 0
     plays regret matching of ``st.regret`` and updates it (``R <- R * (w_pos if R > 0 else w_neg) + r``,
@@ -257,20 +278,24 @@ def walk(t, hd, st, root_reach, opt, wk, lv, cm, cw):
     (mode 0), ``tmp[d]`` a chance child's values, ``rid[d, s]`` the frame whose ``rbuf`` holds seat
     ``s``'s reach at depth ``d`` (a decision changes only its seat's).
 
-    Depth-limit leaves are data: ``lv`` (:class:`subgame.depth_kernels.Leaves`) with ``cm``/``cw``
-    the continuation model and its work arrays. A showdown node ``c`` with ``lv.leaf_of[c] >= 0``
-    is valued by :func:`subgame.depth_kernels.leaf_values`; a full-depth walk passes
-    :func:`subgame.depth_kernels.no_leaves` (``leaf_of`` empty: no node is a leaf)."""
-    kind = t.kind
-    player = t.player
-    num_actions = t.num_actions
-    board = t.board
-    child_start = t.child_start
-    edge_child = t.edge_child
+    Depth-limited trees: :func:`walk_dl` (the same walk with a leaf hook; keep the two in step)."""
+    kind = ta.kind
+    player = ta.player
+    num_actions = ta.num_actions
+    board = ta.board
+    child_start = ta.child_start
+    edge_child = ta.edge_child
+    spent = ta.spent
     nlive = hd.nlive
     idx = hd.idx
     pos = hd.pos
     coff = hd.coff
+    cards = hd.cards
+    same = hd.same
+    up = hd.up
+    up_cards = hd.up_cards
+    down = hd.down
+    down_cards = hd.down_cards
     sigma = st.sigma
     regret = st.regret
     strat_sum = st.strat_sum
@@ -291,9 +316,6 @@ def walk(t, hd, st, root_reach, opt, wk, lv, cm, cw):
     fn = wk.fn
     fa = wk.fa
     out = wk.out
-    leaf_of = lv.leaf_of
-    has_leaves = leaf_of.shape[0] > 0
-    me = lv.me
     o = 1 - p
     b0 = board[0]
     for s in range(2):
@@ -301,7 +323,24 @@ def walk(t, hd, st, root_reach, opt, wk, lv, cm, cw):
             rbuf[0, s, j] = root_reach[s, j]
         rid[0, s] = 0
     if kind[0] == KIND_FOLD or kind[0] == KIND_SHOWDOWN:
-        _terminal(0, p, t, hd, rbuf[0, o], cacc, out)
+        _terminal(
+            0,
+            p,
+            kind,
+            player,
+            spent,
+            board,
+            nlive,
+            cards,
+            same,
+            up,
+            up_cards,
+            down,
+            down_cards,
+            rbuf[0, o],
+            cacc,
+            out,
+        )
         return
     d = 0
     fn[0] = 0
@@ -323,7 +362,7 @@ def walk(t, hd, st, root_reach, opt, wk, lv, cm, cw):
                     for j in range(L):
                         t[j] = 0.0
                     for a in range(A):  # positive parts, and their sum per hand
-                        rg = regret[base + a * L: base + (a + 1) * L]
+                        rg = regret[base + a * L : base + (a + 1) * L]
                         sa = sg[d, a]
                         for j in range(L):
                             x = rg[j]
@@ -347,12 +386,10 @@ def walk(t, hd, st, root_reach, opt, wk, lv, cm, cw):
             c = edge_child[child_start[n] + a]
             bc = board[c]
             kc = kind[c]
-            lf = leaf_of[c] if has_leaves else -1
             if kn == KIND_DECISION:
                 q = player[n]
-                # the traverser's own reach is not needed (but it is at a leaf, for the opponent's
-                # average-strategy sums)
-                if q == p and (mode != 0 or kc == KIND_FOLD or (kc == KIND_SHOWDOWN and (lf < 0 or p == me))):
+                # the traverser's own reach is not needed
+                if q == p and (mode != 0 or kc == KIND_FOLD or kc == KIND_SHOWDOWN):
                     rid[d + 1, q] = rid[d, q]
                 else:
                     L = nlive[bn, q]
@@ -364,7 +401,7 @@ def walk(t, hd, st, root_reach, opt, wk, lv, cm, cw):
                             dst[j] = src[j] * sa[j]
                     else:
                         base = coff[n] + a * L
-                        sa2 = sigma[base: base + L]
+                        sa2 = sigma[base : base + L]
                         for j in range(L):
                             dst[j] = src[j] * sa2[j]
                     rid[d + 1, q] = d + 1
@@ -377,13 +414,44 @@ def walk(t, hd, st, root_reach, opt, wk, lv, cm, cw):
                         dst[j] = src[pos[bn, s, idx[bc, s, j]]]
                     rid[d + 1, s] = d + 1
             if kc == KIND_FOLD or kc == KIND_SHOWDOWN:
-                dv = cv[d, a] if kn == KIND_DECISION else tmp[d + 1]
-                if lf >= 0:  # a depth-limit leaf (a showdown node)
-                    leaf_values(lf, bc, rbuf[rid[d + 1, o], o], rbuf[rid[d + 1, p], p], nlive, idx, opt, lv, cm, cw,
-                                dv)
+                if kn == KIND_DECISION:
+                    _terminal(
+                        c,
+                        p,
+                        kind,
+                        player,
+                        spent,
+                        board,
+                        nlive,
+                        cards,
+                        same,
+                        up,
+                        up_cards,
+                        down,
+                        down_cards,
+                        rbuf[rid[d + 1, o], o],
+                        cacc,
+                        cv[d, a],
+                    )
                 else:
-                    _terminal(c, p, t, hd, rbuf[rid[d + 1, o], o], cacc, dv)
-                if kn != KIND_DECISION:
+                    _terminal(
+                        c,
+                        p,
+                        kind,
+                        player,
+                        spent,
+                        board,
+                        nlive,
+                        cards,
+                        same,
+                        up,
+                        up_cards,
+                        down,
+                        down_cards,
+                        rbuf[rid[d + 1, o], o],
+                        cacc,
+                        tmp[d + 1],
+                    )
                     _scatter_up(tmp[d + 1], cv[d, 0], p, bn, bc, nlive, idx, pos)
             else:
                 d += 1
@@ -400,7 +468,7 @@ def walk(t, hd, st, root_reach, opt, wk, lv, cm, cw):
             dst = tmp[d]
         L = nlive[bn, p]
         if kn == KIND_CHANCE:
-            inv = 1.0 / t.deal_count[n]
+            inv = 1.0 / ta.deal_count[n]
             acc = cv[d, 0]
             for j in range(L):
                 dst[j] = acc[j] * inv
@@ -427,7 +495,7 @@ def walk(t, hd, st, root_reach, opt, wk, lv, cm, cw):
                     dst[j] = 0.0
                 for a in range(A):
                     vc = cv[d, a]
-                    sa = sg[d, a] if mode == 0 else sigma[base + a * L: base + (a + 1) * L]
+                    sa = sg[d, a] if mode == 0 else sigma[base + a * L : base + (a + 1) * L]
                     for j in range(L):
                         dst[j] += sa[j] * vc[j]
                 if mode == 0:
@@ -435,8 +503,294 @@ def walk(t, hd, st, root_reach, opt, wk, lv, cm, cw):
                     for a in range(A):
                         vc = cv[d, a]
                         sa = sg[d, a]
-                        rg = regret[base + a * L: base + (a + 1) * L]
-                        ss = strat_sum[base + a * L: base + (a + 1) * L]
+                        rg = regret[base + a * L : base + (a + 1) * L]
+                        ss = strat_sum[base + a * L : base + (a + 1) * L]
+                        for j in range(L):
+                            x = rg[j]
+                            x = x * (w_pos if x > 0 else w_neg) + (vc[j] - dst[j])
+                            if floor_zero and x < 0:
+                                x = 0.0
+                            rg[j] = x
+                            ss[j] = ss[j] * s_old + s_new * rp[j] * sa[j]
+        if d == 0:
+            return
+        d -= 1
+        if kind[fn[d]] == KIND_CHANCE:
+            _scatter_up(tmp[d + 1], cv[d, 0], p, board[fn[d]], bn, nlive, idx, pos)
+
+
+@numba.njit(cache=True, fastmath=True, nogil=True)
+def walk_dl(ta, hd, st, root_reach, opt, wk, lv, cm, cw):
+    """:func:`walk` with depth-limit leaves: one depth-first walk for traverser ``opt.p``; ``wk.out[:nlive[board[0], p]]`` gets its root values.
+
+    ``ta`` :class:`WalkTree`, ``hd`` :class:`HandArrays`, ``st`` :class:`WalkState`, ``opt``
+    :class:`WalkOptions`, ``wk`` :class:`WalkWork`. ``root_reach[s, :nlive[board[0], s]]``: each
+    seat's reach on the root board's lists. ``st.sigma`` (compact) is read in modes 1 and 2; mode 0
+    plays regret matching of ``st.regret`` and updates it (``R <- R * (w_pos if R > 0 else w_neg) + r``,
+    floored at 0 when ``floor_zero``) and ``st.strat_sum`` (``S <- S * s_old + s_new * own reach *
+    sigma``) at ``p``'s nodes. Work arrays (one frame per depth ``d``): ``rbuf[d, s]`` reach,
+    ``cv[d, a]`` child values (a chance node sums into ``cv[d, 0]``), ``sg[d, a]`` the strategy
+    (mode 0), ``tmp[d]`` a chance child's values, ``rid[d, s]`` the frame whose ``rbuf`` holds seat
+    ``s``'s reach at depth ``d`` (a decision changes only its seat's).
+
+    Depth-limit leaves are data: ``lv`` (:class:`subgame.depth_kernels.Leaves`) with ``cm``/``cw``
+    the continuation model (:class:`~subgame.depth_kernels.ContModel`) and its work arrays
+    (:class:`~subgame.depth_kernels.ContWork`). A showdown node ``c`` with ``lv.leaf_of[c] >= 0`` is
+    valued by :func:`subgame.depth_kernels.leaf_values`. :func:`walk` is this walk without the leaf
+    hook, a second copy: sharing one body (merged, or inlined into two entry points) measured 5-8%
+    slower full-depth solves (issue 15's bound: 3%)."""
+    kind = ta.kind
+    player = ta.player
+    num_actions = ta.num_actions
+    board = ta.board
+    child_start = ta.child_start
+    edge_child = ta.edge_child
+    spent = ta.spent
+    nlive = hd.nlive
+    idx = hd.idx
+    pos = hd.pos
+    coff = hd.coff
+    cards = hd.cards
+    same = hd.same
+    up = hd.up
+    up_cards = hd.up_cards
+    down = hd.down
+    down_cards = hd.down_cards
+    sigma = st.sigma
+    regret = st.regret
+    strat_sum = st.strat_sum
+    p = opt.p
+    mode = opt.mode
+    w_pos = opt.w_pos
+    w_neg = opt.w_neg
+    floor_zero = opt.floor_zero
+    s_old = opt.s_old
+    s_new = opt.s_new
+    rbuf = wk.rbuf
+    cv = wk.cv
+    sg = wk.sg
+    tmp = wk.tmp
+    cacc = wk.cacc
+    tot = wk.tot
+    rid = wk.rid
+    fn = wk.fn
+    fa = wk.fa
+    out = wk.out
+    me = -1
+    if lv is not None:  # (``lv is None`` branches are pruned at compile time)
+        me = lv.me
+    o = 1 - p
+    b0 = board[0]
+    for s in range(2):
+        for j in range(nlive[b0, s]):
+            rbuf[0, s, j] = root_reach[s, j]
+        rid[0, s] = 0
+    if kind[0] == KIND_FOLD or kind[0] == KIND_SHOWDOWN:
+        _terminal(
+            0,
+            p,
+            kind,
+            player,
+            spent,
+            board,
+            nlive,
+            cards,
+            same,
+            up,
+            up_cards,
+            down,
+            down_cards,
+            rbuf[0, o],
+            cacc,
+            out,
+        )
+        return
+    d = 0
+    fn[0] = 0
+    fa[0] = 0
+    enter = True
+    while True:
+        n = fn[d]
+        kn = kind[n]
+        bn = board[n]
+        if enter:  # prepare node n at depth d
+            enter = False
+            if kn == KIND_DECISION:
+                if mode == 0:
+                    q = player[n]
+                    A = num_actions[n]
+                    L = nlive[bn, q]
+                    base = coff[n]
+                    t = tot
+                    for j in range(L):
+                        t[j] = 0.0
+                    for a in range(A):  # positive parts, and their sum per hand
+                        rg = regret[base + a * L : base + (a + 1) * L]
+                        sa = sg[d, a]
+                        for j in range(L):
+                            x = rg[j]
+                            x = x if x > 0 else 0.0
+                            sa[j] = x
+                            t[j] += x
+                    for j in range(L):
+                        t[j] = 1.0 / t[j] if t[j] > 0 else 0.0
+                    inv_a = 1.0 / A
+                    for a in range(A):
+                        sa = sg[d, a]
+                        for j in range(L):
+                            sa[j] = sa[j] * t[j] if t[j] > 0 else inv_a
+            else:  # chance: values summed into cv[d, 0]
+                acc = cv[d, 0]
+                for j in range(nlive[bn, p]):
+                    acc[j] = 0.0
+        a = fa[d]
+        if a < num_actions[n]:
+            fa[d] = a + 1
+            c = edge_child[child_start[n] + a]
+            bc = board[c]
+            kc = kind[c]
+            lf = -1
+            if lv is not None:
+                lf = lv.leaf_of[c]
+            if kn == KIND_DECISION:
+                q = player[n]
+                # the traverser's own reach is not needed (but it is at a leaf, for the opponent's
+                # average-strategy sums)
+                if q == p and (mode != 0 or kc == KIND_FOLD or (kc == KIND_SHOWDOWN and (lf < 0 or p == me))):
+                    rid[d + 1, q] = rid[d, q]
+                else:
+                    L = nlive[bn, q]
+                    src = rbuf[rid[d, q], q]
+                    dst = rbuf[d + 1, q]
+                    if mode == 0:
+                        sa = sg[d, a]
+                        for j in range(L):
+                            dst[j] = src[j] * sa[j]
+                    else:
+                        base = coff[n] + a * L
+                        sa2 = sigma[base : base + L]
+                        for j in range(L):
+                            dst[j] = src[j] * sa2[j]
+                    rid[d + 1, q] = d + 1
+                rid[d + 1, 1 - q] = rid[d, 1 - q]
+            else:
+                for s in range(2):
+                    src = rbuf[rid[d, s], s]
+                    dst = rbuf[d + 1, s]
+                    for j in range(nlive[bc, s]):
+                        dst[j] = src[pos[bn, s, idx[bc, s, j]]]
+                    rid[d + 1, s] = d + 1
+            if kc == KIND_FOLD or kc == KIND_SHOWDOWN:
+                at_leaf = False
+                if lv is not None:
+                    if lf >= 0:  # a depth-limit leaf (a showdown node)
+                        leaf_values(
+                            lf,
+                            bc,
+                            rbuf[rid[d + 1, o], o],
+                            rbuf[rid[d + 1, p], p],
+                            nlive,
+                            idx,
+                            opt,
+                            lv,
+                            cm,
+                            cw,
+                            cv[d, a] if kn == KIND_DECISION else tmp[d + 1],
+                        )
+                        at_leaf = True
+                if kn == KIND_DECISION:
+                    if not at_leaf:
+                        _terminal(
+                            c,
+                            p,
+                            kind,
+                            player,
+                            spent,
+                            board,
+                            nlive,
+                            cards,
+                            same,
+                            up,
+                            up_cards,
+                            down,
+                            down_cards,
+                            rbuf[rid[d + 1, o], o],
+                            cacc,
+                            cv[d, a],
+                        )
+                else:
+                    if not at_leaf:
+                        _terminal(
+                            c,
+                            p,
+                            kind,
+                            player,
+                            spent,
+                            board,
+                            nlive,
+                            cards,
+                            same,
+                            up,
+                            up_cards,
+                            down,
+                            down_cards,
+                            rbuf[rid[d + 1, o], o],
+                            cacc,
+                            tmp[d + 1],
+                        )
+                    _scatter_up(tmp[d + 1], cv[d, 0], p, bn, bc, nlive, idx, pos)
+            else:
+                d += 1
+                fn[d] = c
+                fa[d] = 0
+                enter = True
+            continue
+        # every child done: node n's values into its parent's slot
+        if d == 0:
+            dst = out
+        elif kind[fn[d - 1]] == KIND_DECISION:
+            dst = cv[d - 1, fa[d - 1] - 1]
+        else:
+            dst = tmp[d]
+        L = nlive[bn, p]
+        if kn == KIND_CHANCE:
+            inv = 1.0 / ta.deal_count[n]
+            acc = cv[d, 0]
+            for j in range(L):
+                dst[j] = acc[j] * inv
+        else:
+            q = player[n]
+            A = num_actions[n]
+            if q != p:
+                for j in range(L):
+                    dst[j] = cv[d, 0, j]
+                for a in range(1, A):
+                    vc = cv[d, a]
+                    for j in range(L):
+                        dst[j] += vc[j]
+            elif mode == 1:
+                for j in range(L):
+                    dst[j] = cv[d, 0, j]
+                for a in range(1, A):
+                    vc = cv[d, a]
+                    for j in range(L):
+                        dst[j] = max(dst[j], vc[j])
+            else:
+                base = coff[n]
+                for j in range(L):
+                    dst[j] = 0.0
+                for a in range(A):
+                    vc = cv[d, a]
+                    sa = sg[d, a] if mode == 0 else sigma[base + a * L : base + (a + 1) * L]
+                    for j in range(L):
+                        dst[j] += sa[j] * vc[j]
+                if mode == 0:
+                    rp = rbuf[rid[d, p], p]
+                    for a in range(A):
+                        vc = cv[d, a]
+                        sa = sg[d, a]
+                        rg = regret[base + a * L : base + (a + 1) * L]
+                        ss = strat_sum[base + a * L : base + (a + 1) * L]
                         for j in range(L):
                             x = rg[j]
                             x = x * (w_pos if x > 0 else w_neg) + (vc[j] - dst[j])

@@ -73,7 +73,9 @@ def read_libratus(path, bets: Optional[BetAbstraction] = None) -> Subgame:
     except CardError as exc:
         raise SubgameError(f"{path}: -board: {exc}") from None
     if len(board) != game.board_cards_through(rnd - 1):
-        raise SubgameError(f"{path}: round {rnd} needs {game.board_cards_through(rnd - 1)} board cards, got {len(board)}")
+        raise SubgameError(
+            f"{path}: round {rnd} needs {game.board_cards_through(rnd - 1)} board cards, got {len(board)}"
+        )
     vals = fields["reach"]
     if len(vals) != 2 * 1326:
         raise SubgameError(f"{path}: -reach needs 2 x 1326 probabilities, got {len(vals)}")

@@ -23,8 +23,16 @@ from abstraction.tree import KIND_CHANCE, KIND_DECISION, BettingTree
 from blueprint.blueprint import Blueprint, BlueprintError
 from holdem.betting import RAISE, Betting
 from holdem.state import State
-from subgame.construct import (BucketCache, blueprint_ranges, blueprint_subgame, blueprint_values, decision_state,
-                               from_matchstate, gifts, node_probs)
+from subgame.construct import (
+    BucketCache,
+    blueprint_ranges,
+    blueprint_subgame,
+    blueprint_values,
+    decision_state,
+    from_matchstate,
+    gifts,
+    node_probs,
+)
 from subgame.solver import METHODS, Solution, Subgame, check_interrupt, solve
 from subgame.tree import SubgameError, all_hands
 
@@ -63,7 +71,9 @@ def first_off_tree(bp: Blueprint, state: State) -> Optional[tuple[int, int, Bett
         s, k = int(t.child_start[n]), int(t.num_actions[n])
         e_hit = None
         for e in range(s, s + k):
-            if int(t.edge_kind[e]) == kind and (kind != RAISE or bp.gamedef.is_limit or int(t.edge_to[e]) == size):
+            if int(t.edge_kind[e]) == kind and (
+                kind != RAISE or bp.gamedef.is_limit or int(t.edge_to[e]) == size
+            ):
                 e_hit = e
                 break
         if e_hit is None:
@@ -96,16 +106,25 @@ def node_of_state(tree: BettingTree, state: State) -> int:
         _, kind, size = path[i]
         s = int(tree.child_start[n])
         for e in range(s, s + int(tree.num_actions[n])):
-            if int(tree.edge_kind[e]) == kind and (kind != RAISE or tree.game.is_limit or int(tree.edge_to[e]) == size):
+            if int(tree.edge_kind[e]) == kind and (
+                kind != RAISE or tree.game.is_limit or int(tree.edge_to[e]) == size
+            ):
                 n = int(tree.edge_child[e])
                 break
         else:
-            raise SubgameError(f"action {'fcr'[kind]}{size if kind == RAISE else ''} is not in the subgame's tree")
+            raise SubgameError(
+                f"action {'fcr'[kind]}{size if kind == RAISE else ''} is not in the subgame's tree"
+            )
         i += 1
 
 
-def nested_subgame(bp: Blueprint, state: State, bets: Optional[BetAbstraction] = None,
-                   with_gifts: bool = True, depth_limit=None) -> Subgame:
+def nested_subgame(
+    bp: Blueprint,
+    state: State,
+    bets: Optional[BetAbstraction] = None,
+    with_gifts: bool = True,
+    depth_limit=None,
+) -> Subgame:
     """The nested subgame for ``state`` whose history has an off-tree action of the opponent."""
     off = first_off_tree(bp, state)
     if off is None:
@@ -113,16 +132,40 @@ def nested_subgame(bp: Blueprint, state: State, bets: Optional[BetAbstraction] =
     m, i, before = off
     me = state.viewer
     if int(bp.tree.player[m]) != 1 - me:
-        raise SubgameError("the first off-tree action is the viewer's own; nested solving answers the opponent's")
+        raise SubgameError(
+            "the first off-tree action is the viewer's own; nested solving answers the opponent's"
+        )
     r_m, kind, size = _flat(state.betting)[i]
     board_m = tuple(int(c) for c in state.board_cards[: bp.gamedef.board_cards_through(r_m)])
-    return off_tree_subgame(bp, m, before, kind, size, board_m, me, bets, action_filter=real_path_filter(state.betting),
-                            with_gifts=with_gifts, depth_limit=depth_limit)
+    return off_tree_subgame(
+        bp,
+        m,
+        before,
+        kind,
+        size,
+        board_m,
+        me,
+        bets,
+        action_filter=real_path_filter(state.betting),
+        with_gifts=with_gifts,
+        depth_limit=depth_limit,
+    )
 
 
-def off_tree_subgame(bp: Blueprint, m: int, before: Betting, kind: int, size: int, board: tuple[int, ...], me: int,
-                     bets: Optional[BetAbstraction] = None, action_filter=None, with_gifts: bool = True,
-                     cache: Optional[BucketCache] = None, depth_limit=None) -> Subgame:
+def off_tree_subgame(
+    bp: Blueprint,
+    m: int,
+    before: Betting,
+    kind: int,
+    size: int,
+    board: tuple[int, ...],
+    me: int,
+    bets: Optional[BetAbstraction] = None,
+    action_filter=None,
+    with_gifts: bool = True,
+    cache: Optional[BucketCache] = None,
+    depth_limit=None,
+) -> Subgame:
     """The nested subgame rooted after the opponent's off-tree action ``(kind, size)`` taken at
     betting ``before`` (abstract node ``m``, ``board`` dealt), refining seat ``me``."""
     from subgame.bets import default_subgame_bets
@@ -136,7 +179,9 @@ def off_tree_subgame(bp: Blueprint, m: int, before: Betting, kind: int, size: in
     cache = cache or BucketCache(bp, hands)
     ranges = blueprint_ranges(bp, m, board, hands, cache)
     if ranges[me].sum() <= 0 or ranges[o].sum() <= 0:
-        raise SubgameError("the blueprint never reaches the state before the off-tree action (a range is empty)")
+        raise SubgameError(
+            "the blueprint never reaches the state before the off-tree action (a range is empty)"
+        )
     alt, est, (t_bp, e_bp, _) = blueprint_values(bp, m, board, ranges, o, cache)
     # unsafe's opponent range: as if the translated action had been taken
     idx, bk = cache(board, int(bp.tree.round[m]))
@@ -148,8 +193,18 @@ def off_tree_subgame(bp: Blueprint, m: int, before: Betting, kind: int, size: in
         opp = ranges[o].copy()
     rr = ranges.copy()
     rr[o] = opp
-    sub = Subgame(g, after, board, rr, bets or default_subgame_bets(), refine=me, alt=alt, estimate=est,
-                  action_filter=action_filter, depth_limit=depth_limit)
+    sub = Subgame(
+        g,
+        after,
+        board,
+        rr,
+        bets or default_subgame_bets(),
+        refine=me,
+        alt=alt,
+        estimate=est,
+        action_filter=action_filter,
+        depth_limit=depth_limit,
+    )
     # the gadgets weigh the refined seat's hands by its range, unchanged by the opponent's bet
     if with_gifts:
         mass = e_bp.compat_mass(ranges[me])
@@ -169,10 +224,21 @@ def _translated_edge(bp: Blueprint, m: int, before: Betting, kind: int, size: in
     return bp.translate_raise(m, before, size, raises, None)
 
 
-def solve_state(bp: Blueprint, state: State | str, method: str = "reach-maxmargin", *, time_budget: Optional[float] = 2.0,
-                iterations: Optional[int] = None, target_pct_pot: Optional[float] = None,
-                bets: Optional[BetAbstraction] = None, nested: bool = True, deadline: Optional[float] = None,
-                stop=None, depth_limit=None, algo: str = "dcfr") -> tuple[Solution, int]:
+def solve_state(
+    bp: Blueprint,
+    state: State | str,
+    method: str = "reach-maxmargin",
+    *,
+    time_budget: Optional[float] = 2.0,
+    iterations: Optional[int] = None,
+    target_pct_pot: Optional[float] = None,
+    bets: Optional[BetAbstraction] = None,
+    nested: bool = True,
+    deadline: Optional[float] = None,
+    stop=None,
+    depth_limit=None,
+    algo: str = "dcfr",
+) -> tuple[Solution, int]:
     """Solve the subgame for the seat to act at ``state`` (on-tree: rooted at the state; off-tree
     opponent bet: nested, rooted after it). Returns the solution and the node of ``state`` in it.
 
@@ -211,13 +277,29 @@ def solve_state(bp: Blueprint, state: State | str, method: str = "reach-maxmargi
         # sizes): re-solve from the decision where it was made, with the real actions in the tree
         m, i, before = off
         board = tuple(int(c) for c in state.board_cards[: bp.gamedef.board_cards_through(before.round)])
-        sub = blueprint_subgame(bp, m, before, board, state.viewer, bets, action_filter=real_path_filter(state.betting),
-                                depth_limit=dl)
+        sub = blueprint_subgame(
+            bp,
+            m,
+            before,
+            board,
+            state.viewer,
+            bets,
+            action_filter=real_path_filter(state.betting),
+            depth_limit=dl,
+        )
     check_interrupt(deadline, stop)
     sub.public_tree()
     check_interrupt(deadline, stop)
-    sol = solve(sub, method, iterations=iterations, time_budget=time_budget, target_pct_pot=target_pct_pot,
-                deadline=deadline, stop=stop, algo=algo)
+    sol = solve(
+        sub,
+        method,
+        iterations=iterations,
+        time_budget=time_budget,
+        target_pct_pot=target_pct_pot,
+        deadline=deadline,
+        stop=stop,
+        algo=algo,
+    )
     return sol, node_of_state(sub.public_tree(), state)
 
 

@@ -39,12 +39,12 @@ from typing import Optional
 import numpy as np
 
 from abstraction.bets import BetAbstraction
+from abstraction.tree import KIND_DECISION, BettingTree
 from blueprint.algo import dcfr_factors
 from blueprint.vector_cfr import fold_values_all
 from holdem.betting import Betting
 from holdem.gamedef import GameDef
 from subgame import kernels as K
-from abstraction.tree import KIND_DECISION, BettingTree
 from subgame.tree import SubgameError, board_hands, build_subgame_tree, hand_lists
 
 METHODS = ("unsafe", "resolve", "maxmargin", "reach-maxmargin", "estimate", "reach-estimate")
@@ -86,11 +86,13 @@ class Subgame:
             if self.depth_limit is not None:
                 from subgame.depth import build_depth_limited_tree
 
-                self.tree = build_depth_limited_tree(self.game, self.root, self.board, self.bets,
-                                                     action_filter=self.action_filter)
+                self.tree = build_depth_limited_tree(
+                    self.game, self.root, self.board, self.bets, action_filter=self.action_filter
+                )
             else:
-                self.tree = build_subgame_tree(self.game, self.root, self.board, self.bets,
-                                               action_filter=self.action_filter)
+                self.tree = build_subgame_tree(
+                    self.game, self.root, self.board, self.bets, action_filter=self.action_filter
+                )
             self.validate()
         return self.tree
 
@@ -125,7 +127,8 @@ class Subgame:
                 h = bh.hands[bad[0]]
                 raise SubgameError(
                     f"seat {s}'s range gives weight {r[s, bad[0]]:g} to {cards_str(h.tolist(), self.game.num_suits)}, "
-                    f"which shares a card with the board ({len(bad)} such hands)")
+                    f"which shares a card with the board ({len(bad)} such hands)"
+                )
             if r[s].sum() <= 0:
                 raise SubgameError(f"seat {s}'s range is empty (all weights zero)")
         self.ranges = r
@@ -146,12 +149,18 @@ class Solution:
     iterations: int
     elapsed_s: float
     # the exploitability fields and br_values are None when a deadline left no time to measure them
-    exploitability: Optional[float]  # chips: NashConv / 2 of the game solved (the subgame, or the method's gadget game)
+    exploitability: Optional[
+        float
+    ]  # chips: NashConv / 2 of the game solved (the subgame, or the method's gadget game)
     exploitability_pct_pot: Optional[float]
-    subgame_exploitability: Optional[float]  # chips: NashConv / 2 of the strategy profile in the subgame with the ranges
+    subgame_exploitability: Optional[
+        float
+    ]  # chips: NashConv / 2 of the strategy profile in the subgame with the ranges
     gadget_gap: Optional[float]  # gadget methods: saddle-point gap (NashConv) of the gadget game (chips)
     min_margin: Optional[float]  # min over opponent hands of (alt - best-response value) / w (chips)
-    br_values: Optional[tuple[np.ndarray, np.ndarray]]  # each seat's best-response values per hand (cf; 0 outside its support)
+    br_values: Optional[
+        tuple[np.ndarray, np.ndarray]
+    ]  # each seat's best-response values per hand (cf; 0 outside its support)
     history: list  # (iteration, seconds, exploitability chips)
     state_bytes: int = 0  # the solver's memory: tree, hand lists, work arrays, regret and average tables
     timing: dict = dataclasses.field(default_factory=dict)  # tree_s, iter_s, measure_s (seconds)
@@ -180,10 +189,18 @@ class Solution:
     def diagnostics(self) -> dict:
         t = self.tree
         return {
-            "method": self.method, "iterations": self.iterations, "elapsed_ms": round(self.elapsed_s * 1000, 1),
-            "exploitability": self.exploitability, "exploitability_pct_pot": self.exploitability_pct_pot,
-            "subgame_exploitability": self.subgame_exploitability, "gadget_gap": self.gadget_gap, "min_margin": self.min_margin, "pot": self.subgame.pot,
-            "nodes": t.num_nodes, "hands": board_hands(t).num_hands, "boards": len(t.boards),
+            "method": self.method,
+            "iterations": self.iterations,
+            "elapsed_ms": round(self.elapsed_s * 1000, 1),
+            "exploitability": self.exploitability,
+            "exploitability_pct_pot": self.exploitability_pct_pot,
+            "subgame_exploitability": self.subgame_exploitability,
+            "gadget_gap": self.gadget_gap,
+            "min_margin": self.min_margin,
+            "pot": self.subgame.pot,
+            "nodes": t.num_nodes,
+            "hands": board_hands(t).num_hands,
+            "boards": len(t.boards),
             "memory_mb": round(self.state_bytes / 2**20, 1),
             **self.depth_diagnostics(),
         }
@@ -194,10 +211,14 @@ class Solution:
         if dl is None:
             return {"depth_limited": False}
         m = dl.model
-        return {"depth_limited": True, "continuations": list(dl.continuations), "bias": dl.bias,
-                "leaves": m.num_leaves if m is not None else None,
-                "continuation_nodes": m.num_nodes if m is not None else None,
-                "leaf_build_ms": round(m.build_s * 1000, 1) if m is not None else None}
+        return {
+            "depth_limited": True,
+            "continuations": list(dl.continuations),
+            "bias": dl.bias,
+            "leaves": m.num_leaves if m is not None else None,
+            "continuation_nodes": m.num_nodes if m is not None else None,
+            "leaf_build_ms": round(m.build_s * 1000, 1) if m is not None else None,
+        }
 
 
 class Engine:
@@ -229,8 +250,9 @@ class Engine:
         self.fa = np.zeros(D, np.int64)
         self.tree_arrays = K.walk_tree(tree)
         self.hand_arrays = hl.kernel_arrays()
-        self.work = K.WalkWork(self.rbuf, self.cv, self.sg, self.tmp, self.cacc, self.tot, self.rid, self.fn, self.fa,
-                               self.out)
+        self.work = K.WalkWork(
+            self.rbuf, self.cv, self.sg, self.tmp, self.cacc, self.tot, self.rid, self.fn, self.fa, self.out
+        )
         self._dummy = np.zeros(1, np.float32)
         self._root_reach = np.zeros((2, H), np.float64)
         b0 = tree.board[0]
@@ -249,7 +271,8 @@ class Engine:
 
     def memory_bytes(self) -> int:
         return self.lists.memory_bytes() + sum(
-            a.nbytes for a in (self.rbuf, self.cv, self.sg, self.tmp, self.out, self.tot))
+            a.nbytes for a in (self.rbuf, self.cv, self.sg, self.tmp, self.out, self.tot)
+        )
 
     def compress(self, sigma: np.ndarray) -> np.ndarray:
         """A full ``(rows, H)`` strategy in the compact layout (the engine's dtype)."""
@@ -258,14 +281,18 @@ class Engine:
         if sigma.shape != (t.num_rows, H):
             raise SubgameError(f"strategy must be {t.num_rows} x {H}, got shape {sigma.shape}")
         out = np.empty(hl.size, self.dtype)
-        K.compress_strategy(sigma, out, t.kind, t.num_actions, t.board, t.player, t.row, hl.coff, hl.nlive, hl.idx)
+        K.compress_strategy(
+            sigma, out, t.kind, t.num_actions, t.board, t.player, t.row, hl.coff, hl.nlive, hl.idx
+        )
         return out
 
     def expand(self, comp: np.ndarray) -> np.ndarray:
         """A compact strategy as float32 ``(rows, H)`` (uniform for hands outside the lists)."""
         t, hl = self.t, self.lists
         out = np.empty((t.num_rows, self.bh.num_hands), np.float32)
-        K.expand_strategy(comp, out, t.kind, t.num_actions, t.board, t.player, t.row, hl.coff, hl.nlive, hl.idx)
+        K.expand_strategy(
+            comp, out, t.kind, t.num_actions, t.board, t.player, t.row, hl.coff, hl.nlive, hl.idx
+        )
         return out
 
     def average(self, acc: np.ndarray) -> np.ndarray:
@@ -275,8 +302,9 @@ class Engine:
         K.strategy_from_compact(acc, out, t.kind, t.num_actions, t.board, t.player, hl.coff, hl.nlive)
         return out
 
-    def walk_compact(self, sigma_c, root_reach, p, mode, regret=None, strat_sum=None,
-                     w=(1.0, 1.0, False, 1.0, 0.0)) -> np.ndarray:
+    def walk_compact(
+        self, sigma_c, root_reach, p, mode, regret=None, strat_sum=None, w=(1.0, 1.0, False, 1.0, 0.0)
+    ) -> np.ndarray:
         """Traverser ``p``'s root values (float64, ``H``) for compact ``sigma_c`` (unused in
         :data:`MODE_CFR <subgame.kernels.MODE_CFR>`, which plays regret matching of ``regret``)."""
         rr = self._root_reach
@@ -288,17 +316,19 @@ class Engine:
         sigma_c = np.zeros(1, self.dtype) if sigma_c is None else sigma_c
         regret = self._dummy if regret is None else regret
         strat_sum = self._dummy if strat_sum is None else strat_sum
-        K.walk(self.tree_arrays, self.hand_arrays, K.WalkState(sigma_c, regret, strat_sum), rr,
-               K.walk_options(p, mode, w), self.work, *self._leaves(p, mode))
+        K.walk(
+            self.tree_arrays,
+            self.hand_arrays,
+            K.WalkState(sigma_c, regret, strat_sum),
+            rr,
+            K.walk_options(p, mode, w),
+            self.work,
+        )
         self._last_p = p
         v = np.zeros(self.bh.num_hands)
         ri = self._root_idx[p]
         v[ri] = self.out[: len(ri)]
         return v
-
-    def _leaves(self, p, mode) -> tuple:
-        """:func:`K.walk <subgame.kernels.walk>`'s depth-limit arguments: none here (a full-depth tree)."""
-        return K.no_leaves()
 
     def walk(self, sigma, root_reach, p, mode) -> np.ndarray:
         """Traverser ``p``'s root values (float64, ``H``) when the seats play the full-width ``sigma``
@@ -375,9 +405,18 @@ def check_interrupt(deadline: Optional[float], stop=None) -> None:
         raise SolveInterrupted("the solve's deadline passed before it started iterating")
 
 
-def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None, time_budget: Optional[float] = None,
-          target_pct_pot: Optional[float] = None, algo: str = "dcfr", check_every: int = 10,
-          precision: str = "single", deadline: Optional[float] = None, stop=None) -> Solution:
+def solve(
+    sub: Subgame,
+    method: str = "unsafe",
+    iterations: Optional[int] = None,
+    time_budget: Optional[float] = None,
+    target_pct_pot: Optional[float] = None,
+    algo: str = "dcfr",
+    check_every: int = 10,
+    precision: str = "single",
+    deadline: Optional[float] = None,
+    stop=None,
+) -> Solution:
     """Solve ``sub`` with ``method`` until ``iterations``, ``time_budget`` seconds, or an
     exploitability (unsafe) / gadget gap (other methods) of ``target_pct_pot`` % of the pot.
 
@@ -412,9 +451,13 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
     if method != "unsafe":
         base = sub.estimate if method in ("estimate", "reach-estimate") else sub.alt
         if base is None:
-            what = "the blueprint's own values" if "estimate" in method else "alternative (best-response) values"
-            raise SubgameError(f"method {method!r} needs the opponent's {what}; this subgame has none "
-                               "(an explicit subgame without them supports 'unsafe' only)")
+            what = (
+                "the blueprint's own values" if "estimate" in method else "alternative (best-response) values"
+            )
+            raise SubgameError(
+                f"method {method!r} needs the opponent's {what}; this subgame has none "
+                "(an explicit subgame without them supports 'unsafe' only)"
+            )
         alt = base.copy()
         if method.startswith("reach-"):
             g = sub.estimate_gifts if method == "reach-estimate" else sub.gifts
@@ -463,12 +506,18 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
         expl, (v0, v1) = _exploitability(ranges, e, avg)
         g = m = None
         if method != "unsafe":
-            gavg = gadget_strategy(g_sum) if method != "resolve" else g_sum / np.maximum(g_sum.sum(1, keepdims=True), 1e-300)
+            gavg = (
+                gadget_strategy(g_sum)
+                if method != "resolve"
+                else g_sum / np.maximum(g_sum.sum(1, keepdims=True), 1e-300)
+            )
             if method == "resolve":
                 gavg = np.where(g_sum.sum(1, keepdims=True) > 0, gavg, 0.5)
             rr = opp_reach(gavg)
             vb_o = e.walk_compact(avg, rr, o, K.MODE_BR)  # opponent's best response inside the subgame
-            vb_me = e.walk_compact(avg, rr, me, K.MODE_BR)  # refined seat's best response to the gadget opponent
+            vb_me = e.walk_compact(
+                avg, rr, me, K.MODE_BR
+            )  # refined seat's best response to the gadget opponent
             if method == "resolve":
                 z = float(ranges[o] @ w_opp)
                 best_o = float(ranges[o] @ np.maximum(alt, vb_o))
@@ -477,7 +526,9 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
             else:
                 marg = np.where(elig, (vb_o - alt) / np.where(elig, w_opp, 1.0), -np.inf)
                 best_o = float(marg.max())
-                worst_o = -float(ranges[me] @ vb_me) - float(np.where(elig, gavg * alt / np.where(elig, w_opp, 1.0), 0).sum())
+                worst_o = -float(ranges[me] @ vb_me) - float(
+                    np.where(elig, gavg * alt / np.where(elig, w_opp, 1.0), 0).sum()
+                )
                 g = best_o - worst_o
             m = float(np.min(np.where(elig, (alt - vb_o) / np.where(elig, w_opp, 1.0), np.inf)))
         return avg, expl, g, m, (v0, v1)
@@ -552,8 +603,22 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
             # no time left for the final check: the average strategy alone
             avg = e.expand(e.average(strat_sum))
             el = time.perf_counter() - t0
-            return Solution(sub, method, avg, it, el, None, None, None, None, None, None, history, state,
-                            {"tree_s": tree_s, "iter_s": iter_s, "measure_s": None})
+            return Solution(
+                sub,
+                method,
+                avg,
+                it,
+                el,
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                history,
+                state,
+                {"tree_s": tree_s, "iter_s": iter_s, "measure_s": None},
+            )
         tm = time.perf_counter()
         last = measure()
         measure_s = time.perf_counter() - tm
@@ -561,5 +626,19 @@ def solve(sub: Subgame, method: str = "unsafe", iterations: Optional[int] = None
     avg, expl, gap, margin, brv = last
     el = time.perf_counter() - t0
     solved = expl if gap is None else gap / 2
-    return Solution(sub, method, e.expand(avg), it, el, solved, solved / pot * 100, expl, gap, margin, brv, history,
-                    state, {"tree_s": tree_s, "iter_s": iter_s, "measure_s": measure_s})
+    return Solution(
+        sub,
+        method,
+        e.expand(avg),
+        it,
+        el,
+        solved,
+        solved / pot * 100,
+        expl,
+        gap,
+        margin,
+        brv,
+        history,
+        state,
+        {"tree_s": tree_s, "iter_s": iter_s, "measure_s": measure_s},
+    )

@@ -50,9 +50,9 @@ class SubgameError(ValueError):
 
 def all_hands(game: GameDef) -> np.ndarray:
     """Every private hand of ``game`` as rows of increasing card ids, in lexicographic order."""
-    return np.array(list(itertools.combinations(range(game.deck_size), game.num_hole_cards)), np.int32).reshape(
-        -1, game.num_hole_cards
-    )
+    return np.array(
+        list(itertools.combinations(range(game.deck_size), game.num_hole_cards)), np.int32
+    ).reshape(-1, game.num_hole_cards)
 
 
 def hand_index(game: GameDef) -> dict[tuple[int, ...], int]:
@@ -97,12 +97,35 @@ class HandLists:
         """The lists as one kernel argument (:class:`subgame.kernels.HandArrays`)."""
         from subgame.kernels import HandArrays  # numba only when a kernel runs
 
-        return HandArrays(self.coff, self.nlive, self.idx, self.pos, self.cards, self.same, self.up, self.up_cards,
-                          self.down, self.down_cards)
+        return HandArrays(
+            self.coff,
+            self.nlive,
+            self.idx,
+            self.pos,
+            self.cards,
+            self.same,
+            self.up,
+            self.up_cards,
+            self.down,
+            self.down_cards,
+        )
 
     def memory_bytes(self) -> int:
-        return sum(a.nbytes for a in (self.coff, self.nlive, self.idx, self.pos, self.cards, self.same, self.up,
-                                      self.up_cards, self.down, self.down_cards))
+        return sum(
+            a.nbytes
+            for a in (
+                self.coff,
+                self.nlive,
+                self.idx,
+                self.pos,
+                self.cards,
+                self.same,
+                self.up,
+                self.up_cards,
+                self.down,
+                self.down_cards,
+            )
+        )
 
 
 def hand_lists(tree: BettingTree, support: Optional[np.ndarray] = None) -> HandLists:
@@ -149,8 +172,20 @@ def hand_lists(tree: BettingTree, support: Optional[np.ndarray] = None) -> HandL
     dec = np.nonzero(tree.kind == KIND_DECISION)[0]
     sizes = tree.num_actions[dec].astype(np.int64) * nlive[tree.board[dec], tree.player[dec]]
     coff[dec] = np.concatenate([[0], np.cumsum(sizes)[:-1]]) if len(dec) else []
-    out = HandLists(support=np.array(sup), nlive=nlive, idx=idx, pos=pos, cards=cards, same=same, up=up,
-                    up_cards=up_cards, down=down, down_cards=down_cards, coff=coff, size=int(sizes.sum()))
+    out = HandLists(
+        support=np.array(sup),
+        nlive=nlive,
+        idx=idx,
+        pos=pos,
+        cards=cards,
+        same=same,
+        up=up,
+        up_cards=up_cards,
+        down=down,
+        down_cards=down_cards,
+        coff=coff,
+        size=int(sizes.sum()),
+    )
     if support is None:
         tree.derived["hand_lists"] = out
     return out
@@ -203,7 +238,7 @@ def _board_hands(game: GameDef, boards: list[tuple[int, ...]]) -> BoardHands:
         if len(cards) == total:
             mat = np.empty((len(idx), hands.shape[1] + len(cards)), np.int64)
             mat[:, : hands.shape[1]] = hands[idx]
-            mat[:, hands.shape[1]:] = np.array(cards, np.int64)
+            mat[:, hands.shape[1] :] = np.array(cards, np.int64)
             st = rank_many(mat, game.num_suits, game.num_ranks)
             strength[b, idx] = st
             idx = idx[np.argsort(st, kind="stable")]
@@ -213,9 +248,14 @@ def _board_hands(game: GameDef, boards: list[tuple[int, ...]]) -> BoardHands:
     return BoardHands(hands, valid, order, num_valid, strength, sorted_strength)
 
 
-def build_subgame_tree(game: GameDef, root: Betting, board: Sequence[int], bets: Optional[BetAbstraction],
-                       max_nodes: int = MAX_NODES,
-                       action_filter: Optional[ActionFilter] = None) -> BettingTree:
+def build_subgame_tree(
+    game: GameDef,
+    root: Betting,
+    board: Sequence[int],
+    bets: Optional[BetAbstraction],
+    max_nodes: int = MAX_NODES,
+    action_filter: Optional[ActionFilter] = None,
+) -> BettingTree:
     """The public tree from ``root`` (with ``board`` dealt) to the end of the hand under ``bets``
     (ignored in limit games), chance nodes included, with its :func:`board_hands`.
 
@@ -233,8 +273,15 @@ def build_subgame_tree(game: GameDef, root: Betting, board: Sequence[int], bets:
     if not game.is_limit and bets is None:
         raise SubgameError("a no-limit subgame needs a bet abstraction")
     try:
-        tree = build_tree(game, bets, root=root, board=board, deal_boards=True, action_filter=action_filter,
-                          max_nodes=max_nodes)
+        tree = build_tree(
+            game,
+            bets,
+            root=root,
+            board=board,
+            deal_boards=True,
+            action_filter=action_filter,
+            max_nodes=max_nodes,
+        )
     except BetAbstractionError as exc:
         raise SubgameError(str(exc)) from None
     board_hands(tree)

@@ -19,8 +19,20 @@ from subgame.solver import Engine, solve
 from subgame.tree import SubgameError, all_hands, board_hands, build_subgame_tree
 
 # 5 ranks x 4 suits (20 cards, 190 hands), a 3-card flop and a 1-card turn; 12 big blinds
-GAME = GameDef("nolimit", 3, (1200, 1200), (100, 50), (0, 0, 0), (1, 0, 0), (255, 255, 255), 4, 5, 2, (0, 3, 1),
-               name="dl3")
+GAME = GameDef(
+    "nolimit",
+    3,
+    (1200, 1200),
+    (100, 50),
+    (0, 0, 0),
+    (1, 0, 0),
+    (255, 255, 255),
+    4,
+    5,
+    2,
+    (0, 3, 1),
+    name="dl3",
+)
 BETS_TOML = 'name = "dlbets"\n[[round]]\nsizes = [1.0]\nallin = true\nmax_raises = 2\n'
 FLOP = "/2c3d5h"
 CONTS = ("blueprint", "fold", "call", "raise")
@@ -65,7 +77,7 @@ def _oracle(bp, leaf_betting, board, ranges, seat, opp, which="blueprint", facto
     over the turn cards each pair of hands leaves."""
     g = bp.gamedef
     rb = replay(leaf_betting, g)
-    (n_abs, q), = bp.node_distribution(rb)
+    ((n_abs, q),) = bp.node_distribution(rb)
     assert q == 1.0
     hands = all_hands(g)
     acc = np.zeros(len(hands))
@@ -117,9 +129,12 @@ def test_blueprint_continuation_equals_an_independent_evaluation(bp):
             if replay(lb, GAME).finished:
                 continue  # all-in leaves: checked by the solve tests
             ranges = rng.random((2, len(valid))) * valid
-            v_me = continuation_values(m, li, me, np.stack([ranges[o] if i == 0 else 0 * ranges[o]
-                                                            for i in range(dl.k)]))[0]
-            want = _oracle(bp, lb, board, ranges, me, o)  # (float32 work vectors: tolerance relative to the scale)
+            v_me = continuation_values(
+                m, li, me, np.stack([ranges[o] if i == 0 else 0 * ranges[o] for i in range(dl.k)])
+            )[0]
+            want = _oracle(
+                bp, lb, board, ranges, me, o
+            )  # (float32 work vectors: tolerance relative to the scale)
             np.testing.assert_allclose(v_me, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
             v_o = continuation_values(m, li, o, ranges[me])
             for i, which in enumerate(conts):
@@ -128,8 +143,10 @@ def test_blueprint_continuation_equals_an_independent_evaluation(bp):
             # the refined seat's values are linear in the opponent's reach per continuation
             split = rng.random((dl.k, len(valid))) * ranges[o]
             tot = continuation_values(m, li, me, split)[0]
-            parts = sum(continuation_values(m, li, me, np.where(np.arange(dl.k)[:, None] == i, split, 0))[0]
-                        for i in range(dl.k))
+            parts = sum(
+                continuation_values(m, li, me, np.where(np.arange(dl.k)[:, None] == i, split, 0))[0]
+                for i in range(dl.k)
+            )
             np.testing.assert_allclose(tot, parts, rtol=1e-4, atol=1e-5 * np.abs(parts).max())
             checked += 1
             if checked >= 3:
@@ -177,9 +194,11 @@ def test_unsafe_depth_limited_solve_converges_and_is_not_worse_than_the_blueprin
     o = sub.opponent
     mine = _seat_exploitability(e, sig, sub.ranges, o)
     blue = _seat_exploitability(e, base, sub.ranges, o)
-    print(f"depth-limited game: {few.exploitability_pct_pot:.2f}% of the pot after 5 iterations, "
-          f"{sol.exploitability_pct_pot:.3f}% after 200; opponent's best response vs the refined seat in the real "
-          f"game: depth-limited {mine:.2f}, blueprint {blue:.2f} chips (pot {sub.pot})")
+    print(
+        f"depth-limited game: {few.exploitability_pct_pot:.2f}% of the pot after 5 iterations, "
+        f"{sol.exploitability_pct_pot:.3f}% after 200; opponent's best response vs the refined seat in the real "
+        f"game: depth-limited {mine:.2f}, blueprint {blue:.2f} chips (pot {sub.pot})"
+    )
     assert mine <= blue + 0.02 * sub.pot
 
 
@@ -234,7 +253,9 @@ def test_solve_state_is_depth_limited_before_the_last_round(bp):
     assert d["depth_limited"] and d["leaves"] > 0 and node == 0
     hs = hand_strategy(sol, node, bp.game.state(st))
     assert abs(sum(hs.values()) - 1) < 1e-5
-    sol2, _ = solve_state(bp, st, "unsafe", time_budget=None, iterations=5, bets=bp_bets(bp), depth_limit=False)
+    sol2, _ = solve_state(
+        bp, st, "unsafe", time_budget=None, iterations=5, bets=bp_bets(bp), depth_limit=False
+    )
     assert not sol2.diagnostics()["depth_limited"]
     last = "MATCHSTATE:0:0:cc/cc/:6c6d|" + FLOP + "/4s"
     sol3, _ = solve_state(bp, last, "unsafe", time_budget=None, iterations=5, bets=bp_bets(bp))
@@ -258,8 +279,25 @@ def test_solve_cli_depth_limited(bp, tmp_path, capsys):
     tr.run(500)
     tr.save(run)
     with pytest.raises(SystemExit) as e:
-        main(["solve", str(run), "--matchstate", "MATCHSTATE:0:0:cc/:6c6d|" + FLOP, "--method", "unsafe",
-              "--iterations", "20", "--samples", "4", "--continuations", "blueprint,raise", "--bias", "10", "--json"])
+        main(
+            [
+                "solve",
+                str(run),
+                "--matchstate",
+                "MATCHSTATE:0:0:cc/:6c6d|" + FLOP,
+                "--method",
+                "unsafe",
+                "--iterations",
+                "20",
+                "--samples",
+                "4",
+                "--continuations",
+                "blueprint,raise",
+                "--bias",
+                "10",
+                "--json",
+            ]
+        )
     assert e.value.code in (0, None)
     lines = capsys.readouterr().out.strip().splitlines()
     out = json.loads(lines[-1])
@@ -267,8 +305,18 @@ def test_solve_cli_depth_limited(bp, tmp_path, capsys):
     assert out["iterations"] == 20 and out["exploitability_pct_pot"] >= 0
     assert any("depth-limited" in ln for ln in lines)
     with pytest.raises(SystemExit) as e:
-        main(["solve", str(run), "--matchstate", "MATCHSTATE:0:0:cc/:6c6d|" + FLOP, "--full-depth",
-              "--iterations", "5", "--json"])
+        main(
+            [
+                "solve",
+                str(run),
+                "--matchstate",
+                "MATCHSTATE:0:0:cc/:6c6d|" + FLOP,
+                "--full-depth",
+                "--iterations",
+                "5",
+                "--json",
+            ]
+        )
     assert e.value.code in (0, None)
     assert not json.loads(capsys.readouterr().out.strip().splitlines()[-1])["depth_limited"]
 
@@ -277,8 +325,20 @@ def test_two_later_rounds_continuation_equals_an_independent_evaluation(tmp_path
     """From the flop of a four-round game the continuation deals the turn, plays it, deals the river
     (two chance layers, and two after an all-in): with k = 1 and each biased continuation the leaf
     values equal the independent per-turn-card evaluation."""
-    g = GameDef("nolimit", 4, (800, 800), (100, 50), (0, 0, 0, 0), (1, 0, 0, 0), (255, 255, 255, 255), 3, 4, 2,
-                (0, 3, 1, 1), name="dl4")
+    g = GameDef(
+        "nolimit",
+        4,
+        (800, 800),
+        (100, 50),
+        (0, 0, 0, 0),
+        (1, 0, 0, 0),
+        (255, 255, 255, 255),
+        3,
+        4,
+        2,
+        (0, 3, 1, 1),
+        name="dl4",
+    )
     ix = HandIndexer.for_game(g)
     ab = build_buckets(g, (ix.size(0), 4, 4, 4), "ehs", tmp_path / "ab", progress=False, log=lambda s: None)
     (tmp_path / "bets.toml").write_text(BETS_TOML)
@@ -287,8 +347,9 @@ def test_two_later_rounds_continuation_equals_an_independent_evaluation(tmp_path
     bp4 = Blueprint(tr)
     rng = np.random.default_rng(1)
     dl = DepthLimit(bp4)
-    sub, _ = from_matchstate(bp4, "MATCHSTATE:0:0:cc/:5c5d|/2c3d4h", bets=bp_bets(bp4), with_gifts=False,
-                             depth_limit=dl)
+    sub, _ = from_matchstate(
+        bp4, "MATCHSTATE:0:0:cc/:5c5d|/2c3d4h", bets=bp_bets(bp4), with_gifts=False, depth_limit=dl
+    )
     tree = sub.public_tree()
     me, o = sub.refine, sub.opponent
     m = build_leaf_model(tree, bp4, me, dl)

@@ -17,7 +17,7 @@ FIX = Path(__file__).resolve().parents[1] / "data" / "libratus"  # copies of ../
 def _file_reach(path):
     toks = path.read_text().split()
     i = toks.index("-reach")
-    return np.array([float(x) for x in toks[i + 1:]]).reshape(2, 1326)
+    return np.array([float(x) for x in toks[i + 1 :]]).reshape(2, 1326)
 
 
 def test_river_endgame_reads_in_the_files_hand_order():

@@ -17,7 +17,9 @@ from subgame.nested import first_off_tree, hand_strategy, nested_subgame, solve_
 from subgame.solver import Engine, solve
 from subgame.tree import SubgameError
 
-GAME = GameDef("nolimit", 2, (1200, 1200), (100, 50), (0, 0), (1, 0), (255, 255), 4, 6, 2, (0, 3), name="tiny2")
+GAME = GameDef(
+    "nolimit", 2, (1200, 1200), (100, 50), (0, 0), (1, 0), (255, 255), 4, 6, 2, (0, 3), name="tiny2"
+)
 BETS_TOML = 'name = "tinybets"\n[[round]]\nsizes = [1.0]\nallin = true\nmax_raises = 2\n'
 FINE = parse_bets("[[round]]\nfirst_sizes = [0.5, 0.75, 1.0]\nsizes = [1.0]\nallin = true\nmax_raises = 2\n")
 
@@ -37,9 +39,8 @@ def test_blueprint_ranges_and_values(bp):
     # after limp-check both ranges are the blueprint's probabilities of 'c' for each hand
     st = bp.game.state("MATCHSTATE:0:0:c:7c7d|")
     assert bp.strategy(st.matchstate(0)) is not None
-    from subgame.tree import hand_index
-
     from holdem.cards import parse_cards
+    from subgame.tree import hand_index
 
     i = hand_index(GAME)[tuple(sorted(parse_cards("7c7d", 4, 6)))]
     p_call = bp.strategy("MATCHSTATE:1:0::|7c7d")["c"]
@@ -103,8 +104,8 @@ def test_bad_states_are_named(bp):
 
 
 def test_solve_cli(bp, tmp_path, capsys):
-    from cli import main
     from blueprint.trainer import Trainer
+    from cli import main
 
     (tmp_path / "bets.toml").write_text(BETS_TOML)
     run = tmp_path / "run"
@@ -112,8 +113,19 @@ def test_solve_cli(bp, tmp_path, capsys):
     tr.run(2000)
     tr.save(run)
     with pytest.raises(SystemExit) as e:
-        main(["solve", str(run), "--matchstate", "MATCHSTATE:1:0:cc/r250:|7c7d/2c3c4d", "--method", "maxmargin",
-              "--iterations", "50", "--json"])
+        main(
+            [
+                "solve",
+                str(run),
+                "--matchstate",
+                "MATCHSTATE:1:0:cc/r250:|7c7d/2c3c4d",
+                "--method",
+                "maxmargin",
+                "--iterations",
+                "50",
+                "--json",
+            ]
+        )
     assert e.value.code in (0, None)
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["nested"] and out["iterations"] == 50 and abs(sum(out["strategy"].values()) - 1) < 1e-5
@@ -131,8 +143,8 @@ def test_solve_cli(bp, tmp_path, capsys):
 def test_solving_player_plays_a_match_and_reuses_its_subgame(bp):
     from evaluation.match import play_match
     from evaluation.players import AlwaysCall, player_from_spec
-    from holdem.game import Game
     from evaluation.solving import SolvingPlayer
+    from holdem.game import Game
 
     g = Game(GAME)
     sp = SolvingPlayer(bp, "maxmargin", iterations=30, bets=FINE)

@@ -10,12 +10,24 @@ from holdem.betting import CALL, Betting
 from holdem.evaluator import rank_hand_py
 from holdem.gamedef import GameDef
 from subgame import kernels as K
-from subgame.solver import Subgame, Engine, iteration_weights, exploitability, solve
+from subgame.solver import Engine, Subgame, exploitability, iteration_weights, solve
 from subgame.tree import SubgameError, board_hands, build_subgame_tree
 
 # three rounds, 6 ranks x 4 suits (24 cards, 276 hands): a "turn hold'em" small enough for pairs
-GAME = GameDef("nolimit", 3, (1200, 1200), (100, 50), (0, 0, 0), (1, 0, 0), (255, 255, 255), 4, 6, 2, (0, 3, 1),
-               name="tiny3")
+GAME = GameDef(
+    "nolimit",
+    3,
+    (1200, 1200),
+    (100, 50),
+    (0, 0, 0),
+    (1, 0, 0),
+    (255, 255, 255),
+    4,
+    6,
+    2,
+    (0, 3, 1),
+    name="tiny3",
+)
 BETS = parse_bets("[[round]]\nfirst_sizes = [0.5, 1.0]\nsizes = []\nraise_mults = [2.5]\nallin = true\n")
 
 
