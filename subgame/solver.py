@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from abstraction.tree import KIND_DECISION, BettingTree
 from blueprint.algo import dcfr_factors
 from blueprint.vector_cfr import fold_values_all
 from holdem.betting import Betting
+
+if TYPE_CHECKING:
+    from subgame.depth import DepthLimit
 from holdem.gamedef import GameDef
 from subgame import kernels as K
 from subgame.tree import SubgameError, board_hands, build_subgame_tree, hand_lists
@@ -65,8 +68,8 @@ class Subgame:
     gifts: Optional[np.ndarray] = None  # [H], for reach-maxmargin (same units as alt)
     estimate_gifts: Optional[np.ndarray] = None  # [H], for reach-estimate
     tree: Optional[BettingTree] = None  # the public tree (built by public_tree())
-    action_filter: object = None
-    depth_limit: object = None  # a subgame.depth.DepthLimit: the tree ends with the root's round
+    action_filter: Optional[Callable[[Betting, list], list]] = None
+    depth_limit: Optional["DepthLimit"] = None  # the tree ends with the root's round (subgame.depth)
 
     def __post_init__(self) -> None:
         self.board = tuple(int(c) for c in self.board)
@@ -74,8 +77,14 @@ class Subgame:
             self.refine = self.root.current_player()
 
     @property
+    def seat(self) -> int:
+        """The refined seat (``refine``, set from the root by the constructor when not given)."""
+        assert self.refine is not None
+        return self.refine
+
+    @property
     def opponent(self) -> int:
-        return 1 - int(self.refine)
+        return 1 - self.seat
 
     @property
     def pot(self) -> int:
@@ -105,8 +114,8 @@ class Subgame:
         from subgame.depth import build_leaf_model, make_engine
 
         dl = self.depth_limit
-        if dl.model is None or dl.model.me != int(self.refine):
-            dl.model = build_leaf_model(t, dl.blueprint, int(self.refine), dl, dl.max_nodes)
+        if dl.model is None or dl.model.me != self.seat:
+            dl.model = build_leaf_model(t, dl.blueprint, self.seat, dl, dl.max_nodes)
         return make_engine(t, dtype, support, dl.model, dl)
 
     def validate(self) -> None:
@@ -167,7 +176,9 @@ class Solution:
 
     @property
     def tree(self) -> BettingTree:
-        return self.subgame.tree
+        t = self.subgame.tree
+        assert t is not None  # solved subgames have their tree
+        return t
 
     def node_strategy(self, n: int) -> dict[str, np.ndarray]:
         t = self.tree
@@ -446,7 +457,7 @@ def solve(
     t = sub.public_tree()
     sub.validate()
     tree_s = time.perf_counter() - t0
-    o, me = sub.opponent, int(sub.refine)
+    o, me = sub.opponent, sub.seat
     alt = None
     if method != "unsafe":
         base = sub.estimate if method in ("estimate", "reach-estimate") else sub.alt
@@ -557,6 +568,7 @@ def solve(
             rr = opp_reach(gstrat)
             v = e.walk_compact(None, rr, p, K.MODE_CFR, regret, strat_sum, wts)
             if p == o and method != "unsafe":
+                assert alt is not None and gstrat is not None  # the gadget's (set for every safe method)
                 if method == "resolve":
                     vals = np.stack([alt, v], 1)
                     cur = (gstrat * vals).sum(1, keepdims=True)
