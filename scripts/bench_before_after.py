@@ -8,12 +8,12 @@ starts at that tree, alternating BEFORE, AFTER, BEFORE, AFTER... for ``--rounds`
 both see the same machine load. Each measurement first warms up (numba compiles or loads its
 kernels), then times a fixed amount of work in CPU seconds of the process:
 
-* ``mccfr-hunl``: external-sampling MCCFR (``pluribus``) iterations on heads-up no-limit ``fcpa``
-  at 200 big blinds with ``rank`` card buckets (no card tables), one core;
-* ``mccfr-leduc``: the same on Leduc (lossless buckets);
-* ``query``: ``Blueprint.strategy`` on 2,000 match states of random play of ``hunl20`` (a
-  1,000-iteration ``small``-bets blueprint with ``rank`` buckets), each answered 5 times;
-* ``solve-river``: the Libratus river endgame ``subgame4`` (unsafe, DCFR, 60 iterations).
+* ``mccfr-hunl``: 200,000 external-sampling MCCFR (``pluribus``) iterations on heads-up no-limit
+  ``fcpa`` at 200 big blinds with ``rank`` card buckets (no card tables), one core;
+* ``mccfr-leduc``: 2,000,000 of the same on Leduc (lossless buckets);
+* ``query``: ``Blueprint.strategy`` on 2,000 match states of self-play of ``hunl20`` (a
+  1,000-iteration ``small``-bets blueprint with ``rank`` buckets), each answered 25 times;
+* ``solve-river``: the Libratus river endgame ``subgame4`` (unsafe, DCFR, 60 iterations), 30 times.
 
 The figure of each measurement is the median over rounds of AFTER / BEFORE throughput (above 1:
 AFTER is faster), with both medians. Prints a table and a final JSON line.
@@ -39,15 +39,15 @@ PROGRAMS = {
         from blueprint.trainer import make_trainer
         tr = make_trainer("hunl", bets="fcpa", cards="rank", algo="pluribus", seed=0)
         tr.run(300)
-        t = time.process_time(); tr.run(20_000); cpu = time.process_time() - t
-        out(20_000 / cpu, "iterations/s")
+        t = time.process_time(); tr.run(200_000); cpu = time.process_time() - t
+        out(200_000 / cpu, "iterations/s")
     """,
     "mccfr-leduc": """
         from blueprint.trainer import make_trainer
         tr = make_trainer("leduc", algo="pluribus", seed=0)
         tr.run(1_000)
-        t = time.process_time(); tr.run(200_000); cpu = time.process_time() - t
-        out(200_000 / cpu, "iterations/s")
+        t = time.process_time(); tr.run(2_000_000); cpu = time.process_time() - t
+        out(2_000_000 / cpu, "iterations/s")
     """,
     "query": """
         import numpy as np
@@ -78,11 +78,11 @@ PROGRAMS = {
         for ms in states[:200]:
             bp.strategy(ms)
         t = time.process_time()
-        for _ in range(5):
+        for _ in range(25):
             for ms in states:
                 bp.strategy(ms)
         cpu = time.process_time() - t
-        out(5 * len(states) / cpu, "answers/s")
+        out(25 * len(states) / cpu, "answers/s")
     """,
     "solve-river": """
         from subgame.libratus import read_libratus
@@ -90,10 +90,10 @@ PROGRAMS = {
         sub = read_libratus(ROOT + "/tests/data/libratus/subgame4.txt")
         solve(sub, method="unsafe", iterations=5)
         t = time.process_time()
-        for _ in range(3):
+        for _ in range(30):
             solve(sub, method="unsafe", iterations=60)
         cpu = time.process_time() - t
-        out(3 / cpu, "solves/s")
+        out(30 / cpu, "solves/s")
     """,
 }
 
