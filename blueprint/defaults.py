@@ -14,3 +14,4 @@ DEFAULT_ALGO = "pluribus"
 DEFAULT_SEED = 0
 DEFAULT_TIME_BUDGET = 30.0  # seconds of training when neither iterations nor time is given (small games)
 DEFAULT_TIME_BUDGET_HOLDEM = 180.0  # the same for 52-card games
+DEFAULT_TIME_BUDGET_MS = 2_000  # wall-time budget of one query answer (mccfr serve, mccfr play)

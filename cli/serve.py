@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
 from cli.common import CLIError, json_opt, run_dir_arg, user_input
 
 
@@ -44,7 +45,7 @@ _budget_opt = click.option(
     "--time-budget-ms",
     "time_budget_ms",
     type=click.IntRange(1, 600_000),
-    default=2_000,
+    default=DEFAULT_TIME_BUDGET_MS,
     show_default=True,
     help="Default wall-time budget of one answer (subgame solving; a request's time_budget_ms overrides it).",
 )

@@ -1,7 +1,7 @@
 """The betting rules of a two-player ACPC game, as numbers only (no cards).
 
 This is the single source of truth for legality and amounts; :mod:`holdem.state` adds cards and
-ACPC strings on top, and the abstract betting tree (:mod:`abstraction.bets`) is built by applying
+ACPC strings on top, and the abstract betting tree (:mod:`abstraction.tree`) is built by applying
 these rules. It follows the ACPC reference dealer (``game.c``):
 
 * ``spent[p]`` is the total commitment of seat ``p`` for the whole hand (blinds included);

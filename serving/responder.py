@@ -65,6 +65,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
+
 if TYPE_CHECKING:
     from blueprint.blueprint import Blueprint
     from holdem.game import Game
@@ -75,7 +77,7 @@ SOLVE_METHODS = ("unsafe", "resolve", "maxmargin", "reach-maxmargin", "estimate"
 #: ``method`` value that asks for the blueprint's answer, no solving.
 BLUEPRINT_METHOD = "blueprint"
 MAX_TIME_BUDGET_MS = 600_000  # the ACPC reference dealer's time per response
-DEFAULT_TIME_BUDGET_MS = 2_000
+
 MAX_SESSION_LEN = 256
 MAX_MATCHSTATE_LEN = 4096
 
