@@ -53,10 +53,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "tests" / "holdem"))  # odd_games: the odd game definitions the tests use
 
 import lz4.frame
 import msgpack
 import numpy as np
+from odd_games import ODD_LIMIT, ODD_NOLIMIT
 
 from blueprint import checkpoint as ck
 from holdem import Game, GameDefError, StateError
@@ -173,21 +175,6 @@ def random_input(kind: type, rng: random.Random, alphabet: Data) -> Data:
 
 
 # -- target: gamedef ------------------------------------------------------------------------------------
-ODD_LIMIT = """GAMEDEF
-limit
-numPlayers = 2
-numRounds = 3
-blind = 2 1
-raiseSize = 2 2 4
-firstPlayer = 2 1 2
-maxRaises = 2 3 1
-numSuits = 3
-numRanks = 5
-numHoleCards = 1
-numBoardCards = 1 0 2
-END GAMEDEF
-"""
-ODD_NOLIMIT = ODD_LIMIT.replace("limit\n", "nolimit\nstack = 60 45\n", 1).replace("raiseSize = 2 2 4\n", "")
 
 
 def game_files() -> list[Path]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from odd_games import ODD_LIMIT, ODD_NOLIMIT
 
 from holdem import Game, GameDef, GameDefError, StateError
 from holdem.gamedef import (
@@ -45,21 +46,6 @@ FUZZ = settings(
 GAMES_DIR = Path(__file__).resolve().parents[1] / "data" / "games"
 SHARED_GAMES_DIR = Path(__file__).resolve().parents[3] / "shared" / "games"
 NL_LEDUC = Path(__file__).resolve().parents[1] / "data" / "leduc_nolimit.game"
-ODD_LIMIT = """GAMEDEF
-limit
-numPlayers = 2
-numRounds = 3
-blind = 2 1
-raiseSize = 2 2 4
-firstPlayer = 2 1 2
-maxRaises = 2 3 1
-numSuits = 3
-numRanks = 5
-numHoleCards = 1
-numBoardCards = 1 0 2
-END GAMEDEF
-"""
-ODD_NOLIMIT = ODD_LIMIT.replace("limit\n", "nolimit\nstack = 60 45\n", 1).replace("raiseSize = 2 2 4\n", "")
 _FILES = sorted({p.resolve() for d in (GAMES_DIR, SHARED_GAMES_DIR) if d.is_dir() for p in d.glob("*.game")})
 GAME_TEXTS = sorted(
     {p.read_text() for p in _FILES + [NL_LEDUC] if p.is_file()}

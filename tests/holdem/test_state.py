@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from odd_games import ODD_LIMIT, ODD_NOLIMIT
 
 import holdem
 from holdem import Game, IllegalActionError, State, StateError
@@ -317,25 +318,8 @@ def _random_states(game, rng, hands):
             yield s
 
 
-# odd but legal games: a board card in round 1 (written straight after seat 1's hand), a round
-# without board cards, unequal blinds and stacks, a 3-suit deck
-ODD_LIMIT = """GAMEDEF
-limit
-numPlayers = 2
-numRounds = 3
-blind = 2 1
-raiseSize = 2 2 4
-firstPlayer = 2 1 2
-maxRaises = 2 3 1
-numSuits = 3
-numRanks = 5
-numHoleCards = 1
-numBoardCards = 1 0 2
-END GAMEDEF
-"""
-ODD_NOLIMIT = ODD_LIMIT.replace("limit\n", "nolimit\nstack = 60 45\n", 1).replace("raiseSize = 2 2 4\n", "")
-
-
+# odd but legal games (odd_games.py): a board card in round 1, a round without board cards,
+# unequal blinds and stacks, a 3-suit deck
 def _game(name):
     if name.startswith("odd"):
         return Game(parse_gamedef(ODD_LIMIT if name == "odd-limit" else ODD_NOLIMIT, name=name))
