@@ -3,8 +3,10 @@
 ::
 
     RUN_DIR/run.toml            resolved config: game (+ its ACPC text), bets, card abstraction,
-                                algorithm fields, seed, config and abstraction hashes
-    RUN_DIR/checkpoints/<it>/   shard files, the blueprint file and the manifest (:mod:`blueprint.checkpoint`)
+                                algorithm fields, seed, config and abstraction hashes; ``storage``:
+                                where the checkpoints go when not here (``--storage``)
+    RUN_DIR/checkpoints/<it>/   shard files, the blueprint file and the manifest (:mod:`blueprint.checkpoint`);
+                                with ``storage``, copies fetched from there by the commands that read them
     RUN_DIR/metrics.jsonl       one JSON object per progress report, appended as it happens
     RUN_DIR/metrics.parquet     the same rows, rewritten atomically at every checkpoint and at exit
     RUN_DIR/corrupt-checkpoints/  checkpoints a resume could not load, moved out of the way
@@ -52,6 +54,50 @@ def write_run_toml(run_dir: Path, tr, extra: dict[str, Any]) -> None:
         "algo": tr.config_dict["algo"],
     }
     atomic_write_bytes(run_dir / RUN_TOML, tomli_w.dumps(doc, multiline_strings=True).encode())
+
+
+def read_run_toml(run_dir: Path) -> dict[str, Any]:
+    """``run.toml`` as a dict; empty when it is missing or cannot be parsed (it is a record of the
+    run, never needed to load a checkpoint)."""
+    import tomllib
+
+    try:
+        return tomllib.loads((Path(run_dir) / RUN_TOML).read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+
+
+def update_run_toml(run_dir: Path, **fields: Any) -> None:
+    """Set (or, with None, remove) top-level keys of an existing ``run.toml``, atomically."""
+    import tomli_w
+
+    doc = read_run_toml(run_dir)
+    for key, value in fields.items():
+        if value is None:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+    atomic_write_bytes(Path(run_dir) / RUN_TOML, tomli_w.dumps(doc, multiline_strings=True).encode())
+
+
+def write_run_toml_from_manifest(run_dir: Path, manifest: dict[str, Any], extra: dict[str, Any]) -> None:
+    """A ``run.toml`` from a checkpoint's manifest alone (its config and hashes), for a local
+    directory that holds a run's checkpoints fetched from storage without the run's own files."""
+    import tomli_w
+
+    cfg = dict(manifest.get("config") or {})
+    algo = cfg.pop("algo", None)
+    doc: dict[str, Any] = {
+        "format": RUN_TOML_FORMAT,
+        **extra,
+        "config_hash": manifest.get("config_hash"),
+        "abstraction_hash": manifest.get("abstraction_hash"),
+        **{k: v for k, v in cfg.items() if v is not None},
+    }
+    if algo is not None:
+        doc["algo"] = algo
+    doc = {k: v for k, v in doc.items() if v is not None}
+    atomic_write_bytes(Path(run_dir) / RUN_TOML, tomli_w.dumps(doc, multiline_strings=True).encode())
 
 
 def read_metrics(run_dir: Path) -> list[dict[str, Any]]:

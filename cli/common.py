@@ -63,13 +63,130 @@ def si(x: float) -> str:
     return f"{x:.1f}"
 
 
-def run_dir_arg(run_dir: str) -> Path:
+def run_dir_arg(run_dir: str, fetch: bool = True) -> Path:
+    """A RUN_DIR argument as a local directory whose ``checkpoints/`` the loaders read.
+
+    A run directory whose ``run.toml`` names a storage path (``--storage``) gets the newest complete
+    checkpoint there fetched into its ``checkpoints/`` first when it is newer than the local ones
+    (``fetch``; storage that cannot be read is a warning when a local checkpoint remains). A storage
+    URI (``file:///abs/path``, ``s3://bucket/prefix``, ...) is fetched into a cache directory
+    under ``$MCCFR_CACHE/storage/``, which is returned.
+    """
+    if is_storage_uri(run_dir):
+        return _storage_cache(run_dir)
     path = Path(run_dir)
     if not path.exists():
         raise CLIError(f"run directory {run_dir!r} does not exist")
     if not path.is_dir():
         raise CLIError(f"{run_dir!r} is not a directory (expected a run directory made by 'mccfr train')")
+    target = run_storage(path)
+    if fetch and target is not None:
+        sync_from_storage(path, target, required=False)
     return path
+
+
+# -- checkpoints in a storage path (cluster.storage) -------------------------------------------
+def is_storage_uri(value: str) -> bool:
+    return "://" in str(value)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+storage_opt = click.option(
+    "--storage",
+    "storage",
+    default=None,
+    metavar="TARGET",
+    help="Write checkpoints to this storage path every node reaches: a directory (a shared mount) or a "
+    "pyarrow filesystem URI (s3://bucket/prefix, gs://..., file:///abs/path) [default: RUN_DIR itself; "
+    "resume: the run's, from run.toml]. The commands that read the run fetch the newest from there.",
+)
+
+
+def open_storage(target: str, writable: bool = False):
+    """The :class:`cluster.storage.Storage` of a ``--storage`` value (or a run's), listed once (and
+    with ``writable``, written to once) so that a bad one is one ``error:`` line here rather than a
+    failure mid-run."""
+    from cluster.storage import Storage, StorageError
+
+    try:
+        storage = Storage(target)
+        storage.checkpoints()
+        if writable:
+            storage.check_writable()
+    except StorageError as exc:
+        raise CLIError(_one_line(exc)) from None
+    return storage
+
+
+def run_storage(run_dir: Path) -> str | None:
+    """The storage target recorded in the run's ``run.toml``, or None."""
+    from blueprint.rundir import read_run_toml
+
+    target = read_run_toml(run_dir).get("storage")
+    return target if isinstance(target, str) and target else None
+
+
+def sync_from_storage(run_dir: Path, target, required: bool = True) -> Path | None:
+    """Fetch the newest complete checkpoint of ``target`` (a target string or a Storage) into
+    ``run_dir/checkpoints`` when it is newer than the local ones (which are then pruned to the
+    newest that verifies); returns its local directory, or None when the local one is as new.
+    Storage that cannot be read raises :class:`CLIError`, or (``required`` False and a complete
+    local checkpoint there) is a warning."""
+    from blueprint.checkpoint import list_checkpoints
+    from cluster.storage import Storage, StorageError
+
+    try:
+        storage = target if isinstance(target, Storage) else Storage(target)
+        fetched = storage.sync(run_dir)
+    except StorageError as exc:
+        if required or not any(i.complete for i in list_checkpoints(run_dir)):
+            raise CLIError(_one_line(exc)) from None
+        click.echo(f"warning: {_one_line(exc)}; using the newest checkpoint in {run_dir}", err=True)
+        return None
+    if fetched is not None:
+        click.echo(f"fetched {storage.describe(int(fetched.name))} into {fetched}", err=True)
+        # the local copies older than it are stale (storage keeps the run's own --keep); one that
+        # fails to verify is not counted, so the newest good one stays
+        from blueprint.checkpoint import CheckpointError, prune_checkpoints
+
+        with contextlib.suppress(CheckpointError, OSError, ValueError):
+            prune_checkpoints(run_dir, 1)
+    return fetched
+
+
+def storage_cache_dir(target: str) -> Path:
+    """The local directory a storage URI's checkpoints are fetched into (one per target)."""
+    import hashlib
+    import os
+
+    base = Path(os.environ.get("MCCFR_CACHE", Path.home() / ".cache" / "mccfr"))
+    digest = hashlib.blake2b(target.rstrip("/").encode(), digest_size=8).hexdigest()
+    return base / "storage" / digest
+
+
+def _storage_cache(target: str) -> Path:
+    """A storage URI given where a run directory is expected: its newest complete checkpoint in
+    the cache directory (with a ``run.toml`` from its manifest)."""
+    from blueprint import checkpoint as ckpt
+    from blueprint.rundir import RUN_TOML, write_run_toml_from_manifest
+
+    open_storage(target)  # a bad URI: one error line
+    cache = storage_cache_dir(target)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CLIError(f"cannot create the storage cache {cache}: {exc}") from None
+    fetched = sync_from_storage(cache, target, required=False)
+    if fetched is not None or not (cache / RUN_TOML).exists():
+        newest = next((i for i in ckpt.list_checkpoints(cache) if i.complete), None)
+        if newest is not None:
+            with contextlib.suppress(ckpt.CheckpointError, OSError):
+                manifest = ckpt.read_manifest(newest.path)
+                write_run_toml_from_manifest(cache, manifest, {"storage": target})
+    return cache
 
 
 def exact_eval_cost(game) -> float:

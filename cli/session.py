@@ -35,9 +35,11 @@ class Session:
         eval_every: float,
         report_every: float,
         target: float | None,
+        storage=None,
     ):
         self.tr = tr
         self.run_dir = run_dir
+        self.storage = storage  # a cluster.storage.Storage: checkpoints go there (--storage)
         self.iterations = iterations
         self.budget_seconds = seconds
         self.checkpoint_every = checkpoint_every
@@ -57,7 +59,7 @@ class Session:
         self.last_expl: float | None = None
         self.last_expl_iter = -1
         self.last_ckpt_iter = tr.iteration
-        self.last_ckpt_path: Path | None = None
+        self.last_ckpt_path: Path | str | None = None
         self.ckpt_pause: float | None = None
 
     # -- output ---------------------------------------------------------------------------------
@@ -95,10 +97,26 @@ class Session:
         self.last_expl, self.last_expl_iter = float(expl), self.tr.iteration
         return self.last_expl
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, final: bool = False) -> None:
+        """Write a checkpoint: into the run directory; with ``storage``, from the Ray job's
+        published snapshot into storage while the rounds go on (``final``: waited for), or on one
+        process into the run directory and then uploaded."""
         t = time.perf_counter()
-        self.last_ckpt_path = self.tr.save(self.run_dir, keep=self.keep)
-        self.ckpt_pause = time.perf_counter() - t  # training waits this long; the next row says so
+        if self.storage is None:
+            self.last_ckpt_path = self.tr.save(self.run_dir, keep=self.keep)
+        elif hasattr(self.tr, "save_to_storage"):  # the Ray job: the driver only submits the writes
+            it = self.tr.save_to_storage(self.storage, keep=self.keep)
+            self.last_ckpt_path = self.storage.describe(it)
+            if final:
+                self.ckpt_pause = time.perf_counter() - t
+                self.tr.wait_saves()  # complete before the command says it is written
+        else:
+            path = self.tr.save(self.run_dir, keep=self.keep)
+            self.storage.upload_checkpoint(path, self.tr.iteration)
+            self.storage.prune(self.keep)
+            self.last_ckpt_path = self.storage.describe(self.tr.iteration)
+        if not (final and self.storage is not None and hasattr(self.tr, "save_to_storage")):
+            self.ckpt_pause = time.perf_counter() - t  # training waits this long; the next row says so
         self.last_ckpt_iter = self.tr.iteration
         self._flush_metrics_parquet()
 
@@ -201,7 +219,10 @@ class Session:
 
             try:
                 self.checkpoint()
-                self.note(f"checkpoint at iteration {tr.iteration:,}: {self.last_ckpt_path}")
+                writing = (
+                    " (being written)" if self.storage is not None and hasattr(tr, "save_to_storage") else ""
+                )
+                self.note(f"checkpoint at iteration {tr.iteration:,}: {self.last_ckpt_path}{writing}")
             except CheckpointError as exc:  # disk full, ...: the previous one is intact; go on
                 self.note(f"warning: {exc}; training goes on and tries again in {self.checkpoint_every:g} s")
             self.last_ckpt = time.perf_counter()
@@ -244,7 +265,10 @@ class Session:
                         self.stop_reason = "target"
                 self.report(time.perf_counter(), with_eval=True)
                 if tr.iteration != self.last_ckpt_iter or self.last_ckpt_path is None:
-                    self.checkpoint()
+                    self.checkpoint(final=True)
+                elif self.storage is not None and hasattr(tr, "save_to_storage"):
+                    tr.wait_saves()  # the last periodic one, still being written
+                    self._flush_metrics_parquet()
                 else:
                     self._flush_metrics_parquet()
         finally:
@@ -279,6 +303,8 @@ class Session:
         out["stopped"] = self.stop_reason
         out["run_dir"] = str(self.run_dir)
         out["checkpoint"] = str(self.last_ckpt_path)
+        if self.storage is not None:
+            out["storage"] = self.storage.target
         return out
 
 
@@ -322,7 +348,13 @@ def finish(tr, result: dict[str, Any], as_json: bool, sess: Session) -> None:
     ms = example_matchstate(tr.game)
     lines += [
         f"blueprint: {result['checkpoint']}",
-        "use it:",
+        "use it:"
+        + (
+            f" (checkpoints in {sess.storage.target}: these commands fetch the newest into "
+            f"{sess.run_dir / 'checkpoints'} first)"
+            if sess.storage is not None
+            else ""
+        ),
         f"  mccfr status {run}",
         f"  mccfr eval {run} --exploitability"
         if exact_eval_problem(tr) is None
@@ -420,6 +452,7 @@ def run_session(tr, job, run_dir: Path, as_json: bool, **session) -> None:
                         "worker_restarts",
                         "shard_restores",
                         "checkpoint_pause_seconds",
+                        "storage_checkpoint_seconds",
                         "nodes",
                         "driver_calls_per_round",
                         "driver_bytes_per_round",

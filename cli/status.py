@@ -1,4 +1,7 @@
-"""``mccfr status``: a run's progress, checkpoints and metrics (``--plot``: the exploitability curve)."""
+"""``mccfr status``: a run's progress, checkpoints and metrics (``--plot``: the exploitability curve).
+
+A run whose checkpoints go to a storage path (``--storage``, recorded in run.toml) lists those too,
+read in place (only the newest manifest; nothing is fetched); RUN_DIR may also be a storage URI."""
 
 from __future__ import annotations
 
@@ -9,7 +12,16 @@ from typing import Any
 import click
 
 from blueprint.rundir import METRICS_PARQUET, read_metrics
-from cli.common import CLIError, human_bytes, json_opt, run_dir_arg, si
+from cli.common import (
+    CLIError,
+    human_bytes,
+    is_storage_uri,
+    json_opt,
+    open_storage,
+    run_dir_arg,
+    run_storage,
+    si,
+)
 
 
 @click.command()
@@ -25,12 +37,31 @@ from cli.common import CLIError, human_bytes, json_opt, run_dir_arg, si
 @json_opt
 def status(run_dir, verify, plot, as_json):
     """List a run's checkpoints and summarise its metrics (and draw its exploitability curve)."""
-    path = run_dir_arg(run_dir)
     from blueprint.checkpoint import CheckpointError, list_checkpoints, read_manifest
 
-    infos = list_checkpoints(path, verify=verify)
-    rows = read_metrics(path)
-    if not rows and (path / METRICS_PARQUET).exists():
+    if is_storage_uri(run_dir):  # checkpoints in storage alone: no metrics, nothing local
+        path, target = None, run_dir
+        storage = open_storage(target)
+    else:
+        path = run_dir_arg(run_dir, fetch=False)
+        target = run_storage(path)
+        storage = None
+    stored: list[tuple[int, bool]] = []
+    stored_manifest: dict[str, Any] = {}
+    if target is not None:
+        from cluster.storage import Storage
+
+        try:
+            storage = storage or Storage(target)
+            stored = storage.checkpoints()
+            newest = next((it for it, ok in stored if ok), None)
+            if newest is not None:
+                stored_manifest = storage.read_manifest(newest)
+        except CheckpointError as exc:  # StorageError included: the local record still says something
+            click.echo(f"warning: {' '.join(str(exc).split())}", err=True)
+    infos = list_checkpoints(path, verify=verify) if path is not None else []
+    rows = read_metrics(path) if path is not None else []
+    if not rows and path is not None and (path / METRICS_PARQUET).exists():
         import pyarrow.parquet as pq
 
         rows = pq.read_table(path / METRICS_PARQUET).to_pylist()
@@ -58,6 +89,11 @@ def status(run_dir, verify, plot, as_json):
         if summary["iterations"] is None or manifest.get("iteration", -1) > summary["iterations"]:
             summary["iterations"] = manifest.get("iteration")
             summary["seconds"] = manifest.get("seconds")
+    if stored_manifest and (
+        summary["iterations"] is None or stored_manifest.get("iteration", -1) > summary["iterations"]
+    ):
+        summary["iterations"] = stored_manifest.get("iteration")
+        summary["seconds"] = stored_manifest.get("seconds")
     checkpoints = [
         {
             "iteration": i.iteration,
@@ -77,14 +113,24 @@ def status(run_dir, verify, plot, as_json):
             summary.update({k: job_rows[-1].get(k) for k in ("workers", "staleness", "bytes_per_batch")})
             summary["worker_rss_bytes"] = max((r.get("worker_rss_bytes") or 0) for r in job_rows)
     summary["checkpoints"] = checkpoints
-    summary["resume_from"] = complete[0].iteration if complete else None
-    summary["run_dir"] = str(path)
-    click.echo(f"run {path}")
-    if not infos:
+    done = [i.iteration for i in complete] + [it for it, ok in stored if ok]
+    summary["resume_from"] = max(done) if done else None
+    summary["run_dir"] = str(path) if path is not None else target
+    if target is not None:
+        summary["storage"] = target
+        summary["storage_checkpoints"] = [{"iteration": it, "complete": ok} for it, ok in stored]
+    click.echo(f"run {path if path is not None else target}")
+    if not infos and not stored:
         click.echo("  no checkpoints yet")
     for c in checkpoints:
         state = "complete" if c["complete"] else f"INCOMPLETE: {c['problem']}"
         click.echo(f"  checkpoint {c['iteration']:>12,}  {human_bytes(c['bytes']):>10}  {state}")
+    if target is not None:
+        click.echo(f"  storage {target}")
+        for it, ok in stored:
+            click.echo(
+                f"  checkpoint {it:>12,}  {'in storage':>10}  {'complete' if ok else 'INCOMPLETE (no manifest)'}"
+            )
     if rows:
         click.echo(
             f"  iterations {summary['iterations']:,} in {summary['seconds'] or 0:.1f} s of training; last "
@@ -110,7 +156,7 @@ def status(run_dir, verify, plot, as_json):
     elif summary["iterations"] is not None:
         click.echo(f"  iterations {summary['iterations']:,} (no metrics)")
     if plot is not None:
-        summary["plot"] = _plot_exploitability(path, rows, Path(plot))
+        summary["plot"] = _plot_exploitability(Path(path or target or run_dir), rows, Path(plot))
         click.echo(f"  exploitability curve: {summary['plot']}")
     if as_json:
         click.echo(json.dumps(summary))

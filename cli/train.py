@@ -17,6 +17,7 @@ from blueprint.rundir import (
     RUN_TOML,
     quarantine_newer,
     read_metrics,
+    update_run_toml,
     write_run_toml,
 )
 from cli.common import (
@@ -28,8 +29,12 @@ from cli.common import (
     iterations_opt,
     json_opt,
     keep_opt,
+    open_storage,
     report_opt,
     run_dir_arg,
+    run_storage,
+    storage_opt,
+    sync_from_storage,
     target_opt,
     time_opt,
     user_input,
@@ -71,6 +76,7 @@ from holdem.files import atomic_write_bytes
 )
 @ckpt_opt
 @keep_opt
+@storage_opt
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every sampler.")
 @target_opt
 @eval_opt
@@ -93,6 +99,7 @@ def train(
     out,
     checkpoint_every,
     keep,
+    storage,
     seed,
     target,
     eval_every,
@@ -124,6 +131,7 @@ def train(
                 f"{out} already has checkpoints; continue it with 'mccfr resume {shlex.quote(out)}' "
                 f"or choose another --out"
             )
+        store = _new_storage(storage, run_dir, out)
         gd = load_gamedef(game)
         iterations, seconds = budget(iterations, seconds, big=gd.deck_size > 16)
         if gd.is_limit and bets is not None:
@@ -161,12 +169,12 @@ def train(
         raise CLIError(f"cannot create run directory {out!r}: {exc}") from None
     for stale in (METRICS_JSONL, METRICS_PARQUET):  # leftovers of a run that never checkpointed
         (run_dir / stale).unlink(missing_ok=True)
-    write_run_toml(
-        run_dir, tr, {"created": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
-    )
+    created = {"created": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
+    write_run_toml(run_dir, tr, {**created, **({"storage": store.target} if store is not None else {})})
     click.echo(
         f"training {gd.name or game} with {algo} (seed {seed}) into {run_dir}: {tr.size:,} table entries, "
-        f"{human_bytes(tr.regret.nbytes + tr.strat.nbytes)}",
+        f"{human_bytes(tr.regret.nbytes + tr.strat.nbytes)}"
+        + (f"; checkpoints to {store.target}" if store is not None else ""),
         err=True,
     )
     job = None
@@ -197,7 +205,26 @@ def train(
         eval_every=eval_every,
         report_every=report_every,
         target=target,
+        storage=store,
     )
+
+
+def _new_storage(target: str | None, run_dir: Path, out: str):
+    """The ``--storage`` of a new run (None without one): opened and listed (a bad target is one
+    error line before anything is built), holding no checkpoint yet, and not the run directory."""
+    if target is None:
+        return None
+    from cluster.storage import is_uri, normalize_target
+
+    if not is_uri(target) and Path(target).expanduser().resolve() == run_dir.resolve():
+        raise CLIError(f"--storage {target!r} is the run directory itself; leave --storage out")
+    store = open_storage(normalize_target(target), writable=True)
+    if store.newest() is not None:
+        raise CLIError(
+            f"storage {target} already has checkpoints (of another run?); choose another --storage, "
+            f"or continue that run with 'mccfr resume {shlex.quote(out)} --storage {shlex.quote(target)}'"
+        )
+    return store
 
 
 def _build_card_abstraction(gd, name) -> None:
@@ -221,6 +248,7 @@ def _build_card_abstraction(gd, name) -> None:
 @time_opt
 @ckpt_opt
 @keep_opt
+@storage_opt
 @target_opt
 @eval_opt
 @report_opt
@@ -232,6 +260,7 @@ def resume(
     seconds,
     checkpoint_every,
     keep,
+    storage,
     target,
     eval_every,
     report_every,
@@ -242,10 +271,32 @@ def resume(
     as_json,
 ):
     """Continue a run from its newest complete checkpoint (N more iterations). A Ray run goes on as a
-    Ray run with the same workers, shards and batch (unless given)."""
+    Ray run with the same workers, shards and batch (unless given). A run with checkpoints in
+    storage (``--storage``, or the one its run.toml records) resumes from the newest there when it
+    is newer than the run directory's, and goes on writing there."""
     if iterations is not None and seconds is not None:
         raise click.UsageError("give --iterations or --time, not both")
-    path = run_dir_arg(run_dir)
+    if "://" in run_dir:
+        raise CLIError(
+            f"resume needs a local run directory (its run.toml and metrics), not {run_dir!r}; "
+            f"name the storage with --storage: mccfr resume RUN_DIR --storage {shlex.quote(run_dir)}"
+        )
+    store = None
+    if storage is not None:
+        from cluster.storage import normalize_target
+
+        store = open_storage(normalize_target(storage), writable=True)
+        if not os.path.exists(run_dir):  # a fresh directory on this machine for a run kept in storage
+            try:
+                Path(run_dir).mkdir(parents=True)
+            except OSError as exc:
+                raise CLIError(f"cannot create run directory {run_dir!r}: {exc}") from None
+    path = run_dir_arg(run_dir, fetch=False)
+    recorded = run_storage(path)
+    if store is None and recorded is not None:
+        store = open_storage(recorded, writable=True)
+    if store is not None:
+        sync_from_storage(path, store)
     from blueprint.trainer import Trainer
 
     with user_input():
@@ -265,7 +316,15 @@ def resume(
         )
         atomic_write_bytes(path / METRICS_JSONL, "".join(json.dumps(r) + "\n" for r in kept).encode())
     if not (path / RUN_TOML).exists():
-        write_run_toml(path, tr, {"created": "unknown (rewritten by resume)"})
+        write_run_toml(
+            path,
+            tr,
+            {"created": "unknown (rewritten by resume)", **({"storage": store.target} if store else {})},
+        )
+    elif store is not None and store.target != recorded:
+        update_run_toml(path, storage=store.target)
+    if store is not None:
+        click.echo(f"checkpoints to {store.target}", err=True)
     job = None
     if manifest.get("job") or any(x is not None for x in (workers, shards, address)):
         from cluster.job import RayJob
@@ -285,4 +344,5 @@ def resume(
         eval_every=eval_every,
         report_every=report_every,
         target=target,
+        storage=store,
     )

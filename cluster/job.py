@@ -44,8 +44,9 @@ snapshot: per shard a task on its node writes the slice through the node's own t
 directory and uploads it, and a last task uploads the manifest once they all returned; the driver
 only submits them (the pause: ``stats()["checkpoint_pause_seconds"]``), and the checkpoint becomes
 the restore base when a later round sees it complete. ``RayJob.load(run_dir, storage=...)`` fetches
-the newest complete one into ``run_dir/checkpoints`` and resumes. (``mccfr train`` has no
-``--storage`` option yet.)
+the newest complete one into ``run_dir/checkpoints`` and resumes. ``mccfr train --storage TARGET``
+checkpoints this way (``cli/session.py``; the target is recorded in ``run.toml``, where ``mccfr
+resume`` and the commands that read a run find it).
 
 With linear weighting (``linear``, ``pluribus``) a boundary multiplies the whole table by one
 factor, so a delta discounted on the worker and added to the discounted table is exactly what one

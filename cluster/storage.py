@@ -41,15 +41,29 @@ class StorageError(ckpt.CheckpointError):
     """The storage path cannot be opened, written or read."""
 
 
+def is_uri(target: str | os.PathLike[str]) -> bool:
+    """Whether ``target`` is a filesystem URI (``scheme://...``) rather than a directory."""
+    return "://" in str(target)
+
+
+def normalize_target(target: str | os.PathLike[str]) -> str:
+    """``target`` as recorded in ``run.toml``: a URI as given, a directory made absolute (a later
+    command may run from another working directory)."""
+    target = str(target)
+    return target if is_uri(target) else str(Path(target).expanduser().resolve())
+
+
 def _fs(target: str):
     import pyarrow.fs as pafs
 
-    if "://" in target:
+    if is_uri(target):
         try:
             return pafs.FileSystem.from_uri(target)
         except Exception as exc:  # an unknown scheme, no credentials, ...
             raise StorageError(f"cannot open storage {target!r}: {exc}") from exc
-    return pafs.LocalFileSystem(), str(Path(target).resolve())
+    if not target.strip():
+        raise StorageError("the storage path is empty")
+    return pafs.LocalFileSystem(), str(Path(target).expanduser().resolve())
 
 
 class Storage:
@@ -84,6 +98,19 @@ class Storage:
         return self.fs.get_file_info(path).type != pafs.FileType.NotFound
 
     # -- writing ------------------------------------------------------------------------------
+    def check_writable(self) -> None:
+        """Create the checkpoints root and write and remove a small file there, so that a target
+        that cannot take checkpoints fails before training rather than at the first checkpoint."""
+        root = f"{self.root}/{ckpt.CHECKPOINTS_DIRNAME}"
+        probe = f"{root}/.probe-{uuid.uuid4().hex[:12]}"
+        try:
+            self.fs.create_dir(root, recursive=True)
+            with self.fs.open_output_stream(probe, compression=None) as out:
+                out.write(b"mccfr")
+            self.fs.delete_file(probe)
+        except Exception as exc:
+            raise StorageError(f"cannot write checkpoints to {self.target}: {exc}") from exc
+
     def upload(self, local_file: str | os.PathLike[str], iteration: int) -> None:
         """Copy ``local_file`` into checkpoint ``iteration`` under its own name, atomically (a
         temporary name, then a move)."""
@@ -99,6 +126,19 @@ class Storage:
             with contextlib.suppress(Exception):
                 self.fs.delete_file(tmp)
             raise StorageError(f"uploading {name} to {self.describe(iteration)} failed: {exc}") from exc
+
+    def upload_checkpoint(self, local_dir: str | os.PathLike[str], iteration: int) -> str:
+        """Copy a complete local checkpoint directory (``RUN_DIR/checkpoints/<it>``, as
+        ``Trainer.save`` writes it) into checkpoint ``iteration``: every file, then the manifest
+        last, so it is complete in storage exactly when it is complete locally. Returns what a
+        message names it by."""
+        local = Path(local_dir)
+        names = sorted(p.name for p in local.iterdir() if p.is_file() and not p.name.startswith("."))
+        if ckpt.MANIFEST_NAME not in names:
+            raise StorageError(f"{local} has no {ckpt.MANIFEST_NAME}: not a complete checkpoint")
+        for name in [n for n in names if n != ckpt.MANIFEST_NAME] + [ckpt.MANIFEST_NAME]:
+            self.upload(local / name, iteration)
+        return self.describe(iteration)
 
     def write_shard(self, iteration: int, shard: int, arrays: dict, meta: dict) -> dict[str, Any]:
         """Write shard ``shard`` of checkpoint ``iteration`` (through a local temporary directory
@@ -135,6 +175,16 @@ class Storage:
             if info.type == pafs.FileType.Directory and name.isascii() and name.isdigit():
                 out.append((int(name), self._exists(f"{info.path}/{ckpt.MANIFEST_NAME}")))
         return sorted(out, reverse=True)
+
+    def read_manifest(self, iteration: int) -> dict[str, Any]:
+        """The manifest of checkpoint ``iteration`` (parsed and checked as a local one is)."""
+        name = f"{self.checkpoint_path(iteration)}/{ckpt.MANIFEST_NAME}"
+        try:
+            with self.fs.open_input_stream(name, compression=None) as inp:
+                data = inp.read()
+        except Exception as exc:
+            raise StorageError(f"reading the manifest of {self.describe(iteration)} failed: {exc}") from exc
+        return ckpt.read_manifest_bytes(data, name=self.describe(iteration))
 
     def download(self, iteration: int, name: str, local_dir: str | os.PathLike[str]) -> str:
         """Copy file ``name`` of checkpoint ``iteration`` into ``local_dir``; returns its path."""
@@ -184,6 +234,25 @@ class Storage:
             shutil.rmtree(dest, ignore_errors=True)
             raise StorageError(f"fetching {self.describe(it)} failed: {exc}") from exc
         return dest
+
+    def newest(self) -> int | None:
+        """The iteration of the newest complete checkpoint, or None."""
+        return next((it for it, complete in self.checkpoints() if complete), None)
+
+    def sync(self, run_dir: str | os.PathLike[str]) -> Path | None:
+        """Fetch the newest complete checkpoint into ``run_dir/checkpoints/`` when it is newer
+        than the newest complete one there (or there is none); returns the fetched directory, or
+        None when the local one is as new. Raises :class:`StorageError` when storage cannot be
+        read, or holds no complete checkpoint and neither does ``run_dir``."""
+        newest = self.newest()
+        local = next((i.iteration for i in ckpt.list_checkpoints(run_dir) if i.complete), None)
+        if newest is None:
+            if local is None:
+                raise StorageError(f"no complete checkpoint in {self.target}")
+            return None
+        if local is not None and local >= newest:
+            return None
+        return self.fetch(run_dir, newest)
 
     def load_latest(self, cache_dir: str | os.PathLike[str], **kwargs):
         """:func:`blueprint.checkpoint.load_latest` of the newest complete checkpoint, fetched into
