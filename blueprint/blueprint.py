@@ -11,14 +11,30 @@ are read through the trainer checkpoint, as before, with a one-line note. ``Blue
 is the in-process blueprint of a live trainer (float64 probabilities; from a file they are
 float32, within 6e-8 of them).
 
-``bp.strategy(matchstate)`` walks the abstract betting tree along the real history. On-tree
-actions follow their edge; an off-tree no-limit raise is mapped by pseudo-harmonic action
-translation (:mod:`abstraction.translation`) to a neighbouring abstract raise, the all-in counted
-as a size (its pot fraction is the stack behind it), so a huge overbet maps to all-in. At the viewer's node
+``bp.answer(matchstate)`` (``bp.strategy`` is its strategy) walks the abstract betting tree along
+the real history. On-tree actions follow their edge: a raise is on-tree when its size is what an
+abstract raise of the node becomes in the real betting (below), so the player's own raises, which
+are the blueprint's abstract choices, never leave the tree. An opponent's off-tree no-limit raise is
+mapped by pseudo-harmonic action translation (:mod:`abstraction.translation`) to a neighbouring
+abstract raise, the all-in counted as a size (its pot fraction is the stack behind it), so a huge
+overbet maps to all-in (the player's own off-tree raise, which only a subgame's finer sizes make,
+maps to its likeliest neighbour, deterministically). At the viewer's node
 the abstract actions become ACPC action strings for the *real* state: fold and call as they are
 (a fold that is not legal in the real state is merged into the call), a raise of pot fraction
 ``f`` becomes ``r<to>`` with ``to = maxSpent + f * (pot + toCall)`` of the real pot, all-in the real
 stack, each clamped into the real legal range; keys that coincide are merged.
+
+Every legal decision gets an answer, labelled by where it came from (:class:`Answer`, ``source`` in
+:data:`SOURCES`): ``blueprint`` (the history is on the tree), ``translated`` (an opponent's raise
+was translated on the way) or ``fallback`` when the abstract tree has no node for the real history:
+more raises than the bet abstraction allows (a 4-bet where it has two raises a round), or a
+translated all-in that was called while the real stacks still have chips behind (the abstract hand
+is over, the real one goes on). The fallback plays the strategy of the abstract node *most like the
+real state* (:meth:`Blueprint.fallback_node`): the same round and seat to act, facing a bet exactly
+when the real state does, with the nearest amount to call and stack-to-pot ratio; its actions become
+real ones as above, so the player keeps every option it really has (fold, call, the raises of that
+node scaled to the real pot, all-in) and plays its hand: never a fixed check/call. Subgame solving
+(``subgame.nested.solve_state``) answers those states instead where it can (source ``subgame``).
 
 Export (``bp.export(path)``) writes one Parquet row per (node, bucket, action) with columns
 ``round: int8``, ``betting: string`` (ACPC betting of the abstract node), ``bucket: int32``,
@@ -34,7 +50,7 @@ import os
 import shlex
 import stat
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -49,8 +65,34 @@ from holdem.state import CHANCE, TERMINAL, State, StateError
 
 _log = logging.getLogger(__name__)
 
+_ALLIN_CALLED = (
+    "a translated all-in was called: the abstract hand is over while the real one has chips behind"
+)
+
 EXPORT_SCHEMA_VERSION = 1
 NODE_CACHE_SIZE = 100_000  # betting histories remembered by Blueprint.node_of (cleared when full)
+
+
+#: Where an answer comes from (:class:`Answer`): the blueprint at the real history's node, the
+#: blueprint after an opponent's off-tree raise was translated, a solved subgame (``subgame``,
+#: ``evaluation.solving``, ``serving.responder``), the blueprint's node most like the real state
+#: where the abstract tree has none (module docstring).
+SOURCES = ("blueprint", "translated", "subgame", "fallback")
+
+
+class Answer(NamedTuple):
+    """A decision's strategy and where it came from."""
+
+    strategy: dict[str, float]  # ACPC action -> probability, summing to 1
+    source: str  # one of SOURCES
+    reason: Optional[str] = None  # fallback: why the tree has no node for the history
+    node: int = -1  # the abstract node whose strategy is played (-1: not the blueprint's)
+
+
+class Walk(NamedTuple):
+    node: int  # the abstract node reached (where the walk stopped, for a dead end)
+    translated: bool  # an off-tree raise was translated on the way
+    dead_end: Optional[str]  # why the abstract tree has no node for the rest of the history
 
 
 class BlueprintError(ValueError):
@@ -511,66 +553,102 @@ class Blueprint:
         return int(self.tree.child_start[n]), int(self.tree.num_actions[n])
 
     def node_of(self, state: State, rng: Optional[np.random.Generator] = None) -> int:
-        """Abstract node reached by the betting of ``state`` (translating off-tree raises).
+        """Abstract node reached by the betting of ``state`` (translating off-tree raises; a
+        showdown node when a translated all-in was called and the real hand goes on).
 
-        Deterministic walks (no ``rng``) and walks that translate nothing are memoised by their
-        betting (queries and matches ask the same histories again and again)."""
-        key = state.betting.actions
+        Raises :class:`BlueprintError` when the tree has no node for the history (more raises than
+        the bet abstraction allows): :meth:`answer` answers those states with its fallback."""
+        w = self.walk(state, rng)
+        if w.dead_end is not None and self.tree.kind[w.node] != KIND_SHOWDOWN:
+            raise BlueprintError(w.dead_end)
+        return w.node
+
+    def walk(self, state: State, rng: Optional[np.random.Generator] = None) -> "Walk":
+        """``(node, translated, dead_end)``: where ``state``'s real history leads in the abstract
+        tree (see the module docstring), whether an off-tree raise was translated on the way, and
+        why the tree has no node for the rest of the history (None when it has). Memoised by viewer and betting for deterministic walks (no ``rng``) and
+        walks that translate nothing (queries and matches ask the same histories again and again)."""
+        key = (state.viewer, state.betting.actions)
         hit = self._node_cache.get(key)
-        if hit is not None and (rng is None or not hit[1]):
-            return hit[0]
-        n, translated = self._walk(state, rng)
-        if rng is None or not translated:
+        if hit is not None and (rng is None or not hit.translated):
+            return hit
+        w = self._walk(state, rng)
+        if rng is None or not w.translated:
             if len(self._node_cache) >= NODE_CACHE_SIZE:
                 self._node_cache.clear()
-            self._node_cache[key] = (n, translated)
-        return n
+            self._node_cache[key] = w
+        return w
 
-    def _walk(self, state: State, rng: Optional[np.random.Generator]) -> tuple[int, bool]:
-        """``(node, whether an off-tree raise was translated)`` for :meth:`node_of`."""
+    def _walk(self, state: State, rng: Optional[np.random.Generator]) -> Walk:
+        """Follow ``state``'s real history down the abstract tree (see the module docstring)."""
         translated = False
         t = self.tree
         g = self.gamedef
         b = Betting.initial(g)
         n = 0
-        for r, acts in enumerate(state.betting.actions):
+        for acts in state.betting.actions:
             for kind, size in acts:
                 if t.kind[n] == KIND_SHOWDOWN:
-                    return n, translated  # the abstract hand went all-in; the real one goes on
+                    return Walk(n, translated, _ALLIN_CALLED)
                 if t.kind[n] != KIND_DECISION:
-                    raise BlueprintError(
-                        f"the history {state.betting.betting_string()!r} leaves the abstract tree "
-                        f"(the abstract hand is over at {t.betting_string(n)!r})"
-                    )
+                    return Walk(n, translated, f"the abstract hand is over at {t.betting_string(n)!r}")
                 s, k = self._abstract_edges(n)
                 kinds = t.edge_kind[s : s + k]
                 if kind in (FOLD, CALL):
                     hit = np.nonzero(kinds == kind)[0]
                     if not len(hit):
-                        raise BlueprintError(
-                            f"abstract node {t.betting_string(n)!r} has no {'fc'[kind]!r} action"
+                        return Walk(
+                            n,
+                            translated,
+                            f"abstract node {t.betting_string(n)!r} has no {'fc'[kind]!r} action",
                         )
                     e = s + int(hit[0])
                 else:
                     raises = np.nonzero(kinds == RAISE)[0]
                     if not len(raises):
-                        raise BlueprintError(
+                        return Walk(
+                            n,
+                            translated,
                             f"a raise at {b.betting_string()!r} where the abstraction has none "
-                            f"(abstract node {t.betting_string(n)!r})"
+                            f"(abstract node {t.betting_string(n)!r})",
                         )
-                    if g.is_limit:
-                        e = s + int(raises[0])
+                    on = self._raise_edge(n, b, size, raises)
+                    if on is not None:
+                        e = on
+                    elif b.current_player() == state.viewer:
+                        # the player's own raise, off the tree only when a subgame chose it: its
+                        # likeliest neighbour, the same every time
+                        probs = self._translate_probs(n, b, size, raises)
+                        e = max(probs, key=lambda eq: eq[1])[0]
+                        translated = True
                     else:
-                        tos = t.edge_to[s + raises]
-                        exact = np.nonzero(tos == size)[0]
-                        if len(exact) and self.same_spent(n, b):
-                            e = s + int(raises[exact[0]])
-                        else:
-                            e = self.translate_raise(n, b, size, raises, rng)
-                            translated = True
+                        e = self.translate_raise(n, b, size, raises, rng)
+                        translated = True
                 n = int(t.edge_child[e])
                 b = b.apply(kind, size)
-        return n, translated
+        if t.kind[n] == KIND_SHOWDOWN:
+            return Walk(n, translated, _ALLIN_CALLED)
+        return Walk(n, translated, None)
+
+    def _raise_edge(self, n: int, b: Betting, size: int, raises: np.ndarray) -> Optional[int]:
+        """The abstract raise edge of node ``n`` that a real raise to ``size`` at betting ``b`` is,
+        or None (off the tree): limit games' only raise; the edge raising to ``size`` where the real
+        and abstract bets are the same; else the edge whose action becomes ``r<size>`` in the real
+        betting (:meth:`action_keys`; the player's own raises are such)."""
+        t = self.tree
+        s = int(t.child_start[n])
+        if self.gamedef.is_limit:
+            return s + int(raises[0])
+        if self.same_spent(n, b):
+            exact = np.nonzero(t.edge_to[s + raises] == size)[0]
+            if len(exact):
+                return s + int(raises[exact[0]])
+        keys = self.action_keys(n, b)
+        want = f"r{size}"
+        for i in raises:
+            if keys[int(i)] == want:
+                return s + int(i)
+        return None
 
     def _translation_pool(
         self, n: int, b: Betting, size: int, raises: np.ndarray
@@ -633,16 +711,13 @@ class Blueprint:
                 edges = [(s + int(hit[0]), 1.0)] if len(hit) else []
             else:
                 raises = np.nonzero(kinds == RAISE)[0]
+                on = self._raise_edge(n, b, size, raises) if len(raises) else None
                 if not len(raises):
                     edges = []
-                elif g.is_limit:
-                    edges = [(s + int(raises[0]), 1.0)]
+                elif on is not None:
+                    edges = [(on, 1.0)]
                 else:
-                    exact = np.nonzero(t.edge_to[s + raises] == size)[0]
-                    if len(exact) and self.same_spent(n, b):
-                        edges = [(s + int(raises[exact[0]]), 1.0)]
-                    else:
-                        edges = self._translate_probs(n, b, size, raises)
+                    edges = self._translate_probs(n, b, size, raises)
             if not edges:
                 out[-1] = out.get(-1, 0.0) + p
                 return
@@ -670,23 +745,38 @@ class Blueprint:
     def strategy(
         self, matchstate: str | State, rng: Optional[np.random.Generator] = None
     ) -> dict[str, float]:
-        """The average strategy of the seat to act, who must be the MATCHSTATE's viewer
-        (``matchstate``: the string, or a parsed :class:`~holdem.state.State` with a viewer).
+        """``{ACPC action: probability}`` of the seat to act, who must be the MATCHSTATE's viewer:
+        :meth:`answer`'s strategy (see there)."""
+        return self.answer(matchstate, rng).strategy
 
-        Returns ``{ACPC action: probability}`` summing to 1 (see the module docstring).
-        """
+    def answer(self, matchstate: str | State, rng: Optional[np.random.Generator] = None) -> Answer:
+        """The average strategy of the seat to act, who must be the MATCHSTATE's viewer
+        (``matchstate``: the string, or a parsed :class:`~holdem.state.State` with a viewer), and
+        where it came from (:data:`SOURCES`; see the module docstring). Every legal decision has
+        an answer; only a state that is not the viewer's decision raises
+        (:class:`NotADecisionError`). ``rng``: translate off-tree raises at random between their
+        neighbours (as a player does); without, deterministically (the likelier neighbour)."""
         state = viewer_decision(matchstate if isinstance(matchstate, State) else self.game.state(matchstate))
         actor = state.viewer
-        n = self.node_of(state, rng)
+        w = self.walk(state, rng)
+        n = w.node
         t = self.tree
-        if t.kind[n] == KIND_SHOWDOWN:
-            # an overbet was translated to the abstract all-in and called: the abstract betting is
-            # over, the real stacks are not; a committed stack checks and calls
-            return {"c": 1.0}
-        if t.kind[n] != KIND_DECISION or int(t.player[n]) != actor:
-            raise BlueprintError(f"the history leaves the abstract tree at {t.betting_string(n)!r}")
+        if w.dead_end is None and t.kind[n] == KIND_DECISION and int(t.player[n]) == actor:
+            return Answer(
+                self._node_strategy(n, state), "translated" if w.translated else "blueprint", None, n
+            )
+        reason = (
+            w.dead_end or f"the abstract history {t.betting_string(n)!r} is not a decision of seat {actor}"
+        )
+        m = self.fallback_node(state.betting)
+        return Answer(self._node_strategy(m, state), "fallback", reason, m)
+
+    def _node_strategy(self, n: int, state: State) -> dict[str, float]:
+        """The strategy at decision node ``n`` for the viewer's hand, as real ACPC actions."""
+        t = self.tree
         r = int(t.round[n])
-        bucket = hand_bucket(self.cards, self.gamedef, state.hole_cards[actor], state.board_cards, r)
+        assert state.viewer is not None  # a decision of its viewer (viewer_decision)
+        bucket = hand_bucket(self.cards, self.gamedef, state.hole_cards[state.viewer], state.board_cards, r)
         _, k = self._abstract_edges(n)
         off = int(self.row_offset[n]) + bucket * k
         probs = self.probs[off : off + k]
@@ -695,6 +785,79 @@ class Blueprint:
             out[key] = out.get(key, 0.0) + float(p)
         total = sum(out.values())
         return {a: p / total for a, p in out.items()}
+
+    # -- the fallback where the tree has no node ------------------------------------------------
+    def fallback_node(self, b: Betting) -> int:
+        """The abstract decision node most like the real betting ``b`` (a decision): of the same
+        round and seat to act, facing a bet exactly when ``b`` does, then the nearest in the
+        fraction of the pot to call and in log(1 + stack-to-pot ratio) after the call, a node that
+        can raise preferred where the real state can; ties to the lowest node (deterministic).
+        Its strategy is what :meth:`answer` plays where the tree has no node for the history."""
+        rnd, player, frac, lspr, can_raise = self._node_features()
+        p = b.current_player()
+        f, ls = self._spr(np.asarray(b.spent, np.int64)[None, :], np.array([p]))
+        facing = f[0] > 0
+        real_raise = b.raise_range() is not None
+        cand = np.nonzero((rnd == b.round) & (player == p))[0]
+        if not len(cand):
+            cand = np.nonzero(player == p)[0]
+        if not len(cand):
+            cand = np.arange(len(rnd))
+        score = (
+            np.abs(frac[cand] - f[0])
+            + np.abs(lspr[cand] - ls[0])
+            + 10.0 * ((frac[cand] > 0) != facing)
+            + 2.0 * (real_raise & ~can_raise[cand])
+        )
+        nodes = self._decision_index()
+        return int(nodes[cand[int(np.argmin(score))]])
+
+    def _decision_index(self) -> np.ndarray:
+        got = getattr(self, "_decisions", None)
+        if got is None:
+            got = self._decisions = np.nonzero(self.tree.kind == KIND_DECISION)[0]
+        return got
+
+    def _spr(self, spent: np.ndarray, player: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per row: (amount to call / pot, log(1 + effective stack behind / pot after the call))."""
+        stack = np.asarray(self.gamedef.stack, np.int64)
+        rows = np.arange(len(player))
+        top = np.minimum(spent.max(axis=1), stack[player])
+        pot = spent.sum(axis=1).astype(np.float64)
+        call = (top - spent[rows, player]).astype(np.float64)
+        behind = np.maximum(stack.min() - spent.max(axis=1), 0).astype(np.float64)
+        return call / np.maximum(pot, 1.0), np.log1p(behind / np.maximum(pot + call, 1.0))
+
+    def _node_features(self):
+        got = getattr(self, "_features", None)
+        if got is None:
+            t = self.tree
+            nodes = self._decision_index()
+            player = t.player[nodes].astype(np.int64)
+            frac, lspr = self._spr(t.spent[nodes].astype(np.int64), player)
+            can_raise = np.array(
+                [bool((t.edge_kind[s : s + k] == RAISE).any()) for s, k in map(self._abstract_edges, nodes)],
+                dtype=bool,
+            )
+            got = self._features = (t.round[nodes].astype(np.int64), player, frac, lspr, can_raise)
+        return got
+
+    def decision_nodes(self, b: Betting) -> list[tuple[int, float]]:
+        """``[(node, probability)]``: the abstract decision nodes whose strategies a player of this
+        blueprint mixes at real betting ``b`` (a decision): :meth:`node_distribution`, with every
+        branch that has no decision node of the seat to act (a dead end, a called translated
+        all-in) replaced by :meth:`fallback_node`. What LBR and the depth-limited leaves model."""
+        t = self.tree
+        actor = b.current_player()
+        out: dict[int, float] = {}
+        fallback = None
+        for n, q in self.node_distribution(b):
+            if n < 0 or t.kind[n] != KIND_DECISION or int(t.player[n]) != actor or int(t.round[n]) != b.round:
+                if fallback is None:
+                    fallback = self.fallback_node(b)
+                n = fallback
+            out[n] = out.get(n, 0.0) + q
+        return sorted(out.items())
 
     def action_keys(self, n: int, b: Betting) -> list[str]:
         """The ACPC action string each abstract action of node ``n`` becomes in the real betting

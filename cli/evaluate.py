@@ -304,6 +304,10 @@ def _eval_match(
         f"  {a.name} won {res.win_rate:.1%} of the hands"
         + (f", tied {res.tie_rate:.1%}" if res.tie_rate else "")
     )
+    for who, counts in zip((a.name, b.name), res.sources):
+        if counts:
+            parts = ", ".join(f"{k} {v:,}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+            click.echo(f"  {who}'s answers: {parts}")
     return out
 
 

@@ -63,7 +63,6 @@ import numpy as np
 
 from abstraction.bets import ALLIN
 from abstraction.combinatorics import next_combination
-from abstraction.tree import KIND_DECISION
 from blueprint.blueprint import Blueprint
 from blueprint.evaluate import hand_buckets
 from blueprint.player import Player, sample
@@ -276,18 +275,9 @@ class BlueprintOpponent:
         """``(keys, P)``: ``P[h, j]`` the probability that the seat to act, holding hand ``h``,
         takes action ``keys[j]`` (what :class:`BlueprintPlayer` samples, translation included)."""
         bp, t = self.bp, self.bp.tree
-        actor = state.current_player()
         H = len(self.hands)
         cols: dict[str, np.ndarray] = {}
-        for n, q in bp.node_distribution(state):
-            if (
-                n < 0
-                or t.kind[n] != KIND_DECISION
-                or int(t.player[n]) != actor
-                or int(t.round[n]) != state.round
-            ):
-                cols["c"] = cols.get("c", 0.0) + np.full(H, q)  # off the tree: the player calls
-                continue
+        for n, q in bp.decision_nodes(state.betting):  # off the tree: the blueprint's fallback node
             r = int(t.round[n])
             k = int(t.num_actions[n])
             nb = int(bp.num_buckets[r])

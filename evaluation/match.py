@@ -119,6 +119,9 @@ class MatchResult(InBigBlinds):
     tie_rate: float
     big_blind: int | None
     seed: int
+    # decisions of each player (A, B) by where their answers came from (blueprint.blueprint.SOURCES),
+    # for players that label their answers (the blueprint and solving players); empty otherwise
+    sources: tuple[dict, dict] = ({}, {})
 
     @property
     def mean(self) -> float:
@@ -149,6 +152,7 @@ class MatchResult(InBigBlinds):
             "chips_per_hand": self.chips_per_hand,
             "ci95_chips": self.ci95_chips,
             "seed": self.seed,
+            "sources": {"player": dict(self.sources[0]), "opponent": dict(self.sources[1])},
         }
 
 
@@ -170,6 +174,7 @@ def play_match(
     g = game.gamedef
     deal_rng, rng_a, rng_b = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
     net = np.zeros((pairs, 2))  # A's net chips with A in seat 0, in seat 1
+    before = [dict(getattr(p, "sources", {})) for p in (a, b)]
     every = max(1, pairs // 100)
     for j in range(pairs):
         deal = deal_rng.choice(g.deck_size, g.cards_per_deal, replace=False)
@@ -194,7 +199,14 @@ def play_match(
         tie_rate=float((net == 0).mean()),
         big_blind=big_blind_of(game.gamedef),
         seed=seed,
+        sources=tuple(_counted(p, was) for p, was in zip((a, b), before)),  # type: ignore[arg-type]
     )
+
+
+def _counted(player: Player, before: dict) -> dict:
+    """The decisions ``player`` labelled by source during the match (its ``sources`` counter)."""
+    now = getattr(player, "sources", {})
+    return {k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,6 +22,12 @@ Baselines (usable in any game unless said otherwise; the names are the ``SPEC`` 
   J; check then call with the Q. Second to act: call or bet with the K; fold or check otherwise.
 * ``kuhn-greedy`` (Kuhn only): bet or call with probability 0.3 with the J, 0.6 with the Q,
   always with the K; otherwise check or fold.
+* ``overbet:X`` (no-limit): an exploiter of action translation. Its first action of a hand, where
+  it may raise, is a raise to ``X`` times the pot (``maxSpent + X * (pot + toCall)``, clamped to
+  the legal range); afterwards it plays by hand strength (:class:`StrengthPlayer`).
+* ``minraise``: an exploiter of the bet abstraction's raise cap: the minimum raise whenever legal
+  with a hand of equity at least 0.5 against a random hand (so raise wars go far past two raises a
+  round), a call with at least 0.3 (or when checking is free), else a fold.
 * a run directory: :class:`BlueprintPlayer`, the run's average strategy.
 
 * ``RUN_DIR+solve:METHOD``: :class:`evaluation.solving.SolvingPlayer`, the blueprint with subgame
@@ -45,7 +51,8 @@ if TYPE_CHECKING:
     from blueprint.blueprint import Blueprint
     from holdem.game import Game
 
-SPEC_NAMES = ("always-call", "always-raise", "random", "kuhn-fixed", "kuhn-greedy")
+SPEC_NAMES = ("always-call", "always-raise", "random", "minraise", "kuhn-fixed", "kuhn-greedy")
+SPEC_FORMS = ("overbet:X",)  # names with an argument
 
 
 class PlayerSpecError(ValueError):
@@ -127,6 +134,110 @@ class AlwaysRaise(_DistPlayer):
         return {"c": 1.0} if rr is None else {_raise_action(state, rr[0]): 1.0}
 
 
+# -- exploiters of the abstraction ---------------------------------------------------------------
+EQUITY_SAMPLES = 400  # Monte Carlo rollouts of hand_equity
+
+
+def hand_equity(state: State, samples: int = EQUITY_SAMPLES) -> float:
+    """The viewer's equity (win + tie / 2) against one uniformly random hand, the rest of the
+    board dealt at random: ``samples`` rollouts seeded by the cards (the same state, the same
+    value; memoised)."""
+    g = state.gamedef
+    seat = state.current_player() if state.viewer is None else state.viewer
+    hole = tuple(int(c) for c in state.hole_cards[seat])
+    board = tuple(int(c) for c in state.board_cards)
+    key = (g.num_suits, g.num_ranks, g.num_hole_cards, g.total_board_cards, hole, board, samples)
+    hit = _EQUITY.get(key)
+    if hit is not None:
+        return hit
+    from holdem.evaluator import rank_many
+
+    seen = set(hole) | set(board)
+    rest = np.array([c for c in range(g.deck_size) if c not in seen], np.int64)
+    need = g.num_hole_cards + g.total_board_cards - len(board)
+    rng = np.random.default_rng(abs(hash(key)) % (2**32))
+    draws = np.argsort(rng.random((samples, len(rest))), axis=1)[:, :need]
+    cards = rest[draws]  # [samples, opponent's hole + the rest of the board]
+    opp = cards[:, : g.num_hole_cards]
+    fill = cards[:, g.num_hole_cards :]
+    full_board = np.hstack([np.broadcast_to(np.array(board, np.int64), (samples, len(board))), fill])
+    mine = np.hstack([np.broadcast_to(np.array(hole, np.int64), (samples, len(hole))), full_board])
+    theirs = np.hstack([opp, full_board])
+    a = rank_many(np.ascontiguousarray(mine), g.num_suits, g.num_ranks)
+    b = rank_many(np.ascontiguousarray(theirs), g.num_suits, g.num_ranks)
+    eq = float(((a > b).sum() + 0.5 * (a == b).sum()) / samples)
+    if len(_EQUITY) > 100_000:
+        _EQUITY.clear()
+    _EQUITY[key] = eq
+    return eq
+
+
+_EQUITY: dict = {}
+
+
+class StrengthPlayer(_DistPlayer):
+    """Plays by :func:`hand_equity`: a pot-sized raise with equity >= ``strong`` (where legal),
+    a check or call with >= ``weak`` (or when checking is free), else a fold."""
+
+    name = "strength"
+    strong, weak = 0.75, 0.45
+
+    def probs(self, state: State) -> dict[str, float]:
+        eq = hand_equity(state)
+        b = state.betting
+        rr = b.raise_range()
+        if eq >= self.strong and rr is not None:
+            return {_raise_action(state, _pot_raise(state, 1.0)): 1.0}
+        if eq >= self.weak or not b.can_fold():
+            return {"c": 1.0}
+        return {"f": 1.0}
+
+
+def _pot_raise(state: State, x: float) -> int:
+    """The raise-to of a raise of ``x`` times the pot after the call, clamped to the legal range."""
+    b = state.betting
+    rr = b.raise_range()
+    assert rr is not None
+    p = b.current_player()
+    to_call = min(b.max_spent, state.gamedef.stack[p]) - b.spent[p]
+    to = b.max_spent + int(np.floor(x * (b.pot() + to_call) + 0.5))
+    return min(max(to, rr[0]), rr[1])
+
+
+class OverbetPlayer(StrengthPlayer):
+    """``overbet:X``: its first action of a hand, where it may raise, a raise of ``X`` pots; then
+    :class:`StrengthPlayer`."""
+
+    def __init__(self, x: float):
+        self.x = x
+        self.name = f"overbet:{x:g}"
+
+    def probs(self, state: State) -> dict[str, float]:
+        b = state.betting
+        me = b.current_player()
+        first = not any(who == me for acts in b.actors for who in acts)
+        if first and b.raise_range() is not None:
+            return {_raise_action(state, _pot_raise(state, self.x)): 1.0}
+        return super().probs(state)
+
+
+class MinRaisePlayer(_DistPlayer):
+    """``minraise``: the minimum raise whenever legal with equity >= 0.5, a call with >= 0.3 (or
+    a free check), else a fold."""
+
+    name = "minraise"
+
+    def probs(self, state: State) -> dict[str, float]:
+        eq = hand_equity(state)
+        b = state.betting
+        rr = b.raise_range()
+        if eq >= 0.5 and rr is not None:
+            return {_raise_action(state, rr[0]): 1.0}
+        if eq >= 0.3 or not b.can_fold():
+            return {"c": 1.0}
+        return {"f": 1.0}
+
+
 # -- Kuhn --------------------------------------------------------------------------------------
 def _check_kuhn(game: Game, who: str) -> None:
     g = game.gamedef
@@ -195,28 +306,23 @@ class KuhnGreedy(_DistPlayer):
 
 # -- the blueprint -----------------------------------------------------------------------------
 class BlueprintPlayer:
-    """Plays a :class:`blueprint.blueprint.Blueprint`'s average strategy."""
+    """Plays a :class:`blueprint.blueprint.Blueprint`'s average strategy, translating the
+    opponent's off-tree raises at random between their neighbours; where the abstract tree has no
+    node for the history, the blueprint's fallback (:meth:`~blueprint.blueprint.Blueprint.answer`).
+    ``sources`` counts the decisions by where their answer came from."""
 
     def __init__(self, bp: Blueprint, name: str = "blueprint"):
         self.bp = bp
         self.name = name
-        self.fallbacks = 0  # decisions where the history had left the abstract tree
+        self.sources: dict[str, int] = {}
 
     def probs(self, state: State) -> dict[str, float]:
         return self.bp.strategy(state)
 
     def act(self, state: State, rng: np.random.Generator) -> str:
-        """Sample the blueprint's strategy. When the real history has left the abstract tree (an
-        opponent raised more often than the bet abstraction allows), check or call: the
-        blueprint has no answer there, and subgame solving is what fills that gap."""
-        from blueprint.blueprint import BlueprintError
-
-        try:
-            strat = self.bp.strategy(state, rng)
-        except BlueprintError:
-            self.fallbacks += 1
-            return "c"
-        return sample(strat, rng)
+        ans = self.bp.answer(state, rng)
+        self.sources[ans.source] = self.sources.get(ans.source, 0) + 1
+        return sample(ans.strategy, rng)
 
     def __repr__(self) -> str:
         return f"<BlueprintPlayer {self.name!r}>"
@@ -224,7 +330,7 @@ class BlueprintPlayer:
 
 def player_from_spec(spec: str, game: Game, log=None) -> Player:
     """The player a ``SPEC`` names (RUN_DIR, RUN_DIR+solve:METHOD, always-call, always-raise,
-    random, kuhn-fixed, kuhn-greedy; docs/architecture.md, "5. Contracts") for ``game``.
+    random, minraise, overbet:X, kuhn-fixed, kuhn-greedy; docs/architecture.md, "5. Contracts") for ``game``.
 
     Raises:
         PlayerSpecError: an unknown name, a missing run directory, a run of another game, a
@@ -235,6 +341,20 @@ def player_from_spec(spec: str, game: Game, log=None) -> Player:
     simple = {"random": RandomPlayer, "always-call": AlwaysCall, "always-raise": AlwaysRaise}
     if spec in simple:
         return simple[spec]()
+    if spec == "minraise":
+        return MinRaisePlayer()
+    if spec.startswith("overbet:"):
+        try:
+            x = float(spec[len("overbet:") :])
+        except ValueError:
+            x = float("nan")
+        if not (0 < x <= 1000):
+            raise PlayerSpecError(
+                f"player spec {spec!r}: expected overbet:X with X a pot multiple in (0, 1000]"
+            )
+        if game.gamedef.is_limit:
+            raise PlayerSpecError(f"player spec {spec!r}: overbets need a no-limit game")
+        return OverbetPlayer(x)
     if spec == "kuhn-fixed":
         return KuhnFixed(game)
     if spec == "kuhn-greedy":
@@ -255,7 +375,7 @@ def player_from_spec(spec: str, game: Game, log=None) -> Player:
     path = Path(spec)
     if not path.is_dir():
         raise PlayerSpecError(
-            f"unknown player {spec!r}: not a run directory and not one of {', '.join(SPEC_NAMES)}"
+            f"unknown player {spec!r}: not a run directory and not one of {', '.join(SPEC_NAMES + SPEC_FORMS)}"
         )
     from blueprint.blueprint import Blueprint
     from blueprint.checkpoint import CheckpointError
@@ -272,6 +392,7 @@ def player_from_spec(spec: str, game: Game, log=None) -> Player:
 
 
 __all__ = [
+    "SPEC_FORMS",
     "SPEC_NAMES",
     "AlwaysCall",
     "AlwaysRaise",
@@ -279,9 +400,13 @@ __all__ = [
     "ExactPlayer",
     "KuhnFixed",
     "KuhnGreedy",
+    "MinRaisePlayer",
+    "OverbetPlayer",
     "Player",
     "PlayerSpecError",
     "RandomPlayer",
+    "StrengthPlayer",
     "player_from_spec",
+    "hand_equity",
     "sample",
 ]

@@ -1,6 +1,11 @@
 """A player that plays the blueprint early in the hand and re-solves subgames later (the
 ``RUN_DIR+solve:METHOD`` player spec), and the per-hand reuse of a solved subgame.
 
+Where the blueprint's tree has no node for the history (a dead end:
+:meth:`blueprint.blueprint.Blueprint.walk`) it solves at any round where a subgame fits (the
+dead end's own subgame, :func:`subgame.nested.dead_end_subgame`), else plays the blueprint's
+fallback; every answer is labelled (``sources`` counts them).
+
 Before ``from_round`` (default: the last round, where a subgame has no chance nodes and solves in
 well under a second; the turn in hold'em is a 15,000-node tree) it plays the blueprint, translating
 off-tree bets; from ``from_round`` on it solves the subgame at the state
@@ -53,7 +58,8 @@ class SolvingPlayer:
         self.cache = SubgameCache()
         self.solves = 0
         self.reused = 0
-        self.fallbacks = 0
+        self.fallbacks = 0  # decisions it meant to solve but could not (answered by the blueprint)
+        self.sources: dict[str, int] = {}
 
     def _key(self, state: State):
         return (state.hand_id, tuple(state.hole_cards[state.viewer]))
@@ -63,12 +69,19 @@ class SolvingPlayer:
         return self.strategy(state)[0]
 
     def strategy(self, state: State) -> tuple[dict[str, float], str]:
-        """``({action: probability}, source)`` with source ``blueprint`` or ``subgame``."""
-        if state.round < self.from_round:
-            return self.bp.strategy(state), "blueprint"
+        """``({action: probability}, source)``, source one of
+        :data:`blueprint.blueprint.SOURCES`."""
         key = self._key(state)
         hit = self.cache.lookup(state, key)
-        if hit is None:
+        if hit is not None:
+            sol, n = hit
+            self.reused += 1
+            return hand_strategy(sol, n, state), "subgame"
+        dead_end = self.bp.walk(state).dead_end is not None
+        if state.round < self.from_round and not dead_end:
+            ans = self.bp.answer(state)
+            return ans.strategy, ans.source
+        try:
             sol, n = solve_state(
                 self.bp,
                 state,
@@ -77,19 +90,17 @@ class SolvingPlayer:
                 iterations=self.iterations,
                 bets=self.bets,
             )
-            self.cache.store(sol, key)
-            self.solves += 1
-        else:
-            sol, n = hit
-            self.reused += 1
+        except (SubgameError, BlueprintError):
+            self.fallbacks += 1  # no subgame fits: the blueprint's answer (its fallback at a dead end)
+            ans = self.bp.answer(state)
+            return ans.strategy, ans.source
+        self.cache.store(sol, key)
+        self.solves += 1
         return hand_strategy(sol, n, state), "subgame"
 
     def act(self, state: State, rng: np.random.Generator) -> str:
-        try:
-            strat, _ = self.strategy(state)
-        except (SubgameError, BlueprintError):
-            self.fallbacks += 1
-            return "c"
+        strat, source = self.strategy(state)
+        self.sources[source] = self.sources.get(source, 0) + 1
         return _legal(sample(strat, rng), state)
 
     def __repr__(self) -> str:

@@ -5,10 +5,18 @@ A responder turns one query into one answer::
 
     answer(matchstate, session=None, time_budget_ms=None, method=None) -> {
         "strategy": {ACPC action: probability},   # sums to 1, keys legal in the match state
-        "source": "blueprint" | "subgame",
+        "source": "blueprint" | "translated" | "subgame" | "fallback",
         "method": None | "<solve method>",          # None for blueprint answers
         "elapsed_ms": float,                        # time spent inside answer()
+        "reason": str,                              # fallback answers only: why
     }
+
+``source`` (:data:`blueprint.blueprint.SOURCES`): ``blueprint`` the history is on the blueprint's
+tree; ``translated`` an opponent's off-tree raise was translated on the way; ``subgame`` a solved
+subgame; ``fallback`` the blueprint's tree has no node for the history (more raises than the bet
+abstraction allows, a translated all-in called with chips behind) and no subgame answered: the
+strategy of the abstract node most like the real state
+(:meth:`blueprint.blueprint.Blueprint.answer`). Every legal decision gets an answer.
 
 * ``matchstate``: ``MATCHSTATE:<position>:<hand>:<betting>:<cards>`` of the seat to act.
 * ``session``: an opaque key of one hand as a client sees it (e.g. ``"<match>:<hand>"``); a
@@ -32,8 +40,6 @@ hand_over           409     the hand is over: nothing to decide
 bad_method          422     an unknown method, or one this responder cannot run
 bad_time_budget     422     not an integer in 1 .. MAX_TIME_BUDGET_MS
 bad_session         422     not a string of at most MAX_SESSION_LEN printable characters
-off_tree            422     the blueprint has no answer (the history left its abstract tree)
-unsolvable          422     no subgame can be built there (e.g. the blueprint never reaches it)
 ==================  ======  =============================================================
 
 :class:`BlueprintResponder` answers every query from a :class:`blueprint.blueprint.Blueprint`
@@ -45,7 +51,8 @@ and the blueprint's answers.
 A responder whose ``answer`` takes a keyword ``arrived`` (a :func:`time.perf_counter` instant:
 when the request arrived) counts the time budget from it instead of from the call; the service
 passes it. :class:`SolvingResponder` answers within the budget and, when a solve cannot fit,
-from the blueprint with ``"fallback": "busy" | "budget" | "deadline" | "memory"`` saying why.
+from the blueprint with ``"fallback": "busy" | "budget" | "deadline" | "memory" | "unsolvable"``
+saying why.
 Responders must be safe to call from several threads at once (the service runs queries in a
 thread pool). Optionally a responder has ``answer_fast`` (same arguments), which the service
 calls first, on its event loop: it answers what takes well under a millisecond (a blueprint
@@ -272,11 +279,12 @@ class ValidatingResponder:
 
 
 class BlueprintResponder(ValidatingResponder):
-    """Answers every query from a blueprint's average strategy (source ``"blueprint"``).
+    """Answers every query from a blueprint's average strategy (:meth:`Blueprint.answer
+    <blueprint.blueprint.Blueprint.answer>`: source ``blueprint``, ``translated`` or ``fallback``).
 
     Off-tree raises earlier in the hand are mapped by pseudo-harmonic action translation
-    (deterministically: the same query gets the same answer). A history with more raises than
-    the bet abstraction allows has no blueprint answer: :class:`QueryError` ``off_tree``.
+    (deterministically: the same query gets the same answer); where the tree has no node for the
+    history, the blueprint's fallback answers (``reason`` says why).
     """
 
     methods: tuple[str, ...] = (BLUEPRINT_METHOD,)
@@ -285,13 +293,18 @@ class BlueprintResponder(ValidatingResponder):
         super().__init__(bp.game, default_time_budget_ms)
         self.bp = bp
 
-    def blueprint_strategy(self, state: State) -> dict[str, float]:
-        from blueprint.blueprint import BlueprintError
-
-        try:
-            return self.bp.strategy(state)
-        except BlueprintError as exc:
-            raise QueryError("off_tree", f"the blueprint cannot answer {str(state)!r}: {exc}", 422) from None
+    def blueprint_answer(self, state: State, t0: float, method: str | None = None) -> dict[str, Any]:
+        """The blueprint's answer to ``state`` (labelled by its source; a fallback with its reason)."""
+        ans = self.bp.answer(state)
+        out: dict[str, Any] = {
+            "strategy": ans.strategy,
+            "source": ans.source,
+            "method": method,
+            "elapsed_ms": (time.perf_counter() - t0) * 1e3,
+        }
+        if ans.reason is not None:
+            out["reason"] = ans.reason
+        return out
 
     def answer(
         self,
@@ -302,13 +315,7 @@ class BlueprintResponder(ValidatingResponder):
     ) -> dict[str, Any]:
         t0 = time.perf_counter()
         state, _, _, _ = self.validate(matchstate, session, time_budget_ms, method)
-        strategy = self.blueprint_strategy(state)
-        return {
-            "strategy": strategy,
-            "source": "blueprint",
-            "method": None,
-            "elapsed_ms": (time.perf_counter() - t0) * 1e3,
-        }
+        return self.blueprint_answer(state, t0)
 
     answer_fast = answer  # every blueprint answer is fast: the service runs it on its event loop
 
@@ -532,7 +539,10 @@ class _SizeModel:
         try:
             with self._lock:
                 rows_n, nodes_n = self._subtrees()
-            n = int(self.bp.node_of(state))
+            w = self.bp.walk(state)
+            if w.dead_end is not None:
+                return None
+            n = int(w.node)
         except Exception:  # noqa: BLE001 - no estimate from the tree: the caller uses the round's last
             return None
         g = self.bp.gamedef
@@ -637,9 +647,15 @@ class PendingAnswer:
     def finish(self) -> dict[str, Any]:
         """The answer once ``future`` is done (raises the query's :class:`QueryError`)."""
         out = self.future.result()
-        if isinstance(out, str):  # a fallback reason
-            self._r._count(out)
-            return self._r._blueprint_answer(self._job.state, self._job.t0, out, self._job.method)
+        if isinstance(out, str):  # a fallback reason ("unsolvable:<why>" with why)
+            kind, _, why = out.partition(":")
+            self._r._count(kind)
+            ans = self._r._blueprint_answer(self._job.state, self._job.t0, kind, self._job.method)
+            if why:
+                ans["reason"] = (
+                    f"{ans['reason']}; " if "reason" in ans else ""
+                ) + f"cannot solve a subgame here: {why}"
+            return ans
         self._r._count("solved")
         return {**out, "elapsed_ms": (time.perf_counter() - self._job.t0) * 1e3}
 
@@ -712,7 +728,7 @@ class SolvingResponder(BlueprintResponder):
     there was no time to measure it) and ``reused``."""
 
     methods: tuple[str, ...] = (BLUEPRINT_METHOD, *SOLVE_METHODS)
-    FALLBACKS = ("busy", "budget", "deadline", "memory")
+    FALLBACKS = ("busy", "budget", "deadline", "memory", "unsolvable")
     TRIM_EVERY_S = 5.0  # at most this often, after evictions: malloc_trim()
 
     def __init__(
@@ -782,20 +798,21 @@ class SolvingResponder(BlueprintResponder):
     def _blueprint_answer(
         self, state, t0, fallback: str | None = None, method: str | None = None
     ) -> dict[str, Any]:
-        out = {
-            "strategy": self.blueprint_strategy(state),
-            "source": "blueprint",
-            "method": method,
-            "elapsed_ms": (time.perf_counter() - t0) * 1e3,
-        }
+        out = self.blueprint_answer(state, t0, method)
         if fallback is not None:
             out["fallback"] = fallback
         return out
 
+    def _solves(self, state) -> bool:
+        """Whether a query asking for a solve at ``state`` gets one: from ``from_round`` on, and
+        wherever the blueprint's tree has no node for the history (a dead end, which a subgame
+        answers where one fits: :func:`subgame.nested.dead_end_subgame`)."""
+        return state.round >= self.from_round or self.bp.walk(state).dead_end is not None
+
     def answer_fast(self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None):
         t0 = time.perf_counter() if arrived is None else arrived
         state, _, _, method = self.validate(matchstate, session, time_budget_ms, method)
-        if method == BLUEPRINT_METHOD or state.round < self.from_round:
+        if method == BLUEPRINT_METHOD or not self._solves(state):
             return self._blueprint_answer(state, t0)
         return None
 
@@ -839,7 +856,7 @@ class SolvingResponder(BlueprintResponder):
 
         t0 = time.perf_counter() if arrived is None else arrived
         state, session, budget, method = self.validate(matchstate, session, time_budget_ms, method)
-        if method == BLUEPRINT_METHOD or state.round < self.from_round:
+        if method == BLUEPRINT_METHOD or not self._solves(state):
             return self._blueprint_answer(state, t0)
         method = method or self.solve_method
         assert state.viewer is not None  # a decision of its viewer (validated)
@@ -850,14 +867,16 @@ class SolvingResponder(BlueprintResponder):
             try:
                 strategy = self._hand_strategy(sol, node, state)
             except (SubgameError, BlueprintError) as exc:
-                raise QueryError(
-                    "unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422
-                ) from None
+                self._count("unsolvable")
+                out = self._blueprint_answer(state, t0, "unsolvable", method)
+                out["reason"] = f"{out['reason']}; " if "reason" in out else ""
+                out["reason"] += f"cannot solve a subgame here: {exc}"
+                return out
             self._count("reused")
             return {
                 "strategy": strategy,
                 "source": "subgame",
-                "method": method,
+                "method": sol.method,
                 "elapsed_ms": (time.perf_counter() - t0) * 1e3,
                 "reused": True,
                 "iterations": sol.iterations,
@@ -963,7 +982,7 @@ class SolvingResponder(BlueprintResponder):
         except SolveInterrupted:
             return "deadline"
         except (SubgameError, BlueprintError) as exc:
-            raise QueryError("unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422) from None
+            return f"unsolvable:{exc}"
         finally:
             over = max(0.0, time.perf_counter() - job.end)
             with self._cond:
@@ -983,7 +1002,7 @@ class SolvingResponder(BlueprintResponder):
         try:
             strategy = self._hand_strategy(sol, node, state)
         except (SubgameError, BlueprintError) as exc:
-            raise QueryError("unsolvable", f"cannot solve a subgame at {str(state)!r}: {exc}", 422) from None
+            return f"unsolvable:{exc}"
         self.sessions.release(job.reserved)  # the solve's working memory is gone: room to keep the result
         with self._cond:
             job.reserved = 0
@@ -997,7 +1016,7 @@ class SolvingResponder(BlueprintResponder):
         return {
             "strategy": strategy,
             "source": "subgame",
-            "method": job.method,
+            "method": sol.method,
             "reused": False,
             "iterations": sol.iterations,
             "exploitability_pct_pot": sol.exploitability_pct_pot,

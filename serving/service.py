@@ -104,17 +104,25 @@ class StrategyRequest(BaseModel):
 
 class StrategyResponse(BaseModel):
     strategy: dict[str, float] = Field(description="ACPC action -> probability (sums to 1)")
-    source: Literal["blueprint", "subgame"]
+    source: Literal["blueprint", "translated", "subgame", "fallback"] = Field(
+        description="where the answer came from: the blueprint on its tree, the blueprint after translating "
+        "an opponent's off-tree raise, a solved subgame, or the blueprint's fallback where its tree has no "
+        "node for the history (the abstract node most like the real state; see reason)"
+    )
     method: str | None = Field(
         description="the solve method (subgame answers; with fallback: the one asked for)"
     )
     elapsed_ms: float = Field(description="server time from the handler's start to the answer")
-    fallback: Literal["busy", "budget", "deadline", "memory"] | None = Field(
+    fallback: Literal["busy", "budget", "deadline", "memory", "unsolvable"] | None = Field(
         None,
         description="why a query that asked for a solve got the blueprint's answer instead: the solver "
         "threads and their queue are taken for the rest of its budget (busy), a solve of its round needs "
         "more than the budget (budget), the solve did not finish usefully in time (deadline), the solve's "
-        "memory does not fit the server's memory budget (memory)",
+        "memory does not fit the server's memory budget (memory), no subgame can be built there "
+        "(unsolvable, see reason)",
+    )
+    reason: str | None = Field(
+        None, description="fallback answers: why the blueprint's tree has no node for the history"
     )
     reused: bool | None = Field(None, description="subgame answers: the session's solved subgame was reused")
     iterations: int | None = Field(None, description="subgame answers: solver iterations")

@@ -288,8 +288,8 @@ def _bucket_rows(bp, b: Betting, player: int, kinds: list, tos: list) -> np.ndar
     B = int(max(bp.num_buckets))
     rows = np.zeros((A, B))
     total = 0.0
-    for v, q in bp.node_distribution(b):
-        if v < 0 or bt.kind[v] != KIND_DECISION or int(bt.player[v]) != player or q <= 0:
+    for v, q in bp.decision_nodes(b):  # off the tree: the blueprint's fallback node
+        if int(bt.player[v]) != player or q <= 0:
             continue
         nb = int(bp.num_buckets[bt.round[v]])
         na = int(bt.num_actions[v])

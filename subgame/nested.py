@@ -224,6 +224,87 @@ def _translated_edge(bp: Blueprint, m: int, before: Betting, kind: int, size: in
     return bp.translate_raise(m, before, size, raises, None)
 
 
+def state_subgame(
+    bp: Blueprint, state: State, bets: Optional[BetAbstraction] = None, nested: bool = True, depth_limit=None
+) -> Subgame:
+    """The subgame :func:`solve_state` solves for the viewer's decision ``state`` (see there):
+    rooted at the state when its history is on the blueprint's tree; nested, rooted after the
+    opponent's first off-tree action; re-solved from the viewer's own off-tree action; or, where
+    the tree has no node for the history at all, :func:`dead_end_subgame` (no alternative values:
+    solved unsafe)."""
+    from subgame.depth import resolve_depth_limit
+
+    rnd = state.betting.round
+    if bp.walk(state).dead_end is not None:
+        if not nested:
+            raise SubgameError("the blueprint's tree has no node for the history and nested solving is off")
+        return dead_end_subgame(bp, state, bets, depth_limit=resolve_depth_limit(bp, depth_limit, rnd, rnd))
+    try:
+        off = first_off_tree(bp, state)
+    except BlueprintError as exc:
+        raise SubgameError(str(exc)) from None
+    if off is None:
+        dl = resolve_depth_limit(bp, depth_limit, rnd, rnd)
+        return from_matchstate(bp, state, bets=bets, depth_limit=dl)[0]
+    if not nested:
+        raise SubgameError("the history is off the blueprint's tree and nested solving is off")
+    dl = resolve_depth_limit(bp, depth_limit, _flat(state.betting)[off[1]][0], rnd)
+    if int(bp.tree.player[off[0]]) != state.viewer:
+        return nested_subgame(bp, state, bets, depth_limit=dl)
+    # the viewer's own earlier bet is off the blueprint's tree (it came from a subgame's finer
+    # sizes): re-solve from the decision where it was made, with the real actions in the tree
+    m, i, before = off
+    board = tuple(int(c) for c in state.board_cards[: bp.gamedef.board_cards_through(before.round)])
+    return blueprint_subgame(
+        bp,
+        m,
+        before,
+        board,
+        state.viewer,
+        bets,
+        action_filter=real_path_filter(state.betting),
+        depth_limit=dl,
+    )
+
+
+def dead_end_subgame(
+    bp: Blueprint, state: State, bets: Optional[BetAbstraction] = None, depth_limit=None
+) -> Subgame:
+    """The subgame rooted at ``state`` itself, whose history has no node in the blueprint's tree
+    (more raises than its bet abstraction allows, or a translated all-in called with chips left
+    behind: :meth:`~blueprint.blueprint.Blueprint.walk`). Each seat's range is its blueprint
+    reach at the last abstract node the history reached (what happened after, the blueprint has
+    no strategy for); there are no blueprint values at the root, so only ``unsafe`` solves it."""
+    from subgame.bets import default_subgame_bets
+
+    g = bp.gamedef
+    hands = all_hands(g)
+    m = bp.walk(state).node
+    board = tuple(int(c) for c in state.board_cards)
+    rnd = state.betting.round
+    if rnd < g.num_rounds - 1 and depth_limit is None:
+        raise SubgameError("a dead end before the last round is solved depth-limited only")
+    if rnd < g.num_rounds - 2 and g.num_board_cards[rnd + 1] and g.num_board_cards[rnd + 2]:
+        # its depth-limited leaves would be valued over two more deals (a hold'em flop: every
+        # turn and river): seconds per iteration, never an answer within a time budget
+        raise SubgameError(
+            f"a dead end on round {rnd + 1} is too big to solve in time (two more deals after it): "
+            "the blueprint's fallback answers it"
+        )
+    ranges = blueprint_ranges(bp, m, board, hands)
+    if ranges[0].sum() <= 0 or ranges[1].sum() <= 0:
+        raise SubgameError("the blueprint never reaches the history's last abstract node (a range is empty)")
+    return Subgame(
+        g,
+        state.betting,
+        board,
+        ranges,
+        bets or default_subgame_bets(),
+        refine=state.viewer,
+        depth_limit=depth_limit,
+    )
+
+
 def solve_state(
     bp: Blueprint,
     state: State | str,
@@ -255,38 +336,9 @@ def solve_state(
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     state = decision_state(bp, state)
     check_interrupt(deadline, stop)
-    try:
-        off = first_off_tree(bp, state)
-    except BlueprintError as exc:
-        raise SubgameError(str(exc)) from None
-    from subgame.depth import resolve_depth_limit
-
-    if off is None:
-        root_round = state.betting.round
-    elif not nested:
-        raise SubgameError("the history is off the blueprint's tree and nested solving is off")
-    else:
-        root_round = _flat(state.betting)[off[1]][0]
-    dl = resolve_depth_limit(bp, depth_limit, root_round, state.betting.round)
-    if off is None:
-        sub, _ = from_matchstate(bp, state, bets=bets, depth_limit=dl)
-    elif int(bp.tree.player[off[0]]) != state.viewer:
-        sub = nested_subgame(bp, state, bets, depth_limit=dl)
-    else:
-        # the viewer's own earlier bet is off the blueprint's tree (it came from a subgame's finer
-        # sizes): re-solve from the decision where it was made, with the real actions in the tree
-        m, i, before = off
-        board = tuple(int(c) for c in state.board_cards[: bp.gamedef.board_cards_through(before.round)])
-        sub = blueprint_subgame(
-            bp,
-            m,
-            before,
-            board,
-            state.viewer,
-            bets,
-            action_filter=real_path_filter(state.betting),
-            depth_limit=dl,
-        )
+    sub = state_subgame(bp, state, bets, nested, depth_limit)
+    if sub.alt is None:
+        method = "unsafe"  # a dead end (state_subgame): no blueprint values to be safe against
     check_interrupt(deadline, stop)
     sub.public_tree()
     check_interrupt(deadline, stop)

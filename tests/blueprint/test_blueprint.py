@@ -27,7 +27,7 @@ def test_keys_are_real_raise_sizes_and_sum_to_one(hunl_bp):
     assert set(s) <= {"f", "c", "r750", "r2000"} and sum(s.values()) == pytest.approx(1.0)
 
 
-def test_an_overbet_maps_to_all_in_and_the_committed_player_calls_down(hunl_bp):
+def test_an_overbet_maps_to_all_in_and_a_called_all_in_with_chips_behind_gets_the_fallback(hunl_bp):
     """All-in is a size of the abstraction for translation, with the pot fraction of the stack
     behind it: pre-flop in hunl20 the pot raise is 1 pot and all-in (2,000) is 9.5 pots."""
     g = Game.load("hunl20")
@@ -47,8 +47,9 @@ def test_an_overbet_maps_to_all_in_and_the_committed_player_calls_down(hunl_bp):
     assert dist2 == pytest.approx({(100, 300): 15 / 25.5, (100, 2000): 1 - 15 / 25.5})
     # answering the overbet is fold or call only (as to an all-in), sized on the real state
     assert set(hunl_bp.strategy(st)) <= {"f", "c"}
-    # called: the abstract hand is over (all-in) while 100 chips remain behind; the blueprint
-    # checks and calls from then on, as its answer (not a fallback)
+    # called: the abstract hand is over (all-in) while 100 chips remain behind; the real hand goes
+    # on, and the blueprint answers from its fallback (the abstract node most like the real
+    # state: same round and seat, facing a bet or not, nearest stack-to-pot ratio), by hand
     player = BlueprintPlayer(hunl_bp)
     for ms in (
         "MATCHSTATE:0:1:r1900c/:AhAd|/2c3d4h",
@@ -57,19 +58,30 @@ def test_an_overbet_maps_to_all_in_and_the_committed_player_calls_down(hunl_bp):
     ):
         st3 = g.state(ms)
         assert t.kind[hunl_bp.node_of(st3)] == KIND_SHOWDOWN
-        assert hunl_bp.strategy(st3) == {"c": 1.0}
-        assert player.act(st3, np.random.default_rng(0)) == "c"
-    assert player.fallbacks == 0
+        ans = hunl_bp.answer(st3)
+        assert ans.source == "fallback" and "all-in was called" in ans.reason
+        n = ans.node
+        assert t.kind[n] == KIND_DECISION and int(t.player[n]) == st3.viewer and int(t.round[n]) == st3.round
+        assert (t.spent[n][0] != t.spent[n][1]) == (st3.betting.spent[0] != st3.betting.spent[1])
+        assert sum(ans.strategy.values()) == pytest.approx(1.0)
+        for a in ans.strategy:
+            st3.apply(a)  # legal in the real state
+        player.act(st3, np.random.default_rng(0))
+    assert player.sources == {"fallback": 3}
 
 
-def test_off_tree_history_errors_and_the_player_falls_back_to_call(hunl_bp):
+def test_more_raises_than_the_abstraction_allows_get_the_fallback(hunl_bp):
     g = Game.load("hunl20")
     # three raises in a round: the 'small' abstraction caps raises at two
     st = g.state("MATCHSTATE:0:0:r200r400r600:AhAd|")
     with pytest.raises(BlueprintError, match="raise"):
-        hunl_bp.strategy(st)
+        hunl_bp.node_of(st)
+    ans = hunl_bp.answer(st)
+    assert ans.source == "fallback" and "abstraction has none" in ans.reason
+    assert set(ans.strategy) <= {"f", "c", "r1800", "r2000"} and len(ans.strategy) > 1  # pot raise, all-in
+    assert hunl_bp.strategy(st) == ans.strategy
     player = BlueprintPlayer(hunl_bp)
-    assert player.act(st, np.random.default_rng(0)) == "c" and player.fallbacks == 1
+    assert player.act(st, np.random.default_rng(0)) in ans.strategy and player.sources == {"fallback": 1}
 
 
 def test_wrong_viewer_and_terminal_states_are_errors(hunl_bp):

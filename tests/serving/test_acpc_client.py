@@ -52,7 +52,10 @@ def test_full_match_follows_the_protocol(responder, tmp_path):
         assert r.complete and r.hands == HANDS and r.fallbacks == 0, r.ended
         assert r.net == res.totals[seat]
     assert rep.net == -opp.net
-    assert rep.sources == {"blueprint": rep.decisions} and rep.decisions > HANDS
+    # every decision answered and labelled (a random opponent's raises are translated, or leave
+    # the abstraction: the blueprint's fallback)
+    assert set(rep.sources) <= {"blueprint", "translated", "fallback"} and rep.sources.get("blueprint")
+    assert sum(rep.sources.values()) == rep.decisions > HANDS
 
     # the wire: versions first; every response repeats the last state sent to that seat and was
     # sent only when that seat was to act; positions rotate hand by hand
@@ -100,15 +103,16 @@ def test_client_log_and_timing(responder, tmp_path):
     assert rep.max_response_ms < 5_000 and res.max_response_ms[0] < 5_000
 
 
-def test_off_tree_histories_fall_back_to_call(responder):
-    # always-raise re-raises past the abstraction's two raises a round: the blueprint has no answer
+def test_histories_off_the_abstraction_get_the_blueprints_fallback(responder):
+    # always-raise re-raises past the abstraction's two raises a round: the service answers from
+    # the blueprint's fallback (labelled), so the client never has to check or call on its own
     from evaluation.players import AlwaysRaise
 
     game = responder.game
     dealer = AcpcDealer(game, 6, seed=2).start()
     rep, _, res = _match(dealer, [responder, PlayerResponder(AlwaysRaise(), game, seed=3)])
     assert res.ok and rep.complete and rep.hands == 6
-    assert rep.fallbacks == rep.fallback_reasons.get("off_tree", 0) > 0
+    assert rep.fallbacks == 0 and rep.sources.get("fallback", 0) > 0
 
 
 def test_dealer_enforces_legality():

@@ -154,7 +154,6 @@ def test_any_request_object_is_answered_or_refused_naming_a_kind(app, reference,
             "bad_method",
             "bad_time_budget",
             "bad_session",
-            "off_tree",
             "invalid_request",
             "bad_request",
         }, out

@@ -41,11 +41,24 @@ BAD = [
     (PREFLOP, {"time_budget_ms": 10**9}, 422, "bad_time_budget", "got 1000000000"),
     (PREFLOP, {"session": ""}, 422, "bad_session", "printable"),
     (PREFLOP, {"session": "x" * 300}, 422, "bad_session", "1..256"),
-    ("MATCHSTATE:0:0:r200r400r600:AhAd|", {}, 422, "off_tree", "abstraction has none"),
 ]
 
 
 # -- the responder, without HTTP -----------------------------------------------------------------
+def test_a_legal_state_off_the_abstraction_is_answered_and_labelled(responder, hunl_bp):
+    # three raises in a round where the 'small' abstraction allows two: no 422, the blueprint's
+    # fallback (the abstract node most like the real state), labelled with its reason
+    ms = "MATCHSTATE:0:0:r200r400r600:AhAd|"
+    out = responder.answer(ms)
+    assert out["source"] == "fallback" and "abstraction has none" in out["reason"]
+    assert sum(out["strategy"].values()) == pytest.approx(1.0)
+    state = responder.game.state(ms)
+    for a in out["strategy"]:
+        state.apply(a)  # every key is legal
+    assert out["strategy"] == hunl_bp.answer(ms).strategy
+    assert len(out["strategy"]) > 1  # options kept: not a fixed check/call
+
+
 def test_blueprint_responder_answers_from_the_blueprint(responder, hunl_bp):
     assert isinstance(responder, Responder)
     for ms in (PREFLOP, FLOP, *example_matchstates(responder.game)):
@@ -202,6 +215,18 @@ def test_metrics_count_requests_errors_and_latency(responder):
     assert m["errors"] == {"not_your_turn": 1, "invalid_request": 1}
     lat = m["latency_ms"]["blueprint"]
     assert lat["count"] == 5 and 0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"]
+
+
+def test_every_answer_source_is_counted_and_a_legal_state_is_never_refused(responder):
+    with serving(responder, threads=2) as c:
+        answers = [
+            c.post("/v1/strategy", json={"matchstate": ms})
+            for ms in (FLOP, "MATCHSTATE:0:0:r250:AhAd|", "MATCHSTATE:0:0:r200r400r600:AhAd|")
+        ]
+        m = c.get("/metrics").json()
+    assert [r.status_code for r in answers] == [200, 200, 200]
+    assert [r.json()["source"] for r in answers] == ["blueprint", "translated", "fallback"]
+    assert m["answers"] == {"blueprint": 1, "translated": 1, "fallback": 1}
 
 
 class _Broken:
@@ -389,8 +414,8 @@ def test_the_node_cache_agrees_with_the_walk(hunl_bp):
     ]
     for ms in states:
         st = game.state(ms)
-        assert hunl_bp.node_of(st) == hunl_bp._walk(st, None)[0] == hunl_bp.node_of(st)
-        assert hunl_bp._node_cache[st.betting.actions][0] == hunl_bp.node_of(st)
+        assert hunl_bp.node_of(st) == hunl_bp._walk(st, None).node == hunl_bp.node_of(st)
+        assert hunl_bp._node_cache[(st.viewer, st.betting.actions)].node == hunl_bp.node_of(st)
 
 
 # -- time budgets: the answer comes back in time, from a subgame or labelled as a fallback ---------
