@@ -6,11 +6,13 @@ Commands (``mccfr COMMAND --help`` for every flag)::
                  [--iterations N | --time SECONDS] [--out RUN_DIR] [--checkpoint-every SECONDS]
                  [--keep N] [--seed S] [--target-exploitability X] [--eval-every SECONDS]
                  [--report-every SECONDS] [--regret-dtype float32|int32]
-                 [--workers N] [--shards S] [--address ADDR] [--batch B] [--json]
-    mccfr resume RUN_DIR [--iterations N | --time SECONDS] [same run-control and Ray flags] [--json]
+                 [--workers N] [--shards S] [--address ADDR] [--batch B] [--storage DIR|URI] [--json]
+    mccfr resume RUN_DIR [--iterations N | --time SECONDS] [same run-control and Ray flags]
+                 [--storage DIR|URI] [--json]
     mccfr status RUN_DIR [--verify] [--plot FILE.png] [--json]
     mccfr eval   [RUN_DIR | --game G] [--exploitability] [--player SPEC] [--vs SPEC --hands N]
-                 [--seed S] [--json]
+                 [--seed S] [--json]      (SPEC: RUN_DIR[+solve:METHOD], random, always-call,
+                                           always-raise, minraise, overbet:X, kuhn-fixed, kuhn-greedy)
     mccfr export RUN_DIR --out FILE.parquet [--json]
     mccfr matrix FILE.csv [--iterations N] [--positive-only] [--fixed-row P,..] [--fixed-column P,..]
                  [--json]

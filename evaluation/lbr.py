@@ -42,8 +42,9 @@ comma list of pot fractions with ``allin`` (``0.5,1,allin``). A pot fraction ``f
 
 The opponent's strategy is exactly what :class:`evaluation.players.BlueprintPlayer` plays: an
 off-tree raise of LBR's is mapped by the randomized pseudo-harmonic translation (its mixture over
-both neighbours, :meth:`blueprint.blueprint.Blueprint.node_distribution`), and where the history
-leaves the abstract tree the player checks or calls. Baselines that ignore their cards
+both neighbours, :meth:`blueprint.blueprint.Blueprint.node_distribution`), and where the abstract
+tree has no node for the history the blueprint's fallback node answers
+(:meth:`blueprint.blueprint.Blueprint.decision_nodes`), as the player does. Baselines that ignore their cards
 (``always-call``, ``always-raise``, ``random``) need no range update.
 
 The range and equity computations are numba kernels over flat arrays (:func:`equity_vs_range`,
