@@ -8,7 +8,11 @@ most of the card luck from the comparison.
 
 Randomness: ``SeedSequence(seed).spawn(3)`` gives three ``numpy.random.Generator`` streams, for the
 deals, for player A and for player B, so the deals do not depend on the players and the same seed
-replays the same match.
+replays the same match. With ``common_random=True`` each hand's players draw instead from streams
+of their own, seeded by the seed and the hand's number: two players that differ only in some
+decisions (the blueprint player, and the same blueprint with subgame solving) then play every
+hand those decisions do not reach identically, so the difference of their results over the same
+seed has a far smaller variance than either result (common random numbers).
 
 Results are from player A's side. ``chips_per_hand`` is A's mean net chips per hand; its 95%
 confidence interval is ``1.96 * s / sqrt(pairs)`` (:func:`holdem.reporting.ci95`) with ``s`` the standard deviation of the
@@ -122,6 +126,9 @@ class MatchResult(InBigBlinds):
     # decisions of each player (A, B) by where their answers came from (blueprint.blueprint.SOURCES),
     # for players that label their answers (the blueprint and solving players); empty otherwise
     sources: tuple[dict, dict] = ({}, {})
+    # A's mean chips per duplicate pair, in order (for paired comparisons of two matches on the
+    # same seed: evaluation.match.paired_difference); not in to_json
+    pair_chips: tuple[float, ...] = dataclasses.field(default=(), repr=False)
 
     @property
     def mean(self) -> float:
@@ -163,10 +170,12 @@ def play_match(
     hands: int,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    common_random: bool = False,
 ) -> MatchResult:
     """Play ``hands`` hands (rounded up to whole duplicate pairs) of A against B.
 
-    ``progress(hands_done, hands_total)`` is called now and then.
+    ``progress(hands_done, hands_total)`` is called now and then; ``common_random``: per-hand
+    player streams (module docstring).
     """
     if hands < 2:
         raise ValueError(f"a duplicate match needs at least 2 hands, got {hands}")
@@ -178,10 +187,14 @@ def play_match(
     every = max(1, pairs // 100)
     for j in range(pairs):
         deal = deal_rng.choice(g.deck_size, g.cards_per_deal, replace=False)
-        end = play_hand(game, (a, b), (rng_a, rng_b), deal, 2 * j)
-        net[j, 0] = end.payoffs()[0]
-        end = play_hand(game, (b, a), (rng_b, rng_a), deal, 2 * j + 1)
-        net[j, 1] = end.payoffs()[1]
+        for half in (0, 1):
+            if common_random:
+                rng_a, rng_b = (
+                    np.random.default_rng(s) for s in np.random.SeedSequence([seed, 2 * j + half]).spawn(2)
+                )
+            seats, rngs = ((a, b), (rng_a, rng_b)) if half == 0 else ((b, a), (rng_b, rng_a))
+            end = play_hand(game, seats, rngs, deal, 2 * j + half)
+            net[j, half] = end.payoffs()[half]
         if progress is not None and (j + 1) % every == 0:
             progress(2 * (j + 1), 2 * pairs)
     per_pair = net.mean(axis=1)
@@ -200,7 +213,17 @@ def play_match(
         big_blind=big_blind_of(game.gamedef),
         seed=seed,
         sources=tuple(_counted(p, was) for p, was in zip((a, b), before)),  # type: ignore[arg-type]
+        pair_chips=tuple(float(x) for x in per_pair),
     )
+
+
+def paired_difference(x: MatchResult, y: MatchResult) -> tuple[float, float]:
+    """``(mean, ci95)`` in ``x``'s unit of ``x - y`` per duplicate pair, for two matches played on
+    the same deals (same seed and hands; ``common_random=True`` for a small variance)."""
+    if x.pairs != y.pairs or x.seed != y.seed or len(x.pair_chips) != x.pairs or len(y.pair_chips) != y.pairs:
+        raise ValueError("a paired difference needs two matches of the same seed and number of hands")
+    d = np.asarray(x.pair_chips) - np.asarray(y.pair_chips)
+    return float(d.mean()) * x.scale(), ci95(d) * x.scale()
 
 
 def _counted(player: Player, before: dict) -> dict:

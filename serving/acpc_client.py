@@ -24,12 +24,14 @@ keeps a solving responder within the dealer's limits.
 Each decision asks the responder for the strategy at the match state (``session`` =
 ``"<match>:<hand>"``, so a solving responder reuses its subgame within the hand) and samples one
 action from it with the client's seeded ``numpy`` generator. When the responder has no answer
-(:class:`~serving.responder.QueryError`, e.g. the history left the blueprint's abstract tree)
-or answers with an action that is not legal, the client checks or calls and counts a fallback.
+(:class:`~serving.responder.QueryError`: a responder bug or a server that refuses; a legal state
+always has an answer, labelled by its ``source``) or answers with an action that is not legal,
+the client checks or calls and counts a fallback.
 
 The match log (``log``) is JSON lines: a ``start`` record, one ``hand`` record per finished hand
 (hand number, position, final match state, net chips, and each decision: match state, action,
-strategy, source, milliseconds) and an ``end`` record with the report.
+strategy, source (``blueprint``, ``translated``, ``subgame``, ``fallback`` with its ``reason``),
+milliseconds) and an ``end`` record with the report (``sources``: the decisions by source).
 """
 
 from __future__ import annotations
@@ -352,6 +354,8 @@ class AcpcClient:
             strategy = ans["strategy"]
             logged = strategy if len(strategy) <= LOG_MAX_ACTIONS else {"actions": len(strategy)}
             record.update(strategy=logged, source=ans["source"], method=ans.get("method"))
+            if ans.get("reason"):
+                record["reason"] = ans["reason"]  # a fallback answer: why the tree had no node
             action = sample(strategy, self.rng)
             try:
                 state.apply(action)

@@ -280,3 +280,45 @@ def test_blueprint_memo_keeps_translation_random():
     rng = np.random.default_rng(0)
     seen = {tuple(sorted(bp.strategy(off, rng).items())) for _ in range(40)}
     assert len(seen) == 2  # both neighbours are drawn
+
+
+# -- the abstraction's exploiters and paired matches ---------------------------------------------
+HUNL20 = Game.load("hunl20")
+
+
+def test_exploiter_specs_and_their_play():
+    from evaluation.players import MinRaisePlayer, OverbetPlayer, PlayerSpecError, hand_equity
+
+    ob = player_from_spec("overbet:9.5", HUNL20)
+    assert isinstance(ob, OverbetPlayer) and ob.name == "overbet:9.5"
+    # its first action: a raise to 9.5 pots (100 + 9.5 * (150 + 50) = 2,000: all-in in hunl20)
+    assert ob.probs(HUNL20.state("MATCHSTATE:1:0::|AhKd")) == {"r2000": 1.0}
+    ob3 = player_from_spec("overbet:3", HUNL20)
+    assert ob3.probs(HUNL20.state("MATCHSTATE:1:0::|7h2c")) == {"r700": 1.0}
+    # afterwards by hand strength: aces raise the pot, seven high folds to a bet
+    assert ob3.probs(HUNL20.state("MATCHSTATE:1:0:r700c/r1400:|AsAh/Kd9c2s")) == {"r2000": 1.0}
+    assert ob3.probs(HUNL20.state("MATCHSTATE:1:0:r700c/r1400:|7h3c/Kd9c2s")) == {"f": 1.0}
+    mr = player_from_spec("minraise", HUNL20)
+    assert isinstance(mr, MinRaisePlayer)
+    assert mr.probs(HUNL20.state("MATCHSTATE:1:0:r200r300:|AsAh")) == {"r400": 1.0}
+    assert hand_equity(HUNL20.state("MATCHSTATE:1:0::|AsAh")) > 0.8
+    assert hand_equity(HUNL20.state("MATCHSTATE:1:0::|7h2c")) < 0.4
+    for bad in ("overbet:", "overbet:x", "overbet:0", "overbet:-1", "overbet:nan", "overbet:1e9"):
+        with pytest.raises(PlayerSpecError, match="overbet:X"):
+            player_from_spec(bad, HUNL20)
+    with pytest.raises(PlayerSpecError, match="no-limit"):
+        player_from_spec("overbet:2", Game.load("hulhe"))
+
+
+def test_common_random_numbers_make_identical_players_tie_exactly():
+    from evaluation.match import paired_difference
+    from evaluation.players import AlwaysCall, AlwaysRaise
+
+    a = play_match(HUNL20, RandomPlayer(), AlwaysCall(), 40, seed=3, common_random=True)
+    b = play_match(HUNL20, RandomPlayer(), AlwaysCall(), 40, seed=3, common_random=True)
+    assert a.pair_chips == b.pair_chips and paired_difference(a, b) == (0.0, 0.0)
+    c = play_match(HUNL20, AlwaysRaise(), AlwaysCall(), 40, seed=3, common_random=True)
+    d, ci = paired_difference(c, a)
+    assert d != 0.0 and ci > 0.0
+    with pytest.raises(ValueError, match="same seed"):
+        paired_difference(a, play_match(HUNL20, RandomPlayer(), AlwaysCall(), 40, seed=4))
