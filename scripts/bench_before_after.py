@@ -13,7 +13,8 @@ kernels), then times a fixed amount of work in CPU seconds of the process:
 * ``mccfr-leduc``: 2,000,000 of the same on Leduc (lossless buckets);
 * ``query``: ``Blueprint.strategy`` on 2,000 match states of self-play of ``hunl20`` (a
   1,000-iteration ``small``-bets blueprint with ``rank`` buckets), each answered 25 times;
-* ``solve-river``: the Libratus river endgame ``subgame4`` (unsafe, DCFR, 60 iterations), 30 times.
+* ``solve-river``: the Libratus river endgame ``subgame4`` (unsafe, DCFR, 60 iterations), 30 times;
+* ``solve-turn``: the Libratus turn endgame ``subgame2`` (unsafe, DCFR, 20 iterations), one thread.
 
 The figure of each measurement is the median over rounds of AFTER / BEFORE throughput (above 1:
 AFTER is faster), with both medians. Prints a table and a final JSON line.
@@ -94,6 +95,18 @@ PROGRAMS = {
             solve(sub, method="unsafe", iterations=60)
         cpu = time.process_time() - t
         out(30 / cpu, "solves/s")
+    """,
+    "solve-turn": """
+        import os
+        os.environ["NUMBA_NUM_THREADS"] = "1"  # one core, both revisions (before numba starts)
+        from subgame.libratus import read_libratus
+        from subgame.solver import solve
+        sub = read_libratus(ROOT + "/tests/data/libratus/subgame2.txt")
+        solve(sub, method="unsafe", iterations=2)
+        t = time.process_time()
+        solve(sub, method="unsafe", iterations=20)
+        cpu = time.process_time() - t
+        out(20 / cpu, "iterations/s")
     """,
 }
 

@@ -29,6 +29,7 @@ both play ``sigma``.
 
 from __future__ import annotations
 
+import types
 from typing import NamedTuple
 
 import numba
@@ -129,6 +130,65 @@ class WalkWork(NamedTuple):
     fn: np.ndarray  # int64 [D]
     fa: np.ndarray  # int64 [D]
     out: np.ndarray  # [H] root values
+
+
+class ParWork(NamedTuple):
+    """Work of a walk whose chance nodes' subtrees run on several threads (:func:`chance_reach`,
+    :func:`chance_tasks`, then :func:`walk` with this ``pw``). The *tasks* are the children of the
+    top chance nodes (those without a chance node above them): ``task0[n]`` is the first task of
+    top chance node ``n`` (its children in order), -1 elsewhere. A task's subtree is walked by one
+    thread with that thread's :class:`WalkWork` (the ``[T, ...]`` arrays, ``T`` threads)."""
+
+    task0: np.ndarray  # int64 [N]
+    task_node: np.ndarray  # int64 [J]: the task's node (a chance child)
+    trr: np.ndarray  # [J, 2, H] each seat's reach at the task's node (its board's lists)
+    vals: np.ndarray  # [J, H] the traverser's values there
+    rbuf: np.ndarray  # [T, D, 2, H]
+    cv: np.ndarray  # [T, D, A, H]
+    sg: np.ndarray  # [T, D, A, H]
+    tmp: np.ndarray  # [T, D, H]
+    cacc: np.ndarray  # float64 [T, cards]
+    tot: np.ndarray  # float64 [T, H]
+    rid: np.ndarray  # int64 [T, D, 2]
+    fn: np.ndarray  # int64 [T, D]
+    fa: np.ndarray  # int64 [T, D]
+    out: np.ndarray  # [T, H]
+
+
+def par_work(tree, T: int, D: int, A: int, H: int, dtype) -> ParWork:
+    """:class:`ParWork` for ``T`` threads (tree depth ``D``, ``A`` actions, ``H`` hands)."""
+    from abstraction.tree import KIND_CHANCE
+
+    kind = np.asarray(tree.kind)
+    N = len(kind)
+    under = np.zeros(N, np.bool_)  # a chance node above (nodes are in preorder)
+    task0 = np.full(N, -1, np.int64)
+    nodes: list[int] = []
+    for n in range(N):
+        lo = int(tree.child_start[n])
+        kids = tree.edge_child[lo : lo + int(tree.num_actions[n])]
+        if kind[n] == KIND_CHANCE and not under[n]:
+            task0[n] = len(nodes)
+            nodes.extend(int(c) for c in kids)
+        if kind[n] == KIND_CHANCE or under[n]:
+            under[kids] = True
+    J = len(nodes)
+    return ParWork(
+        task0,
+        np.array(nodes, np.int64),
+        np.zeros((J, 2, H), dtype),
+        np.zeros((J, H), dtype),
+        np.zeros((T, D, 2, H), dtype),
+        np.zeros((T, D, A, H), dtype),
+        np.zeros((T, D, A, H), dtype),
+        np.zeros((T, D, H), dtype),
+        np.zeros((T, tree.game.deck_size), np.float64),
+        np.zeros((T, H), np.float64),
+        np.zeros((T, D, 2), np.int64),
+        np.zeros((T, D), np.int64),
+        np.zeros((T, D), np.int64),
+        np.zeros((T, H), dtype),
+    )
 
 
 @numba.njit(cache=True, nogil=True)
@@ -264,9 +324,149 @@ def _scatter_up(vals, acc, p, pb, cb, nlive, idx, pos):
         acc[pos[pb, p, idx[cb, p, j]]] += vals[j]
 
 
+@numba.njit(cache=True, fastmath=True, nogil=True)
+def chance_reach(ta, hd, st, root_reach, opt, wk, pw):
+    """Each seat's reach at every task of ``pw`` (:class:`ParWork`) into ``pw.trr``: the part of
+    :func:`walk` above the top chance nodes, reach only (the same strategies and products)."""
+    kind = ta.kind
+    player = ta.player
+    num_actions = ta.num_actions
+    board = ta.board
+    child_start = ta.child_start
+    edge_child = ta.edge_child
+    nlive = hd.nlive
+    idx = hd.idx
+    pos = hd.pos
+    coff = hd.coff
+    sigma = st.sigma
+    regret = st.regret
+    p = opt.p
+    mode = opt.mode
+    rbuf = wk.rbuf
+    sg = wk.sg
+    tot = wk.tot
+    rid = wk.rid
+    fn = wk.fn
+    fa = wk.fa
+    b0 = board[0]
+    for s in range(2):
+        for j in range(nlive[b0, s]):
+            rbuf[0, s, j] = root_reach[s, j]
+        rid[0, s] = 0
+    if kind[0] == KIND_FOLD or kind[0] == KIND_SHOWDOWN:
+        return
+    d = 0
+    fn[0] = 0
+    fa[0] = 0
+    enter = True
+    while True:
+        n = fn[d]
+        kn = kind[n]
+        bn = board[n]
+        if enter:
+            enter = False
+            if kn == KIND_DECISION:
+                if mode == 0:  # regret matching, as walk
+                    q = player[n]
+                    A = num_actions[n]
+                    L = nlive[bn, q]
+                    base = coff[n]
+                    t = tot
+                    for j in range(L):
+                        t[j] = 0.0
+                    for a in range(A):
+                        rg = regret[base + a * L : base + (a + 1) * L]
+                        sa = sg[d, a]
+                        for j in range(L):
+                            x = rg[j]
+                            x = x if x > 0 else 0.0
+                            sa[j] = x
+                            t[j] += x
+                    for j in range(L):
+                        t[j] = 1.0 / t[j] if t[j] > 0 else 0.0
+                    inv_a = 1.0 / A
+                    for a in range(A):
+                        sa = sg[d, a]
+                        for j in range(L):
+                            sa[j] = sa[j] * t[j] if t[j] > 0 else inv_a
+            else:  # a top chance node: its children's reach, as walk gathers it
+                j0 = pw.task0[n]
+                for i in range(num_actions[n]):
+                    bc = board[edge_child[child_start[n] + i]]
+                    dst = pw.trr[j0 + i]
+                    for s in range(2):
+                        src = rbuf[rid[d, s], s]
+                        for j in range(nlive[bc, s]):
+                            dst[s, j] = src[pos[bn, s, idx[bc, s, j]]]
+                fa[d] = num_actions[n]
+        a = fa[d]
+        if a < num_actions[n]:
+            fa[d] = a + 1
+            c = edge_child[child_start[n] + a]
+            kc = kind[c]
+            if kc == KIND_FOLD or kc == KIND_SHOWDOWN:
+                continue
+            q = player[n]
+            if q == p and mode != 0:
+                rid[d + 1, q] = rid[d, q]
+            else:
+                L = nlive[bn, q]
+                src = rbuf[rid[d, q], q]
+                dst = rbuf[d + 1, q]
+                if mode == 0:
+                    sa = sg[d, a]
+                    for j in range(L):
+                        dst[j] = src[j] * sa[j]
+                else:
+                    base = coff[n] + a * L
+                    sa2 = sigma[base : base + L]
+                    for j in range(L):
+                        dst[j] = src[j] * sa2[j]
+                rid[d + 1, q] = d + 1
+            rid[d + 1, 1 - q] = rid[d, 1 - q]
+            d += 1
+            fn[d] = c
+            fa[d] = 0
+            enter = True
+            continue
+        if d == 0:
+            return
+        d -= 1
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def chance_tasks(ta, hd, st, opt, pw):
+    """Every task of ``pw`` (:class:`ParWork`, reach from :func:`chance_reach`): its subtree walked
+    by :func:`walk_one` on the calling thread's work arrays, its values into ``pw.vals``. Tasks'
+    subtrees share no table rows: threads write disjoint parts of ``st``."""
+    p = opt.p
+    nlive = hd.nlive
+    for j in numba.prange(pw.task_node.shape[0]):
+        t = numba.get_thread_id()
+        wk = WalkWork(
+            pw.rbuf[t],
+            pw.cv[t],
+            pw.sg[t],
+            pw.tmp[t],
+            pw.cacc[t],
+            pw.tot[t],
+            pw.rid[t],
+            pw.fn[t],
+            pw.fa[t],
+            pw.out[t],
+        )
+        c = pw.task_node[j]
+        walk_one(ta, hd, st, pw.trr[j], opt, wk, None, c)
+        v = pw.vals[j]
+        o = wk.out
+        for i in range(nlive[ta.board[c], p]):
+            v[i] = o[i]
+
+
 @numba.njit(cache=True, fastmath=True, nogil=True)  # nogil: concurrent solves (the service) use every core
-def walk(ta, hd, st, root_reach, opt, wk):
-    """One depth-first walk for traverser ``opt.p``; ``wk.out[:nlive[board[0], p]]`` gets its root values.
+def walk(ta, hd, st, root_reach, opt, wk, pw, n0):
+    """One depth-first walk for traverser ``opt.p`` of the subtree of node ``n0`` (0: the whole
+    tree); ``wk.out[:nlive[board[n0], p]]`` gets its root values.
 
     ``ta`` :class:`WalkTree`, ``hd`` :class:`HandArrays`, ``st`` :class:`WalkState`, ``opt``
     :class:`WalkOptions`, ``wk`` :class:`WalkWork`. ``root_reach[s, :nlive[board[0], s]]``: each
@@ -277,6 +477,11 @@ def walk(ta, hd, st, root_reach, opt, wk):
     ``cv[d, a]`` child values (a chance node sums into ``cv[d, 0]``), ``sg[d, a]`` the strategy
     (mode 0), ``tmp[d]`` a chance child's values, ``rid[d, s]`` the frame whose ``rbuf`` holds seat
     ``s``'s reach at depth ``d`` (a decision changes only its seat's).
+
+    ``pw``: None, or a :class:`ParWork` whose tasks (the top chance nodes' children) have been
+    walked (:func:`chance_reach`, then :func:`chance_tasks` on several threads): their values are
+    then read from ``pw.vals`` and added up in the same order as one thread adds them, so the
+    values, tables and floating-point sums are the same.
 
     Depth-limited trees: :func:`walk_dl` (the same walk with a leaf hook; keep the two in step)."""
     kind = ta.kind
@@ -317,14 +522,14 @@ def walk(ta, hd, st, root_reach, opt, wk):
     fa = wk.fa
     out = wk.out
     o = 1 - p
-    b0 = board[0]
+    b0 = board[n0]
     for s in range(2):
         for j in range(nlive[b0, s]):
             rbuf[0, s, j] = root_reach[s, j]
         rid[0, s] = 0
-    if kind[0] == KIND_FOLD or kind[0] == KIND_SHOWDOWN:
+    if kind[n0] == KIND_FOLD or kind[n0] == KIND_SHOWDOWN:
         _terminal(
-            0,
+            n0,
             p,
             kind,
             player,
@@ -343,7 +548,7 @@ def walk(ta, hd, st, root_reach, opt, wk):
         )
         return
     d = 0
-    fn[0] = 0
+    fn[0] = n0
     fa[0] = 0
     enter = True
     while True:
@@ -380,6 +585,13 @@ def walk(ta, hd, st, root_reach, opt, wk):
                 acc = cv[d, 0]
                 for j in range(nlive[bn, p]):
                     acc[j] = 0.0
+                if pw is not None:  # (``pw is None`` is pruned at compile time)
+                    j0 = pw.task0[n]
+                    if j0 >= 0:  # the children's values are in pw.vals: added in child order
+                        for i in range(num_actions[n]):
+                            bc = board[edge_child[child_start[n] + i]]
+                            _scatter_up(pw.vals[j0 + i], acc, p, bn, bc, nlive, idx, pos)
+                        fa[d] = num_actions[n]
         a = fa[d]
         if a < num_actions[n]:
             fa[d] = a + 1
@@ -517,6 +729,20 @@ def walk(ta, hd, st, root_reach, opt, wk):
         d -= 1
         if kind[fn[d]] == KIND_CHANCE:
             _scatter_up(tmp[d + 1], cv[d, 0], p, board[fn[d]], bn, nlive, idx, pos)
+
+
+def _copy(f, name: str):
+    """A second function object with ``f``'s code, named ``name`` (its own numba dispatcher and cache)."""
+    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    g.__qualname__ = name
+    g.__doc__ = f.__doc__
+    return g
+
+
+#: :func:`walk` as a dispatcher of its own: the one-thread walk of a task's subtree that
+#: :func:`chance_tasks` runs (a parallel region calling a dispatcher that also has an overload
+#: taking a :class:`ParWork` failed to link)
+walk_one = numba.njit(cache=True, fastmath=True, nogil=True)(_copy(walk.py_func, "walk_one"))
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True)

@@ -33,13 +33,15 @@ solve (its NashConv / 2); ``subgame_exploitability`` is the profile's in the pla
 from __future__ import annotations
 
 import dataclasses
+import functools
+import threading
 import time
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional, TypeVar, cast
 
 import numpy as np
 
 from abstraction.bets import BetAbstraction
-from abstraction.tree import KIND_DECISION, BettingTree
+from abstraction.tree import KIND_CHANCE, KIND_DECISION, BettingTree
 from blueprint.algo import dcfr_factors
 from blueprint.vector_cfr import fold_values_all
 from holdem.betting import Betting
@@ -52,6 +54,28 @@ from subgame.tree import SubgameError, board_hands, build_subgame_tree, hand_lis
 
 METHODS = ("unsafe", "resolve", "maxmargin", "reach-maxmargin", "estimate", "reach-estimate")
 SAFE = ("resolve", "maxmargin", "reach-maxmargin")
+_PAR_LOCK = threading.Lock()  # held by the one walk that uses several threads (Engine.walk_compact)
+_RUNNING = [0]  # solves running in this process: walks use several threads only while at most one is
+_RUNNING_LOCK = threading.Lock()
+_F = TypeVar("_F", bound=Callable)
+
+
+def _counted(f: _F) -> _F:
+    """``f`` counted in :data:`_RUNNING` while it runs."""
+
+    @functools.wraps(f)
+    def g(*args, **kwargs):
+        with _RUNNING_LOCK:
+            _RUNNING[0] += 1
+        try:
+            return f(*args, **kwargs)
+        finally:
+            with _RUNNING_LOCK:
+                _RUNNING[0] -= 1
+
+    return cast(_F, g)
+
+
 ALGOS = ("dcfr", "cfr+")
 
 
@@ -105,12 +129,14 @@ class Subgame:
             self.validate()
         return self.tree
 
-    def engine(self, dtype=np.float64, support: Optional[np.ndarray] = None) -> "Engine":
+    def engine(
+        self, dtype=np.float64, support: Optional[np.ndarray] = None, threads: Optional[int] = None
+    ) -> "Engine":
         """The solver's :class:`Engine` for this subgame's tree (a depth-limited subgame's values
-        its leaves, :mod:`subgame.depth`)."""
+        its leaves, :mod:`subgame.depth`, whose walks use one thread). ``threads``: see :class:`Engine`."""
         t = self.public_tree()
         if self.depth_limit is None:
-            return Engine(t, dtype, support)
+            return Engine(t, dtype, support, threads)
         from subgame.depth import build_leaf_model, make_engine
 
         dl = self.depth_limit
@@ -239,9 +265,23 @@ class Engine:
     :meth:`walk` takes and returns full-width vectors (``H`` hands, strategies ``(rows, H)``);
     :meth:`walk_compact` takes the compact strategy tables the solver keeps. Values of hands outside
     the traverser's support are 0 (the default support is every hand the root board does not block).
+
+    ``threads``: how many threads walk a chance node's children (boards) at once; None: numba's
+    thread count (``NUMBA_NUM_THREADS``, :func:`numba.get_num_threads`), 1: one thread. Values and
+    tables are the same whatever the count (each board's values are summed in board order). One
+    walk at a time in the process uses several threads, and only while at most one :func:`solve`
+    runs: concurrent solves (e.g. the query service's) walk on one thread each. Walks also go
+    back to one thread while that measures faster (a machine whose cores are all busy: see
+    :meth:`_parallel_now`); ``threads=1`` (or ``NUMBA_NUM_THREADS=1``) never uses more.
     """
 
-    def __init__(self, tree: BettingTree, dtype=np.float64, support: Optional[np.ndarray] = None):
+    def __init__(
+        self,
+        tree: BettingTree,
+        dtype=np.float64,
+        support: Optional[np.ndarray] = None,
+        threads: Optional[int] = None,
+    ):
         self.t = tree
         self.bh = bh = board_hands(tree)
         self.dtype = dtype
@@ -270,6 +310,54 @@ class Engine:
         self._root_idx = [hl.idx[b0, s, : hl.nlive[b0, s]] for s in (0, 1)]
         self._outside = [bh.valid[b0] & ~hl.support[s] for s in (0, 1)]
         self._last_p = 0
+        self._dims = (D, A, H)
+        self.par_work: Optional[K.ParWork] = None
+        self._wall: dict = {}  # (traverser, mode) -> smoothed wall seconds of a walk on (one, several) threads
+        self._nwalks = 0
+        self.parallel_walks = 0  # walks that used several threads
+        self.set_threads(threads)
+
+    #: walks between two tries of the slower of one and several threads (see :meth:`_parallel_now`)
+    probe_every = 16
+
+    def _parallel_now(self, key) -> bool:
+        """Whether this walk uses several threads: only while at most one solve runs, and only
+        while that has been faster in wall time for walks of this kind (traverser, mode). A walk
+        of each kind runs first on one thread, the next on several; after that the faster one,
+        the slower one again every :attr:`probe_every` walks (the machine's load changes: on a
+        machine whose cores are busy, threads wait for each other and cost more than they give).
+        Either way the results are the same."""
+        if _RUNNING[0] > 1:
+            return False
+        one, par = self._wall.get(key, (None, None))
+        if one is None:
+            return False
+        if par is None:
+            return True
+        self._nwalks += 1
+        faster = par < 0.9 * one  # a clear gain only: timings on a loaded machine are noisy
+        return (not faster) if self._nwalks % self.probe_every == 0 else faster
+
+    def _timed(self, key, which: int, seconds: float) -> None:
+        w = list(self._wall.get(key, (None, None)))
+        w[which] = seconds if w[which] is None else 0.5 * (w[which] + seconds)
+        self._wall[key] = (w[0], w[1])
+
+    def set_threads(self, threads: Optional[int] = None) -> None:
+        """Walk chance nodes' children on ``threads`` threads (None: numba's count; see the class)."""
+        import numba
+
+        n = numba.get_num_threads() if threads is None else int(threads)
+        if n < 1:
+            raise SubgameError(f"threads must be at least 1, got {n}")
+        t = self.t
+        n = min(n, int(getattr(numba.config, "NUMBA_NUM_THREADS"))) if (t.kind == KIND_CHANCE).any() else 1
+        self.threads = n
+        if n <= 1:
+            self.par_work = None
+        elif self.par_work is None or self.par_work.rbuf.shape[0] != n:
+            D, A, H = self._dims
+            self.par_work = K.par_work(t, n, D, A, H, self.dtype)
 
     #: an exploitability check's cost in iterations, over 2 (a depth-limited engine that samples deals
     #: in iterations checks with every deal)
@@ -281,8 +369,11 @@ class Engine:
         return self.lists.size
 
     def memory_bytes(self) -> int:
-        return self.lists.memory_bytes() + sum(
-            a.nbytes for a in (self.rbuf, self.cv, self.sg, self.tmp, self.out, self.tot)
+        par = sum(a.nbytes for a in self.par_work) if self.par_work is not None else 0
+        return (
+            self.lists.memory_bytes()
+            + sum(a.nbytes for a in (self.rbuf, self.cv, self.sg, self.tmp, self.out, self.tot))
+            + par
         )
 
     def compress(self, sigma: np.ndarray) -> np.ndarray:
@@ -327,7 +418,7 @@ class Engine:
         sigma_c = np.zeros(1, self.dtype) if sigma_c is None else sigma_c
         regret = self._dummy if regret is None else regret
         strat_sum = self._dummy if strat_sum is None else strat_sum
-        K.walk(
+        args = (
             self.tree_arrays,
             self.hand_arrays,
             K.WalkState(sigma_c, regret, strat_sum),
@@ -335,6 +426,31 @@ class Engine:
             K.walk_options(p, mode, w),
             self.work,
         )
+        pw = self.par_work
+        key = (p, mode)
+        if pw is not None and self._parallel_now(key) and _PAR_LOCK.acquire(blocking=False):
+            try:  # one multi-threaded walk at a time (numba's workqueue threads are not re-entrant)
+                import numba
+
+                t0 = time.perf_counter()
+                K.chance_reach(*args, pw)
+                prev = numba.get_num_threads()
+                numba.set_num_threads(self.threads)
+                try:
+                    with numba.parallel_chunksize(1):  # boards to threads as they come free
+                        K.chance_tasks(args[0], args[1], args[2], args[4], pw)
+                finally:
+                    numba.set_num_threads(prev)
+                K.walk(*args, pw, 0)
+                self._timed(key, 1, time.perf_counter() - t0)
+                self.parallel_walks += 1
+            finally:
+                _PAR_LOCK.release()
+        else:
+            t0 = time.perf_counter()
+            K.walk(*args, None, 0)
+            if pw is not None:
+                self._timed(key, 0, time.perf_counter() - t0)
         self._last_p = p
         v = np.zeros(self.bh.num_hands)
         ri = self._root_idx[p]
@@ -416,6 +532,7 @@ def check_interrupt(deadline: Optional[float], stop=None) -> None:
         raise SolveInterrupted("the solve's deadline passed before it started iterating")
 
 
+@_counted
 def solve(
     sub: Subgame,
     method: str = "unsafe",
@@ -427,6 +544,7 @@ def solve(
     precision: str = "single",
     deadline: Optional[float] = None,
     stop=None,
+    threads: Optional[int] = None,
 ) -> Solution:
     """Solve ``sub`` with ``method`` until ``iterations``, ``time_budget`` seconds, or an
     exploitability (unsafe) / gadget gap (other methods) of ``target_pct_pot`` % of the pot.
@@ -446,6 +564,10 @@ def solve(
 
     ``precision``: ``single`` keeps the walk's reach and value vectors in float32 (terminal sums in
     float64), ``double`` in float64; regrets and average strategies are float32 either way.
+
+    ``threads``: threads that walk the boards of a chance node at once (:class:`Engine`; None:
+    numba's thread count) while this is the only solve running in the process (concurrent solves
+    walk on one thread each). The result does not depend on it.
     """
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
@@ -486,7 +608,7 @@ def solve(
     support = np.stack([ranges[0] > 0, ranges[1] > 0]) & valid0
     if method not in ("unsafe", "resolve"):
         support[o] = elig
-    e = sub.engine(np.float32 if precision == "single" else np.float64, support)
+    e = sub.engine(np.float32 if precision == "single" else np.float64, support, threads)
     regret = np.zeros(e.size, np.float32)
     strat_sum = np.zeros(e.size, np.float32)
     g_reg = np.zeros((H, 2)) if method == "resolve" else np.zeros(H)
