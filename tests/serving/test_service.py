@@ -116,6 +116,28 @@ def test_solving_responder_answers_the_river_from_a_subgame_and_reuses_it(hunl_b
     assert info.value.kind == "not_your_turn"
 
 
+def test_solving_responder_solves_a_dead_end_where_it_fits_and_labels_the_rest(hunl_bp):
+    from serving.responder import SolvingResponder
+
+    r = SolvingResponder(hunl_bp, "reach-maxmargin", default_time_budget_ms=20000, min_iterations=3)
+    try:
+        # three raises on the river (the abstraction allows two): solved from the state itself,
+        # unsafe (the blueprint has no values where its tree has no node)
+        river = "MATCHSTATE:1:0:r300c/cc/cc/r600r1200r1800:|AhKd/Ks9c2d/4h/5s"
+        assert r.answer_fast(river) is None
+        a = r.answer(river, session="d1")
+        assert a["source"] == "subgame" and a["method"] == "unsafe", a
+        assert abs(sum(a["strategy"].values()) - 1) < 1e-5
+        # three raises pre-flop: no subgame fits; the blueprint's fallback answers, labelled
+        pre = "MATCHSTATE:0:0:r300r900r1500:AhKd|"
+        b = r.answer(pre, session="d2")
+        assert b["source"] == "fallback" and b["fallback"] == "unsolvable" and "too big" in b["reason"], b
+        assert b["strategy"] == hunl_bp.answer(pre).strategy
+        assert r.metrics()["solver"]["outcomes"].get("unsolvable") == 1
+    finally:
+        r.close()
+
+
 # -- HTTP ------------------------------------------------------------------------------------------
 class Client:
     """Requests to a :class:`ThreadedServer` over one keep-alive connection (real sockets)."""
