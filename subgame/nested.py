@@ -229,9 +229,10 @@ def state_subgame(
 ) -> Subgame:
     """The subgame :func:`solve_state` solves for the viewer's decision ``state`` (see there):
     rooted at the state when its history is on the blueprint's tree; nested, rooted after the
-    opponent's first off-tree action; re-solved from the viewer's own off-tree action; or, where
-    the tree has no node for the history at all, :func:`dead_end_subgame` (no alternative values:
-    solved unsafe)."""
+    opponent's first off-tree action when that was in the state's round; re-solved from the
+    viewer's own off-tree action; or, where the tree has no node for the history at all or the
+    opponent's first off-tree action was in an earlier round, :func:`dead_end_subgame` rooted at
+    the state (no alternative values: solved unsafe)."""
     from subgame.depth import resolve_depth_limit
 
     rnd = state.betting.round
@@ -248,6 +249,11 @@ def state_subgame(
         return from_matchstate(bp, state, bets=bets, depth_limit=dl)[0]
     if not nested:
         raise SubgameError("the history is off the blueprint's tree and nested solving is off")
+    if _flat(state.betting)[off[1]][0] < rnd and int(bp.tree.player[off[0]]) != state.viewer:
+        # the opponent's off-tree action was in an earlier round: a nested subgame rooted there
+        # would run to the end of the hand (far too big before the river); solve from the state
+        # itself with the ranges of the translated history instead
+        return dead_end_subgame(bp, state, bets, depth_limit=resolve_depth_limit(bp, depth_limit, rnd, rnd))
     dl = resolve_depth_limit(bp, depth_limit, _flat(state.betting)[off[1]][0], rnd)
     if int(bp.tree.player[off[0]]) != state.viewer:
         return nested_subgame(bp, state, bets, depth_limit=dl)
@@ -270,11 +276,14 @@ def state_subgame(
 def dead_end_subgame(
     bp: Blueprint, state: State, bets: Optional[BetAbstraction] = None, depth_limit=None
 ) -> Subgame:
-    """The subgame rooted at ``state`` itself, whose history has no node in the blueprint's tree
-    (more raises than its bet abstraction allows, or a translated all-in called with chips left
-    behind: :meth:`~blueprint.blueprint.Blueprint.walk`). Each seat's range is its blueprint
-    reach at the last abstract node the history reached (what happened after, the blueprint has
-    no strategy for); there are no blueprint values at the root, so only ``unsafe`` solves it."""
+    """The subgame rooted at ``state`` itself, for a history whose blueprint values cannot be
+    used there: it has no node in the blueprint's tree (more raises than its bet abstraction
+    allows, or a translated all-in called with chips left behind:
+    :meth:`~blueprint.blueprint.Blueprint.walk`), or an opponent's off-tree raise of an earlier
+    round was translated. Each seat's range is its blueprint reach at the abstract node the
+    history walks to (translated deterministically; at a dead end, the last one it reached: what
+    happened after, the blueprint has no strategy for); there are no blueprint values at the
+    root, so only ``unsafe`` solves it."""
     from subgame.bets import default_subgame_bets
 
     g = bp.gamedef

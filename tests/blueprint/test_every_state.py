@@ -176,3 +176,16 @@ def test_dead_ends_are_solved_where_a_subgame_fits_else_the_fallback_answers(hun
     assert time.perf_counter() - t0 < 2.0
     strat, source = player.strategy(four_bet)
     assert source == "fallback" and strat == hunl100_bp.strategy(four_bet)
+
+
+def test_an_earlier_rounds_off_tree_bet_is_re_solved_from_the_state(hunl100_bp):
+    from subgame.nested import solve_state, state_subgame
+
+    # the opponent's half-pot flop bet (off the tree: pot bets only) was translated; on the river a
+    # nested subgame rooted at that flop bet would run to the end of the hand (millions of
+    # nodes), so the subgame is rooted at the river state with the translated history's ranges
+    state = hunl100_bp.game.state("MATCHSTATE:1:0:r300c/r450c/cc/c:|AhKd/Ks9c2d/4h/5s")
+    sub = state_subgame(hunl100_bp, state)
+    assert sub.root.round == 3 and sub.alt is None
+    sol, _ = solve_state(hunl100_bp, state, "reach-maxmargin", iterations=20, time_budget=None)
+    assert sol.method == "unsafe" and sol.iterations == 20
