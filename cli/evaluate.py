@@ -65,6 +65,31 @@ from cli.common import CLIError, exact_eval_problem, expl_unit, json_opt, run_di
     help="LBR in the first round: use the menu, or just check/call (cheaper, "
     "the 2017 study's setting; weak against pre-flop all-ins).",
 )
+@click.option(
+    "--lbr-flop",
+    "lbr_flop",
+    type=click.Choice(["menu", "call"]),
+    default="menu",
+    show_default=True,
+    help="LBR in the second round (the flop): use the menu, or just check/call (the 2017 study's "
+    "four settings are --lbr-preflop x --lbr-flop).",
+)
+@click.option(
+    "--solve-from",
+    "solve_from",
+    type=click.Choice(["river", "turn"]),
+    default=None,
+    help="With --lbr --player RUN_DIR+solve:METHOD: the first round the opponent solves "
+    "(default river; turn solves depth-limited subgames).",
+)
+@click.option(
+    "--solve-iterations",
+    "solve_iterations",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --lbr --player RUN_DIR+solve:METHOD: iterations per solve (default 200; a fixed "
+    "count, so runs repeat).",
+)
 @json_opt
 def eval_(
     run_dir,
@@ -77,6 +102,9 @@ def eval_(
     lbr,
     lbr_actions,
     lbr_preflop,
+    lbr_flop,
+    solve_from,
+    solve_iterations,
     as_json,
 ):
     """Evaluate a run's blueprint (exact exploitability, local best response) or play a duplicate match.
@@ -84,6 +112,7 @@ def eval_(
     \b
     mccfr eval RUN_DIR --exploitability
     mccfr eval RUN_DIR --lbr --lbr-actions fcpa --hands 4000
+    mccfr eval RUN_DIR --lbr --player RUN_DIR+solve:reach-maxmargin --solve-from river --hands 400
     mccfr eval --game kuhn --player kuhn-fixed --vs random --hands 20000
     mccfr eval RUN_DIR --vs always-call --hands 20000     (the run's blueprint as player A)
     mccfr eval --player RUN_DIR --vs random --hands 20000
@@ -94,6 +123,12 @@ def eval_(
     blueprint (or --player SPEC: a run or a baseline) over --hands hands, each deal played from
     both seats, with a 95% interval: a lower bound on the exploitability.
     """
+    if (solve_from is not None or solve_iterations is not None) and not (
+        lbr and player_spec is not None and "+solve:" in player_spec
+    ):
+        raise click.UsageError(
+            "--solve-from and --solve-iterations go with --lbr --player RUN_DIR+solve:METHOD"
+        )
     if lbr and vs_spec is not None:
         raise click.UsageError("--lbr plays against one strategy (RUN_DIR or --player SPEC); drop --vs")
     if not exploitability and vs_spec is None and not lbr:
@@ -107,7 +142,18 @@ def eval_(
     if exploitability:
         result.update(_eval_exploitability(path))
     if lbr:
-        out = _eval_lbr(path, game_name, player_spec, hands, seed, lbr_actions, lbr_preflop)
+        out = _eval_lbr(
+            path,
+            game_name,
+            player_spec,
+            hands,
+            seed,
+            lbr_actions,
+            lbr_preflop,
+            lbr_flop,
+            solve_from,
+            solve_iterations,
+        )
         if result:  # both: keep exploitability's unit beside LBR's
             result["exploitability_unit"] = result["unit"]
         result.update(out)
@@ -159,10 +205,15 @@ def _eval_lbr(
     seed: int,
     menu: str,
     preflop: str,
+    flop: str = "menu",
+    solve_from: str | None = None,
+    solve_iterations: int | None = None,
 ) -> dict[str, Any]:
-    """Local best response against RUN_DIR's blueprint or --player SPEC; keys lbr, lbr_ci95, unit."""
+    """Local best response against RUN_DIR's blueprint or --player SPEC (a run, a run with
+    subgame solving, a baseline); keys lbr, lbr_ci95, unit."""
     from evaluation.lbr import LocalBestResponse, parse_menu
     from evaluation.players import BlueprintPlayer, player_from_spec
+    from evaluation.solving import SolvingPlayer
     from holdem.game import Game
 
     if path is None and player_spec is None:
@@ -174,9 +225,13 @@ def _eval_lbr(
     with user_input():
         parse_menu(menu)  # a bad menu fails before anything loads
         if path is None and game_name is None:
-            if "+" in player_spec or not Path(player_spec).is_dir():
+            run_part = player_spec.partition("+")[0]
+            if not Path(run_part).is_dir():
                 raise click.UsageError("--lbr against a baseline needs --game G")
-            path, player_spec = Path(player_spec), None
+            if "+" in player_spec:  # RUN_DIR+solve:METHOD: the game is the run's
+                path = Path(run_part)
+            else:
+                path, player_spec = Path(player_spec), None
         if path is not None and player_spec is None:
             from blueprint.blueprint import Blueprint
 
@@ -198,7 +253,15 @@ def _eval_lbr(
             name = opponent.name
             if isinstance(opponent, BlueprintPlayer):
                 opponent = opponent.bp
-        lbr = LocalBestResponse(game, opponent, menu=menu, preflop=preflop)
+            if isinstance(opponent, SolvingPlayer):
+                g = opponent.bp.gamedef
+                if solve_from is not None:
+                    opponent.from_round = g.num_rounds - (1 if solve_from == "river" else 2)
+                if solve_iterations is not None:
+                    opponent.iterations = solve_iterations
+        lbr = LocalBestResponse(
+            game, opponent, menu=menu, preflop=preflop, call_rounds=(1,) if flop == "call" else ()
+        )
     show = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:
@@ -210,14 +273,32 @@ def _eval_lbr(
         click.echo("", err=True)
     out = res.to_json()
     out["opponent"] = name
+    out["lbr_preflop"], out["lbr_flop"] = preflop, flop
+    solving = getattr(lbr.opp, "solves", None) is not None
+    if solving:
+        out["solving"] = {
+            "method": lbr.opp.method,
+            "from_round": lbr.opp.from_round,
+            "iterations": lbr.opp.iterations,
+            "solves": lbr.opp.solves,
+            "reused": lbr.opp.reused,
+            "blueprint_fallbacks": lbr.opp.fallbacks,
+        }
     click.echo(
-        f"LBR ({menu}, pre-flop {preflop}) against {name} on {game.gamedef.name or game_name}: "
+        f"LBR ({menu}, pre-flop {preflop}, flop {flop}) against {name} on {game.gamedef.name or game_name}: "
         f"{res.lbr:+.6g} +- {res.lbr_ci95:.3g} {res.unit} over {res.hands:,} hands "
         f"({res.pairs:,} deals from both seats, seed {seed}, {res.seconds:.0f} s): a lower bound on exploitability"
     )
     for seat in (0, 1):
         click.echo(
             f"  LBR in seat {seat}: {out['lbr_seats'][seat]:+.6g} +- {out['lbr_seats_ci95'][seat]:.3g} {res.unit}"
+        )
+    if solving:
+        sv = out["solving"]
+        click.echo(
+            f"  opponent solved {sv['solves']:,} subgames from round {sv['from_round'] + 1} "
+            f"({sv['method']}, {sv['iterations']} iterations each), reused one {sv['reused']:,} times, "
+            f"answered from the blueprint where none fits {sv['blueprint_fallbacks']:,} times"
         )
     return out
 

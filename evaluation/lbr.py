@@ -21,7 +21,9 @@ hold'em, every round of small decks) and sampled before that (``samples`` = 500 
 and pre-flop in hold'em). By default LBR uses its menu in every round (``preflop="menu"``);
 ``preflop="call"`` makes it just check or call in the first round, the cheap setting of the 2017
 study. That setting is a poor exploiter of a weak blueprint: it calls every pre-flop all-in with
-any hand (BENCHMARKS.md measures it losing to a barely trained blueprint).
+any hand (BENCHMARKS.md measures it losing to a barely trained blueprint). ``call_rounds`` names
+further rounds where LBR only checks or calls (``(1,)``: the flop); the study's four settings are
+pre-flop and flop each check/call or the menu.
 
 Whatever LBR's heuristic estimates, the result is the *sampled value of a real strategy* against
 the opponent, played out to the end of each hand, so its expectation is at most the best
@@ -45,7 +47,10 @@ off-tree raise of LBR's is mapped by the randomized pseudo-harmonic translation 
 both neighbours, :meth:`blueprint.blueprint.Blueprint.node_distribution`), and where the abstract
 tree has no node for the history the blueprint's fallback node answers
 (:meth:`blueprint.blueprint.Blueprint.decision_nodes`), as the player does. Baselines that ignore their cards
-(``always-call``, ``always-raise``, ``random``) need no range update.
+(``always-call``, ``always-raise``, ``random``) need no range update. Blueprint + subgame solving
+(:class:`evaluation.solving.SolvingPlayer`, ``RUN_DIR+solve:METHOD``) is modelled by
+:class:`evaluation.lbr_solving.SolvingOpponent`: one solve per public state gives every hand's
+strategy.
 
 The range and equity computations are numba kernels over flat arrays (:func:`equity_vs_range`,
 :func:`range_buckets`).
@@ -56,6 +61,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -333,12 +339,17 @@ def _opponent(opponent, hands: _Hands):
         return BlueprintOpponent(opponent, hands)
     if isinstance(opponent, (AlwaysCall, AlwaysRaise, RandomPlayer)):
         return CardBlindOpponent(opponent)
+    solving = sys.modules.get("evaluation.solving")  # not loaded: no SolvingPlayer exists
+    if solving is not None and isinstance(opponent, solving.SolvingPlayer):  # blueprint + solving
+        from evaluation.lbr_solving import solving_opponent
+
+        return solving_opponent(opponent, hands)
     bp = getattr(opponent, "bp", None)
     if isinstance(bp, Blueprint):  # a BlueprintPlayer
         return BlueprintOpponent(bp, hands)
     raise LBRError(
-        f"LBR needs an opponent whose strategy it can read per hand: a blueprint (RUN_DIR) or "
-        f"always-call, always-raise, random; not {getattr(opponent, 'name', opponent)!r}"
+        f"LBR needs an opponent whose strategy it can read per hand: a blueprint (RUN_DIR), "
+        f"blueprint + solving (RUN_DIR+solve:METHOD) or always-call, always-raise, random; not {getattr(opponent, 'name', opponent)!r}"
     )
 
 
@@ -403,9 +414,14 @@ class LocalBestResponse:
         max_exact_boards: int = MAX_EXACT_BOARDS,
         samples: int = SAMPLES,
         rao_blackwell: bool = True,
+        call_rounds: Sequence[int] = (),
     ):
         if preflop not in ("call", "menu"):
             raise LBRError(f"preflop must be 'call' or 'menu', got {preflop!r}")
+        if any(not 0 <= int(r) < game.gamedef.num_rounds for r in call_rounds):
+            raise LBRError(
+                f"call_rounds must be rounds 0..{game.gamedef.num_rounds - 1}, got {tuple(call_rounds)}"
+            )
         if samples < 1:
             raise LBRError(f"samples must be >= 1, got {samples}")
         bp = opponent if isinstance(opponent, Blueprint) else getattr(opponent, "bp", None)
@@ -418,6 +434,8 @@ class LocalBestResponse:
         self.menu_name = menu
         self.sizes = parse_menu(menu)
         self.preflop = preflop
+        # rounds where LBR only checks or calls: the first with preflop="call", and call_rounds
+        self.call_rounds = frozenset(int(r) for r in call_rounds) | ({0} if preflop == "call" else set())
         self.rao_blackwell = rao_blackwell
         self.max_exact = int(max_exact_boards)
         self.samples = int(samples)
@@ -431,7 +449,7 @@ class LocalBestResponse:
         b = state.betting
         out = ["f"] if b.can_fold() else []
         out.append("c")
-        if self.preflop == "call" and state.round == 0:
+        if state.round in self.call_rounds:
             return ["c"]
         rr = b.raise_range()
         if rr is None or not self.sizes:

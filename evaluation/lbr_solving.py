@@ -1,0 +1,174 @@
+"""The blueprint + subgame solving player (:class:`evaluation.solving.SolvingPlayer`) as LBR's
+opponent: its action probabilities for every private hand at once.
+
+Before ``from_round`` (and wherever the blueprint's tree has a node for the history) it is the
+blueprint (:class:`evaluation.lbr.BlueprintOpponent`). From ``from_round`` on, and at the
+blueprint's dead ends, it solves the subgame at the state as the opponent sees it
+(:func:`subgame.nested.solve_state`, depth-limited before the last round) and reads the solved
+strategy of *every* hand at the state's node: one solve gives the whole matrix ``P[h, a]``
+because the subgame does not depend on the solving seat's own cards. Its construction
+(:func:`subgame.nested.state_subgame`: :meth:`Blueprint.walk`, ``first_off_tree``,
+``from_matchstate``, ``nested_subgame``, ``dead_end_subgame``) reads only the public betting, the
+board and which seat is the viewer; both ranges are blueprint reaches over all hands; the
+viewer's hole cards are used only by :func:`subgame.nested.hand_strategy` to pick its row
+(``tests/evaluation/test_lbr_solving.py`` checks two different hands get the same solution).
+
+Reuse follows the player: the real hand's solved subgame (the opponent's last solve at a state
+it actually acted at) answers later states inside it (:class:`subgame.cache.SubgameCache`); LBR's
+hypothetical states (the opponent's fold probability after each raise LBR considers) consult that
+subgame too, else are solved fresh as the player would solve them if LBR took that raise,
+memoised for the hand (so a raise LBR then takes is not solved twice) but not made the hand's
+subgame. Where no subgame fits (:class:`~subgame.tree.SubgameError`) the blueprint answers, as
+for the player. Solves run a fixed number of iterations (no time budget), so a run repeats.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from blueprint.blueprint import Blueprint, BlueprintError
+from blueprint.player import sample
+from evaluation.lbr import BlueprintOpponent, LBRError, _Hands
+from evaluation.match import view_of
+from evaluation.solving import _legal
+from holdem.state import State
+from subgame.cache import SubgameCache, _node_in
+from subgame.nested import solve_state
+from subgame.solver import METHODS, Solution
+from subgame.tree import SubgameError, all_hands, hand_index
+
+
+class SolvingOpponent:
+    """Blueprint + safe subgame solving (``method``, ``iterations`` per solve, from ``from_round``
+    on) as LBR's opponent: the interface of :class:`evaluation.lbr.BlueprintOpponent`."""
+
+    def __init__(
+        self,
+        bp: Blueprint,
+        hands: _Hands,
+        method: str = "reach-maxmargin",
+        from_round: Optional[int] = None,
+        iterations: int = 200,
+        bets=None,
+        name: Optional[str] = None,
+    ):
+        if method not in METHODS:
+            raise LBRError(f"unknown solving method {method!r}: expected one of {', '.join(METHODS)}")
+        if iterations is None or int(iterations) < 1:
+            raise LBRError(
+                f"LBR against a solving player needs a fixed iteration count (runs repeat), got {iterations!r}"
+            )
+        self.bp = bp
+        self.hands = hands
+        self.blueprint = BlueprintOpponent(bp, hands)
+        self.method = method
+        self.from_round = bp.gamedef.num_rounds - 1 if from_round is None else int(from_round)
+        self.iterations = int(iterations)
+        self.bets = bets
+        self.name = name or f"blueprint+solve:{method}"
+        sub_hands = all_hands(bp.gamedef)
+        if sub_hands.shape == hands.hands.shape and np.array_equal(sub_hands, hands.hands):
+            self._perm: Optional[np.ndarray] = None  # the same order (both itertools.combinations)
+        else:
+            idx = hand_index(bp.gamedef)
+            self._perm = np.array([idx[tuple(int(c) for c in h)] for h in hands.hands], np.int64)
+        self.cache = SubgameCache()  # the real hand's solved subgame (SolvingPlayer's cache)
+        self._memo: dict = {}  # this hand's solves by public state: Solution, or None (no subgame fits)
+        self._memo_hand: Optional[tuple] = None
+        self.solves = 0
+        self.reused = 0
+        self.fallbacks = 0
+
+    # -- the strategy -----------------------------------------------------------------------------
+    def _solution(self, view: State, real: bool) -> Optional[tuple[Solution, int]]:
+        """The solved subgame answering ``view`` (the seat to act's view) and its node there; None
+        where the blueprint answers (before ``from_round`` on its tree, or no subgame fits)."""
+        hand = (view.hand_id, view.viewer)
+        hit = self.cache.lookup(view, hand)
+        if hit is not None:
+            self.reused += 1
+            return hit
+        if view.round < self.from_round and self.bp.walk(view).dead_end is None:
+            return None
+        if self._memo_hand != hand:
+            self._memo, self._memo_hand = {}, hand
+        key = (view.betting.actions, tuple(view.board_cards))
+        if key in self._memo:
+            sol = self._memo[key]
+        else:
+            try:
+                sol, _ = solve_state(
+                    self.bp, view, self.method, time_budget=None, iterations=self.iterations, bets=self.bets
+                )
+                self.solves += 1
+            except (SubgameError, BlueprintError):
+                sol = None
+                self.fallbacks += 1
+            self._memo[key] = sol
+        if sol is None:
+            return None
+        if real:
+            self.cache.store(sol, hand)
+        return _node_in(sol, view)
+
+    def _probs(self, state: State, real: bool) -> tuple[list[str], np.ndarray]:
+        view = view_of(state, state.current_player())
+        hit = self._solution(view, real)
+        if hit is None:
+            return self.blueprint.action_probs(state)
+        sol, n = hit
+        cols: dict[str, np.ndarray] = {}
+        for lab, v in sol.node_strategy(n).items():
+            key = _legal(lab, view)
+            col = np.asarray(v, np.float64)
+            if self._perm is not None:
+                col = col[self._perm]
+            cols[key] = cols[key] + col if key in cols else col
+        keys = list(cols)
+        P = np.stack([cols[a] for a in keys], axis=1)
+        s = P.sum(axis=1, keepdims=True)
+        # hands outside the subgame's ranges (blocked by the board, or never reaching it in the
+        # blueprint) have no strategy: uniform, as LBR's weights give them no mass anyway
+        P = np.where(s > 0, P / np.where(s > 0, s, 1.0), 1.0 / len(keys))
+        return keys, P
+
+    def action_probs(self, state: State) -> tuple[list[str], np.ndarray]:
+        """``(keys, P)``: ``P[h, j]`` the probability that the seat to act, holding hand ``h``,
+        takes ``keys[j]`` (what :class:`SolvingPlayer` plays there with that hand)."""
+        return self._probs(state, real=False)
+
+    def act(self, state: State, hand: int, rng: np.random.Generator) -> tuple[str, np.ndarray | None]:
+        keys, P = self._probs(state, real=True)
+        a = sample(dict(zip(keys, P[hand])), rng)
+        return a, P[:, keys.index(a)]
+
+    def likelihood(self, state: State, action: str) -> np.ndarray:
+        keys, P = self._probs(state, real=True)
+        return P[:, keys.index(action)] if action in keys else np.zeros(len(self.hands))
+
+    def fold_probs(self, state: State) -> np.ndarray | float:
+        keys, P = self.action_probs(state)
+        return P[:, keys.index("f")] if "f" in keys else 0.0
+
+
+def solving_opponent(player, hands: _Hands) -> SolvingOpponent:
+    """LBR's model of a :class:`evaluation.solving.SolvingPlayer` (its blueprint, method, first
+    solving round, iterations and bets)."""
+    if player.iterations is None:
+        raise LBRError(
+            f"{player.name}: LBR needs solves of a fixed iteration count (not a time budget) so runs repeat"
+        )
+    return SolvingOpponent(
+        player.bp,
+        hands,
+        player.method,
+        from_round=player.from_round,
+        iterations=player.iterations,
+        bets=player.bets,
+        name=player.name,
+    )
+
+
+__all__ = ["SolvingOpponent", "solving_opponent"]

@@ -1,0 +1,170 @@
+"""LBR against a blueprint alone and against blueprint + subgame solving on the same deals, and
+the four LBR settings of Lisy & Bowling 2017 against the blueprint (issue #14, item 3).
+
+    python scripts/lbr_solving.py RUN_DIR --hands 400 --seed 1 --settings blueprint,river
+        [--solve-iterations 150] [--method reach-maxmargin] [--menu fcpa] [--out FILE.json]
+    python scripts/lbr_solving.py RUN_DIR --hands 400 --seed 1 --settings lb
+
+Settings (a comma list, run in this order):
+
+* ``blueprint``: LBR (``--menu``, the menu in every round) against the blueprint;
+* ``river`` / ``turn``: the same LBR against blueprint + solving from the river / the turn
+  (:class:`evaluation.solving.SolvingPlayer` with ``--method``, ``--solve-iterations`` per solve;
+  the turn's subgames are depth-limited), LBR modelling it by :class:`evaluation.lbr_solving.SolvingOpponent`;
+* ``lb``: the four settings of the 2017 study against the blueprint: pre-flop check/call or the
+  menu x flop check/call or the menu (``menu/menu`` is ``blueprint``, not run twice).
+
+Every setting plays the same deals (``--seed``: LBR's deals do not depend on the play), each deal
+from both seats, so each solving setting is compared with ``blueprint`` deal by deal: the paired
+difference (solving minus blueprint: positive means LBR wins more against the solving player)
+with its 95% interval, and, when that interval contains 0, how many deals would make the
+measured difference significant at the measured per-deal spread. Always-fold's value (folding
+every hand: minus the average blind) is printed beside the four settings for scale. Prints one
+JSON object per setting as it finishes (``--out`` gets all of them with the per-deal values).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from blueprint.blueprint import Blueprint  # noqa: E402
+from evaluation.lbr import LocalBestResponse  # noqa: E402
+from evaluation.solving import SolvingPlayer  # noqa: E402
+from holdem.reporting import Z95, big_blind_of, ci95, mbb_per_chip  # noqa: E402
+
+LB = {  # name: (pre-flop, call_rounds)
+    "call/call": ("call", (1,)),
+    "call/menu": ("call", ()),
+    "menu/call": ("menu", (1,)),
+    "menu/menu": ("menu", ()),
+}
+
+
+def deals_needed(diff: np.ndarray) -> float:
+    """Deals for a 95% interval of half-width ``|mean|`` at the per-deal spread of ``diff``."""
+    m = abs(float(diff.mean()))
+    sd = float(diff.std(ddof=1))
+    return math.inf if m == 0 else (Z95 * sd / m) ** 2
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run_dir")
+    ap.add_argument("--hands", type=int, default=400, help="hands per setting (whole pairs: each deal twice)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--settings", default="blueprint,river", help="blueprint, river, turn, lb (comma list)")
+    ap.add_argument("--menu", default="fcpa")
+    ap.add_argument("--method", default="reach-maxmargin")
+    ap.add_argument("--solve-iterations", type=int, default=150)
+    ap.add_argument("--out", default=None, help="JSON file: every result with its per-deal values")
+    a = ap.parse_args(argv)
+    settings = [s.strip() for s in a.settings.split(",") if s.strip()]
+    bad = [s for s in settings if s not in ("blueprint", "river", "turn", "lb")]
+    if bad:
+        ap.error(f"unknown settings {bad}: use blueprint, river, turn, lb")
+    bp = Blueprint.load(Path(a.run_dir))
+    g = bp.gamedef
+    scale = mbb_per_chip(big_blind_of(g))
+    fold_value = -sum(g.blind) / 2 * scale  # folding every hand: each seat's blind once per pair
+    results: dict[str, dict] = {}
+    per_pair: dict[str, np.ndarray] = {}
+
+    def record(name: str, lbr: LocalBestResponse, res) -> None:
+        pp = np.asarray(res.per_pair) * scale
+        per_pair[name] = pp
+        out = {
+            "setting": name,
+            "lbr": float(pp.mean()),
+            "ci95": ci95(pp),
+            "sd_per_deal": float(pp.std(ddof=1)),
+            "hands": res.hands,
+            "pairs": res.pairs,
+            "seats": [v * scale for v in res.seat_chips],
+            "seconds": res.seconds,
+            "opponent": res.opponent,
+            "unit": res.unit,
+        }
+        opp = lbr.opp
+        if hasattr(opp, "solves"):
+            out.update(
+                solves=opp.solves,
+                reused=opp.reused,
+                blueprint_fallbacks=opp.fallbacks,
+                from_round=opp.from_round,
+                iterations=opp.iterations,
+                method=opp.method,
+            )
+        if name in ("river", "turn") and "blueprint" in per_pair:
+            d = pp - per_pair["blueprint"]
+            out.update(paired_diff=float(d.mean()), paired_ci95=ci95(d), deals_to_separate=deals_needed(d))
+        results[name] = out
+        print(json.dumps(out), flush=True)
+        if a.out:
+            Path(a.out).write_text(
+                json.dumps(
+                    {
+                        "run_dir": a.run_dir,
+                        "seed": a.seed,
+                        "menu": a.menu,
+                        "always_fold": fold_value,
+                        "results": results,
+                        "per_pair": {k: v.tolist() for k, v in per_pair.items()},
+                    }
+                )
+            )
+
+    def run(name: str, opponent, preflop: str = "menu", call_rounds=()) -> None:
+        lbr = LocalBestResponse(bp.game, opponent, menu=a.menu, preflop=preflop, call_rounds=call_rounds)
+        t0 = time.perf_counter()
+        res = lbr.run(a.hands, seed=a.seed)
+        print(f"# {name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        record(name, lbr, res)
+
+    for s in settings:
+        if s == "blueprint":
+            run("blueprint", bp)
+        elif s in ("river", "turn"):
+            sp = SolvingPlayer(
+                bp,
+                a.method,
+                name=f"blueprint+solve:{a.method}",
+                iterations=a.solve_iterations,
+                from_round=g.num_rounds - (1 if s == "river" else 2),
+            )
+            run(s, sp)
+        else:
+            for name, (pre, cr) in LB.items():
+                if name == "menu/menu" and "blueprint" in per_pair:
+                    results[name] = dict(results["blueprint"], setting=name)
+                    per_pair[name] = per_pair["blueprint"]
+                    continue
+                run(name, bp, pre, cr)
+
+    u = "mbb/game" if big_blind_of(g) else "chips/hand"
+    print(f"\nLBR ({a.menu}) on {a.run_dir}, seed {a.seed}, {a.hands} hands per setting ({u}):")
+    for name, r in results.items():
+        line = f"  {name:10s} {r['lbr']:+9.1f} +- {r['ci95']:7.1f}"
+        if "paired_diff" in r:
+            line += (
+                f"   paired vs blueprint {r['paired_diff']:+8.1f} +- {r['paired_ci95']:6.1f}"
+                f" (deals to separate at this spread: {r['deals_to_separate']:,.0f})"
+            )
+        print(line)
+    if any(n in results for n in LB):
+        print(f"  always-fold {fold_value:+9.1f} (exact: minus the average blind)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

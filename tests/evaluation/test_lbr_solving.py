@@ -1,0 +1,134 @@
+"""LBR against blueprint + subgame solving (:mod:`evaluation.lbr_solving`) on a small hold'em
+blueprint: the opponent model matches the solving player, and LBR runs repeat."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from blueprint.blueprint import Blueprint
+from blueprint.trainer import make_trainer
+from evaluation.lbr import BlueprintOpponent, LBRError, LocalBestResponse, _Hands
+from evaluation.lbr_solving import SolvingOpponent
+from evaluation.match import view_of
+from evaluation.solving import SolvingPlayer
+from subgame.nested import solve_state
+
+ITERS = 20
+
+
+@pytest.fixture(scope="module")
+def bp() -> Blueprint:
+    # hunl20 (52 cards) with the table-free `rank` buckets, as tests/serving/conftest.py
+    tr = make_trainer("hunl20", bets="small", cards="rank", algo="pluribus", seed=1)
+    tr.run(300)
+    return Blueprint(tr)
+
+
+@pytest.fixture(scope="module")
+def hands(bp) -> _Hands:
+    return _Hands(bp.game)
+
+
+DEAL = [0, 13, 26, 40, 5, 18, 31, 44, 9]  # seat 0, seat 1, flop, turn, river
+
+
+def _river(bp, bet: bool):
+    """A river decision reached by checking and calling; ``bet``: seat 0 bet the pot first."""
+    s = bp.game.initial_state(hand_id=7).deal(DEAL[:4])
+    i = 4
+    while s.round < 3 or (bet and s.current_player() == 0):
+        if s.current_player() < 0:  # chance
+            k = 3 if s.round == 0 else 1
+            s = s.deal(DEAL[i : i + k])
+            i += k
+            continue
+        if s.round == 3:
+            pot = int(sum(s.betting.spent))
+            s = s.apply(f"r{int(s.betting.max_spent) + pot}")
+        else:
+            s = s.apply("c")
+    while s.current_player() < 0:
+        s = s.deal(DEAL[i : i + 1])
+        i += 1
+    return s
+
+
+@pytest.mark.parametrize("bet", [False, True])
+def test_matches_the_solving_player(bp, hands, bet):
+    state = _river(bp, bet)
+    seat = state.current_player()
+    opp = SolvingOpponent(bp, hands, "reach-maxmargin", from_round=3, iterations=ITERS)
+    keys, P = opp.action_probs(state)
+    assert opp.solves == 1
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-9)
+    sp = SolvingPlayer(bp, "reach-maxmargin", iterations=ITERS, from_round=3)
+    strat = sp.strategy(view_of(state, seat))[0]
+    h = hands.of(state.hole_cards[seat])
+    assert set(strat) == set(keys)
+    for j, a in enumerate(keys):
+        assert P[h, j] == pytest.approx(strat[a], abs=1e-6)
+    # the same solve answers again (memoised), and a real action keeps it as the hand's subgame
+    a, lik = opp.act(state, h, np.random.default_rng(0))
+    assert opp.solves == 1 and a in keys
+    np.testing.assert_array_equal(lik, P[:, keys.index(a)])
+
+
+def test_solution_ignores_the_solvers_own_cards(bp):
+    state = _river(bp, False)
+    seat = state.current_player()
+    a = view_of(state, seat)
+    other = state.hole_cards[seat]
+    alt = tuple(c for c in range(52) if c not in set(DEAL))[:2]
+    assert alt != tuple(other)
+    holes = list(state.hole_cards)
+    holes[seat] = alt
+    b = view_of(type(state)(state.game, state.betting, tuple(holes), state.board_cards, state.hand_id), seat)
+    s1, n1 = solve_state(bp, a, "reach-maxmargin", time_budget=None, iterations=ITERS)
+    s2, n2 = solve_state(bp, b, "reach-maxmargin", time_budget=None, iterations=ITERS)
+    assert n1 == n2
+    np.testing.assert_array_equal(s1.strategy, s2.strategy)
+
+
+def test_before_from_round_is_the_blueprint(bp, hands):
+    s = bp.game.initial_state(hand_id=1).deal(DEAL[:4])
+    opp = SolvingOpponent(bp, hands, from_round=3, iterations=ITERS)
+    ref = BlueprintOpponent(bp, hands)
+    for _ in range(2):  # pre-flop, then the flop after a call
+        k1, p1 = opp.action_probs(s)
+        k2, p2 = ref.action_probs(s)
+        assert k1 == k2
+        np.testing.assert_array_equal(p1, p2)
+        s = s.apply("c")
+        if s.current_player() < 0:
+            s = s.deal(DEAL[4:7])
+    assert opp.solves == 0
+
+
+def test_lbr_against_solving_repeats(bp):
+    def run():
+        sp = SolvingPlayer(bp, "reach-maxmargin", iterations=ITERS, from_round=3)
+        lbr = LocalBestResponse(bp.game, sp, menu="fcpa", preflop="call", call_rounds=(1, 2))
+        return lbr, lbr.run(6, seed=11)
+
+    l1, r1 = run()
+    l2, r2 = run()
+    assert l1.opp.solves > 0
+    np.testing.assert_array_equal(r1.per_pair, r2.per_pair)
+    assert r1.opponent.endswith("+solve") or "solve" in r1.opponent
+
+
+def test_call_rounds(bp):
+    lbr = LocalBestResponse(bp.game, bp, call_rounds=(1,))
+    s = bp.game.initial_state().deal(DEAL[:4])
+    assert len(lbr.candidates(s)) > 1
+    s = s.apply("c").apply("c").deal(DEAL[4:7])
+    assert lbr.candidates(s) == ["c"]
+    with pytest.raises(LBRError):
+        LocalBestResponse(bp.game, bp, call_rounds=(4,))
+
+
+def test_time_budget_solver_is_refused(bp):
+    sp = SolvingPlayer(bp, "reach-maxmargin", iterations=None, time_budget=0.1)
+    with pytest.raises(LBRError):
+        LocalBestResponse(bp.game, sp)
