@@ -280,10 +280,12 @@ def dead_end_subgame(
     used there: it has no node in the blueprint's tree (more raises than its bet abstraction
     allows, or a translated all-in called with chips left behind:
     :meth:`~blueprint.blueprint.Blueprint.walk`), or an opponent's off-tree raise of an earlier
-    round was translated. Each seat's range is its blueprint reach at the abstract node the
-    history walks to (translated deterministically; at a dead end, the last one it reached: what
-    happened after, the blueprint has no strategy for); there are no blueprint values at the
-    root, so only ``unsafe`` solves it."""
+    round was translated. The player's range is its blueprint reach at the abstract node the
+    history walks to (translated deterministically; at a dead end, the last one it reached); the
+    opponent's is its reach before its first off-tree action (the blueprint has no strategy for
+    what it did from there: nested solving's rule, Brown & Sandholm 2017, that an off-tree action
+    does not change the range of the one who took it). There are no blueprint values at the root,
+    so only ``unsafe`` solves it."""
     from subgame.bets import default_subgame_bets
 
     g = bp.gamedef
@@ -301,6 +303,16 @@ def dead_end_subgame(
             "the blueprint's fallback answers it"
         )
     ranges = blueprint_ranges(bp, m, board, hands)
+    try:
+        off = first_off_tree(bp, state)
+    except (SubgameError, BlueprintError):
+        off = None
+    if off is not None and int(bp.tree.player[off[0]]) != state.viewer:
+        # the opponent's range as it was before its first off-tree action: what it did from
+        # there on the blueprint has no strategy for (an exploiter's overbet is made with any
+        # hand), so it narrows nothing; the player's own range follows its abstract choices
+        o = 1 - state.viewer
+        ranges[o] = blueprint_ranges(bp, off[0], board, hands)[o]
     if ranges[0].sum() <= 0 or ranges[1].sum() <= 0:
         raise SubgameError("the blueprint never reaches the history's last abstract node (a range is empty)")
     return Subgame(
