@@ -319,6 +319,14 @@ ray_opts = [
         "batch / iterations) [default: table entries / 25, 100 to 100,000; resume: the "
         "run's].",
     ),
+    click.option(
+        "--group-size",
+        type=click.IntRange(min=0),
+        default=None,
+        help="Ray job: nodes per group leader (a two-level fan-out: the driver calls one group leader "
+        "per G nodes, which pre-sums their deltas per shard; for clusters of tens of nodes and more, "
+        "e.g. 14 at 196 nodes) [default: 0, off: the driver calls every node; resume: the run's].",
+    ),
 ]
 
 

@@ -109,6 +109,7 @@ def train(
     shards,
     address,
     batch,
+    group_size,
     as_json,
 ):
     """Train a blueprint into a new run directory."""
@@ -178,7 +179,7 @@ def train(
         err=True,
     )
     job = None
-    if (workers or 1) > 1 or (shards or 1) > 1 or address is not None:
+    if (workers or 1) > 1 or (shards or 1) > 1 or address is not None or group_size:
         if tr.config.algo.full_traversal:
             raise CLIError(
                 f"--algo {algo} enumerates every deal and runs in one process; drop --workers/--shards"
@@ -190,6 +191,7 @@ def train(
                 "shards": shards,
                 "batch": batch,
                 "address": address,
+                "group_size": group_size or None,
                 "iterations": iterations,
             },
         )  # bounds the default batch's staleness
@@ -268,6 +270,7 @@ def resume(
     shards,
     address,
     batch,
+    group_size,
     as_json,
 ):
     """Continue a run from its newest complete checkpoint (N more iterations). A Ray run goes on as a
@@ -326,11 +329,14 @@ def resume(
     if store is not None:
         click.echo(f"checkpoints to {store.target}", err=True)
     job = None
-    if manifest.get("job") or any(x is not None for x in (workers, shards, address)):
+    if manifest.get("job") or any(x is not None for x in (workers, shards, address, group_size)):
         from cluster.job import RayJob
 
         job = ray_job(
-            tr, RayJob.resume_kwargs(manifest, workers=workers, shards=shards, batch=batch, address=address)
+            tr,
+            RayJob.resume_kwargs(
+                manifest, workers=workers, shards=shards, batch=batch, address=address, group_size=group_size
+            ),
         )
     run_session(
         tr,

@@ -32,9 +32,29 @@ workers form *groups*, one per node (group ``g`` = node ``g``'s workers). The dr
   group deltas in ascending group order (the merge order is fixed: two runs with one seed give the
   same tables, whatever the timing) and puts its next snapshot in its node's object store.
 
-So a round costs the driver at most ``nodes + shards`` calls (counted: ``stats()["driver_calls_per_round"]``;
+So a round costs the driver at most ``nodes + shards`` calls (``2 x groups`` with group leaders, below) (counted: ``stats()["driver_calls_per_round"]``;
 finding and restoring a dead shard is counted apart, ``recovery_calls``) and about 0.5 KB per node
 of results (``driver_bytes_per_round``: the leaders' results, the shards' references).
+
+Two-level fan-out (``group_size`` G, ``mccfr train --group-size G``; off by default). The nodes
+are cut into node groups of G consecutive nodes, each with a group leader
+(:class:`cluster.group.GroupLeaderCore`, no CPU, in the bundle of the group's first node). The
+driver then makes one ``run_round`` call per group leader, with the round's arguments once; the
+group leader calls its node leaders (which return their per-shard sums instead of sending them),
+sums its node group's deltas per shard in ascending node order, retains the sums (what a restored
+shard replays) and sends each shard one delta per node group (``put_delta(round, j)``: a shard
+receives ``nodes / G`` deltas, not ``nodes``). It also relays the snapshot (``relay_snapshot``):
+it fetches the S slices once and puts them as one object that its node leaders fetch and put
+again on their node for their workers, so a shard's object is fetched by the group leaders, not
+by every node. The shards are ended through the group leaders too (one ``end_round`` call each,
+for the shards of its nodes), so a round costs the driver ``2 x ceil(nodes / G)`` calls. The
+tables depend on the node grouping as well (the node sums are added before they reach a shard,
+a fixed float order: two runs with one seed are identical, and differ from the flat job's only in
+the rounding of those additions). A group leader that dies (its node gone, or no answer within
+the deadline) hands its node group to a live group leader until it answers again (Ray restarts it
+where its bundle is rescheduled); its retained deltas are gone, so the round's tables become the
+restore base (as when a flat leader dies). A node leader that dies under a group leader is
+reported by it and its worker groups run on live node leaders, from the same RNG states.
 
 Checkpoints: :meth:`RayJob.save` writes into the run directory (every shard writes its slice
 there, then the driver the manifest: the job pauses for the write, and the directory must be one
@@ -103,6 +123,7 @@ import numpy as np
 from blueprint import checkpoint as ckpt
 from blueprint.numerics import seed_rng_state
 from blueprint.trainer import Trainer, run_for
+from cluster.group import GroupLeaderCore
 from cluster.leader import LeaderCore
 from cluster.shard import ShardCore, slice_bounds
 
@@ -190,6 +211,17 @@ class RayJob:
             every node), see :meth:`_round_args`.
         pack_round_args: a leader's call carries its eleven arguments as one tuple instead of
             apart (measured no cheaper on 2 to 5 simulated nodes; for measurements).
+        group_size: the two-level fan-out (:mod:`cluster.group`): nodes per node group, each with
+            a group leader that the driver calls instead of the node leaders, which pre-sums its
+            nodes' deltas per shard and ends its nodes' shards; a round then costs the driver
+            ``2 x ceil(nodes / group_size)`` calls and a shard receives one delta per node group.
+            None or 0 (the default): off, the driver calls every node leader and every shard.
+            The tables depend on the grouping (the deltas of a node group are summed before they
+            reach a shard), not on timing or failures.
+        relay_snapshot: with group leaders, each fetches the round's snapshot once and relays it
+            to its nodes as one object (a shard's object is fetched by the group leaders, not by
+            every node; one more copy of the table per node a round). False: every node leader
+            fetches every shard's object (for measurements).
     """
 
     def __init__(
@@ -214,11 +246,18 @@ class RayJob:
         worker_retries: int = 3,
         box_round_args: bool = False,
         pack_round_args: bool = False,
+        group_size: int | None = None,
+        relay_snapshot: bool = True,
     ):
         import ray
 
         if workers < 1 or shards < 1 or (batch is not None and batch < 1):
             raise JobError("workers, shards and batch must be >= 1")
+        if group_size is not None and group_size < 0:
+            raise JobError("group_size must be >= 1 (or 0/None: no group leaders)")
+        self.group_size = int(group_size or 0)
+        self.relay_snapshot = relay_snapshot
+        self.gleaders: list = []
         if batch is None:
             batch = default_batch(trainer.size, workers, iterations)
         if trainer.config.algo.full_traversal:
@@ -307,6 +346,7 @@ class RayJob:
             None  # (Storage, iteration) of the last complete one there
         )
         self._save_pending: dict[str, Any] | None = None
+        self._alive_cache: set[str] | None = None
         self._blueprint_static = None  # ref: (header, arrays, tree) of the blueprint file, no probs
         self._replay_resume: int | None = None
         self.round = int(round_id)
@@ -323,6 +363,17 @@ class RayJob:
         self.leader_workers = [i["workers"] for i in infos]
         self.leader_up = [True] * nodes
         self.probes: dict[int, Any] = {}
+        # the two-level fan-out: node groups of group_size consecutive nodes, a group leader each
+        G = self.group_size
+        self.ngroups = [list(range(s, min(s + G, nodes))) for s in range(0, nodes, G)] if G else []
+        self.ngroup_of = {g: j for j, gs in enumerate(self.ngroups) for g in gs}
+        self.gprobes: dict[int, Any] = {}
+        if G:
+            self._GroupActor = ray.remote(GroupLeaderCore)
+            self.gleaders = [self._new_group_leader(j) for j in range(len(self.ngroups))]
+            ginfos = self._get([gl.ping.remote() for gl in self.gleaders], what="the group leaders to start")
+            self.gleader_node = [i["node_id"] for i in ginfos]
+            self.gleader_up = [True] * len(self.gleaders)
         for g, i in enumerate(infos):
             if self.groups[g] and i["workers"] < len(self.groups[g]):
                 self.log(
@@ -391,6 +442,11 @@ class RayJob:
             not self.share_cards,
         )
 
+    def _new_group_leader(self, j: int):
+        return self._GroupActor.options(
+            num_cpus=0, max_restarts=-1, max_task_retries=0, **self._in_bundle(self.ngroups[j][0])
+        ).remote(j, self.bounds, self.tr.config.algo.regret_dtype == "int32", self.leaders)
+
     def _new_shard(self, k: int, g: int):
         """A shard actor in node ``g``'s bundle holding slice k as of the restore base (the starting
         slices, or the last complete checkpoint's file); the caller replays the rounds since."""
@@ -420,8 +476,13 @@ class RayJob:
         except self.ray.exceptions.GetTimeoutError:
             raise JobError(f"timed out after {self.timeout:.0f} s waiting for {what}") from None
 
-    def _alive_node_ids(self) -> set[str]:
-        return {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}
+    def _alive_node_ids(self, cached: bool = False) -> set[str]:
+        """The alive nodes' ids (``ray.nodes()``, a GCS call whose answer grows with the cluster);
+        ``cached``: the answer already fetched in this round, if any (the round's assignments)."""
+        if cached and self._alive_cache is not None:
+            return self._alive_cache
+        self._alive_cache = {n["NodeID"] for n in self.ray.nodes() if n.get("Alive")}
+        return self._alive_cache
 
     def _rebase(self) -> None:
         """A leader died, and with it the deltas it retained: make the tables of the round just
@@ -437,7 +498,8 @@ class RayJob:
         )
 
     def _leader_down(self, g: int, why: str) -> None:
-        self._lost_retention = True
+        if not self.group_size:  # under group leaders a node leader retains nothing
+            self._lost_retention = True
         if self.leader_up[g]:
             self.leader_up[g] = False
             self.node_failures += 1
@@ -469,6 +531,62 @@ class RayJob:
                 self.log(
                     f"node {g} answers again (on node {info['node_id'][:12]}, {info['workers']} workers)"
                 )
+
+    def _gleader_down(self, j: int, why: str) -> None:
+        self._lost_retention = True  # its retained deltas went with it
+        if self.gleader_up[j]:
+            self.gleader_up[j] = False
+            self.node_failures += 1
+            self.log(
+                f"group leader {j} is down ({why}); its node group runs through a live group leader "
+                "until it answers again"
+            )
+
+    def _probe_group_leaders(self) -> None:
+        """One ping per down group leader, answered or not by the next round (never waited for)."""
+        ray = self.ray
+        for j, up in enumerate(self.gleader_up):
+            if up:
+                continue
+            ref = self.gprobes.get(j)
+            if ref is None:
+                self.gprobes[j] = self.gleaders[j].ping.remote()
+                self._round_calls += 1
+                continue
+            ready, _ = ray.wait([ref], timeout=0)
+            if not ready:
+                continue
+            del self.gprobes[j]
+            try:
+                info = ray.get(ref)
+            except Exception:
+                continue
+            if info["node_id"] in self._alive_node_ids():
+                self.gleader_up[j] = True
+                self.gleader_node[j] = info["node_id"]
+                self.log(f"group leader {j} answers again (on node {info['node_id'][:12]})")
+
+    def _assign_groups(self, todo: list[int]) -> dict[int, list[int]]:
+        """Node groups ``todo`` to live group leaders (each its own, a dead one's to a live one)."""
+        alive = self._alive_node_ids(cached=True)
+        for j, up in enumerate(self.gleader_up):
+            if up and self.gleader_node[j] not in alive:
+                self._gleader_down(j, "Ray reports its node dead")
+        up = [j for j, ok in enumerate(self.gleader_up) if ok]
+        deadline = time.monotonic() + self.timeout
+        while not up and time.monotonic() < deadline:  # wait (bounded) for a restarted one
+            time.sleep(0.5)
+            self._probe_group_leaders()
+            up = [j for j, ok in enumerate(self.gleader_up) if ok]
+        if not up:
+            raise JobError(
+                "no group leader is alive; resume from the last complete checkpoint "
+                f"({self._last_checkpoint()}) with 'mccfr resume RUN_DIR'"
+            )
+        out: dict[int, list[int]] = {}
+        for j in todo:
+            out.setdefault(j if j in up else up[j % len(up)], []).append(j)
+        return out
 
     def _assign(self, todo: list[int]) -> dict[int, list[int]]:
         alive = self._alive_node_ids()
@@ -556,7 +674,7 @@ class RayJob:
             self._get(loads, what="the restored shards to load")  # a failed load raises here
             new = {k: self.shards[k] for k in dead}
             sent = self._get(
-                [self.leaders[g].replay.remote(new, self.ckpt_round, self.timeout) for g in answering],
+                [r.replay.remote(new, self.ckpt_round, self.timeout) for r in self._replayers(answering)],
                 what="the leaders to replay their retained deltas",
             )
             got = {(k, r, g) for lst in sent for k, r, g in lst}
@@ -582,6 +700,23 @@ class RayJob:
             raise JobError(f"{stop} (restoring it failed: {exc})") from exc
         self.shard_restores += len(dead)
         return dead
+
+    def _replayers(self, answering: list[int]) -> list:
+        """Who holds the retained deltas: the answering node leaders, or with group leaders the
+        live group leaders that answer a ping."""
+        if not self.group_size:
+            return [self.leaders[g] for g in answering]
+        alive = self._alive_node_ids()
+        out = []
+        for j, up in enumerate(self.gleader_up):
+            if not up or self.gleader_node[j] not in alive:
+                continue
+            self.recovery_calls += 1
+            with contextlib.suppress(Exception):
+                info = self.ray.get(self.gleaders[j].ping.remote(), timeout=min(self.timeout, 30))
+                if info["node_id"] in alive:
+                    out.append(self.gleaders[j])
+        return out
 
     def _restart_note(self, res: dict[str, Any], g: int) -> None:
         """Count worker restarts from a leader's cumulative count (a restarted leader starts at 0)."""
@@ -702,9 +837,165 @@ class RayJob:
                 )
         return done
 
-    def _end_round(self, round_id: int, t: int, t_end: int, groups: list[int]) -> None:
+    def _run_node_groups(
+        self, round_id: int, t: int, t_end: int, specs: dict[int, list[tuple]]
+    ) -> dict[int, dict]:
+        """:meth:`_run_groups` through the group leaders (``group_size``): one call per node group
+        (worker groups assigned to live node leaders, node groups to live group leaders), until
+        every node group's summed deltas reached the shards."""
         ray = self.ray
-        refs = {k: s.end_round_ref.remote(round_id, t, t_end, groups) for k, s in enumerate(self.shards)}
+        tr = self.tr
+        todo = dict(specs)
+        done: dict[int, dict] = {}
+        attempts: dict[int, int] = {}
+        give_up = time.monotonic() + 10 * self.timeout + 60
+        while todo:
+            if time.monotonic() > give_up:
+                raise JobError(
+                    f"round {round_id} did not complete within {10 * self.timeout + 60:.0f} s (groups {sorted(todo)} "
+                    f"left); resume from the last complete checkpoint ({self._last_checkpoint()}) "
+                    "with 'mccfr resume RUN_DIR'"
+                )
+            self._probe_leaders()
+            self._probe_group_leaders()
+            lead_of = {g: lead for lead, gs in self._assign(sorted(todo)).items() for g in gs}
+            js = sorted({self.ngroup_of[g] for g in todo})
+            snapshot_arg, shards_arg = list(self.snapshot), list(self.shards)
+            refs = {}
+            for gl, jl in self._assign_groups(js).items():
+                work = []
+                for j in jl:
+                    members = [g for g in self.ngroups[j] if g in specs]
+                    assign: dict[int, list] = {}
+                    for g in members:
+                        if g in todo:
+                            assign.setdefault(lead_of[g], []).append((g, todo[g]))
+                    work.append((j, members, assign))
+                ref = self.gleaders[gl].run_round.remote(
+                    round_id,
+                    t,
+                    t_end,
+                    tr.w_base,
+                    tr.t_base,
+                    work,
+                    snapshot_arg,
+                    shards_arg,
+                    self.ckpt_round,
+                    self.max_replay_bytes,
+                    self.timeout,
+                    self.relay_snapshot,
+                )
+                self._round_calls += 1
+                refs[ref] = gl
+            # the group leader waits up to timeout for the snapshot (relay), 2 x timeout + 30 for
+            # its node leaders, then timeout for the puts
+            wait_s = 4 * self.timeout + 60
+            deadline = time.monotonic() + wait_s
+            trouble = []
+            while refs:
+                ready, _ = ray.wait(list(refs), num_returns=1, timeout=1.0)
+                if not ready:
+                    alive = self._alive_node_ids()
+                    for ref, gl in list(refs.items()):
+                        if self.gleader_node[gl] not in alive:
+                            self._gleader_down(gl, "Ray reports its node dead")
+                            del refs[ref]
+                    if time.monotonic() > deadline:
+                        for ref, gl in refs.items():
+                            self._gleader_down(gl, f"no answer within {wait_s:.0f} s")
+                        refs = {}
+                    continue
+                ref = ready[0]
+                gl = refs.pop(ref)
+                try:
+                    res = ray.get(ref)
+                except ray.exceptions.RayActorError as exc:
+                    self._gleader_down(gl, f"it died: {type(exc).__name__}")
+                    continue
+                self._round_bytes += len(pickle.dumps(res))
+                self.gleader_node[gl] = res["node_id"]
+                for lead, info in res["leaders"].items():
+                    self.leader_node[lead] = info["node_id"]
+                    self.leader_workers[lead] = info["workers"]
+                    self._restart_note(info, lead)
+                    for note in info["notes"]:
+                        self.log(note)
+                for lead, why in res["leaders_down"].items():
+                    self._leader_down(lead, why)
+                if not res["retaining"]:
+                    self._replay_resume = None
+                if not res["retaining"] and self.replay_ok:
+                    self.replay_ok = False
+                    self.log(
+                        f"more than {self.max_replay_bytes:,} delta bytes retained by group leader {gl} since "
+                        "the last checkpoint: a shard that dies before the next checkpoint stops the job"
+                    )
+                for g, st in res["done"].items():
+                    done[g] = st
+                    todo.pop(g, None)
+                for g, why in res["failed"].items():
+                    attempts[g] = attempts.get(g, 0) + 1
+                    self.log(
+                        f"group {g} of round {round_id} failed (group leader {gl}: {why}); it runs again"
+                    )
+                    trouble.append(why)
+                if res["shard_errors"]:
+                    trouble.append(f"a delta could not be sent to shard(s) {res['shard_errors']}")
+            if todo:
+                self.group_reruns += len(todo)
+            if trouble or todo:
+                self._restore_shards("; ".join(trouble) or "a node died")
+            for g in [g for g in todo if attempts.get(g, 0) >= 4]:
+                raise JobError(
+                    f"group {g} of round {round_id} failed {attempts[g]} times; resume from the last complete "
+                    f"checkpoint ({self._last_checkpoint()}) with 'mccfr resume RUN_DIR'"
+                )
+        return done
+
+    def _end_node_groups(self, round_id: int, t: int, t_end: int, groups: list[int]) -> None:
+        """:meth:`_end_round` through the group leaders: each ends the shards of its node group's
+        nodes (a dead one's go to a live one); a shard that does not come back is ended by the
+        driver directly (restoring it if it died)."""
+        ray = self.ray
+        by_j: dict[int, list[int]] = {}
+        for k in range(self.num_shards):
+            by_j.setdefault(self.ngroup_of[self.shard_nodes[k]], []).append(k)
+        refs = {}
+        for gl, jl in self._assign_groups(sorted(by_j)).items():
+            ks = [k for j in jl for k in by_j[j]]
+            ref = self.gleaders[gl].end_round.remote(
+                round_id, t, t_end, groups, {k: self.shards[k] for k in ks}, self.timeout
+            )
+            self._round_calls += 1
+            refs[ref] = (gl, ks)
+        left: list[int] = []
+        for ref, (gl, ks) in refs.items():
+            try:
+                out = ray.get(ref, timeout=2 * self.timeout + 30)
+            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError) as exc:
+                self._gleader_down(gl, f"ending round {round_id}: {type(exc).__name__}")
+                left += ks
+                continue
+            self._round_bytes += len(pickle.dumps(out))
+            for k in ks:
+                r = out.get(k)
+                if not isinstance(r, tuple):
+                    left.append(k)
+                    continue
+                box, missing = r
+                self.snapshot[k] = box[0]
+                for g in missing:
+                    self.lost_deltas.append({"shard": k, "round": round_id, "group": g})
+                    self.log(f"shard {k}: node group {g}'s delta of round {round_id} is missing; it is lost")
+        if left:
+            self._end_round(round_id, t, t_end, groups, only=sorted(left))
+
+    def _end_round(
+        self, round_id: int, t: int, t_end: int, groups: list[int], only: list[int] | None = None
+    ) -> None:
+        ray = self.ray
+        ks = range(self.num_shards) if only is None else only
+        refs = {k: self.shards[k].end_round_ref.remote(round_id, t, t_end, groups) for k in ks}
         self._round_calls += len(refs)
         for attempt in range(3):
             failed = []
@@ -787,6 +1078,7 @@ class RayJob:
         self._round_calls = 0
         self._round_bytes = 0
         round_id = self.round + 1
+        self._alive_cache = None  # asked once a round (and again while waiting on a failure)
         specs: dict[int, list[tuple]] = {}
         t0 = t
         order = []
@@ -799,11 +1091,18 @@ class RayJob:
             )
             order.append((k, b))
             t0 += b
-        done = self._run_groups(round_id, t, t_end, specs)
-        groups = sorted(done)
-        self._end_round(round_id, t, t_end, groups)
+        if self.group_size:
+            done = self._run_node_groups(round_id, t, t_end, specs)
+            groups = sorted(done)
+            shard_groups = sorted({self.ngroup_of[g] for g in groups})  # what a shard receives
+            self._end_node_groups(round_id, t, t_end, shard_groups)
+        else:
+            done = self._run_groups(round_id, t, t_end, specs)
+            groups = sorted(done)
+            shard_groups = groups
+            self._end_round(round_id, t, t_end, groups)
         self.round = round_id
-        self.round_log.append((round_id, t, t_end, groups))
+        self.round_log.append((round_id, t, t_end, shard_groups))
         # the round's figures
         applied = 0
         for k, b in sorted(order, key=lambda kb: (self.group_of[kb[0]], kb[0])):
@@ -879,6 +1178,8 @@ class RayJob:
         return {
             "workers": self.num_workers,
             "nodes": self.num_nodes,
+            "group_size": self.group_size,
+            "node_groups": len(self.ngroups),
             "shard_restores": self.shard_restores,
             "worker_rss_bytes": max(self.worker_rss.values()) if self.worker_rss else None,
             "worker_pss_bytes": max(self.worker_pss.values()) if self.worker_pss else None,
@@ -926,6 +1227,7 @@ class RayJob:
             "shards": self.num_shards,
             "batch": self.batch,
             "nodes": self.num_nodes,
+            "group_size": self.group_size,
             "round": self.round,
             "bounds": [[lo, hi] for lo, hi in self.bounds],
             "layout_size": self.tr.size,
@@ -1114,6 +1416,8 @@ class RayJob:
             "worker_seq": job.get("worker_seq"),
             "round": job.get("round", 0),
         }
+        if job.get("group_size"):
+            kw["group_size"] = job["group_size"]
         kw.update({k: v for k, v in overrides.items() if v is not None})
         return kw
 
@@ -1141,10 +1445,10 @@ class RayJob:
         if getattr(self, "_save_pending", None) is not None:
             with contextlib.suppress(Exception):
                 self._poll_save(block=True)
-        for a in self.leaders + self.shards:
+        for a in self.gleaders + self.leaders + self.shards:
             with contextlib.suppress(Exception):  # already gone
                 self.ray.kill(a, no_restart=True)
-        self.leaders, self.shards = [], []
+        self.gleaders, self.leaders, self.shards = [], [], []
         if self.pg is not None:
             from ray.util.placement_group import remove_placement_group
 

@@ -219,15 +219,18 @@ class LeaderCore:
         w_base: float,
         t_base: int,
         groups: list[tuple[int, list[tuple]]],
-        snapshot: list,
-        shards: list,
+        snapshot: list | dict,
+        shards: list | None,
         ckpt_round: int,
         retain_cap: int,
         timeout: float,
     ) -> dict[str, Any]:
         """Run ``groups`` (each ``(group, [(worker, batch_seq, rng, t0, n), ...])``) of round
         ``round_id`` = iterations ``[t, t_end)`` against ``snapshot`` (per shard the reference of its
-        published slice), send each shard one summed delta per group, and report.
+        published slice), send each shard one summed delta per group, and report. With ``shards``
+        None (called by a group leader, :mod:`cluster.group`) the sums are returned instead
+        (``"deltas": {group: [payload per shard]}``) and not retained; ``snapshot`` may then be
+        ``{"packed": ref}``, one object holding every slice (the group leader's relay).
 
         Every wait has a deadline (``timeout`` seconds for the batches, then as long again for the
         batches moved off workers that did not answer). Returns ``{"node_id", "done": {group:
@@ -242,6 +245,25 @@ class LeaderCore:
         results: dict[int, list] = {}
         failed: dict[int, str] = {}
         live = [i for i, ok in enumerate(self.live) if ok]
+        if isinstance(snapshot, dict) and live:
+            # relayed by a group leader as one object: put again on this node, one per shard, for
+            # the workers (they read their slices zero-copy from this node's object store)
+            try:
+                slices = ray.get(snapshot["packed"], timeout=timeout)
+                snapshot = [ray.put(s) for s in slices]
+                del slices
+            except Exception as exc:
+                why = f"the relayed snapshot could not be fetched ({type(exc).__name__})"
+                return {
+                    "node_id": _node_id(),
+                    "done": {},
+                    "failed": {g: why for g, _ in groups},
+                    "shard_errors": [],
+                    "notes": notes,
+                    "retaining": self.retaining,
+                    "workers": len(live),
+                    "restarts": self.restarts,
+                }
         if not live:
             return {
                 "node_id": _node_id(),
@@ -313,8 +335,10 @@ class LeaderCore:
             failed.setdefault(
                 batches[j][0], f"batch of worker {batches[j][1][0]} got no answer within the deadline"
             )
-        # sum per group (worker order), retain, send
+        # sum per group (worker order), retain, send (under a group leader, ``shards`` is None:
+        # the sums go back to it in the result, and it retains and sends its node group's sums)
         done: dict[int, dict[str, Any]] = {}
+        deltas: dict[int, list[bytes]] = {}
         puts = []
         for g, specs in groups:
             if g in failed:
@@ -325,6 +349,9 @@ class LeaderCore:
             for k, (lo, hi) in enumerate(self.bounds):
                 payload = sum_deltas([o[1 + k] for o in outs], hi - lo, self.int_regret)
                 sent += len(payload)
+                if shards is None:
+                    deltas.setdefault(g, []).append(payload)
+                    continue
                 self._retain(k, (round_id, g), payload, retain_cap)
                 puts.append((k, shards[k].put_delta.remote(round_id, g, payload)))
             st = [o[0] for o in outs]
@@ -365,7 +392,7 @@ class LeaderCore:
                     ray.get(r)
                 except Exception:
                     shard_errors.add(k)
-        return {
+        out = {
             "node_id": _node_id(),
             "done": done,
             "failed": failed,
@@ -375,6 +402,9 @@ class LeaderCore:
             "workers": sum(self.live),
             "restarts": self.restarts,
         }
+        if shards is None:
+            out["deltas"] = deltas
+        return out
 
     def replay(self, shards: dict[int, Any], since_round: int, timeout: float) -> list[tuple[int, int, int]]:
         """Send restored shards (``{index: handle}``) every retained delta of a round after

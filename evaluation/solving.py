@@ -68,18 +68,21 @@ class SolvingPlayer:
         """``{action: probability}`` at ``state`` (deterministic for a fixed iteration count)."""
         return self.strategy(state)[0]
 
-    def strategy(self, state: State) -> tuple[dict[str, float], str]:
+    def strategy(
+        self, state: State, rng: Optional[np.random.Generator] = None
+    ) -> tuple[dict[str, float], str]:
         """``({action: probability}, source)``, source one of
-        :data:`blueprint.blueprint.SOURCES`."""
+        :data:`blueprint.blueprint.SOURCES`. ``rng``: the blueprint's answers translate the
+        opponent's off-tree raises at random (as :class:`~evaluation.players.BlueprintPlayer`
+        does), else deterministically."""
         key = self._key(state)
         hit = self.cache.lookup(state, key)
         if hit is not None:
             sol, n = hit
             self.reused += 1
             return hand_strategy(sol, n, state), "subgame"
-        dead_end = self.bp.walk(state).dead_end is not None
-        if state.round < self.from_round and not dead_end:
-            ans = self.bp.answer(state)
+        ans = self.bp.answer(state, rng)
+        if state.round < self.from_round and ans.source != "fallback":
             return ans.strategy, ans.source
         try:
             sol, n = solve_state(
@@ -92,14 +95,13 @@ class SolvingPlayer:
             )
         except (SubgameError, BlueprintError):
             self.fallbacks += 1  # no subgame fits: the blueprint's answer (its fallback at a dead end)
-            ans = self.bp.answer(state)
             return ans.strategy, ans.source
         self.cache.store(sol, key)
         self.solves += 1
         return hand_strategy(sol, n, state), "subgame"
 
     def act(self, state: State, rng: np.random.Generator) -> str:
-        strat, source = self.strategy(state)
+        strat, source = self.strategy(state, rng)
         self.sources[source] = self.sources.get(source, 0) + 1
         return _legal(sample(strat, rng), state)
 

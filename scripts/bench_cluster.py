@@ -8,6 +8,7 @@
     python scripts/bench_cluster.py memory     [--cards small|synthetic] [--workers 2] [--batch 2000]
     python scripts/bench_cluster.py model      [--sizes 2,3,4,5] [--held-out 5] [--rounds 30] [--targets 8,64,196]
                                                [--cores 28] [--rtt-ms 0.5] [--round-trips 3] [--gbps 10] [--target 1]
+                                               [--group-size 2 [--target-groups 3,8,14] [--no-relay] [--from OUT1,OUT2]]
 
 leduc: exact exploitability at equal total iterations, single process vs a 2-worker 2-shard job,
 per seed and on average. throughput: hunl100 (``--bets small``, the default no-limit game of
@@ -25,7 +26,8 @@ built one is not in the cache. model: the scale model of the control overhead pe
 item 8): calls, bytes and CPU per round of the driver, the leaders and the shards measured on
 simulated clusters of each size (three ways of passing a round's arguments), fitted without the
 held-out size, checked against it, and extrapolated to ``--targets`` nodes (see :func:`model`; a
-table, then JSON). One JSON object per line; the first one describes the machine.
+table, then JSON); with ``--group-size G`` the flat job and the two-level fan-out with group size G
+instead, fitted jointly and extrapolated with groups of about sqrt(nodes) (:func:`model_grouped`). One JSON object per line; the first one describes the machine.
 """
 
 from __future__ import annotations
@@ -342,6 +344,8 @@ def _model_measure(
     idle_seconds: float = 3.0,
     modes: tuple[str, ...] = tuple(MODEL_MODES),
     elem: bool = False,
+    group_size: int = 0,
+    relay: bool = True,
 ) -> list[dict]:
     """One simulated cluster (a head without CPUs plus ``nodes`` one-CPU nodes), a Leduc job with
     one worker per node and shards = nodes; per round over ``rounds`` rounds after ``warmup``: the
@@ -359,17 +363,25 @@ def _model_measure(
         if elem:
             rows.append({"elem_cost": _elem_cost()})
         for mode in modes:
-            rows.append(_model_job(nodes, batch, rounds, warmup, idle_seconds, mode))
+            rows.append(_model_job(nodes, batch, rounds, warmup, idle_seconds, mode, group_size, relay))
         return rows
     finally:
         ray.shutdown()
         c.shutdown()
 
 
-def _model_job(nodes: int, batch: int, rounds: int, warmup: int, idle_seconds: float, mode: str) -> dict:
-    with RayJob(
-        make_trainer("leduc", seed=1), workers=nodes, shards=nodes, batch=batch, **MODEL_MODES[mode]
-    ) as job:
+def _model_job(
+    nodes: int,
+    batch: int,
+    rounds: int,
+    warmup: int,
+    idle_seconds: float,
+    mode: str,
+    group_size: int = 0,
+    relay: bool = True,
+) -> dict:
+    kw = MODEL_MODES[mode] if mode in MODEL_MODES else {"group_size": group_size, "relay_snapshot": relay}
+    with RayJob(make_trainer("leduc", seed=1), workers=nodes, shards=nodes, batch=batch, **kw) as job:
         assert job.num_nodes == nodes, (job.num_nodes, nodes)
         # warm up: the actors start, and every process has run each kernel once (the shards'
         # discount kernel loads at the first discount boundary: hundreds of ms, once)
@@ -379,20 +391,20 @@ def _model_job(nodes: int, batch: int, rounds: int, warmup: int, idle_seconds: f
         job.run(-(-max(warmup * grid, first) // grid) * grid)  # whole rounds
         cpu = lambda actors: ray.get([a.cpu_seconds.remote() for a in actors])  # noqa: E731
         st0 = job.stats()
-        lead0, shard0 = cpu(job.leaders), cpu(job.shards)
+        lead0, shard0, gl0 = cpu(job.leaders), cpu(job.shards), cpu(job.gleaders)
         r0, d0, b0, dc0 = job.rounds, job.driver_calls, job.driver_bytes, job.driver_cpu_seconds
         w0, cs0, p0, t0 = job.round_seconds, job.compute_seconds, time.process_time(), time.perf_counter()
         job.run(rounds * nodes * batch)
         wall = time.perf_counter() - t0
         proc = time.process_time() - p0
-        lead1, shard1 = cpu(job.leaders), cpu(job.shards)
+        lead1, shard1, gl1 = cpu(job.leaders), cpu(job.shards), cpu(job.gleaders)
         st = job.stats()
         n = job.rounds - r0
         # the processes' CPU while idle (Ray's own threads: heartbeats, metrics), per second,
         # taken off the rounds' figures: it runs beside the rounds, not in their path
         p1, t1 = time.process_time(), time.perf_counter()
         time.sleep(idle_seconds)
-        lead2, shard2 = cpu(job.leaders), cpu(job.shards)
+        lead2, shard2, gl2 = cpu(job.leaders), cpu(job.shards), cpu(job.gleaders)
         idle_wall = time.perf_counter() - t1
         idle_driver = (time.process_time() - p1) / idle_wall
         idle_lead = [(b[0] - a[0]) / idle_wall for a, b in zip(lead1, lead2)]
@@ -402,9 +414,18 @@ def _model_job(nodes: int, batch: int, rounds: int, warmup: int, idle_seconds: f
         shard = [max(0.0, (b[0] - a[0]) / n - i * per) for a, b, i in zip(shard0, shard1, idle_shard)]
         lead_m = [(b[1] - a[1]) / n for a, b in zip(lead0, lead1)]
         shard_m = [(b[1] - a[1]) / n for a, b in zip(shard0, shard1)]
+        idle_gl = [(b[0] - a[0]) / idle_wall for a, b in zip(gl1, gl2)]
+        gl = [max(0.0, (b[0] - a[0]) / n - i * per) for a, b, i in zip(gl0, gl1, idle_gl)] or [0.0]
+        gl_m = [(b[1] - a[1]) / n for a, b in zip(gl0, gl1)] or [0.0]
         return {
             "mode": mode,
             "nodes": nodes,
+            "group_size": job.group_size,
+            "node_groups": len(job.ngroups),
+            # deltas a shard receives a round: one per node, or one per node group
+            "deltas_per_shard": len(job.ngroups) or nodes,
+            "group_cpu_per_round_max": max(gl),
+            "group_method_cpu_per_round_max": max(gl_m),
             "shards": nodes,
             "workers": nodes,
             "batch": batch,
@@ -663,6 +684,297 @@ def model(
     )
 
 
+def _lstsq(cols: list[list[float]], ys: list[float]) -> list[float]:
+    """Least squares ``y = sum(c_i x_i)`` over the columns ``cols`` (one list per row)."""
+    sol, *_ = np.linalg.lstsq(np.asarray(cols, float), np.asarray(ys, float), rcond=None)
+    return [float(x) for x in sol]
+
+
+def _auto_group(n: int) -> int:
+    """The group size the extrapolation uses at ``n`` nodes: about sqrt(n) (14 at 196)."""
+    return max(1, round(n**0.5))
+
+
+def model_grouped(
+    sizes: list[int],
+    held_out: int | None,
+    batch: int,
+    rounds: int,
+    targets: list[int],
+    cores: int,
+    rtt_ms: float,
+    gbps: float,
+    hops: int,
+    target_seconds: float,
+    group_size: int,
+    target_groups: list[int] | None = None,
+    relay: bool = True,
+    from_files: list[str] | None = None,
+) -> None:
+    """The scale model with the two-level fan-out (``RayJob(group_size=G)``, cluster/group.py).
+
+    Per size n (shards s = n, one worker per node) two jobs are measured: flat (``as built``) and
+    grouped with ``group_size`` G (m = ceil(n / G) group leaders): calls, bytes, the driver's
+    process CPU ``D``, the busiest group leader's ``GL``, node leader's ``L`` and shard's ``S``
+    process CPU, and the wall time ``W`` per round. Fitted jointly on both modes (every size but
+    ``held_out``), ``e`` the driver's measured CPU per reference or handle in a call's arguments:
+
+        D = d0 + dc x calls + dn x n + e x elements   (flat: calls 2n, elements 2 n s;
+                                                        grouped: calls 2m, elements 2 m s + s)
+        S = h0 + hp x n + hd x (deltas a shard receives: flat n, grouped m)
+        GL = g0 + gc x (G + s + s / m) + e x G s      (its calls: node leaders, puts, end_round;
+                                                        the snapshot references to G node leaders)
+        L = l0 + l1 n (grouped rows)                   K = mean(W - D - GL - L - S) (grouped rows)
+
+    so the two slopes of the shard (per node pulling its snapshot, ``hp``; per delta received,
+    ``hd``) and the driver's per-call and per-node costs are separated by the two modes. At a
+    target n, with G_t = ``target_groups`` or about sqrt(n) and m = ceil(n / G_t):
+
+        T = D + GL + L + (cores - 1) x dc + S + K + (hops + 2) x RTT + n x bytes_per_node / bandwidth
+
+    (two round trips more than flat: the group leader's level, both ways). Assumed as in
+    :func:`model`. ``from_files``: fit the measured rows (and the mean element costs) of earlier
+    runs' JSON output instead of measuring (pooling runs of a noisy machine)."""
+    modes = ("as built", f"grouped {group_size}" + ("" if relay else " no relay"))
+    rows, elem = [], None
+    if from_files:
+        elems = []
+        for f in from_files:
+            for line in Path(f).read_text().splitlines():
+                if not line.startswith("{"):
+                    continue
+                obj = json.loads(line)
+                if obj.get("bench") == "model" and "measured" in obj and obj["measured"]["mode"] in modes:
+                    rows.append(obj["measured"])
+                elif obj.get("bench") == "model" and "elem_cost" in obj and "fits" not in obj:
+                    elems.append(obj["elem_cost"])
+        elem = {k: float(np.mean([x[k] for x in elems])) for k in elems[0]}
+        sizes = []
+    for i, n in enumerate(sizes):
+        for row in _model_measure(
+            n, batch, rounds, elem=(i == 0), modes=modes, group_size=group_size, relay=relay
+        ):
+            if "elem_cost" in row:
+                elem = row["elem_cost"]
+                emit({"bench": "model", "elem_cost": elem})
+                continue
+            rows.append(row)
+            emit({"bench": "model", "measured": row})
+    assert elem is not None
+    e = (elem["driver_per_ref"] + elem["driver_per_handle"]) / 2
+    fit = [r for r in rows if r["nodes"] != held_out] or rows
+    grouped = lambda rs: [r for r in rs if r["group_size"]]  # noqa: E731
+
+    def elements(n: int, m: int | None) -> float:
+        return n * 2 * n if m is None else 2 * m * n + n
+
+    def calls_(n: int, m: int | None) -> int:
+        return 2 * n if m is None else 2 * m
+
+    def m_of(r: dict) -> int | None:
+        return r["node_groups"] if r["group_size"] else None
+
+    d0, dc, dn = _lstsq(
+        [[1, r["calls_per_round"], r["nodes"]] for r in fit],
+        [r["driver_process_cpu_per_round"] - e * elements(r["nodes"], m_of(r)) for r in fit],
+    )
+    h0, hp, hd = _lstsq(
+        [[1, r["nodes"], r["deltas_per_shard"]] for r in fit], [r["shard_cpu_per_round_max"] for r in fit]
+    )
+
+    def gl_calls(n: int, g: int, m: int) -> float:
+        return min(g, n) + n + -(-n // m)
+
+    gfit = grouped(fit)
+    g0, gc = _lstsq(
+        [[1, gl_calls(r["nodes"], r["group_size"], r["node_groups"])] for r in gfit],
+        [r["group_cpu_per_round_max"] - e * min(r["group_size"], r["nodes"]) * r["nodes"] for r in gfit],
+    )
+    l0, l1 = _fit([r["nodes"] for r in gfit], [r["leader_cpu_per_round_max"] for r in gfit])
+    fl0, fl1 = _fit(
+        [r["nodes"] for r in fit if not r["group_size"]],
+        [r["leader_cpu_per_round_max"] for r in fit if not r["group_size"]],
+    )
+    # at G = 2 a group leader's calls grow from 7 to 11 over the sizes measured, within the noise
+    # of this machine: its per-call cost is floored at the flat node leader's per-shard slope (the
+    # same work: one put_delta per shard), and g0 refitted as the mean rest
+    gc_fit = gc
+    if gc < fl1:
+        gc = fl1
+        g0 = float(
+            np.mean(
+                [
+                    r["group_cpu_per_round_max"]
+                    - gc * gl_calls(r["nodes"], r["group_size"], r["node_groups"])
+                    - e * min(r["group_size"], r["nodes"]) * r["nodes"]
+                    for r in gfit
+                ]
+            )
+        )
+    k_g = float(
+        np.mean(
+            [
+                r["wall_per_round"]
+                - r["driver_process_cpu_per_round"]
+                - r["group_cpu_per_round_max"]
+                - r["leader_cpu_per_round_max"]
+                - r["shard_cpu_per_round_max"]
+                for r in gfit
+            ]
+        )
+    )
+    k_f = float(
+        np.mean(
+            [
+                r["wall_per_round"]
+                - r["driver_process_cpu_per_round"]
+                - r["leader_cpu_per_round_max"]
+                - r["shard_cpu_per_round_max"]
+                for r in fit
+                if not r["group_size"]
+            ]
+        )
+    )
+    bpn = {
+        mode: float(np.mean([r["bytes_per_node_per_round"] for r in rows if r["mode"] == mode]))
+        for mode in modes
+    }
+
+    def predict(n: int, g: int | None, real: bool) -> dict:
+        m = -(-n // g) if g else None
+        d = d0 + dc * calls_(n, m) + dn * n + e * elements(n, m)
+        sh = h0 + hp * n + hd * (m if m else n)
+        extra = (cores - 1) * dc if real else 0.0
+        if g:
+            assert m is not None
+            glc = g0 + gc * gl_calls(n, g, m) + e * min(g, n) * n
+            lead = l0 + l1 * n
+            k, b, hh = k_g, bpn[modes[1]], hops + 2
+        else:
+            glc, lead, k, b, hh = 0.0, fl0 + fl1 * n, k_f, bpn[modes[0]], hops
+        net = hh * rtt_ms / 1e3 + n * b * 8 / (gbps * 1e9) if real else 0.0
+        total = d + glc + lead + extra + sh + k + net
+        return {
+            "nodes": n,
+            "group_size": g or 0,
+            "node_groups": m or 0,
+            "calls_per_round": calls_(n, m),
+            "driver_bytes_per_round": b * n,
+            "driver_cpu": d,
+            "group_leader_cpu": glc,
+            "leader_cpu": lead + extra,
+            "shard_cpu": sh,
+            "critical_path_const": k,
+            "network": net,
+            "control_seconds_per_round": total,
+        }
+
+    checks = []
+    for r in rows:
+        if r["nodes"] != held_out:
+            continue
+        p = predict(r["nodes"], r["group_size"] or None, real=False)
+        c = {"mode": r["mode"], "nodes": r["nodes"]}
+        for key, pk in (
+            ("driver_process_cpu_per_round", "driver_cpu"),
+            ("group_cpu_per_round_max", "group_leader_cpu"),
+            ("leader_cpu_per_round_max", "leader_cpu"),
+            ("shard_cpu_per_round_max", "shard_cpu"),
+            ("calls_per_round", "calls_per_round"),
+            ("wall_per_round", "control_seconds_per_round"),
+        ):
+            c[f"{key}_measured"], c[f"{key}_model"] = r[key], p[pk]
+            c[f"{key}_error"] = p[pk] / r[key] - 1 if r[key] else None
+        checks.append(c)
+    tg = target_groups or [_auto_group(n) for n in targets]
+    preds = {
+        "flat": [predict(n, None, real=True) for n in targets],
+        "grouped": [predict(n, g, real=True) for n, g in zip(targets, tg)],
+    }
+    print(
+        f"\nmeasured on the simulated cluster (Leduc, batch {batch}, {rounds} rounds, shards = nodes, "
+        f"1 worker/node; grouped: group size {group_size})"
+    )
+    print(
+        f"driver CPU per call {elem['driver_per_call'] * 1e3:.3f} ms, per reference {elem['driver_per_ref'] * 1e6:.1f} us, "
+        f"per handle {elem['driver_per_handle'] * 1e6:.1f} us"
+    )
+    print(
+        f"{'mode':>12} {'nodes':>5} {'calls/rd':>8} {'bytes/rd':>8} {'drv proc ms':>11} {'group ms':>8} "
+        f"{'leader ms':>9} {'shard ms':>8} {'(in method)':>11} {'wall ms':>8}"
+    )
+    for r in rows:
+        print(
+            f"{r['mode']:>12} {r['nodes']:>5} {r['calls_per_round']:>8.1f} {r['bytes_per_round']:>8.0f} "
+            f"{r['driver_process_cpu_per_round'] * 1e3:>11.2f} {r['group_cpu_per_round_max'] * 1e3:>8.2f} "
+            f"{r['leader_cpu_per_round_max'] * 1e3:>9.2f} {r['shard_cpu_per_round_max'] * 1e3:>8.2f} "
+            f"{r['shard_method_cpu_per_round_max'] * 1e3:>11.2f} {r['wall_per_round'] * 1e3:>8.1f}"
+            + ("   (held out)" if r["nodes"] == held_out else "")
+        )
+    print(
+        f"\nfit: driver {d0 * 1e3:.2f} ms + {dc * 1e3:.3f} ms/call + {dn * 1e3:.3f} ms/node + {e * 1e6:.1f} us/element; "
+        f"shard {h0 * 1e3:.2f} ms + {hp * 1e3:.3f} ms/node + {hd * 1e3:.3f} ms/delta; group leader "
+        f"{g0 * 1e3:.2f} ms + {gc * 1e3:.3f} ms/call (fitted {gc_fit * 1e3:.3f}, floor {fl1 * 1e3:.3f}); leader {l0 * 1e3:.2f} + {l1 * 1e3:.3f} ms/node "
+        f"(flat {fl0 * 1e3:.2f} + {fl1 * 1e3:.3f}); K grouped {k_g * 1e3:.1f} ms, flat {k_f * 1e3:.1f} ms"
+    )
+    for c in checks:
+        print(
+            f"  held out {c['mode']} n={c['nodes']}: "
+            + ", ".join(
+                f"{key.split('_')[0]} {c[key + '_measured'] * 1e3:.2f} vs {c[key + '_model'] * 1e3:.2f} ms "
+                f"({c[key + '_error']:+.1%})"
+                for key in (
+                    "driver_process_cpu_per_round",
+                    "group_cpu_per_round_max",
+                    "leader_cpu_per_round_max",
+                    "shard_cpu_per_round_max",
+                    "wall_per_round",
+                )
+                if c[key + "_error"] is not None
+            )
+        )
+    print(f"  extrapolated ({cores} cores/node, RTT {rtt_ms} ms, {gbps} Gb/s; target {target_seconds} s)")
+    print(
+        f"  {'mode':>8} {'nodes':>5} {'G':>3} {'calls':>5} {'KB/rd':>6} {'driver':>7} {'group':>6} {'leader':>7} "
+        f"{'shard':>6} {'K':>5} {'net':>5} {'total ms':>9}"
+    )
+    for mode, ps in preds.items():
+        for p in ps:
+            print(
+                f"  {mode:>8} {p['nodes']:>5} {p['group_size']:>3} {p['calls_per_round']:>5} "
+                f"{p['driver_bytes_per_round'] / 1e3:>6.1f} {p['driver_cpu'] * 1e3:>7.1f} "
+                f"{p['group_leader_cpu'] * 1e3:>6.1f} {p['leader_cpu'] * 1e3:>7.1f} {p['shard_cpu'] * 1e3:>6.1f} "
+                f"{p['critical_path_const'] * 1e3:>5.1f} {p['network'] * 1e3:>5.2f} "
+                f"{p['control_seconds_per_round'] * 1e3:>9.1f}"
+                + ("" if p["control_seconds_per_round"] <= target_seconds else "  over target")
+            )
+    print(flush=True)
+    emit(
+        {
+            "bench": "model",
+            "group_size": group_size,
+            "held_out": held_out,
+            "elem_cost": elem,
+            "fits": {
+                "driver": {"d0": d0, "per_call": dc, "per_node": dn, "per_element": e},
+                "shard": {"h0": h0, "per_node": hp, "per_delta": hd},
+                "group_leader": {"g0": g0, "per_call": gc, "per_call_fitted": gc_fit, "per_call_floor": fl1},
+                "leader": {"l0": l0, "l1": l1, "flat_l0": fl0, "flat_l1": fl1},
+                "K": {"grouped": k_g, "flat": k_f},
+            },
+            "bytes_per_node_per_round": bpn,
+            "held_out_checks": checks,
+            "predictions": preds,
+            "target_seconds": target_seconds,
+            "meets_target": {
+                m: all(p["control_seconds_per_round"] <= target_seconds for p in ps)
+                for m, ps in preds.items()
+            },
+            "load_average": os.getloadavg(),
+        }
+    )
+
+
 def synthetic_small_cards(game):
     """A TABLE abstraction with the ``small`` recipe's bucket counts and table sizes (random
     buckets): what a worker holds for ``--abstraction small``, for memory measurements only."""
@@ -767,6 +1079,30 @@ def main() -> None:
         default=1.0,
         help="model: control seconds per round allowed at the largest target",
     )
+    ap.add_argument(
+        "--group-size",
+        type=int,
+        default=0,
+        help="model: measure the two-level fan-out with this group size beside the flat job and "
+        "extrapolate both (model_grouped)",
+    )
+    ap.add_argument(
+        "--target-groups",
+        default=None,
+        help="model --group-size: group size per target (default about sqrt(nodes): 3,8,14)",
+    )
+    ap.add_argument(
+        "--no-relay",
+        action="store_true",
+        help="model --group-size: every node leader fetches every shard's snapshot object "
+        "(RayJob(relay_snapshot=False))",
+    )
+    ap.add_argument(
+        "--from",
+        dest="from_files",
+        default=None,
+        help="model --group-size: refit the measured rows of earlier runs' output files (comma-separated)",
+    )
     ap.add_argument("--nodes", type=int, default=4, help="calls: simulated nodes")
     ap.add_argument("--shards", type=int, default=4, help="calls: shards")
     ap.add_argument("--rounds", type=int, default=20, help="calls: rounds measured")
@@ -787,6 +1123,24 @@ def main() -> None:
                 "load_average": os.getloadavg(),
             }
         )
+        if a.group_size:
+            model_grouped(
+                [int(x) for x in a.sizes.split(",")],
+                a.held_out,
+                int(a.batch or 10),
+                a.rounds,
+                [int(x) for x in a.targets.split(",")],
+                a.cores,
+                a.rtt_ms,
+                a.gbps,
+                a.round_trips,
+                a.target,
+                a.group_size,
+                [int(x) for x in a.target_groups.split(",")] if a.target_groups else None,
+                not a.no_relay,
+                a.from_files.split(",") if a.from_files else None,
+            )
+            return
         model(
             [int(x) for x in a.sizes.split(",")],
             a.held_out,
