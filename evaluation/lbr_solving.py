@@ -34,7 +34,7 @@ from evaluation.lbr import BlueprintOpponent, LBRError, _Hands
 from evaluation.match import view_of
 from evaluation.solving import _legal
 from holdem.state import State
-from subgame.cache import SubgameCache, _node_in
+from subgame.cache import SubgameCache, node_in
 from subgame.nested import solve_state
 from subgame.solver import METHODS, Solution
 from subgame.tree import SubgameError, all_hands, hand_index
@@ -111,7 +111,7 @@ class SolvingOpponent:
             return None
         if real:
             self.cache.store(sol, hand)
-        return _node_in(sol, view)
+        return node_in(sol, view)
 
     def _probs(self, state: State, real: bool) -> tuple[list[str], np.ndarray]:
         view = view_of(state, state.current_player())

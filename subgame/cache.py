@@ -118,13 +118,13 @@ class SubgameCache:
     def lookup(self, state: State, key) -> Optional[tuple[Solution, int]]:
         if self.sol is None or key != self.key:
             return None
-        return _node_in(self.sol, state)
+        return node_in(self.sol, state)
 
     def store(self, sol: Solution, key) -> None:
         self.sol, self.key = sol, key
 
 
-def _node_in(sol: Solution, state: State) -> Optional[tuple[Solution, int]]:
+def node_in(sol: Solution, state: State) -> Optional[tuple[Solution, int]]:
     """``(sol, node of state)`` when ``state`` lies in the solved subgame at a decision of its viewer."""
     try:
         n = node_of_state(sol.tree, state)
@@ -186,7 +186,7 @@ class SessionCache:
                 self._entries.move_to_end(session)
         hit = None
         if e is not None and e[1] == key:
-            hit = _node_in(e[0], state)
+            hit = node_in(e[0], state)
         with self._lock:
             if hit is None:
                 self.misses += 1
