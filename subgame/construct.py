@@ -229,6 +229,48 @@ def blueprint_ranges(
     return ranges
 
 
+def history_ranges(
+    bp: Blueprint, state: State, hands: np.ndarray, cache: Optional[BucketCache] = None
+) -> np.ndarray:
+    """[2, H] each seat's range given ``state``'s real history, whether or not the blueprint's tree
+    follows it: at every real action, the probability that a player of this blueprint takes it
+    holding each hand, mixed over the abstract nodes it would play there
+    (:meth:`~blueprint.blueprint.Blueprint.decision_nodes`: translation mixtures, and the fallback
+    node where the tree has none), the abstract actions that become that real action summed. An
+    action no abstract action becomes (an off-tree raise) leaves the range as it was: nested
+    solving's rule that an off-tree action does not change the range of the one who took it."""
+    from holdem.betting import Betting
+
+    cache = cache or BucketCache(bp, hands)
+    g = bp.gamedef
+    H = len(hands)
+    ranges = np.ones((2, H))
+    board = tuple(int(c) for c in state.board_cards)
+    b = Betting.initial(g)
+    for acts in state.betting.actions:
+        for kind, size in acts:
+            p = b.current_player()
+            real = "f" if kind == 0 else "c" if kind == 1 else ("r" if g.is_limit else f"r{size}")
+            seen = _board_at_round(g, board, b.round)
+            like = np.zeros(H)
+            total = 0.0
+            for v, q in bp.decision_nodes(b):
+                keys = bp.action_keys(v, b)
+                cols = [i for i, k in enumerate(keys) if k == real]
+                if not cols:
+                    continue
+                idx, bk = cache(seen, int(bp.tree.round[v]))
+                like[idx] += q * node_probs(bp, v, bk)[:, cols].sum(axis=1)
+                total += q
+            if total > 0 and like.any():
+                ranges[p] *= like
+            b = b.apply(kind, size)
+    bs = set(board)
+    blocked = np.array([bool(set(h.tolist()) & bs) for h in hands])
+    ranges[:, blocked] = 0.0
+    return ranges
+
+
 def blueprint_values(
     bp: Blueprint,
     n: int,

@@ -31,6 +31,7 @@ from subgame.construct import (
     decision_state,
     from_matchstate,
     gifts,
+    history_ranges,
     node_probs,
 )
 from subgame.solver import METHODS, Solution, Subgame, check_interrupt, solve
@@ -280,17 +281,15 @@ def dead_end_subgame(
     used there: it has no node in the blueprint's tree (more raises than its bet abstraction
     allows, or a translated all-in called with chips left behind:
     :meth:`~blueprint.blueprint.Blueprint.walk`), or an opponent's off-tree raise of an earlier
-    round was translated. The player's range is its blueprint reach at the abstract node the
-    history walks to (translated deterministically; at a dead end, the last one it reached); the
-    opponent's is its reach before its first off-tree action (the blueprint has no strategy for
-    what it did from there: nested solving's rule, Brown & Sandholm 2017, that an off-tree action
-    does not change the range of the one who took it). There are no blueprint values at the root,
-    so only ``unsafe`` solves it."""
+    round was translated. Each seat's range follows the real history
+    (:func:`~subgame.construct.history_ranges`: every action it took, as a player of this
+    blueprint takes it, translation and the fallback included; an off-tree raise leaves the range
+    as it was, nested solving's rule, Brown & Sandholm 2017). There are no blueprint values at the
+    root, so only ``unsafe`` solves it."""
     from subgame.bets import default_subgame_bets
 
     g = bp.gamedef
     hands = all_hands(g)
-    m = bp.walk(state).node
     board = tuple(int(c) for c in state.board_cards)
     rnd = state.betting.round
     if rnd < g.num_rounds - 1 and depth_limit is None:
@@ -302,17 +301,7 @@ def dead_end_subgame(
             f"a dead end on round {rnd + 1} is too big to solve in time (two more deals after it): "
             "the blueprint's fallback answers it"
         )
-    ranges = blueprint_ranges(bp, m, board, hands)
-    try:
-        off = first_off_tree(bp, state)
-    except (SubgameError, BlueprintError):
-        off = None
-    if off is not None and int(bp.tree.player[off[0]]) != state.viewer:
-        # the opponent's range as it was before its first off-tree action: what it did from
-        # there on the blueprint has no strategy for (an exploiter's overbet is made with any
-        # hand), so it narrows nothing; the player's own range follows its abstract choices
-        o = 1 - state.viewer
-        ranges[o] = blueprint_ranges(bp, off[0], board, hands)[o]
+    ranges = history_ranges(bp, state, hands)
     if ranges[0].sum() <= 0 or ranges[1].sum() <= 0:
         raise SubgameError("the blueprint never reaches the history's last abstract node (a range is empty)")
     return Subgame(

@@ -189,3 +189,27 @@ def test_an_earlier_rounds_off_tree_bet_is_re_solved_from_the_state(hunl100_bp):
     assert sub.root.round == 3 and sub.alt is None
     sol, _ = solve_state(hunl100_bp, state, "reach-maxmargin", iterations=20, time_budget=None)
     assert sol.method == "unsafe" and sol.iterations == 20
+
+
+def test_history_ranges_follow_the_blueprint_on_its_tree_and_ignore_off_tree_raises(hunl100_bp):
+    from subgame.construct import blueprint_ranges, history_ranges
+    from subgame.tree import all_hands
+
+    bp = hunl100_bp
+    game = bp.game
+    hands = all_hands(bp.gamedef)
+    # on the tree: the same reach as the abstract path's (computed the other way, node by node)
+    on = game.state("MATCHSTATE:1:0:r300c/r900:|AhKd/Ks9c2d")
+    board = tuple(int(c) for c in on.board_cards)
+    np.testing.assert_allclose(
+        history_ranges(bp, on, hands),
+        blueprint_ranges(bp, bp.node_of(on), board, hands),
+        rtol=1e-6,
+        atol=1e-12,
+    )
+    # a raise no abstract action becomes (the third of the round) leaves its taker's range alone
+    before = game.state("MATCHSTATE:0:0:r300r900:AhKd|")
+    after = game.state("MATCHSTATE:0:0:r300r900r2700:AhKd|")
+    rb, ra = history_ranges(bp, before, hands), history_ranges(bp, after, hands)
+    np.testing.assert_array_equal(ra[1], rb[1])
+    np.testing.assert_array_equal(ra[0], rb[0])
