@@ -249,7 +249,7 @@ def _eval_lbr(
                 from blueprint.blueprint import Blueprint
 
                 game = Blueprint.load(path, log=log).game
-            opponent = player_from_spec(player_spec, game, log=log)
+            opponent = player_from_spec(_local_spec(player_spec), game, log=log)
             name = opponent.name
             if isinstance(opponent, BlueprintPlayer):
                 opponent = opponent.bp
@@ -342,12 +342,12 @@ def _eval_match(
         a = (
             run_player
             if player_spec is None or (run_player and Path(player_spec) == path)
-            else player_from_spec(player_spec, game, log=log)
+            else player_from_spec(_local_spec(player_spec), game, log=log)
         )
         b = (
             run_player
             if (run_player and game_name is None and Path(vs_spec) == path and a is not run_player)
-            else player_from_spec(vs_spec, game, log=log)
+            else player_from_spec(_local_spec(vs_spec), game, log=log)
         )
     show = sys.stderr.isatty()
 
@@ -417,3 +417,15 @@ def export(run_dir, out, as_json):
     click.echo(f"wrote {rows:,} rows to {out}")
     if as_json:
         click.echo(json.dumps({"rows": rows, "out": str(out), "run_dir": str(path)}))
+
+
+def _local_spec(spec: str) -> str:
+    """A player SPEC whose run directory part (``RUN_DIR`` or ``RUN_DIR+solve:METHOD``) is a run
+    with checkpoints in a storage path, or a storage URI, with that part made local first
+    (:func:`cli.common.run_dir_arg`); other specs unchanged."""
+    from cli.common import is_storage_uri
+
+    run, sep, rest = spec.partition("+")
+    if is_storage_uri(run) or Path(run).is_dir():
+        return f"{run_dir_arg(run)}{sep}{rest}"
+    return spec

@@ -78,6 +78,9 @@ def test_single_process_train_resume_and_read_from_storage(tmp_path, storage_cac
     assert [i.iteration for i in ckpt.list_checkpoints(storage_cache)] == [2000]
     assert ok("status", uri, "--json")["resume_from"] == 2000
     ok("export", uri, "--out", tmp_path / "s.parquet", "--json")
+    # a player SPEC of a match may be the storage URI too
+    m = ok("eval", "--game", "leduc", "--player", uri, "--vs", "random", "--hands", 20, "--json")
+    assert m["hands"] == 20 and sum(m["sources"]["player"].values()) > 0
 
 
 @pytest.mark.parametrize(
