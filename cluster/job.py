@@ -742,7 +742,6 @@ class RayJob:
         self, round_id: int, t: int, t_end: int, specs: dict[int, list[tuple]]
     ) -> dict[int, dict]:
         """Run every group of the round to completion (retrying failed ones on live leaders)."""
-        ray = self.ray
         tr = self.tr
         todo = dict(specs)
         done: dict[int, dict] = {}
@@ -781,60 +780,17 @@ class RayJob:
                 )
                 self._round_calls += 1
                 refs[ref] = lead
-            deadline = time.monotonic() + 2 * self.timeout + 30
-            trouble = []
-            while refs:
-                ready, _ = ray.wait(list(refs), num_returns=1, timeout=1.0)
-                if not ready:
-                    alive = self._alive_node_ids()
-                    for ref, lead in list(refs.items()):
-                        if self.leader_node[lead] not in alive:
-                            self._leader_down(lead, "Ray reports its node dead")
-                            del refs[ref]
-                    if time.monotonic() > deadline:
-                        for ref, lead in refs.items():
-                            self._leader_down(lead, f"no answer within {2 * self.timeout + 30:.0f} s")
-                        refs = {}
-                    continue
-                ref = ready[0]
-                lead = refs.pop(ref)
-                try:
-                    res = ray.get(ref)
-                except ray.exceptions.RayActorError as exc:
-                    self._leader_down(lead, f"its leader died: {type(exc).__name__}")
-                    continue
-                self._round_bytes += len(pickle.dumps(res))
+            trouble: list[str] = []
+            for lead, res in self._answers(
+                refs, self.leader_node, self._leader_down, 2 * self.timeout + 30, "its leader died"
+            ):
                 self.leader_node[lead] = res["node_id"]
                 self.leader_workers[lead] = res["workers"]
                 self._restart_note(res, lead)
                 for note in res["notes"]:
                     self.log(note)
-                if not res["retaining"]:
-                    self._replay_resume = None
-                if not res["retaining"] and self.replay_ok:
-                    self.replay_ok = False
-                    self.log(
-                        f"more than {self.max_replay_bytes:,} delta bytes retained by node {lead} since the last "
-                        "checkpoint: a shard that dies before the next checkpoint stops the job"
-                    )
-                for g, st in res["done"].items():
-                    done[g] = st
-                    todo.pop(g, None)
-                for g, why in res["failed"].items():
-                    attempts[g] = attempts.get(g, 0) + 1
-                    self.log(f"group {g} of round {round_id} failed on node {lead} ({why}); it runs again")
-                    trouble.append(why)
-                if res["shard_errors"]:
-                    trouble.append(f"a delta could not be sent to shard(s) {res['shard_errors']}")
-            if todo:
-                self.group_reruns += len(todo)
-            if trouble or todo:
-                self._restore_shards("; ".join(trouble) or "a node died")
-            for g in [g for g in todo if attempts.get(g, 0) >= 4]:
-                raise JobError(
-                    f"group {g} of round {round_id} failed {attempts[g]} times; resume from the last complete "
-                    f"checkpoint ({self._last_checkpoint()}) with 'mccfr resume RUN_DIR'"
-                )
+                self._take_result(res, f"node {lead}", round_id, done, todo, attempts, trouble)
+            self._end_attempt(round_id, todo, attempts, trouble)
         return done
 
     def _run_node_groups(
@@ -843,7 +799,6 @@ class RayJob:
         """:meth:`_run_groups` through the group leaders (``group_size``): one call per node group
         (worker groups assigned to live node leaders, node groups to live group leaders), until
         every node group's summed deltas reached the shards."""
-        ray = self.ray
         tr = self.tr
         todo = dict(specs)
         done: dict[int, dict] = {}
@@ -889,30 +844,10 @@ class RayJob:
                 refs[ref] = gl
             # the group leader waits up to timeout for the snapshot (relay), 2 x timeout + 30 for
             # its node leaders, then timeout for the puts
-            wait_s = 4 * self.timeout + 60
-            deadline = time.monotonic() + wait_s
-            trouble = []
-            while refs:
-                ready, _ = ray.wait(list(refs), num_returns=1, timeout=1.0)
-                if not ready:
-                    alive = self._alive_node_ids()
-                    for ref, gl in list(refs.items()):
-                        if self.gleader_node[gl] not in alive:
-                            self._gleader_down(gl, "Ray reports its node dead")
-                            del refs[ref]
-                    if time.monotonic() > deadline:
-                        for ref, gl in refs.items():
-                            self._gleader_down(gl, f"no answer within {wait_s:.0f} s")
-                        refs = {}
-                    continue
-                ref = ready[0]
-                gl = refs.pop(ref)
-                try:
-                    res = ray.get(ref)
-                except ray.exceptions.RayActorError as exc:
-                    self._gleader_down(gl, f"it died: {type(exc).__name__}")
-                    continue
-                self._round_bytes += len(pickle.dumps(res))
+            trouble: list[str] = []
+            for gl, res in self._answers(
+                refs, self.gleader_node, self._gleader_down, 4 * self.timeout + 60, "it died"
+            ):
                 self.gleader_node[gl] = res["node_id"]
                 for lead, info in res["leaders"].items():
                     self.leader_node[lead] = info["node_id"]
@@ -922,35 +857,76 @@ class RayJob:
                         self.log(note)
                 for lead, why in res["leaders_down"].items():
                     self._leader_down(lead, why)
-                if not res["retaining"]:
-                    self._replay_resume = None
-                if not res["retaining"] and self.replay_ok:
-                    self.replay_ok = False
-                    self.log(
-                        f"more than {self.max_replay_bytes:,} delta bytes retained by group leader {gl} since "
-                        "the last checkpoint: a shard that dies before the next checkpoint stops the job"
-                    )
-                for g, st in res["done"].items():
-                    done[g] = st
-                    todo.pop(g, None)
-                for g, why in res["failed"].items():
-                    attempts[g] = attempts.get(g, 0) + 1
-                    self.log(
-                        f"group {g} of round {round_id} failed (group leader {gl}: {why}); it runs again"
-                    )
-                    trouble.append(why)
-                if res["shard_errors"]:
-                    trouble.append(f"a delta could not be sent to shard(s) {res['shard_errors']}")
-            if todo:
-                self.group_reruns += len(todo)
-            if trouble or todo:
-                self._restore_shards("; ".join(trouble) or "a node died")
-            for g in [g for g in todo if attempts.get(g, 0) >= 4]:
-                raise JobError(
-                    f"group {g} of round {round_id} failed {attempts[g]} times; resume from the last complete "
-                    f"checkpoint ({self._last_checkpoint()}) with 'mccfr resume RUN_DIR'"
-                )
+                self._take_result(res, f"group leader {gl}", round_id, done, todo, attempts, trouble)
+            self._end_attempt(round_id, todo, attempts, trouble)
         return done
+
+    def _answers(self, refs: dict, node_of: dict, down, wait_s: float, died: str):
+        """Yield ``(key, result)`` of each call in ``refs`` (``{ref: key}``, emptied) as it returns,
+        counting its bytes; a key whose node Ray reports dead, whose actor died (``died``: the
+        reason's words) or that has not answered within ``wait_s`` seconds goes to
+        ``down(key, reason)`` instead."""
+        ray = self.ray
+        deadline = time.monotonic() + wait_s
+        while refs:
+            ready, _ = ray.wait(list(refs), num_returns=1, timeout=1.0)
+            if not ready:
+                alive = self._alive_node_ids()
+                for ref, key in list(refs.items()):
+                    if node_of[key] not in alive:
+                        down(key, "Ray reports its node dead")
+                        del refs[ref]
+                if time.monotonic() > deadline:
+                    for key in refs.values():
+                        down(key, f"no answer within {wait_s:.0f} s")
+                    refs.clear()
+                continue
+            ref = ready[0]
+            key = refs.pop(ref)
+            try:
+                res = ray.get(ref)
+            except ray.exceptions.RayActorError as exc:
+                down(key, f"{died}: {type(exc).__name__}")
+                continue
+            self._round_bytes += len(pickle.dumps(res))
+            yield key, res
+
+    def _take_result(
+        self, res: dict, where: str, round_id: int, done: dict, todo: dict, attempts: dict, trouble: list
+    ) -> None:
+        """A round call's result from ``where`` (a node or group leader): retention, the worker
+        groups done (out of ``todo``) and failed (counted in ``attempts``, their reasons and any
+        shard errors in ``trouble``)."""
+        if not res["retaining"]:
+            self._replay_resume = None
+        if not res["retaining"] and self.replay_ok:
+            self.replay_ok = False
+            self.log(
+                f"more than {self.max_replay_bytes:,} delta bytes retained by {where} since the last "
+                "checkpoint: a shard that dies before the next checkpoint stops the job"
+            )
+        for g, st in res["done"].items():
+            done[g] = st
+            todo.pop(g, None)
+        for g, why in res["failed"].items():
+            attempts[g] = attempts.get(g, 0) + 1
+            self.log(f"group {g} of round {round_id} failed on {where} ({why}); it runs again")
+            trouble.append(why)
+        if res["shard_errors"]:
+            trouble.append(f"a delta could not be sent to shard(s) {res['shard_errors']}")
+
+    def _end_attempt(self, round_id: int, todo: dict, attempts: dict, trouble: list) -> None:
+        """After one attempt at a round's groups: count the reruns, restore shards after trouble,
+        give up on a group that failed 4 times."""
+        if todo:
+            self.group_reruns += len(todo)
+        if trouble or todo:
+            self._restore_shards("; ".join(trouble) or "a node died")
+        for g in [g for g in todo if attempts.get(g, 0) >= 4]:
+            raise JobError(
+                f"group {g} of round {round_id} failed {attempts[g]} times; resume from the last complete "
+                f"checkpoint ({self._last_checkpoint()}) with 'mccfr resume RUN_DIR'"
+            )
 
     def _end_node_groups(self, round_id: int, t: int, t_end: int, groups: list[int]) -> None:
         """:meth:`_end_round` through the group leaders: each ends the shards of its node group's
