@@ -31,19 +31,11 @@ import os
 import time
 from typing import Any
 
+from cluster.leader import RetainedDeltas, _node_id, failed_puts
 from cluster.shard import sum_deltas
 
 
-def _node_id() -> str | None:
-    try:
-        import ray
-
-        return ray.get_runtime_context().get_node_id()
-    except Exception:
-        return None
-
-
-class GroupLeaderCore:
+class GroupLeaderCore(RetainedDeltas):
     """One node group's leader (see the module docstring).
 
     Args:
@@ -63,10 +55,7 @@ class GroupLeaderCore:
         self.leaders = list(leaders)
         # this round's worker-group results: (round, group) -> (stats, [payload per shard])
         self.partial: dict[tuple[int, int], tuple[dict, list[bytes]]] = {}
-        self.retained: dict[int, dict[tuple[int, int], bytes]] = {}
-        self.retained_bytes = 0
-        self.retaining = True
-        self.ckpt_round = 0
+        self._init_retention()
         self.method_cpu = 0.0
 
     def ping(self) -> dict[str, Any]:
@@ -76,23 +65,6 @@ class GroupLeaderCore:
         """``(process, methods)``: this process's CPU time so far, and the part inside
         :meth:`run_round` / :meth:`end_round` (for the scale model)."""
         return time.process_time(), self.method_cpu
-
-    def _drop_retained(self, ckpt_round: int) -> None:
-        if ckpt_round > self.ckpt_round:
-            self.ckpt_round = ckpt_round
-            self.retaining = True
-        for d in self.retained.values():
-            for key in [key for key in d if key[0] <= ckpt_round]:
-                self.retained_bytes -= len(d.pop(key))
-
-    def _retain(self, k: int, key: tuple[int, int], payload: bytes, cap: int) -> None:
-        if not self.retaining:
-            return
-        old = self.retained.setdefault(k, {}).get(key)
-        self.retained[k][key] = payload
-        self.retained_bytes += len(payload) - (len(old) if old is not None else 0)
-        if self.retained_bytes > cap:
-            self.retained, self.retained_bytes, self.retaining = {}, 0, False
 
     def run_round(
         self,
@@ -230,19 +202,7 @@ class GroupLeaderCore:
             for g, p in zip(sorted(members), parts):
                 done[g] = p[0]
             sent.append(j)
-        shard_errors = set()
-        if puts:
-            refs = [r for _, r in puts]
-            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
-            ready_set = set(ready)
-            for k, r in puts:
-                if r not in ready_set:
-                    shard_errors.add(k)
-                    continue
-                try:
-                    ray.get(r)
-                except Exception:
-                    shard_errors.add(k)
+        shard_errors = failed_puts(ray, puts, timeout)
         return {
             "node_id": _node_id(),
             "done": done,
@@ -276,16 +236,3 @@ class GroupLeaderCore:
             out.setdefault(k, f"no answer within {timeout:.0f} s")
         self.method_cpu += time.thread_time() - cpu
         return out
-
-    def replay(self, shards: dict[int, Any], since_round: int, timeout: float) -> list[tuple[int, int, int]]:
-        """Send restored shards (``{index: handle}``) every retained node-group delta of a round
-        after ``since_round``; returns the ``(shard, round, node group)`` sent."""
-        sent, refs = [], []
-        for k, handle in shards.items():
-            for (r, j), payload in sorted(self.retained.get(k, {}).items()):
-                if r > since_round:
-                    refs.append(handle.put_delta.remote(r, j, payload))
-                    sent.append((k, r, j))
-        if refs:
-            self.ray.get(refs, timeout=timeout)
-        return sent

@@ -48,7 +48,70 @@ def _node_id() -> str | None:
         return None
 
 
-class LeaderCore:
+def failed_puts(ray, puts: list[tuple[int, Any]], timeout: float) -> set[int]:
+    """The shards (of ``puts``, ``[(shard, put_delta ref)]``) whose delta did not arrive within
+    ``timeout`` seconds or raised."""
+    errors: set[int] = set()
+    if puts:
+        ready = set(ray.wait([r for _, r in puts], num_returns=len(puts), timeout=timeout)[0])
+        for k, r in puts:
+            if r not in ready:
+                errors.add(k)
+                continue
+            try:
+                ray.get(r)
+            except Exception:
+                errors.add(k)
+    return errors
+
+
+class RetainedDeltas:
+    """The deltas a leader (node or group) sent since the last checkpoint, per shard, kept to
+    replay to a restored shard; all dropped, and retention off until the next checkpoint, once
+    they pass the cap."""
+
+    ray: Any
+
+    def _init_retention(self) -> None:
+        # shard -> {(round, group): payload}
+        self.retained: dict[int, dict[tuple[int, int], bytes]] = {}
+        self.retained_bytes = 0
+        self.retaining = True
+        self.ckpt_round = 0
+
+    def _drop_retained(self, ckpt_round: int) -> None:
+        if ckpt_round > self.ckpt_round:
+            self.ckpt_round = ckpt_round
+            self.retaining = True
+        for d in self.retained.values():
+            for key in [key for key in d if key[0] <= ckpt_round]:
+                self.retained_bytes -= len(d.pop(key))
+
+    def _retain(self, k: int, key: tuple[int, int], payload: bytes, cap: int) -> None:
+        if not self.retaining:
+            return
+        old = self.retained.setdefault(k, {}).get(key)
+        self.retained[k][key] = payload
+        self.retained_bytes += len(payload) - (len(old) if old is not None else 0)
+        if self.retained_bytes > cap:
+            self.retained, self.retained_bytes, self.retaining = {}, 0, False
+
+    def replay(self, shards: dict[int, Any], since_round: int, timeout: float) -> list[tuple[int, int, int]]:
+        """Send restored shards (``{index: handle}``) every retained delta of a round after
+        ``since_round``; returns the ``(shard, round, group)`` sent (a worker group for a node
+        leader, a node group for a group leader)."""
+        sent, refs = [], []
+        for k, handle in shards.items():
+            for (r, g), payload in sorted(self.retained.get(k, {}).items()):
+                if r > since_round:
+                    refs.append(handle.put_delta.remote(r, g, payload))
+                    sent.append((k, r, g))
+        if refs:
+            self.ray.get(refs, timeout=timeout)
+        return sent
+
+
+class LeaderCore(RetainedDeltas):
     """One node's leader (see the module docstring).
 
     Args:
@@ -126,12 +189,8 @@ class LeaderCore:
                         f"node {node}: worker {worker_ids[i]} did not start within {start_timeout:.0f} s; "
                         "it is left out"
                     )
-        # retained deltas: shard -> {(round, group): payload}
-        self.retained: dict[int, dict[tuple[int, int], bytes]] = {}
-        self.retained_bytes = 0
+        self._init_retention()
         self.method_cpu = 0.0  # CPU time inside run_round (the scale model)
-        self.retaining = True
-        self.ckpt_round = 0
         self.restarts = 0
 
     # -- small calls ------------------------------------------------------------------------------
@@ -179,23 +238,6 @@ class LeaderCore:
                     self.pids[i] = self.ray.get(ref)
                     self.live[i] = True
                     notes.append(f"node {self.node}: worker {self.worker_ids[i]} answers again and rejoins")
-
-    def _drop_retained(self, ckpt_round: int) -> None:
-        if ckpt_round > self.ckpt_round:
-            self.ckpt_round = ckpt_round
-            self.retaining = True
-        for k, d in self.retained.items():
-            for key in [key for key in d if key[0] <= ckpt_round]:
-                self.retained_bytes -= len(d.pop(key))
-
-    def _retain(self, k: int, key: tuple[int, int], payload: bytes, cap: int) -> None:
-        if not self.retaining:
-            return
-        old = self.retained.setdefault(k, {}).get(key)
-        self.retained[k][key] = payload
-        self.retained_bytes += len(payload) - (len(old) if old is not None else 0)
-        if self.retained_bytes > cap:
-            self.retained, self.retained_bytes, self.retaining = {}, 0, False
 
     def run_round(self, *args, **kwargs) -> dict[str, Any]:
         """:meth:`_run_round`, its thread's CPU time counted (``cpu_seconds``). The driver sends
@@ -379,19 +421,7 @@ class LeaderCore:
                 "uss": max(s["uss_bytes"] for s in st),
                 "rng": {s["worker"]: s["rng"] for s in st},
             }
-        shard_errors = set()
-        if puts:
-            refs = [r for _, r in puts]
-            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
-            ready = set(ready)
-            for k, r in puts:
-                if r not in ready:
-                    shard_errors.add(k)
-                    continue
-                try:
-                    ray.get(r)
-                except Exception:
-                    shard_errors.add(k)
+        shard_errors = failed_puts(ray, puts, timeout)
         out = {
             "node_id": _node_id(),
             "done": done,
@@ -405,16 +435,3 @@ class LeaderCore:
         if shards is None:
             out["deltas"] = deltas
         return out
-
-    def replay(self, shards: dict[int, Any], since_round: int, timeout: float) -> list[tuple[int, int, int]]:
-        """Send restored shards (``{index: handle}``) every retained delta of a round after
-        ``since_round``; returns the ``(shard, round, group)`` sent."""
-        sent, refs = [], []
-        for k, handle in shards.items():
-            for (r, g), payload in sorted(self.retained.get(k, {}).items()):
-                if r > since_round:
-                    refs.append(handle.put_delta.remote(r, g, payload))
-                    sent.append((k, r, g))
-        if refs:
-            self.ray.get(refs, timeout=timeout)
-        return sent
