@@ -93,12 +93,9 @@ class BetAbstraction:
         if rb.max_raises >= 0 and n_raises >= rb.max_raises:
             return []
         lo, hi = rr
-        p = b.current_player()
-        to_call = min(b.max_spent, b.game.stack[p]) - b.spent[p]
-        pot_after_call = b.pot() + to_call
         sizes = rb.first_sizes if n_raises == 0 else rb.sizes
         out: dict[int, float] = {}
-        targets = [(b.max_spent + int(np.floor(f * pot_after_call + 0.5)), f) for f in sizes]
+        targets = [(b.pot_raise_to(f), f) for f in sizes]
         if n_raises and rb.raise_mults:
             start = street_start(b)
             targets += [(start + int(np.floor(m * (b.max_spent - start) + 0.5)), 0.0) for m in rb.raise_mults]

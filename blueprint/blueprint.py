@@ -880,9 +880,7 @@ class Blueprint:
                     if frac == ALLIN:
                         to = rr[1]
                     else:
-                        p = b.current_player()
-                        to_call = min(b.max_spent, self.gamedef.stack[p]) - b.spent[p]
-                        to = b.max_spent + int(np.floor(frac * (b.pot() + to_call) + 0.5))
+                        to = b.pot_raise_to(frac)
                     key = f"r{min(max(to, rr[0]), rr[1])}"
             else:
                 key = "c"

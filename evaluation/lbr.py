@@ -456,11 +456,9 @@ class LocalBestResponse:
             return out
         if self.g.is_limit:
             return out + ["r"]
-        p = b.current_player()
-        to_call = min(b.max_spent, self.g.stack[p]) - b.spent[p]
         tos = []
         for f in self.sizes:
-            to = rr[1] if f == ALLIN else b.max_spent + int(np.floor(f * (b.pot() + to_call) + 0.5))
+            to = rr[1] if f == ALLIN else b.pot_raise_to(f)
             to = min(max(to, rr[0]), rr[1])
             if to not in tos:
                 tos.append(to)

@@ -198,10 +198,7 @@ def _pot_raise(state: State, x: float) -> int:
     b = state.betting
     rr = b.raise_range()
     assert rr is not None
-    p = b.current_player()
-    to_call = min(b.max_spent, state.gamedef.stack[p]) - b.spent[p]
-    to = b.max_spent + int(np.floor(x * (b.pot() + to_call) + 0.5))
-    return min(max(to, rr[0]), rr[1])
+    return min(max(b.pot_raise_to(x), rr[0]), rr[1])
 
 
 class OverbetPlayer(StrengthPlayer):

@@ -23,6 +23,7 @@ these rules. It follows the ACPC reference dealer (``game.c``):
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Optional
 
@@ -97,6 +98,12 @@ class Betting:
     def to_call(self) -> int:
         p = self.current_player()
         return min(self.max_spent, self.game.stack[p]) - self.spent[p]
+
+    def pot_raise_to(self, fraction: float) -> int:
+        """The raise-to amount of a raise of ``fraction`` times the pot after calling:
+        ``maxSpent + fraction * (pot + toCall)`` to the nearest chip (not clamped to the legal
+        range: the caller clamps, or drops what is out of it)."""
+        return self.max_spent + math.floor(fraction * (self.pot() + self.to_call()) + 0.5)
 
     def can_fold(self) -> bool:
         if self.finished:
