@@ -1169,7 +1169,10 @@ def main() -> None:
             a.rounds,
         )
         return
-    ray.init(include_dashboard=False, logging_level="warning", log_to_driver=False)
+    # leduc with more workers than cores (simulated workers): the local Ray gets a CPU per worker
+    w = int(a.workers.split(",")[-1])
+    more = {"num_cpus": w} if a.what == "leduc" and w > (os.cpu_count() or 1) else {}
+    ray.init(include_dashboard=False, logging_level="warning", log_to_driver=False, **more)
     emit(
         {
             "machine": platform.processor() or platform.machine(),

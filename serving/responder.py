@@ -477,7 +477,11 @@ class _SizeModel:
     turn subgame has 1 + 48 boards in hold'em); with ``H`` private hands a solve holds about
     ``12 H`` bytes per row (its regret and average tables and the expanded strategy, float32),
     ``~120 H`` per board (card data, hand lists) and some per node. After each solve the real
-    figure (the solver's ``state_bytes`` plus the :func:`~subgame.cache.nbytes` of the
+    figure. A state before the last round is solved depth-limited (:mod:`subgame.depth`): its
+    subgame ends with the round, so only that round's rows count (with ``~96 H`` bytes per row
+    for the leaves' continuation choices), plus ``~40 KB`` per blueprint row of the next round for
+    the continuation strategies the leaves walk (stored per card bucket, not per hand). After each
+    solve the real figure (the solver's ``state_bytes`` plus the :func:`~subgame.cache.nbytes` of the
     solution) is compared with the estimate and the round's correction factor learns the ratio
     (the largest recent one, decaying by 5% a solve), so later estimates track the real size
     (``/metrics`` shows both). Before a round's first solve the factor is :attr:`PRIOR`: subgames
@@ -488,6 +492,8 @@ class _SizeModel:
     BOARD_BYTES = 120  # per board and hand
     NODE_BYTES = 64  # per node
     HAND_BYTES = 96  # per hand (ranges, values, gifts)
+    LEAF_BYTES = 96  # depth-limited: per row and hand (leaf choices' regrets, sums, average: 3 x 4 x 8)
+    CONT_ROW_BYTES = 40_000  # depth-limited: per blueprint row of the next round (the continuations)
     PRIOR = 5.0  # the correction factor before a round's first solve
 
     def __init__(self, bp):
@@ -566,6 +572,17 @@ class _SizeModel:
             return None
         rows, nodes, boards = s
         H = self.hands
+        g = self.bp.gamedef
+        if state.round < g.num_rounds - 1:  # depth-limited: this round's tree, the next's continuations
+            rows_n, nodes_n = self._subtrees()
+            n = int(self.bp.walk(state).node)
+            r = state.round
+            return (
+                (self.ROW_BYTES + self.LEAF_BYTES) * H * int(rows_n[n, r])
+                + self.NODE_BYTES * int(nodes_n[n, r])
+                + self.HAND_BYTES * H
+                + self.CONT_ROW_BYTES * int(rows_n[n, r + 1])
+            )
         return (
             self.ROW_BYTES * H * rows
             + self.BOARD_BYTES * H * boards
@@ -691,6 +708,11 @@ class SolvingResponder(BlueprintResponder):
 
     * at most ``solver_threads`` solves run at once (default: one per core), each in a solver
       thread of its own; the solves admitted wait for one in arrival order (a queue);
+    * when solving starts before the last round (``from_round``), the last round's solves hold at
+      most ``last_round_threads`` of them (default ``solver_threads - 1``, at least 1): river
+      queries are the commonest and their solves use their whole budget, so without a thread kept
+      back a turn query would always find every solver busy; a river query beyond its share is
+      answered at once (``busy``);
     * a solve is admitted only when it would start in time: the queue ahead is projected (each
       running solve ends by its deadline, each waiting one starts when a thread frees and runs for
       what it needs at least, until its own deadline at most) and the query's solve must start
@@ -725,7 +747,14 @@ class SolvingResponder(BlueprintResponder):
     left), ``"deadline"`` (the solve did not finish, or reached fewer than ``min_iterations``, in
     time), ``"memory"`` (the solve's memory does not fit the budget) and ``method`` the method
     that was asked for. Subgame answers carry ``iterations``, ``exploitability_pct_pot`` (None when
-    there was no time to measure it) and ``reused``."""
+    there was no time to measure it), ``exploitability_cards`` and ``reused``.
+
+    **Depth-limited answers** (rounds before the last, :mod:`subgame.depth`): an exact check of the
+    depth-limited game walks every card of the next deal (on a hold'em turn about as long as 15
+    iterations), so these solves check on ``measure_cards`` of them (default 12, a fixed sample per
+    board): ``exploitability_pct_pot`` is then an estimate that errs high (a best response to a
+    sample of the cards tailors itself to them) and ``exploitability_cards`` says how many cards it
+    walked (None: every one, exact). ``measure_cards=None`` checks exactly."""
 
     methods: tuple[str, ...] = (BLUEPRINT_METHOD, *SOLVE_METHODS)
     FALLBACKS = ("busy", "budget", "deadline", "memory", "unsolvable")
@@ -744,6 +773,8 @@ class SolvingResponder(BlueprintResponder):
         memory_budget: int | str | None = None,
         max_sessions: int | None = None,
         solver_nice: int = 10,
+        last_round_threads: int | None = None,
+        measure_cards: int | None = 12,
     ):
         from concurrent.futures import ThreadPoolExecutor
 
@@ -764,6 +795,19 @@ class SolvingResponder(BlueprintResponder):
             raise ValueError(f"reserve_ms must be >= 0, got {reserve_ms}")
         if max_solve_ms is not None and max_solve_ms <= 0:
             raise ValueError(f"max_solve_ms must be > 0, got {max_solve_ms}")
+        last = bp.gamedef.num_rounds - 1
+        if last_round_threads is None:
+            last_round_threads = (
+                max(1, self.solver_threads - 1) if self.from_round < last else self.solver_threads
+            )
+        if not 1 <= last_round_threads <= self.solver_threads:
+            raise ValueError(
+                f"last_round_threads must be in 1..solver_threads ({self.solver_threads}), got {last_round_threads}"
+            )
+        self.last_round_threads = last_round_threads
+        if measure_cards is not None and measure_cards < 2:
+            raise ValueError(f"measure_cards must be >= 2 (or None: every card), got {measure_cards}")
+        self.measure_cards = measure_cards
         self.max_solve_ms = max_solve_ms
         self.min_iterations = min_iterations
         self.reserve_ms = float(reserve_ms)
@@ -843,6 +887,14 @@ class SolvingResponder(BlueprintResponder):
             heapq.heapreplace(free, min(j.solve_by, t + self._duration(j.need)) + over)
         return free[0]
 
+    def _within_share(self, rnd: int) -> bool:
+        """Whether one more solve of round ``rnd`` keeps the last round within its share of the
+        solver threads (lock held)."""
+        if rnd < self.bp.gamedef.num_rounds - 1 or self.last_round_threads >= self.solver_threads:
+            return True
+        held = sum(1 for j in (*self._running, *self._queue) if j.state.round == rnd and not j.stop.is_set())
+        return held < self.last_round_threads
+
     def answer_start(
         self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None, early: float = 0.0
     ) -> dict[str, Any] | PendingAnswer:
@@ -881,6 +933,7 @@ class SolvingResponder(BlueprintResponder):
                 "reused": True,
                 "iterations": sol.iterations,
                 "exploitability_pct_pot": sol.exploitability_pct_pot,
+                "exploitability_cards": sol.measure_cards,
             }
         budget_s = budget / 1e3
         reserve = self._reserve_s(budget_s)
@@ -895,7 +948,7 @@ class SolvingResponder(BlueprintResponder):
         mem, raw = self.size.estimate(state)
         with self._cond:
             start = self._projected_start(now)
-            fits = start + need <= solve_by
+            fits = start + need <= solve_by and self._within_share(state.round)
             reserved = fits and self.sessions.reserve(mem)
             if reserved:
                 job = _Job(state, method, session, key, need, solve_by, deadline - reserve / 2, t0, mem, raw)
@@ -970,15 +1023,23 @@ class SolvingResponder(BlueprintResponder):
         state = job.state
         useful, iterated = False, False
         try:
+            last = state.round >= self.bp.gamedef.num_rounds - 1
             sol, node = solve_state(
-                self.bp, state, job.method, time_budget=None, deadline=job.end, stop=job.stop
+                self.bp,
+                state,
+                job.method,
+                time_budget=None,
+                deadline=job.end,
+                stop=job.stop,
+                measure_samples=None if last else self.measure_cards,
             )
             iterated = sol.iterations > 0
             if sol.iterations >= self.min_iterations:
                 useful = True
                 tm = sol.timing
                 setup = (time.perf_counter() - t) - sol.elapsed_s + tm["tree_s"]
-                self.cost.finished(state.round, setup + (self.min_iterations + 2) * tm["iter_s"])
+                check = tm["measure_s"] if tm.get("measure_s") is not None else 2 * tm["iter_s"]
+                self.cost.finished(state.round, setup + self.min_iterations * tm["iter_s"] + check)
         except SolveInterrupted:
             return "deadline"
         except (SubgameError, BlueprintError) as exc:
@@ -1020,6 +1081,7 @@ class SolvingResponder(BlueprintResponder):
             "reused": False,
             "iterations": sol.iterations,
             "exploitability_pct_pot": sol.exploitability_pct_pot,
+            "exploitability_cards": sol.measure_cards,
         }
 
     def answer(

@@ -130,6 +130,11 @@ class StrategyResponse(BaseModel):
         None,
         description="subgame answers: the solve's exploitability in % of the pot (None: no time to measure)",
     )
+    exploitability_cards: int | None = Field(
+        None,
+        description="depth-limited subgame answers: the exploitability was estimated on this many cards of "
+        "the next deal (an estimate that errs high); None: every card, exact",
+    )
 
 
 class ErrorResponse(BaseModel):

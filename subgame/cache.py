@@ -40,6 +40,9 @@ def _shared_types() -> tuple[type, ...]:
         out.append(BetAbstraction)
     except ImportError:  # pragma: no cover
         pass
+    from blueprint.blueprint import Blueprint
+
+    out.append(Blueprint)  # a depth-limited subgame's DepthLimit refers to the process's blueprint
     return tuple(out)
 
 
@@ -50,7 +53,7 @@ def nbytes(obj: Any, python: bool = True) -> int:
     base array's ``nbytes``, once however many views share it), plus with ``python`` the Python
     objects walked (``sys.getsizeof``: containers, dataclass instances and their attribute
     dicts, numbers, strings). Objects shared with the rest of the process (the game definition,
-    the bet abstraction, functions, classes, modules) are not followed.
+    the bet abstraction, the blueprint, functions, classes, modules) are not followed.
 
     With ``python=False`` the result is exactly the sum of ``a.nbytes`` over the distinct arrays
     that own their memory (tests check it against numpy). Long lists of small Python objects are

@@ -37,7 +37,9 @@ hold'em turn with the default subgame bets, 63 leaves and 32,559 continuation no
 CPU per walk. So CFR iterations may walk a uniform sample of the next round's cards
 (``samples``; the same sample at every leaf and for both traversers of an iteration), scaled to an
 unbiased estimate (public chance sampling): 4 of 46 river cards cut an iteration about 10x.
-Exploitability checks always walk every card, so the reported figures are exact. From a hold'em
+Exploitability checks walk every card, so the reported figures are exact, unless
+``solve(..., measure_samples=N)`` asks for a check on a fixed sample of N cards (an estimate, high
+on average; ``Solution.measure_cards`` says so), which a time budget may need. From a hold'em
 flop the continuations (turn and river under the blueprint's bets) are millions of nodes: refused
 with a :class:`SubgameError` beyond ``max_nodes``. ``Solution.exploitability_pct_pot`` is then the exploitability of the depth-limited game
 (the gadget game's for the safe methods); the safe gadgets sit at the root as for full-depth
@@ -623,6 +625,8 @@ class DepthLimitedEngine(Engine):
         )
         if samples is not None and samples < len(self.deck_left):
             self.measure_factor = len(self.deck_left) / samples
+        self.measure_mask = self.full_mask  # the cards evaluation walks (best responses) walk
+        self.measure_cards: Optional[int] = None  # None: every card (exact)
         H = len(model.hands)
         L = max(model.num_leaves, 1)
         self.leaf_reg = np.zeros((L, model.k, H))
@@ -638,6 +642,27 @@ class DepthLimitedEngine(Engine):
         self.root_idx = [hl.idx[b0, s, : hl.nlive[b0, s]].astype(np.int64) for s in (0, 1)]
         self.rr = np.zeros((2, H), np.float64)
         self.last_p = 0
+
+    def set_measure_sample(self, cards: Optional[int], seed: int = 0) -> Optional[int]:
+        """Evaluation walks (best responses, exploitability checks) walk ``cards`` of the next
+        deal's cards, a uniform sample drawn once here (its own generator, apart from the
+        iterations' samples), scaled like the iterations' samples; ``None`` or at least every card:
+        all of them (exact). A best response computed on a sample is an estimate that errs high on
+        average (the best response of each sampled game is at least as good as the real one's on
+        it). Returns the cards walked, or None when every card is."""
+        n = len(self.deck_left)
+        base = self.samples if self.samples is not None and self.samples < n else n
+        if cards is None or cards >= n:
+            self.measure_mask, self.measure_cards = self.full_mask, None
+            self.measure_factor = n / base
+            return None
+        if cards < 2:
+            raise SubgameError(f"an exploitability check on a sample needs at least 2 cards, got {cards}")
+        mask = np.zeros(self.model.num_cards, np.bool_)
+        mask[np.random.default_rng([seed, 1]).choice(self.deck_left, cards, replace=False)] = True
+        self.measure_mask, self.measure_cards = mask, int(cards)
+        self.measure_factor = cards / base
+        return self.measure_cards
 
     def memory_bytes(self) -> int:
         return (
@@ -676,8 +701,10 @@ class DepthLimitedEngine(Engine):
                 self.mask = np.zeros(m.num_cards, np.bool_)
                 self.mask[self.rng.choice(self.deck_left, self.samples, replace=False)] = True
             mask = self.mask
-        else:
+        elif mode == K.MODE_CFR:
             mask = self.full_mask
+        else:
+            mask = self.measure_mask
         lv = DK.Leaves(
             int(m.me), int(m.k), m.leaf_of, self.leaf_reg, self.leaf_sum, self.leaf_avg, self.leaf_pick, mask
         )

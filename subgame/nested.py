@@ -329,6 +329,7 @@ def solve_state(
     stop=None,
     depth_limit=None,
     algo: str = "dcfr",
+    measure_samples: Optional[int] = None,
 ) -> tuple[Solution, int]:
     """Solve the subgame for the seat to act at ``state`` (on-tree: rooted at the state; off-tree
     opponent bet: nested, rooted after it). Returns the solution and the node of ``state`` in it.
@@ -341,7 +342,8 @@ def solve_state(
     ``depth_limit``: ``None`` (default) ends the subgame with its round (:mod:`subgame.depth`, with
     :func:`~subgame.depth.default_depth_limit`) when that round is not the last and the state is in
     it, else solves to the end of the hand; ``False`` always to the end of the hand; ``True`` or a
-    :class:`~subgame.depth.DepthLimit` always depth-limited (a :class:`SubgameError` on the last round)."""
+    :class:`~subgame.depth.DepthLimit` always depth-limited (a :class:`SubgameError` on the last round).
+    ``measure_samples``: :func:`~subgame.solver.solve`'s (a depth-limited check on a sample of cards)."""
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     state = decision_state(bp, state)
@@ -361,6 +363,7 @@ def solve_state(
         deadline=deadline,
         stop=stop,
         algo=algo,
+        measure_samples=measure_samples,
     )
     return sol, node_of_state(sub.public_tree(), state)
 

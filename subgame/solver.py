@@ -199,6 +199,9 @@ class Solution:
     history: list  # (iteration, seconds, exploitability chips)
     state_bytes: int = 0  # the solver's memory: tree, hand lists, work arrays, regret and average tables
     timing: dict = dataclasses.field(default_factory=dict)  # tree_s, iter_s, measure_s (seconds)
+    # depth-limited subgames checked on a sample of the next deal's cards (solve's measure_samples):
+    # how many; None when the check walked every card (exact) or there was none
+    measure_cards: Optional[int] = None
 
     @property
     def tree(self) -> BettingTree:
@@ -362,6 +365,10 @@ class Engine:
     #: an exploitability check's cost in iterations, over 2 (a depth-limited engine that samples deals
     #: in iterations checks with every deal)
     measure_factor = 1.0
+
+    def set_measure_sample(self, cards: Optional[int], seed: int = 0) -> Optional[int]:
+        """A full-depth subgame has no next deal to sample: its checks are always exact (None)."""
+        return None
 
     @property
     def size(self) -> int:
@@ -545,6 +552,7 @@ def solve(
     deadline: Optional[float] = None,
     stop=None,
     threads: Optional[int] = None,
+    measure_samples: Optional[int] = None,
 ) -> Solution:
     """Solve ``sub`` with ``method`` until ``iterations``, ``time_budget`` seconds, or an
     exploitability (unsafe) / gadget gap (other methods) of ``target_pct_pot`` % of the pot.
@@ -556,9 +564,11 @@ def solve(
 
     ``deadline`` (a :func:`time.perf_counter` instant) is a hard limit on the whole call: before
     every iteration the loop checks that the iteration (as long as the slowest recent one) and the
-    final exploitability check (about two iterations) still fit, and stops otherwise (possibly after
-    zero iterations: the strategy is then uniform); the final check is skipped when it no longer
-    fits, and the exploitability fields are then None. ``stop`` (a :class:`threading.Event`) ends
+    final exploitability check (two or, for the gadget methods, three best-response walks: one or
+    one and a half mean iterations, times the engine's ``measure_factor``) still fit, and stops
+    otherwise (possibly after zero iterations: the strategy is then uniform); once the check could
+    no longer fit at all, the loop iterates up to the deadline instead. The final check is skipped
+    when it no longer fits, and the exploitability fields are then None. ``stop`` (a :class:`threading.Event`) ends
     the loop at the next iteration, also skipping the final check. ``Solution.timing`` has the
     seconds spent building the tree, per iteration and in the final check.
 
@@ -568,6 +578,13 @@ def solve(
     ``threads``: threads that walk the boards of a chance node at once (:class:`Engine`; None:
     numba's thread count) while this is the only solve running in the process (concurrent solves
     walk on one thread each). The result does not depend on it.
+
+    ``measure_samples``: a depth-limited subgame's exploitability checks walk this many of the next
+    deal's cards, a fixed uniform sample, instead of all of them (:mod:`subgame.depth`: an estimate
+    that errs high on average, for a check that must fit a time budget; ``Solution.measure_cards``
+    records it): always without a deadline; with one, only when an exact check (priced after the
+    second iteration) would take more than a quarter of the time from the call to the deadline.
+    Ignored for full-depth subgames, whose checks are exact.
     """
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
@@ -609,6 +626,16 @@ def solve(
     if method not in ("unsafe", "resolve"):
         support[o] = elig
     e = sub.engine(np.float32 if precision == "single" else np.float64, support, threads)
+    measure_cards = None  # the cards a sampled check walks (None: exact)
+
+    def sample_check() -> None:
+        """Check on ``measure_samples`` cards (a fixed sample per board) from now on."""
+        nonlocal measure_cards
+        board_seed = sum(int(c) << (6 * i) for i, c in enumerate(t.root_board))
+        measure_cards = e.set_measure_sample(measure_samples, board_seed)
+
+    if measure_samples and deadline is None:
+        sample_check()
     regret = np.zeros(e.size, np.float32)
     strat_sum = np.zeros(e.size, np.float32)
     g_reg = np.zeros((H, 2)) if method == "resolve" else np.zeros(H)
@@ -647,7 +674,9 @@ def solve(
             if method == "resolve":
                 gavg = np.where(g_sum.sum(1, keepdims=True) > 0, gavg, 0.5)
             rr = opp_reach(gavg)
-            vb_o = e.walk_compact(avg, rr, o, K.MODE_BR)  # opponent's best response inside the subgame
+            # the opponent's best response inside the subgame: a seat's own reach does not enter its
+            # counterfactual values, so it is the one just walked with the ranges (a walk saved)
+            vb_o = (v0, v1)[o]
             vb_me = e.walk_compact(
                 avg, rr, me, K.MODE_BR
             )  # refined seat's best response to the gadget opponent
@@ -666,10 +695,15 @@ def solve(
             m = float(np.min(np.where(elig, (alt - vb_o) / np.where(elig, w_opp, 1.0), np.inf)))
         return avg, expl, g, m, (v0, v1)
 
+    # an exploitability check, in iterations (two walks each): two best-response walks, and for the
+    # gadget methods one more (the refined seat's against the gadget's reach)
+    check_iters = 1.0 if method == "unsafe" else 1.5
     next_check = check_every  # iteration of the next exploitability check (with a target)
     last = None  # the last measure()
     prev = None  # (iteration, gap in % of the pot) of the last check
     iter_est = 0.0  # seconds per iteration: the slowest recent one (decays slowly)
+    iter_total = 0.0  # seconds in iterations so far (their mean prices the final check)
+    first_s = 0.0  # the first iteration's
     measure_s = None  # seconds of one exploitability check, once one has run
 
     def out_of_time(now: float) -> bool:
@@ -677,8 +711,23 @@ def solve(
             return True
         if deadline is None:
             return False
-        final = measure_s if measure_s is not None else 2.0 * iter_est * e.measure_factor
-        return now + iter_est + final > deadline
+        final = check_s()
+        if now + iter_est + final <= deadline:
+            return False  # another iteration and the final check fit
+        if now + final <= deadline:
+            return True  # stop: the final check still fits
+        return now + iter_est > deadline  # the check no longer fits anyway: iterate to the deadline
+
+    def check_s() -> float:
+        """Seconds the final check will take: the last one's, else the mean iteration's (walks of
+        the whole tree: a slow iteration of a loaded machine is not the rule) times its walks."""
+        if measure_s is not None:
+            return measure_s
+        if it >= 2:  # the first iteration may have compiled kernels or warmed caches: left out
+            mean = (iter_total - first_s) / (it - 1)
+        else:
+            mean = iter_total if it else iter_est
+        return check_iters * mean * e.measure_factor
 
     done = out_of_time(time.perf_counter())
     while not done:
@@ -706,6 +755,11 @@ def solve(
                     g_sum = g_sum * wts[3] + gstrat
         now = time.perf_counter()
         iter_est = max(now - t_it, 0.9 * iter_est)
+        iter_total += now - t_it
+        if it == 1:
+            first_s = now - t_it
+        if it == 2 and measure_samples and deadline is not None and check_s() > 0.25 * (deadline - t0):
+            sample_check()  # an exact check would take too much of the time: a sampled one
         el = now - t0
         if iterations is not None and it >= iterations:
             done = True
@@ -732,7 +786,7 @@ def solve(
     state = t.memory_bytes() + bh.memory_bytes() + e.memory_bytes() + regret.nbytes + strat_sum.nbytes
     if last is None or history[-1][0] != it:
         now = time.perf_counter()
-        final = measure_s if measure_s is not None else 2.0 * iter_est * e.measure_factor
+        final = check_s()
         if (stop is not None and stop.is_set()) or (deadline is not None and now + final > deadline):
             # no time left for the final check: the average strategy alone
             avg = e.expand(e.average(strat_sum))
@@ -775,4 +829,5 @@ def solve(
         history,
         state,
         {"tree_s": tree_s, "iter_s": iter_s, "measure_s": measure_s},
+        measure_cards,
     )

@@ -317,6 +317,66 @@ def test_queued_solves_start_in_turn_when_they_still_fit(hunl_bp, fake_slow_solv
     assert max(t for t, _ in out) < 1.5
 
 
+def test_the_last_round_keeps_a_solver_thread_for_earlier_rounds(hunl_bp, fake_slow_solve):
+    """Solving from the turn with 2 solver threads: river solves hold one thread at most, so a turn
+    query that comes while river queries keep arriving still gets a solve; river queries beyond
+    the share are answered at once (busy)."""
+    turn = "MATCHSTATE:0:5:cc/cc/:AsKd|/2c7h9s/Td"
+    r = SolvingResponder(hunl_bp, "reach-maxmargin", from_round=2, solver_threads=2, min_iterations=5)
+    assert r.last_round_threads == 1
+    r.cost.finished(3, 0.12)
+    r.cost.finished(2, 0.12)
+    rounds: list = []
+    out: dict = {}
+
+    def ask(name: str, ms: str) -> None:
+        t = time.perf_counter()
+        out[name] = (r.answer(ms, session=name, time_budget_ms=1000), time.perf_counter() - t)
+
+    try:
+        rivers = [threading.Thread(target=ask, args=(f"r{k}", river(k))) for k in range(4)]
+        for th in rivers:
+            th.start()
+        time.sleep(0.2)  # the first river solve is running, the others were turned away
+        with r._cond:
+            rounds.extend(j.state.round for j in (*r._running, *r._queue))
+        ask("turn", turn)
+        for th in rivers:
+            th.join()
+    finally:
+        r.close()
+    kinds = {k: a.get("fallback") or a["source"] for k, (a, _) in out.items()}
+    assert rounds == [3], rounds
+    assert kinds["turn"] == "subgame", kinds
+    assert sorted(v for k, v in kinds.items() if k != "turn") == ["busy", "busy", "busy", "subgame"], kinds
+    assert all(t < 0.1 for k, (a, t) in out.items() if a.get("fallback") == "busy")
+    with pytest.raises(ValueError, match="last_round_threads"):
+        SolvingResponder(hunl_bp, from_round=2, solver_threads=2, last_round_threads=3)
+    only = SolvingResponder(hunl_bp, solver_threads=2)  # river-only solving keeps no thread back
+    assert only.last_round_threads == 2
+    only.close()
+
+
+def test_a_depth_limited_turn_answer_reports_its_exploitability(hunl_bp):
+    """A real turn solve (depth-limited) through the responder: a subgame answer with its
+    exploitability, measured on a sample of the river cards when an exact check would not fit."""
+    turn = "MATCHSTATE:0:5:cc/cc/:AsKd|/2c7h9s/Td"
+    r = SolvingResponder(
+        hunl_bp, "reach-maxmargin", from_round=2, solver_threads=1, min_iterations=3, solver_nice=0
+    )
+    try:
+        r.warm_up()
+        a = r.answer(turn, session="t", time_budget_ms=20_000)
+        assert a["source"] == "subgame", {k: v for k, v in a.items() if k != "strategy"}
+        info = {k: v for k, v in a.items() if k != "strategy"}
+        assert a["exploitability_pct_pot"] is not None and a["exploitability_pct_pot"] >= 0, info
+        assert a["exploitability_cards"] in (None, 12)
+        assert abs(sum(a["strategy"].values()) - 1) < 1e-5
+        assert r.metrics()["memory"]["last_solve"]["2"]["actual"] > 0
+    finally:
+        r.close()
+
+
 # -- the guard: bearer token, body cap, in-flight cap ------------------------------------------------
 class _Held:
     """A responder whose answers wait until ``release`` is set (requests stay in flight)."""

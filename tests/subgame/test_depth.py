@@ -244,6 +244,47 @@ def test_sampled_and_best_response_choices_converge(bp, samples, rule):
     assert sol.exploitability_pct_pot < (6.0 if samples else 1.5)  # sampled deals converge more slowly
 
 
+def test_a_check_on_a_sample_of_cards_estimates_high_and_leaves_the_strategy_alone(bp):
+    """``measure_samples``: the exploitability check walks a fixed sample of the next cards; the
+    strategy is the exact run's, the solution says how many cards the check walked, and over many
+    samples the estimate is at least the exact figure on average (a best response to a sample of
+    the cards does at least as well there as the real one)."""
+    from subgame.solver import _exploitability
+
+    exact = solve(_flop_subgame(bp, DepthLimit(bp))[0], "unsafe", iterations=40)
+    sub, _ = _flop_subgame(bp, DepthLimit(bp))
+    est = solve(sub, "unsafe", iterations=40, measure_samples=4)
+    assert exact.measure_cards is None and est.measure_cards == 4
+    np.testing.assert_array_equal(est.strategy, exact.strategy)
+    assert est.exploitability >= 0
+    far = solve(
+        _flop_subgame(bp, DepthLimit(bp))[0], "unsafe", iterations=40, measure_samples=4, deadline=1e12
+    )
+    assert far.measure_cards is None  # with a deadline, sampled only when an exact check would not fit
+    assert far.exploitability == pytest.approx(exact.exploitability)
+    e = sub.engine(np.float32)
+    sigma = e.compress(exact.strategy)
+    figures = []
+    for seed in range(24):
+        assert e.set_measure_sample(4, seed) == 4
+        figures.append(_exploitability(sub.ranges, e, sigma)[0])
+    assert e.set_measure_sample(None) is None
+    full = _exploitability(sub.ranges, e, sigma)[0]  # (a fresh engine: uniform leaf choices)
+    assert np.mean(figures) >= full * 0.98, (np.mean(figures), full)
+    with pytest.raises(SubgameError, match="at least 2 cards"):
+        e.set_measure_sample(1)
+
+
+def test_a_depth_limited_solution_does_not_count_the_blueprint_it_refers_to(bp):
+    from subgame.cache import nbytes
+
+    sub, _ = _flop_subgame(bp, DepthLimit(bp))
+    sol = solve(sub, "unsafe", iterations=3)
+    with_bp = nbytes(sol)
+    sub.depth_limit.blueprint = None
+    assert nbytes(sol) == with_bp  # the blueprint is the process's: not followed
+
+
 def test_solve_state_is_depth_limited_before_the_last_round(bp):
     from subgame.nested import hand_strategy, solve_state
 
