@@ -241,6 +241,8 @@ def latency(args) -> dict:
         "loadavg_before": load0,
         "loadavg_after": load1,
         "server_metrics": metrics.get("latency_ms"),
+        "server_memory": metrics.get("memory"),
+        "server_solver": metrics.get("solver"),
     }
     print(
         f"{len(allr):,} queries from {args.clients} clients in {wall:.1f} s: {out['qps']:.0f} queries/s, "

@@ -483,7 +483,7 @@ class _SizeModel:
     the continuation strategies the leaves walk (stored per card bucket, not per hand). After each
     solve the real figure (the solver's ``state_bytes`` plus the :func:`~subgame.cache.nbytes` of the
     solution) is compared with the estimate and the round's correction factor learns the ratio
-    (the largest recent one, decaying by 5% a solve), so later estimates track the real size
+    (the largest recent one, decaying by 5% a solve and by 1% a solve refused for memory), so later estimates track the real size
     (``/metrics`` shows both). Before a round's first solve the factor is :attr:`PRIOR`: subgames
     are solved with finer bets than the blueprint's (4.5 times its rows on a hunl20 river), so the
     first estimate errs high rather than low."""
@@ -598,6 +598,14 @@ class _SizeModel:
                 last = self.last.get(state.round)
                 return (last["actual"] if last else 0), None
             return int(raw * self.factor.get(state.round, self.PRIOR)), raw
+
+    def refused(self, rnd: int, factor: float = 0.99) -> None:
+        """A solve of round ``rnd`` refused on its estimate: lower the round's correction a little,
+        so that one outsized solve (a nested subgame far bigger than the blueprint's subtree
+        suggests) does not keep every later solve of the round out of the budget for good."""
+        with self._lock:
+            if rnd in self.factor:
+                self.factor[rnd] *= factor
 
     def observe(self, rnd: int, raw: int | None, estimate: int, actual: int) -> None:
         with self._lock:
@@ -957,6 +965,7 @@ class SolvingResponder(BlueprintResponder):
             self._count("busy")
             return self._blueprint_answer(state, t0, "busy", method)
         if not reserved:
+            self.size.refused(state.round)
             self._count("memory")
             return self._blueprint_answer(state, t0, "memory", method)
         try:

@@ -231,9 +231,9 @@ def state_subgame(
     """The subgame :func:`solve_state` solves for the viewer's decision ``state`` (see there):
     rooted at the state when its history is on the blueprint's tree; nested, rooted after the
     opponent's first off-tree action when that was in the state's round; re-solved from the
-    viewer's own off-tree action; or, where the tree has no node for the history at all or the
-    opponent's first off-tree action was in an earlier round, :func:`dead_end_subgame` rooted at
-    the state (no alternative values: solved unsafe)."""
+    viewer's own off-tree action of the state's round; or, where the tree has no node for the
+    history at all or the first off-tree action (either seat's) was in an earlier round,
+    :func:`dead_end_subgame` rooted at the state (no alternative values: solved unsafe)."""
     from subgame.depth import resolve_depth_limit
 
     rnd = state.betting.round
@@ -250,10 +250,12 @@ def state_subgame(
         return from_matchstate(bp, state, bets=bets, depth_limit=dl)[0]
     if not nested:
         raise SubgameError("the history is off the blueprint's tree and nested solving is off")
-    if _flat(state.betting)[off[1]][0] < rnd and int(bp.tree.player[off[0]]) != state.viewer:
-        # the opponent's off-tree action was in an earlier round: a nested subgame rooted there
-        # would run to the end of the hand (far too big before the river); solve from the state
-        # itself with the ranges of the translated history instead
+    if _flat(state.betting)[off[1]][0] < rnd:
+        # the first off-tree action (the opponent's, or the viewer's own from an earlier subgame's
+        # finer sizes: a turn answer of a server solving from the turn) was in an earlier round: a
+        # subgame rooted there would run to the end of the hand (on a hold'em turn 100,000+ nodes,
+        # seconds to build, gigabytes); solve from the state itself with the ranges of the
+        # translated history instead
         return dead_end_subgame(bp, state, bets, depth_limit=resolve_depth_limit(bp, depth_limit, rnd, rnd))
     dl = resolve_depth_limit(bp, depth_limit, _flat(state.betting)[off[1]][0], rnd)
     if int(bp.tree.player[off[0]]) != state.viewer:

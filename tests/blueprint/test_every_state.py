@@ -189,6 +189,14 @@ def test_an_earlier_rounds_off_tree_bet_is_re_solved_from_the_state(hunl100_bp):
     assert sub.root.round == 3 and sub.alt is None
     sol, _ = solve_state(hunl100_bp, state, "reach-maxmargin", iterations=20, time_budget=None)
     assert sol.method == "unsafe" and sol.iterations == 20
+    # the same for the viewer's own earlier off-tree bet (a flop or turn answer of a server
+    # solving from there, in the subgame's finer sizes): rooted at the river state, not re-solved
+    # from the flop decision to the end of the hand
+    own = hunl100_bp.game.state("MATCHSTATE:0:0:r300c/r450c/cc/:AhKd|/Ks9c2d/4h/5s")
+    sub = state_subgame(hunl100_bp, own)
+    assert sub.root.round == 3 and sub.alt is None and sub.seat == 0
+    sol, _ = solve_state(hunl100_bp, own, "reach-maxmargin", iterations=20, time_budget=None)
+    assert sol.method == "unsafe" and sol.iterations == 20 and sol.tree.num_nodes < 5_000
 
 
 def test_history_ranges_follow_the_blueprint_on_its_tree_and_ignore_off_tree_raises(hunl100_bp):
