@@ -42,6 +42,13 @@ from cli.common import CLIError, exact_eval_problem, expl_unit, json_opt, run_di
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the deals and the players.")
 @click.option(
+    "--allin-ev",
+    "allin_ev",
+    is_flag=True,
+    help="Match: score each duplicate pair by its expectation over the board cards dealt after both "
+    "hands were decided (all-in before the river): the same mean, a narrower interval.",
+)
+@click.option(
     "--lbr",
     "lbr",
     is_flag=True,
@@ -99,6 +106,7 @@ def eval_(
     vs_spec,
     hands,
     seed,
+    allin_ev,
     lbr,
     lbr_actions,
     lbr_preflop,
@@ -160,7 +168,7 @@ def eval_(
     if vs_spec is not None:
         if result:  # both: the match's unit takes "unit"; keep exploitability's beside it
             result["exploitability_unit"] = result["unit"]
-        result.update(_eval_match(path, game_name, player_spec, vs_spec, hands, seed))
+        result.update(_eval_match(path, game_name, player_spec, vs_spec, hands, seed, allin_ev))
     if as_json:
         click.echo(json.dumps(result))
 
@@ -304,7 +312,13 @@ def _eval_lbr(
 
 
 def _eval_match(
-    path: Path | None, game_name: str | None, player_spec: str | None, vs_spec: str, hands: int, seed: int
+    path: Path | None,
+    game_name: str | None,
+    player_spec: str | None,
+    vs_spec: str,
+    hands: int,
+    seed: int,
+    allin_ev: bool = False,
 ) -> dict[str, Any]:
     """A duplicate match of --player (or RUN_DIR) against --vs; the JSON keys of
     docs/architecture.md, "5. Contracts"."""
@@ -356,7 +370,7 @@ def _eval_match(
             click.echo(f"\r  {done:,}/{total:,} hands", err=True, nl=False)
 
     t0 = time.perf_counter()
-    res = play_match(game, a, b, hands, seed=seed, progress=progress)
+    res = play_match(game, a, b, hands, seed=seed, progress=progress, allin_ev=allin_ev)
     if show:
         click.echo("", err=True)
     seconds = time.perf_counter() - t0
@@ -375,6 +389,7 @@ def _eval_match(
         f"{a.name} vs {b.name} on {game.gamedef.name or game_name}: {res.mean:+.6g} +- {res.ci95:.3g} {unit} "
         f"for {a.name} over {res.hands:,} hands ({res.pairs:,} duplicate pairs, seed {seed})"
         + (f"; exact {out['exact']:+.6g}" if ex is not None else "")
+        + (f"; {res.allin_hands:,} hands scored by their all-in expectation" if res.allin_ev else "")
     )
     for seat in (0, 1):
         click.echo(

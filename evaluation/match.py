@@ -21,6 +21,17 @@ blind (blinds that differ, as in hold'em) also report milli-big-blinds per game 
 ``1000 * chips / big blind``); ante games such as Kuhn and Leduc report chips per hand. The win
 rate is the fraction of hands A won (net > 0); ties (split pots) are counted apart.
 
+All-in expectation (``play_match(..., allin_ev=True)``): a duplicate pair is scored by its expected
+result given the board cards that either of its two hands depends on (:func:`decided_at`: the cards
+dealt before a fold or before both players were all-in; every card after a showdown without an
+all-in). When both hands were decided before the river, each showdown is scored by its expected
+payoff over the board cards after that point (:func:`allin_expectation`: every completion where
+there are at most :data:`ALLIN_EXACT_MAX`, else the mean of :data:`ALLIN_SAMPLES` completions drawn
+with a generator seeded by the cards), not by the cards that came. No decision depends on the cards
+averaged over, so the mean is unchanged (unbiased) and the luck of those cards is gone; scoring the
+pair given the same cards keeps the duplicate's cancellation of the board's luck between its hands
+(each hand scored on its own all-in point alone would lose it, and measured a wider interval).
+
 Exact value (:func:`exact_value`): for games small enough, the expected chips of A per hand in each
 seat, computed from the game tree by enumerating every deal (one card at a time, uniformly among
 the cards left) and both players' action probabilities (players must have ``probs(state)``; see
@@ -88,6 +99,78 @@ def play_hand(
             raise MatchError(f"player {seats[who].name!r} in seat {who} at {view}: {exc}") from None
 
 
+ALLIN_EXACT_MAX = 5_000  # board completions enumerated exactly up to this many (a flop all-in: 990)
+ALLIN_SAMPLES = 2_000  # else this many sampled (a pre-flop all-in: 1.7M completions)
+
+
+def decided_at(end: State) -> int:
+    """How many board cards the result of the finished hand ``end`` depends on: after a fold, the
+    cards dealt by then; after both players were all-in before the last round, the cards dealt
+    before the all-in (the rest only decide the showdown); else every board card."""
+    b = end.betting
+    g = end.gamedef
+    if not b.showdown():
+        return len(end.board_cards)
+    acted = [r for r, acts in enumerate(b.actions) if acts]
+    last = acted[-1] if acted else 0
+    return g.board_cards_through(last) if last < g.num_rounds - 1 else g.total_board_cards
+
+
+def allin_expectation(
+    end: State, known: int | None = None, samples: int = ALLIN_SAMPLES
+) -> tuple[float, float] | None:
+    """Each seat's expected payoff of the finished showdown ``end`` over its board cards after the
+    first ``known`` (default :func:`decided_at`: those dealt after both players were all-in), or
+    None when that leaves nothing to average (a fold, or every card known). Exact over every
+    completion where there are at most :data:`ALLIN_EXACT_MAX`, else the mean over ``samples``
+    completions from a generator seeded by the hole and known board cards (both hands of a
+    duplicate pair get the same estimate). ``known`` must be at least :func:`decided_at` (no
+    decision may depend on the cards averaged over): a :class:`ValueError` otherwise."""
+    import itertools
+
+    from holdem.evaluator import rank_many
+
+    b = end.betting
+    g = end.gamedef
+    if not b.showdown():
+        return None
+    first = decided_at(end)
+    if known is None:
+        known = first
+    if known < first:
+        raise ValueError(f"the hand's result depends on its first {first} board cards, not {known}")
+    if known >= g.total_board_cards:
+        return None
+    known = tuple(int(c) for c in end.board_cards[:known])
+    holes = [tuple(int(c) for c in h) for h in end.hole_cards]
+    need = g.total_board_cards - len(known)
+    if need <= 0:
+        return None
+    seen = set(known) | set(holes[0]) | set(holes[1])
+    rest = np.array([c for c in range(g.deck_size) if c not in seen], np.int64)
+    if math.comb(len(rest), need) <= ALLIN_EXACT_MAX:
+        fills = np.array(list(itertools.combinations(rest.tolist(), need)), np.int64).reshape(-1, need)
+    else:
+        rng = np.random.default_rng([*holes[0], *holes[1], *known, 0x411])
+        fills = rest[np.argsort(rng.random((samples, len(rest))), axis=1)[:, :need]]
+    boards = np.hstack([np.broadcast_to(np.array(known, np.int64), (len(fills), len(known))), fills])
+    ranks = [
+        rank_many(
+            np.ascontiguousarray(
+                np.hstack([np.broadcast_to(np.array(h, np.int64), (len(fills), len(h))), boards])
+            ),
+            g.num_suits,
+            g.num_ranks,
+        )
+        for h in holes
+    ]
+    n = float(len(fills))
+    p0, p1 = float((ranks[0] > ranks[1]).sum()) / n, float((ranks[1] > ranks[0]).sum()) / n
+    w0, w1, tie = (b.payoffs_given_winner(w) for w in (0, 1, -1))
+    pt = 1.0 - p0 - p1
+    return tuple(p0 * w0[s] + p1 * w1[s] + pt * tie[s] for s in (0, 1))  # type: ignore[return-value]
+
+
 class InBigBlinds:
     """Unit of a result with a ``big_blind`` (None for ante games): mbb/game or chips/hand."""
 
@@ -126,6 +209,10 @@ class MatchResult(InBigBlinds):
     # decisions of each player (A, B) by where their answers came from (blueprint.blueprint.SOURCES),
     # for players that label their answers (the blueprint and solving players); empty otherwise
     sources: tuple[dict, dict] = ({}, {})
+    # allin_ev: hands ending all-in before the last card were scored by their expectation
+    # (allin_expectation); allin_hands: how many
+    allin_ev: bool = False
+    allin_hands: int = 0
     # A's mean chips per duplicate pair, in order (for paired comparisons of two matches on the
     # same seed: evaluation.match.paired_difference); not in to_json
     pair_chips: tuple[float, ...] = dataclasses.field(default=(), repr=False)
@@ -160,6 +247,8 @@ class MatchResult(InBigBlinds):
             "ci95_chips": self.ci95_chips,
             "seed": self.seed,
             "sources": {"player": dict(self.sources[0]), "opponent": dict(self.sources[1])},
+            "allin_ev": self.allin_ev,
+            "allin_hands": self.allin_hands,
         }
 
 
@@ -171,11 +260,13 @@ def play_match(
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
     common_random: bool = False,
+    allin_ev: bool = False,
 ) -> MatchResult:
     """Play ``hands`` hands (rounded up to whole duplicate pairs) of A against B.
 
     ``progress(hands_done, hands_total)`` is called now and then; ``common_random``: per-hand
-    player streams (module docstring).
+    player streams; ``allin_ev``: hands ending all-in before the last card scored by their
+    expectation (module docstring).
     """
     if hands < 2:
         raise ValueError(f"a duplicate match needs at least 2 hands, got {hands}")
@@ -185,16 +276,27 @@ def play_match(
     net = np.zeros((pairs, 2))  # A's net chips with A in seat 0, in seat 1
     before = [dict(getattr(p, "sources", {})) for p in (a, b)]
     every = max(1, pairs // 100)
+    adjusted = 0
     for j in range(pairs):
         deal = deal_rng.choice(g.deck_size, g.cards_per_deal, replace=False)
+        ends: list[State] = []
         for half in (0, 1):
             if common_random:
                 rng_a, rng_b = (
                     np.random.default_rng(s) for s in np.random.SeedSequence([seed, 2 * j + half]).spawn(2)
                 )
             seats, rngs = ((a, b), (rng_a, rng_b)) if half == 0 else ((b, a), (rng_b, rng_a))
-            end = play_hand(game, seats, rngs, deal, 2 * j + half)
-            net[j, half] = end.payoffs()[half]
+            ends.append(play_hand(game, seats, rngs, deal, 2 * j + half))
+        # both hands of a pair share the board: scored given the cards either result depends on,
+        # so that the luck of the board still cancels between them (the duplicate's point)
+        known = max(decided_at(e) for e in ends) if allin_ev else g.total_board_cards
+        for half, end in enumerate(ends):
+            ev = allin_expectation(end, known) if known < g.total_board_cards else None
+            if ev is None:
+                net[j, half] = end.payoffs()[half]
+            else:
+                net[j, half] = ev[half]
+                adjusted += 1
         if progress is not None and (j + 1) % every == 0:
             progress(2 * (j + 1), 2 * pairs)
     per_pair = net.mean(axis=1)
@@ -214,6 +316,8 @@ def play_match(
         seed=seed,
         sources=tuple(_counted(p, was) for p, was in zip((a, b), before)),  # type: ignore[arg-type]
         pair_chips=tuple(float(x) for x in per_pair),
+        allin_ev=allin_ev,
+        allin_hands=adjusted,
     )
 
 
@@ -290,10 +394,14 @@ def exact_value(
 
 
 __all__ = [
+    "ALLIN_EXACT_MAX",
+    "ALLIN_SAMPLES",
     "ExactValue",
     "InBigBlinds",
     "MatchError",
     "MatchResult",
+    "allin_expectation",
+    "decided_at",
     "exact_value",
     "play_hand",
     "play_match",

@@ -159,3 +159,25 @@ def test_eval_hold_em_match_in_mbb_without_exact():
 )
 def test_eval_match_errors(args, message):
     assert message in error(*args)
+
+
+def test_eval_match_scored_by_the_allin_expectation():
+    args = (
+        "eval",
+        "--game",
+        "hunl20",
+        "--player",
+        "always-raise",
+        "--vs",
+        "random",
+        "--hands",
+        600,
+        "--seed",
+        2,
+    )
+    plain, _ = ok(*args, "--json")
+    ev, _ = ok(*args, "--allin-ev", "--json")
+    assert not plain["allin_ev"] and plain["allin_hands"] == 0
+    assert ev["allin_ev"] and ev["allin_hands"] > 50 and ev["ci95"] < plain["ci95"]
+    r = mccfr(*args, "--allin-ev")
+    assert r.exit_code == 0 and "hands scored by their all-in expectation" in r.stdout

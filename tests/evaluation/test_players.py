@@ -322,3 +322,65 @@ def test_common_random_numbers_make_identical_players_tie_exactly():
     assert d != 0.0 and ci > 0.0
     with pytest.raises(ValueError, match="same seed"):
         paired_difference(a, play_match(HUNL20, RandomPlayer(), AlwaysCall(), 40, seed=4))
+
+
+def _flop_allin(game, holes, flop):
+    """The dealer state after a limped pre-flop and a called flop all-in (turn and river due)."""
+    from holdem.cards import parse_cards
+
+    g = game.gamedef
+    cards = [parse_cards(t, g.num_suits, g.num_ranks) for t in (*holes, flop)]
+    st = game.initial_state().deal(cards[0] + cards[1])
+    st = st.apply("c").apply("c").deal(cards[2])
+    return st.apply(f"r{g.stack[0]}").apply("c")
+
+
+def test_the_allin_expectation_is_the_mean_over_every_board_completion():
+    """A flop all-in: the expectation equals the mean payoff over every turn and river, each
+    showdown decided by eval7 (an independent evaluator), whichever completion was dealt."""
+    import itertools
+
+    from evaluation.match import allin_expectation
+    from evaluation.players import AlwaysCall
+    from holdem.cards import card_name
+
+    eval7 = pytest.importorskip("eval7")
+    g = HUNL20.gamedef
+    before = _flop_allin(HUNL20, ("AhKh", "QsQd"), "Qh7h2c")
+    assert before.is_chance()
+    used = {c for h in before.hole_cards for c in h} | set(before.board_cards)
+    rest = [c for c in range(g.deck_size) if c not in used]
+    total, n = np.zeros(2), 0
+    for turn, river in itertools.combinations(rest, 2):
+        end = before.deal([turn, river])
+        board = [*before.board_cards, turn, river]
+        a, b = (eval7.evaluate([eval7.Card(card_name(c, 4)) for c in (*h, *board)]) for h in end.hole_cards)
+        total += end.betting.payoffs_given_winner(0 if a > b else 1 if b > a else -1)
+        n += 1
+    assert n == 990
+    for dealt in (rest[:2], rest[-2:]):
+        ev = allin_expectation(before.deal(dealt))
+        assert ev == pytest.approx(tuple(total / n), abs=1e-9)
+    assert ev[0] > 0 > ev[1] or ev[0] < 0 < ev[1]
+    assert abs(ev[0] + ev[1]) < 1e-9
+    # a hand checked down to the river (no all-in), or ended by a fold: no expectation
+    deal = [*before.hole_cards[0], *before.hole_cards[1], *before.board_cards, *rest[:2]]
+    checked = play_hand(HUNL20, (AlwaysCall(), AlwaysCall()), [np.random.default_rng(0)] * 2, deal)
+    assert checked.is_terminal() and allin_expectation(checked) is None
+    assert allin_expectation(HUNL20.initial_state().deal(deal[:4]).apply("f")) is None
+    with pytest.raises(ValueError, match="depends on its first 3 board cards"):
+        allin_expectation(before.deal(rest[:2]), known=0)  # the flop decided the all-in
+
+
+def test_a_match_scored_by_the_allin_expectation_keeps_its_mean_and_narrows_its_interval():
+    """Always-raise against random (all-in before the river in about a fifth of the hands): the
+    same mean within the plain interval, a narrower interval (812 -> 599 mbb/game when written)."""
+    from evaluation.players import AlwaysRaise
+
+    plain = play_match(HUNL20, AlwaysRaise(), RandomPlayer(), 600, seed=2)
+    ev = play_match(HUNL20, AlwaysRaise(), RandomPlayer(), 600, seed=2, allin_ev=True)
+    assert plain.allin_hands == 0 and not plain.allin_ev
+    assert ev.allin_ev and 50 < ev.allin_hands < 600, ev.allin_hands
+    assert abs(ev.mean - plain.mean) < plain.ci95, (ev.mean, plain.mean, plain.ci95)
+    assert ev.ci95 < 0.9 * plain.ci95, (ev.ci95, plain.ci95)
+    assert ev.to_json()["allin_hands"] == ev.allin_hands
