@@ -141,19 +141,19 @@ def allin_expectation(
         raise ValueError(f"the hand's result depends on its first {first} board cards, not {known}")
     if known >= g.total_board_cards:
         return None
-    known = tuple(int(c) for c in end.board_cards[:known])
+    shown = tuple(int(c) for c in end.board_cards[:known])
     holes = [tuple(int(c) for c in h) for h in end.hole_cards]
-    need = g.total_board_cards - len(known)
+    need = g.total_board_cards - len(shown)
     if need <= 0:
         return None
-    seen = set(known) | set(holes[0]) | set(holes[1])
+    seen = set(shown) | set(holes[0]) | set(holes[1])
     rest = np.array([c for c in range(g.deck_size) if c not in seen], np.int64)
     if math.comb(len(rest), need) <= ALLIN_EXACT_MAX:
         fills = np.array(list(itertools.combinations(rest.tolist(), need)), np.int64).reshape(-1, need)
     else:
-        rng = np.random.default_rng([*holes[0], *holes[1], *known, 0x411])
+        rng = np.random.default_rng([*holes[0], *holes[1], *shown, 0x411])
         fills = rest[np.argsort(rng.random((samples, len(rest))), axis=1)[:, :need]]
-    boards = np.hstack([np.broadcast_to(np.array(known, np.int64), (len(fills), len(known))), fills])
+    boards = np.hstack([np.broadcast_to(np.array(shown, np.int64), (len(fills), len(shown))), fills])
     ranks = [
         rank_many(
             np.ascontiguousarray(

@@ -344,7 +344,8 @@ class _CostModel:
     """Per betting round, the seconds a solve takes to become useful (construction, tree, the
     minimum iterations, final check): a moving average of the solves that were useful; one that was
     not (too few iterations) raises it to at least the time it ran, one that never iterated (its
-    construction outlasted the budget) to at least twice the estimate (exponential back-off); each
+    construction outlasted the budget) to at least twice that time and twice the estimate
+    (exponential back-off); each
     query it turns away lowers it by 1%."""
 
     def __init__(self):
@@ -362,11 +363,14 @@ class _CostModel:
 
     def failed(self, rnd: int, seconds: float, backoff: bool) -> None:
         """A solve that was not useful after ``seconds``: a useful one takes longer than that;
-        with ``backoff`` (it never reached an iteration) also twice the estimate that let it start:
-        a round too slow to solve at all is tried again ever more rarely."""
+        with ``backoff`` (it never reached an iteration in its whole budget) twice the time it ran
+        and twice the estimate that let it start: a round too slow to solve at all is tried again
+        ever more rarely."""
         with self._lock:
             old = self._est.get(rnd, 0.0)
-            self._est[rnd] = max(seconds, 2.0 * old if backoff else old)
+            # a solve that never iterated in its whole budget was cut off in its construction (the
+            # construction's checkpoints): a useful one takes longer than the time it had, so back off
+            self._est[rnd] = max(2.0 * seconds, 2.0 * old) if backoff else max(seconds, old)
 
     def decay(self, rnd: int, factor: float = 0.99) -> None:
         """A query refused on the estimate: lower it a little (after enough refusals the round is

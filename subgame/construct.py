@@ -30,7 +30,7 @@ from abstraction.tree import KIND_CHANCE, KIND_DECISION, BettingTree
 from blueprint.blueprint import Blueprint, BlueprintError, NotADecisionError, viewer_decision
 from holdem.state import State
 from subgame import kernels as K
-from subgame.solver import Engine, Subgame
+from subgame.solver import Engine, Subgame, checkpoint
 from subgame.tree import SubgameError, board_hands, build_subgame_tree
 
 
@@ -142,6 +142,7 @@ def blueprint_sigma(
     bt = bp.tree
     sigma = np.zeros((tree.num_rows, len(hands)), np.float32)
     for u in np.nonzero(tree.kind == KIND_DECISION)[0]:
+        checkpoint()
         v = int(node_map[u])
         A = int(tree.num_actions[u])
         r0 = int(tree.row[u])
@@ -284,8 +285,10 @@ def blueprint_values(
     end of the hand, against the other seat's ``ranges`` (counterfactual, per hand)."""
     if tree is None:
         tree = build_subgame_tree(bp.gamedef, bp.betting_at(n), board, bp_bets(bp))
+    checkpoint()
     nm = map_to_blueprint(tree, bp, n)
     sigma = blueprint_sigma(bp, tree, nm, cache)
+    checkpoint()
     e = Engine(tree)
     br = e.walk(sigma, ranges, seat, K.MODE_BR)
     ev = e.walk(sigma, ranges, seat, K.MODE_EV)
@@ -343,6 +346,7 @@ def gifts(
     for m, a in abstract_path(bp, n):
         if int(bt.round[m]) != rnd or int(bt.player[m]) != seat:
             continue
+        checkpoint()
         r_m = blueprint_ranges(bp, m, board, hands, cache)
         tree = build_subgame_tree(g, bp.betting_at(m), _board_at_round(g, board, rnd), bp_bets(bp))
         nm = map_to_blueprint(tree, bp, m)

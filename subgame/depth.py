@@ -61,7 +61,7 @@ from holdem.betting import CALL, FOLD, RAISE, Betting
 from holdem.gamedef import GameDef
 from subgame import depth_kernels as DK
 from subgame import kernels as K
-from subgame.solver import Engine
+from subgame.solver import Engine, checkpoint
 from subgame.tree import SubgameError, all_hands, build_subgame_tree
 
 DEFAULT_CONTINUATIONS = ("blueprint", "fold", "call", "raise")
@@ -376,6 +376,7 @@ def build_leaf_model(
             f"{int(tree.round[0]) + 1}"
         )
     for li, n in enumerate(leaves):
+        checkpoint()
         tpl = tpls[li]
         row_of = np.full(tpl.num_nodes, -1, np.int64)
         for u in np.nonzero(tpl.kind == KIND_DECISION)[0]:

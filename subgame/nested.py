@@ -34,7 +34,7 @@ from subgame.construct import (
     history_ranges,
     node_probs,
 )
-from subgame.solver import METHODS, Solution, Subgame, check_interrupt, solve
+from subgame.solver import METHODS, Solution, Subgame, check_interrupt, interruptible, solve
 from subgame.tree import SubgameError, all_hands
 
 
@@ -350,11 +350,12 @@ def solve_state(
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     state = decision_state(bp, state)
     check_interrupt(deadline, stop)
-    sub = state_subgame(bp, state, bets, nested, depth_limit)
-    if sub.alt is None:
-        method = "unsafe"  # a dead end (state_subgame): no blueprint values to be safe against
-    check_interrupt(deadline, stop)
-    sub.public_tree()
+    with interruptible(deadline, stop):  # the construction's steps check the bounds too
+        sub = state_subgame(bp, state, bets, nested, depth_limit)
+        if sub.alt is None:
+            method = "unsafe"  # a dead end (state_subgame): no blueprint values to be safe against
+        check_interrupt(deadline, stop)
+        sub.public_tree()
     check_interrupt(deadline, stop)
     sol = solve(
         sub,

@@ -32,6 +32,7 @@ solve (its NashConv / 2); ``subgame_exploitability`` is the profile's in the pla
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import threading
@@ -530,6 +531,30 @@ class SolveInterrupted(Exception):
     (raised between the steps of :func:`subgame.nested.solve_state`)."""
 
 
+_scope = threading.local()
+
+
+@contextlib.contextmanager
+def interruptible(deadline: Optional[float], stop=None):
+    """Within the block (in this thread), :func:`checkpoint` raises :class:`SolveInterrupted` once
+    ``stop`` is set or ``deadline`` has passed: the subgame's construction (ranges, the blueprint's
+    values, the depth-limited continuations: seconds of Python on a loaded machine) calls it
+    between its steps, so a query's deadline ends it there instead of after it."""
+    old = getattr(_scope, "bounds", None)
+    _scope.bounds = (deadline, stop)
+    try:
+        yield
+    finally:
+        _scope.bounds = old
+
+
+def checkpoint() -> None:
+    """:func:`check_interrupt` with the bounds of the enclosing :func:`interruptible` block, if any."""
+    bounds = getattr(_scope, "bounds", None)
+    if bounds is not None:
+        check_interrupt(*bounds)
+
+
 def check_interrupt(deadline: Optional[float], stop=None) -> None:
     """:class:`SolveInterrupted` when ``stop`` (a :class:`threading.Event`) is set or the
     ``deadline`` (a :func:`time.perf_counter` instant) has passed."""
@@ -625,7 +650,8 @@ def solve(
     support = np.stack([ranges[0] > 0, ranges[1] > 0]) & valid0
     if method not in ("unsafe", "resolve"):
         support[o] = elig
-    e = sub.engine(np.float32 if precision == "single" else np.float64, support, threads)
+    with interruptible(deadline, stop):  # a depth-limited engine builds its continuations
+        e = sub.engine(np.float32 if precision == "single" else np.float64, support, threads)
     measure_cards = None  # the cards a sampled check walks (None: exact)
 
     def sample_check() -> None:

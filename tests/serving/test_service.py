@@ -559,11 +559,12 @@ def test_cost_model_learns_backs_off_and_decays():
     assert c.get(3) == pytest.approx(0.26)
     c.failed(3, 0.5, backoff=False)
     assert c.get(3) == pytest.approx(0.5)
-    c.failed(2, 2.5, backoff=True)  # a turn solve that never iterated
-    c.failed(2, 2.0, backoff=True)
+    c.failed(2, 2.5, backoff=True)  # a turn solve that never iterated: more than twice its time
     assert c.get(2) == pytest.approx(5.0)
+    c.failed(2, 2.0, backoff=True)  # and again: twice the estimate that let it start
+    assert c.get(2) == pytest.approx(10.0)
     c.decay(2)
-    assert c.get(2) == pytest.approx(4.95)
+    assert c.get(2) == pytest.approx(9.9)
 
 
 def test_serve_solving_flags_are_checked(tmp_path):

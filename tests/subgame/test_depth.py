@@ -415,3 +415,46 @@ def test_two_later_rounds_continuation_equals_an_independent_evaluation(tmp_path
     assert checked == 2
     sol = solve(sub, "unsafe", iterations=100)
     assert sol.diagnostics()["depth_limited"] and sol.exploitability_pct_pot < 2.0
+
+
+def test_a_stopped_solve_ends_inside_the_subgames_construction(bp, monkeypatch):
+    """``stop`` set while the subgame is being built from the blueprint (here: as soon as the
+    blueprint's strategy has been lifted onto a tree) ends the solve at the construction's next
+    checkpoint, before the depth-limited continuations are built or any iteration runs."""
+    import threading
+
+    import subgame.construct as C
+    import subgame.depth as D
+    from subgame.nested import solve_state
+    from subgame.solver import SolveInterrupted, checkpoint, interruptible
+
+    stop = threading.Event()
+    lifted, built = [], []
+    real_sigma, real_model = C.blueprint_sigma, D.build_leaf_model
+
+    def sigma(*a, **k):
+        out = real_sigma(*a, **k)
+        lifted.append(1)
+        stop.set()
+        return out
+
+    def model(*a, **k):
+        built.append(1)
+        return real_model(*a, **k)
+
+    monkeypatch.setattr(C, "blueprint_sigma", sigma)
+    monkeypatch.setattr(D, "build_leaf_model", model)
+    st = "MATCHSTATE:0:0:cc/:6c6d|" + FLOP
+    with pytest.raises(SolveInterrupted):
+        solve_state(bp, st, "maxmargin", time_budget=None, iterations=30, bets=bp_bets(bp), stop=stop)
+    assert lifted == [1] and built == []
+    # without bounds the checkpoints do nothing; a block's bounds end with it (and nest)
+    checkpoint()
+    with interruptible(0.0):
+        with pytest.raises(SolveInterrupted):
+            checkpoint()
+        with interruptible(None):
+            checkpoint()
+        with pytest.raises(SolveInterrupted):
+            checkpoint()
+    checkpoint()
