@@ -82,7 +82,13 @@ _api_key_opt = click.option(
 
 
 def _solving_options(
-    run_dir, solve_method, solve_from, solver_threads, max_solve_ms, memory_budget=None
+    run_dir,
+    solve_method,
+    solve_from,
+    solver_threads,
+    max_solve_ms,
+    memory_budget=None,
+    last_round_threads=None,
 ) -> dict:
     """make_responder's subgame-solving keyword arguments from serve's flags (checked)."""
     if solve_method is None:
@@ -91,6 +97,7 @@ def _solving_options(
             ("--solver-threads", solver_threads),
             ("--max-solve-ms", max_solve_ms),
             ("--memory-budget", memory_budget),
+            ("--last-round-threads", last_round_threads),
         ):
             if v is not None:
                 raise click.UsageError(f"{flag} applies to subgame solving: give --solve METHOD too")
@@ -102,6 +109,13 @@ def _solving_options(
         out["max_solve_ms"] = max_solve_ms
     if solver_threads is not None:
         out["solver_threads"] = solver_threads
+    if last_round_threads is not None:
+        if solver_threads is not None and last_round_threads > solver_threads:
+            raise click.BadParameter(
+                f"{last_round_threads} is more than --solver-threads {solver_threads}",
+                param_hint="--last-round-threads",
+            )
+        out["last_round_threads"] = last_round_threads
     if solve_from is not None:
         import tomllib
 
@@ -170,6 +184,14 @@ def _solving_options(
     help="With --solve: solves running at once [default: one per core; with --ray, cores / replicas].",
 )
 @click.option(
+    "--last-round-threads",
+    "last_round_threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --solve: solver threads the last round's solves may hold at once [default: all but one "
+    "when --solve-from is an earlier round (river solves would otherwise always hold them all), else all].",
+)
+@click.option(
     "--max-solve-ms",
     "max_solve_ms",
     type=click.IntRange(min=1),
@@ -230,6 +252,7 @@ def serve(
     solve_method,
     solve_from,
     solver_threads,
+    last_round_threads,
     max_solve_ms,
     memory_budget,
     api_key,
@@ -257,7 +280,9 @@ def serve(
         for flag, v in (("--replicas", replicas), ("--address", address)):
             if v is not None:
                 raise click.UsageError(f"{flag} applies to the Ray Serve deployment: give --ray too")
-    solving = _solving_options(run_dir, solve_method, solve_from, solver_threads, max_solve_ms, memory_budget)
+    solving = _solving_options(
+        run_dir, solve_method, solve_from, solver_threads, max_solve_ms, memory_budget, last_round_threads
+    )
     guard = {
         "api_key": api_key or None,
         "max_body_bytes": max_body_bytes,

@@ -585,3 +585,10 @@ def test_serve_solving_flags_are_checked(tmp_path):
     assert r.exit_code == 2 and "'fifth' is no betting round" in r.stderr and "river" in r.stderr
     r = run.invoke(cli, ["serve", str(tmp_path), "--ray", "--port", "0"])
     assert r.exit_code == 2 and "fixed port" in r.stderr
+    r = run.invoke(cli, ["serve", str(tmp_path), "--last-round-threads", "1"])
+    assert r.exit_code == 2 and "--last-round-threads applies to subgame solving" in r.stderr
+    r = run.invoke(
+        cli,
+        ["serve", str(tmp_path), "--solve", "resolve", "--solver-threads", "1", "--last-round-threads", "2"],
+    )
+    assert r.exit_code == 2 and "more than --solver-threads 1" in r.stderr
