@@ -607,8 +607,9 @@ def solve(
     ``measure_samples``: a depth-limited subgame's exploitability checks walk this many of the next
     deal's cards, a fixed uniform sample, instead of all of them (:mod:`subgame.depth`: an estimate
     that errs high on average, for a check that must fit a time budget; ``Solution.measure_cards``
-    records it): always without a deadline; with one, only when an exact check (priced after the
-    second iteration) would take more than a quarter of the time from the call to the deadline.
+    records it): always without a deadline; with one, when an exact check (priced after the
+    second iteration) would take more than a quarter of the time from the call to the deadline, or
+    when at the end only a sampled check still fits.
     Ignored for full-depth subgames, whose checks are exact.
     """
     if method not in METHODS:
@@ -813,7 +814,12 @@ def solve(
     if last is None or history[-1][0] != it:
         now = time.perf_counter()
         final = check_s()
-        if (stop is not None and stop.is_set()) or (deadline is not None and now + final > deadline):
+        stopped = stop is not None and stop.is_set()
+        if not stopped and deadline is not None and now + final > deadline and measure_samples:
+            if measure_cards is None and measure_s is None:  # no time for an exact check: a sampled one?
+                sample_check()
+                final = check_s()
+        if stopped or (deadline is not None and now + final > deadline):
             # no time left for the final check: the average strategy alone
             avg = e.expand(e.average(strat_sum))
             el = time.perf_counter() - t0
