@@ -144,8 +144,6 @@ def allin_expectation(
     shown = tuple(int(c) for c in end.board_cards[:known])
     holes = [tuple(int(c) for c in h) for h in end.hole_cards]
     need = g.total_board_cards - len(shown)
-    if need <= 0:
-        return None
     seen = set(shown) | set(holes[0]) | set(holes[1])
     rest = np.array([c for c in range(g.deck_size) if c not in seen], np.int64)
     if math.comb(len(rest), need) <= ALLIN_EXACT_MAX:

@@ -345,8 +345,7 @@ class _CostModel:
     minimum iterations, final check): a moving average of the solves that were useful; one that was
     not (too few iterations) raises it to at least the time it ran, one that never iterated (its
     construction outlasted the budget) to at least twice that time and twice the estimate
-    (exponential back-off); each
-    query it turns away lowers it by 1%."""
+    (exponential back-off); each query it turns away lowers it by 1%."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -480,14 +479,14 @@ class _SizeModel:
     the decision rows and nodes per later round, multiplied by the boards each round deals (a
     turn subgame has 1 + 48 boards in hold'em); with ``H`` private hands a solve holds about
     ``12 H`` bytes per row (its regret and average tables and the expanded strategy, float32),
-    ``~120 H`` per board (card data, hand lists) and some per node. After each solve the real
-    figure. A state before the last round is solved depth-limited (:mod:`subgame.depth`): its
-    subgame ends with the round, so only that round's rows count (with ``~96 H`` bytes per row
-    for the leaves' continuation choices), plus ``~40 KB`` per blueprint row of the next round for
-    the continuation strategies the leaves walk (stored per card bucket, not per hand). After each
-    solve the real figure (the solver's ``state_bytes`` plus the :func:`~subgame.cache.nbytes` of the
-    solution) is compared with the estimate and the round's correction factor learns the ratio
-    (the largest recent one, decaying by 5% a solve and by 1% a solve refused for memory), so later estimates track the real size
+    ``~120 H`` per board (card data, hand lists) and some per node. A state before the last round
+    is solved depth-limited (:mod:`subgame.depth`): its subgame ends with the round, so only that
+    round's rows count (with ``~96 H`` bytes per row for the leaves' continuation choices), plus
+    ``~40 KB`` per blueprint row of the next round for the continuation strategies the leaves walk
+    (stored per card bucket, not per hand). After each solve the real figure (the solver's
+    ``state_bytes`` plus the :func:`~subgame.cache.nbytes` of the solution) is compared with the
+    estimate and the round's correction factor learns the ratio (the largest recent one, decaying
+    by 5% a solve and by 1% a solve refused for memory), so later estimates track the real size
     (``/metrics`` shows both). Before a round's first solve the factor is :attr:`PRIOR`: subgames
     are solved with finer bets than the blueprint's (4.5 times its rows on a hunl20 river), so the
     first estimate errs high rather than low."""
@@ -541,20 +540,26 @@ class _SizeModel:
             self._per_node = (rows, nodes)
         return self._per_node
 
+    def _node(self, state) -> int | None:
+        """The blueprint's abstract node of ``state`` (its subtree counts computed once); None
+        when the tree has no node for it."""
+        try:
+            with self._lock:
+                self._subtrees()
+            w = self.bp.walk(state)
+            return None if w.dead_end is not None else int(w.node)
+        except Exception:  # noqa: BLE001 - no estimate from the tree: the caller uses the round's last
+            return None
+
     def shape(self, state) -> tuple[int, int, int] | None:
         """(rows, nodes, boards) of the subgame at ``state``, estimated; None when the blueprint
         has no node for it."""
         from math import comb
 
-        try:
-            with self._lock:
-                rows_n, nodes_n = self._subtrees()
-            w = self.bp.walk(state)
-            if w.dead_end is not None:
-                return None
-            n = int(w.node)
-        except Exception:  # noqa: BLE001 - no estimate from the tree: the caller uses the round's last
+        n = self._node(state)
+        if n is None:
             return None
+        rows_n, nodes_n = self._subtrees()
         g = self.bp.gamedef
         left = g.deck_size - g.board_cards_through(state.round)
         boards, mult = 0, 1
@@ -571,22 +576,23 @@ class _SizeModel:
         return rows, nodes, boards
 
     def raw(self, state) -> int | None:
-        s = self.shape(state)
-        if s is None:
-            return None
-        rows, nodes, boards = s
         H = self.hands
-        g = self.bp.gamedef
-        if state.round < g.num_rounds - 1:  # depth-limited: this round's tree, the next's continuations
+        r = state.round
+        if r < self.bp.gamedef.num_rounds - 1:  # depth-limited: this round's tree, the next's continuations
+            n = self._node(state)
+            if n is None:
+                return None
             rows_n, nodes_n = self._subtrees()
-            n = int(self.bp.walk(state).node)
-            r = state.round
             return (
                 (self.ROW_BYTES + self.LEAF_BYTES) * H * int(rows_n[n, r])
                 + self.NODE_BYTES * int(nodes_n[n, r])
                 + self.HAND_BYTES * H
                 + self.CONT_ROW_BYTES * int(rows_n[n, r + 1])
             )
+        s = self.shape(state)
+        if s is None:
+            return None
+        rows, nodes, boards = s
         return (
             self.ROW_BYTES * H * rows
             + self.BOARD_BYTES * H * boards

@@ -815,10 +815,10 @@ def solve(
         now = time.perf_counter()
         final = check_s()
         stopped = stop is not None and stop.is_set()
-        if not stopped and deadline is not None and now + final > deadline and measure_samples:
-            if measure_cards is None and measure_s is None:  # no time for an exact check: a sampled one?
-                sample_check()
-                final = check_s()
+        late = deadline is not None and now + final > deadline
+        if late and not stopped and measure_samples and measure_cards is None and measure_s is None:
+            sample_check()  # no time for an exact check: a sampled one, if that fits
+            final = check_s()
         if stopped or (deadline is not None and now + final > deadline):
             # no time left for the final check: the average strategy alone
             avg = e.expand(e.average(strat_sum))
