@@ -298,17 +298,35 @@ def build_tree(
             if any(b.folded):
                 return new_node(KIND_FOLD, 0 if b.folded[0] else 1, b, cards, par), []
             return new_node(KIND_SHOWDOWN, -1, b, cards, par), []
-        n = new_node(KIND_DECISION, b.current_player(), b, cards, par)
-        moves: list[tuple[int, int, float]] = []
-        if b.can_fold():
-            moves.append((FOLD, 0, 0.0))
-        moves.append((CALL, 0, 0.0))
-        moves += [(RAISE, to if not game.is_limit else 0, f) for to, f in bets.raise_targets(b)]
-        if action_filter is not None:
-            fracs = {(kd, to): f for kd, to, f in moves}
-            kept = action_filter(b, [(kd, to) for kd, to, _ in moves])
-            moves = [(kd, to, fracs.get((kd, to), 0.0)) for kd, to in kept]
-        return n, [(kd, to, f, b, cards) for kd, to, f in moves]
+        memo = decisions.get(id(b))
+        if memo is None:
+            moves: list[tuple[int, int, float]] = []
+            if b.can_fold():
+                moves.append((FOLD, 0, 0.0))
+            moves.append((CALL, 0, 0.0))
+            moves += [(RAISE, to if not game.is_limit else 0, f) for to, f in bets.raise_targets(b)]
+            if action_filter is not None:
+                fracs = {(kd, to): f for kd, to, f in moves}
+                kept = action_filter(b, [(kd, to) for kd, to, _ in moves])
+                moves = [(kd, to, fracs.get((kd, to), 0.0)) for kd, to in kept]
+            memo = decisions[id(b)] = (b.current_player(), moves)
+            alive.append(b)
+        n = new_node(KIND_DECISION, memo[0], b, cards, par)
+        return n, [(kd, to, f, b, cards) for kd, to, f in memo[1]]
+
+    # the same betting recurs under every deal of the board cards (chance nodes): its moves and the
+    # states after them are computed once per betting object
+    decisions: dict[int, tuple] = {}
+    after: dict[tuple[int, int, int], Betting] = {}
+    alive: list[Betting] = []  # the keys' objects stay alive, so their ids stay their own
+
+    def applied(b: Betting, kd: int, to: int) -> Betting:
+        key = (id(b), kd, to)
+        nb = after.get(key)
+        if nb is None:
+            nb = after[key] = b.apply(kd, to)
+            alive.append(b)
+        return nb
 
     # iterative DFS; a node's edges are reserved contiguously and its children created when it is expanded
     stack = [node_for(root, root_board, -1)]
@@ -326,7 +344,7 @@ def build_tree(
                 c, sub = node_for(b, cards, n)
                 e_to.append(0)
             else:
-                nb = b.apply(kd, to)
+                nb = applied(b, kd, to)
                 c, sub = node_for(nb, cards, n)
                 e_to.append(nb.max_spent if kd == RAISE else 0)
             e_child.append(c)

@@ -89,6 +89,7 @@ def _solving_options(
     max_solve_ms,
     memory_budget=None,
     last_round_threads=None,
+    solver_processes=None,
 ) -> dict:
     """make_responder's subgame-solving keyword arguments from serve's flags (checked)."""
     if solve_method is None:
@@ -98,6 +99,7 @@ def _solving_options(
             ("--max-solve-ms", max_solve_ms),
             ("--memory-budget", memory_budget),
             ("--last-round-threads", last_round_threads),
+            ("--solver-processes/--solver-in-threads", solver_processes),
         ):
             if v is not None:
                 raise click.UsageError(f"{flag} applies to subgame solving: give --solve METHOD too")
@@ -109,6 +111,12 @@ def _solving_options(
         out["max_solve_ms"] = max_solve_ms
     if solver_threads is not None:
         out["solver_threads"] = solver_threads
+    if solver_processes is not None:
+        from serving.solver_processes import available
+
+        if solver_processes and not available():
+            raise click.BadParameter("needs the 'fork' start method (Linux)", param_hint="--solver-processes")
+        out["solver_processes"] = solver_processes
     if last_round_threads is not None:
         if solver_threads is not None and last_round_threads > solver_threads:
             raise click.BadParameter(
@@ -192,6 +200,14 @@ def _solving_options(
     "when --solve-from is an earlier round (river solves would otherwise always hold them all), else all].",
 )
 @click.option(
+    "--solver-processes/--solver-in-threads",
+    "solver_processes",
+    default=None,
+    help="With --solve: solve in worker processes forked from the server (the blueprint shared, "
+    "the construction of a subgame off the event loop's interpreter lock) or in threads of the "
+    "server's process [default: processes where the platform forks (Linux), threads with --ray].",
+)
+@click.option(
     "--max-solve-ms",
     "max_solve_ms",
     type=click.IntRange(min=1),
@@ -253,6 +269,7 @@ def serve(
     solve_from,
     solver_threads,
     last_round_threads,
+    solver_processes,
     max_solve_ms,
     memory_budget,
     api_key,
@@ -281,7 +298,14 @@ def serve(
             if v is not None:
                 raise click.UsageError(f"{flag} applies to the Ray Serve deployment: give --ray too")
     solving = _solving_options(
-        run_dir, solve_method, solve_from, solver_threads, max_solve_ms, memory_budget, last_round_threads
+        run_dir,
+        solve_method,
+        solve_from,
+        solver_threads,
+        max_solve_ms,
+        memory_budget,
+        last_round_threads,
+        solver_processes,
     )
     guard = {
         "api_key": api_key or None,
@@ -301,6 +325,10 @@ def serve(
         from serving.service import bind, create_app, make_server
     except ImportError as exc:
         raise CLIError(f"serve needs fastapi and uvicorn ({exc}); pip install fastapi uvicorn") from None
+    if solve_method is not None and "solver_processes" not in solving:
+        from serving.solver_processes import available
+
+        solving["solver_processes"] = available()
     path, responder = _load_responder(run_dir, time_budget_ms, solve_method, **solving)
     app = create_app(responder, threads=threads, describe={"run_dir": str(path)}, **guard)
     try:

@@ -8,9 +8,9 @@ the four LBR settings of Lisy & Bowling 2017 against the blueprint (issue #14, i
 Settings (a comma list, run in this order):
 
 * ``blueprint``: LBR (``--menu``, the menu in every round) against the blueprint;
-* ``river`` / ``turn``: the same LBR against blueprint + solving from the river / the turn
-  (:class:`evaluation.solving.SolvingPlayer` with ``--method``, ``--solve-iterations`` per solve;
-  the turn's subgames are depth-limited), LBR modelling it by :class:`evaluation.lbr_solving.SolvingOpponent`;
+* ``river`` / ``turn`` / ``flop``: the same LBR against blueprint + solving from the river / the
+  turn / the flop (:class:`evaluation.solving.SolvingPlayer` with ``--method``,
+  ``--solve-iterations`` per solve; the turn's and the flop's subgames are depth-limited), LBR modelling it by :class:`evaluation.lbr_solving.SolvingOpponent`;
 * ``lb``: the four settings of the 2017 study against the blueprint: pre-flop check/call or the
   menu x flop check/call or the menu (``menu/menu`` is ``blueprint``, not run twice).
 
@@ -49,6 +49,7 @@ LB = {  # name: (pre-flop, call_rounds)
     "menu/call": ("menu", (1,)),
     "menu/menu": ("menu", ()),
 }
+SOLVE_FROM = {"river": 1, "turn": 2, "flop": 3}  # setting: rounds from the end
 
 
 def deals_needed(diff: np.ndarray) -> float:
@@ -63,16 +64,18 @@ def main(argv=None) -> int:
     ap.add_argument("run_dir")
     ap.add_argument("--hands", type=int, default=400, help="hands per setting (whole pairs: each deal twice)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--settings", default="blueprint,river", help="blueprint, river, turn, lb (comma list)")
+    ap.add_argument(
+        "--settings", default="blueprint,river", help="blueprint, river, turn, flop, lb (comma list)"
+    )
     ap.add_argument("--menu", default="fcpa")
     ap.add_argument("--method", default="reach-maxmargin")
     ap.add_argument("--solve-iterations", type=int, default=150)
     ap.add_argument("--out", default=None, help="JSON file: every result with its per-deal values")
     a = ap.parse_args(argv)
     settings = [s.strip() for s in a.settings.split(",") if s.strip()]
-    bad = [s for s in settings if s not in ("blueprint", "river", "turn", "lb")]
+    bad = [s for s in settings if s not in ("blueprint", *SOLVE_FROM, "lb")]
     if bad:
-        ap.error(f"unknown settings {bad}: use blueprint, river, turn, lb")
+        ap.error(f"unknown settings {bad}: use blueprint, river, turn, flop, lb")
     bp = Blueprint.load(Path(a.run_dir))
     g = bp.gamedef
     scale = mbb_per_chip(big_blind_of(g))
@@ -105,7 +108,7 @@ def main(argv=None) -> int:
                 iterations=opp.iterations,
                 method=opp.method,
             )
-        if name in ("river", "turn") and "blueprint" in per_pair:
+        if name in SOLVE_FROM and "blueprint" in per_pair:
             d = pp - per_pair["blueprint"]
             out.update(paired_diff=float(d.mean()), paired_ci95=ci95(d), deals_to_separate=deals_needed(d))
         results[name] = out
@@ -134,13 +137,13 @@ def main(argv=None) -> int:
     for s in settings:
         if s == "blueprint":
             run("blueprint", bp)
-        elif s in ("river", "turn"):
+        elif s in SOLVE_FROM:
             sp = SolvingPlayer(
                 bp,
                 a.method,
                 name=f"blueprint+solve:{a.method}",
                 iterations=a.solve_iterations,
-                from_round=g.num_rounds - (1 if s == "river" else 2),
+                from_round=g.num_rounds - SOLVE_FROM[s],
             )
             run(s, sp)
         else:

@@ -746,7 +746,11 @@ class SolvingResponder(BlueprintResponder):
     * the solver threads run at a lower CPU priority (``solver_nice``, default nice +10, Linux),
       so that solves, which use every core they get, do not slow down the event loop that
       parses requests, answers from the blueprint and sends answers (which are due by their
-      deadlines too): solves take the CPU the rest leaves.
+      deadlines too): solves take the CPU the rest leaves;
+    * with ``solver_processes`` each solver thread hands its solve to one of ``solver_threads``
+      processes forked in the constructor (:mod:`serving.solver_processes`; Linux), so that the
+      subgame's construction, mostly Python, no longer contends with the event loop for the
+      interpreter lock; a process that dies is replaced and its query answered ``unsolvable``.
 
     **Memory**: solved subgames are kept per session (:class:`subgame.cache.SessionCache`) within
     ``memory_budget`` bytes (default: a quarter of physical memory, :func:`default_memory_budget`),
@@ -793,6 +797,7 @@ class SolvingResponder(BlueprintResponder):
         solver_nice: int = 10,
         last_round_threads: int | None = None,
         measure_cards: int | None = 12,
+        solver_processes: bool = False,
     ):
         from concurrent.futures import ThreadPoolExecutor
 
@@ -842,6 +847,11 @@ class SolvingResponder(BlueprintResponder):
             initializer=_lower_priority,
             initargs=(solver_nice,),
         )
+        self._procs = None
+        if solver_processes:  # forked now, before the server's threads start (serving.solver_processes)
+            from serving.solver_processes import SolverProcesses
+
+            self._procs = SolverProcesses(bp, self.solver_threads, solver_nice)
         self.cost = _CostModel()
         self._counts: dict[str, int] = {}
         self._overrun = 0.0  # how long solves ran past their end (a slowly decaying max), seconds
@@ -1007,6 +1017,15 @@ class SolvingResponder(BlueprintResponder):
                 job.reserved = 0
             self._cond.notify_all()
 
+    def _solve_state(self, state, method: str, stop=None, **kwargs):
+        """:func:`subgame.nested.solve_state` without a time budget, in a solver process when the
+        responder has them (``solver_processes``), else in the calling thread."""
+        if self._procs is not None:
+            return self._procs.solve(state, method, stop=stop, time_budget=None, **kwargs)
+        from subgame.nested import solve_state
+
+        return solve_state(self.bp, state, method, time_budget=None, stop=stop, **kwargs)
+
     def _run(self, job: _Job) -> None:
         """In a solver thread: solve ``job`` (unless too late by now), set its future."""
         try:
@@ -1018,8 +1037,8 @@ class SolvingResponder(BlueprintResponder):
 
     def _solve(self, job: _Job) -> dict[str, Any] | str:
         from blueprint.blueprint import BlueprintError
+        from serving.solver_processes import SolverProcessError
         from subgame.cache import nbytes
-        from subgame.nested import solve_state
         from subgame.solver import SolveInterrupted
         from subgame.tree import SubgameError
 
@@ -1043,11 +1062,9 @@ class SolvingResponder(BlueprintResponder):
         useful, iterated = False, False
         try:
             last = state.round >= self.bp.gamedef.num_rounds - 1
-            sol, node = solve_state(
-                self.bp,
+            sol, node = self._solve_state(
                 state,
                 job.method,
-                time_budget=None,
                 deadline=job.end,
                 stop=job.stop,
                 measure_samples=None if last else self.measure_cards,
@@ -1061,7 +1078,7 @@ class SolvingResponder(BlueprintResponder):
                 self.cost.finished(state.round, setup + self.min_iterations * tm["iter_s"] + check)
         except SolveInterrupted:
             return "deadline"
-        except (SubgameError, BlueprintError) as exc:
+        except (SubgameError, BlueprintError, SolverProcessError) as exc:
             return f"unsolvable:{exc}"
         finally:
             over = max(0.0, time.perf_counter() - job.end)
@@ -1119,6 +1136,11 @@ class SolvingResponder(BlueprintResponder):
             ms for ms in example_matchstates(self.game) if self._checker.parse(ms).round >= self.from_round
         ]
         for ms in examples[-1:]:  # the last round's subgame is the smallest; every kernel runs on it
+            if self._procs is not None:  # in every solver process at once
+                self._procs.warm_up(
+                    self._checker.parse(ms), self.solve_method, time_budget=None, iterations=2
+                )
+                continue
             try:
                 solve_state(
                     self.bp, self._checker.parse(ms), self.solve_method, time_budget=None, iterations=2
@@ -1162,6 +1184,7 @@ class SolvingResponder(BlueprintResponder):
             "memory": {**self.sessions.snapshot(), **self.size.snapshot()},
             "solver": {
                 "threads": self.solver_threads,
+                "processes": None if self._procs is None else {"restarts": self._procs.restarts},
                 "running": running,
                 "queued": queued,
                 "outcomes": counts,
@@ -1176,6 +1199,7 @@ class SolvingResponder(BlueprintResponder):
             "solve_method": self.solve_method,
             "solve_from_round": self.from_round,
             "solver_threads": self.solver_threads,
+            "solver_processes": self._procs is not None,
             "min_iterations": self.min_iterations,
             "reserve_ms": self.reserve_ms,
             "max_solve_ms": self.max_solve_ms,
@@ -1188,6 +1212,8 @@ class SolvingResponder(BlueprintResponder):
         for j in waiting:
             j.stop.set()
         self._solvers.shutdown(wait=False, cancel_futures=True)
+        if self._procs is not None:
+            self._procs.close()
 
 
 class PlayerResponder(ValidatingResponder):

@@ -332,6 +332,7 @@ def solve_state(
     depth_limit=None,
     algo: str = "dcfr",
     measure_samples: Optional[int] = None,
+    threads: Optional[int] = None,
 ) -> tuple[Solution, int]:
     """Solve the subgame for the seat to act at ``state`` (on-tree: rooted at the state; off-tree
     opponent bet: nested, rooted after it). Returns the solution and the node of ``state`` in it.
@@ -345,7 +346,8 @@ def solve_state(
     :func:`~subgame.depth.default_depth_limit`) when that round is not the last and the state is in
     it, else solves to the end of the hand; ``False`` always to the end of the hand; ``True`` or a
     :class:`~subgame.depth.DepthLimit` always depth-limited (a :class:`SubgameError` on the last round).
-    ``measure_samples``: :func:`~subgame.solver.solve`'s (a depth-limited check on a sample of cards)."""
+    ``measure_samples``, ``threads``: :func:`~subgame.solver.solve`'s (a depth-limited check on a
+    sample of cards; the walk's threads)."""
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     state = decision_state(bp, state)
@@ -367,6 +369,7 @@ def solve_state(
         stop=stop,
         algo=algo,
         measure_samples=measure_samples,
+        threads=threads,
     )
     return sol, node_of_state(sub.public_tree(), state)
 

@@ -592,3 +592,5 @@ def test_serve_solving_flags_are_checked(tmp_path):
         ["serve", str(tmp_path), "--solve", "resolve", "--solver-threads", "1", "--last-round-threads", "2"],
     )
     assert r.exit_code == 2 and "more than --solver-threads 1" in r.stderr
+    r = run.invoke(cli, ["serve", str(tmp_path), "--solver-in-threads"])
+    assert r.exit_code == 2 and "--solver-processes/--solver-in-threads applies to subgame solving" in r.stderr
