@@ -14,7 +14,11 @@ kernels), then times a fixed amount of work in CPU seconds of the process:
 * ``query``: ``Blueprint.strategy`` on 2,000 match states of self-play of ``hunl20`` (a
   1,000-iteration ``small``-bets blueprint with ``rank`` buckets), each answered 25 times;
 * ``solve-river``: the Libratus river endgame ``subgame4`` (unsafe, DCFR, 60 iterations), 30 times;
-* ``solve-turn``: the Libratus turn endgame ``subgame2`` (unsafe, DCFR, 20 iterations), one thread.
+* ``solve-turn``: the Libratus turn endgame ``subgame2`` (unsafe, DCFR, 20 iterations), one thread;
+* ``construct-turn``: depth-limited turn subgames of the ``query`` blueprint (``hunl20``) at 20
+  turn decisions of its self-play, each built and solved for one ``reach-maxmargin`` iteration
+  (``subgame.nested.solve_state``, the service's call; mostly the construction from the
+  blueprint), one thread.
 
 The figure of each measurement is the median over rounds of AFTER / BEFORE throughput (above 1:
 AFTER is faster), with both medians. Prints a table and a final JSON line.
@@ -107,6 +111,43 @@ PROGRAMS = {
         solve(sub, method="unsafe", iterations=20)
         cpu = time.process_time() - t
         out(20 / cpu, "iterations/s")
+    """,
+    "construct-turn": """
+        import os
+        os.environ["NUMBA_NUM_THREADS"] = "1"
+        import numpy as np
+        from blueprint.blueprint import Blueprint
+        from blueprint.trainer import make_trainer
+        from holdem.game import Game
+        from subgame.nested import solve_state
+        tr = make_trainer("hunl20", bets="small", cards="rank", algo="pluribus", seed=1)
+        tr.run(1_000)
+        bp = Blueprint(tr)
+        game = Game.load("hunl20")
+        rng = np.random.default_rng(0)
+        g = game.gamedef
+        states = []
+        while len(states) < 20:
+            deck = rng.permutation(g.deck_size)
+            s, i = game.initial_state(hand_id=len(states)), 0
+            while not s.is_terminal():
+                if s.is_chance():
+                    k = 2 * g.num_hole_cards if i == 0 else g.board_cards_through(s.round) - len(s.board_cards)
+                    s = s.deal([int(c) for c in deck[i : i + k]])
+                    i += k
+                    continue
+                ms = s.matchstate(s.current_player())
+                strat = bp.strategy(ms)
+                if s.round == 2:
+                    states.append(ms)
+                acts = list(strat)
+                s = s.apply(acts[int(rng.choice(len(acts), p=np.array([strat[a] for a in acts]) / sum(strat.values())))])
+        solve_state(bp, states[0], "reach-maxmargin", time_budget=None, iterations=1)
+        t = time.process_time()
+        for ms in states:
+            solve_state(bp, ms, "reach-maxmargin", time_budget=None, iterations=1)
+        cpu = time.process_time() - t
+        out(len(states) / cpu, "subgames/s")
     """,
 }
 

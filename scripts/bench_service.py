@@ -98,10 +98,15 @@ class Conn:
 
 
 def start_server(
-    run_dir: str, solve: str | None = None, solve_from: str | None = None, max_solve_ms: int | None = None
+    run_dir: str,
+    solve: str | None = None,
+    solve_from: str | None = None,
+    max_solve_ms: int | None = None,
+    solver_in_threads: bool = False,
 ) -> tuple[subprocess.Popen, int]:
     extra = (["--solve", solve] if solve else []) + (["--solve-from", solve_from] if solve_from else [])
     extra += ["--max-solve-ms", str(max_solve_ms)] if max_solve_ms else []
+    extra += ["--solver-in-threads"] if solve and solver_in_threads else []
     proc = subprocess.Popen(
         MCCFR + ["serve", run_dir, "--port", "0"] + extra,
         env=env(),
@@ -164,6 +169,7 @@ def latency(args) -> dict:
         getattr(args, "solve", None),
         getattr(args, "solve_from", None),
         getattr(args, "max_solve_ms", None),
+        getattr(args, "solver_in_threads", False),
     )
     try:
         t0 = time.perf_counter()
@@ -421,6 +427,11 @@ def main() -> None:
         help="with --solve: the first round solved (mccfr serve --solve-from ROUND)",
     )
     a.add_argument("--max-solve-ms", type=int, default=None, help="with --solve: mccfr serve --max-solve-ms")
+    a.add_argument(
+        "--solver-in-threads",
+        action="store_true",
+        help="with --solve: mccfr serve --solver-in-threads (default: solver processes)",
+    )
     c = sub.add_parser("inprocess")
     c.add_argument("run_dir")
     c.add_argument("--pool", type=int, default=2000)

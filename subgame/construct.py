@@ -31,7 +31,7 @@ from blueprint.blueprint import Blueprint, BlueprintError, NotADecisionError, vi
 from holdem.state import State
 from subgame import kernels as K
 from subgame.solver import Engine, Subgame, checkpoint
-from subgame.tree import SubgameError, board_hands, build_subgame_tree
+from subgame.tree import SubgameError, blocked_by, board_hands, build_subgame_tree
 
 
 def _hand_buckets_for(bp: Blueprint, hands: np.ndarray, board: tuple[int, ...], r: int) -> np.ndarray:
@@ -66,9 +66,7 @@ class BucketCache:
         """(indices of hands not blocked by ``board``, their buckets)."""
         key = (tuple(sorted(board)), r)
         if key not in self._c:
-            bs = set(board)
-            ok = np.array([not (set(h.tolist()) & bs) for h in self.hands])
-            idx = np.nonzero(ok)[0]
+            idx = np.nonzero(~blocked_by(self.hands, board))[0]
             self._c[key] = (idx, _hand_buckets_for(self.bp, self.hands[idx], tuple(board), r))
         return self._c[key]
 
@@ -141,7 +139,9 @@ def blueprint_sigma(
     cache = cache or BucketCache(bp, hands)
     bt = bp.tree
     sigma = np.zeros((tree.num_rows, len(hands)), np.float32)
-    for u in np.nonzero(tree.kind == KIND_DECISION)[0]:
+    dec = np.nonzero(tree.kind == KIND_DECISION)[0]
+    fast = _fill_mapped(bp, tree, node_map, dec, sigma, cache)
+    for u in dec[~fast]:
         checkpoint()
         v = int(node_map[u])
         A = int(tree.num_actions[u])
@@ -162,6 +162,50 @@ def blueprint_sigma(
             w = int(node_map[c])
             sigma[r0 + j, idx] = probs[:, int(bt.parent_edge[w]) - s] if w >= 0 else 0.0
     return sigma
+
+
+def _fill_mapped(
+    bp: Blueprint,
+    tree: BettingTree,
+    node_map: np.ndarray,
+    dec: np.ndarray,
+    sigma: np.ndarray,
+    cache: BucketCache,
+) -> np.ndarray:
+    """:func:`blueprint_sigma`'s common case in one kernel: the decisions ``dec`` whose abstract
+    node has the same actions, every child mapped. Returns which of ``dec`` it filled."""
+    bt = bp.tree
+    if len(dec) == 0:
+        return np.zeros(0, np.bool_)
+    v = node_map[dec]
+    A = tree.num_actions[dec].astype(np.int64)
+    ok = v >= 0
+    ok[ok] = bt.num_actions[v[ok]].astype(np.int64) == A[ok]
+    starts = tree.child_start[dec].astype(np.int64)
+    unmapped = np.concatenate([[0], np.cumsum(node_map[tree.edge_child.astype(np.int64)] < 0)])
+    ok &= (unmapped[starts + A] == unmapped[starts]) & (A > 0)  # no child of the node unmapped
+    if not ok.any():
+        return ok
+    vv = v[ok]
+    rnd = bt.round[vv].astype(np.int64)
+    brd = tree.board[dec[ok]].astype(np.int64)
+    keys, slots = np.unique(np.stack([brd, rnd], 1), axis=0, return_inverse=True)
+    bucket_of = np.full((len(keys), sigma.shape[1]), -1, np.int32)
+    for k, (b, r) in enumerate(keys):
+        checkpoint()
+        idx, bk = cache(tree.boards[int(b)], int(r))
+        bucket_of[k, idx] = bk
+    checkpoint()
+    K.fill_blueprint_rows(
+        sigma,
+        tree.row[dec[ok]].astype(np.int64),
+        A[ok],
+        bp.row_offset[vv].astype(np.int64),
+        slots.reshape(-1).astype(np.int64),
+        bucket_of,
+        bp.probs,
+    )
+    return ok
 
 
 def _translated_rows(bp: Blueprint, tree: BettingTree, u: int, sigma: np.ndarray, cache: BucketCache) -> None:
@@ -224,9 +268,7 @@ def blueprint_ranges(
         mult = np.zeros(len(hands))
         mult[idx] = probs
         ranges[q] *= mult
-    bs = set(board)
-    blocked = np.array([bool(set(h.tolist()) & bs) for h in hands])
-    ranges[:, blocked] = 0.0
+    ranges[:, blocked_by(hands, board)] = 0.0
     return ranges
 
 
@@ -266,9 +308,7 @@ def history_ranges(
             if total > 0 and like.any():
                 ranges[p] *= like
             b = b.apply(kind, size)
-    bs = set(board)
-    blocked = np.array([bool(set(h.tolist()) & bs) for h in hands])
-    ranges[:, blocked] = 0.0
+    ranges[:, blocked_by(hands, board)] = 0.0
     return ranges
 
 

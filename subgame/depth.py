@@ -427,22 +427,72 @@ def build_leaf_model(
                     stack.append((i, u, cards, d, 0))
             return i
 
+        def expand(floor: int) -> None:
+            """Pop and expand the stack's entries above ``floor`` (depth first)."""
+            while len(stack) > floor:
+                i, u, cards, d, kk = stack.pop()
+                if kk:  # chance: every deal of the next round's cards
+                    rest = [c for c in range(deck) if c not in cards]
+                    kids = []
+                    for cc in itertools.combinations(rest, kk):
+                        c = make(u, cards + cc, d + 1)
+                        dealt[c] = cc[0] if kk == 1 else -1
+                        kids.append(c)
+                    child_start[i] = len(edge_child)
+                    num_actions[i] = len(kids)
+                    edge_child.extend(kids)
+                    if len(cards) + kk == game.total_board_cards and len(kids) > 1:
+                        replicate(kids)
+                    continue
+                kids = [make(int(v), cards, d + 1) for v in tpl.children(int(u))]
+                child_start[i] = len(edge_child)
+                num_actions[i] = len(kids)
+                edge_child.extend(kids)
+
+        def replicate(kids: list) -> None:
+            """The last deal's children ``kids`` (on top of the stack) have the same betting below
+            them, on one board each and no chance node left: expand the last one's subtree (the
+            first the walk would expand), then copy it to the others, in the order and with the
+            node and edge numbers the walk would have given them."""
+            K = len(kids)
+            entries = stack[-K:]
+            if [e[0] for e in entries] != kids or any(e[4] for e in entries):
+                return  # not a decision below every deal (e.g. all-in: showdowns): nothing to copy
+            del stack[-K:]
+            n0, e0 = len(kind), len(edge_child)
+            stack.append(entries[-1])
+            expand(len(stack) - 1)
+            n1, e1 = len(kind), len(edge_child)
+            first = entries[-1][0]
+            block = {
+                name: np.array(arr[n0:n1], np.int64)
+                for name, arr in (("kind", kind), ("player", player), ("dealc", dealc), ("srow", srow))
+            }
+            block_spent = spent[n0:n1]
+            block_cs = np.array(child_start[n0:n1], np.int64)
+            block_edges = np.array(edge_child[e0:e1], np.int64)
+            own_na = num_actions[first]  # its own edges open the block's edges
+            has_kids = block["kind"] == KIND_DECISION
+            for e in reversed(entries[:-1]):
+                kid = e[0]
+                dn, de = len(kind) - n0, len(edge_child) - e0
+                b = board[kid]
+                kind.extend(block["kind"].tolist())
+                player.extend(block["player"].tolist())
+                dealc.extend(block["dealc"].tolist())
+                srow.extend(block["srow"].tolist())
+                spent.extend(block_spent)
+                board.extend([b] * (n1 - n0))
+                dealt.extend([-1] * (n1 - n0))
+                child_start.extend(np.where(has_kids, block_cs + de, 0).tolist())
+                num_actions.extend(num_actions[n0:n1])
+                child_start[kid] = len(edge_child)
+                num_actions[kid] = own_na
+                edge_child.extend((block_edges + dn).tolist())
+
         stack: list = []
         leaf_root[li] = make(0, board0, 0)
-        while stack:
-            i, u, cards, d, kk = stack.pop()
-            if kk:  # chance: every deal of the next round's cards
-                rest = [c for c in range(deck) if c not in cards]
-                kids = []
-                for cc in itertools.combinations(rest, kk):
-                    c = make(u, cards + cc, d + 1)
-                    dealt[c] = cc[0] if kk == 1 else -1
-                    kids.append(c)
-            else:
-                kids = [make(int(v), cards, d + 1) for v in tpl.children(int(u))]
-            child_start[i] = len(edge_child)
-            num_actions[i] = len(kids)
-            edge_child.extend(kids)
+        expand(0)
     # per board: buckets of every hand for the round the board belongs to, showdown order when complete
     blist = [()] * len(boards)
     for key, v in boards.items():

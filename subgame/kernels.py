@@ -192,6 +192,25 @@ def par_work(tree, T: int, D: int, A: int, H: int, dtype) -> ParWork:
 
 
 @numba.njit(cache=True, nogil=True)
+def fill_blueprint_rows(sigma, rows, nacts, offsets, slots, bucket_of, probs):
+    """``sigma[rows[i] + a, h] = probs[offsets[i] + bucket_of[slots[i], h] * nacts[i] + a]`` for
+    each node ``i`` (the blueprint's row of hand ``h``'s bucket at the node's abstract node), and
+    ``1 / nacts[i]`` where the hand's bucket is -1 (blocked by the board)."""
+    H = sigma.shape[1]
+    for i in range(rows.shape[0]):
+        r0, A, s = rows[i], nacts[i], offsets[i]
+        tab = bucket_of[slots[i]]
+        for h in range(H):
+            b = tab[h]
+            if b < 0:
+                for a in range(A):
+                    sigma[r0 + a, h] = 1.0 / A
+            else:
+                for a in range(A):
+                    sigma[r0 + a, h] = probs[s + b * A + a]
+
+
+@numba.njit(cache=True, nogil=True)
 def strategy_from(acc, sigma, kind, num_actions, row):
     """``sigma`` = regret matching of ``acc`` (positive parts normalised; uniform where none), in the
     full-width ``(rows, H)`` layout of :attr:`BettingTree.row <abstraction.tree.BettingTree>`."""

@@ -55,6 +55,14 @@ def all_hands(game: GameDef) -> np.ndarray:
     ).reshape(-1, game.num_hole_cards)
 
 
+def blocked_by(hands: np.ndarray, cards) -> np.ndarray:
+    """bool per row of ``hands`` (card ids): whether it holds any of ``cards``."""
+    cs = np.asarray(list(cards), np.int64)
+    if cs.size == 0:
+        return np.zeros(len(hands), np.bool_)
+    return np.isin(hands, cs).any(axis=1)
+
+
 def hand_index(game: GameDef) -> dict[tuple[int, ...], int]:
     return {tuple(int(c) for c in h): i for i, h in enumerate(all_hands(game))}
 
@@ -231,8 +239,7 @@ def _board_hands(game: GameDef, boards: list[tuple[int, ...]]) -> BoardHands:
     from holdem.evaluator import rank_many
 
     for b, cards in enumerate(boards):
-        cs = set(cards)
-        ok = np.array([not (set(h.tolist()) & cs) for h in hands], np.bool_)
+        ok = ~blocked_by(hands, cards)
         valid[b] = ok
         idx = np.nonzero(ok)[0]
         if len(cards) == total:

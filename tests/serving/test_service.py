@@ -593,4 +593,6 @@ def test_serve_solving_flags_are_checked(tmp_path):
     )
     assert r.exit_code == 2 and "more than --solver-threads 1" in r.stderr
     r = run.invoke(cli, ["serve", str(tmp_path), "--solver-in-threads"])
-    assert r.exit_code == 2 and "--solver-processes/--solver-in-threads applies to subgame solving" in r.stderr
+    assert (
+        r.exit_code == 2 and "--solver-processes/--solver-in-threads applies to subgame solving" in r.stderr
+    )
