@@ -8,7 +8,8 @@ latency: starts ``mccfr serve RUN_DIR --port 0`` in its own process, builds a po
 match states by self-play through the server (every action sampled from the server's answers,
 so every round and on-tree history appears), then runs ``--clients`` closed-loop client threads
 (one keep-alive HTTP connection each, in this process) sending pool states as fast as they are
-answered for ``--seconds``. Reports the round-trip latency seen by the clients and the server's
+answered for ``--seconds`` (with ``--think-ms T``, each waits T ms on average after every answer,
+as a client in a match does). Reports the round-trip latency seen by the clients and the server's
 own ``elapsed_ms`` (handler start to answer ready, queueing for a worker thread included):
 p50/p99 overall and per betting round, and the throughput in queries/s; with ``--solve``, per
 round the fraction of answers from a subgame and from each fallback (busy, budget, deadline).
@@ -184,6 +185,8 @@ def latency(args) -> dict:
         def client(k: int) -> None:
             conn = Conn(port)
             rng = np.random.default_rng(args.seed + 1 + k)
+            think_rng = np.random.default_rng(args.seed + 1001 + k)
+            think = getattr(args, "think_ms", 0) / 1e3
             out = results[k]
             while time.perf_counter() < stop:
                 ms = pool[int(rng.integers(len(pool)))]
@@ -194,6 +197,8 @@ def latency(args) -> dict:
                     errors[k] += 1
                     continue
                 out.append((rtt, ans["elapsed_ms"], rounds[ms], ans.get("fallback") or ans["source"]))
+                if think > 0:  # a client in a match: the opponent and the dealer take their turn
+                    time.sleep(min(think_rng.exponential(think), max(0.0, stop - time.perf_counter())))
 
         threads = [threading.Thread(target=client, args=(k,)) for k in range(args.clients)]
         t_start = time.perf_counter()
@@ -427,6 +432,13 @@ def main() -> None:
         help="with --solve: the first round solved (mccfr serve --solve-from ROUND)",
     )
     a.add_argument("--max-solve-ms", type=int, default=None, help="with --solve: mccfr serve --max-solve-ms")
+    a.add_argument(
+        "--think-ms",
+        type=float,
+        default=0,
+        help="each client waits this long on average (exponential) after every answer, as a client "
+        "in a match does while the opponent acts (default 0: closed loop, as fast as answered)",
+    )
     a.add_argument(
         "--solver-in-threads",
         action="store_true",
