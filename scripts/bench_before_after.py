@@ -63,23 +63,7 @@ PROGRAMS = {
         tr.run(1_000)
         bp = Blueprint(tr)
         game = Game.load("hunl20")
-        rng = np.random.default_rng(0)
-        g = game.gamedef
-        states = []
-        while len(states) < 2_000:  # self-play of the blueprint itself: every state is on its tree
-            deck = rng.permutation(g.deck_size)
-            s, i = game.initial_state(hand_id=len(states)), 0
-            while not s.is_terminal():
-                if s.is_chance():
-                    k = 2 * g.num_hole_cards if i == 0 else g.board_cards_through(s.round) - len(s.board_cards)
-                    s = s.deal([int(c) for c in deck[i : i + k]])
-                    i += k
-                    continue
-                ms = s.matchstate(s.current_player())
-                strat = bp.strategy(ms)
-                states.append(ms)
-                acts = list(strat)
-                s = s.apply(acts[int(rng.choice(len(acts), p=np.array([strat[a] for a in acts]) / sum(strat.values())))])
+        states = self_play(bp, game, 2_000)
         for ms in states[:200]:
             bp.strategy(ms)
         t = time.process_time()
@@ -124,24 +108,7 @@ PROGRAMS = {
         tr.run(1_000)
         bp = Blueprint(tr)
         game = Game.load("hunl20")
-        rng = np.random.default_rng(0)
-        g = game.gamedef
-        states = []
-        while len(states) < 20:
-            deck = rng.permutation(g.deck_size)
-            s, i = game.initial_state(hand_id=len(states)), 0
-            while not s.is_terminal():
-                if s.is_chance():
-                    k = 2 * g.num_hole_cards if i == 0 else g.board_cards_through(s.round) - len(s.board_cards)
-                    s = s.deal([int(c) for c in deck[i : i + k]])
-                    i += k
-                    continue
-                ms = s.matchstate(s.current_player())
-                strat = bp.strategy(ms)
-                if s.round == 2:
-                    states.append(ms)
-                acts = list(strat)
-                s = s.apply(acts[int(rng.choice(len(acts), p=np.array([strat[a] for a in acts]) / sum(strat.values())))])
+        states = self_play(bp, game, 20, only_round=2)
         solve_state(bp, states[0], "reach-maxmargin", time_budget=None, iterations=1)
         t = time.process_time()
         for ms in states:
@@ -157,6 +124,29 @@ ROOT = sys.argv[1]
 sys.path.insert(0, ROOT)
 def out(value, unit):
     print(json.dumps({"value": value, "unit": unit}))
+def self_play(bp, game, n, only_round=None):
+    # n match states of the blueprint's self-play (every state on its tree), seed 0
+    import numpy as np
+    rng = np.random.default_rng(0)
+    g = game.gamedef
+    states = []
+    while len(states) < n:
+        deck = rng.permutation(g.deck_size)
+        s, i = game.initial_state(hand_id=len(states)), 0
+        while not s.is_terminal():
+            if s.is_chance():
+                k = 2 * g.num_hole_cards if i == 0 else g.board_cards_through(s.round) - len(s.board_cards)
+                s = s.deal([int(c) for c in deck[i : i + k]])
+                i += k
+                continue
+            ms = s.matchstate(s.current_player())
+            strat = bp.strategy(ms)
+            if only_round is None or s.round == only_round:
+                states.append(ms)
+            acts = list(strat)
+            p = np.array([strat[a] for a in acts]) / sum(strat.values())
+            s = s.apply(acts[int(rng.choice(len(acts), p=p))])
+    return states[:n] if only_round is None else states
 """
 
 
