@@ -298,7 +298,7 @@ def build_tree(
             if any(b.folded):
                 return new_node(KIND_FOLD, 0 if b.folded[0] else 1, b, cards, par), []
             return new_node(KIND_SHOWDOWN, -1, b, cards, par), []
-        memo = decisions.get(id(b))
+        memo = decisions.get(id(b)) if deal_boards else None
         if memo is None:
             moves: list[tuple[int, int, float]] = []
             if b.can_fold():
@@ -309,18 +309,23 @@ def build_tree(
                 fracs = {(kd, to): f for kd, to, f in moves}
                 kept = action_filter(b, [(kd, to) for kd, to, _ in moves])
                 moves = [(kd, to, fracs.get((kd, to), 0.0)) for kd, to in kept]
-            memo = decisions[id(b)] = (b.current_player(), moves)
-            alive.append(b)
+            memo = (b.current_player(), moves)
+            if deal_boards:
+                decisions[id(b)] = memo
+                alive.append(b)
         n = new_node(KIND_DECISION, memo[0], b, cards, par)
         return n, [(kd, to, f, b, cards) for kd, to, f in memo[1]]
 
-    # the same betting recurs under every deal of the board cards (chance nodes): its moves and the
-    # states after them are computed once per betting object
+    # with deal_boards the same betting recurs under every deal of the board cards (chance nodes):
+    # its moves and the states after them are computed once per betting object (kept alive while
+    # the tree is built; without deals each betting occurs once and nothing is kept)
     decisions: dict[int, tuple] = {}
     after: dict[tuple[int, int, int], Betting] = {}
     alive: list[Betting] = []  # the keys' objects stay alive, so their ids stay their own
 
     def applied(b: Betting, kd: int, to: int) -> Betting:
+        if not deal_boards:
+            return b.apply(kd, to)
         key = (id(b), kd, to)
         nb = after.get(key)
         if nb is None:
