@@ -103,11 +103,19 @@ def _error_class(name: str) -> type[BaseException]:
     }[name]
 
 
-def _serve(bp, conn, stop, nice: int) -> None:
-    """A solver process: solve each job read from ``conn`` until the pipe closes."""
+def _serve(bp, conn, stop, nice: int, others: list) -> None:
+    """A solver process: solve each job read from ``conn`` until the pipe closes. ``others``: the
+    server's ends of the pipes (this process's and the earlier ones'), inherited by the fork and
+    closed here, so that the pipe reads end when the server goes, however it goes."""
     import gc
     import os
     import signal
+
+    for c in others:
+        try:
+            c.close()
+        except OSError:
+            pass
 
     from serving.responder import _lower_priority, malloc_trim
     from subgame.nested import solve_state
@@ -143,11 +151,14 @@ def _serve(bp, conn, stop, nice: int) -> None:
 
 
 class _Worker:
-    def __init__(self, ctx, bp, nice: int):
+    def __init__(self, ctx, bp, nice: int, others: list):
         self.stop = ctx.Event()
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(
-            target=_serve, args=(bp, child, self.stop, nice), name="mccfr-solver", daemon=True
+            target=_serve,
+            args=(bp, child, self.stop, nice, [*others, self.conn]),
+            name="mccfr-solver",
+            daemon=True,
         )
         self.proc.start()
         child.close()
@@ -183,7 +194,7 @@ class SolverProcesses:
         self.restarts = 0
         self._closed = False
         for _ in range(n):
-            w = _Worker(self._ctx, bp, nice)
+            w = _Worker(self._ctx, bp, nice, [x.conn for x in self._workers])
             self._workers.append(w)
             self._idle.put(w)
 
@@ -244,7 +255,7 @@ class SolverProcesses:
     def _replace(self, w: _Worker) -> _Worker:
         w.close(timeout=0.5)
         with self._lock:
-            nw = _Worker(self._ctx, self.bp, self.nice)
+            nw = _Worker(self._ctx, self.bp, self.nice, [x.conn for x in self._workers if x is not w])
             self._workers[self._workers.index(w)] = nw
             self.restarts += 1
         return nw

@@ -106,3 +106,44 @@ def test_the_responder_solves_in_processes(hunl_bp):
     finally:
         r.close()
     assert all(not w.proc.is_alive() for w in r._procs._workers)
+
+
+def test_solver_processes_end_with_their_server(tmp_path):
+    """A server killed outright (SIGKILL: no clean-up runs) leaves no solver process behind: each
+    one's pipe read ends, because no other process holds the server's end of it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, time\n"
+        "from blueprint.blueprint import Blueprint\n"
+        "from blueprint.trainer import make_trainer\n"
+        "from serving.solver_processes import SolverProcesses\n"
+        "tr = make_trainer('leduc', seed=0); tr.run(10)\n"
+        "sp = SolverProcesses(Blueprint(tr), 2, nice=0)\n"
+        "print(*sp.pids, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=root, stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(x) for x in proc.stdout.readline().split()]
+        assert len(pids) == 2
+        proc.kill()
+        proc.wait(10)
+        deadline = time.time() + 10
+        alive = pids
+        while alive and time.time() < deadline:
+            time.sleep(0.1)
+            alive = [p for p in pids if _running(p)]
+        assert not alive, f"solver processes {alive} outlived their server"
+    finally:
+        proc.kill()
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"  # a zombie (exited, not yet reaped by init) is gone
+    except FileNotFoundError:
+        return False
