@@ -397,7 +397,7 @@ def default_solver_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _lower_priority(nice: int) -> None:
+def lower_priority(nice: int) -> None:
     """Lower the calling thread's CPU priority by ``nice`` (Linux: threads have their own nice
     value; elsewhere nothing happens)."""
     import os
@@ -844,7 +844,7 @@ class SolvingResponder(BlueprintResponder):
         self._solvers = ThreadPoolExecutor(
             self.solver_threads,
             thread_name_prefix="mccfr-solve",
-            initializer=_lower_priority,
+            initializer=lower_priority,
             initargs=(solver_nice,),
         )
         self._procs = None
@@ -1377,6 +1377,7 @@ __all__ = [
     "PendingAnswer",
     "default_memory_budget",
     "default_solver_threads",
+    "lower_priority",
     "malloc_trim",
     "parse_bytes",
     "BLUEPRINT_METHOD",

@@ -87,20 +87,14 @@ class _Codec:
         return _Unpickler(io.BytesIO(data), self.objs).load()
 
 
-_ERRORS = ("SolveInterrupted", "SubgameError", "BlueprintError", "NotADecisionError")
-
-
-def _error_class(name: str) -> type[BaseException]:
+def _carried() -> tuple[type[Exception], ...]:
+    """The errors a solve may raise that cross to the caller as their own type (subclasses as
+    these: a subclass's constructor may take more than the message)."""
     from blueprint.blueprint import BlueprintError
     from subgame.solver import SolveInterrupted
     from subgame.tree import SubgameError
 
-    return {
-        "SolveInterrupted": SolveInterrupted,
-        "SubgameError": SubgameError,
-        "BlueprintError": BlueprintError,
-        "NotADecisionError": BlueprintError,  # its own constructor takes more than the message
-    }[name]
+    return (SolveInterrupted, SubgameError, BlueprintError)
 
 
 def _serve(bp, conn, stop, nice: int, others: list) -> None:
@@ -117,12 +111,12 @@ def _serve(bp, conn, stop, nice: int, others: list) -> None:
         except OSError:
             pass
 
-    from serving.responder import _lower_priority, malloc_trim
+    from serving.responder import lower_priority, malloc_trim
     from subgame.nested import solve_state
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops its solvers
     gc.freeze()  # what the fork inherited stays untouched by the collector (shared pages stay shared)
-    _lower_priority(nice)
+    lower_priority(nice)
     codec = _Codec(bp)
     while True:
         try:
@@ -133,11 +127,11 @@ def _serve(bp, conn, stop, nice: int, others: list) -> None:
             state, method, kwargs = codec.loads(data)
             out: tuple = ("ok", solve_state(bp, state, method, threads=1, stop=stop, **kwargs))
         except Exception as exc:  # noqa: BLE001 - every error goes back to the waiting thread
-            name = type(exc).__name__
-            if name in _ERRORS:
-                out = ("error", name, str(exc))
+            cls = next((c for c in _carried() if isinstance(exc, c)), None)
+            if cls is not None:
+                out = ("error", cls.__name__, str(exc))
             else:
-                out = ("bug", name, "".join(traceback.format_exception(exc)))
+                out = ("bug", type(exc).__name__, "".join(traceback.format_exception(exc)))
         try:
             payload = codec.dumps(out)
         except Exception as exc:  # noqa: BLE001 - a result that does not pickle is a bug, reported
@@ -234,7 +228,7 @@ class SolverProcesses:
         if out[0] == "ok":
             return out[1]
         if out[0] == "error":
-            raise _error_class(out[1])(out[2])
+            raise {c.__name__: c for c in _carried()}[out[1]](out[2])
         raise RuntimeError(f"{out[1]} in the solver process:\n{out[2]}")  # a bug, as in a thread
 
     def warm_up(self, state, method: str, **kwargs) -> None:
