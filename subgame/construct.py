@@ -164,6 +164,9 @@ def blueprint_sigma(
     return sigma
 
 
+FILL_CHUNK = 256  # decision nodes per kernel call of _fill_mapped (a few ms), a deadline check between
+
+
 def _fill_mapped(
     bp: Blueprint,
     tree: BettingTree,
@@ -195,16 +198,14 @@ def _fill_mapped(
         checkpoint()
         idx, bk = cache(tree.boards[int(b)], int(r))
         bucket_of[k, idx] = bk
-    checkpoint()
-    K.fill_blueprint_rows(
-        sigma,
-        tree.row[dec[ok]].astype(np.int64),
-        A[ok],
-        bp.row_offset[vv].astype(np.int64),
-        slots.reshape(-1).astype(np.int64),
-        bucket_of,
-        bp.probs,
-    )
+    rows = tree.row[dec[ok]].astype(np.int64)
+    nacts = A[ok]
+    offsets = bp.row_offset[vv].astype(np.int64)
+    slots = slots.reshape(-1).astype(np.int64)
+    for c in range(0, len(rows), FILL_CHUNK):  # the deadline is checked between chunks
+        checkpoint()
+        part = slice(c, c + FILL_CHUNK)
+        K.fill_blueprint_rows(sigma, rows[part], nacts[part], offsets[part], slots[part], bucket_of, bp.probs)
     return ok
 
 
