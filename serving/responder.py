@@ -651,6 +651,7 @@ class _Job:
         "end",
         "started",
         "given_up",
+        "given_up_at",
     )
 
     def __init__(self, state, method, session, key, need, solve_by, answer_by, t0, reserved, raw):
@@ -665,6 +666,7 @@ class _Job:
         self.end: float = float("inf")  # when it stops iterating at the latest (set when it starts)
         self.started: float | None = None
         self.given_up = False  # its query stopped waiting
+        self.given_up_at = float("inf")  # when (a query that waited past the solve's end cut nothing short)
 
 
 class PendingAnswer:
@@ -697,6 +699,7 @@ class PendingAnswer:
     def give_up(self) -> dict[str, Any]:
         """Stop the solve (it ends at its next check and frees its thread) and answer from the blueprint."""
         self._job.given_up = True
+        self._job.given_up_at = time.perf_counter()
         self._job.stop.set()
         self._r._count("deadline")
         return self._r._blueprint_answer(self._job.state, self._job.t0, "deadline", self._job.method)
@@ -1087,11 +1090,10 @@ class SolvingResponder(BlueprintResponder):
                 self._overrun_mean = 0.9 * self._overrun_mean + 0.1 * over
             if not useful:  # stopped, or too few iterations: a useful solve takes longer than this one ran
                 # (back-off only for a solve that had all its budget's time and never iterated: given up
-                # by its query, or cut short by max_solve_ms, it only says a useful one takes longer)
-                whole = job.end >= job.solve_by - 1e-3
-                self.cost.failed(
-                    state.round, time.perf_counter() - t, backoff=not iterated and not job.given_up and whole
-                )
+                # by its query before its end, or cut short by max_solve_ms, it only says a useful one
+                # takes longer; a query that gave up because the solve ran past its end cut nothing short)
+                whole = job.end >= job.solve_by - 1e-3 and job.given_up_at >= job.end
+                self.cost.failed(state.round, time.perf_counter() - t, backoff=not iterated and whole)
         size = nbytes(sol)
         self.size.observe(state.round, job.raw, job.reserved, int(getattr(sol, "state_bytes", 0)) + size)
         if not useful:

@@ -484,8 +484,34 @@ def test_a_solve_that_cannot_fit_its_budget_comes_back_in_time_labelled(hunl_bp)
         b = r.answer(TURN, time_budget_ms=200)
         assert time.perf_counter() - t < 0.05 and b["fallback"] == "budget"
         c = r.answer(RIVER, time_budget_ms=1500)
-        assert c["source"] == "subgame" and c["iterations"] >= 10 and "fallback" not in c
+        assert c["source"] == "subgame" and c["iterations"] >= 10 and "fallback" not in c, (c.get("fallback"), r.cost.snapshot())
         assert c["elapsed_ms"] < 1500 + 100
+    finally:
+        r.close()
+
+
+def test_a_solve_that_overran_its_end_until_its_query_gave_up_backs_off(hunl_bp):
+    """A construction that runs past the solve's end until the query stops waiting had its whole
+    budget and never iterated: the cost model backs off (twice the time it ran), so the next query of
+    that round is answered at once ('budget') rather than starting the same hopeless solve."""
+    from serving.responder import SolvingResponder
+    from subgame.solver import SolveInterrupted
+
+    r = SolvingResponder(hunl_bp, "reach-maxmargin", from_round=2, solver_threads=1, min_iterations=10)
+
+    def overrun(state, method, deadline=None, stop=None, **kwargs):
+        while not stop.is_set():  # blind to its deadline, like one long construction step
+            time.sleep(0.005)
+        raise SolveInterrupted("deadline")
+
+    r._solve_state = overrun
+    try:
+        t = time.perf_counter()
+        a = r.answer(TURN, time_budget_ms=200)
+        assert a["fallback"] == "deadline" and time.perf_counter() - t < 0.3
+        r._wait_idle()
+        assert r.cost.get(2) >= 2 * 0.15, r.cost.snapshot()
+        assert r.answer(TURN, time_budget_ms=200)["fallback"] == "budget"
     finally:
         r.close()
 
