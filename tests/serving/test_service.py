@@ -484,7 +484,10 @@ def test_a_solve_that_cannot_fit_its_budget_comes_back_in_time_labelled(hunl_bp)
         b = r.answer(TURN, time_budget_ms=200)
         assert time.perf_counter() - t < 0.05 and b["fallback"] == "budget"
         c = r.answer(RIVER, time_budget_ms=1500)
-        assert c["source"] == "subgame" and c["iterations"] >= 10 and "fallback" not in c, (c.get("fallback"), r.cost.snapshot())
+        assert c["source"] == "subgame" and c["iterations"] >= 10 and "fallback" not in c, (
+            c.get("fallback"),
+            r.cost.snapshot(),
+        )
         assert c["elapsed_ms"] < 1500 + 100
     finally:
         r.close()
