@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from math import comb
 from typing import Optional
 
@@ -313,6 +314,49 @@ def history_ranges(
     return ranges
 
 
+def _values_engine(bp: Blueprint, n: int, board: tuple[int, ...], seat: int, cache, depth_limit=None):
+    """(tree, engine, sigma): the blueprint's public tree from abstract node ``n`` under its own
+    bets, its engine and the blueprint's strategy there; to the end of the hand, or with
+    ``depth_limit`` to the end of ``n``'s round, its leaves valued for ``seat`` (the opponent of the
+    refined seat) as :func:`blueprint_values` says."""
+    if depth_limit is None:
+        tree = build_subgame_tree(bp.gamedef, bp.betting_at(n), board, bp_bets(bp))
+    else:
+        from subgame.depth import build_depth_limited_tree
+
+        tree = build_depth_limited_tree(bp.gamedef, bp.betting_at(n), board, bp_bets(bp))
+    checkpoint()
+    nm = map_to_blueprint(tree, bp, n)
+    sigma = blueprint_sigma(bp, tree, nm, cache)
+    checkpoint()
+    if depth_limit is None:
+        return tree, Engine(tree), sigma
+    from subgame.depth import build_leaf_model, make_engine
+
+    conts = depth_limit.continuations
+    # the blueprint's continuation first (the blueprint values' pick), walks exact over its cards
+    dl = dataclasses.replace(
+        depth_limit,
+        continuations=("blueprint",) + tuple(c for c in conts if c != "blueprint"),
+        samples=None,
+        model=None,
+    )
+    e = make_engine(tree, np.float64, None, build_leaf_model(tree, bp, 1 - seat, dl, dl.max_nodes), dl)
+    return tree, e, sigma
+
+
+def _walk_values(e: Engine, sigma, ranges, seat: int, mode: int) -> np.ndarray:
+    """``seat``'s values in ``e`` (from :func:`_values_engine`) against ``ranges``: best responses
+    (``MODE_BR``; at depth-limit leaves the best continuation per hand) or the blueprint's own
+    (``MODE_EV``; at depth-limit leaves the blueprint's continuation)."""
+    from subgame.depth import DepthLimitedEngine
+
+    if isinstance(e, DepthLimitedEngine):
+        e.leaf_avg[:] = 0.0
+        e.leaf_avg[:, 0] = 1.0  # continuation 0: the blueprint's (_values_engine)
+    return e.walk(sigma, ranges, seat, mode)
+
+
 def blueprint_values(
     bp: Blueprint,
     n: int,
@@ -320,19 +364,20 @@ def blueprint_values(
     ranges: np.ndarray,
     seat: int,
     cache: Optional[BucketCache] = None,
-    tree: Optional[BettingTree] = None,
+    depth_limit=None,
 ):
     """(best-response values, blueprint values) of ``seat``'s hands from abstract node ``n`` to the
-    end of the hand, against the other seat's ``ranges`` (counterfactual, per hand)."""
-    if tree is None:
-        tree = build_subgame_tree(bp.gamedef, bp.betting_at(n), board, bp_bets(bp))
-    checkpoint()
-    nm = map_to_blueprint(tree, bp, n)
-    sigma = blueprint_sigma(bp, tree, nm, cache)
-    checkpoint()
-    e = Engine(tree)
-    br = e.walk(sigma, ranges, seat, K.MODE_BR)
-    ev = e.walk(sigma, ranges, seat, K.MODE_EV)
+    end of the hand, against the other seat's ``ranges`` (counterfactual, per hand).
+
+    With ``depth_limit`` (a :class:`subgame.depth.DepthLimit`, for a rest of the hand too big to
+    walk: a hold'em flop's) the values of the depth-limited game from ``n`` instead: the blueprint's
+    bets to the end of ``n``'s round, then the depth-limit leaves (:mod:`subgame.depth`, over the
+    same cards as a solve with that limit) valued by the blueprint's own continuation for the
+    blueprint values and by the best continuation per hand for the best-response values, the
+    choice a depth-limited re-solve gives the opponent."""
+    tree, e, sigma = _values_engine(bp, n, board, seat, cache, depth_limit)
+    br = _walk_values(e, sigma, ranges, seat, K.MODE_BR)
+    ev = _walk_values(e, sigma, ranges, seat, K.MODE_EV)
     return br, ev, (tree, e, sigma)
 
 
@@ -358,6 +403,19 @@ def check_rest_size(bp: Blueprint, n: int, board: tuple[int, ...]) -> None:
         )
 
 
+def values_depth_limit(bp: Blueprint, n: int, board: tuple[int, ...], depth_limit=None):
+    """The ``depth_limit`` argument of :func:`blueprint_values` at abstract node ``n``: None where
+    the rest of the hand fits :func:`check_rest_size` (exact values), else the subgame's
+    ``depth_limit`` (the depth-limited game's own values); without one, the size's error."""
+    try:
+        check_rest_size(bp, n, board)
+    except SubgameError:
+        if depth_limit is None:
+            raise
+        return depth_limit
+    return None
+
+
 def bp_bets(bp: Blueprint) -> Optional[BetAbstraction]:
     """The blueprint's bet abstraction (it lives on its tree; None for limit games)."""
     return bp.tree.bets if not bp.gamedef.is_limit else None
@@ -371,34 +429,34 @@ def gifts(
     seat: int,
     root_mass: np.ndarray,
     cache: Optional[BucketCache] = None,
-    estimate: bool = False,
-) -> np.ndarray:
-    """Gifts of ``seat`` (the opponent) carried to abstract node ``n``, in counterfactual units there.
+    depth_limit=None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gifts of ``seat`` (the opponent) carried to abstract node ``n``, in counterfactual units
+    there: ``(gifts, estimate gifts)``.
 
     For each decision of ``seat`` in ``n``'s betting round on the path, the gap between its best
-    action's value and the taken one's (best-response values against the blueprint, or the
-    blueprint's own values when ``estimate``), per unit of the other seat's compatible mass, summed
-    and multiplied by ``root_mass`` (that mass at the root)."""
+    action's value and the taken one's (best-response values against the blueprint; for the
+    estimate gifts the blueprint's own values), per unit of the other seat's compatible mass, summed
+    and multiplied by ``root_mass`` (that mass at the root). With ``depth_limit``: the values of the
+    depth-limited game from each decision (see :func:`blueprint_values`)."""
     cache = cache or BucketCache(bp, hands)
     bt = bp.tree
     g = bp.gamedef
     rnd = int(bt.round[n])
-    total = np.zeros(len(hands))
+    total = np.zeros((2, len(hands)))
     for m, a in abstract_path(bp, n):
         if int(bt.round[m]) != rnd or int(bt.player[m]) != seat:
             continue
         checkpoint()
         r_m = blueprint_ranges(bp, m, board, hands, cache)
-        tree = build_subgame_tree(g, bp.betting_at(m), _board_at_round(g, board, rnd), bp_bets(bp))
-        nm = map_to_blueprint(tree, bp, m)
-        sigma = blueprint_sigma(bp, tree, nm, cache)
-        e = Engine(tree)
-        e.walk(sigma, r_m, seat, K.MODE_EV if estimate else K.MODE_BR)
-        vals = e.root_child_values()  # [A, H] counterfactual values of each action
-        gap = vals.max(axis=0) - vals[a]
+        _, e, sigma = _values_engine(bp, m, _board_at_round(g, board, rnd), seat, cache, depth_limit)
         w = e.compat_mass(r_m[1 - seat])
-        total += np.where(w > 0, gap / np.where(w > 0, w, 1.0), 0.0)
-    return total * root_mass
+        for i, mode in enumerate((K.MODE_BR, K.MODE_EV)):
+            _walk_values(e, sigma, r_m, seat, mode)
+            vals = e.root_child_values()  # [A, H] counterfactual values of each action
+            gap = vals.max(axis=0) - vals[a]
+            total[i] += np.where(w > 0, gap / np.where(w > 0, w, 1.0), 0.0)
+    return total[0] * root_mass, total[1] * root_mass
 
 
 def decision_state(bp: Blueprint, matchstate: str | State) -> State:
@@ -472,8 +530,8 @@ def blueprint_subgame(
     o = 1 - me
     if ranges[o].sum() <= 0 or ranges[me].sum() <= 0:
         raise SubgameError("the blueprint never reaches this state (a range is empty)")
-    check_rest_size(bp, n, board)
-    alt, est, (t_bp, e_bp, _) = blueprint_values(bp, n, board, ranges, o, cache)
+    dl_values = values_depth_limit(bp, n, board, depth_limit)
+    alt, est, (t_bp, e_bp, _) = blueprint_values(bp, n, board, ranges, o, cache, depth_limit=dl_values)
     sub = Subgame(
         bp.gamedef,
         root,
@@ -488,6 +546,5 @@ def blueprint_subgame(
     )
     if with_gifts:
         mass = e_bp.compat_mass(ranges[me])
-        sub.gifts = gifts(bp, n, board, hands, o, mass, cache)
-        sub.estimate_gifts = gifts(bp, n, board, hands, o, mass, cache, estimate=True)
+        sub.gifts, sub.estimate_gifts = gifts(bp, n, board, hands, o, mass, cache, dl_values)
     return sub

@@ -39,11 +39,22 @@ CPU per walk. So CFR iterations may walk a uniform sample of the next round's ca
 unbiased estimate (public chance sampling): 4 of 46 river cards cut an iteration about 10x.
 Exploitability checks walk every card, so the reported figures are exact, unless
 ``solve(..., measure_samples=N)`` asks for a check on a fixed sample of N cards (an estimate, high
-on average; ``Solution.measure_cards`` says so), which a time budget may need. From a hold'em
-flop the continuations (turn and river under the blueprint's bets) are millions of nodes: refused
-with a :class:`SubgameError` beyond ``max_nodes``. ``Solution.exploitability_pct_pot`` is then the exploitability of the depth-limited game
-(the gadget game's for the safe methods); the safe gadgets sit at the root as for full-depth
-subgames, with the alternative values of the real game.
+on average; ``Solution.measure_cards`` says so), which a time budget may need.
+``Solution.exploitability_pct_pot`` is then the exploitability of the depth-limited game (the
+gadget game's for the safe methods); the safe gadgets sit at the root as for full-depth subgames,
+with the alternative values of the real game.
+
+**The flop.** From a hold'em flop the continuations over every turn and river are millions of nodes
+(refused beyond ``max_nodes``). ``DepthLimit.leaf_cards`` deals the later cards from a fixed uniform
+sample of the cards left instead (the default from a round with two deals after it: 8 cards, 8
+turns x 7 rivers, some 67,000 continuation nodes for the default subgame bets after a called
+pre-flop raise); each chance node scales its deals' sum by the share of the deals it has, so the
+leaf values are unbiased estimates of the exact ones (their mean over every sample), and the
+solve is exact for the game on that sample. The rest of the hand is too big there for the exact
+blueprint values of the safe gadgets as well: they come from the depth-limited game itself
+(:func:`subgame.construct.blueprint_values` with the depth limit, on the same sample), the
+blueprint's continuation for the blueprint values and the best continuation per hand for the
+best-response values, the choice the re-solve gives the opponent too.
 """
 
 from __future__ import annotations
@@ -85,6 +96,9 @@ class DepthLimit:
         "regret"  # the opponent's choice at a leaf in CFR: "regret" matching, or its "best" pick
     )
     max_nodes: int = MAX_CONTINUATION_NODES  # refuse continuations (all leaves together) larger than this
+    # the continuations are dealt from a fixed uniform sample of this many of the cards left (None:
+    # every card; a flop's turn and river, see DEFAULT_LEAF_CARDS)
+    leaf_cards: Optional[int] = None
     model: Optional["LeafModel"] = None
 
     def __post_init__(self) -> None:
@@ -100,6 +114,10 @@ class DepthLimit:
             raise SubgameError(f"leaf_choice must be 'regret' or 'best', got {self.leaf_choice!r}")
         if self.samples is not None and self.samples < 2:
             raise SubgameError(f"sampling needs at least 2 cards per deal, got {self.samples}")
+        if self.leaf_cards is not None and self.leaf_cards < 3:
+            raise SubgameError(
+                f"a fixed sample of the later cards needs at least 3 cards, got {self.leaf_cards}"
+            )
 
     @property
     def k(self) -> int:
@@ -107,13 +125,21 @@ class DepthLimit:
 
 
 DEFAULT_SAMPLES = 4  # :func:`default_depth_limit`: CFR iterations walk 4 of the next cards (checks walk all)
+# :func:`default_depth_limit` from a round with two deals after it (a hold'em flop): the
+# continuations are dealt from a fixed sample of 8 of the cards left (8 turns x 7 rivers). Not from
+# pre-flop by default: 56 flops of 8 cards are too few for values per hand (a DepthLimit may ask)
+DEFAULT_LEAF_CARDS = 8
 
 
-def default_depth_limit(bp, samples: Optional[int] = DEFAULT_SAMPLES) -> DepthLimit:
+def default_depth_limit(
+    bp, samples: Optional[int] = DEFAULT_SAMPLES, root_round: Optional[int] = None
+) -> DepthLimit:
     """The depth limit :func:`subgame.nested.solve_state` uses by default: the four continuations of
     the paper (blueprint, fold, call, raise biased by 5), iterations walking ``samples`` of the next
-    cards (:data:`DEFAULT_SAMPLES`)."""
-    return DepthLimit(bp, samples=samples)
+    cards (:data:`DEFAULT_SAMPLES`); from a ``root_round`` with two deals after it, the
+    continuations dealt from a fixed sample of :data:`DEFAULT_LEAF_CARDS` cards."""
+    later = 0 if root_round is None else bp.gamedef.num_rounds - 1 - root_round
+    return DepthLimit(bp, samples=samples, leaf_cards=DEFAULT_LEAF_CARDS if later == 2 else None)
 
 
 def resolve_depth_limit(bp, depth_limit, root_round: int, state_round: int) -> Optional[DepthLimit]:
@@ -123,7 +149,9 @@ def resolve_depth_limit(bp, depth_limit, root_round: int, state_round: int) -> O
         if root_round >= last or state_round != root_round:
             return None
         return (
-            default_depth_limit(bp) if depth_limit is None else dataclasses.replace(depth_limit, model=None)
+            default_depth_limit(bp, root_round=root_round)
+            if depth_limit is None
+            else dataclasses.replace(depth_limit, model=None)
         )
     if depth_limit is False:
         return None
@@ -135,7 +163,7 @@ def resolve_depth_limit(bp, depth_limit, root_round: int, state_round: int) -> O
             f"{root_round + 1}, the state on round {state_round + 1})"
         )
     if depth_limit is True:
-        return default_depth_limit(bp)
+        return default_depth_limit(bp, root_round=root_round)
     if isinstance(depth_limit, DepthLimit):
         return dataclasses.replace(depth_limit, model=None)
     raise SubgameError(f"depth_limit must be None, a bool or a DepthLimit, got {depth_limit!r}")
@@ -191,11 +219,12 @@ def continuation_template(bp, leaf_betting: Betting, board) -> BettingTree:
     return build_tree(bp.gamedef, bp_bets(bp), root=leaf_betting, board=board, deal_boards=False)
 
 
-def expanded_nodes(game: GameDef, tpl: BettingTree, num_cards: int) -> int:
+def expanded_nodes(game: GameDef, tpl: BettingTree, num_cards: int, sample: Optional[int] = None) -> int:
     """Nodes of ``tpl`` (a betting tree without chance nodes, from a state with ``num_cards`` board
-    cards) once every deal of the later rounds' cards is spelled out: a cheap size check before
-    building the public tree of the rest of the hand (or walking it)."""
-    deck = game.deck_size
+    cards) once every deal of the later rounds' cards is spelled out (dealt from ``sample`` cards
+    when given, see :attr:`DepthLimit.leaf_cards`): a cheap size check before building the public
+    tree of the rest of the hand (or walking it)."""
+    deck = game.deck_size if sample is None else num_cards + sample
     through = [game.board_cards_through(r) for r in range(game.num_rounds)]
     cards = np.zeros(tpl.num_nodes, np.int64)
     mult = np.zeros(tpl.num_nodes, np.float64)
@@ -255,6 +284,7 @@ class LeafModel:
     dealt: np.ndarray
     depth: int
     build_s: float
+    sample: Optional[np.ndarray] = None  # the cards the later deals come from (None: every card)
 
     def kernel_arrays(self) -> DK.ContModel:
         """The continuation trees as one kernel argument (fixed dtypes: one compilation)."""
@@ -331,9 +361,19 @@ def _biased(rows: np.ndarray, kinds: list, which: str, bias: float) -> np.ndarra
 
 
 def build_leaf_model(
-    tree: BettingTree, bp, me: int, dl: DepthLimit, max_nodes: int = MAX_CONTINUATION_NODES
+    tree: BettingTree,
+    bp,
+    me: int,
+    dl: DepthLimit,
+    max_nodes: int = MAX_CONTINUATION_NODES,
+    sample=None,
 ) -> LeafModel:
-    """The continuation data of every leaf of the depth-limited ``tree`` (refined seat ``me``)."""
+    """The continuation data of every leaf of the depth-limited ``tree`` (refined seat ``me``).
+
+    The later deals come from every card left, or with ``dl.leaf_cards`` from a fixed uniform sample
+    of that many of them (drawn with ``dl.seed``; ``sample``: these cards instead). Each chance node
+    then scales its deals' sum by the share of the deals it has, an unbiased estimate of the exact
+    values: their mean over every sample of the same size."""
     from blueprint.evaluate import hand_buckets
     from holdem.evaluator import rank_many
 
@@ -364,16 +404,29 @@ def build_leaf_model(
             boards[key] = len(boards)
         return boards[key]
 
+    if sample is not None:
+        sample = np.unique(np.asarray(sample, np.int64))
+        if len(sample) < 3 or np.isin(sample, board0).any() or sample.min() < 0 or sample.max() >= deck:
+            raise SubgameError("a sample of the later cards needs at least 3 cards of the deck off the board")
+    elif dl.leaf_cards is not None:
+        left = [c for c in range(deck) if c not in board0]
+        if dl.leaf_cards < len(left):
+            pick = np.random.default_rng([dl.seed, 2]).choice(left, dl.leaf_cards, replace=False)
+            sample = np.sort(pick).astype(np.int64)
+    pool = list(range(deck)) if sample is None else sample.tolist()
     tpls = []
     for n in leaves:
         rb = replay(tree.betting(int(n)), game)
         tpls.append(continuation_template(bp, rb, board0))
-    size = sum(expanded_nodes(game, tpl, len(board0)) for tpl in tpls)
+    size = sum(
+        expanded_nodes(game, tpl, len(board0), None if sample is None else len(sample)) for tpl in tpls
+    )
     if size > max_nodes:
         raise SubgameError(
             f"the continuations after the depth limit have {size:,} nodes in all (more than "
-            f"{max_nodes:,}): too many later deals for an exact depth-limited solve from round "
+            f"{max_nodes:,}): too many later deals for a depth-limited solve from round "
             f"{int(tree.round[0]) + 1}"
+            + ("" if sample is not None else " with every card (a fixed sample of them: leaf_cards)")
         )
     for li, n in enumerate(leaves):
         checkpoint()
@@ -415,7 +468,13 @@ def build_leaf_model(
                 player.append(-1)
                 r = next(r for r in range(game.num_rounds) if game.board_cards_through(r) > len(cards))
                 kk = game.board_cards_through(r) - len(cards)
-                dealc.append(comb(deck - len(cards) - 2 * hole, kk))
+                # deals per hand pair, times the share of the deals this node has (a sample's)
+                share = (
+                    1.0
+                    if sample is None
+                    else comb(len(pool) - (len(cards) - len(board0)), kk) / comb(deck - len(cards), kk)
+                )
+                dealc.append(comb(deck - len(cards) - 2 * hole, kk) * share)
                 srow.append(-1)
                 stack.append((i, u, cards, d, kk))
             else:
@@ -431,8 +490,8 @@ def build_leaf_model(
             """Pop and expand the stack's entries above ``floor`` (depth first)."""
             while len(stack) > floor:
                 i, u, cards, d, kk = stack.pop()
-                if kk:  # chance: every deal of the next round's cards
-                    rest = [c for c in range(deck) if c not in cards]
+                if kk:  # chance: every deal of the next round's cards (of the sample's)
+                    rest = [c for c in pool if c not in cards]
                     kids = []
                     for cc in itertools.combinations(rest, kk):
                         c = make(u, cards + cc, d + 1)
@@ -465,7 +524,7 @@ def build_leaf_model(
             n1, e1 = len(kind), len(edge_child)
             first = entries[-1][0]
             block = {
-                name: np.array(arr[n0:n1], np.int64)
+                name: np.array(arr[n0:n1], np.float64 if name == "dealc" else np.int64)
                 for name, arr in (("kind", kind), ("player", player), ("dealc", dealc), ("srow", srow))
             }
             block_spent = spent[n0:n1]
@@ -561,7 +620,7 @@ def build_leaf_model(
         num_actions=np.array(num_actions, np.int64),
         edge_child=np.array(edge_child, np.int64),
         board=board_a,
-        deal_count=np.array(dealc, np.int64),
+        deal_count=np.array(dealc, np.float64),
         srow=np.array(srow, np.int64),
         s_me=s_me,
         s_op=s_op,
@@ -575,6 +634,7 @@ def build_leaf_model(
         dealt=np.array(dealt, np.int64),
         depth=depth + 2,
         build_s=time.perf_counter() - t0,
+        sample=sample,
     )
 
 
@@ -671,8 +731,10 @@ class DepthLimitedEngine(Engine):
         self.rng = np.random.default_rng(seed)
         self.full_mask = np.ones(model.num_cards, np.bool_)
         self.mask = self.full_mask
-        self.deck_left = np.array(
-            [c for c in range(model.num_cards) if c not in set(tree.root_board)], np.int64
+        self.deck_left = (  # the cards the next deals come from
+            np.array([c for c in range(model.num_cards) if c not in set(tree.root_board)], np.int64)
+            if model.sample is None
+            else model.sample
         )
         if samples is not None and samples < len(self.deck_left):
             self.measure_factor = len(self.deck_left) / samples
@@ -692,7 +754,7 @@ class DepthLimitedEngine(Engine):
         b0 = int(tree.board[0])
         self.root_idx = [hl.idx[b0, s, : hl.nlive[b0, s]].astype(np.int64) for s in (0, 1)]
         self.rr = np.zeros((2, H), np.float64)
-        self.last_p = 0
+        self._last_p = 0
 
     def set_measure_sample(self, cards: Optional[int], seed: int = 0) -> Optional[int]:
         """Evaluation walks (best responses, exploitability checks) walk ``cards`` of the next
@@ -770,7 +832,7 @@ class DepthLimitedEngine(Engine):
             m.kernel_arrays(),
             self.leaf_work,
         )
-        self.last_p = p
+        self._last_p = p
         v = np.zeros(len(m.hands))
         ri = self.root_idx[p]
         v[ri] = self.out[: len(ri)]

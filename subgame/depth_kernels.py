@@ -42,7 +42,7 @@ class ContModel(NamedTuple):
     num_actions: np.ndarray  # int64 [N]
     edge_child: np.ndarray  # int64 [E]
     board: np.ndarray  # int32 [N]
-    deal_count: np.ndarray  # int64 [N]
+    deal_count: np.ndarray  # float64 [N] deals per hand pair, times the share of deals the node has
     srow: np.ndarray  # int64 [N] first strategy row of each decision
     s_me: np.ndarray  # float32 [rows, buckets]
     s_op: np.ndarray  # float32 [k, rows, buckets]
@@ -64,7 +64,7 @@ CONT_DTYPES = {
     "num_actions": (np.int64, 1),
     "edge_child": (np.int64, 1),
     "board": (np.int32, 1),
-    "deal_count": (np.int64, 1),
+    "deal_count": (np.float64, 1),
     "srow": (np.int64, 1),
     "s_me": (np.float32, 2),
     "s_op": (np.float32, 3),
@@ -202,6 +202,8 @@ def cont_walk(root, me, trav, k, m, mask, w):
     Chance sampling: a chance node walks only the deals whose card (``dealt[c]``, -1 for a deal of
     several cards: always walked) is in ``mask``, and scales their sum by deals / deals walked (an
     unbiased estimate when ``mask`` is a uniform sample of the cards; exact when it has them all).
+    ``deal_count`` is the deals per hand pair times the share of the deals the node has children
+    for (below 1 in a model expanded over a fixed sample of the cards, ``LeafModel.sample``).
 
     ``pick[0] >= 0`` (traverser ``me``): each opponent hand plays the one continuation ``pick[h]``,
     and its reach comes in as the single vector ``rin[0]``."""

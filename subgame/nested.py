@@ -33,6 +33,7 @@ from subgame.construct import (
     gifts,
     history_ranges,
     node_probs,
+    values_depth_limit,
 )
 from subgame.solver import METHODS, Solution, Subgame, check_interrupt, interruptible, solve
 from subgame.tree import SubgameError, all_hands
@@ -183,7 +184,8 @@ def off_tree_subgame(
         raise SubgameError(
             "the blueprint never reaches the state before the off-tree action (a range is empty)"
         )
-    alt, est, (t_bp, e_bp, _) = blueprint_values(bp, m, board, ranges, o, cache)
+    dl_values = values_depth_limit(bp, m, board, depth_limit)
+    alt, est, (t_bp, e_bp, _) = blueprint_values(bp, m, board, ranges, o, cache, depth_limit=dl_values)
     # unsafe's opponent range: as if the translated action had been taken
     idx, bk = cache(board, int(bp.tree.round[m]))
     probs = node_probs(bp, m, bk)
@@ -209,8 +211,7 @@ def off_tree_subgame(
     # the gadgets weigh the refined seat's hands by its range, unchanged by the opponent's bet
     if with_gifts:
         mass = e_bp.compat_mass(ranges[me])
-        sub.gifts = gifts(bp, m, board, hands, o, mass, cache)
-        sub.estimate_gifts = gifts(bp, m, board, hands, o, mass, cache, estimate=True)
+        sub.gifts, sub.estimate_gifts = gifts(bp, m, board, hands, o, mass, cache, dl_values)
     return sub
 
 
@@ -296,12 +297,13 @@ def dead_end_subgame(
     rnd = state.betting.round
     if rnd < g.num_rounds - 1 and depth_limit is None:
         raise SubgameError("a dead end before the last round is solved depth-limited only")
-    if rnd < g.num_rounds - 2 and g.num_board_cards[rnd + 1] and g.num_board_cards[rnd + 2]:
-        # its depth-limited leaves would be valued over two more deals (a hold'em flop: every
-        # turn and river): seconds per iteration, never an answer within a time budget
+    two = rnd < g.num_rounds - 2 and g.num_board_cards[rnd + 1] and g.num_board_cards[rnd + 2]
+    if two and depth_limit.leaf_cards is None:
+        # its depth-limited leaves would be valued over every deal of two more rounds (a hold'em
+        # flop: every turn and river): seconds per iteration, never an answer within a time budget
         raise SubgameError(
-            f"a dead end on round {rnd + 1} is too big to solve in time (two more deals after it): "
-            "the blueprint's fallback answers it"
+            f"a dead end on round {rnd + 1} is too big to solve in time with every card of the two "
+            "deals after it (a depth limit with leaf_cards samples them): the blueprint's fallback answers it"
         )
     ranges = history_ranges(bp, state, hands)
     if ranges[0].sum() <= 0 or ranges[1].sum() <= 0:

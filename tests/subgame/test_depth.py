@@ -362,35 +362,42 @@ def test_solve_cli_depth_limited(bp, tmp_path, capsys):
     assert not json.loads(capsys.readouterr().out.strip().splitlines()[-1])["depth_limited"]
 
 
-def test_two_later_rounds_continuation_equals_an_independent_evaluation(tmp_path):
+# a four-round game: 3 suits x 4 ranks (12 cards), flop 3, turn 1, river 1; 8 big blinds
+G4 = GameDef(
+    "nolimit",
+    4,
+    (800, 800),
+    (100, 50),
+    (0, 0, 0, 0),
+    (1, 0, 0, 0),
+    (255, 255, 255, 255),
+    3,
+    4,
+    2,
+    (0, 3, 1, 1),
+    name="dl4",
+)
+
+
+@pytest.fixture(scope="module")
+def bp4(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("dl4")
+    ix = HandIndexer.for_game(G4)
+    ab = build_buckets(G4, (ix.size(0), 4, 4, 4), "ehs", tmp_path / "ab", progress=False, log=lambda s: None)
+    (tmp_path / "bets.toml").write_text(BETS_TOML)
+    tr = Trainer(RunConfig("dl4", str(tmp_path / "bets.toml"), str(ab), get_algo("dcfr"), 0), gamedef=G4)
+    tr.run(500)
+    return Blueprint(tr)
+
+
+def test_two_later_rounds_continuation_equals_an_independent_evaluation(bp4):
     """From the flop of a four-round game the continuation deals the turn, plays it, deals the river
     (two chance layers, and two after an all-in): with k = 1 and each biased continuation the leaf
     values equal the independent per-turn-card evaluation."""
-    g = GameDef(
-        "nolimit",
-        4,
-        (800, 800),
-        (100, 50),
-        (0, 0, 0, 0),
-        (1, 0, 0, 0),
-        (255, 255, 255, 255),
-        3,
-        4,
-        2,
-        (0, 3, 1, 1),
-        name="dl4",
-    )
-    ix = HandIndexer.for_game(g)
-    ab = build_buckets(g, (ix.size(0), 4, 4, 4), "ehs", tmp_path / "ab", progress=False, log=lambda s: None)
-    (tmp_path / "bets.toml").write_text(BETS_TOML)
-    tr = Trainer(RunConfig("dl4", str(tmp_path / "bets.toml"), str(ab), get_algo("dcfr"), 0), gamedef=g)
-    tr.run(500)
-    bp4 = Blueprint(tr)
+    g = G4
     rng = np.random.default_rng(1)
     dl = DepthLimit(bp4)
-    sub, _ = from_matchstate(
-        bp4, "MATCHSTATE:0:0:cc/:5c5d|/2c3d4h", bets=bp_bets(bp4), with_gifts=False, depth_limit=dl
-    )
+    sub, _ = from_matchstate(bp4, FLOP4, bets=bp_bets(bp4), with_gifts=False, depth_limit=dl)
     tree = sub.public_tree()
     me, o = sub.refine, sub.opponent
     m = build_leaf_model(tree, bp4, me, dl)
@@ -415,6 +422,94 @@ def test_two_later_rounds_continuation_equals_an_independent_evaluation(tmp_path
     assert checked == 2
     sol = solve(sub, "unsafe", iterations=100)
     assert sol.diagnostics()["depth_limited"] and sol.exploitability_pct_pot < 2.0
+
+
+FLOP4 = "MATCHSTATE:0:0:cc/:5c5d|/2c3d4h"
+
+
+def test_a_fixed_sample_of_the_later_cards_is_unbiased(bp4):
+    """``leaf_cards``: the turn and the river are dealt from a fixed sample of the cards left; the
+    leaf values averaged over every sample of 4 of the 9 cards are the exact ones (both seats'
+    walks, all continuations), and one sample differs from them."""
+    import itertools
+
+    dl = DepthLimit(bp4, leaf_cards=4)
+    sub, _ = from_matchstate(bp4, FLOP4, bets=bp_bets(bp4), with_gifts=False, depth_limit=dl)
+    tree = sub.public_tree()
+    me, o = sub.refine, sub.opponent
+    exact = build_leaf_model(tree, bp4, me, DepthLimit(bp4))
+    li = next(i for i, n in enumerate(exact.leaf_nodes) if not replay(tree.betting(int(n)), G4).finished)
+    r_op = np.stack([sub.ranges[o]] * dl.k) * np.arange(1, dl.k + 1)[:, None]
+    want_me = continuation_values(exact, li, me, r_op)
+    want_o = continuation_values(exact, li, o, sub.ranges[me])
+    rest = [c for c in range(G4.deck_size) if c not in sub.board]
+    subsets = list(itertools.combinations(rest, 4))
+    acc_me, acc_o = np.zeros_like(want_me), np.zeros_like(want_o)
+    for cards in subsets:
+        m = build_leaf_model(tree, bp4, me, dl, sample=cards)
+        assert m.num_nodes < exact.num_nodes and sorted(m.sample.tolist()) == list(cards)
+        acc_me += continuation_values(m, li, me, r_op)
+        acc_o += continuation_values(m, li, o, sub.ranges[me])
+    np.testing.assert_allclose(acc_me / len(subsets), want_me, rtol=1e-4, atol=1e-5 * np.abs(want_me).max())
+    np.testing.assert_allclose(acc_o / len(subsets), want_o, rtol=1e-4, atol=1e-5 * np.abs(want_o).max())
+    one = continuation_values(build_leaf_model(tree, bp4, me, dl), li, o, sub.ranges[me])
+    assert np.abs(one - want_o).max() > 1e-3 * np.abs(want_o).max()
+    with pytest.raises(SubgameError, match="sample"):
+        build_leaf_model(tree, bp4, me, dl, sample=[sub.board[0], rest[0], rest[1]])
+    with pytest.raises(SubgameError, match="at least 3"):
+        DepthLimit(bp4, leaf_cards=2)
+
+
+def test_depth_limited_blueprint_values_agree_with_the_whole_hands(bp4):
+    """The gadgets' values from the depth-limited game (for a flop whose rest of the hand is too big
+    to walk): the blueprint's own values equal those of the blueprint walked to the end of the hand,
+    and the best-response values (the best of the continuations per hand) lie between them and the
+    unrestricted best response."""
+    from subgame.construct import blueprint_ranges, blueprint_values
+    from subgame.tree import all_hands
+
+    st = bp4.game.state(FLOP4)
+    n = bp4.node_of(st)
+    board = tuple(int(c) for c in st.board_cards)
+    me = st.current_player()
+    o = 1 - me
+    ranges = blueprint_ranges(bp4, n, board, all_hands(G4))
+    br, ev, _ = blueprint_values(bp4, n, board, ranges, o)
+    br_dl, ev_dl, _ = blueprint_values(bp4, n, board, ranges, o, depth_limit=DepthLimit(bp4))
+    live = ranges[o] > 0
+    tol = 1e-5 * np.abs(ev).max()
+    np.testing.assert_allclose(ev_dl[live], ev[live], rtol=1e-4, atol=tol)
+    assert (br_dl[live] >= ev_dl[live] - tol).all() and (br_dl[live] <= br[live] + tol).all()
+    assert (br_dl[live] > ev_dl[live] + tol).any()
+
+
+def test_a_flop_too_big_to_walk_is_solved_safely_depth_limited(bp4, monkeypatch):
+    """A flop whose rest of the hand is over the size limit (forced here) gets its gadget values from
+    the depth-limited game on a fixed sample of the later cards (by default from a round with two
+    deals after it), and a safe solve converges with the opponent's best responses within them (a
+    margin of at least 0); without a depth limit the state is refused with the size named."""
+    import subgame.construct as C
+    from subgame.depth import DEFAULT_LEAF_CARDS, default_depth_limit
+    from subgame.nested import solve_state
+
+    assert default_depth_limit(bp4, root_round=1).leaf_cards == DEFAULT_LEAF_CARDS == 8
+    assert default_depth_limit(bp4, root_round=2).leaf_cards is None  # the turn: every river card
+    assert default_depth_limit(bp4, root_round=0).leaf_cards is None  # pre-flop: too few flops
+    monkeypatch.setattr(C, "MAX_REST_ENTRIES", 10)
+    with pytest.raises(SubgameError, match="too big for exact values"):
+        solve_state(
+            bp4, FLOP4, "maxmargin", time_budget=None, iterations=5, bets=bp_bets(bp4), depth_limit=False
+        )
+    sol, _ = solve_state(bp4, FLOP4, "reach-maxmargin", time_budget=None, iterations=20, bets=bp_bets(bp4))
+    assert sol.diagnostics()["depth_limited"] and len(sol.subgame.depth_limit.model.sample) == 8  # of 9
+    assert sol.subgame.gifts is not None
+    for method in ("maxmargin", "reach-maxmargin"):
+        dl = DepthLimit(bp4, samples=None, leaf_cards=8)
+        sol, _ = solve_state(
+            bp4, FLOP4, method, time_budget=None, iterations=300, bets=bp_bets(bp4), depth_limit=dl
+        )
+        assert sol.min_margin >= -1e-3 * sol.subgame.pot, (method, sol.min_margin)
+        assert sol.exploitability_pct_pot < 0.5, (method, sol.exploitability_pct_pot)
 
 
 def test_a_stopped_solve_ends_inside_the_subgames_construction(bp, monkeypatch):
