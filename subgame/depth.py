@@ -736,8 +736,14 @@ class DepthLimitedEngine(Engine):
             if model.sample is None
             else model.sample
         )
+        game = tree.derived["real_game"]
+        # the single-card deals after the leaves (the mask samples their cards): the turn and the
+        # river from a hold'em flop
+        self.masked_deals = sum(
+            1 for r in range(int(tree.round[0]) + 1, game.num_rounds) if game.num_board_cards[r] == 1
+        )
         if samples is not None and samples < len(self.deck_left):
-            self.measure_factor = len(self.deck_left) / samples
+            self.measure_factor = self._runouts(len(self.deck_left)) / self._runouts(samples)
         self.measure_mask = self.full_mask  # the cards evaluation walks (best responses) walk
         self.measure_cards: Optional[int] = None  # None: every card (exact)
         H = len(model.hands)
@@ -756,6 +762,10 @@ class DepthLimitedEngine(Engine):
         self.rr = np.zeros((2, H), np.float64)
         self._last_p = 0
 
+    def _runouts(self, cards: int) -> float:
+        """Deals of the later cards from ``cards`` of them (the work of a walk grows with it)."""
+        return float(np.prod([max(cards - j, 1) for j in range(self.masked_deals)]))
+
     def set_measure_sample(self, cards: Optional[int], seed: int = 0) -> Optional[int]:
         """Evaluation walks (best responses, exploitability checks) walk ``cards`` of the next
         deal's cards, a uniform sample drawn once here (its own generator, apart from the
@@ -767,14 +777,14 @@ class DepthLimitedEngine(Engine):
         base = self.samples if self.samples is not None and self.samples < n else n
         if cards is None or cards >= n:
             self.measure_mask, self.measure_cards = self.full_mask, None
-            self.measure_factor = n / base
+            self.measure_factor = self._runouts(n) / self._runouts(base)
             return None
         if cards < 2:
             raise SubgameError(f"an exploitability check on a sample needs at least 2 cards, got {cards}")
         mask = np.zeros(self.model.num_cards, np.bool_)
         mask[np.random.default_rng([seed, 1]).choice(self.deck_left, cards, replace=False)] = True
         self.measure_mask, self.measure_cards = mask, int(cards)
-        self.measure_factor = cards / base
+        self.measure_factor = self._runouts(cards) / self._runouts(base)
         return self.measure_cards
 
     def memory_bytes(self) -> int:
