@@ -86,6 +86,13 @@ from cli.common import CLIError, json_opt, run_dir_arg, user_input
     help="Depth-limited: cards of the next round walked per CFR iteration, sampled afresh each iteration "
     "[default: every card; the reported exploitability is always exact].",
 )
+@click.option(
+    "--leaf-cards",
+    type=click.IntRange(min=3),
+    default=None,
+    help="Depth-limited: deal the later rounds' cards from a fixed sample of this many of the cards left "
+    "[default: 8 from a round with two deals after it (a flop), else every card].",
+)
 @json_opt
 def solve(
     run_dir,
@@ -102,6 +109,7 @@ def solve(
     continuations,
     bias,
     samples,
+    leaf_cards,
     as_json,
 ):
     """Re-solve a subgame: the strategy for the seat to act, and how well it was solved.
@@ -116,7 +124,8 @@ def solve(
     depth-limited (--full-depth: to the end of the hand): it ends with the round, where the opponent
     picks per hand one of the blueprint's continuation strategies (itself, and biased towards fold,
     call or raise) for the rest of the hand, played out over every later card (or --samples of them
-    per iteration); the refined seat plays the blueprint there. Exploitability is (best-response gain
+    per iteration; from a flop over the turns and rivers of a fixed sample of 8 cards, --leaf-cards);
+    the refined seat plays the blueprint there. Exploitability is (best-response gain
     of seat 0 + of seat 1) / 2 in the game solved (the gadget game for the safe methods), in chips
     and in percent of the subgame's starting pot.
     """
@@ -146,7 +155,12 @@ def solve(
             else:
                 dl_opts = {
                     k: v
-                    for k, v in (("continuations", continuations), ("bias", bias), ("samples", samples))
+                    for k, v in (
+                        ("continuations", continuations),
+                        ("bias", bias),
+                        ("samples", samples),
+                        ("leaf_cards", leaf_cards),
+                    )
                     if v is not None
                 }
                 if "continuations" in dl_opts:
@@ -186,6 +200,13 @@ def _solve_report(sol) -> dict[str, Any]:
             f"{', '.join(d['continuations'])} (bias {d['bias']:g}); continuations {d['continuation_nodes']:,} "
             f"nodes built in {d['leaf_build_ms'] / 1000:.2f} s; the exploitability is the depth-limited game's"
         )
+        if d.get("leaf_cards"):
+            from holdem.cards import cards_str
+
+            click.echo(
+                f"  the later cards dealt from a fixed sample of {len(d['leaf_cards'])}: "
+                f"{cards_str(d['leaf_cards'], sol.subgame.game.num_suits)} (an unbiased estimate of every card's values)"
+            )
     return d
 
 
@@ -230,10 +251,12 @@ def _solve_matchstate(
     except StateError as exc:
         raise SubgameError(f"bad match state: {exc}") from None
     off = first_off_tree(bp, state) if state.viewer is not None and not state.is_terminal() else None
-    from subgame.depth import DepthLimit
+    from subgame.depth import DepthLimit, default_depth_limit
 
     dl = depth_limit
     if dl_opts and depth_limit is not False:
+        if "leaf_cards" not in dl_opts:  # the default for the state's round (its depth limit's root)
+            dl_opts["leaf_cards"] = default_depth_limit(bp, root_round=state.betting.round).leaf_cards
         dl = DepthLimit(bp, auto=depth_limit is None, **dl_opts)
     sol, node = solve_state(
         bp,

@@ -336,6 +336,8 @@ def test_solve_cli_depth_limited(bp, tmp_path, capsys):
                 "blueprint,raise",
                 "--bias",
                 "10",
+                "--leaf-cards",
+                "5",
                 "--json",
             ]
         )
@@ -343,6 +345,7 @@ def test_solve_cli_depth_limited(bp, tmp_path, capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     out = json.loads(lines[-1])
     assert out["depth_limited"] and out["continuations"] == ["blueprint", "raise"] and out["bias"] == 10
+    assert len(out["leaf_cards"]) == 5 and any("fixed sample of 5" in ln for ln in lines)
     assert out["iterations"] == 20 and out["exploitability_pct_pot"] >= 0
     assert any("depth-limited" in ln for ln in lines)
     with pytest.raises(SystemExit) as e:
