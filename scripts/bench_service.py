@@ -9,7 +9,7 @@ match states by self-play through the server (every action sampled from the serv
 so every round and on-tree history appears), then runs ``--clients`` closed-loop client threads
 (one keep-alive HTTP connection each, in this process) sending pool states as fast as they are
 answered for ``--seconds`` (with ``--think-ms T``, each waits T ms on average after every answer,
-as a client in a match does). Reports the round-trip latency seen by the clients and the server's
+as a client in a match does; ``--budget-ms B`` sends every query with ``time_budget_ms`` B). Reports the round-trip latency seen by the clients and the server's
 own ``elapsed_ms`` (handler start to answer ready, queueing for a worker thread included):
 p50/p99 overall and per betting round, and the throughput in queries/s; with ``--solve``, per
 round the fraction of answers from a subgame and from each fallback (busy, budget, deadline).
@@ -153,11 +153,13 @@ def self_play_pool(game: Game, size: int, seed: int, strategy_of: Callable[[str]
 
 
 def state_pool(game: Game, port: int, size: int, seed: int) -> list[str]:
-    """``size`` match states from self-play hands through the server (on-tree, all rounds)."""
+    """``size`` match states from self-play hands through the server (on-tree, all rounds), from
+    its blueprint answers (``method: blueprint``: a solving server neither solves for the pool nor
+    learns solve costs from it under another budget than the run's)."""
     conn = Conn(port)
 
     def strategy_of(ms: str) -> dict | None:
-        status, ans = conn.post({"matchstate": ms})
+        status, ans = conn.post({"matchstate": ms, "method": "blueprint"})
         return ans["strategy"] if status == 200 else None  # off the abstract tree: next hand
 
     return self_play_pool(game, size, seed, strategy_of)[:size]
@@ -187,11 +189,15 @@ def latency(args) -> dict:
             rng = np.random.default_rng(args.seed + 1 + k)
             think_rng = np.random.default_rng(args.seed + 1001 + k)
             think = getattr(args, "think_ms", 0) / 1e3
+            budget = getattr(args, "budget_ms", None)
             out = results[k]
             while time.perf_counter() < stop:
                 ms = pool[int(rng.integers(len(pool)))]
                 t = time.perf_counter()
-                status, ans = conn.post({"matchstate": ms, "session": f"bench-{k}"})
+                body = {"matchstate": ms, "session": f"bench-{k}"}
+                if budget is not None:
+                    body["time_budget_ms"] = budget
+                status, ans = conn.post(body)
                 rtt = (time.perf_counter() - t) * 1e3
                 if status != 200:
                     errors[k] += 1
@@ -443,6 +449,12 @@ def main() -> None:
         "--solver-in-threads",
         action="store_true",
         help="with --solve: mccfr serve --solver-in-threads (default: solver processes)",
+    )
+    a.add_argument(
+        "--budget-ms",
+        type=int,
+        default=None,
+        help="every query's time_budget_ms (default: none sent, the server's default of 2,000)",
     )
     c = sub.add_parser("inprocess")
     c.add_argument("run_dir")
