@@ -772,7 +772,7 @@ class SolvingResponder(BlueprintResponder):
     left), ``"deadline"`` (the solve did not finish, or reached fewer than ``min_iterations``, in
     time), ``"memory"`` (the solve's memory does not fit the budget) and ``method`` the method
     that was asked for. Subgame answers carry ``iterations``, ``exploitability_pct_pot`` (None when
-    there was no time to measure it), ``exploitability_cards`` and ``reused``.
+    there was no time to measure it), ``exploitability_cards``, ``leaf_cards`` and ``reused``.
 
     **Depth-limited answers** (rounds before the last, :mod:`subgame.depth`): an exact check of the
     depth-limited game walks every card of the next deal (on a hold'em turn about as long as 15
@@ -965,6 +965,7 @@ class SolvingResponder(BlueprintResponder):
                 "iterations": sol.iterations,
                 "exploitability_pct_pot": sol.exploitability_pct_pot,
                 "exploitability_cards": sol.measure_cards,
+                "leaf_cards": sol.leaf_cards,
             }
         budget_s = budget / 1e3
         reserve = self._reserve_s(budget_s)
@@ -1120,6 +1121,7 @@ class SolvingResponder(BlueprintResponder):
             "iterations": sol.iterations,
             "exploitability_pct_pot": sol.exploitability_pct_pot,
             "exploitability_cards": sol.measure_cards,
+            "leaf_cards": sol.leaf_cards,
         }
 
     def answer(

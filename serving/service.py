@@ -135,6 +135,12 @@ class StrategyResponse(BaseModel):
         description="depth-limited subgame answers: the exploitability was estimated on this many cards of "
         "the next deal (an estimate that errs high); None: every card, exact",
     )
+    leaf_cards: int | None = Field(
+        None,
+        description="depth-limited subgame answers whose later deals came from a fixed sample of this many "
+        "cards (a flop's turn and river): the exploitability is the depth-limited game's on that sample; "
+        "None: every card",
+    )
 
 
 class ErrorResponse(BaseModel):

@@ -246,6 +246,14 @@ class Solution:
             **self.depth_diagnostics(),
         }
 
+    @property
+    def leaf_cards(self) -> Optional[int]:
+        """A depth-limited solve whose later deals came from a fixed sample of the cards (a flop's,
+        :attr:`subgame.depth.DepthLimit.leaf_cards`): that many cards; else None (every card)."""
+        dl = self.subgame.depth_limit
+        m = dl.model if dl is not None else None
+        return None if m is None or m.sample is None else len(m.sample)
+
     def depth_diagnostics(self) -> dict:
         """A depth-limited solve's leaves (its exploitability fields are the depth-limited game's)."""
         dl = self.subgame.depth_limit
