@@ -2,12 +2,13 @@
 exploitable than the blueprint's on cards it was not solved on.
 
     python scripts/flop_solving.py RUN_DIR [--states 6] [--iterations 50] [--method reach-maxmargin]
-        [--check-cards 12] [--seed 0] [--json OUT]
+        [--check-cards 12] [--leaf-cards 8] [--seed 0] [--json OUT]
 
 Flop decisions from self-play of the run's blueprint (the service benchmark's pool) are solved
 with :func:`subgame.nested.solve_state`'s defaults for the flop: depth-limited at the end of the
 flop, the turn and the river dealt from a fixed sample of 8 of the cards left
-(:data:`subgame.depth.DEFAULT_LEAF_CARDS`), the safe gadgets' values from the depth-limited game.
+(:data:`subgame.depth.DEFAULT_LEAF_CARDS`; ``--leaf-cards`` another size), the safe gadgets'
+values from the depth-limited game.
 Per state: the construction's seconds (the blueprint's ranges and values, the tree, the
 continuations), seconds per iteration, the exploitability check's seconds, the solver's memory, the
 exploitability it reports (the gadget game's, on its own sample: % of the pot) and the margin.
@@ -39,7 +40,7 @@ from bench_service import self_play_pool  # noqa: E402
 from blueprint.blueprint import Blueprint  # noqa: E402
 from subgame import kernels as K  # noqa: E402
 from subgame.construct import blueprint_sigma, bp_bets, map_to_blueprint  # noqa: E402
-from subgame.depth import DEFAULT_LEAF_CARDS, DepthLimit  # noqa: E402
+from subgame.depth import DEFAULT_LEAF_CARDS, DEFAULT_SAMPLES, DepthLimit  # noqa: E402
 from subgame.nested import solve_state, state_subgame  # noqa: E402
 from subgame.tree import SubgameError  # noqa: E402
 
@@ -62,6 +63,7 @@ def main(argv=None) -> None:
     ap.add_argument("--iterations", type=int, default=50)
     ap.add_argument("--method", default="reach-maxmargin")
     ap.add_argument("--check-cards", type=int, default=12)
+    ap.add_argument("--leaf-cards", type=int, default=DEFAULT_LEAF_CARDS)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
@@ -71,7 +73,7 @@ def main(argv=None) -> None:
     pool = self_play_pool(game, 20 * a.states, a.seed, lambda ms: bp.strategy(ms))
     states = [ms for ms in pool if game.state(ms).round == flop][: a.states]
     print(
-        f"{a.method}, {a.iterations} iterations, leaf cards {DEFAULT_LEAF_CARDS}; check on "
+        f"{a.method}, {a.iterations} iterations, leaf cards {a.leaf_cards}; check on "
         f"{a.check_cards} other cards\n"
     )
     print(
@@ -84,7 +86,8 @@ def main(argv=None) -> None:
         st = game.state(ms)
         try:
             t0 = time.perf_counter()
-            sol, _ = solve_state(bp, ms, a.method, time_budget=None, iterations=a.iterations)
+            dl = DepthLimit(bp, samples=DEFAULT_SAMPLES, leaf_cards=a.leaf_cards)
+            sol, _ = solve_state(bp, ms, a.method, time_budget=None, iterations=a.iterations, depth_limit=dl)
             total = time.perf_counter() - t0
         except SubgameError as exc:
             print(f"| `{ms}` | skipped: {exc} |||||||||")
@@ -93,7 +96,10 @@ def main(argv=None) -> None:
         construction = total - sol.elapsed_s + tm["tree_s"]
         # with the blueprint's bets, then that tree's leaves on an independent sample of the cards
         bets = bp_bets(bp)
-        sol_b, _ = solve_state(bp, ms, a.method, time_budget=None, iterations=a.iterations, bets=bets)
+        dl = DepthLimit(bp, samples=DEFAULT_SAMPLES, leaf_cards=a.leaf_cards)
+        sol_b, _ = solve_state(
+            bp, ms, a.method, time_budget=None, iterations=a.iterations, bets=bets, depth_limit=dl
+        )
         dl2 = DepthLimit(bp, samples=None, leaf_cards=a.check_cards, seed=1000 + i)
         sub2 = state_subgame(bp, st, bets, True, dl2)
         t2 = sub2.public_tree()
