@@ -84,10 +84,11 @@ from cli.common import CLIError, exact_eval_problem, expl_unit, json_opt, run_di
 @click.option(
     "--solve-from",
     "solve_from",
-    type=click.Choice(["river", "turn"]),
+    type=click.Choice(["river", "turn", "flop"]),
     default=None,
     help="With --lbr --player RUN_DIR+solve:METHOD: the first round the opponent solves "
-    "(default river; turn solves depth-limited subgames).",
+    "(default river; turn and flop solve depth-limited subgames, the flop's on a fixed sample of "
+    "the later cards).",
 )
 @click.option(
     "--solve-iterations",
@@ -264,7 +265,7 @@ def _eval_lbr(
             if isinstance(opponent, SolvingPlayer):
                 g = opponent.bp.gamedef
                 if solve_from is not None:
-                    opponent.from_round = g.num_rounds - (1 if solve_from == "river" else 2)
+                    opponent.from_round = g.num_rounds - {"river": 1, "turn": 2, "flop": 3}[solve_from]
                 if solve_iterations is not None:
                     opponent.iterations = solve_iterations
         lbr = LocalBestResponse(
