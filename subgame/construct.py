@@ -377,6 +377,7 @@ def blueprint_values(
     choice a depth-limited re-solve gives the opponent."""
     tree, e, sigma = _values_engine(bp, n, board, seat, cache, depth_limit)
     br = _walk_values(e, sigma, ranges, seat, K.MODE_BR)
+    checkpoint()  # a depth-limited walk from a flop takes a good part of a second
     ev = _walk_values(e, sigma, ranges, seat, K.MODE_EV)
     return br, ev, (tree, e, sigma)
 
@@ -452,6 +453,7 @@ def gifts(
         _, e, sigma = _values_engine(bp, m, _board_at_round(g, board, rnd), seat, cache, depth_limit)
         w = e.compat_mass(r_m[1 - seat])
         for i, mode in enumerate((K.MODE_BR, K.MODE_EV)):
+            checkpoint()
             _walk_values(e, sigma, r_m, seat, mode)
             vals = e.root_child_values()  # [A, H] counterfactual values of each action
             gap = vals.max(axis=0) - vals[a]
