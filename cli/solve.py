@@ -91,7 +91,7 @@ from cli.common import CLIError, json_opt, run_dir_arg, user_input
     type=click.IntRange(min=3),
     default=None,
     help="Depth-limited: deal the later rounds' cards from a fixed sample of this many of the cards left "
-    "[default: 8 from a round with two deals after it (a flop), else every card].",
+    "[default: 12 from a round with two deals after it (a flop), else every card].",
 )
 @json_opt
 def solve(
@@ -124,7 +124,7 @@ def solve(
     depth-limited (--full-depth: to the end of the hand): it ends with the round, where the opponent
     picks per hand one of the blueprint's continuation strategies (itself, and biased towards fold,
     call or raise) for the rest of the hand, played out over every later card (or --samples of them
-    per iteration; from a flop over the turns and rivers of a fixed sample of 8 cards, --leaf-cards);
+    per iteration; from a flop over the turns and rivers of a fixed sample of 12 cards, --leaf-cards);
     the refined seat plays the blueprint there. Exploitability is (best-response gain
     of seat 0 + of seat 1) / 2 in the game solved (the gadget game for the safe methods), in chips
     and in percent of the subgame's starting pot.

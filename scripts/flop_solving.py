@@ -6,7 +6,7 @@ exploitable than the blueprint's on cards it was not solved on.
 
 Flop decisions from self-play of the run's blueprint (the service benchmark's pool) are solved
 with :func:`subgame.nested.solve_state`'s defaults for the flop: depth-limited at the end of the
-flop, the turn and the river dealt from a fixed sample of 8 of the cards left
+flop, the turn and the river dealt from a fixed sample of 12 of the cards left
 (:data:`subgame.depth.DEFAULT_LEAF_CARDS`; ``--leaf-cards`` another size), the safe gadgets'
 values from the depth-limited game.
 Per state: the construction's seconds (the blueprint's ranges and values, the tree, the

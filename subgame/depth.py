@@ -46,8 +46,8 @@ with the alternative values of the real game.
 
 **The flop.** From a hold'em flop the continuations over every turn and river are millions of nodes
 (refused beyond ``max_nodes``). ``DepthLimit.leaf_cards`` deals the later cards from a fixed uniform
-sample of the cards left instead (the default from a round with two deals after it: 8 cards, 8
-turns x 7 rivers, some 67,000 continuation nodes for the default subgame bets after a called
+sample of the cards left instead (the default from a round with two deals after it: 12 cards, 12
+turns x 11 rivers, some 155,000 continuation nodes for the default subgame bets after a called
 pre-flop raise); each chance node scales its deals' sum by the share of the deals it has, so the
 leaf values are unbiased estimates of the exact ones (their mean over every sample), and the
 solve is exact for the game on that sample. The rest of the hand is too big there for the exact
@@ -126,9 +126,11 @@ class DepthLimit:
 
 DEFAULT_SAMPLES = 4  # :func:`default_depth_limit`: CFR iterations walk 4 of the next cards (checks walk all)
 # :func:`default_depth_limit` from a round with two deals after it (a hold'em flop): the
-# continuations are dealt from a fixed sample of 8 of the cards left (8 turns x 7 rivers). Not from
-# pre-flop by default: 56 flops of 8 cards are too few for values per hand (a DepthLimit may ask)
-DEFAULT_LEAF_CARDS = 8
+# continuations are dealt from a fixed sample of 12 of the cards left (12 turns x 11 rivers: a solve
+# converged on 8 cards was more exploitable than the blueprint on other cards, on 12 or 16 it was not;
+# BENCHMARKS.md, session 9). Not from pre-flop by default: the flops of a few cards are too few for
+# values per hand (a DepthLimit may ask)
+DEFAULT_LEAF_CARDS = 12
 
 
 def default_depth_limit(

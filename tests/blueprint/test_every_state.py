@@ -181,14 +181,14 @@ def test_dead_ends_are_solved_where_a_subgame_fits_else_the_fallback_answers(hun
 def test_a_flop_dead_end_after_a_translated_all_in_is_solved_by_hand(hunl100_bp):
     """The pre-flop raise to 2,000 was translated to all-in and called: the real hand has 80 big
     blinds behind, the abstract one none (a dead end). A flop bet there is solved depth-limited
-    from the state (the turn and river from a fixed sample of 8 cards, unsafe: no blueprint values
-    there), so the answer depends on the hand: AhKd on Ks9c2d moves in, 7h2h folds."""
+    from the state (the turn and river from a fixed sample of 12 cards, unsafe: no blueprint values
+    there), so the answer depends on the hand: AhKd on Ks9c2d moves in, 7h4d (no pair, no draw) folds."""
     from evaluation.solving import SolvingPlayer
 
     player = SolvingPlayer(hunl100_bp, iterations=20)
     game = hunl100_bp.game
     strong = game.state("MATCHSTATE:1:0:r2000c/r4000:|AhKd/Ks9c2d")
-    weak = game.state("MATCHSTATE:1:0:r2000c/r4000:|7h2h/Ks9c2d")
+    weak = game.state("MATCHSTATE:1:0:r2000c/r4000:|7h4d/Ks9c2d")
     assert hunl100_bp.walk(strong).dead_end is not None
     s_strong, src_strong = player.strategy(strong)
     s_weak, src_weak = player.strategy(weak)

@@ -379,7 +379,7 @@ def test_a_depth_limited_turn_answer_reports_its_exploitability(hunl_bp):
 
 def test_a_depth_limited_flop_answer_says_its_sample_of_the_later_cards(hunl_bp):
     """A flop solve through the responder (`--solve-from flop`, a budget it fits): a subgame answer
-    whose turns and rivers came from a fixed sample of 8 cards, as the answer says."""
+    whose turns and rivers came from a fixed sample of 12 cards, as the answer says."""
     flop = "MATCHSTATE:0:5:cc/:AsKd|/2c7h9s"
     r = SolvingResponder(
         hunl_bp, "reach-maxmargin", from_round=1, solver_threads=1, min_iterations=3, solver_nice=0
@@ -387,7 +387,7 @@ def test_a_depth_limited_flop_answer_says_its_sample_of_the_later_cards(hunl_bp)
     try:  # no warm-up: its 2 s flop queries would teach the cost model that a flop solve takes long
         a = r.answer(flop, session="f", time_budget_ms=15_000)
         info = {k: v for k, v in a.items() if k != "strategy"}
-        assert a["source"] == "subgame" and a["leaf_cards"] == 8, info
+        assert a["source"] == "subgame" and a["leaf_cards"] == 12, info
         assert a["exploitability_pct_pot"] is not None and a["exploitability_pct_pot"] >= 0, info
         assert abs(sum(a["strategy"].values()) - 1) < 1e-5
     finally:

@@ -492,13 +492,15 @@ def test_a_flop_too_big_to_walk_is_solved_safely_depth_limited(bp4, monkeypatch)
     deals after it), and a safe solve converges with the opponent's best responses within them (a
     margin of at least 0); without a depth limit the state is refused with the size named."""
     import subgame.construct as C
+    import subgame.depth as depth
     from subgame.depth import DEFAULT_LEAF_CARDS, default_depth_limit
     from subgame.nested import solve_state
 
-    assert default_depth_limit(bp4, root_round=1).leaf_cards == DEFAULT_LEAF_CARDS == 8
+    assert default_depth_limit(bp4, root_round=1).leaf_cards == DEFAULT_LEAF_CARDS == 12
     assert default_depth_limit(bp4, root_round=2).leaf_cards is None  # the turn: every river card
     assert default_depth_limit(bp4, root_round=0).leaf_cards is None  # pre-flop: too few flops
     monkeypatch.setattr(C, "MAX_REST_ENTRIES", 10)
+    monkeypatch.setattr(depth, "DEFAULT_LEAF_CARDS", 8)  # this game has 9 cards left after the flop
     with pytest.raises(SubgameError, match="too big for exact values"):
         solve_state(
             bp4, FLOP4, "maxmargin", time_budget=None, iterations=5, bets=bp_bets(bp4), depth_limit=False
