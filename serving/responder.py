@@ -1139,7 +1139,12 @@ class SolvingResponder(BlueprintResponder):
         examples = [
             ms for ms in example_matchstates(self.game) if self._checker.parse(ms).round >= self.from_round
         ]
-        for ms in examples[-1:]:  # the last round's subgame is the smallest; every kernel runs on it
+        # the last round's subgame is the smallest and runs the solver's kernels; a depth-limited one
+        # (the round before the last, when solved here) runs the continuation kernels besides: compiled
+        # in a fresh install they take tens of seconds, which the first real query would pay
+        last = self.bp.gamedef.num_rounds - 1
+        dl = [ms for ms in examples if self._checker.parse(ms).round < last][-1:]
+        for ms in dl + examples[-1:]:
             if self._procs is not None:  # in every solver process at once
                 self._procs.warm_up(
                     self._checker.parse(ms), self.solve_method, time_budget=None, iterations=2
