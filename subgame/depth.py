@@ -126,10 +126,11 @@ class DepthLimit:
 
 DEFAULT_SAMPLES = 4  # :func:`default_depth_limit`: CFR iterations walk 4 of the next cards (checks walk all)
 # :func:`default_depth_limit` from a round with two deals after it (a hold'em flop): the
-# continuations are dealt from a fixed sample of 12 of the cards left (12 turns x 11 rivers: a solve
-# converged on 8 cards was more exploitable than the blueprint on other cards, on 12 or 16 it was not;
-# BENCHMARKS.md, session 9). Not from pre-flop by default: the flops of a few cards are too few for
-# values per hand (a DepthLimit may ask)
+# continuations are dealt from a fixed sample of 12 of the cards left (12 turns x 11 rivers: 132
+# runouts against 56 for 8 cards, leaf values of less variance for twice the construction and check;
+# out of sample, on 8 flop states, 12 did a little better than 8, within the noise: BENCHMARKS.md,
+# session 9). Not from pre-flop by default: the flops of a few cards are too few for values per hand
+# (a DepthLimit may ask)
 DEFAULT_LEAF_CARDS = 12
 
 
