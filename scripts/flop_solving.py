@@ -82,11 +82,12 @@ def main(argv=None) -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     rows, diffs = [], []
+    bets = bp_bets(bp)
+    dl = DepthLimit(bp, samples=DEFAULT_SAMPLES, leaf_cards=a.leaf_cards)  # each solve takes a copy
     for i, ms in enumerate(states):
         st = game.state(ms)
         try:
             t0 = time.perf_counter()
-            dl = DepthLimit(bp, samples=DEFAULT_SAMPLES, leaf_cards=a.leaf_cards)
             sol, _ = solve_state(bp, ms, a.method, time_budget=None, iterations=a.iterations, depth_limit=dl)
             total = time.perf_counter() - t0
         except SubgameError as exc:
@@ -95,8 +96,6 @@ def main(argv=None) -> None:
         tm = sol.timing
         construction = total - sol.elapsed_s + tm["tree_s"]
         # with the blueprint's bets, then that tree's leaves on an independent sample of the cards
-        bets = bp_bets(bp)
-        dl = DepthLimit(bp, samples=DEFAULT_SAMPLES, leaf_cards=a.leaf_cards)
         sol_b, _ = solve_state(
             bp, ms, a.method, time_budget=None, iterations=a.iterations, bets=bets, depth_limit=dl
         )

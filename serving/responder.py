@@ -650,7 +650,6 @@ class _Job:
         "raw",
         "end",
         "started",
-        "given_up",
         "given_up_at",
     )
 
@@ -665,8 +664,14 @@ class _Job:
         self.future: Future = Future()
         self.end: float = float("inf")  # when it stops iterating at the latest (set when it starts)
         self.started: float | None = None
-        self.given_up = False  # its query stopped waiting
-        self.given_up_at = float("inf")  # when (a query that waited past the solve's end cut nothing short)
+        # when its query stopped waiting (inf: it has not; one that waited past the solve's end cut
+        # nothing short)
+        self.given_up_at = float("inf")
+
+    @property
+    def given_up(self) -> bool:
+        """Its query stopped waiting."""
+        return self.given_up_at != float("inf")
 
 
 class PendingAnswer:
@@ -698,7 +703,6 @@ class PendingAnswer:
 
     def give_up(self) -> dict[str, Any]:
         """Stop the solve (it ends at its next check and frees its thread) and answer from the blueprint."""
-        self._job.given_up = True
         self._job.given_up_at = time.perf_counter()
         self._job.stop.set()
         self._r._count("deadline")

@@ -759,11 +759,6 @@ class DepthLimitedEngine(Engine):
             np.zeros((L, H), np.int64) if leaf_choice == "best" else np.full((L, H), -1, np.int64)
         )
         self.leaf_work = LeafWork(model).arrays()
-        hl = self.lists
-        b0 = int(tree.board[0])
-        self.root_idx = [hl.idx[b0, s, : hl.nlive[b0, s]].astype(np.int64) for s in (0, 1)]
-        self.rr = np.zeros((2, H), np.float64)
-        self._last_p = 0
 
     def _runouts(self, cards: int) -> float:
         """Deals of the later cards from ``cards`` of them (the work of a walk grows with it)."""
@@ -808,10 +803,10 @@ class DepthLimitedEngine(Engine):
     def walk_compact(
         self, sigma_c, root_reach, p, mode, regret=None, strat_sum=None, w=(1.0, 1.0, False, 1.0, 0.0)
     ) -> np.ndarray:
-        rr = self.rr
+        rr = self._root_reach  # the base engine's root lists and reach buffer
         for s in (0, 1):
             r = np.asarray(root_reach[s])
-            ri = self.root_idx[s]
+            ri = self._root_idx[s]
             outside = np.ones(len(r), np.bool_)
             outside[ri] = False
             if (r[outside] != 0).any():
@@ -847,6 +842,6 @@ class DepthLimitedEngine(Engine):
         )
         self._last_p = p
         v = np.zeros(len(m.hands))
-        ri = self.root_idx[p]
+        ri = self._root_idx[p]
         v[ri] = self.out[: len(ri)]
         return v

@@ -268,7 +268,7 @@ class Solution:
             "continuation_nodes": m.num_nodes if m is not None else None,
             "leaf_build_ms": round(m.build_s * 1000, 1) if m is not None else None,
             # the cards the later deals came from (None: every card)
-            "leaf_cards": sorted(int(c) for c in m.sample)
+            "leaf_cards": m.sample.tolist()  # sorted (build_leaf_model)
             if m is not None and m.sample is not None
             else None,
         }
