@@ -27,6 +27,9 @@ from blueprint.trainer import discount_span
 from cluster import memory_bytes
 from cluster.shard import pack_delta
 
+MEMORY_EVERY_S = 2.0
+"""A batch's memory figures are at most this old (seconds)."""
+
 
 def trainer_with_cards(config: dict, cards):
     """A :class:`Trainer` for the run's ``config`` that uses the given card abstraction instead of
@@ -110,6 +113,8 @@ class WorkerCore:
         self.int_regret = self.tr.config.algo.regret_dtype == "int32"
         self._base_r = np.empty_like(self.tr.regret)  # the snapshot through a round's discounting
         self._base_s = np.empty_like(self.tr.strat)
+        self._mem: dict[str, int] | None = None
+        self._mem_at = 0.0
 
     def rng_state(self) -> list[int]:
         return [int(x) for x in self.tr.rng]
@@ -190,7 +195,7 @@ class WorkerCore:
             payloads.append(pack_delta(rows, dr, ds))
             touched += len(rows)
         t_end_s = time.perf_counter()
-        mem = memory_bytes()
+        mem = self._memory(t_end_s)
         stats = {
             "worker": self.worker_id if worker is None else worker,
             "batch_seq": batch_seq,
@@ -209,6 +214,13 @@ class WorkerCore:
             "pid": os.getpid(),
         }
         return [stats, *payloads]
+
+    def _memory(self, now: float) -> dict[str, int]:
+        """:func:`cluster.memory_bytes`, read at most every ``MEMORY_EVERY_S`` seconds: reading
+        /proc/self/smaps_rollup takes about 3 ms, more than a small batch's whole compute."""
+        if self._mem is None or now - self._mem_at >= MEMORY_EVERY_S:
+            self._mem, self._mem_at = memory_bytes(), now
+        return self._mem
 
     def _discounts(self, t: int, t_end: int) -> bool:
         a = self.tr.config.algo

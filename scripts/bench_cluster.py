@@ -2,6 +2,8 @@
 
     python scripts/bench_cluster.py leduc      [--iterations 4000000] [--batch 100,1000] [--seeds 0]
                                                [--algo pluribus] [--workers 2]
+    python scripts/bench_cluster.py staleness  [--iterations 4000000] [--runs 2:100,8:14,28:4] [--seeds 0-5]
+                                               [--algo pluribus] [--procs 2]
     python scripts/bench_cluster.py throughput [--seconds 30] [--batch 20000] [--cards small]
     python scripts/bench_cluster.py checkpoint [--cards small] [--iterations 200000]
     python scripts/bench_cluster.py calls      [--nodes 4] [--workers 4] [--shards 4] [--batch 100] [--rounds 20]
@@ -11,7 +13,11 @@
                                                [--group-size 2 [--target-groups 3,8,14] [--no-relay] [--from OUT1,OUT2]]
 
 leduc: exact exploitability at equal total iterations, single process vs a 2-worker 2-shard job,
-per seed and on average. throughput: hunl100 (``--bets small``, the default no-limit game of
+per seed and on average. staleness: the same comparison for many workers without Ray
+(:func:`cluster.simulate.simulate_job`, the job's arithmetic in one process, which the cluster
+tests check against the Ray job bit for bit): per ``workers:batch`` run and seed the exact
+exploitability beside the single process's on the same seed, then per run the ratio of the means
+over the seeds with a 95% interval (bootstrap over seeds) and the mean staleness. throughput: hunl100 (``--bets small``, the default no-limit game of
 ``mccfr train``), single process (the peer measured in the same run), then Ray jobs with 1 and 2
 workers (2 shards each): iterations/s after a warm-up round, bytes per batch and per second, the
 share of the workers' time spent outside the kernel (snapshot copy, deltas, waiting), memory.
@@ -112,6 +118,77 @@ def leduc(iters: int, batches: list[int], seeds: list[int], algo: str = "pluribu
         )
 
 
+def _staleness_one(args: tuple) -> dict:
+    iters, seed, algo, workers, batch = args
+    from cluster.simulate import simulate_job
+
+    tr = make_trainer("leduc", seed=seed, algo=algo)
+    t = time.perf_counter()
+    st = {"staleness": 0.0}
+    if workers == 0:
+        tr.run(iters)
+    else:
+        st = simulate_job(tr, workers, batch, iters)
+    return {
+        "bench": "staleness",
+        "algo": algo,
+        "seed": seed,
+        "workers": workers,
+        "batch": batch,
+        "iterations": iters,
+        "exploitability": tr.exploitability()[0],
+        "staleness": st["staleness"],
+        "stale_fraction": workers * batch / iters,
+        "seconds": time.perf_counter() - t,
+    }
+
+
+def staleness(iters: int, runs: list[tuple[int, int]], seeds: list[int], algo: str, procs: int) -> None:
+    """Leduc exploitability after ``iters`` iterations: one process (workers 0) and each simulated
+    ``(workers, batch)`` job, on every seed; then per run the ratio of means with a bootstrap
+    interval over seeds (the same seeds' single-process runs resampled with them)."""
+    import multiprocessing
+
+    jobs = [(iters, s, algo, 0, 0) for s in seeds] + [(iters, s, algo, w, b) for w, b in runs for s in seeds]
+    rows: list[dict] = []
+    with multiprocessing.get_context("spawn").Pool(procs) as pool:
+        for row in pool.imap_unordered(_staleness_one, jobs):
+            emit(row)
+            rows.append(row)
+    single = {r["seed"]: r["exploitability"] for r in rows if r["workers"] == 0}
+    rs = np.random.default_rng(0)
+    for w, b in runs:
+        got = {r["seed"]: r for r in rows if (r["workers"], r["batch"]) == (w, b)}
+        e1 = np.array([single[s] for s in seeds])
+        e2 = np.array([got[s]["exploitability"] for s in seeds])
+        idx = rs.integers(0, len(seeds), (10_000, len(seeds)))
+        boot = e2[idx].mean(axis=1) / e1[idx].mean(axis=1)
+        emit(
+            {
+                "bench": "staleness",
+                "mode": "mean",
+                "workers": w,
+                "batch": b,
+                "seeds": len(seeds),
+                "single": float(e1.mean()),
+                "job": float(e2.mean()),
+                "ratio": float(e2.mean() / e1.mean()),
+                "ratio_95": [float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))],
+                "paired_ratios": [float(x) for x in e2 / e1],
+                "staleness": got[seeds[0]]["staleness"],
+                "stale_fraction": w * b / iters,
+            }
+        )
+
+
+def _seeds(text: str) -> list[int]:
+    """``0-5`` or ``0,1,2``."""
+    if "-" in text:
+        lo, hi = text.split("-")
+        return list(range(int(lo), int(hi) + 1))
+    return [int(s) for s in text.split(",")]
+
+
 def _single_rate(args: tuple) -> tuple[float, int, int]:
     """Iterations/s of one single-process trainer over ``seconds`` after a warm-up ``batch``, started
     at the wall-clock instant ``start`` (so concurrent ones overlap)."""
@@ -123,6 +200,47 @@ def _single_rate(args: tuple) -> tuple[float, int, int]:
     while time.perf_counter() - t < seconds:
         tr.run(batch)
     return (tr.iteration - it0) / (time.perf_counter() - t), tr.size, rss_bytes()
+
+
+def _cpu_by_process() -> dict[int, tuple[str, float]]:
+    """Every process's CPU seconds so far (user + system, from /proc) and its role: ``driver``
+    (this process), a Ray actor's class (Ray titles its processes ``ray::Class.method``), a Ray
+    daemon's name, or ``other``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[int, tuple[str, float]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        cpu = (int(fields[11]) + int(fields[12])) / tick
+        pid = int(d.name)
+        if pid == os.getpid():
+            role = "driver"
+        elif cmd.startswith("ray::"):
+            role = cmd.split()[0][5:].split(".")[0] or "ray::idle"
+        elif any(k in cmd for k in ("raylet", "gcs_server", "dashboard", "log_monitor", "monitor.py")):
+            role = next(
+                k for k in ("raylet", "gcs_server", "dashboard", "log_monitor", "monitor.py") if k in cmd
+            )
+        elif "default_worker.py" in cmd:
+            role = "ray worker (idle)"
+        else:
+            role = "other"
+        out[pid] = (role, cpu)
+    return out
+
+
+def _cpu_share(before: dict, after: dict, wall: float) -> dict[str, float]:
+    """Cores used per role between two :func:`_cpu_by_process` readings over ``wall`` seconds."""
+    used: dict[str, float] = {}
+    for pid, (role, cpu) in after.items():
+        used[role] = used.get(role, 0.0) + cpu - before.get(pid, (role, 0.0))[1]
+    return {k: round(v / wall, 3) for k, v in sorted(used.items(), key=lambda kv: -kv[1]) if v > 0}
 
 
 def throughput(seconds: float, batch: int, cards: str, workers: list[int]) -> None:
@@ -161,9 +279,11 @@ def throughput(seconds: float, batch: int, cards: str, workers: list[int]) -> No
             it0, t = job.iteration, time.perf_counter()
             b0, s0, c0, r0 = job.batches, job.bytes_sent, job.compute_seconds, job.round_seconds
             ws0 = job.worker_seconds
+            cpu0 = _cpu_by_process()
             while time.perf_counter() - t < seconds:
                 job.run(w * batch)
             dt = time.perf_counter() - t
+            cores = _cpu_share(cpu0, _cpu_by_process(), dt)
             st = job.stats()
             batches = job.batches - b0
             sent = job.bytes_sent - s0
@@ -186,6 +306,8 @@ def throughput(seconds: float, batch: int, cards: str, workers: list[int]) -> No
                     "worker_copy_pack_share": ((job.worker_seconds - ws0) - (job.compute_seconds - c0))
                     / (w * (job.round_seconds - r0)),
                     "staleness": st["staleness"],
+                    # cores each kind of process used meanwhile (the machine's other users: other)
+                    "cores_by_role": cores,
                     "worker_rss_bytes": st["worker_rss_bytes"],
                     "driver_rss_bytes": rss_bytes(),
                 }
@@ -1059,7 +1181,9 @@ def memory(cards: str, workers: int, batch: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["leduc", "throughput", "checkpoint", "calls", "memory", "model"])
+    ap.add_argument(
+        "what", choices=["leduc", "staleness", "throughput", "checkpoint", "calls", "memory", "model"]
+    )
     ap.add_argument("--sizes", default="2,3,4", help="model: simulated cluster sizes (nodes; shards = nodes)")
     ap.add_argument(
         "--held-out", type=int, default=4, help="model: the size left out of the fit and predicted"
@@ -1112,8 +1236,29 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--cards", default="small")
     ap.add_argument("--workers", default="1,2", help="throughput: the job sizes; leduc: the last one")
-    ap.add_argument("--algo", default="pluribus", help="leduc: the MCCFR variant")
+    ap.add_argument("--algo", default="pluribus", help="leduc, staleness: the MCCFR variant")
+    ap.add_argument(
+        "--runs", default="2:100,8:14,28:4", help="staleness: workers:batch of each simulated job"
+    )
+    ap.add_argument("--procs", type=int, default=2, help="staleness: processes side by side")
     a = ap.parse_args()
+    if a.what == "staleness":
+        emit(
+            {
+                "machine": platform.processor() or platform.machine(),
+                "cpus": os.cpu_count(),
+                "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                "load_average": os.getloadavg(),
+            }
+        )
+        staleness(
+            a.iterations or 4_000_000,
+            [(int(w), int(b)) for w, b in (r.split(":") for r in a.runs.split(","))],
+            _seeds(a.seeds if a.seeds != "0" else "0-5"),
+            a.algo,
+            a.procs,
+        )
+        return
     if a.what == "model":
         emit(
             {

@@ -14,9 +14,7 @@ ray = pytest.importorskip("ray")
 from job_reference import reference
 
 from blueprint.trainer import make_trainer
-from cluster.job import RayJob, split_round, worker_seed_state
-from cluster.shard import ShardCore, slice_bounds, sum_deltas
-from cluster.worker import WorkerCore
+from cluster.job import RayJob
 
 NODES = 4
 
@@ -44,52 +42,6 @@ def nodes():
     c.shutdown()
 
 
-def grouped_reference(
-    seed: int, workers: int, nodes: int, shards: int, batch: int, iterations: int, group_size: int
-):
-    """The grouped job's arithmetic in one process: per node its workers' deltas summed in worker
-    order, per node group its nodes' sums summed in node order, node groups added in order."""
-    tr = make_trainer("leduc", seed=seed)
-    bounds = slice_bounds(tr.row_offset, tr.size, shards)
-    sh = [ShardCore(k, lo, hi, tr.config.algo) for k, (lo, hi) in enumerate(bounds)]
-    w = WorkerCore(0, tr.config_dict, bounds, None, tr.abstraction_hash)
-    rng = [worker_seed_state(seed, k) for k in range(workers)]
-    per = split_round(workers, nodes)
-    node_of = [g for g, n in enumerate(per) for _ in range(n)]
-    seq, round_id, t = [0] * workers, 0, 0
-    while t < iterations:
-        grid = workers * batch
-        t_end = min((t // grid + 1) * grid, iterations)
-        sizes = split_round(t_end - t, workers)
-        snap = [s.publish() for s in sh]
-        round_id += 1
-        outs: dict[int, list] = {}
-        t0 = t
-        for k, b in enumerate(sizes):
-            if b == 0:
-                continue
-            seq[k] += 1
-            out = w.run_batch(seq[k], t, t0, b, t_end, tr.w_base, tr.t_base, *snap, rng=rng[k], worker=k)
-            rng[k] = np.array(out[0]["rng"], np.uint64)
-            outs.setdefault(node_of[k], []).append(out)
-            t0 += b
-        node_sums = {
-            g: [sum_deltas([o[1 + k] for o in group], hi - lo, False) for k, (lo, hi) in enumerate(bounds)]
-            for g, group in outs.items()
-        }
-        by_j: dict[int, list[int]] = {}
-        for g in sorted(node_sums):
-            by_j.setdefault(g // group_size, []).append(g)
-        for j, gs in by_j.items():
-            for k, (lo, hi) in enumerate(bounds):
-                sh[k].put_delta(round_id, j, sum_deltas([node_sums[g][k] for g in gs], hi - lo, False))
-        for s in sh:
-            s.end_round(round_id, t, t_end, sorted(by_j))
-        tr.skip_to(t_end, tables=False)
-        t = t_end
-    return np.concatenate([s.regret for s in sh]), np.concatenate([s.strat for s in sh])
-
-
 def _tables(job) -> tuple[bytes, bytes]:
     tr = job.sync()
     return tr.regret.tobytes(), tr.strat.tobytes()
@@ -101,7 +53,7 @@ def test_groups_exact_deterministic_and_two_calls_per_group(nodes):
     arithmetic in one process, bit for bit; they differ from the flat job's only by the float32
     order of the additions: exploitability within 5% of it."""
     it, batch = 2_000, 100
-    ref = grouped_reference(11, 4, 4, 4, batch, it, 2)
+    ref = reference(11, 4, 4, 4, batch, it, 2)
     tables = []
     for _ in range(2):
         with RayJob(
@@ -160,7 +112,7 @@ def test_group_leader_node_dies(nodes):
         job.run(it, cb)
         st = job.stats()
         assert job.iteration == it
-        assert _tables(job) == tuple(a.tobytes() for a in grouped_reference(31, 4, 4, 2, batch, it, 2)), notes
+        assert _tables(job) == tuple(a.tobytes() for a in reference(31, 4, 4, 2, batch, it, 2)), notes
     assert st["node_failures"] >= 2 and st["lost_deltas"] == 0 and st["shard_restores"] == 1, (st, notes)
     assert st["rebases"] == 1, (st, notes)
     assert any("group leader 1 is down" in m for m in notes), notes
