@@ -192,9 +192,8 @@ def train(
                 "batch": batch,
                 "address": address,
                 "group_size": group_size or None,
-                "iterations": iterations,
             },
-        )  # bounds the default batch's staleness
+        )
     run_session(
         tr,
         job,

@@ -75,9 +75,10 @@ process would have; ``dcfr``'s sign-dependent factors make it approximate for mo
 
 Staleness: every worker trains against the snapshot of the start of its round; a batch's staleness
 is the iterations of the round's batches added before it (in the fixed order), averaged over
-batches ((N - 1) B / 2 with full rounds; 0 with one worker). The cost in exploitability grows
-with ``(N x B) / iterations``; :func:`default_batch` keeps that under ``MAX_STALE_FRACTION`` (1%)
-when the run's length is known (BENCHMARKS.md, "Ray job").
+batches ((N - 1) B / 2 with full rounds; 0 with one worker). Its cost in exploitability grows
+with that staleness, whatever the run's length; :func:`default_batch` keeps it at or under
+``STALE_VISITS`` times the first round's bucket count (BENCHMARKS.md, "Staleness with 2, 8 and 28
+workers").
 
 Determinism: the tables depend only on the seed, the batch size, the number of workers and their
 grouping into nodes (not on timing, nor on which node ran a group after a failure). With one
@@ -127,29 +128,31 @@ from cluster.group import GroupLeaderCore
 from cluster.leader import LeaderCore
 from cluster.shard import ShardCore, slice_bounds
 
-MAX_STALE_FRACTION = 0.01
-"""The default batch keeps ``workers x batch / iterations`` at or under this when the run's
-iteration count is known (Leduc: 2 x 100 / 20,000 = 1% ends within 2x of one process, 4M
-iterations at batch 100 within 7%; see BENCHMARKS.md, "Ray job")."""
+STALE_VISITS = 2.5
+"""The default batch keeps a batch's mean staleness, ``(workers - 1) x batch / 2`` iterations, at or
+under ``STALE_VISITS x`` the first round's bucket count: each first-round information set is
+visited in about one iteration in that count, so a batch misses about ``STALE_VISITS`` of its
+updates. On Leduc (6 first-round buckets: staleness 15) that is 2 workers at batch 30, 8 at 4 and
+28 at 1, measured within 10% of one process at 4M iterations (BENCHMARKS.md, "Staleness with 2, 8
+and 28 workers"); other games are scaled by their bucket count, an assumption not measured."""
 
 
-def default_batch(
-    table_entries: int,
-    workers: int = 1,
-    iterations: int | None = None,
-    max_stale_fraction: float = MAX_STALE_FRACTION,
-) -> int:
+def default_batch(table_entries: int, workers: int = 1, first_round_buckets: int | None = None) -> int:
     """Iterations per worker per round when none is given: table entries / 25, within
-    [100, 100,000], and, when the run's length is known, at most
-    ``max_stale_fraction x iterations / workers`` (at least 1). Staleness costs exploitability in
-    proportion to (workers x batch) / iterations, and more in a small table, where each iteration
-    moves a larger part of the strategy (Leduc, 2,604 entries: 104; 2 workers at batch 100 end 4M
-    iterations within 7% of one process, at 1,000 1.8x worse); a big table needs big batches to
-    keep the per-round overhead small (hunl100 with the small abstractions, 116,463 entries:
-    4,658). See BENCHMARKS.md, "Ray job"."""
+    [100, 100,000], and with several workers at most ``2 x STALE_VISITS x first_round_buckets /
+    (workers - 1)`` (at least 1).
+
+    What staleness costs depends on a batch's mean staleness in iterations (those of its round added
+    before it, which it did not see), ``(workers - 1) x batch / 2``, and not on the run's length: on
+    Leduc, 2 workers at batch 100 (staleness 50) end 11% above one process both at 100,000 and at
+    4M iterations, at batch 10 (staleness 5) level with it; 8 workers at batch 25 (200 in flight,
+    staleness 87.5) lose more than 2 at batch 100 (200 in flight). One worker sees all its own
+    updates, so its batch is never bounded by staleness. A big table needs big batches to keep the
+    per-round overhead small (hunl100 with the small abstractions, 116,463 entries: 4,658), which
+    this bound may undo with many workers: pass ``batch`` to choose throughput over staleness."""
     b = int(min(max(table_entries // 25, 100), 100_000))
-    if iterations:
-        b = min(b, max(1, int(max_stale_fraction * iterations / max(workers, 1))))
+    if workers > 1 and first_round_buckets:
+        b = min(b, max(1, int(2 * STALE_VISITS * first_round_buckets) // (workers - 1)))
     return b
 
 
@@ -199,7 +202,6 @@ class RayJob:
         shard_nodes: per shard, the node (bundle) it starts on (default ``k mod nodes``).
         timeout: seconds any wait may take (start, a round's batches, a shard call) before the
             job acts on it (a worker leaves the round, a node is counted down, a shard restored).
-        iterations: the run's length if known (bounds the default batch, see :func:`default_batch`).
         round: the last round ended (a resumed job).
         share_cards: the workers read the node's one copy of the card table (False: each copies
             it into its own memory, as when every worker loaded its own; for measurements).
@@ -240,7 +242,6 @@ class RayJob:
         nodes: int | None = None,
         shard_nodes: list[int] | None = None,
         timeout: float = 300.0,
-        iterations: int | None = None,
         round: int = 0,
         share_cards: bool = True,
         worker_retries: int = 3,
@@ -259,7 +260,7 @@ class RayJob:
         self.relay_snapshot = relay_snapshot
         self.gleaders: list = []
         if batch is None:
-            batch = default_batch(trainer.size, workers, iterations)
+            batch = default_batch(trainer.size, workers, int(trainer.cards.num_buckets[0]))
         if trainer.config.algo.full_traversal:
             raise JobError(
                 f"--algo {trainer.config.algo.name} enumerates every deal; the Ray job runs sampled MCCFR"

@@ -15,7 +15,7 @@ from job_reference import reference
 
 from blueprint import checkpoint as ckpt
 from blueprint.trainer import Trainer, make_trainer
-from cluster.job import RayJob, split_round
+from cluster.job import STALE_VISITS, RayJob, default_batch, split_round
 from cluster.shard import ShardCore, pack_delta, slice_bounds, sum_deltas, unpack_delta
 from cluster.worker import WorkerCore
 
@@ -117,6 +117,36 @@ def test_int32_shard_saturates():
         0, 1, pack_delta(np.array([0], np.uint32), np.array([100], np.int64), np.zeros(1, np.float32))
     )
     assert sh.regret[0] == 2**31 - 2
+
+
+def test_default_batch_bounds_the_mean_staleness():
+    """With several workers the default batch keeps (workers - 1) x batch / 2 within STALE_VISITS x
+    the first round's buckets (Leduc: the batches measured within 10% of one process), never
+    bounds one worker, and otherwise is table entries / 25."""
+    leduc = make_trainer("leduc")
+    b0 = leduc.cards.num_buckets[0]
+    assert [default_batch(leduc.size, w, b0) for w in (2, 8, 28)] == [30, 4, 1]
+    for w in (2, 3, 8, 28, 1000):
+        for buckets in (3, 6, 169):
+            b = default_batch(116_463, w, buckets)
+            assert b >= 1 and ((w - 1) * b / 2 <= STALE_VISITS * buckets or b == 1)
+    assert default_batch(leduc.size, 1, b0) == 104  # one worker sees all its updates
+    assert default_batch(116_463, 8) == 4658 and default_batch(10**9, 8) == 100_000
+    assert default_batch(116_463, 2, 169) == 845
+
+
+def test_simulated_job_reports_the_jobs_staleness():
+    """simulate_job's staleness is the job's: (workers - 1) x batch / 2 with full rounds, and 0
+    with one worker, whose tables match the single process's up to the rounding of the deltas."""
+    from cluster.simulate import simulate_job
+
+    tr = make_trainer("leduc", seed=3)
+    assert simulate_job(tr, 4, 10, 4_000)["staleness"] == 15.0
+    one, single = make_trainer("leduc", seed=3), make_trainer("leduc", seed=3)
+    assert simulate_job(one, 1, 700, 2_100)["staleness"] == 0.0
+    single.run(2_100)
+    np.testing.assert_allclose(one.strat, single.strat, rtol=1e-3, atol=1e-2)
+    assert one.iteration == single.iteration == 2_100
 
 
 def test_worker_and_shards_without_ray(leduc):
