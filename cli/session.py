@@ -416,7 +416,7 @@ def ray_job(tr, kwargs: dict[str, Any]):
     )
     click.echo(
         f"Ray job: {job.num_workers} workers, {job.num_shards} shards, batch {job.batch}, "
-        f"{job.num_nodes} node(s)",
+        f"{job.num_nodes} node(s){'' if job.share_cards else ', a private card table per worker'}",
         err=True,
     )
     return job

@@ -110,6 +110,7 @@ def train(
     address,
     batch,
     group_size,
+    private_cards,
     as_json,
 ):
     """Train a blueprint into a new run directory."""
@@ -192,6 +193,7 @@ def train(
                 "batch": batch,
                 "address": address,
                 "group_size": group_size or None,
+                "share_cards": False if private_cards else None,
             },
         )
     run_session(
@@ -270,6 +272,7 @@ def resume(
     address,
     batch,
     group_size,
+    private_cards,
     as_json,
 ):
     """Continue a run from its newest complete checkpoint (N more iterations). A Ray run goes on as a
@@ -331,12 +334,12 @@ def resume(
     if manifest.get("job") or any(x is not None for x in (workers, shards, address, group_size)):
         from cluster.job import RayJob
 
-        job = ray_job(
-            tr,
-            RayJob.resume_kwargs(
-                manifest, workers=workers, shards=shards, batch=batch, address=address, group_size=group_size
-            ),
+        kwargs = RayJob.resume_kwargs(
+            manifest, workers=workers, shards=shards, batch=batch, address=address, group_size=group_size
         )
+        if private_cards:
+            kwargs["share_cards"] = False
+        job = ray_job(tr, kwargs)
     run_session(
         tr,
         job,

@@ -425,7 +425,7 @@ def test_cli_train_with_workers(cluster, tmp_path):
 
     out = tmp_path / "run"
     args = ["train", "--game", "leduc", "--iterations", "2000", "--workers", "2", "--shards", "2"]
-    res = CliRunner().invoke(cli, [*args, "--batch", "250", "--out", str(out), "--json"])
+    res = CliRunner().invoke(cli, [*args, "--batch", "250", "--private-cards", "--out", str(out), "--json"])
     assert res.exit_code == 0, res.output
     row = json.loads(res.stdout.strip().splitlines()[-1])
     for key in (
@@ -438,6 +438,7 @@ def test_cli_train_with_workers(cluster, tmp_path):
     ):
         assert key in row
     assert row["iterations"] == 2000 and row["workers"] == 2
+    assert "a private card table per worker" in res.stderr
     assert Trainer.load(out).iteration == 2000
 
 
