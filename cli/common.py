@@ -315,10 +315,11 @@ ray_opts = [
         type=click.IntRange(min=1),
         default=None,
         help="Iterations per worker per round of the Ray job (rounds may span discount boundaries). "
-        "A batch's mean staleness, (workers - 1) x batch / 2 iterations, costs exploitability "
-        "whatever the run's length [default: table entries / 25, 100 to 100,000, with several "
-        "workers at most 5 x first-round buckets / (workers - 1): Leduc 30 for 2 workers, 4 for 8; "
-        "resume: the run's].",
+        "Every worker starts a round from the same snapshot: the longer the round (workers x "
+        "batch), the more exploitability staleness costs, whatever the run's length [default: "
+        "table entries / 25, 100 to 100,000; with several workers rounds of at most 5 x the first "
+        "round's buckets: Leduc 15 for 2 workers, 3 for 8; hunl100 422 for 2, slow: big games "
+        "want a larger --batch; resume: the run's].",
     ),
     click.option(
         "--group-size",

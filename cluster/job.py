@@ -76,9 +76,9 @@ process would have; ``dcfr``'s sign-dependent factors make it approximate for mo
 Staleness: every worker trains against the snapshot of the start of its round; a batch's staleness
 is the iterations of the round's batches added before it (in the fixed order), averaged over
 batches ((N - 1) B / 2 with full rounds; 0 with one worker). Its cost in exploitability grows
-with that staleness, whatever the run's length; :func:`default_batch` keeps it at or under
-``STALE_VISITS`` times the first round's bucket count (BENCHMARKS.md, "Staleness with 2, 8 and 28
-workers").
+with the round's length, N x B, whatever the run's length; with several workers
+:func:`default_batch` keeps rounds at or under ``ROUND_VISITS`` times the first round's bucket count
+(BENCHMARKS.md, "Staleness with 2, 8 and 28 workers").
 
 Determinism: the tables depend only on the seed, the batch size, the number of workers and their
 grouping into nodes (not on timing, nor on which node ran a group after a failure). With one
@@ -128,31 +128,31 @@ from cluster.group import GroupLeaderCore
 from cluster.leader import LeaderCore
 from cluster.shard import ShardCore, slice_bounds
 
-STALE_VISITS = 2.5
-"""The default batch keeps a batch's mean staleness, ``(workers - 1) x batch / 2`` iterations, at or
-under ``STALE_VISITS x`` the first round's bucket count: each first-round information set is
-visited in about one iteration in that count, so a batch misses about ``STALE_VISITS`` of its
-updates. On Leduc (6 first-round buckets: staleness 15) that is 2 workers at batch 30, 8 at 4 and
-28 at 1, measured within 10% of one process at 4M iterations (BENCHMARKS.md, "Staleness with 2, 8
-and 28 workers"); other games are scaled by their bucket count, an assumption not measured."""
+ROUND_VISITS = 5
+"""With several workers the default batch keeps a round, ``workers x batch`` iterations, at or under
+``ROUND_VISITS x`` the first round's bucket count: each first-round information set is visited in
+about one iteration in that count, so a round updates it about ``ROUND_VISITS`` times from one
+snapshot. On Leduc (6 first-round buckets: rounds of 30) that is 2 workers at batch 15, 8 at 3 and
+28 at 1 (BENCHMARKS.md, "Staleness with 2, 8 and 28 workers"); other games are scaled by their
+bucket count, an assumption not measured."""
 
 
 def default_batch(table_entries: int, workers: int = 1, first_round_buckets: int | None = None) -> int:
     """Iterations per worker per round when none is given: table entries / 25, within
-    [100, 100,000], and with several workers at most ``2 x STALE_VISITS x first_round_buckets /
-    (workers - 1)`` (at least 1).
+    [100, 100,000], and with several workers at most ``ROUND_VISITS x first_round_buckets /
+    workers`` (at least 1).
 
-    What staleness costs depends on a batch's mean staleness in iterations (those of its round added
-    before it, which it did not see), ``(workers - 1) x batch / 2``, and not on the run's length: on
-    Leduc, 2 workers at batch 100 (staleness 50) end 11% above one process both at 100,000 and at
-    4M iterations, at batch 10 (staleness 5) level with it; 8 workers at batch 25 (200 in flight,
-    staleness 87.5) lose more than 2 at batch 100 (200 in flight). One worker sees all its own
-    updates, so its batch is never bounded by staleness. A big table needs big batches to keep the
-    per-round overhead small (hunl100 with the small abstractions, 116,463 entries: 4,658), which
-    this bound may undo with many workers: pass ``batch`` to choose throughput over staleness."""
+    What staleness costs depends on the round's length in iterations (every worker starts from the
+    round's snapshot and sees only its own updates), not on the run's length: on Leduc, 2 workers at
+    batch 100 end 11-13% above one process both at 100,000 and at 4M iterations, at batch 10 level
+    with it, and 28 workers at batch 1 (rounds of 28) level with it at 4M. One worker sees all its
+    own updates, so its batch is never bounded. A big table needs big batches to keep the per-round
+    overhead small (hunl100 with the small abstractions, 116,463 entries: 4,658), which this bound
+    undoes with several workers (hunl100, 169 first-round buckets: 422 for 2 workers): pass
+    ``batch`` to choose throughput over staleness."""
     b = int(min(max(table_entries // 25, 100), 100_000))
     if workers > 1 and first_round_buckets:
-        b = min(b, max(1, int(2 * STALE_VISITS * first_round_buckets) // (workers - 1)))
+        b = min(b, max(1, int(ROUND_VISITS * first_round_buckets) // workers))
     return b
 
 

@@ -15,7 +15,7 @@ from job_reference import reference
 
 from blueprint import checkpoint as ckpt
 from blueprint.trainer import Trainer, make_trainer
-from cluster.job import STALE_VISITS, RayJob, default_batch, split_round
+from cluster.job import ROUND_VISITS, RayJob, default_batch, split_round
 from cluster.shard import ShardCore, pack_delta, slice_bounds, sum_deltas, unpack_delta
 from cluster.worker import WorkerCore
 
@@ -119,20 +119,20 @@ def test_int32_shard_saturates():
     assert sh.regret[0] == 2**31 - 2
 
 
-def test_default_batch_bounds_the_mean_staleness():
-    """With several workers the default batch keeps (workers - 1) x batch / 2 within STALE_VISITS x
-    the first round's buckets (Leduc: the batches measured within 10% of one process), never
-    bounds one worker, and otherwise is table entries / 25."""
+def test_default_batch_bounds_the_round():
+    """With several workers the default batch keeps a round (workers x batch iterations) within
+    ROUND_VISITS x the first round's buckets (Leduc: the batches measured within 10% of one
+    process), never bounds one worker, and otherwise is table entries / 25."""
     leduc = make_trainer("leduc")
     b0 = leduc.cards.num_buckets[0]
-    assert [default_batch(leduc.size, w, b0) for w in (2, 8, 28)] == [30, 4, 1]
+    assert [default_batch(leduc.size, w, b0) for w in (2, 8, 28)] == [15, 3, 1]
     for w in (2, 3, 8, 28, 1000):
         for buckets in (3, 6, 169):
             b = default_batch(116_463, w, buckets)
-            assert b >= 1 and ((w - 1) * b / 2 <= STALE_VISITS * buckets or b == 1)
+            assert b >= 1 and (w * b <= ROUND_VISITS * buckets or b == 1)
     assert default_batch(leduc.size, 1, b0) == 104  # one worker sees all its updates
     assert default_batch(116_463, 8) == 4658 and default_batch(10**9, 8) == 100_000
-    assert default_batch(116_463, 2, 169) == 845
+    assert default_batch(116_463, 2, 169) == 422
 
 
 def test_simulated_job_reports_the_jobs_staleness():
