@@ -305,6 +305,17 @@ def cluster():
     ray.shutdown()
 
 
+def test_default_batch_is_said(cluster):
+    """Leduc with 2 workers gets the staleness-bounded default batch, 15, and a note saying why
+    it is small and what to pass for throughput; the job runs on it."""
+    notes: list[str] = []
+    with RayJob(make_trainer("leduc", seed=1), workers=2, shards=1, log=notes.append) as job:
+        assert job.batch == 15
+        assert any("default batch 15: rounds of 30 iterations" in m and "--batch" in m for m in notes), notes
+        job.run(300)
+        assert job.iteration == 300 and job.stats()["batches"] == 20
+
+
 def test_two_workers_two_shards_converge(cluster):
     iters = 20_000
     tr = make_trainer("leduc", seed=1)
