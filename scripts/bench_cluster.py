@@ -3,7 +3,7 @@
     python scripts/bench_cluster.py leduc      [--iterations 4000000] [--batch 100,1000] [--seeds 0]
                                                [--algo pluribus] [--workers 2]
     python scripts/bench_cluster.py staleness  [--iterations 4000000] [--runs 2:100,8:14,28:4] [--seeds 0-5]
-                                               [--algo pluribus] [--procs 2]
+                                               [--algo pluribus] [--procs 2] [--check-ray ROUNDS]
     python scripts/bench_cluster.py throughput [--seconds 30] [--batch 20000] [--cards small]
     python scripts/bench_cluster.py checkpoint [--cards small] [--iterations 200000]
     python scripts/bench_cluster.py calls      [--nodes 4] [--workers 4] [--shards 4] [--batch 100] [--rounds 20]
@@ -141,6 +141,42 @@ def _staleness_one(args: tuple) -> dict:
         "stale_fraction": workers * batch / iters,
         "seconds": time.perf_counter() - t,
     }
+
+
+def check_ray(runs: list[tuple[int, int]], rounds: int, algo: str) -> None:
+    """Each ``(workers, batch)`` run for ``rounds`` rounds as a Ray job on the local Ray (a CPU per
+    worker) and with :func:`cluster.simulate.simulate_job`: are the tables the same, bit for bit?"""
+    from cluster.simulate import simulate_job
+
+    ray.init(
+        num_cpus=max(w for w, _ in runs),
+        include_dashboard=False,
+        logging_level="warning",
+        log_to_driver=False,
+    )
+    for w, b in runs:
+        it = w * b * rounds
+        t = time.perf_counter()
+        with RayJob(make_trainer("leduc", seed=5, algo=algo), workers=w, shards=2, batch=b) as job:
+            job.run(it)
+            got = job.sync()
+            tables = got.regret.tobytes(), got.strat.tobytes()
+        dt = time.perf_counter() - t
+        ref = make_trainer("leduc", seed=5, algo=algo)
+        simulate_job(ref, w, b, it, shards=2)
+        same = tables == (ref.regret.tobytes(), ref.strat.tobytes())
+        emit(
+            {
+                "bench": "staleness",
+                "mode": "ray check",
+                "workers": w,
+                "batch": b,
+                "iterations": it,
+                "identical": same,
+                "ray_seconds": dt,
+            }
+        )
+    ray.shutdown()
 
 
 def staleness(iters: int, runs: list[tuple[int, int]], seeds: list[int], algo: str, procs: int) -> None:
@@ -1241,6 +1277,12 @@ def main() -> None:
         "--runs", default="2:100,8:14,28:4", help="staleness: workers:batch of each simulated job"
     )
     ap.add_argument("--procs", type=int, default=2, help="staleness: processes side by side")
+    ap.add_argument(
+        "--check-ray",
+        type=int,
+        default=0,
+        help="staleness: first compare each run with Ray for this many rounds",
+    )
     a = ap.parse_args()
     if a.what == "staleness":
         emit(
@@ -1251,9 +1293,12 @@ def main() -> None:
                 "load_average": os.getloadavg(),
             }
         )
+        runs = [(int(w), int(b)) for w, b in (r.split(":") for r in a.runs.split(","))]
+        if a.check_ray:
+            check_ray(runs, a.check_ray, a.algo)
         staleness(
             a.iterations or 4_000_000,
-            [(int(w), int(b)) for w, b in (r.split(":") for r in a.runs.split(","))],
+            runs,
             _seeds(a.seeds if a.seeds != "0" else "0-5"),
             a.algo,
             a.procs,
