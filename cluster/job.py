@@ -169,6 +169,13 @@ def worker_seed_state(seed: int, worker: int, iteration: int = 0) -> np.ndarray:
     return seed_rng_state(np.random.SeedSequence(seed, spawn_key=(worker, iteration)))
 
 
+def round_end(t: int, workers: int, batch: int, end: int) -> int:
+    """Where the round starting at iteration ``t`` ends: the next multiple of ``workers x batch``
+    (the batch grid, fixed from iteration 0), capped at ``end``."""
+    grid = workers * batch
+    return min((t // grid + 1) * grid, end)
+
+
 def split_round(total: int, workers: int) -> list[int]:
     """Split ``total`` iterations into ``workers`` contiguous batch sizes (first ones larger)."""
     q, r = divmod(total, workers)
@@ -1047,8 +1054,7 @@ class RayJob:
 
     def _round_size(self, end: int) -> int:
         t = self.tr.iteration
-        grid = self.num_workers * self.batch
-        return min((t // grid + 1) * grid, end) - t
+        return round_end(t, self.num_workers, self.batch, end) - t
 
     def _round(self, end: int) -> None:
         tr = self.tr

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from blueprint.trainer import Trainer
-from cluster.job import split_round, worker_seed_state
+from cluster.job import round_end, split_round, worker_seed_state
 from cluster.shard import ShardCore, slice_bounds, sum_deltas
 from cluster.worker import WorkerCore
 
@@ -48,8 +48,7 @@ def simulate_job(
     seq, round_id, t = [0] * workers, 0, 0
     stale_sum, batches = 0, 0
     while t < iterations:
-        grid = workers * batch
-        t_end = min((t // grid + 1) * grid, iterations)
+        t_end = round_end(t, workers, batch, iterations)
         snap = [s.publish() for s in sh]
         round_id += 1
         outs: dict[int, list] = {}

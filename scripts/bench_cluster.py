@@ -238,6 +238,9 @@ def _single_rate(args: tuple) -> tuple[float, int, int]:
     return (tr.iteration - it0) / (time.perf_counter() - t), tr.size, rss_bytes()
 
 
+_RAY_DAEMONS = ("raylet", "gcs_server", "dashboard", "log_monitor", "monitor.py")
+
+
 def _cpu_by_process() -> dict[int, tuple[str, float]]:
     """Every process's CPU seconds so far (user + system, from /proc) and its role: ``driver``
     (this process), a Ray actor's class (Ray titles its processes ``ray::Class.method``), a Ray
@@ -259,10 +262,8 @@ def _cpu_by_process() -> dict[int, tuple[str, float]]:
             role = "driver"
         elif cmd.startswith("ray::"):
             role = cmd.split()[0][5:].split(".")[0] or "ray::idle"
-        elif any(k in cmd for k in ("raylet", "gcs_server", "dashboard", "log_monitor", "monitor.py")):
-            role = next(
-                k for k in ("raylet", "gcs_server", "dashboard", "log_monitor", "monitor.py") if k in cmd
-            )
+        elif daemon := next((k for k in _RAY_DAEMONS if k in cmd), None):
+            role = daemon
         elif "default_worker.py" in cmd:
             role = "ray worker (idle)"
         else:
@@ -1215,6 +1216,16 @@ def memory(cards: str, workers: int, batch: int) -> None:
         )
 
 
+def _machine_row() -> dict:
+    """The first output row: this machine, the time and its load."""
+    return {
+        "machine": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "load_average": os.getloadavg(),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument(
@@ -1285,14 +1296,7 @@ def main() -> None:
     )
     a = ap.parse_args()
     if a.what == "staleness":
-        emit(
-            {
-                "machine": platform.processor() or platform.machine(),
-                "cpus": os.cpu_count(),
-                "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-                "load_average": os.getloadavg(),
-            }
-        )
+        emit(_machine_row())
         runs = [(int(w), int(b)) for w, b in (r.split(":") for r in a.runs.split(","))]
         if a.check_ray:
             check_ray(runs, a.check_ray, a.algo)
@@ -1305,14 +1309,7 @@ def main() -> None:
         )
         return
     if a.what == "model":
-        emit(
-            {
-                "machine": platform.processor() or platform.machine(),
-                "cpus": os.cpu_count(),
-                "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-                "load_average": os.getloadavg(),
-            }
-        )
+        emit(_machine_row())
         if a.group_size:
             model_grouped(
                 [int(x) for x in a.sizes.split(",")],
