@@ -93,6 +93,14 @@ from cli.common import CLIError, json_opt, run_dir_arg, user_input
     help="Depth-limited: deal the later rounds' cards from a fixed sample of this many of the cards left "
     "[default: 12 from a round with two deals after it (a flop), else every card].",
 )
+@click.option(
+    "--leaf-deals",
+    default=None,
+    metavar="LIST",
+    help="Depth-limited: deal the later rounds' cards along sampled runouts, this many deals of each "
+    "later round at each chance node, e.g. 32,1,1 (every deal walked) "
+    "[default: 32,1,1 from a round with three deals after it (pre-flop)].",
+)
 @json_opt
 def solve(
     run_dir,
@@ -110,6 +118,7 @@ def solve(
     bias,
     samples,
     leaf_cards,
+    leaf_deals,
     as_json,
 ):
     """Re-solve a subgame: the strategy for the seat to act, and how well it was solved.
@@ -160,9 +169,18 @@ def solve(
                         ("bias", bias),
                         ("samples", samples),
                         ("leaf_cards", leaf_cards),
+                        ("leaf_deals", leaf_deals),
                     )
                     if v is not None
                 }
+                if "leaf_deals" in dl_opts:
+                    try:
+                        dl_opts["leaf_deals"] = tuple(int(x) for x in leaf_deals.split(","))
+                    except ValueError:
+                        raise click.BadParameter(
+                            f"expected deals per later round, e.g. 32,1,1, got {leaf_deals!r}",
+                            param_hint="--leaf-deals",
+                        ) from None
                 if "continuations" in dl_opts:
                     dl_opts["continuations"] = tuple(x.strip() for x in continuations.split(",") if x.strip())
                 result = _solve_matchstate(
@@ -206,6 +224,12 @@ def _solve_report(sol) -> dict[str, Any]:
             click.echo(
                 f"  the later cards dealt from a fixed sample of {len(d['leaf_cards'])}: "
                 f"{cards_str(d['leaf_cards'], sol.subgame.game.num_suits)} (an unbiased estimate of every card's values)"
+            )
+        if d.get("leaf_deals"):
+            click.echo(
+                "  the later cards dealt along sampled runouts, "
+                + " x ".join(str(x) for x in d["leaf_deals"])
+                + " deals a chance node (an unbiased estimate of every card's values)"
             )
     return d
 
@@ -255,8 +279,12 @@ def _solve_matchstate(
 
     dl = depth_limit
     if dl_opts and depth_limit is not False:
-        if "leaf_cards" not in dl_opts:  # the default for the state's round (its depth limit's root)
-            dl_opts["leaf_cards"] = default_depth_limit(bp, root_round=state.betting.round).leaf_cards
+        if "leaf_cards" not in dl_opts and "leaf_deals" not in dl_opts:
+            # the default for the state's round (its depth limit's root)
+            dft = default_depth_limit(bp, root_round=state.betting.round)
+            dl_opts["leaf_cards"], dl_opts["leaf_deals"] = dft.leaf_cards, dft.leaf_deals
+        if dl_opts.get("leaf_deals") is not None and "samples" not in dl_opts:
+            dl_opts["samples"] = None  # sampled runouts walk every deal
         dl = DepthLimit(bp, auto=depth_limit is None, **dl_opts)
     sol, node = solve_state(
         bp,

@@ -99,6 +99,11 @@ class DepthLimit:
     # the continuations are dealt from a fixed uniform sample of this many of the cards left (None:
     # every card; a flop's turn and river, see DEFAULT_LEAF_CARDS)
     leaf_cards: Optional[int] = None
+    # or: the continuations are dealt along sampled runouts, ``leaf_deals[i]`` distinct deals of the
+    # i-th later round's cards at each chance node (uniform, drawn per node from ``seed`` and the
+    # cards dealt so far, so every leaf has the same runouts); a pre-flop root's default, see
+    # DEFAULT_LEAF_DEALS. Each chance node scales by its share of the deals: unbiased values
+    leaf_deals: Optional[tuple] = None
     model: Optional["LeafModel"] = None
 
     def __post_init__(self) -> None:
@@ -118,6 +123,17 @@ class DepthLimit:
             raise SubgameError(
                 f"a fixed sample of the later cards needs at least 3 cards, got {self.leaf_cards}"
             )
+        if self.leaf_deals is not None:
+            self.leaf_deals = tuple(self.leaf_deals)
+            if not self.leaf_deals or any(not isinstance(d, int) or d < 1 for d in self.leaf_deals):
+                raise SubgameError(
+                    f"leaf_deals must be deals per later round, each at least 1, got {self.leaf_deals}"
+                )
+            if self.leaf_cards is not None or self.samples is not None:
+                raise SubgameError(
+                    "leaf_deals (sampled runouts) walks each of its deals: it goes with neither "
+                    "leaf_cards nor samples"
+                )
 
     @property
     def k(self) -> int:
@@ -129,9 +145,13 @@ DEFAULT_SAMPLES = 4  # :func:`default_depth_limit`: CFR iterations walk 4 of the
 # continuations are dealt from a fixed sample of 12 of the cards left (12 turns x 11 rivers: 132
 # runouts against 56 for 8 cards, leaf values of less variance for twice the construction and check;
 # out of sample, on 8 flop states, 12 did a little better than 8, within the noise: BENCHMARKS.md,
-# session 9). Not from pre-flop by default: the flops of a few cards are too few for values per hand
-# (a DepthLimit may ask)
+# session 9). Not from pre-flop: the flops of a few cards are too few for values per hand (on a
+# pre-flop 4-bet, the solved strategies of 5-card samples disagree from sample to sample)
 DEFAULT_LEAF_CARDS = 12
+# :func:`default_depth_limit` from a round with three deals after it (hold'em pre-flop): sampled
+# runouts, 32 flops with one turn and one river each (about 70 ms an iteration on a 4-bet, where
+# the answers of different samples agree; BENCHMARKS.md, session 11)
+DEFAULT_LEAF_DEALS = (32, 1, 1)
 
 
 def default_depth_limit(
@@ -140,8 +160,11 @@ def default_depth_limit(
     """The depth limit :func:`subgame.nested.solve_state` uses by default: the four continuations of
     the paper (blueprint, fold, call, raise biased by 5), iterations walking ``samples`` of the next
     cards (:data:`DEFAULT_SAMPLES`); from a ``root_round`` with two deals after it, the
-    continuations dealt from a fixed sample of :data:`DEFAULT_LEAF_CARDS` cards."""
+    continuations dealt from a fixed sample of :data:`DEFAULT_LEAF_CARDS` cards; with three or
+    more, along sampled runouts (:data:`DEFAULT_LEAF_DEALS`, every deal walked)."""
     later = 0 if root_round is None else bp.gamedef.num_rounds - 1 - root_round
+    if later >= 3:
+        return DepthLimit(bp, samples=None, leaf_deals=DEFAULT_LEAF_DEALS)
     return DepthLimit(bp, samples=samples, leaf_cards=DEFAULT_LEAF_CARDS if later == 2 else None)
 
 
@@ -222,13 +245,21 @@ def continuation_template(bp, leaf_betting: Betting, board) -> BettingTree:
     return build_tree(bp.gamedef, bp_bets(bp), root=leaf_betting, board=board, deal_boards=False)
 
 
-def expanded_nodes(game: GameDef, tpl: BettingTree, num_cards: int, sample: Optional[int] = None) -> int:
+def expanded_nodes(
+    game: GameDef,
+    tpl: BettingTree,
+    num_cards: int,
+    sample: Optional[int] = None,
+    deals: Optional[tuple] = None,
+) -> int:
     """Nodes of ``tpl`` (a betting tree without chance nodes, from a state with ``num_cards`` board
     cards) once every deal of the later rounds' cards is spelled out (dealt from ``sample`` cards
-    when given, see :attr:`DepthLimit.leaf_cards`): a cheap size check before building the public
-    tree of the rest of the hand (or walking it)."""
+    when given, see :attr:`DepthLimit.leaf_cards`; or at most ``deals[i]`` deals at the i-th later
+    deal, :attr:`DepthLimit.leaf_deals`): a cheap size check before building the public tree of the
+    rest of the hand (or walking it)."""
     deck = game.deck_size if sample is None else num_cards + sample
     through = [game.board_cards_through(r) for r in range(game.num_rounds)]
+    later = _later_deals(game, num_cards)
     cards = np.zeros(tpl.num_nodes, np.int64)
     mult = np.zeros(tpl.num_nodes, np.float64)
     total = 0.0
@@ -247,11 +278,34 @@ def expanded_nodes(game: GameDef, tpl: BettingTree, num_cards: int, sample: Opti
         while c < need:  # a chance node, then one copy per deal of the next round's cards
             r = next(r for r in range(game.num_rounds) if through[r] > c)
             total += m
-            m *= comb(deck - c, through[r] - c)
+            n = comb(deck - c, through[r] - c)
+            if deals is not None:
+                n = min(n, _level_deals(deals, later, c))
+            m *= n
             c = through[r]
         cards[u], mult[u] = c, m
         total += m
     return int(total)
+
+
+def _later_deals(game: GameDef, num_cards: int) -> list:
+    """The board sizes before each later deal from a board of ``num_cards`` cards."""
+    through = sorted({game.board_cards_through(r) for r in range(game.num_rounds)})
+    return [c for c in through if c >= num_cards][:-1]
+
+
+def _level_deals(deals: tuple, later: list, cards: int) -> int:
+    """:attr:`DepthLimit.leaf_deals`'s number for the deal after a board of ``cards`` cards."""
+    i = later.index(cards)
+    return int(deals[min(i, len(deals) - 1)])
+
+
+def _draw_deals(rest: list, kk: int, want: int, rng: np.random.Generator) -> list:
+    """``want`` distinct deals of ``kk`` of the cards ``rest``, uniformly, in sorted order."""
+    picked: set = set()
+    while len(picked) < want:
+        picked.add(tuple(sorted(rng.choice(rest, kk, replace=False).tolist())))
+    return sorted(picked)
 
 
 @dataclasses.dataclass
@@ -288,6 +342,7 @@ class LeafModel:
     depth: int
     build_s: float
     sample: Optional[np.ndarray] = None  # the cards the later deals come from (None: every card)
+    leaf_deals: Optional[tuple] = None  # or the deals per later round of its sampled runouts
 
     def kernel_arrays(self) -> DK.ContModel:
         """The continuation trees as one kernel argument (fixed dtypes: one compilation)."""
@@ -421,8 +476,10 @@ def build_leaf_model(
     for n in leaves:
         rb = replay(tree.betting(int(n)), game)
         tpls.append(continuation_template(bp, rb, board0))
+    deals = dl.leaf_deals if sample is None else None
     size = sum(
-        expanded_nodes(game, tpl, len(board0), None if sample is None else len(sample)) for tpl in tpls
+        expanded_nodes(game, tpl, len(board0), None if sample is None else len(sample), deals)
+        for tpl in tpls
     )
     if size > max_nodes:
         raise SubgameError(
@@ -431,6 +488,26 @@ def build_leaf_model(
             f"{int(tree.round[0]) + 1}"
             + ("" if sample is not None else " with every card (a fixed sample of them: leaf_cards)")
         )
+    later = _later_deals(game, len(board0))
+    node_deals: dict = {}
+
+    def deals_at(cards: tuple, kk: int) -> list:
+        """The deals of the next ``kk`` cards at a chance node after ``cards``: every one (of the
+        pool), or with ``leaf_deals`` that many distinct ones drawn uniformly, the same for every
+        leaf (drawn from the seed and the cards)."""
+        key = tuple(sorted(cards))
+        got = node_deals.get(key)
+        if got is None:
+            rest = [c for c in pool if c not in cards]
+            n_all = comb(len(rest), kk)
+            want = n_all if deals is None else min(n_all, _level_deals(deals, later, len(cards)))
+            if want == n_all:
+                got = list(itertools.combinations(rest, kk))
+            else:
+                got = _draw_deals(rest, kk, want, np.random.default_rng([dl.seed, 3, *key]))
+            node_deals[key] = got
+        return got
+
     for li, n in enumerate(leaves):
         checkpoint()
         tpl = tpls[li]
@@ -472,11 +549,7 @@ def build_leaf_model(
                 r = next(r for r in range(game.num_rounds) if game.board_cards_through(r) > len(cards))
                 kk = game.board_cards_through(r) - len(cards)
                 # deals per hand pair, times the share of the deals this node has (a sample's)
-                share = (
-                    1.0
-                    if sample is None
-                    else comb(len(pool) - (len(cards) - len(board0)), kk) / comb(deck - len(cards), kk)
-                )
+                share = len(deals_at(cards, kk)) / comb(deck - len(cards), kk)
                 dealc.append(comb(deck - len(cards) - 2 * hole, kk) * share)
                 srow.append(-1)
                 stack.append((i, u, cards, d, kk))
@@ -494,9 +567,8 @@ def build_leaf_model(
             while len(stack) > floor:
                 i, u, cards, d, kk = stack.pop()
                 if kk:  # chance: every deal of the next round's cards (of the sample's)
-                    rest = [c for c in pool if c not in cards]
                     kids = []
-                    for cc in itertools.combinations(rest, kk):
+                    for cc in deals_at(cards, kk):
                         c = make(u, cards + cc, d + 1)
                         dealt[c] = cc[0] if kk == 1 else -1
                         kids.append(c)
@@ -638,6 +710,7 @@ def build_leaf_model(
         depth=depth + 2,
         build_s=time.perf_counter() - t0,
         sample=sample,
+        leaf_deals=deals,
     )
 
 
@@ -773,7 +846,7 @@ class DepthLimitedEngine(Engine):
         it). Returns the cards walked, or None when every card is."""
         n = len(self.deck_left)
         base = self.samples if self.samples is not None and self.samples < n else n
-        if cards is None or cards >= n:
+        if cards is None or cards >= n or self.model.leaf_deals is not None:  # sampled runouts: all
             self.measure_mask, self.measure_cards = self.full_mask, None
             self.measure_factor = self._runouts(n) / self._runouts(base)
             return None

@@ -298,7 +298,7 @@ def dead_end_subgame(
     if rnd < g.num_rounds - 1 and depth_limit is None:
         raise SubgameError("a dead end before the last round is solved depth-limited only")
     two = rnd < g.num_rounds - 2 and g.num_board_cards[rnd + 1] and g.num_board_cards[rnd + 2]
-    if two and depth_limit.leaf_cards is None:
+    if two and depth_limit.leaf_cards is None and depth_limit.leaf_deals is None:
         # its depth-limited leaves would be valued over every deal of two more rounds (a hold'em
         # flop: every turn and river): seconds per iteration, never an answer within a time budget
         raise SubgameError(

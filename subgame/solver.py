@@ -271,6 +271,8 @@ class Solution:
             "leaf_cards": m.sample.tolist()  # sorted (build_leaf_model)
             if m is not None and m.sample is not None
             else None,
+            # or the deals per later round of its sampled runouts (None: every deal)
+            "leaf_deals": list(m.leaf_deals) if m is not None and m.leaf_deals is not None else None,
         }
 
 

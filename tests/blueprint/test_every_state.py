@@ -150,12 +150,9 @@ def test_the_blueprint_player_labels_its_answers_in_a_match(hunl100_bp):
     assert counts.get("fallback", 0) > 0  # min-raise wars go past the abstraction's two raises
 
 
-def test_dead_ends_are_solved_where_a_subgame_fits_else_the_fallback_answers(hunl100_bp):
-    import time
-
+def test_dead_ends_are_solved_on_every_round(hunl100_bp):
     from evaluation.solving import SolvingPlayer
     from subgame.nested import solve_state
-    from subgame.tree import SubgameError
 
     game = hunl100_bp.game
     # a third raise on the river: no abstract node; the subgame from the state itself is solved
@@ -167,15 +164,17 @@ def test_dead_ends_are_solved_where_a_subgame_fits_else_the_fallback_answers(hun
     player = SolvingPlayer(hunl100_bp, iterations=30)
     strat, source = player.strategy(river)
     assert source == "subgame" and sum(strat.values()) == pytest.approx(1.0)
-    # pre-flop, a dead end's subgame would be valued over every later deal: refused at once, and
-    # the solving player answers from the blueprint's fallback, labelled
+    # pre-flop (the 4-bet the abstraction lacks) the dead end's subgame is depth-limited at the
+    # flop, its continuations dealt along sampled runouts, and solved within the time budget
     four_bet = game.state("MATCHSTATE:0:0:r300r900r2700:AhKd|")
-    t0 = time.perf_counter()
-    with pytest.raises(SubgameError, match="too big"):
-        solve_state(hunl100_bp, four_bet, iterations=5)
-    assert time.perf_counter() - t0 < 2.0
+    sol, n = solve_state(hunl100_bp, four_bet, iterations=20, time_budget=None)
+    d = sol.diagnostics()
+    assert sol.method == "unsafe" and d["depth_limited"] and d["leaf_deals"]
+    assert sol.exploitability_pct_pot < 5.0
     strat, source = player.strategy(four_bet)
-    assert source == "fallback" and strat == hunl100_bp.strategy(four_bet)
+    assert source == "subgame" and sum(strat.values()) == pytest.approx(1.0)
+    aces = game.state("MATCHSTATE:0:0:r300r900r2700:AsAc|")
+    assert player.strategy(aces)[0].get("f", 0.0) < 0.05  # aces never fold to a 4-bet
 
 
 def test_a_flop_dead_end_after_a_translated_all_in_is_solved_by_hand(hunl100_bp):

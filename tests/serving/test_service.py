@@ -116,7 +116,8 @@ def test_solving_responder_answers_the_river_from_a_subgame_and_reuses_it(hunl_b
     assert info.value.kind == "not_your_turn"
 
 
-def test_solving_responder_solves_a_dead_end_where_it_fits_and_labels_the_rest(hunl_bp):
+def test_solving_responder_solves_a_dead_end_where_it_fits_and_labels_the_rest(hunl_bp, monkeypatch):
+    import subgame.depth
     from serving.responder import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", default_time_budget_ms=20000, min_iterations=3)
@@ -128,9 +129,14 @@ def test_solving_responder_solves_a_dead_end_where_it_fits_and_labels_the_rest(h
         a = r.answer(river, session="d1")
         assert a["source"] == "subgame" and a["method"] == "unsafe", a
         assert abs(sum(a["strategy"].values()) - 1) < 1e-5
-        # three raises pre-flop: no subgame fits; the blueprint's fallback answers, labelled
+        # three raises pre-flop: depth-limited at the flop, along sampled runouts
         pre = "MATCHSTATE:0:0:r300r900r1500:AhKd|"
         b = r.answer(pre, session="d2")
+        assert b["source"] == "subgame" and b["method"] == "unsafe", b
+        # where no subgame fits (continuations over every deal of the flop, turn and river) the
+        # blueprint's fallback answers, labelled
+        monkeypatch.setattr(subgame.depth, "DEFAULT_LEAF_DEALS", None)
+        b = r.answer(pre, session="d3")
         assert b["source"] == "fallback" and b["fallback"] == "unsolvable" and "too big" in b["reason"], b
         assert b["strategy"] == hunl_bp.answer(pre).strategy
         assert r.metrics()["solver"]["outcomes"].get("unsolvable") == 1

@@ -463,6 +463,68 @@ def test_a_fixed_sample_of_the_later_cards_is_unbiased(bp4):
         DepthLimit(bp4, leaf_cards=2)
 
 
+def test_sampled_runouts_are_unbiased(bp4, monkeypatch):
+    """``leaf_deals``: the continuations are dealt along sampled runouts (here 3 of the 9 turn cards,
+    then every river). The leaf values averaged over every set of 3 turn cards are the exact ones
+    (both seats' walks, all continuations); every leaf has the same runouts; enough deals to cover
+    every card give the exact model itself."""
+    import itertools
+
+    import subgame.depth as depth
+
+    dl = DepthLimit(bp4, leaf_deals=(3, 8))
+    sub, _ = from_matchstate(bp4, FLOP4, bets=bp_bets(bp4), with_gifts=False, depth_limit=dl)
+    tree = sub.public_tree()
+    me, o = sub.refine, sub.opponent
+    exact = build_leaf_model(tree, bp4, me, DepthLimit(bp4))
+    li = next(i for i, n in enumerate(exact.leaf_nodes) if not replay(tree.betting(int(n)), G4).finished)
+    r_op = np.stack([sub.ranges[o]] * dl.k) * np.arange(1, dl.k + 1)[:, None]
+    want_me = continuation_values(exact, li, me, r_op)
+    want_o = continuation_values(exact, li, o, sub.ranges[me])
+
+    m = build_leaf_model(tree, bp4, me, dl)  # drawn: the same 3 turn cards under every leaf
+    turns = {b for b in m.boards if len(b) == 4}
+    assert len(turns) == 3 and m.leaf_deals == (3, 8) and m.num_nodes < exact.num_nodes
+    one = continuation_values(m, li, o, sub.ranges[me])
+    assert np.abs(one - want_o).max() > 1e-3 * np.abs(want_o).max()
+
+    rest = [c for c in range(G4.deck_size) if c not in sub.board]
+    subsets = list(itertools.combinations(rest, 3))
+    acc_me, acc_o = np.zeros_like(want_me), np.zeros_like(want_o)
+    for cards in subsets:
+        monkeypatch.setattr(depth, "_draw_deals", lambda rest, kk, want, rng: [(c,) for c in cards])
+        m = build_leaf_model(tree, bp4, me, dl)
+        acc_me += continuation_values(m, li, me, r_op)
+        acc_o += continuation_values(m, li, o, sub.ranges[me])
+    np.testing.assert_allclose(acc_me / len(subsets), want_me, rtol=1e-4, atol=1e-5 * np.abs(want_me).max())
+    np.testing.assert_allclose(acc_o / len(subsets), want_o, rtol=1e-4, atol=1e-5 * np.abs(want_o).max())
+
+    full = build_leaf_model(tree, bp4, me, DepthLimit(bp4, leaf_deals=(9, 8)))
+    assert full.num_nodes == exact.num_nodes
+    np.testing.assert_array_equal(continuation_values(full, li, o, sub.ranges[me]), want_o)
+    for bad in ((0, 1), (), (2.5,)):
+        with pytest.raises(SubgameError, match="leaf_deals"):
+            DepthLimit(bp4, leaf_deals=bad)
+    with pytest.raises(SubgameError, match="neither"):
+        DepthLimit(bp4, leaf_deals=(3, 1), samples=4)
+
+
+def test_a_pre_flop_subgame_is_solved_along_sampled_runouts(bp4):
+    """From pre-flop (three deals after it) the default depth limit deals the continuations along
+    sampled runouts, and the depth-limited game is solved (its exploitability falls and is small)."""
+    from subgame.depth import DEFAULT_LEAF_DEALS, default_depth_limit
+    from subgame.nested import solve_state
+
+    dft = default_depth_limit(bp4, root_round=0)
+    assert dft.leaf_deals == DEFAULT_LEAF_DEALS and dft.samples is None and dft.leaf_cards is None
+    state = "MATCHSTATE:1:0::|5c5d"
+    first, _ = solve_state(bp4, state, "unsafe", time_budget=None, iterations=2, bets=bp_bets(bp4))
+    sol, n = solve_state(bp4, state, "unsafe", time_budget=None, iterations=200, bets=bp_bets(bp4))
+    d = sol.diagnostics()
+    assert d["depth_limited"] and d["leaf_deals"] == list(DEFAULT_LEAF_DEALS)
+    assert sol.exploitability_pct_pot < min(2.0, first.exploitability_pct_pot / 5)
+
+
 def test_depth_limited_blueprint_values_agree_with_the_whole_hands(bp4):
     """The gadgets' values from the depth-limited game (for a flop whose rest of the hand is too big
     to walk): the blueprint's own values equal those of the blueprint walked to the end of the hand,
@@ -498,7 +560,7 @@ def test_a_flop_too_big_to_walk_is_solved_safely_depth_limited(bp4, monkeypatch)
 
     assert default_depth_limit(bp4, root_round=1).leaf_cards == DEFAULT_LEAF_CARDS == 12
     assert default_depth_limit(bp4, root_round=2).leaf_cards is None  # the turn: every river card
-    assert default_depth_limit(bp4, root_round=0).leaf_cards is None  # pre-flop: too few flops
+    assert default_depth_limit(bp4, root_round=0).leaf_cards is None  # pre-flop: sampled runouts
     monkeypatch.setattr(C, "MAX_REST_ENTRIES", 10)
     monkeypatch.setattr(depth, "DEFAULT_LEAF_CARDS", 8)  # this game has 9 cards left after the flop
     with pytest.raises(SubgameError, match="too big for exact values"):
