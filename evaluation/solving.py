@@ -8,11 +8,16 @@ fallback; every answer is labelled (``sources`` counts them).
 
 Before ``from_round`` (default: the last round, where a subgame has no chance nodes and solves in
 well under a second; the turn in hold'em is a 15,000-node tree) it plays the blueprint, translating
-off-tree bets; from ``from_round`` on it solves the subgame at the state
+off-tree bets (with ``off_tree``, it solves the nested subgame after an opponent's off-tree bet of
+the state's round instead, as Libratus did at every round); from ``from_round`` on it solves the subgame at the state
 (:func:`subgame.nested.solve_state`; nested when the opponent's bet is off the blueprint's tree) and
 samples the solved strategy for its hand. Later decisions
 in the same hand that lie inside the solved subgame reuse it (Libratus re-solved at every opponent
-off-tree action; an on-tree continuation is answered from the solved tree).
+off-tree action; an on-tree continuation is answered from the solved tree). A subgame rooted
+before any board card is the same for every deal (its ranges come from the blueprint and the
+public history, not from the player's cards): such solutions are kept across hands, least recently
+used out beyond ``public_cache_bytes`` (:class:`~subgame.cache.SessionCache`, keyed by the seat
+and the public history).
 """
 
 from __future__ import annotations
@@ -24,8 +29,8 @@ import numpy as np
 from blueprint.blueprint import Blueprint, BlueprintError
 from blueprint.player import sample
 from holdem.state import State
-from subgame.cache import SubgameCache
-from subgame.nested import hand_strategy, solve_state
+from subgame.cache import SessionCache, SubgameCache
+from subgame.nested import hand_strategy, opponent_off_tree_this_round, solve_state
 from subgame.solver import METHODS
 from subgame.tree import SubgameError
 
@@ -43,6 +48,8 @@ class SolvingPlayer:
         iterations: Optional[int] = 200,
         from_round: Optional[int] = None,
         bets=None,
+        off_tree: bool = False,
+        public_cache_bytes: int = 256 << 20,
     ):
         if method not in METHODS:
             raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
@@ -55,7 +62,9 @@ class SolvingPlayer:
             from_round,
             bets,
         )
+        self.off_tree = off_tree
         self.cache = SubgameCache()
+        self.public = SessionCache(public_cache_bytes)  # pre-flop solutions, kept across hands
         self.solves = 0
         self.reused = 0
         self.fallbacks = 0  # decisions it meant to solve but could not (answered by the blueprint)
@@ -82,8 +91,20 @@ class SolvingPlayer:
             self.reused += 1
             return hand_strategy(sol, n, state), "subgame"
         ans = self.bp.answer(state, rng)
-        if state.round < self.from_round and ans.source != "fallback":
+        if (
+            state.round < self.from_round
+            and ans.source != "fallback"
+            and not (self.off_tree and ans.source == "translated" and opponent_off_tree_this_round(self.bp, state))
+        ):
             return ans.strategy, ans.source
+        public = None
+        if not len(state.board_cards):  # no card dealt: the subgame is the same for every deal
+            public = f"{state.viewer}:{state.betting.betting_string()}"
+            hit = self.public.lookup(public, state, public)
+            if hit is not None:
+                self.cache.store(hit[0], key)
+                self.reused += 1
+                return hand_strategy(hit[0], hit[1], state), "subgame"
         try:
             sol, n = solve_state(
                 self.bp,
@@ -97,6 +118,8 @@ class SolvingPlayer:
             self.fallbacks += 1  # no subgame fits: the blueprint's answer (its fallback at a dead end)
             return ans.strategy, ans.source
         self.cache.store(sol, key)
+        if public is not None:
+            self.public.store(public, sol, public)
         self.solves += 1
         return hand_strategy(sol, n, state), "subgame"
 

@@ -85,6 +85,18 @@ def first_off_tree(bp: Blueprint, state: State) -> Optional[tuple[int, int, Bett
     return None
 
 
+def opponent_off_tree_this_round(bp: Blueprint, state: State) -> bool:
+    """Whether the history's first off-tree action is the opponent's and in the state's round (the
+    state then has a nested subgame rooted right after it, :func:`nested_subgame`)."""
+    try:
+        off = first_off_tree(bp, state)
+    except SubgameError:
+        return False
+    if off is None:
+        return False
+    return _flat(state.betting)[off[1]][0] == state.betting.round and int(bp.tree.player[off[0]]) != state.viewer
+
+
 def node_of_state(tree: BettingTree, state: State) -> int:
     """The node of ``tree`` reached by ``state``'s real history (from the tree's root)."""
     root = _flat(tree.root_betting)

@@ -177,6 +177,37 @@ def test_dead_ends_are_solved_on_every_round(hunl100_bp):
     assert player.strategy(aces)[0].get("f", 0.0) < 0.05  # aces never fold to a 4-bet
 
 
+def test_off_tree_opens_are_solved_nested_and_pre_flop_solutions_serve_every_deal(hunl100_bp):
+    """With ``off_tree`` the solving player answers an opponent's off-tree pre-flop open (to 700:
+    the abstraction has pot raises and all-in) from the nested subgame rooted right after it instead
+    of translating it; that subgame has no board card, so its solution answers the same public state
+    in later hands with other cards without a new solve. Without ``off_tree`` the open is translated."""
+    from evaluation.solving import SolvingPlayer
+
+    game = hunl100_bp.game
+    plain = SolvingPlayer(hunl100_bp, iterations=10)
+    assert plain.strategy(game.state("MATCHSTATE:0:0:r700:AhKd|"))[1] == "translated"
+    assert plain.solves == 0
+    player = SolvingPlayer(hunl100_bp, iterations=10, off_tree=True)
+    first = player.strategy(game.state("MATCHSTATE:0:0:r700:AhKd|"))
+    assert first[1] == "subgame" and player.solves == 1
+    sol = player.cache.sol
+    assert sol.subgame.alt is not None and sol.diagnostics()["depth_limited"]  # nested: safe, at the flop
+    other = player.strategy(game.state("MATCHSTATE:0:1:r700:7h2c|"))
+    assert other[1] == "subgame" and player.solves == 1 and player.reused == 1
+    assert player.cache.sol is sol and hand_strategy_of(sol, game, "MATCHSTATE:0:1:r700:7h2c|") == other[0]
+    # on the tree, and after a board card, nothing is shared across hands
+    assert player.strategy(game.state("MATCHSTATE:0:2:r300:AhKd|"))[1] == "blueprint"
+    assert player.public.snapshot()["cache_entries"] == 1
+
+
+def hand_strategy_of(sol, game, ms):
+    from subgame.nested import hand_strategy, node_of_state
+
+    state = game.state(ms)
+    return hand_strategy(sol, node_of_state(sol.tree, state), state)
+
+
 def test_a_flop_dead_end_after_a_translated_all_in_is_solved_by_hand(hunl100_bp):
     """The pre-flop raise to 2,000 was translated to all-in and called: the real hand has 80 big
     blinds behind, the abstract one none (a dead end). A flop bet there is solved depth-limited
