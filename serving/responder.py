@@ -70,7 +70,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
 
 from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
 
@@ -632,6 +632,15 @@ class _SizeModel:
             }
 
 
+def _public_key(state, method: str) -> Optional[str]:
+    """The cache key of a subgame the same for every deal (none of the board is dealt: its ranges
+    come from the blueprint and the public history, not from the viewer's cards), shared by every
+    session; None once board cards are out."""
+    if len(state.board_cards):
+        return None
+    return f"public:{method}:{state.viewer}:{state.betting.betting_string()}"
+
+
 class _Job:
     """One admitted solve: the query, its times (``time.perf_counter`` instants) and its future."""
 
@@ -949,6 +958,9 @@ class SolvingResponder(BlueprintResponder):
         assert state.viewer is not None  # a decision of its viewer (validated)
         key = (state.hand_id, tuple(state.hole_cards[state.viewer]), method)
         hit = self.sessions.lookup(session, state, key) if session is not None else None
+        public = _public_key(state, method)
+        if hit is None and public is not None:  # a pre-flop subgame solved for another deal
+            hit = self.sessions.lookup(public, state, public)
         if hit is not None:
             sol, node = hit
             try:
@@ -1110,9 +1122,13 @@ class SolvingResponder(BlueprintResponder):
         self.sessions.release(job.reserved)  # the solve's working memory is gone: room to keep the result
         with self._cond:
             job.reserved = 0
-        if job.session is not None:
+        public = _public_key(state, job.method)
+        if job.session is not None or public is not None:
             evicted = self.sessions.evictions
-            self.sessions.store(job.session, sol, job.key, size)
+            if job.session is not None:
+                self.sessions.store(job.session, sol, job.key, size)
+            if public is not None:  # counted twice when in both: the budget errs safe
+                self.sessions.store(public, sol, public, size)
             now = time.perf_counter()
             if self.sessions.evictions != evicted and now - self._trimmed > self.TRIM_EVERY_S:
                 self._trimmed = now  # in this (low-priority) solver thread, off the event loop

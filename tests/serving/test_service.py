@@ -132,10 +132,15 @@ def test_solving_responder_solves_a_dead_end_where_it_fits_and_labels_the_rest(h
         # three raises pre-flop: depth-limited at the flop, along sampled runouts
         pre = "MATCHSTATE:0:0:r300r900r1500:AhKd|"
         b = r.answer(pre, session="d2")
-        assert b["source"] == "subgame" and b["method"] == "unsafe", b
+        assert b["source"] == "subgame" and b["method"] == "unsafe" and not b["reused"], b
+        # no board card is out: the same subgame answers another session's deal at once
+        other = r.answer("MATCHSTATE:0:7:r300r900r1500:7h2c|", session="d9")
+        assert other["source"] == "subgame" and other["reused"], other
+        assert r.answer("MATCHSTATE:0:7:r300r900r1500:AhKd|", session="d8")["strategy"] == b["strategy"]
         # where no subgame fits (continuations over every deal of the flop, turn and river) the
         # blueprint's fallback answers, labelled
         monkeypatch.setattr(subgame.depth, "DEFAULT_LEAF_DEALS", None)
+        r.sessions.clear()
         b = r.answer(pre, session="d3")
         assert b["source"] == "fallback" and b["fallback"] == "unsolvable" and "too big" in b["reason"], b
         assert b["strategy"] == hunl_bp.answer(pre).strategy
