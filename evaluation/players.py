@@ -31,7 +31,9 @@ Baselines (usable in any game unless said otherwise; the names are the ``SPEC`` 
 * a run directory: :class:`BlueprintPlayer`, the run's average strategy.
 
 * ``RUN_DIR+solve:METHOD``: :class:`evaluation.solving.SolvingPlayer`, the blueprint with subgame
-  solving (``subgame/``) later in the hand.
+  solving (``subgame/``) later in the hand and at the abstraction's dead ends;
+  ``RUN_DIR+solve:METHOD:off-tree`` also after an opponent's off-tree bet of the current round
+  (nested) instead of translating it.
 
 The :class:`~blueprint.player.Player` protocol and :func:`~blueprint.player.sample` live in
 :mod:`blueprint.player`.

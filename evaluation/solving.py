@@ -145,5 +145,9 @@ def _legal(action: str, state: State) -> str:
 
 
 def solving_player(bp: Blueprint, method: str, name: str) -> SolvingPlayer:
-    """The factory the player-spec parser is handed (``RUN_DIR+solve:METHOD``)."""
-    return SolvingPlayer(bp, method, name=name)
+    """The factory the player-spec parser is handed (``RUN_DIR+solve:METHOD`` or
+    ``RUN_DIR+solve:METHOD:off-tree``, the latter with ``off_tree``)."""
+    method, _, option = method.partition(":")
+    if option not in ("", "off-tree"):
+        raise SubgameError(f"unknown solving option {option!r}: expected off-tree or nothing")
+    return SolvingPlayer(bp, method, name=name, off_tree=option == "off-tree")

@@ -154,6 +154,11 @@ def test_spec_run_dir(tmp_path, kuhn_cfr):
     assert sum(p.probs(s).values()) == pytest.approx(1.0)
     with pytest.raises(PlayerSpecError, match="trained on kuhn, not leduc"):
         player_from_spec(str(tmp_path / "run"), Game.load("leduc"))
+    sp = player_from_spec(f"{tmp_path / 'run'}+solve:resolve:off-tree", KUHN)
+    assert sp.method == "resolve" and sp.off_tree
+    assert not player_from_spec(f"{tmp_path / 'run'}+solve:resolve", KUHN).off_tree
+    with pytest.raises(PlayerSpecError, match="unknown solving option 'sideways'"):
+        player_from_spec(f"{tmp_path / 'run'}+solve:resolve:sideways", KUHN)
 
 
 # -- exact values --------------------------------------------------------------------------------
