@@ -25,6 +25,10 @@ FULL_ALGOS = ("cfr", "cfr+")
 
 #: DCFR's parameters (Brown & Sandholm 2019), the trainer's ``dcfr`` preset and the subgame solver's
 DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA = 1.5, 0.0, 2.0
+#: the subgame solver's strategy-sum exponent: 3 (as postflop-solver uses) reaches 0.5% of the pot
+#: in 89 iterations on the Libratus turn endgame and 79 on the river, against 96 and 84 with 2
+#: (BENCHMARKS.md, session 11)
+SUBGAME_DCFR_GAMMA = 3.0
 
 
 class AlgoError(ValueError):
