@@ -25,10 +25,13 @@ FULL_ALGOS = ("cfr", "cfr+")
 
 #: DCFR's parameters (Brown & Sandholm 2019), the trainer's ``dcfr`` preset and the subgame solver's
 DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA = 1.5, 0.0, 2.0
-#: the subgame solver's strategy-sum exponent: 3 (as postflop-solver uses) reaches 0.5% of the pot
-#: in 89 iterations on the Libratus turn endgame and 79 on the river, against 96 and 84 with 2
-#: (BENCHMARKS.md, session 11)
+#: the subgame solver's DCFR schedule (postflop-solver's, without its restarts of the strategy sum):
+#: the strategy sum discounted with exponent 3, and the regrets' discount boundary one iteration
+#: behind (the first iteration's regrets, those of the uniform strategy, are dropped at the second):
+#: 0.5% of the pot in 82 iterations on the Libratus turn endgame and 73 on the river, against 96
+#: and 84 with the trainer's schedule (BENCHMARKS.md, session 11)
 SUBGAME_DCFR_GAMMA = 3.0
+SUBGAME_DCFR_REGRET_LAG = 1
 
 
 class AlgoError(ValueError):

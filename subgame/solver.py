@@ -43,7 +43,7 @@ import numpy as np
 
 from abstraction.bets import BetAbstraction
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, BettingTree
-from blueprint.algo import SUBGAME_DCFR_GAMMA, dcfr_factors
+from blueprint.algo import SUBGAME_DCFR_GAMMA, SUBGAME_DCFR_REGRET_LAG, dcfr_factors
 from blueprint.vector_cfr import fold_values_all
 from holdem.betting import Betting
 
@@ -525,11 +525,13 @@ def _exploitability(r: np.ndarray, e: Engine, sigma_c: np.ndarray):
 def iteration_weights(algo: str, t: int) -> tuple[float, float, bool, float, float]:
     """The kernel's weights of iteration ``t >= 1``: (positive regret factor, negative regret
     factor, CFR+ flooring, strategy-sum factor, weight of this iteration's strategy). ``dcfr``
-    discounts with :func:`blueprint.algo.dcfr_factors` at boundary ``t - 1`` (the strategy sum
-    with :data:`~blueprint.algo.SUBGAME_DCFR_GAMMA`); ``cfr+`` floors regrets and weights iteration
+    discounts with :func:`blueprint.algo.dcfr_factors`: the strategy sum at boundary ``t - 1``
+    with exponent :data:`~blueprint.algo.SUBGAME_DCFR_GAMMA`, the regrets at boundary
+    ``t - 1 - SUBGAME_DCFR_REGRET_LAG`` (at least 0); ``cfr+`` floors regrets and weights iteration
     ``t`` by ``t`` (linear averaging)."""
     if algo == "dcfr":
-        pos, neg, strat = dcfr_factors(t - 1, gamma=SUBGAME_DCFR_GAMMA)
+        _, _, strat = dcfr_factors(t - 1, gamma=SUBGAME_DCFR_GAMMA)
+        pos, neg, _ = dcfr_factors(max(t - 1 - SUBGAME_DCFR_REGRET_LAG, 0))
         return (pos, neg, False, strat, 1.0)
     return (1.0, 1.0, True, 1.0, float(t))
 
