@@ -193,10 +193,10 @@ def test_target_and_time_budget_stop():
     s = solve(sub, "unsafe", target_pct_pot=2.0, check_every=5)
     assert s.exploitability_pct_pot <= 2.0
     assert s.iterations < 1000
-    # checks from iteration 5, at most 5 apart, the last one at the stop and the first under the target
+    # checks from iteration 5, at most 4 x 5 apart, the last one at the stop and the first under the target
     checks = [h[0] for h in s.history]
     assert checks[0] == 5 and checks[-1] == s.iterations
-    assert all(1 <= b - a <= 5 for a, b in zip(checks, checks[1:]))
+    assert all(1 <= b - a <= 20 for a, b in zip(checks, checks[1:]))
     assert all(x / sub.pot * 100 > 2.0 for _, _, x in s.history[:-1])
     s = solve(sub, "unsafe", time_budget=0.2)
     assert s.iterations >= 1
