@@ -430,13 +430,9 @@ def test_two_later_rounds_continuation_equals_an_independent_evaluation(bp4):
 FLOP4 = "MATCHSTATE:0:0:cc/:5c5d|/2c3d4h"
 
 
-def test_a_fixed_sample_of_the_later_cards_is_unbiased(bp4):
-    """``leaf_cards``: the turn and the river are dealt from a fixed sample of the cards left; the
-    leaf values averaged over every sample of 4 of the 9 cards are the exact ones (both seats'
-    walks, all continuations), and one sample differs from them."""
-    import itertools
-
-    dl = DepthLimit(bp4, leaf_cards=4)
+def _exact_leaf(bp4, dl):
+    """The flop subgame of ``FLOP4`` with ``dl``, its exact leaf model (every later card), a leaf
+    that is not all-in, opponent reach per continuation, and both seats' exact values there."""
     sub, _ = from_matchstate(bp4, FLOP4, bets=bp_bets(bp4), with_gifts=False, depth_limit=dl)
     tree = sub.public_tree()
     me, o = sub.refine, sub.opponent
@@ -445,6 +441,17 @@ def test_a_fixed_sample_of_the_later_cards_is_unbiased(bp4):
     r_op = np.stack([sub.ranges[o]] * dl.k) * np.arange(1, dl.k + 1)[:, None]
     want_me = continuation_values(exact, li, me, r_op)
     want_o = continuation_values(exact, li, o, sub.ranges[me])
+    return sub, tree, me, o, exact, li, r_op, want_me, want_o
+
+
+def test_a_fixed_sample_of_the_later_cards_is_unbiased(bp4):
+    """``leaf_cards``: the turn and the river are dealt from a fixed sample of the cards left; the
+    leaf values averaged over every sample of 4 of the 9 cards are the exact ones (both seats'
+    walks, all continuations), and one sample differs from them."""
+    import itertools
+
+    dl = DepthLimit(bp4, leaf_cards=4)
+    sub, tree, me, o, exact, li, r_op, want_me, want_o = _exact_leaf(bp4, dl)
     rest = [c for c in range(G4.deck_size) if c not in sub.board]
     subsets = list(itertools.combinations(rest, 4))
     acc_me, acc_o = np.zeros_like(want_me), np.zeros_like(want_o)
@@ -473,14 +480,7 @@ def test_sampled_runouts_are_unbiased(bp4, monkeypatch):
     import subgame.depth as depth
 
     dl = DepthLimit(bp4, leaf_deals=(3, 8))
-    sub, _ = from_matchstate(bp4, FLOP4, bets=bp_bets(bp4), with_gifts=False, depth_limit=dl)
-    tree = sub.public_tree()
-    me, o = sub.refine, sub.opponent
-    exact = build_leaf_model(tree, bp4, me, DepthLimit(bp4))
-    li = next(i for i, n in enumerate(exact.leaf_nodes) if not replay(tree.betting(int(n)), G4).finished)
-    r_op = np.stack([sub.ranges[o]] * dl.k) * np.arange(1, dl.k + 1)[:, None]
-    want_me = continuation_values(exact, li, me, r_op)
-    want_o = continuation_values(exact, li, o, sub.ranges[me])
+    sub, tree, me, o, exact, li, r_op, want_me, want_o = _exact_leaf(bp4, dl)
 
     m = build_leaf_model(tree, bp4, me, dl)  # drawn: the same 3 turn cards under every leaf
     turns = {b for b in m.boards if len(b) == 4}
