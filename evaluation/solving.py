@@ -94,7 +94,9 @@ class SolvingPlayer:
         if (
             state.round < self.from_round
             and ans.source != "fallback"
-            and not (self.off_tree and ans.source == "translated" and opponent_off_tree_this_round(self.bp, state))
+            and not (
+                self.off_tree and ans.source == "translated" and opponent_off_tree_this_round(self.bp, state)
+            )
         ):
             return ans.strategy, ans.source
         public = None

@@ -478,8 +478,7 @@ def build_leaf_model(
         tpls.append(continuation_template(bp, rb, board0))
     deals = dl.leaf_deals if sample is None else None
     size = sum(
-        expanded_nodes(game, tpl, len(board0), None if sample is None else len(sample), deals)
-        for tpl in tpls
+        expanded_nodes(game, tpl, len(board0), None if sample is None else len(sample), deals) for tpl in tpls
     )
     if size > max_nodes:
         raise SubgameError(

@@ -94,7 +94,9 @@ def opponent_off_tree_this_round(bp: Blueprint, state: State) -> bool:
         return False
     if off is None:
         return False
-    return _flat(state.betting)[off[1]][0] == state.betting.round and int(bp.tree.player[off[0]]) != state.viewer
+    return (
+        _flat(state.betting)[off[1]][0] == state.betting.round and int(bp.tree.player[off[0]]) != state.viewer
+    )
 
 
 def node_of_state(tree: BettingTree, state: State) -> int:
