@@ -485,7 +485,13 @@ def build_leaf_model(
             f"the continuations after the depth limit have {size:,} nodes in all (more than "
             f"{max_nodes:,}): too many later deals for a depth-limited solve from round "
             f"{int(tree.round[0]) + 1}"
-            + ("" if sample is not None else " with every card (a fixed sample of them: leaf_cards)")
+            + (
+                ""
+                if sample is not None
+                else " (fewer sampled runouts: leaf_deals)"
+                if deals is not None
+                else " with every card (a fixed sample of them: leaf_cards)"
+            )
         )
     later = _later_deals(game, len(board0))
     node_deals: dict = {}
