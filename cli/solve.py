@@ -283,8 +283,6 @@ def _solve_matchstate(
             # the default for the state's round (its depth limit's root)
             dft = default_depth_limit(bp, root_round=state.betting.round)
             dl_opts["leaf_cards"], dl_opts["leaf_deals"] = dft.leaf_cards, dft.leaf_deals
-        if dl_opts.get("leaf_deals") is not None and "samples" not in dl_opts:
-            dl_opts["samples"] = None  # sampled runouts walk every deal
         dl = DepthLimit(bp, auto=depth_limit is None, **dl_opts)
     sol, node = solve_state(
         bp,

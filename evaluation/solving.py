@@ -29,7 +29,7 @@ import numpy as np
 from blueprint.blueprint import Blueprint, BlueprintError
 from blueprint.player import sample
 from holdem.state import State
-from subgame.cache import SessionCache, SubgameCache
+from subgame.cache import SessionCache, SubgameCache, public_key
 from subgame.nested import hand_strategy, opponent_off_tree_this_round, solve_state
 from subgame.solver import METHODS
 from subgame.tree import SubgameError
@@ -99,9 +99,8 @@ class SolvingPlayer:
             )
         ):
             return ans.strategy, ans.source
-        public = None
-        if not len(state.board_cards):  # no card dealt: the subgame is the same for every deal
-            public = f"{state.viewer}:{state.betting.betting_string()}"
+        public = public_key(state)
+        if public is not None:  # no card dealt: the subgame is the same for every deal
             hit = self.public.lookup(public, state, public)
             if hit is not None:
                 self.cache.store(hit[0], key)

@@ -23,6 +23,7 @@ the state is solved with ``--seeds`` different samples. Per setting:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import statistics
@@ -54,7 +55,7 @@ def depth_limit(bp, spec: str, seed: int) -> DepthLimit:
     raise SystemExit(f"--leaf {spec!r}: expected deals:F,T,R or cards:N")
 
 
-def root_rows(sol, sub, strategy: np.ndarray) -> np.ndarray:
+def root_rows(sub, strategy: np.ndarray) -> np.ndarray:
     """The root rows of ``strategy`` (full width: [actions, H])."""
     t = sub.public_tree()
     r0, A = int(t.row[0]), int(t.num_actions[0])
@@ -74,7 +75,9 @@ def blueprint_root(bp, state, sub) -> np.ndarray:
     for h, hand in enumerate(hands):
         if board & set(int(c) for c in hand):
             continue
-        st = bp.game.state(_with_hand(state, hand, bp))
+        hole = list(state.hole_cards)
+        hole[state.viewer] = tuple(int(c) for c in hand)
+        st = dataclasses.replace(state, hole_cards=(hole[0], hole[1]))
         for key, p in bp.answer(st).strategy.items():
             if key == "f":
                 a = kinds.index(FOLD)
@@ -85,19 +88,6 @@ def blueprint_root(bp, state, sub) -> np.ndarray:
                 a = min((j for j in range(A) if tos[j]), key=lambda j: abs(tos[j] - x))
             out[a, h] += p
     return out
-
-
-def _with_hand(state, hand, bp) -> str:
-    from holdem.cards import card_name
-
-    g = bp.gamedef
-    text = str(state)
-    head, _, rest = text.rpartition(":")
-    cards = "".join(card_name(int(c), g.num_suits) for c in hand)
-    parts = rest.split("/", 1)
-    seats = parts[0].split("|")
-    seats[state.viewer] = cards
-    return head + ":" + "|".join(seats) + ("/" + parts[1] if len(parts) > 1 else "")
 
 
 def main(argv=None) -> None:
@@ -142,7 +132,7 @@ def main(argv=None) -> None:
                 rep.append(sol.exploitability_pct_pot)
                 sub = sol.subgame
                 w = sub.ranges[me] / sub.ranges[me].sum()
-                roots.append(root_rows(sol, sub, sol.strategy))
+                roots.append(root_rows(sub, sol.strategy))
                 if check.public_tree().num_rows != sub.public_tree().num_rows:
                     raise SystemExit("the check's tree differs from the solved one")
                 sig = np.asarray(sol.strategy).copy()

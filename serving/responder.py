@@ -633,12 +633,12 @@ class _SizeModel:
 
 
 def _public_key(state, method: str) -> Optional[str]:
-    """The cache key of a subgame the same for every deal (none of the board is dealt: its ranges
-    come from the blueprint and the public history, not from the viewer's cards), shared by every
-    session; None once board cards are out."""
-    if len(state.board_cards):
-        return None
-    return f"public:{method}:{state.viewer}:{state.betting.betting_string()}"
+    """The session-cache key of a subgame the same for every deal (:func:`subgame.cache.public_key`)
+    solved with ``method``, shared by every session; None once board cards are out."""
+    from subgame.cache import public_key
+
+    key = public_key(state)
+    return None if key is None else f"public:{method}:{key}"
 
 
 class _Job:

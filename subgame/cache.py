@@ -127,6 +127,16 @@ class SubgameCache:
         self.sol, self.key = sol, key
 
 
+def public_key(state: State) -> Optional[str]:
+    """A key for the subgame of ``state`` that is the same for every deal, or None: before any board
+    card a subgame's ranges come from the blueprint and the public history, not from the viewer's
+    cards, so one solution answers the seat at that history whatever it holds (kept across hands
+    by the solving player, across sessions by the service)."""
+    if len(state.board_cards):
+        return None
+    return f"{state.viewer}:{state.betting.betting_string()}"
+
+
 def node_in(sol: Solution, state: State) -> Optional[tuple[Solution, int]]:
     """``(sol, node of state)`` when ``state`` lies in the solved subgame at a decision of its viewer."""
     try:
@@ -270,4 +280,4 @@ class SessionCache:
             }
 
 
-__all__ = ["ENTRY_OVERHEAD", "SessionCache", "SubgameCache", "nbytes"]
+__all__ = ["ENTRY_OVERHEAD", "SessionCache", "SubgameCache", "nbytes", "public_key"]
