@@ -618,7 +618,7 @@ class Blueprint:
                     elif b.current_player() == state.viewer:
                         # the player's own raise, off the tree only when a subgame chose it: its
                         # likeliest neighbour, the same every time
-                        probs = self._translate_probs(n, b, size, raises)
+                        probs = self.translation_probs(n, b, size, raises)
                         e = max(probs, key=lambda eq: eq[1])[0]
                         translated = True
                     else:
@@ -717,7 +717,7 @@ class Blueprint:
                 elif on is not None:
                     edges = [(on, 1.0)]
                 else:
-                    edges = self._translate_probs(n, b, size, raises)
+                    edges = self.translation_probs(n, b, size, raises)
             if not edges:
                 out[-1] = out.get(-1, 0.0) + p
                 return
@@ -729,7 +729,7 @@ class Blueprint:
         go(0, 0, Betting.initial(g), 1.0)
         return sorted(out.items())
 
-    def _translate_probs(self, n: int, b: Betting, size: int, raises: np.ndarray) -> list[tuple[int, float]]:
+    def translation_probs(self, n: int, b: Betting, size: int, raises: np.ndarray) -> list[tuple[int, float]]:
         """:meth:`translate_raise`'s distribution: ``[(edge, probability)]``."""
         edges, fracs, x = self._translation_pool(n, b, size, raises)
         return [(int(edges[i]), q) for i, q in translate_probs(x, fracs)]

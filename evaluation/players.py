@@ -33,7 +33,8 @@ Baselines (usable in any game unless said otherwise; the names are the ``SPEC`` 
 * ``RUN_DIR+solve:METHOD``: :class:`evaluation.solving.SolvingPlayer`, the blueprint with subgame
   solving (``subgame/``) later in the hand and at the abstraction's dead ends;
   ``RUN_DIR+solve:METHOD:off-tree`` also after an opponent's off-tree bet of the current round
-  (nested) instead of translating it.
+  (nested) instead of translating it, where the bet lies far enough from the abstract sizes
+  (``off-tree=SPLIT``: :class:`~evaluation.solving.SolvingPlayer`'s ``off_tree``).
 
 The :class:`~blueprint.player.Player` protocol and :func:`~blueprint.player.sample` live in
 :mod:`blueprint.player`.

@@ -8,16 +8,24 @@ fallback; every answer is labelled (``sources`` counts them).
 
 Before ``from_round`` (default: the last round, where a subgame has no chance nodes and solves in
 well under a second; the turn in hold'em is a 15,000-node tree) it plays the blueprint, translating
-off-tree bets (with ``off_tree``, it solves the nested subgame after an opponent's off-tree bet of
-the state's round instead, as Libratus did at every round); from ``from_round`` on it solves the subgame at the state
-(:func:`subgame.nested.solve_state`; nested when the opponent's bet is off the blueprint's tree) and
-samples the solved strategy for its hand. Later decisions
-in the same hand that lie inside the solved subgame reuse it (Libratus re-solved at every opponent
-off-tree action; an on-tree continuation is answered from the solved tree). A subgame rooted
-before any board card is the same for every deal (its ranges come from the blueprint and the
-public history, not from the player's cards): such solutions are kept across hands, least recently
-used out beyond ``public_cache_bytes`` (:class:`~subgame.cache.SessionCache`, keyed by the seat
-and the public history).
+off-tree bets. With ``off_tree`` it solves the nested subgame after an opponent's off-tree bet of
+the state's round instead (Libratus did so at every off-tree bet), where the bet lies far enough
+from the abstract sizes: where the pseudo-harmonic translation splits it between two sizes with
+at least ``off_tree`` on the less likely one (:func:`subgame.nested.translation_split`; default
+:data:`~subgame.nested.OFF_TREE_SPLIT`, 0 solves every off-tree bet). A bet below the smallest
+abstract size or above the largest, or near one size, is translated. From ``from_round`` on it
+solves the subgame at the state (:func:`subgame.nested.solve_state`; nested when the opponent's
+bet is off the blueprint's tree) and samples the solved strategy for its hand.
+
+Later decisions in the same hand that lie inside the solved subgame reuse it (Libratus re-solved
+at every opponent off-tree action; an on-tree continuation is answered from the solved tree). Its
+decisions answered by a solve are remembered for the hand (:class:`~subgame.cache.PlayedStrategy`):
+a later subgame of the hand gives it the range that the solved strategy played, not the one the
+blueprint would have. A subgame rooted before any board card is the same for every deal (its
+ranges come from the blueprint, the public history and the solutions that answered it, not from
+the player's cards): such solutions are kept across hands, least recently used out beyond
+``public_cache_bytes`` (:class:`~subgame.cache.SessionCache`, keyed by the seat and the public
+history).
 """
 
 from __future__ import annotations
@@ -29,8 +37,14 @@ import numpy as np
 from blueprint.blueprint import Blueprint, BlueprintError
 from blueprint.player import sample
 from holdem.state import State
-from subgame.cache import SessionCache, SubgameCache, public_key
-from subgame.nested import hand_strategy, opponent_off_tree_this_round, solve_state
+from subgame.cache import PlayedStrategy, SessionCache, SubgameCache, public_key
+from subgame.nested import (
+    OFF_TREE_SPLIT,
+    hand_strategy,
+    opponent_off_tree_this_round,
+    solve_state,
+    translation_split,
+)
 from subgame.solver import METHODS
 from subgame.tree import SubgameError
 
@@ -48,11 +62,15 @@ class SolvingPlayer:
         iterations: Optional[int] = 200,
         from_round: Optional[int] = None,
         bets=None,
-        off_tree: bool = False,
+        off_tree: bool | float = False,
         public_cache_bytes: int = 256 << 20,
     ):
         if method not in METHODS:
             raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
+        if off_tree is True:
+            off_tree = OFF_TREE_SPLIT
+        if off_tree is not False and not 0.0 <= float(off_tree) <= 0.5:  # NaN too
+            raise SubgameError(f"off_tree must be a translation split in [0, 0.5], got {off_tree!r}")
         self.bp, self.method, self.name = bp, method, name
         if from_round is None:
             from_round = bp.gamedef.num_rounds - 1
@@ -62,8 +80,10 @@ class SolvingPlayer:
             from_round,
             bets,
         )
-        self.off_tree = off_tree
+        # None: translate every off-tree bet; else solve nested where translation_split >= it
+        self.off_tree: Optional[float] = None if off_tree is False else float(off_tree)
         self.cache = SubgameCache()
+        self.played = PlayedStrategy()  # the hand's decisions answered by a solve, for later subgames' ranges
         self.public = SessionCache(public_cache_bytes)  # pre-flop solutions, kept across hands
         self.solves = 0
         self.reused = 0
@@ -84,28 +104,35 @@ class SolvingPlayer:
         :data:`blueprint.blueprint.SOURCES`. ``rng``: the blueprint's answers translate the
         opponent's off-tree raises at random (as :class:`~evaluation.players.BlueprintPlayer`
         does), else deterministically."""
+        strat, source, _ = self._answer(state, rng)
+        return strat, source
+
+    def _answer(self, state: State, rng: Optional[np.random.Generator]):
+        """:meth:`strategy`'s answer and, for a subgame's, ``(solution, node)``."""
         key = self._key(state)
         hit = self.cache.lookup(state, key)
         if hit is not None:
-            sol, n = hit
             self.reused += 1
-            return hand_strategy(sol, n, state), "subgame"
+            return hand_strategy(hit[0], hit[1], state), "subgame", hit
         ans = self.bp.answer(state, rng)
         if (
             state.round < self.from_round
             and ans.source != "fallback"
             and not (
-                self.off_tree and ans.source == "translated" and opponent_off_tree_this_round(self.bp, state)
+                self.off_tree is not None
+                and ans.source == "translated"
+                and opponent_off_tree_this_round(self.bp, state)
+                and translation_split(self.bp, state) >= self.off_tree
             )
         ):
-            return ans.strategy, ans.source
+            return ans.strategy, ans.source, None
         public = public_key(state)
         if public is not None:  # no card dealt: the subgame is the same for every deal
             hit = self.public.lookup(public, state, public)
             if hit is not None:
                 self.cache.store(hit[0], key)
                 self.reused += 1
-                return hand_strategy(hit[0], hit[1], state), "subgame"
+                return hand_strategy(hit[0], hit[1], state), "subgame", hit
         try:
             sol, n = solve_state(
                 self.bp,
@@ -114,19 +141,22 @@ class SolvingPlayer:
                 time_budget=self.time_budget,
                 iterations=self.iterations,
                 bets=self.bets,
+                played=self.played.played(key, state) or None,
             )
         except (SubgameError, BlueprintError):
             self.fallbacks += 1  # no subgame fits: the blueprint's answer (its fallback at a dead end)
-            return ans.strategy, ans.source
+            return ans.strategy, ans.source, None
         self.cache.store(sol, key)
         if public is not None:
             self.public.store(public, sol, public)
         self.solves += 1
-        return hand_strategy(sol, n, state), "subgame"
+        return hand_strategy(sol, n, state), "subgame", (sol, n)
 
     def act(self, state: State, rng: np.random.Generator) -> str:
-        strat, source = self.strategy(state, rng)
+        strat, source, solved = self._answer(state, rng)
         self.sources[source] = self.sources.get(source, 0) + 1
+        if solved is not None:
+            self.played.record(self._key(state), state, *solved)
         return _legal(sample(strat, rng), state)
 
     def __repr__(self) -> str:
@@ -146,9 +176,21 @@ def _legal(action: str, state: State) -> str:
 
 
 def solving_player(bp: Blueprint, method: str, name: str) -> SolvingPlayer:
-    """The factory the player-spec parser is handed (``RUN_DIR+solve:METHOD`` or
-    ``RUN_DIR+solve:METHOD:off-tree``, the latter with ``off_tree``)."""
+    """The factory the player-spec parser is handed (``RUN_DIR+solve:METHOD``,
+    ``RUN_DIR+solve:METHOD:off-tree`` with ``off_tree`` at its default split, or
+    ``RUN_DIR+solve:METHOD:off-tree=SPLIT``)."""
     method, _, option = method.partition(":")
-    if option not in ("", "off-tree"):
-        raise SubgameError(f"unknown solving option {option!r}: expected off-tree or nothing")
-    return SolvingPlayer(bp, method, name=name, off_tree=option == "off-tree")
+    name_, eq, value = option.partition("=")
+    if name_ not in ("", "off-tree") or (eq and name_ != "off-tree"):
+        raise SubgameError(f"unknown solving option {option!r}: expected off-tree, off-tree=SPLIT or nothing")
+    if not name_:
+        return SolvingPlayer(bp, method, name=name)
+    if not eq:
+        return SolvingPlayer(bp, method, name=name, off_tree=True)
+    try:
+        split = float(value)
+    except ValueError:
+        split = float("nan")
+    if not 0.0 <= split <= 0.5:  # NaN too
+        raise SubgameError(f"off-tree={value!r}: expected a translation split in [0, 0.5]")
+    return SolvingPlayer(bp, method, name=name, off_tree=split)

@@ -127,6 +127,43 @@ class SubgameCache:
         self.sol, self.key = sol, key
 
 
+class PlayedStrategy:
+    """What a seat played at its own decisions of the current hand that a solved subgame answered:
+    the subgame's strategy there, for every hand. A later subgame of the hand then gives the seat
+    the range it really has (:data:`subgame.construct.Played`), not the range the blueprint's
+    strategy would give it: after a solved call of an off-tree raise, say, the blueprint's range
+    would be the one that calls the translated raise, the solve's can be far wider.
+
+    Kept for one hand (``key``: the hand's, as :class:`SubgameCache`'s)."""
+
+    def __init__(self):
+        self.key = None
+        self._at: dict[int, dict[str, np.ndarray]] = {}  # flat history index -> {action: [H]}
+
+    def record(self, key, state: State, sol: Solution, node: int) -> None:
+        """The solved strategy at ``node`` (``state``'s decision in ``sol``) answered the seat."""
+        if key != self.key:
+            self.key, self._at = key, {}
+        i = sum(len(a) for a in state.betting.actions)
+        self._at[i] = {a: np.asarray(v, np.float64).copy() for a, v in sol.node_strategy(node).items()}
+
+    def played(self, key, state: State) -> dict[int, np.ndarray]:
+        """:data:`~subgame.construct.Played` for ``state``'s history: each recorded decision's
+        probabilities of the action really taken there (one the subgame lacks, a raise clamped to the
+        legal range, is left to the blueprint's model)."""
+        if key != self.key or not self._at:
+            return {}
+        from holdem.betting import action_string
+
+        g = state.gamedef
+        flat = [action_string(k, s, g) for acts in state.betting.actions for k, s in acts]
+        out = {}
+        for i, strat in self._at.items():
+            if i < len(flat) and flat[i] in strat:
+                out[i] = strat[flat[i]]
+        return out
+
+
 def public_key(state: State) -> Optional[str]:
     """A key for the subgame of ``state`` that is the same for every deal, or None: before any board
     card a subgame's ranges come from the blueprint and the public history, not from the viewer's

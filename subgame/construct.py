@@ -254,17 +254,34 @@ def _board_at_round(game, board: tuple[int, ...], r: int) -> tuple[int, ...]:
     return tuple(board[: game.board_cards_through(r)])
 
 
+#: ``played`` (:func:`blueprint_ranges`, :func:`history_ranges` and the subgames built on them):
+#: ``{index into the hand's flat history: [H] probability of that real action for each hand}`` for
+#: the actions whose player took them from another strategy than the blueprint's (a solved
+#: subgame's: :class:`subgame.cache.PlayedStrategy`); each replaces the blueprint's probabilities
+#: of that action, so a later subgame gives the player the range it really has
+Played = Optional[dict[int, np.ndarray]]
+
+
 def blueprint_ranges(
-    bp: Blueprint, n: int, board: tuple[int, ...], hands: np.ndarray, cache: Optional[BucketCache] = None
+    bp: Blueprint,
+    n: int,
+    board: tuple[int, ...],
+    hands: np.ndarray,
+    cache: Optional[BucketCache] = None,
+    played: Played = None,
 ) -> np.ndarray:
-    """[2, H] each seat's blueprint reach of every hand at abstract node ``n`` with ``board`` dealt."""
+    """[2, H] each seat's blueprint reach of every hand at abstract node ``n`` with ``board`` dealt
+    (``played``: :data:`Played`; the abstract path's decisions are the real history's actions)."""
     cache = cache or BucketCache(bp, hands)
     g = bp.gamedef
     bt = bp.tree
     ranges = np.ones((2, len(hands)))
-    for m, a in abstract_path(bp, n):
+    for j, (m, a) in enumerate(abstract_path(bp, n)):
         r = int(bt.round[m])
         q = int(bt.player[m])
+        if played and j in played:
+            ranges[q] *= played[j]
+            continue
         idx, bk = cache(_board_at_round(g, board, r), r)
         probs = node_probs(bp, m, bk)[:, a]
         mult = np.zeros(len(hands))
@@ -275,7 +292,7 @@ def blueprint_ranges(
 
 
 def history_ranges(
-    bp: Blueprint, state: State, hands: np.ndarray, cache: Optional[BucketCache] = None
+    bp: Blueprint, state: State, hands: np.ndarray, cache: Optional[BucketCache] = None, played: Played = None
 ) -> np.ndarray:
     """[2, H] each seat's range given ``state``'s real history, whether or not the blueprint's tree
     follows it: at every real action, the probability that a player of this blueprint takes it
@@ -283,7 +300,8 @@ def history_ranges(
     (:meth:`~blueprint.blueprint.Blueprint.decision_nodes`: translation mixtures, and the fallback
     node where the tree has none), the abstract actions that become that real action summed. An
     action no abstract action becomes (an off-tree raise) leaves the range as it was: nested
-    solving's rule that an off-tree action does not change the range of the one who took it."""
+    solving's rule that an off-tree action does not change the range of the one who took it. An
+    action in ``played`` (:data:`Played`) is weighed by the strategy its player really played."""
     from holdem.betting import Betting
 
     cache = cache or BucketCache(bp, hands)
@@ -292,9 +310,15 @@ def history_ranges(
     ranges = np.ones((2, H))
     board = tuple(int(c) for c in state.board_cards)
     b = Betting.initial(g)
+    j = -1
     for acts in state.betting.actions:
         for kind, size in acts:
+            j += 1
             p = b.current_player()
+            if played and j in played:
+                ranges[p] *= played[j]
+                b = b.apply(kind, size)
+                continue
             real = "f" if kind == 0 else "c" if kind == 1 else ("r" if g.is_limit else f"r{size}")
             seen = _board_at_round(g, board, b.round)
             like = np.zeros(H)
@@ -478,6 +502,7 @@ def from_matchstate(
     bets: Optional[BetAbstraction] = None,
     with_gifts: bool = True,
     depth_limit=None,
+    played: Played = None,
 ) -> tuple[Subgame, int]:
     """The subgame at ``matchstate``'s public state for the seat to act (which must be the viewer),
     from the blueprint's reach and values; returns ``(subgame, abstract node)``.
@@ -504,6 +529,7 @@ def from_matchstate(
         bets,
         with_gifts=with_gifts,
         depth_limit=depth_limit,
+        played=played,
     )
     return sub, n
 
@@ -518,16 +544,18 @@ def blueprint_subgame(
     action_filter=None,
     with_gifts: bool = True,
     depth_limit=None,
+    played: Played = None,
 ) -> Subgame:
     """The subgame rooted at betting ``root`` (the real state of abstract node ``n``) on ``board``,
     refining ``refine``'s strategy, with ranges, alternative values and gifts from the blueprint
-    (``depth_limit``: a :class:`subgame.depth.DepthLimit`, the subgame then ends with its round)."""
+    (``depth_limit``: a :class:`subgame.depth.DepthLimit`, the subgame then ends with its round;
+    ``played``: :data:`Played`)."""
     from subgame.bets import default_subgame_bets
     from subgame.tree import all_hands
 
     hands = all_hands(bp.gamedef)
     cache = BucketCache(bp, hands)
-    ranges = blueprint_ranges(bp, n, board, hands, cache)
+    ranges = blueprint_ranges(bp, n, board, hands, cache, played)
     me = refine
     o = 1 - me
     if ranges[o].sum() <= 0 or ranges[me].sum() <= 0:

@@ -25,6 +25,7 @@ from holdem.betting import RAISE, Betting
 from holdem.state import State
 from subgame.construct import (
     BucketCache,
+    Played,
     blueprint_ranges,
     blueprint_subgame,
     blueprint_values,
@@ -99,6 +100,34 @@ def opponent_off_tree_this_round(bp: Blueprint, state: State) -> bool:
     )
 
 
+#: the smallest :func:`translation_split` at which the solving player with ``off_tree`` solves an
+#: off-tree bet nested instead of translating it: a bet mapped to one abstract size at least 90% of
+#: the time is close to that size, and the blueprint's answer there serves it
+OFF_TREE_SPLIT = 0.1
+
+
+def translation_split(bp: Blueprint, state: State) -> float:
+    """How far the history's first off-tree action lies from the abstract sizes: the smaller of the
+    two probabilities the pseudo-harmonic translation gives the raise's neighbours (at most 0.5,
+    midway between them; 0 where it maps to one size, a raise below the smallest size or above
+    the largest, or where the action is not a raise or the history is on the tree)."""
+    try:
+        off = first_off_tree(bp, state)
+    except SubgameError:
+        return 0.0
+    if off is None:
+        return 0.0
+    m, i, before = off
+    _, kind, size = _flat(state.betting)[i]
+    t = bp.tree
+    s, k = int(t.child_start[m]), int(t.num_actions[m])
+    raises = np.nonzero(t.edge_kind[s : s + k] == RAISE)[0]
+    if kind != RAISE or not len(raises):
+        return 0.0
+    probs = bp.translation_probs(m, before, size, raises)
+    return min(q for _, q in probs) if len(probs) > 1 else 0.0
+
+
 def node_of_state(tree: BettingTree, state: State) -> int:
     """The node of ``tree`` reached by ``state``'s real history (from the tree's root)."""
     root = _flat(tree.root_betting)
@@ -140,8 +169,10 @@ def nested_subgame(
     bets: Optional[BetAbstraction] = None,
     with_gifts: bool = True,
     depth_limit=None,
+    played: Played = None,
 ) -> Subgame:
-    """The nested subgame for ``state`` whose history has an off-tree action of the opponent."""
+    """The nested subgame for ``state`` whose history has an off-tree action of the opponent
+    (``played``: :data:`~subgame.construct.Played`)."""
     off = first_off_tree(bp, state)
     if off is None:
         raise SubgameError("the history is on the blueprint's tree: no nested subgame needed")
@@ -165,6 +196,7 @@ def nested_subgame(
         action_filter=real_path_filter(state.betting),
         with_gifts=with_gifts,
         depth_limit=depth_limit,
+        played=played,
     )
 
 
@@ -181,9 +213,11 @@ def off_tree_subgame(
     with_gifts: bool = True,
     cache: Optional[BucketCache] = None,
     depth_limit=None,
+    played: Played = None,
 ) -> Subgame:
     """The nested subgame rooted after the opponent's off-tree action ``(kind, size)`` taken at
-    betting ``before`` (abstract node ``m``, ``board`` dealt), refining seat ``me``."""
+    betting ``before`` (abstract node ``m``, ``board`` dealt), refining seat ``me`` (``played``:
+    :data:`~subgame.construct.Played`, of the history before the action)."""
     from subgame.bets import default_subgame_bets
 
     o = 1 - me
@@ -193,7 +227,7 @@ def off_tree_subgame(
     g = bp.gamedef
     hands = all_hands(g)
     cache = cache or BucketCache(bp, hands)
-    ranges = blueprint_ranges(bp, m, board, hands, cache)
+    ranges = blueprint_ranges(bp, m, board, hands, cache, played)
     if ranges[me].sum() <= 0 or ranges[o].sum() <= 0:
         raise SubgameError(
             "the blueprint never reaches the state before the off-tree action (a range is empty)"
@@ -241,28 +275,37 @@ def _translated_edge(bp: Blueprint, m: int, before: Betting, kind: int, size: in
 
 
 def state_subgame(
-    bp: Blueprint, state: State, bets: Optional[BetAbstraction] = None, nested: bool = True, depth_limit=None
+    bp: Blueprint,
+    state: State,
+    bets: Optional[BetAbstraction] = None,
+    nested: bool = True,
+    depth_limit=None,
+    played: Played = None,
 ) -> Subgame:
     """The subgame :func:`solve_state` solves for the viewer's decision ``state`` (see there):
     rooted at the state when its history is on the blueprint's tree; nested, rooted after the
     opponent's first off-tree action when that was in the state's round; re-solved from the
     viewer's own off-tree action of the state's round; or, where the tree has no node for the
     history at all or the first off-tree action (either seat's) was in an earlier round,
-    :func:`dead_end_subgame` rooted at the state (no alternative values: solved unsafe)."""
+    :func:`dead_end_subgame` rooted at the state (no alternative values: solved unsafe).
+    ``played`` (:data:`~subgame.construct.Played`): the actions of the hand so far that their player
+    took from a solved subgame's strategy, with that strategy (the ranges follow it)."""
     from subgame.depth import resolve_depth_limit
 
     rnd = state.betting.round
     if bp.walk(state).dead_end is not None:
         if not nested:
             raise SubgameError("the blueprint's tree has no node for the history and nested solving is off")
-        return dead_end_subgame(bp, state, bets, depth_limit=resolve_depth_limit(bp, depth_limit, rnd, rnd))
+        return dead_end_subgame(
+            bp, state, bets, depth_limit=resolve_depth_limit(bp, depth_limit, rnd, rnd), played=played
+        )
     try:
         off = first_off_tree(bp, state)
     except BlueprintError as exc:
         raise SubgameError(str(exc)) from None
     if off is None:
         dl = resolve_depth_limit(bp, depth_limit, rnd, rnd)
-        return from_matchstate(bp, state, bets=bets, depth_limit=dl)[0]
+        return from_matchstate(bp, state, bets=bets, depth_limit=dl, played=played)[0]
     if not nested:
         raise SubgameError("the history is off the blueprint's tree and nested solving is off")
     if _flat(state.betting)[off[1]][0] < rnd:
@@ -271,10 +314,12 @@ def state_subgame(
         # subgame rooted there would run to the end of the hand (on a hold'em turn 100,000+ nodes,
         # seconds to build, gigabytes); solve from the state itself with the ranges of the
         # translated history instead
-        return dead_end_subgame(bp, state, bets, depth_limit=resolve_depth_limit(bp, depth_limit, rnd, rnd))
+        return dead_end_subgame(
+            bp, state, bets, depth_limit=resolve_depth_limit(bp, depth_limit, rnd, rnd), played=played
+        )
     dl = resolve_depth_limit(bp, depth_limit, _flat(state.betting)[off[1]][0], rnd)
     if int(bp.tree.player[off[0]]) != state.viewer:
-        return nested_subgame(bp, state, bets, depth_limit=dl)
+        return nested_subgame(bp, state, bets, depth_limit=dl, played=played)
     # the viewer's own earlier bet is off the blueprint's tree (it came from a subgame's finer
     # sizes): re-solve from the decision where it was made, with the real actions in the tree
     m, i, before = off
@@ -288,11 +333,16 @@ def state_subgame(
         bets,
         action_filter=real_path_filter(state.betting),
         depth_limit=dl,
+        played=played,
     )
 
 
 def dead_end_subgame(
-    bp: Blueprint, state: State, bets: Optional[BetAbstraction] = None, depth_limit=None
+    bp: Blueprint,
+    state: State,
+    bets: Optional[BetAbstraction] = None,
+    depth_limit=None,
+    played: Played = None,
 ) -> Subgame:
     """The subgame rooted at ``state`` itself, for a history whose blueprint values cannot be
     used there: it has no node in the blueprint's tree (more raises than its bet abstraction
@@ -319,7 +369,7 @@ def dead_end_subgame(
             f"a dead end on round {rnd + 1} is too big to solve in time with every card of the two "
             "deals after it (a depth limit with leaf_cards samples them): the blueprint's fallback answers it"
         )
-    ranges = history_ranges(bp, state, hands)
+    ranges = history_ranges(bp, state, hands, played=played)
     if ranges[0].sum() <= 0 or ranges[1].sum() <= 0:
         raise SubgameError("the blueprint never reaches the history's last abstract node (a range is empty)")
     return Subgame(
@@ -349,6 +399,7 @@ def solve_state(
     algo: str = "dcfr",
     measure_samples: Optional[int] = None,
     threads: Optional[int] = None,
+    played: Played = None,
 ) -> tuple[Solution, int]:
     """Solve the subgame for the seat to act at ``state`` (on-tree: rooted at the state; off-tree
     opponent bet: nested, rooted after it). Returns the solution and the node of ``state`` in it.
@@ -363,13 +414,13 @@ def solve_state(
     it, else solves to the end of the hand; ``False`` always to the end of the hand; ``True`` or a
     :class:`~subgame.depth.DepthLimit` always depth-limited (a :class:`SubgameError` on the last round).
     ``measure_samples``, ``threads``: :func:`~subgame.solver.solve`'s (a depth-limited check on a
-    sample of cards; the walk's threads)."""
+    sample of cards; the walk's threads). ``played``: :func:`state_subgame`'s."""
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     state = decision_state(bp, state)
     check_interrupt(deadline, stop)
     with interruptible(deadline, stop):  # the construction's steps check the bounds too
-        sub = state_subgame(bp, state, bets, nested, depth_limit)
+        sub = state_subgame(bp, state, bets, nested, depth_limit, played)
         if sub.alt is None:
             method = "unsafe"  # a dead end (state_subgame): no blueprint values to be safe against
         check_interrupt(deadline, stop)

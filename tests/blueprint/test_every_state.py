@@ -18,6 +18,7 @@ from holdem.betting import RAISE
 from holdem.game import Game
 from holdem.gamedef import PRESETS
 from serving.responder import BlueprintResponder
+from subgame.tree import SubgameError
 
 _BPS: dict[str, tuple[Blueprint, BlueprintResponder]] = {}
 
@@ -183,6 +184,7 @@ def test_off_tree_opens_are_solved_nested_and_pre_flop_solutions_serve_every_dea
     of translating it; that subgame has no board card, so its solution answers the same public state
     in later hands with other cards without a new solve. Without ``off_tree`` the open is translated."""
     from evaluation.solving import SolvingPlayer
+    from subgame.nested import translation_split
 
     game = hunl100_bp.game
     plain = SolvingPlayer(hunl100_bp, iterations=10)
@@ -199,6 +201,67 @@ def test_off_tree_opens_are_solved_nested_and_pre_flop_solutions_serve_every_dea
     # on the tree, and after a board card, nothing is shared across hands
     assert player.strategy(game.state("MATCHSTATE:0:2:r300:AhKd|"))[1] == "blueprint"
     assert player.public.snapshot()["cache_entries"] == 1
+    # an open close to an abstract size is translated: a min-raise (below the pot raise, the
+    # smallest size) and an open to 4,000 (94% of it mapped to the all-in); 0 solves every one
+    for ms, split in (("MATCHSTATE:0:3:r200:AhKd|", 0.0), ("MATCHSTATE:0:3:r4000:AhKd|", 0.06)):
+        assert translation_split(hunl100_bp, game.state(ms)) == pytest.approx(split, abs=0.005)
+        assert player.strategy(game.state(ms))[1] == "translated"
+    assert player.solves == 1
+    assert translation_split(hunl100_bp, game.state("MATCHSTATE:0:0:r700:AhKd|")) > 0.4
+    every = SolvingPlayer(hunl100_bp, iterations=2, off_tree=0.0)
+    assert every.strategy(game.state("MATCHSTATE:0:3:r200:AhKd|"))[1] == "subgame" and every.solves == 1
+    with pytest.raises(SubgameError, match="translation split"):
+        SolvingPlayer(hunl100_bp, off_tree=0.6)
+
+
+def test_later_subgames_give_the_player_the_range_it_really_played(hunl100_bp):
+    """The solving player called the off-tree open to 700 from the nested solve. The hand's later
+    subgames (the river's, a dead end rooted at the state) weigh its range by what it played there,
+    the solve's call for every hand, not by what the blueprint does at the translated open."""
+    from evaluation.solving import SolvingPlayer
+    from subgame.construct import history_ranges
+    from subgame.nested import node_of_state
+    from subgame.tree import all_hands
+
+    bp = hunl100_bp
+    game = bp.game
+    hands = all_hands(bp.gamedef)
+    player = SolvingPlayer(bp, iterations=10, off_tree=True)
+    opened = game.state("MATCHSTATE:0:0:r700:Kc9d|")
+    acts = [player.act(opened, np.random.default_rng(seed)) for seed in range(40)]
+    assert player.solves == 1 and "c" in acts  # the solve calls with Kc9d (about 3/4 of the time)
+    sol = player.cache.sol
+    call = sol.node_strategy(node_of_state(sol.tree, opened))["c"].astype(np.float64)
+    called = game.state("MATCHSTATE:0:0:r700c/:Kc9d|/Ks9c2d")
+    key = player._key(called)
+    played = player.played.played(key, called)
+    assert list(played) == [1]
+    np.testing.assert_array_equal(played[1], call)
+    # the range after the call is the solve's call, not the blueprint's at the translated open
+    blocked = [
+        i for i, h in enumerate(hands) if set(int(c) for c in h) & set(int(c) for c in called.board_cards)
+    ]
+    mine = history_ranges(bp, called, hands, played=played)[0]
+    want = call.copy()
+    want[blocked] = 0.0
+    np.testing.assert_array_equal(mine, want)
+    translated = history_ranges(bp, called, hands)[0]
+    assert np.abs(translated / translated.sum() - want / want.sum()).sum() > 0.1  # they differ
+    # another action the solve has is weighed by its own probabilities; one it lacks is left to
+    # the blueprint's model
+    shove = player.played.played(key, game.state("MATCHSTATE:0:0:r700r10000:Kc9d|"))
+    np.testing.assert_array_equal(shove[1], sol.node_strategy(node_of_state(sol.tree, opened))["r10000"])
+    assert player.played.played(key, game.state("MATCHSTATE:0:0:r700r5000:Kc9d|")) == {}
+    # ... and another hand of the match starts afresh
+    assert player.played.played(("other", key[1]), called) == {}
+    # the river's subgame (a dead end: the off-tree open was pre-flop) starts from that range
+    river = game.state("MATCHSTATE:0:0:r700c/cc/cc/:Kc9d|/Ks9c2d/4h/5s")
+    assert player.strategy(river)[1] == "subgame" and player.solves == 2
+    np.testing.assert_allclose(
+        player.cache.sol.subgame.ranges[0],
+        history_ranges(bp, river, hands, played=played)[0],
+        rtol=1e-12,
+    )
 
 
 def hand_strategy_of(sol, game, ms):
@@ -263,6 +326,15 @@ def test_history_ranges_follow_the_blueprint_on_its_tree_and_ignore_off_tree_rai
         rtol=1e-6,
         atol=1e-12,
     )
+    # an action played from another strategy (a solve's) is weighed by it, the same both ways
+    v = np.linspace(0.1, 1.0, len(hands))
+    played = history_ranges(bp, on, hands, played={1: v})
+    np.testing.assert_allclose(
+        played, blueprint_ranges(bp, bp.node_of(on), board, hands, played={1: v}), rtol=1e-6, atol=1e-12
+    )
+    plain = history_ranges(bp, on, hands)
+    np.testing.assert_array_equal(played[1], plain[1])  # index 1 is seat 0's call
+    assert not np.allclose(played[0], plain[0])
     # a raise no abstract action becomes (the third of the round) leaves its taker's range alone
     before = game.state("MATCHSTATE:0:0:r300r900:AhKd|")
     after = game.state("MATCHSTATE:0:0:r300r900r2700:AhKd|")

@@ -154,11 +154,20 @@ def test_spec_run_dir(tmp_path, kuhn_cfr):
     assert sum(p.probs(s).values()) == pytest.approx(1.0)
     with pytest.raises(PlayerSpecError, match="trained on kuhn, not leduc"):
         player_from_spec(str(tmp_path / "run"), Game.load("leduc"))
+    from subgame.nested import OFF_TREE_SPLIT
+
     sp = player_from_spec(f"{tmp_path / 'run'}+solve:resolve:off-tree", KUHN)
-    assert sp.method == "resolve" and sp.off_tree
-    assert not player_from_spec(f"{tmp_path / 'run'}+solve:resolve", KUHN).off_tree
+    assert sp.method == "resolve" and sp.off_tree == OFF_TREE_SPLIT
+    assert player_from_spec(f"{tmp_path / 'run'}+solve:resolve:off-tree=0", KUHN).off_tree == 0.0
+    assert player_from_spec(f"{tmp_path / 'run'}+solve:resolve:off-tree=0.25", KUHN).off_tree == 0.25
+    assert player_from_spec(f"{tmp_path / 'run'}+solve:resolve", KUHN).off_tree is None
     with pytest.raises(PlayerSpecError, match="unknown solving option 'sideways'"):
         player_from_spec(f"{tmp_path / 'run'}+solve:resolve:sideways", KUHN)
+    with pytest.raises(PlayerSpecError, match="unknown solving option 'sideways=1'"):
+        player_from_spec(f"{tmp_path / 'run'}+solve:resolve:sideways=1", KUHN)
+    for bad in ("x", "0.7", "-0.1", "nan", ""):
+        with pytest.raises(PlayerSpecError, match="split in"):
+            player_from_spec(f"{tmp_path / 'run'}+solve:resolve:off-tree={bad}", KUHN)
 
 
 # -- exact values --------------------------------------------------------------------------------
