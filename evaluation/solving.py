@@ -126,7 +126,8 @@ class SolvingPlayer:
             )
         ):
             return ans.strategy, ans.source, None
-        public = public_key(state)
+        played = self.played.played(key, state)
+        public = public_key(state, played)
         if public is not None:  # no card dealt: the subgame is the same for every deal
             hit = self.public.lookup(public, state, public)
             if hit is not None:
@@ -141,7 +142,7 @@ class SolvingPlayer:
                 time_budget=self.time_budget,
                 iterations=self.iterations,
                 bets=self.bets,
-                played=self.played.played(key, state) or None,
+                played=played or None,
             )
         except (SubgameError, BlueprintError):
             self.fallbacks += 1  # no subgame fits: the blueprint's answer (its fallback at a dead end)

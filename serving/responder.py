@@ -632,13 +632,19 @@ class _SizeModel:
             }
 
 
-def _public_key(state, method: str) -> Optional[str]:
+def _public_key(state, method: str, played=None) -> Optional[str]:
     """The session-cache key of a subgame the same for every deal (:func:`subgame.cache.public_key`)
-    solved with ``method``, shared by every session; None once board cards are out."""
+    solved with ``method``, shared by every session; None once board cards are out. It starts with
+    a character no client's session has (sessions are printable), as :func:`_played_key` does."""
     from subgame.cache import public_key
 
-    key = public_key(state)
-    return None if key is None else f"public:{method}:{key}"
+    key = public_key(state, played)
+    return None if key is None else f"\x00public:{method}:{key}"
+
+
+def _played_key(session: str) -> str:
+    """The session-cache key of ``session``'s :class:`~subgame.cache.PlayedStrategy`."""
+    return f"\x00played:{session}"
 
 
 class _Job:
@@ -778,6 +784,10 @@ class SolvingResponder(BlueprintResponder):
     (the estimate learns from it) and a solution too big for the budget is answered but not kept.
     After evictions (at most every :attr:`TRIM_EVERY_S` seconds) the C allocator is asked to give
     the freed memory back (:func:`malloc_trim`), so that resident memory follows the cache.
+    Beside its subgame a session keeps, as a second small entry of the same cache (a few kB a
+    decision), the strategies its subgame answers played (:class:`subgame.cache.PlayedStrategy`):
+    a later subgame of the hand gives the viewer the range those answers played, not the
+    blueprint's. ``max_sessions`` bounds the entries, both kinds counted.
 
     Instead of a subgame answer the query then gets the blueprint's (``source: "blueprint"``) with
     ``fallback`` saying why: ``"busy"`` (the solver threads are taken, queue included, for the
@@ -958,7 +968,7 @@ class SolvingResponder(BlueprintResponder):
         assert state.viewer is not None  # a decision of its viewer (validated)
         key = (state.hand_id, tuple(state.hole_cards[state.viewer]), method)
         hit = self.sessions.lookup(session, state, key) if session is not None else None
-        public = _public_key(state, method)
+        public = _public_key(state, method, self._played(session, key, state))
         if hit is None and public is not None:  # a pre-flop subgame solved for another deal
             hit = self.sessions.lookup(public, state, public)
         if hit is not None:
@@ -971,6 +981,7 @@ class SolvingResponder(BlueprintResponder):
                 out["reason"] = f"{out['reason']}; " if "reason" in out else ""
                 out["reason"] += f"cannot solve a subgame here: {exc}"
                 return out
+            self._record_played(session, key, state, sol, node)
             self._count("reused")
             return {
                 "strategy": strategy,
@@ -1014,6 +1025,30 @@ class SolvingResponder(BlueprintResponder):
             self._drop(job)
             raise
         return PendingAnswer(self, job)
+
+    def _played(self, session: str | None, key, state) -> dict:
+        """:data:`subgame.construct.Played` of ``session``'s hand at ``state``: the decisions of
+        the hand that a subgame answered, with the strategy it answered with (its sampled action
+        is read from the history), so that a later subgame gives the viewer the range it played."""
+        from subgame.cache import PlayedStrategy
+
+        if session is None:
+            return {}
+        rec = self.sessions.get(_played_key(session), key)
+        return rec.played(key, state) if isinstance(rec, PlayedStrategy) else {}
+
+    def _record_played(self, session: str | None, key, state, sol, node: int) -> None:
+        """A subgame answered ``session``'s decision ``state`` (node ``node`` of ``sol``): kept for
+        :meth:`_played` in the session cache, within its byte budget (one more entry a session)."""
+        from subgame.cache import PlayedStrategy
+
+        if session is None:
+            return
+        rec = self.sessions.get(_played_key(session), key)
+        if not isinstance(rec, PlayedStrategy):
+            rec = PlayedStrategy()
+        rec.record(key, state, sol, node)
+        self.sessions.store(_played_key(session), rec, key)
 
     def _hand_strategy(self, sol, node: int, state) -> dict[str, float]:
         """``subgame.nested.hand_strategy`` with the hand's index from a table built once (the
@@ -1080,6 +1115,7 @@ class SolvingResponder(BlueprintResponder):
             return "busy"
         state = job.state
         useful, iterated = False, False
+        played = self._played(job.session, job.key, state)
         try:
             last = state.round >= self.bp.gamedef.num_rounds - 1
             sol, node = self._solve_state(
@@ -1088,6 +1124,7 @@ class SolvingResponder(BlueprintResponder):
                 deadline=job.end,
                 stop=job.stop,
                 measure_samples=None if last else self.measure_cards,
+                played=played or None,
             )
             iterated = sol.iterations > 0
             if sol.iterations >= self.min_iterations:
@@ -1122,7 +1159,8 @@ class SolvingResponder(BlueprintResponder):
         self.sessions.release(job.reserved)  # the solve's working memory is gone: room to keep the result
         with self._cond:
             job.reserved = 0
-        public = _public_key(state, job.method)
+        public = _public_key(state, job.method, played)
+        self._record_played(job.session, job.key, state, sol, node)
         if job.session is not None or public is not None:
             evicted = self.sessions.evictions
             if job.session is not None:

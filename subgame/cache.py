@@ -145,7 +145,7 @@ class PlayedStrategy:
         if key != self.key:
             self.key, self._at = key, {}
         i = sum(len(a) for a in state.betting.actions)
-        self._at[i] = {a: np.asarray(v, np.float64).copy() for a, v in sol.node_strategy(node).items()}
+        self._at[i] = {a: np.array(v, np.float32) for a, v in sol.node_strategy(node).items()}
 
     def played(self, key, state: State) -> dict[int, np.ndarray]:
         """:data:`~subgame.construct.Played` for ``state``'s history: each recorded decision's
@@ -164,14 +164,17 @@ class PlayedStrategy:
         return out
 
 
-def public_key(state: State) -> Optional[str]:
+def public_key(state: State, played: Optional[dict] = None) -> Optional[str]:
     """A key for the subgame of ``state`` that is the same for every deal, or None: before any board
-    card a subgame's ranges come from the blueprint and the public history, not from the viewer's
-    cards, so one solution answers the seat at that history whatever it holds (kept across hands
-    by the solving player, across sessions by the service)."""
+    card a subgame's ranges come from the blueprint, the public history and the solutions that
+    answered the seat's earlier decisions (``played``: :meth:`PlayedStrategy.played`, named in the
+    key by their places in the history), not from the viewer's cards, so one solution answers the
+    seat at that history whatever it holds (kept across hands by the solving player, across
+    sessions by the service)."""
     if len(state.board_cards):
         return None
-    return f"{state.viewer}:{state.betting.betting_string()}"
+    key = f"{state.viewer}:{state.betting.betting_string()}"
+    return f"{key}:played={','.join(map(str, sorted(played)))}" if played else key
 
 
 def node_in(sol: Solution, state: State) -> Optional[tuple[Solution, int]]:
@@ -210,7 +213,7 @@ class SessionCache:
         self.budget = int(budget)
         self.max_entries = max_entries
         self._lock = threading.Lock()
-        self._entries: collections.OrderedDict[str, tuple[Solution, Any, int]] = collections.OrderedDict()
+        self._entries: collections.OrderedDict[str, tuple[Any, Any, int]] = collections.OrderedDict()
         self.bytes = 0  # of the cached entries
         self.reserved = 0  # by solves in flight
         self.evictions = 0  # entries evicted to make room
@@ -268,11 +271,21 @@ class SessionCache:
         with self._lock:
             self.reserved = max(0, self.reserved - max(0, int(size)))
 
-    def store(self, session: str, sol: Solution, key, size: Optional[int] = None) -> bool:
-        """Cache ``sol`` (solved for ``key``) as ``session``'s subgame, replacing the session's
-        previous one, evicting others as needed. ``size``: its :func:`nbytes` (measured here when
-        None). False when it cannot fit next to the reservations (then nothing is cached for the
-        session)."""
+    def get(self, session: str, key) -> Any:
+        """What :meth:`store` keeps for ``session`` when it was stored for ``key``, else None (a
+        session's other records than its subgame: the service's :class:`PlayedStrategy`)."""
+        with self._lock:
+            e = self._entries.get(session)
+            if e is None or e[1] != key:
+                return None
+            self._entries.move_to_end(session)
+            return e[0]
+
+    def store(self, session: str, sol: Any, key, size: Optional[int] = None) -> bool:
+        """Cache ``sol`` (solved for ``key``; a :class:`~subgame.solver.Solution`, or another record
+        that :meth:`get` returns) as ``session``'s, replacing the session's previous one, evicting
+        others as needed. ``size``: its :func:`nbytes` (measured here when None). False when it
+        cannot fit next to the reservations (then nothing is cached for the session)."""
         size = (nbytes(sol) if size is None else int(size)) + ENTRY_OVERHEAD
         with self._lock:
             old = self._entries.pop(session, None)
@@ -317,4 +330,4 @@ class SessionCache:
             }
 
 
-__all__ = ["ENTRY_OVERHEAD", "SessionCache", "SubgameCache", "nbytes", "public_key"]
+__all__ = ["ENTRY_OVERHEAD", "PlayedStrategy", "SessionCache", "SubgameCache", "nbytes", "public_key"]

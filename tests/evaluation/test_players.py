@@ -170,6 +170,31 @@ def test_spec_run_dir(tmp_path, kuhn_cfr):
             player_from_spec(f"{tmp_path / 'run'}+solve:resolve:off-tree={bad}", KUHN)
 
 
+def test_solving_options_of_a_player_spec_are_fuzzed(kuhn_cfr, tmp_path_factory):
+    """Whatever follows ``+solve:METHOD:``, the spec gives a solving player with a split in
+    [0, 0.5] or a :class:`PlayerSpecError` naming the option; never another exception."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from evaluation.solving import SolvingPlayer
+
+    run = tmp_path_factory.mktemp("fuzz") / "run"
+    kuhn_cfr.save(run)
+
+    @settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(option=st.one_of(st.text(max_size=20), st.text(max_size=12).map(lambda v: "off-tree=" + v)))
+    def check(option):
+        try:
+            p = player_from_spec(f"{run}+solve:resolve:{option}", KUHN)
+        except PlayerSpecError as exc:
+            assert "option" in str(exc) or "split" in str(exc)
+            return
+        assert isinstance(p, SolvingPlayer)
+        assert p.off_tree is None or 0.0 <= p.off_tree <= 0.5
+
+    check()
+
+
 # -- exact values --------------------------------------------------------------------------------
 def _exact(a: str, b: str):
     return exact_value(KUHN, player_from_spec(a, KUHN), player_from_spec(b, KUHN))

@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from serving.responder import QueryError, SolvingResponder, parse_bytes
+from serving.responder import QueryError, SolvingResponder, check_session, parse_bytes
 from serving.service import ThreadedServer, create_app
 from subgame.cache import ENTRY_OVERHEAD, SessionCache, nbytes
 
@@ -126,6 +126,31 @@ def test_session_cache_evicts_least_recently_used_by_bytes():
     assert c.store("e", object(), None, size=1000)
     snap = c.snapshot()
     assert snap["cache_entries"] == 1 and snap["budget_bytes"] == budget and snap["evictions"] == 5
+    # get: what was stored, for the key it was stored for only
+    rec = object()
+    assert c.store("r", rec, ("hand", 1), size=10)
+    assert (
+        c.get("r", ("hand", 1)) is rec and c.get("r", ("hand", 2)) is None and c.get("nobody", None) is None
+    )
+
+
+def test_no_client_session_names_the_services_own_entries():
+    """The shared pre-flop subgames and the sessions' played strategies are kept under keys no
+    client's session can be (sessions are printable; the keys start with a NUL)."""
+    from holdem.game import Game
+    from serving.responder import _played_key, _public_key
+
+    state = Game.load("hunl20").state("MATCHSTATE:0:0:r300r900r1500:AhKd|")
+    keys = (
+        _public_key(state, "unsafe"),
+        _played_key("public:unsafe:0:r300r900r1500"),
+        _public_key(state, "unsafe", {1: 0}),
+    )
+    for key in keys:
+        assert key is not None and not key.isprintable()
+        with pytest.raises(QueryError):
+            check_session(key)
+    assert keys[0] != keys[2]  # a subgame whose ranges follow a played decision is another subgame
 
 
 # -- the solving responder under a memory budget ----------------------------------------------------
@@ -151,8 +176,13 @@ def test_cached_sessions_stay_within_the_budget_lru_first_out(hunl_bp, river_sol
             assert r.sessions.bytes + r.sessions.reserved <= budget
         m = r.metrics()["memory"]
         assert m["budget_bytes"] == budget and m["cache_bytes"] <= budget
-        assert 1 <= m["cache_entries"] < 8 and m["evictions"] == 8 - m["cache_entries"]
-        assert m["cache_bytes"] == pytest.approx(m["cache_entries"] * one, rel=0.05)
+        # each session keeps its subgame and (a small entry) the strategy its answer played
+        with r.sessions._lock:
+            sizes = {k: e[2] for k, e in r.sessions._entries.items()}
+        subgames = [n for k, n in sizes.items() if not k.startswith("\x00played:")]
+        assert 1 <= len(subgames) < 8 and m["evictions"] == 16 - m["cache_entries"]
+        assert all(n == pytest.approx(one, rel=0.05) for n in subgames)
+        assert all(n < one / 10 for k, n in sizes.items() if k.startswith("\x00played:"))
         # the most recent session is reused, the oldest was evicted and is solved again
         assert r.answer(river(7), session="s7", time_budget_ms=1500)["reused"] is True
         assert r.answer(river(0), session="s0", time_budget_ms=1500)["reused"] is False

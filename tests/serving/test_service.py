@@ -9,6 +9,7 @@ import json
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from serving.responder import (
@@ -636,3 +637,38 @@ def test_serve_solving_flags_are_checked(tmp_path):
     assert (
         r.exit_code == 2 and "--solver-processes/--solver-in-threads applies to subgame solving" in r.stderr
     )
+
+
+def test_a_later_subgame_of_the_session_gives_the_viewer_the_range_its_answers_played(hunl_bp):
+    """The river's first decision was answered from a subgame (a check for some hands, a bet for
+    others). The opponent then bets a size that subgame lacks: the nested subgame solved for the
+    session weighs the viewer's range by the check it was answered with, not by the blueprint's
+    check; a query without the session gets the blueprint's range."""
+    from serving.responder import SolvingResponder
+    from subgame.nested import nested_subgame
+
+    r = SolvingResponder(hunl_bp, "unsafe", default_time_budget_ms=5000, solver_threads=1, min_iterations=3)
+    try:
+        first = "MATCHSTATE:0:3:cc/cc/cc/:AsKd|/2c7h9s/Td/3c"
+        a = r.answer(first, session="p1")
+        assert a["source"] == "subgame" and a["strategy"].get("c", 0) > 0, a
+        key = (3, tuple(hunl_bp.game.state(first).hole_cards[0]), "unsafe")
+        sol, node = r.sessions.lookup("p1", hunl_bp.game.state(first), key)
+        check = sol.node_strategy(node)["c"]
+        later_ms = "MATCHSTATE:0:3:cc/cc/cc/cr333:AsKd|/2c7h9s/Td/3c"
+        later = hunl_bp.game.state(later_ms)
+        assert r.sessions.lookup("p1", later, key) is None  # not in the solved subgame: a new solve
+        played = r._played("p1", key, later)
+        assert list(played) == [6]
+        np.testing.assert_array_equal(played[6], check)
+        b = r.answer(later_ms, session="p1")
+        assert b["source"] == "subgame" and not b["reused"], b
+        sol_b, _ = r.sessions.lookup("p1", later, key)
+        want = nested_subgame(hunl_bp, later, played=played).ranges
+        np.testing.assert_allclose(sol_b.subgame.ranges, want, rtol=1e-6)
+        plain = nested_subgame(hunl_bp, later).ranges
+        assert np.abs(want[0] / want[0].sum() - plain[0] / plain[0].sum()).sum() > 0.05
+        np.testing.assert_array_equal(want[1], plain[1])
+        assert r._played(None, key, later) == {} and r._played("p2", key, later) == {}
+    finally:
+        r.close()
