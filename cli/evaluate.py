@@ -328,8 +328,9 @@ def _eval_match(
     if game_name is None and path is None:
         # the game of a run directory among the players, if any
         for spec in (player_spec, vs_spec):
-            if spec and "+" not in spec and Path(spec).is_dir():
-                path = Path(spec)
+            run = spec.partition("+")[0] if spec else ""  # RUN_DIR or RUN_DIR+solve:METHOD
+            if run and Path(run).is_dir():
+                path = Path(run)
                 break
         else:
             raise click.UsageError(

@@ -135,6 +135,9 @@ def test_eval_run_dir_as_player(tmp_path):
     # blueprint + subgame solving (Kuhn has one round: every decision is re-solved), exact value too
     out, _ = ok("eval", run, "--vs", f"{run}+solve:resolve", "--hands", 10, "--json")
     assert out["opponent"] == "kuhn+solve:resolve" and "exact" in out
+    # ... whose run directory gives the game as well
+    out, _ = ok("eval", "--player", f"{run}+solve:resolve", "--vs", "kuhn-greedy", "--hands", 10, "--json")
+    assert out["player"] == "kuhn+solve:resolve"
 
 
 def test_eval_hold_em_match_in_mbb_without_exact():
