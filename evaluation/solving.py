@@ -11,7 +11,7 @@ well under a second; the turn in hold'em is a 15,000-node tree) it plays the blu
 off-tree bets. With ``off_tree`` it solves the nested subgame after an opponent's off-tree bet of
 the state's round instead (Libratus did so at every off-tree bet), where the bet lies far enough
 from the abstract sizes: where the pseudo-harmonic translation splits it between two sizes with
-at least ``off_tree`` on the less likely one (:func:`subgame.nested.translation_split`; default
+at least ``off_tree`` on the less likely one (:func:`subgame.nested.opponent_off_tree_split`; default
 :data:`~subgame.nested.OFF_TREE_SPLIT`, 0 solves every off-tree bet). A bet below the smallest
 abstract size or above the largest, or near one size, is translated. From ``from_round`` on it
 solves the subgame at the state (:func:`subgame.nested.solve_state`; nested when the opponent's
@@ -38,13 +38,7 @@ from blueprint.blueprint import Blueprint, BlueprintError
 from blueprint.player import sample
 from holdem.state import State
 from subgame.cache import PlayedStrategy, SessionCache, SubgameCache, public_key
-from subgame.nested import (
-    OFF_TREE_SPLIT,
-    hand_strategy,
-    opponent_off_tree_this_round,
-    solve_state,
-    translation_split,
-)
+from subgame.nested import OFF_TREE_SPLIT, hand_strategy, opponent_off_tree_split, solve_state
 from subgame.solver import METHODS
 from subgame.tree import SubgameError
 
@@ -80,7 +74,7 @@ class SolvingPlayer:
             from_round,
             bets,
         )
-        # None: translate every off-tree bet; else solve nested where translation_split >= it
+        # None: translate every off-tree bet; else solve nested where opponent_off_tree_split >= it
         self.off_tree: Optional[float] = None if off_tree is False else float(off_tree)
         self.cache = SubgameCache()
         self.played = PlayedStrategy()  # the hand's decisions answered by a solve, for later subgames' ranges
@@ -118,12 +112,7 @@ class SolvingPlayer:
         if (
             state.round < self.from_round
             and ans.source != "fallback"
-            and not (
-                self.off_tree is not None
-                and ans.source == "translated"
-                and opponent_off_tree_this_round(self.bp, state)
-                and translation_split(self.bp, state) >= self.off_tree
-            )
+            and not (ans.source == "translated" and self._solves_off_tree(state))
         ):
             return ans.strategy, ans.source, None
         played = self.played.played(key, state)
@@ -152,6 +141,14 @@ class SolvingPlayer:
             self.public.store(public, sol, public)
         self.solves += 1
         return hand_strategy(sol, n, state), "subgame", (sol, n)
+
+    def _solves_off_tree(self, state: State) -> bool:
+        """Whether ``off_tree`` has the nested subgame after the opponent's off-tree bet of this
+        round solved (the bet splits between two sizes by at least ``off_tree``)."""
+        if self.off_tree is None:
+            return False
+        split = opponent_off_tree_split(self.bp, state)
+        return split is not None and split >= self.off_tree
 
     def act(self, state: State, rng: np.random.Generator) -> str:
         strat, source, solved = self._answer(state, rng)
@@ -191,7 +188,5 @@ def solving_player(bp: Blueprint, method: str, name: str) -> SolvingPlayer:
     try:
         split = float(value)
     except ValueError:
-        split = float("nan")
-    if not 0.0 <= split <= 0.5:  # NaN too
-        raise SubgameError(f"off-tree={value!r}: expected a translation split in [0, 0.5]")
-    return SolvingPlayer(bp, method, name=name, off_tree=split)
+        raise SubgameError(f"off-tree={value!r}: expected a translation split in [0, 0.5]") from None
+    return SolvingPlayer(bp, method, name=name, off_tree=split)  # which checks the range

@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from holdem.betting import action_string
 from holdem.state import State
 from subgame.nested import node_of_state
 from subgame.solver import Solution
@@ -153,8 +154,6 @@ class PlayedStrategy:
         legal range, is left to the blueprint's model)."""
         if key != self.key or not self._at:
             return {}
-        from holdem.betting import action_string
-
         g = state.gamedef
         flat = [action_string(k, s, g) for acts in state.betting.actions for k, s in acts]
         out = {}

@@ -302,7 +302,7 @@ def history_ranges(
     action no abstract action becomes (an off-tree raise) leaves the range as it was: nested
     solving's rule that an off-tree action does not change the range of the one who took it. An
     action in ``played`` (:data:`Played`) is weighed by the strategy its player really played."""
-    from holdem.betting import Betting
+    from holdem.betting import Betting, action_string
 
     cache = cache or BucketCache(bp, hands)
     g = bp.gamedef
@@ -310,16 +310,13 @@ def history_ranges(
     ranges = np.ones((2, H))
     board = tuple(int(c) for c in state.board_cards)
     b = Betting.initial(g)
-    j = -1
-    for acts in state.betting.actions:
-        for kind, size in acts:
-            j += 1
-            p = b.current_player()
-            if played and j in played:
-                ranges[p] *= played[j]
-                b = b.apply(kind, size)
-                continue
-            real = "f" if kind == 0 else "c" if kind == 1 else ("r" if g.is_limit else f"r{size}")
+    flat = [a for acts in state.betting.actions for a in acts]
+    for j, (kind, size) in enumerate(flat):
+        p = b.current_player()
+        if played and j in played:
+            ranges[p] *= played[j]
+        else:
+            real = action_string(kind, size, g)
             seen = _board_at_round(g, board, b.round)
             like = np.zeros(H)
             total = 0.0
@@ -333,7 +330,7 @@ def history_ranges(
                 total += q
             if total > 0 and like.any():
                 ranges[p] *= like
-            b = b.apply(kind, size)
+        b = b.apply(kind, size)
     ranges[:, blocked_by(hands, board)] = 0.0
     return ranges
 

@@ -86,42 +86,37 @@ def first_off_tree(bp: Blueprint, state: State) -> Optional[tuple[int, int, Bett
     return None
 
 
-def opponent_off_tree_this_round(bp: Blueprint, state: State) -> bool:
-    """Whether the history's first off-tree action is the opponent's and in the state's round (the
-    state then has a nested subgame rooted right after it, :func:`nested_subgame`)."""
-    try:
-        off = first_off_tree(bp, state)
-    except SubgameError:
-        return False
-    if off is None:
-        return False
-    return (
-        _flat(state.betting)[off[1]][0] == state.betting.round and int(bp.tree.player[off[0]]) != state.viewer
-    )
-
-
-#: the smallest :func:`translation_split` at which the solving player with ``off_tree`` solves an
-#: off-tree bet nested instead of translating it: a bet mapped to one abstract size at least 90% of
-#: the time is close to that size, and the blueprint's answer there serves it
+#: the smallest :func:`opponent_off_tree_split` at which the solving player with ``off_tree`` solves
+#: an off-tree bet nested instead of translating it: a bet mapped to one abstract size at least 90%
+#: of the time is close to that size, and the blueprint's answer there serves it
 OFF_TREE_SPLIT = 0.1
 
 
-def translation_split(bp: Blueprint, state: State) -> float:
-    """How far the history's first off-tree action lies from the abstract sizes: the smaller of the
-    two probabilities the pseudo-harmonic translation gives the raise's neighbours (at most 0.5,
-    midway between them; 0 where it maps to one size, a raise below the smallest size or above
-    the largest, or where the action is not a raise or the history is on the tree)."""
+def _raise_edges(bp: Blueprint, m: int) -> np.ndarray:
+    """Indices (from the node's first edge) of abstract node ``m``'s raise edges."""
+    t = bp.tree
+    s, k = int(t.child_start[m]), int(t.num_actions[m])
+    return np.nonzero(t.edge_kind[s : s + k] == RAISE)[0]
+
+
+def opponent_off_tree_split(bp: Blueprint, state: State) -> Optional[float]:
+    """None unless the history's first off-tree action is the opponent's and in the state's round
+    (the state then has a nested subgame rooted right after it, :func:`nested_subgame`); else how
+    far that action lies from the abstract sizes: the smaller of the two probabilities the
+    pseudo-harmonic translation gives the raise's neighbours (at most 0.5, midway between them; 0
+    where it maps to one size, a raise below the smallest size or above the largest, or where the
+    action is not a raise)."""
     try:
         off = first_off_tree(bp, state)
     except SubgameError:
-        return 0.0
+        return None
     if off is None:
-        return 0.0
+        return None
     m, i, before = off
-    _, kind, size = _flat(state.betting)[i]
-    t = bp.tree
-    s, k = int(t.child_start[m]), int(t.num_actions[m])
-    raises = np.nonzero(t.edge_kind[s : s + k] == RAISE)[0]
+    rnd, kind, size = _flat(state.betting)[i]
+    if rnd != state.betting.round or int(bp.tree.player[m]) == state.viewer:
+        return None
+    raises = _raise_edges(bp, m)
     if kind != RAISE or not len(raises):
         return 0.0
     probs = bp.translation_probs(m, before, size, raises)
@@ -268,7 +263,7 @@ def _translated_edge(bp: Blueprint, m: int, before: Betting, kind: int, size: in
     s, k = int(t.child_start[m]), int(t.num_actions[m])
     if kind != RAISE:
         return s + next(i for i in range(k) if int(t.edge_kind[s + i]) == kind)
-    raises = np.array([i for i in range(k) if int(t.edge_kind[s + i]) == RAISE])
+    raises = _raise_edges(bp, m)
     if not len(raises):
         raise SubgameError(f"a raise where the blueprint has none ({t.betting_string(m)!r})")
     return bp.translate_raise(m, before, size, raises, None)

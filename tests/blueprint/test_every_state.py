@@ -184,7 +184,7 @@ def test_off_tree_opens_are_solved_nested_and_pre_flop_solutions_serve_every_dea
     of translating it; that subgame has no board card, so its solution answers the same public state
     in later hands with other cards without a new solve. Without ``off_tree`` the open is translated."""
     from evaluation.solving import SolvingPlayer
-    from subgame.nested import translation_split
+    from subgame.nested import opponent_off_tree_split
 
     game = hunl100_bp.game
     plain = SolvingPlayer(hunl100_bp, iterations=10)
@@ -204,10 +204,10 @@ def test_off_tree_opens_are_solved_nested_and_pre_flop_solutions_serve_every_dea
     # an open close to an abstract size is translated: a min-raise (below the pot raise, the
     # smallest size) and an open to 4,000 (94% of it mapped to the all-in); 0 solves every one
     for ms, split in (("MATCHSTATE:0:3:r200:AhKd|", 0.0), ("MATCHSTATE:0:3:r4000:AhKd|", 0.06)):
-        assert translation_split(hunl100_bp, game.state(ms)) == pytest.approx(split, abs=0.005)
+        assert opponent_off_tree_split(hunl100_bp, game.state(ms)) == pytest.approx(split, abs=0.005)
         assert player.strategy(game.state(ms))[1] == "translated"
     assert player.solves == 1
-    assert translation_split(hunl100_bp, game.state("MATCHSTATE:0:0:r700:AhKd|")) > 0.4
+    assert opponent_off_tree_split(hunl100_bp, game.state("MATCHSTATE:0:0:r700:AhKd|")) > 0.4
     every = SolvingPlayer(hunl100_bp, iterations=2, off_tree=0.0)
     assert every.strategy(game.state("MATCHSTATE:0:3:r200:AhKd|"))[1] == "subgame" and every.solves == 1
     with pytest.raises(SubgameError, match="translation split"):
