@@ -3,7 +3,7 @@
 A player sees the hand as its seat's view: a :class:`holdem.state.State` whose ``viewer`` is the
 seat, always at a decision of that seat, and answers with an ACPC action string legal there.
 The players themselves (baselines, the blueprint, blueprint + solving) live in
-:mod:`evaluation.players` and :mod:`evaluation.solving`.
+:mod:`mccfr.evaluation.players` and :mod:`mccfr.evaluation.solving`.
 """
 
 from __future__ import annotations

@@ -6,6 +6,12 @@ import os
 import resource
 import sys
 
+from holdem.lazy import lazy_exports
+
+_LAZY = {"RayJob": "cluster.job", "JobError": "cluster.job", "Storage": "cluster.storage"}
+__all__ = sorted(_LAZY) + ["memory_bytes", "rss_bytes"]
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+
 
 def rss_bytes() -> int:
     """Resident memory of this process (peak RSS where /proc is unavailable)."""

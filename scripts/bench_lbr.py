@@ -20,7 +20,7 @@ it re-raised one of LBR's raises (LBR's one-step valuation assumes fold or call)
 ``--validate``: on no-limit Leduc (``tests/data/leduc_nolimit.game``, fcpa bets, CFR+ after
 0, 3, 30 and 300 iterations) the exact best-response value per seat beside LBR's exact value
 (every equity is exact on that deck, so LBR is a deterministic strategy and
-``evaluation.match.exact_value`` evaluates it) and LBR's sampled value with its interval.
+``mccfr.evaluation.match.exact_value`` evaluates it) and LBR's sampled value with its interval.
 
 For every run: LBR (``--menu``, ``--preflop``) over ``--lbr-hands`` hands; for the last run also
 duplicate matches against always-call and random over ``--match-hands`` hands. Prints one JSON
@@ -41,10 +41,10 @@ from pathlib import Path
 import numpy as np
 
 from blueprint.blueprint import Blueprint
-from evaluation.lbr import LocalBestResponse
-from evaluation.match import play_match
-from evaluation.players import BlueprintPlayer, player_from_spec
 from holdem.reporting import chips_to_mbb, ci95, mbb_per_chip
+from mccfr.evaluation.lbr import LocalBestResponse
+from mccfr.evaluation.match import play_match
+from mccfr.evaluation.players import BlueprintPlayer, player_from_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_mccfr import machine
@@ -66,8 +66,8 @@ def emit(rows: list, row: dict, out: str | None) -> None:
 
 def validate(hands: int, seed: int) -> None:
     from blueprint.trainer import make_trainer
-    from evaluation.lbr import LBRPlayer
-    from evaluation.match import exact_value
+    from mccfr.evaluation.lbr import LBRPlayer
+    from mccfr.evaluation.match import exact_value
 
     game = str(Path(__file__).resolve().parents[1] / "tests" / "data" / "leduc_nolimit.game")
     print(f"{datetime.datetime.now().isoformat(timespec='seconds')}, {machine()}, load {load_avg():.1f}")

@@ -10,8 +10,8 @@ import time
 
 import blueprint
 from blueprint.blueprint import Blueprint
-from evaluation.match import play_match
-from evaluation.players import BlueprintPlayer, player_from_spec
+from mccfr.evaluation.match import play_match
+from mccfr.evaluation.players import BlueprintPlayer, player_from_spec
 
 
 def main() -> None:

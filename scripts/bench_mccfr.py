@@ -59,7 +59,7 @@ def ours_leduc(target: float, cache: str, algo: str) -> dict:
     cmd = [
         sys.executable,
         "-m",
-        "cli",
+        "mccfr",
         "train",
         "--game",
         "leduc",

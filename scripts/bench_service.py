@@ -14,9 +14,9 @@ own ``elapsed_ms`` (handler start to answer ready, queueing for a worker thread 
 p50/p99 overall and per betting round, and the throughput in queries/s; with ``--solve``, per
 round the fraction of answers from a subgame and from each fallback (busy, budget, deadline).
 
-acpc: for each opponent, runs the in-repo ACPC dealer (:mod:`serving.acpc_dealer`) for
+acpc: for each opponent, runs the in-repo ACPC dealer (:mod:`mccfr.serving.acpc_dealer`) for
 ``--hands`` hands, ``mccfr play RUN_DIR`` as a separate process in seat 0 and the opponent (an
-:class:`~serving.acpc_client.AcpcClient` with a baseline player) in seat 1, under the reference
+:class:`~mccfr.serving.acpc_client.AcpcClient` with a baseline player) in seat 1, under the reference
 dealer's default time limits (600 s per response, 7 s per hand on average). Checks that the
 match finished with no protocol error, invalid action or timeout, and that the client's net
 equals the dealer's; reports the win rate in mbb/hand with a 95% interval. ``--duplicate`` also
@@ -48,12 +48,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from blueprint.player import sample
-from evaluation.players import player_from_spec
 from holdem.game import Game
 from holdem.reporting import chips_to_mbb, ci95
-from serving.acpc_client import AcpcClient
-from serving.acpc_dealer import AcpcDealer
-from serving.responder import PlayerResponder
+from mccfr.evaluation.players import player_from_spec
+from mccfr.serving.acpc_client import AcpcClient
+from mccfr.serving.acpc_dealer import AcpcDealer
+from mccfr.serving.responder import PlayerResponder
 
 MCCFR = [sys.executable, "-c", "from cli import main; main()"]
 
@@ -283,7 +283,7 @@ def inprocess(args) -> dict:
     """CPU time of one blueprint answer without HTTP (responder.answer), per round: the part of
     a query's cost that does not depend on the load of the machine."""
     from blueprint.blueprint import Blueprint
-    from serving.responder import BlueprintResponder
+    from mccfr.serving.responder import BlueprintResponder
 
     responder = BlueprintResponder(Blueprint.load(args.run_dir))
     responder.warm_up()

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from blueprint.evaluate import expected_value  # noqa: E402
 from blueprint.trainer import make_trainer  # noqa: E402
-from evaluation.oracle import openspiel_exploitability  # noqa: E402
+from mccfr.evaluation.oracle import openspiel_exploitability  # noqa: E402
 
 
 def main() -> dict:

@@ -461,8 +461,8 @@ def _request_app():
     if _APP is None:
         from blueprint.blueprint import Blueprint
         from blueprint.trainer import make_trainer
-        from serving.responder import BlueprintResponder
-        from serving.service import create_app
+        from mccfr.serving.responder import BlueprintResponder
+        from mccfr.serving.service import create_app
 
         tr = make_trainer("hunl20", bets="small", cards="rank", algo="pluribus", seed=1)
         tr.run(1000)
@@ -490,7 +490,7 @@ def request_corpus(rng: random.Random, hands: int = 60) -> list[Seed]:
 
 
 def run_request(context, data: bytes) -> None:
-    from serving.fuzz import check_body
+    from mccfr.serving.fuzz import check_body
 
     status, _ = check_body(_request_app(), data)  # raises FuzzFailure (an escape) on a 5xx or a bad answer
     if 400 <= status < 500:
@@ -543,7 +543,7 @@ TARGETS: dict[str, Target] = {
     "checkpoint": Target(checkpoint_corpus, run_checkpoint, (Refused,), MSGPACK_TOKENS),
     # blueprint files (raw, or their msgpack stream resealed)
     "blueprint": Target(blueprint_corpus, run_blueprint, (Refused,), MSGPACK_TOKENS),
-    # POST /v1/strategy bodies through the app in-process (serving.fuzz.check_body)
+    # POST /v1/strategy bodies through the app in-process (mccfr.serving.fuzz.check_body)
     "request": Target(request_corpus, run_request, (Rejected,), REQUEST_TOKENS),
 }
 ALPHABETS = {"gamedef": GAMEDEF_ALPHABET, "matchstate": MATCHSTATE_ALPHABET}

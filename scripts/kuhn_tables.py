@@ -6,13 +6,13 @@ Usage (from the repository root)::
                                   [--jobs N] [--out docs/kuhn_players.md]
 
 Players: ``random``, ``always-call``, ``always-raise``, ``kuhn-fixed``, ``kuhn-greedy`` (see
-:mod:`evaluation.players`) and ``cfr``, the average strategy of the production full-traversal CFR
+:mod:`mccfr.evaluation.players`) and ``cfr``, the average strategy of the production full-traversal CFR
 after ``--cfr-iterations`` iterations (saved as a run directory and loaded through the same
 ``RUN_DIR`` player SPEC that ``mccfr eval`` uses).
 
 For each unordered pair (and each player against itself) it plays a duplicate match of
-``--hands`` hands (:func:`evaluation.match.play_match`) and computes the exact expected value from
-the game tree (:func:`evaluation.match.exact_value`). It writes a Markdown report (``--out``) with
+``--hands`` hands (:func:`mccfr.evaluation.match.play_match`) and computes the exact expected value from
+the game tree (:func:`mccfr.evaluation.match.exact_value`). It writes a Markdown report (``--out``) with
 the sampled figures (95% intervals over duplicate pairs) beside the exact ones, and prints it.
 Matches run in ``--jobs`` processes; every match has its own seed, so the report does not depend
 on ``--jobs``.
@@ -50,7 +50,7 @@ def _spec(name: str, run_dir: str) -> str:
 
 
 def _player(name: str, run_dir: str, game):
-    from evaluation.players import player_from_spec
+    from mccfr.evaluation.players import player_from_spec
 
     p = player_from_spec(_spec(name, run_dir), game)
     p.name = name
@@ -60,8 +60,8 @@ def _player(name: str, run_dir: str, game):
 def run_pairing(job: tuple[str, str, int, int, str]) -> dict:
     """One pairing (in a worker process): the match and the exact value, from A's side."""
     a_name, b_name, hands, seed, run_dir = job
-    from evaluation.match import exact_value, play_match
     from holdem.game import Game
+    from mccfr.evaluation.match import exact_value, play_match
 
     game = Game.load("kuhn")
     a, b = _player(a_name, run_dir, game), _player(b_name, run_dir, game)
@@ -100,7 +100,7 @@ def report(rows: list[dict], players: list[str], args, cfr_info: dict, seconds: 
         "same cards per seat. Figures are player A's net chips per hand (the ante is 1 chip); "
         '"± x" is the 95% interval over the duplicate pairs; *exact* is the expected value computed '
         "from the game tree by enumerating the deals and both players' action probabilities "
-        "(`evaluation.match.exact_value`). Win rate: the share of hands A won (Kuhn has no split pots)."
+        "(`mccfr.evaluation.match.exact_value`). Win rate: the share of hands A won (Kuhn has no split pots)."
     )
     out += ["", "## Players", "", "| player | plays |", "|---|---|"]
     for p in players:

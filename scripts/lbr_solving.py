@@ -9,8 +9,8 @@ Settings (a comma list, run in this order):
 
 * ``blueprint``: LBR (``--menu``, the menu in every round) against the blueprint;
 * ``river`` / ``turn`` / ``flop``: the same LBR against blueprint + solving from the river / the
-  turn / the flop (:class:`evaluation.solving.SolvingPlayer` with ``--method``,
-  ``--solve-iterations`` per solve; the turn's and the flop's subgames are depth-limited), LBR modelling it by :class:`evaluation.lbr_solving.SolvingOpponent`;
+  turn / the flop (:class:`mccfr.evaluation.solving.SolvingPlayer` with ``--method``,
+  ``--solve-iterations`` per solve; the turn's and the flop's subgames are depth-limited), LBR modelling it by :class:`mccfr.evaluation.lbr_solving.SolvingOpponent`;
 * ``lb``: the four settings of the 2017 study against the blueprint: pre-flop check/call or the
   menu x flop check/call or the menu (``menu/menu`` is ``blueprint``, not run twice).
 
@@ -39,9 +39,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from blueprint.blueprint import Blueprint  # noqa: E402
-from evaluation.lbr import LocalBestResponse  # noqa: E402
-from evaluation.solving import SolvingPlayer  # noqa: E402
 from holdem.reporting import Z95, big_blind_of, ci95, mbb_per_chip  # noqa: E402
+from mccfr.evaluation.lbr import LocalBestResponse  # noqa: E402
+from mccfr.evaluation.solving import SolvingPlayer  # noqa: E402
 
 LB = {  # name: (pre-flop, call_rounds)
     "call/call": ("call", (1,)),

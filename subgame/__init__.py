@@ -1,22 +1,21 @@
-"""Play-time solving: subgames re-solved from blueprint values (docs/architecture.md, sections 1 and 3).
+"""Play-time solving: subgames re-solved from blueprint values (docs/solving.md).
 
-``subgame.solve(sub, method=..., time_budget=..., iterations=...) -> Solution`` is
-:func:`subgame.solver.solve`; ``subgame.Subgame`` and ``subgame.Solution`` its types. They load
-lazily, so importing a light module of this package (the service, the ACPC client) does not load
-the solver's numba kernels.
+``subgame.solve(sub, method=..., time_budget=..., iterations=...) -> Solution`` solves an explicit
+subgame; ``subgame.solve_state(bp, state, method)`` the subgame at a blueprint's match state. Names
+load on first use (:mod:`holdem.lazy`), so importing a light module of this package (the service,
+the ACPC client) does not load the solver's numba kernels.
 """
+
+from holdem.lazy import lazy_exports
 
 _LAZY = {
     "solve": "subgame.solver",
     "Subgame": "subgame.solver",
     "Solution": "subgame.solver",
     "METHODS": "subgame.solver",
+    "solve_state": "subgame.nested",
+    "hand_strategy": "subgame.nested",
+    "read_libratus": "subgame.libratus",
 }
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'subgame' has no attribute {name!r}")
+__all__ = sorted(_LAZY)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

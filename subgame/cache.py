@@ -2,8 +2,8 @@
 service, one per session under a memory budget in bytes (:class:`SessionCache`), sized by
 :func:`nbytes`.
 
-Shared by the solving player (:mod:`evaluation.solving`) and the query service's sessions
-(:mod:`serving.responder`).
+Shared by the solving player (:mod:`mccfr.evaluation.solving`) and the query service's sessions
+(:mod:`mccfr.serving.responder`).
 """
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ def test_truncated_future_and_partial_files_are_refused(tmp_path, built):
 def test_cli_build_errors(tmp_path):
     from click.testing import CliRunner
 
-    from cli import cli
+    from mccfr.cli import cli
 
     r = CliRunner().invoke(cli, ["abstraction", "build", "--game", "leduc", "--abstraction", "huge"])
     assert r.exit_code != 0 and "unknown abstraction recipe 'huge'" in r.output

@@ -7,8 +7,8 @@ from abstraction.translation import pseudo_harmonic
 from abstraction.tree import KIND_DECISION, KIND_SHOWDOWN
 from blueprint.blueprint import Blueprint, BlueprintError
 from blueprint.trainer import make_trainer
-from evaluation.players import BlueprintPlayer
 from holdem.game import Game
+from mccfr.evaluation.players import BlueprintPlayer
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from abstraction.tree import KIND_DECISION
 from blueprint.blueprint import SOURCES, Blueprint
 from blueprint.trainer import make_trainer
-from evaluation.match import play_hand
-from evaluation.players import BlueprintPlayer
 from holdem.betting import RAISE
 from holdem.game import Game
 from holdem.gamedef import PRESETS
-from serving.responder import BlueprintResponder
+from mccfr.evaluation.match import play_hand
+from mccfr.evaluation.players import BlueprintPlayer
+from mccfr.serving.responder import BlueprintResponder
 from subgame.tree import SubgameError
 
 _BPS: dict[str, tuple[Blueprint, BlueprintResponder]] = {}
@@ -140,8 +140,8 @@ def test_the_players_own_raises_never_leave_the_tree(hunl100_bp):
 
 
 def test_the_blueprint_player_labels_its_answers_in_a_match(hunl100_bp):
-    from evaluation.match import play_match
-    from evaluation.players import player_from_spec
+    from mccfr.evaluation.match import play_match
+    from mccfr.evaluation.players import player_from_spec
 
     game = hunl100_bp.game
     player = BlueprintPlayer(hunl100_bp)
@@ -152,7 +152,7 @@ def test_the_blueprint_player_labels_its_answers_in_a_match(hunl100_bp):
 
 
 def test_dead_ends_are_solved_on_every_round(hunl100_bp):
-    from evaluation.solving import SolvingPlayer
+    from mccfr.evaluation.solving import SolvingPlayer
     from subgame.nested import solve_state
 
     game = hunl100_bp.game
@@ -183,7 +183,7 @@ def test_off_tree_opens_are_solved_nested_and_pre_flop_solutions_serve_every_dea
     the abstraction has pot raises and all-in) from the nested subgame rooted right after it instead
     of translating it; that subgame has no board card, so its solution answers the same public state
     in later hands with other cards without a new solve. Without ``off_tree`` the open is translated."""
-    from evaluation.solving import SolvingPlayer
+    from mccfr.evaluation.solving import SolvingPlayer
     from subgame.nested import opponent_off_tree_split
 
     game = hunl100_bp.game
@@ -218,7 +218,7 @@ def test_later_subgames_give_the_player_the_range_it_really_played(hunl100_bp):
     """The solving player called the off-tree open to 700 from the nested solve. The hand's later
     subgames (the river's, a dead end rooted at the state) weigh its range by what it played there,
     the solve's call for every hand, not by what the blueprint does at the translated open."""
-    from evaluation.solving import SolvingPlayer
+    from mccfr.evaluation.solving import SolvingPlayer
     from subgame.construct import history_ranges
     from subgame.nested import node_of_state
     from subgame.tree import all_hands
@@ -276,7 +276,7 @@ def test_a_flop_dead_end_after_a_translated_all_in_is_solved_by_hand(hunl100_bp)
     blinds behind, the abstract one none (a dead end). A flop bet there is solved depth-limited
     from the state (the turn and river from a fixed sample of 12 cards, unsafe: no blueprint values
     there), so the answer depends on the hand: AhKd on Ks9c2d moves in, 7h4d (no pair, no draw) folds."""
-    from evaluation.solving import SolvingPlayer
+    from mccfr.evaluation.solving import SolvingPlayer
 
     player = SolvingPlayer(hunl100_bp, iterations=20)
     game = hunl100_bp.game

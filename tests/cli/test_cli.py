@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli import cli
-from cli.common import example_matchstate
+from mccfr.cli import cli
+from mccfr.cli.common import example_matchstate
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN_KEYS = {
@@ -283,7 +283,7 @@ def test_sigint_checkpoints_and_exits_cleanly(tmp_path):
         [
             sys.executable,
             "-m",
-            "cli",
+            "mccfr",
             "train",
             "--game",
             "leduc",
@@ -321,7 +321,7 @@ def test_sigint_checkpoints_and_exits_cleanly(tmp_path):
 
 def test_import_is_light():
     code = (
-        "import sys, cli.main; "
+        "import sys, mccfr.cli.main; "
         "print([m for m in ('numba', 'ray', 'pyarrow', 'numpy', 'tqdm') if m in sys.modules])"
     )
     out = subprocess.run(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import cli
+from mccfr.cli import cli
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from blueprint import checkpoint as ckpt
-from cli import cli
 from cluster.storage import Storage
+from mccfr.cli import cli
 
 
 def mccfr(*args):
@@ -32,10 +32,10 @@ def ok(*args) -> dict:
 @pytest.fixture
 def storage_cache(tmp_path, monkeypatch):
     """Storage URIs given as RUN_DIR are fetched under the test's directory, not ~/.cache."""
-    import cli.common
+    import mccfr.cli.common
 
     cache = tmp_path / "uri-cache"
-    monkeypatch.setattr(cli.common, "storage_cache_dir", lambda target: cache)
+    monkeypatch.setattr(mccfr.cli.common, "storage_cache_dir", lambda target: cache)
     return cache
 
 

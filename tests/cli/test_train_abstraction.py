@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli import cli
+from mccfr.cli import cli
 
 
 class Built(Exception):

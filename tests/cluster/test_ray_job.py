@@ -432,7 +432,7 @@ def test_cli_train_with_workers(cluster, tmp_path):
 
     from click.testing import CliRunner
 
-    from cli import cli
+    from mccfr.cli import cli
 
     out = tmp_path / "run"
     args = ["train", "--game", "leduc", "--iterations", "2000", "--workers", "2", "--shards", "2"]
@@ -582,7 +582,7 @@ def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
 
     from click.testing import CliRunner
 
-    from cli import cli
+    from mccfr.cli import cli
 
     run = tmp_path / "run"
     repo = Path(__file__).resolve().parents[2]

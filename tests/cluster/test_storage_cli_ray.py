@@ -19,8 +19,8 @@ from job_reference import reference
 
 from blueprint import checkpoint as ckpt
 from blueprint.trainer import Trainer
-from cli import cli
 from cluster.storage import Storage
+from mccfr.cli import cli
 
 SEED, BATCH = 5, 250
 

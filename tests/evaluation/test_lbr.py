@@ -13,7 +13,9 @@ from click.testing import CliRunner
 from abstraction.translation import pseudo_harmonic
 from blueprint.blueprint import Blueprint
 from blueprint.trainer import make_trainer
-from evaluation.lbr import (
+from holdem.evaluator import rank_hand_py
+from holdem.game import Game
+from mccfr.evaluation.lbr import (
     MENUS,
     BlueprintOpponent,
     LBRError,
@@ -23,10 +25,8 @@ from evaluation.lbr import (
     equity_vs_range,
     parse_menu,
 )
-from evaluation.match import exact_value, view_of
-from evaluation.players import AlwaysCall, BlueprintPlayer
-from holdem.evaluator import rank_hand_py
-from holdem.game import Game
+from mccfr.evaluation.match import exact_value, view_of
+from mccfr.evaluation.players import AlwaysCall, BlueprintPlayer
 
 NL_LEDUC = str(Path(__file__).resolve().parents[1] / "data" / "leduc_nolimit.game")
 
@@ -133,7 +133,7 @@ def test_equity_kernel_matches_brute_force_on_a_small_deck():
     num_suits, num_ranks = 2, 6  # 12 cards, 2 hole cards, 3 board cards to come from 2 known
     deck = num_suits * num_ranks
     hands = np.array(list(itertools.combinations(range(deck), 2)), np.int64)
-    from evaluation.lbr import hand_cardsets
+    from mccfr.evaluation.lbr import hand_cardsets
 
     cs, mask = hand_cardsets(hands, num_suits)
     mine, board = [0, 7], [3]
@@ -162,7 +162,7 @@ def test_equity_kernel_matches_brute_force_on_a_small_deck():
 
 def test_preflop_equity_of_aces_in_hold_em():
     hands = np.array(list(itertools.combinations(range(52), 2)), np.int64)
-    from evaluation.lbr import hand_cardsets
+    from mccfr.evaluation.lbr import hand_cardsets
 
     cs, mask = hand_cardsets(hands, 4)
     aces = [48, 49]
@@ -194,7 +194,7 @@ def test_menus_and_their_actions(nl_leduc):
 
 def test_bad_opponents_and_games(nl_leduc):
     bp, _, _ = nl_leduc[0]
-    from evaluation.players import KuhnFixed
+    from mccfr.evaluation.players import KuhnFixed
 
     with pytest.raises(LBRError, match="opponent"):
         LocalBestResponse(Game.load("kuhn"), KuhnFixed(Game.load("kuhn")))
@@ -206,7 +206,7 @@ def test_bad_opponents_and_games(nl_leduc):
 
 # -- the CLI ---------------------------------------------------------------------------------------
 def _cli(*args):
-    from cli import cli
+    from mccfr.cli import cli
 
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
 

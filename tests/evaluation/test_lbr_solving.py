@@ -1,4 +1,4 @@
-"""LBR against blueprint + subgame solving (:mod:`evaluation.lbr_solving`) on a small hold'em
+"""LBR against blueprint + subgame solving (:mod:`mccfr.evaluation.lbr_solving`) on a small hold'em
 blueprint: the opponent model matches the solving player, and LBR runs repeat."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import pytest
 
 from blueprint.blueprint import Blueprint
 from blueprint.trainer import make_trainer
-from evaluation.lbr import BlueprintOpponent, LBRError, LocalBestResponse, _Hands
-from evaluation.lbr_solving import SolvingOpponent
-from evaluation.match import view_of
-from evaluation.solving import SolvingPlayer
+from mccfr.evaluation.lbr import BlueprintOpponent, LBRError, LocalBestResponse, _Hands
+from mccfr.evaluation.lbr_solving import SolvingOpponent
+from mccfr.evaluation.match import view_of
+from mccfr.evaluation.solving import SolvingPlayer
 from subgame.nested import solve_state
 
 ITERS = 20

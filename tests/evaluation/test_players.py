@@ -8,8 +8,9 @@ import pytest
 from blueprint.blueprint import Blueprint
 from blueprint.evaluate import expected_value
 from blueprint.trainer import make_trainer
-from evaluation.match import MatchError, exact_value, play_hand, play_match, view_of
-from evaluation.players import (
+from holdem.game import Game
+from mccfr.evaluation.match import MatchError, exact_value, play_hand, play_match, view_of
+from mccfr.evaluation.players import (
     SPEC_NAMES,
     BlueprintPlayer,
     ExactPlayer,
@@ -20,7 +21,6 @@ from evaluation.players import (
     RandomPlayer,
     player_from_spec,
 )
-from holdem.game import Game
 
 KUHN = Game.load("kuhn")
 J, Q, K = "2c", "3c", "4c"
@@ -176,7 +176,7 @@ def test_solving_options_of_a_player_spec_are_fuzzed(kuhn_cfr, tmp_path_factory)
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from evaluation.solving import SolvingPlayer
+    from mccfr.evaluation.solving import SolvingPlayer
 
     run = tmp_path_factory.mktemp("fuzz") / "run"
     kuhn_cfr.save(run)
@@ -326,7 +326,7 @@ HUNL20 = Game.load("hunl20")
 
 
 def test_exploiter_specs_and_their_play():
-    from evaluation.players import MinRaisePlayer, OverbetPlayer, PlayerSpecError, hand_equity
+    from mccfr.evaluation.players import MinRaisePlayer, OverbetPlayer, PlayerSpecError, hand_equity
 
     ob = player_from_spec("overbet:9.5", HUNL20)
     assert isinstance(ob, OverbetPlayer) and ob.name == "overbet:9.5"
@@ -350,8 +350,8 @@ def test_exploiter_specs_and_their_play():
 
 
 def test_common_random_numbers_make_identical_players_tie_exactly():
-    from evaluation.match import paired_difference
-    from evaluation.players import AlwaysCall, AlwaysRaise
+    from mccfr.evaluation.match import paired_difference
+    from mccfr.evaluation.players import AlwaysCall, AlwaysRaise
 
     a = play_match(HUNL20, RandomPlayer(), AlwaysCall(), 40, seed=3, common_random=True)
     b = play_match(HUNL20, RandomPlayer(), AlwaysCall(), 40, seed=3, common_random=True)
@@ -379,9 +379,9 @@ def test_the_allin_expectation_is_the_mean_over_every_board_completion():
     showdown decided by eval7 (an independent evaluator), whichever completion was dealt."""
     import itertools
 
-    from evaluation.match import allin_expectation
-    from evaluation.players import AlwaysCall
     from holdem.cards import card_name
+    from mccfr.evaluation.match import allin_expectation
+    from mccfr.evaluation.players import AlwaysCall
 
     eval7 = pytest.importorskip("eval7")
     g = HUNL20.gamedef
@@ -414,7 +414,7 @@ def test_the_allin_expectation_is_the_mean_over_every_board_completion():
 def test_a_match_scored_by_the_allin_expectation_keeps_its_mean_and_narrows_its_interval():
     """Always-raise against random (all-in before the river in about a fifth of the hands): the
     same mean within the plain interval, a narrower interval (812 -> 599 mbb/game when written)."""
-    from evaluation.players import AlwaysRaise
+    from mccfr.evaluation.players import AlwaysRaise
 
     plain = play_match(HUNL20, AlwaysRaise(), RandomPlayer(), 600, seed=2)
     ev = play_match(HUNL20, AlwaysRaise(), RandomPlayer(), 600, seed=2, allin_ev=True)

@@ -11,12 +11,12 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from cli import cli
-from evaluation.players import AlwaysCall, RandomPlayer
 from holdem.game import Game
-from serving.acpc_client import AcpcClient, LineReader, TimeBank, parse_address, send_line
-from serving.acpc_dealer import AcpcDealer
-from serving.responder import PlayerResponder
+from mccfr.cli import cli
+from mccfr.evaluation.players import AlwaysCall, RandomPlayer
+from mccfr.serving.acpc_client import AcpcClient, LineReader, TimeBank, parse_address, send_line
+from mccfr.serving.acpc_dealer import AcpcDealer
+from mccfr.serving.responder import PlayerResponder
 
 HANDS = 40
 
@@ -106,7 +106,7 @@ def test_client_log_and_timing(responder, tmp_path):
 def test_histories_off_the_abstraction_get_the_blueprints_fallback(responder):
     # always-raise re-raises past the abstraction's two raises a round: the service answers from
     # the blueprint's fallback (labelled), so the client never has to check or call on its own
-    from evaluation.players import AlwaysRaise
+    from mccfr.evaluation.players import AlwaysRaise
 
     game = responder.game
     dealer = AcpcDealer(game, 6, seed=2).start()
@@ -268,7 +268,7 @@ def test_play_command(tmp_path, responder):
     assert out["hands"] == 8 and out["complete"] and out["net"] == res.totals[0] and out["unit"] == "mbb/hand"
     assert "played 8 hands" in r.stdout and log.exists()
     # the same through a running query service (--server) instead of a run directory
-    from serving.service import ThreadedServer, create_app
+    from mccfr.serving.service import ThreadedServer, create_app
 
     with ThreadedServer(create_app(responder)) as srv:
         dealer = AcpcDealer(game, 4, seed=4).start()

@@ -1,6 +1,6 @@
 """Property tests of request bodies (issue 18): whatever bytes arrive at ``POST /v1/strategy`` the
 service answers 2xx or 4xx with JSON (``{"error", "kind"}`` for a 4xx), never 5xx, and later
-answers do not change. Bodies run in-process through :func:`serving.fuzz.check_body` (the function
+answers do not change. Bodies run in-process through :func:`mccfr.serving.fuzz.check_body` (the function
 a long-run fuzz script calls with raw bytes); bounded: a few hundred examples, seconds."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from serving.fuzz import asgi_request, check_body, post_body
-from serving.responder import example_matchstates
-from serving.service import create_app
+from mccfr.serving.fuzz import asgi_request, check_body, post_body
+from mccfr.serving.responder import example_matchstates
+from mccfr.serving.service import create_app
 
 PREFLOP = "MATCHSTATE:1:0::|AhAd"
 FLOP = "MATCHSTATE:0:3:cc/:AhAd|/2c3d4h"
@@ -178,7 +178,7 @@ def test_a_solving_server_never_fails_either(solving_app, obj, budget):
 
 @pytest.fixture(scope="module")
 def solving_app(hunl_bp):
-    from serving.responder import SolvingResponder
+    from mccfr.serving.responder import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", solver_threads=1, memory_budget="64M")
     r.warm_up()
@@ -189,7 +189,7 @@ def solving_app(hunl_bp):
 
 def test_the_fuzz_entry_point_reports_server_errors(responder):
     """check_body raises on a 5xx (here a responder bug), with what was sent."""
-    from serving.fuzz import FuzzFailure
+    from mccfr.serving.fuzz import FuzzFailure
 
     class Broken:
         methods = ()

@@ -15,8 +15,8 @@ import time
 import numpy as np
 import pytest
 
-from serving.responder import QueryError, SolvingResponder, check_session, parse_bytes
-from serving.service import ThreadedServer, create_app
+from mccfr.serving.responder import QueryError, SolvingResponder, check_session, parse_bytes
+from mccfr.serving.service import ThreadedServer, create_app
 from subgame.cache import ENTRY_OVERHEAD, SessionCache, nbytes
 
 PREFLOP = "MATCHSTATE:1:0::|AhAd"
@@ -138,7 +138,7 @@ def test_no_client_session_names_the_services_own_entries():
     """The shared pre-flop subgames and the sessions' played strategies are kept under keys no
     client's session can be (sessions are printable; the keys start with a NUL)."""
     from holdem.game import Game
-    from serving.responder import _played_key, _public_key
+    from mccfr.serving.responder import _played_key, _public_key
 
     state = Game.load("hunl20").state("MATCHSTATE:0:0:r300r900r1500:AhKd|")
     keys = (
@@ -469,7 +469,7 @@ def test_bearer_token_guards_strategy_and_metrics_not_healthz(responder, monkeyp
         m = json.loads(text)
         assert status == 200 and m["errors"]["unauthorized"] == 8 and m["responses"]["401"] == 8
         # the HTTP client of `mccfr play --server` sends the key
-        from serving.responder import HttpResponder
+        from mccfr.serving.responder import HttpResponder
 
         assert HttpResponder(srv.url, api_key="s3cret-key").answer(PREFLOP)["source"] == "blueprint"
         with pytest.raises(QueryError) as info:
@@ -578,7 +578,7 @@ def test_guard_options_are_checked(responder):
 def test_serve_flags(tmp_path):
     from click.testing import CliRunner
 
-    from cli import cli
+    from mccfr.cli import cli
 
     (tmp_path / "run.toml").write_text('gamedef = """GAMEDEF\\nlimit\\nEND GAMEDEF\\n"""\n')
     run = CliRunner()

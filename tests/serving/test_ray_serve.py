@@ -37,7 +37,7 @@ def test_missing_serve_extra_is_named(monkeypatch, tmp_path):
 
     from click.testing import CliRunner
 
-    from cli import cli
+    from mccfr.cli import cli
 
     real = builtins.__import__
 
@@ -57,8 +57,8 @@ def test_ray_serve_deployment_answers_queries(tmp_path):
     pytest.importorskip("ray.serve", reason='Ray Serve is not installed (pip install "mccfr[serve]")')
     from click.testing import CliRunner
 
-    from cli import cli
-    from serving.ray_serve import build_app, run, shutdown
+    from mccfr.cli import cli
+    from mccfr.serving.ray_serve import build_app, run, shutdown
 
     run_dir = tmp_path / "run"
     r = CliRunner().invoke(

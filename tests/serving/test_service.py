@@ -12,14 +12,14 @@ import time
 import numpy as np
 import pytest
 
-from serving.responder import (
+from mccfr.serving.responder import (
     BlueprintResponder,
     QueryError,
     Responder,
     example_matchstates,
     make_responder,
 )
-from serving.service import ThreadedServer, create_app
+from mccfr.serving.service import ThreadedServer, create_app
 
 PREFLOP = "MATCHSTATE:1:0::|AhAd"  # hunl20: seat 1 (small blind) acts first preflop
 FLOP = "MATCHSTATE:0:3:cc/:AhAd|/2c3d4h"
@@ -97,7 +97,7 @@ def test_make_responder_seam(tmp_path):
 
 
 def test_solving_responder_answers_the_river_from_a_subgame_and_reuses_it(hunl_bp):
-    from serving.responder import SolvingResponder
+    from mccfr.serving.responder import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "unsafe", default_time_budget_ms=3000)
     r.warm_up()
@@ -119,7 +119,7 @@ def test_solving_responder_answers_the_river_from_a_subgame_and_reuses_it(hunl_b
 
 def test_solving_responder_solves_a_dead_end_where_it_fits_and_labels_the_rest(hunl_bp, monkeypatch):
     import subgame.depth
-    from serving.responder import SolvingResponder
+    from mccfr.serving.responder import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", default_time_budget_ms=20000, min_iterations=3)
     try:
@@ -376,7 +376,7 @@ def _get(port: int, path: str) -> str:
 
 
 def test_http_responder_is_the_same_responder_over_the_wire(responder, hunl_bp):
-    from serving.responder import HttpResponder
+    from mccfr.serving.responder import HttpResponder
 
     with ThreadedServer(create_app(responder)) as srv:
         remote = HttpResponder(srv.url)
@@ -403,7 +403,7 @@ def test_serve_command(tmp_path):
 
     from click.testing import CliRunner
 
-    from cli import cli
+    from mccfr.cli import cli
 
     run = tmp_path / "run"
     r = CliRunner().invoke(
@@ -480,7 +480,7 @@ def test_a_solve_that_cannot_fit_its_budget_comes_back_in_time_labelled(hunl_bp)
     """A turn subgame takes longer than 200 ms: the answer still comes within the budget (plus
     scheduling slack), from the blueprint with fallback 'deadline'; the responder learns the cost
     and answers the next turn query at once ('budget'), while the river is solved."""
-    from serving.responder import SolvingResponder
+    from mccfr.serving.responder import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", from_round=2, solver_threads=1, min_iterations=10)
     try:
@@ -509,7 +509,7 @@ def test_a_solve_that_overran_its_end_until_its_query_gave_up_backs_off(hunl_bp)
     """A construction that runs past the solve's end until the query stops waiting had its whole
     budget and never iterated: the cost model backs off (twice the time it ran), so the next query of
     that round is answered at once ('budget') rather than starting the same hopeless solve."""
-    from serving.responder import SolvingResponder
+    from mccfr.serving.responder import SolvingResponder
     from subgame.solver import SolveInterrupted
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", from_round=2, solver_threads=1, min_iterations=10)
@@ -533,7 +533,7 @@ def test_a_solve_that_overran_its_end_until_its_query_gave_up_backs_off(hunl_bp)
 
 def test_solves_are_bounded_by_the_solver_threads_and_the_rest_fall_back(hunl_bp, monkeypatch):
     import subgame.nested
-    from serving.responder import SolvingResponder
+    from mccfr.serving.responder import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "unsafe", solver_threads=1, min_iterations=2)
     real = subgame.nested.solve_state
@@ -575,7 +575,7 @@ def test_solves_are_bounded_by_the_solver_threads_and_the_rest_fall_back(hunl_bp
 
 def test_the_service_counts_the_budget_from_the_request(hunl_bp):
     """Over HTTP: the handler passes the request's arrival; the answer's elapsed_ms stays in budget."""
-    from serving.responder import SolvingResponder
+    from mccfr.serving.responder import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", solver_threads=1, min_iterations=5)
     with serving(r, threads=4) as c:
@@ -589,7 +589,7 @@ def test_the_service_counts_the_budget_from_the_request(hunl_bp):
 
 
 def test_cost_model_learns_backs_off_and_decays():
-    from serving.responder import _CostModel
+    from mccfr.serving.responder import _CostModel
 
     c = _CostModel()
     assert c.get(3) == 0.0
@@ -611,7 +611,7 @@ def test_cost_model_learns_backs_off_and_decays():
 def test_serve_solving_flags_are_checked(tmp_path):
     from click.testing import CliRunner
 
-    from cli import cli
+    from mccfr.cli import cli
 
     gamedef = (
         "GAMEDEF\nnolimit\nnumPlayers = 2\nnumRounds = 4\nstack = 2000 2000\nblind = 100 50\n"
@@ -644,7 +644,7 @@ def test_a_later_subgame_of_the_session_gives_the_viewer_the_range_its_answers_p
     others). The opponent then bets a size that subgame lacks: the nested subgame solved for the
     session weighs the viewer's range by the check it was answered with, not by the blueprint's
     check; a query without the session gets the blueprint's range."""
-    from serving.responder import SolvingResponder
+    from mccfr.serving.responder import SolvingResponder
     from subgame.nested import nested_subgame
 
     r = SolvingResponder(hunl_bp, "unsafe", default_time_budget_ms=5000, solver_threads=1, min_iterations=3)

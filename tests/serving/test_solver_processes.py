@@ -12,8 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from serving.responder import SolvingResponder
-from serving.solver_processes import SolverProcessError, SolverProcesses, available
+from mccfr.serving.responder import SolvingResponder
+from mccfr.serving.solver_processes import SolverProcessError, SolverProcesses, available
 from subgame.nested import solve_state
 from subgame.solver import SolveInterrupted
 from subgame.tree import SubgameError
@@ -118,7 +118,7 @@ def test_solver_processes_end_with_their_server(tmp_path):
         "import sys, time\n"
         "from blueprint.blueprint import Blueprint\n"
         "from blueprint.trainer import make_trainer\n"
-        "from serving.solver_processes import SolverProcesses\n"
+        "from mccfr.serving.solver_processes import SolverProcesses\n"
         "tr = make_trainer('leduc', seed=0); tr.run(10)\n"
         "sp = SolverProcesses(Blueprint(tr), 2, nice=0)\n"
         "print(*sp.pids, flush=True)\n"

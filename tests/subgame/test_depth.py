@@ -310,7 +310,7 @@ def test_solve_state_is_depth_limited_before_the_last_round(bp):
 def test_solve_cli_depth_limited(bp, tmp_path, capsys):
     import json
 
-    from cli import main
+    from mccfr.cli import main
 
     (tmp_path / "bets.toml").write_text(BETS_TOML)
     run = tmp_path / "run"

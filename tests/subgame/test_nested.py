@@ -105,7 +105,7 @@ def test_bad_states_are_named(bp):
 
 def test_solve_cli(bp, tmp_path, capsys):
     from blueprint.trainer import Trainer
-    from cli import main
+    from mccfr.cli import main
 
     (tmp_path / "bets.toml").write_text(BETS_TOML)
     run = tmp_path / "run"
@@ -141,10 +141,10 @@ def test_solve_cli(bp, tmp_path, capsys):
 
 
 def test_solving_player_plays_a_match_and_reuses_its_subgame(bp):
-    from evaluation.match import play_match
-    from evaluation.players import AlwaysCall, player_from_spec
-    from evaluation.solving import SolvingPlayer
     from holdem.game import Game
+    from mccfr.evaluation.match import play_match
+    from mccfr.evaluation.players import AlwaysCall, player_from_spec
+    from mccfr.evaluation.solving import SolvingPlayer
 
     g = Game(GAME)
     sp = SolvingPlayer(bp, "maxmargin", iterations=30, bets=FINE)

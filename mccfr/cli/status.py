@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from blueprint.rundir import METRICS_PARQUET, read_metrics
-from cli.common import (
+from mccfr.cli.common import (
     CLIError,
     human_bytes,
     is_storage_uri,

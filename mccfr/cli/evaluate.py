@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from cli.common import CLIError, exact_eval_problem, expl_unit, json_opt, run_dir_arg, user_input
+from mccfr.cli.common import CLIError, exact_eval_problem, expl_unit, json_opt, run_dir_arg, user_input
 
 
 @click.command(name="eval")
@@ -220,10 +220,10 @@ def _eval_lbr(
 ) -> dict[str, Any]:
     """Local best response against RUN_DIR's blueprint or --player SPEC (a run, a run with
     subgame solving, a baseline); keys lbr, lbr_ci95, unit."""
-    from evaluation.lbr import LocalBestResponse, parse_menu
-    from evaluation.players import BlueprintPlayer, player_from_spec
-    from evaluation.solving import SolvingPlayer
     from holdem.game import Game
+    from mccfr.evaluation.lbr import LocalBestResponse, parse_menu
+    from mccfr.evaluation.players import BlueprintPlayer, player_from_spec
+    from mccfr.evaluation.solving import SolvingPlayer
 
     if path is None and player_spec is None:
         raise click.UsageError("--lbr needs RUN_DIR (the blueprint to evaluate) or --player SPEC")
@@ -336,9 +336,9 @@ def _eval_match(
             raise click.UsageError(
                 "a match needs a game: give --game G or RUN_DIR (or a run directory as a player)"
             )
-    from evaluation.match import exact_value, play_match
-    from evaluation.players import BlueprintPlayer, player_from_spec
     from holdem.game import Game
+    from mccfr.evaluation.match import exact_value, play_match
+    from mccfr.evaluation.players import BlueprintPlayer, player_from_spec
 
     def log(msg: str) -> None:
         click.echo(f"warning: {msg}", err=True)
@@ -439,8 +439,8 @@ def export(run_dir, out, as_json):
 def _local_spec(spec: str) -> str:
     """A player SPEC whose run directory part (``RUN_DIR`` or ``RUN_DIR+solve:METHOD``) is a run
     with checkpoints in a storage path, or a storage URI, with that part made local first
-    (:func:`cli.common.run_dir_arg`); other specs unchanged."""
-    from cli.common import is_storage_uri
+    (:func:`mccfr.cli.common.run_dir_arg`); other specs unchanged."""
+    from mccfr.cli.common import is_storage_uri
 
     run, sep, rest = spec.partition("+")
     if is_storage_uri(run) or Path(run).is_dir():

@@ -4,7 +4,7 @@ what comes back.
 :func:`check_body` is the one call a fuzzer needs (the property tests in
 ``tests/serving/test_fuzz.py`` and long-run scripts use it)::
 
-    from serving.fuzz import check_body
+    from mccfr.serving.fuzz import check_body
     status, payload = check_body(app_or_url, b'{"matchstate": 7}')
 
 It posts ``body`` and raises :class:`FuzzFailure` unless the service answered like it should:
@@ -14,7 +14,7 @@ It posts ``body`` and raises :class:`FuzzFailure` unless the service answered li
 * 2xx: a ``strategy`` (action -> probability, summing to 1) and a ``source``;
 * 4xx: ``{"error": <non-empty message>, "kind": <tag>}``.
 
-``target`` is either the ASGI application (:func:`serving.service.create_app`; the request runs
+``target`` is either the ASGI application (:func:`mccfr.serving.service.create_app`; the request runs
 in this process through :func:`asgi_request`, without sockets: fast, and any exception shows
 with its traceback) or the base URL of a running ``mccfr serve`` (``http://127.0.0.1:8000``; one
 connection per call, so a refusal that closes the connection does not affect the next).

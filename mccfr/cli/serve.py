@@ -10,11 +10,11 @@ from pathlib import Path
 import click
 
 from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
-from cli.common import CLIError, json_opt, run_dir_arg, user_input
+from mccfr.cli.common import CLIError, json_opt, run_dir_arg, user_input
 
 
 def _load_responder(run_dir: str, time_budget_ms: int, solve_method: str | None = None, **solving):
-    from serving.responder import QueryError, make_responder
+    from mccfr.serving.responder import QueryError, make_responder
 
     path = run_dir_arg(run_dir)
     with user_input():
@@ -60,7 +60,7 @@ class ByteCount(click.ParamType):
     name = "BYTES"
 
     def convert(self, value, param, ctx):
-        from serving.responder import parse_bytes
+        from mccfr.serving.responder import parse_bytes
 
         try:
             return parse_bytes(value)
@@ -112,7 +112,7 @@ def _solving_options(
     if solver_threads is not None:
         out["solver_threads"] = solver_threads
     if solver_processes is not None:
-        from serving.solver_processes import available
+        from mccfr.serving.solver_processes import available
 
         if solver_processes and not available():
             raise click.BadParameter("needs the 'fork' start method (Linux)", param_hint="--solver-processes")
@@ -322,11 +322,11 @@ def serve(
             run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas or 1, address, guard
         )
     try:
-        from serving.service import bind, create_app, make_server
+        from mccfr.serving.service import bind, create_app, make_server
     except ImportError as exc:
         raise CLIError(f"serve needs fastapi and uvicorn ({exc}); pip install fastapi uvicorn") from None
     if solve_method is not None and "solver_processes" not in solving:
-        from serving.solver_processes import available
+        from mccfr.serving.solver_processes import available
 
         solving["solver_processes"] = available()
     path, responder = _load_responder(run_dir, time_budget_ms, solve_method, **solving)
@@ -361,7 +361,7 @@ def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solvi
     import signal
     import threading
 
-    from serving.ray_serve import RayServeMissing, build_app, import_serve, run, shutdown
+    from mccfr.serving.ray_serve import RayServeMissing, build_app, import_serve, run, shutdown
 
     if port == 0:
         raise click.BadParameter("the Ray Serve proxy needs a fixed port, not 0", param_hint="--port")
@@ -372,15 +372,15 @@ def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solvi
     path = run_dir_arg(run_dir)
     opts = {"solve_method": solve_method, "default_time_budget_ms": time_budget_ms, **solving}
     if solve_method is not None and "solver_threads" not in solving:
-        from serving.responder import default_solver_threads
+        from mccfr.serving.responder import default_solver_threads
 
         opts["solver_threads"] = max(1, default_solver_threads() // replicas)
     if solve_method is not None and "memory_budget" not in solving:
-        from serving.responder import default_memory_budget
+        from mccfr.serving.responder import default_memory_budget
 
         opts["memory_budget"] = default_memory_budget() // replicas
     with user_input():
-        from serving.responder import make_responder
+        from mccfr.serving.responder import make_responder
 
         make_responder(path, **opts).close()  # fail here, with a clear message, not inside a replica
     app = build_app(str(path), replicas, threads=threads, responder_options=opts, app_options=guard)
@@ -481,7 +481,7 @@ def play(
     games with a big blind). Exit status 1 when the match ended early (a disconnect, a protocol
     error, a timeout).
     """
-    from serving.acpc_client import AcpcClient, parse_address
+    from mccfr.serving.acpc_client import AcpcClient, parse_address
 
     try:
         host, port = parse_address(dealer)
@@ -494,7 +494,7 @@ def play(
             "give RUN_DIR (play its blueprint) or --server URL (ask a running service), one of them"
         )
     if server is not None:
-        from serving.responder import HttpResponder
+        from mccfr.serving.responder import HttpResponder
 
         try:
             responder = HttpResponder(server, api_key=api_key or None)
@@ -504,13 +504,13 @@ def play(
             raise CLIError(f"cannot reach the query service at {server}: {exc.strerror or exc}") from None
         path = server
     else:
-        from serving.responder import SOLVE_METHODS
+        from mccfr.serving.responder import SOLVE_METHODS
 
         path, responder = _load_responder(
             run_dir, time_budget_ms, method if method in SOLVE_METHODS else None
         )
     if method is not None:
-        from serving.responder import QueryError, check_method
+        from mccfr.serving.responder import QueryError, check_method
 
         try:
             check_method(method, tuple(responder.methods))

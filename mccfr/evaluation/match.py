@@ -35,7 +35,7 @@ pair given the same cards keeps the duplicate's cancellation of the board's luck
 Exact value (:func:`exact_value`): for games small enough, the expected chips of A per hand in each
 seat, computed from the game tree by enumerating every deal (one card at a time, uniformly among
 the cards left) and both players' action probabilities (players must have ``probs(state)``; see
-:mod:`evaluation.players`). Matches do not need it; tables print it beside the sampled figures.
+:mod:`mccfr.evaluation.players`). Matches do not need it; tables print it beside the sampled figures.
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ class MatchResult(InBigBlinds):
     allin_ev: bool = False
     allin_hands: int = 0
     # A's mean chips per duplicate pair, in order (for paired comparisons of two matches on the
-    # same seed: evaluation.match.paired_difference); not in to_json
+    # same seed: mccfr.evaluation.match.paired_difference); not in to_json
     pair_chips: tuple[float, ...] = dataclasses.field(default=(), repr=False)
 
     @property

@@ -20,7 +20,8 @@ from blueprint.rundir import (
     update_run_toml,
     write_run_toml,
 )
-from cli.common import (
+from holdem.files import atomic_write_bytes
+from mccfr.cli.common import (
     CLIError,
     ckpt_opt,
     eval_opt,
@@ -40,8 +41,7 @@ from cli.common import (
     user_input,
     with_ray_opts,
 )
-from cli.session import budget, ray_job, run_session
-from holdem.files import atomic_write_bytes
+from mccfr.cli.session import budget, ray_job, run_session
 
 
 @click.command()

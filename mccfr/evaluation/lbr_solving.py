@@ -1,8 +1,8 @@
-"""The blueprint + subgame solving player (:class:`evaluation.solving.SolvingPlayer`) as LBR's
+"""The blueprint + subgame solving player (:class:`mccfr.evaluation.solving.SolvingPlayer`) as LBR's
 opponent: its action probabilities for every private hand at once.
 
 Before ``from_round`` (and wherever the blueprint's tree has a node for the history) it is the
-blueprint (:class:`evaluation.lbr.BlueprintOpponent`). From ``from_round`` on, and at the
+blueprint (:class:`mccfr.evaluation.lbr.BlueprintOpponent`). From ``from_round`` on, and at the
 blueprint's dead ends, it solves the subgame at the state as the opponent sees it
 (:func:`subgame.nested.solve_state`, depth-limited before the last round) and reads the solved
 strategy of *every* hand at the state's node: one solve gives the whole matrix ``P[h, a]``
@@ -30,10 +30,10 @@ import numpy as np
 
 from blueprint.blueprint import Blueprint, BlueprintError
 from blueprint.player import sample
-from evaluation.lbr import BlueprintOpponent, LBRError, _Hands
-from evaluation.match import view_of
-from evaluation.solving import _legal
 from holdem.state import State
+from mccfr.evaluation.lbr import BlueprintOpponent, LBRError, _Hands
+from mccfr.evaluation.match import view_of
+from mccfr.evaluation.solving import _legal
 from subgame.cache import SubgameCache, node_in
 from subgame.nested import solve_state
 from subgame.solver import METHODS, Solution
@@ -42,7 +42,7 @@ from subgame.tree import SubgameError, all_hands, hand_index
 
 class SolvingOpponent:
     """Blueprint + safe subgame solving (``method``, ``iterations`` per solve, from ``from_round``
-    on) as LBR's opponent: the interface of :class:`evaluation.lbr.BlueprintOpponent`."""
+    on) as LBR's opponent: the interface of :class:`mccfr.evaluation.lbr.BlueprintOpponent`."""
 
     def __init__(
         self,
@@ -154,7 +154,7 @@ class SolvingOpponent:
 
 
 def solving_opponent(player, hands: _Hands) -> SolvingOpponent:
-    """LBR's model of a :class:`evaluation.solving.SolvingPlayer` (its blueprint, method, first
+    """LBR's model of a :class:`mccfr.evaluation.solving.SolvingPlayer` (its blueprint, method, first
     solving round, iterations and bets)."""
     if player.iterations is None:
         raise LBRError(

@@ -770,7 +770,7 @@ class SolvingResponder(BlueprintResponder):
       parses requests, answers from the blueprint and sends answers (which are due by their
       deadlines too): solves take the CPU the rest leaves;
     * with ``solver_processes`` each solver thread hands its solve to one of ``solver_threads``
-      processes forked in the constructor (:mod:`serving.solver_processes`; Linux), so that the
+      processes forked in the constructor (:mod:`mccfr.serving.solver_processes`; Linux), so that the
       subgame's construction, mostly Python, no longer contends with the event loop for the
       interpreter lock; a process that dies is replaced and its query answered ``unsolvable``.
 
@@ -874,8 +874,8 @@ class SolvingResponder(BlueprintResponder):
             initargs=(solver_nice,),
         )
         self._procs = None
-        if solver_processes:  # forked now, before the server's threads start (serving.solver_processes)
-            from serving.solver_processes import SolverProcesses
+        if solver_processes:  # forked now, before the server's threads start (mccfr.serving.solver_processes)
+            from mccfr.serving.solver_processes import SolverProcesses
 
             self._procs = SolverProcesses(bp, self.solver_threads, solver_nice)
         self.cost = _CostModel()
@@ -1092,7 +1092,7 @@ class SolvingResponder(BlueprintResponder):
 
     def _solve(self, job: _Job) -> dict[str, Any] | str:
         from blueprint.blueprint import BlueprintError
-        from serving.solver_processes import SolverProcessError
+        from mccfr.serving.solver_processes import SolverProcessError
         from subgame.cache import nbytes
         from subgame.solver import SolveInterrupted
         from subgame.tree import SubgameError
@@ -1284,7 +1284,7 @@ class SolvingResponder(BlueprintResponder):
 
 
 class PlayerResponder(ValidatingResponder):
-    """A :class:`evaluation.players.Player` (always-call, random, ...) as a responder, so baseline
+    """A :class:`mccfr.evaluation.players.Player` (always-call, random, ...) as a responder, so baseline
     opponents can sit at an ACPC dealer through the same client.
 
     The answer is the player's distribution (``probs``), or with ``seed`` given, the action its

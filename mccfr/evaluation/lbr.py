@@ -42,14 +42,14 @@ sizes of the study), ``pot-fractions`` (fold, call, 0.5, 0.75, 1, 1.5, 2 pots an
 comma list of pot fractions with ``allin`` (``0.5,1,allin``). A pot fraction ``f`` raises to
 ``maxSpent + f * (pot + toCall)``, clamped into the legal range; limit games have one raise.
 
-The opponent's strategy is exactly what :class:`evaluation.players.BlueprintPlayer` plays: an
+The opponent's strategy is exactly what :class:`mccfr.evaluation.players.BlueprintPlayer` plays: an
 off-tree raise of LBR's is mapped by the randomized pseudo-harmonic translation (its mixture over
 both neighbours, :meth:`blueprint.blueprint.Blueprint.node_distribution`), and where the abstract
 tree has no node for the history the blueprint's fallback node answers
 (:meth:`blueprint.blueprint.Blueprint.decision_nodes`), as the player does. Baselines that ignore their cards
 (``always-call``, ``always-raise``, ``random``) need no range update. Blueprint + subgame solving
-(:class:`evaluation.solving.SolvingPlayer`, ``RUN_DIR+solve:METHOD``) is modelled by
-:class:`evaluation.lbr_solving.SolvingOpponent`: one solve per public state gives every hand's
+(:class:`mccfr.evaluation.solving.SolvingPlayer`, ``RUN_DIR+solve:METHOD``) is modelled by
+:class:`mccfr.evaluation.lbr_solving.SolvingOpponent`: one solve per public state gives every hand's
 strategy.
 
 The range and equity computations are numba kernels over flat arrays (:func:`equity_vs_range`,
@@ -73,12 +73,12 @@ from abstraction.combinatorics import next_combination
 from blueprint.blueprint import Blueprint
 from blueprint.evaluate import hand_buckets
 from blueprint.player import Player, sample
-from evaluation.match import InBigBlinds, view_of
-from evaluation.players import AlwaysCall, AlwaysRaise, RandomPlayer
 from holdem.evaluator import card_bit, rank_cardset
 from holdem.game import Game
 from holdem.reporting import big_blind_of, ci95
 from holdem.state import CHANCE, TERMINAL, State
+from mccfr.evaluation.match import InBigBlinds, view_of
+from mccfr.evaluation.players import AlwaysCall, AlwaysRaise, RandomPlayer
 
 MENUS: dict[str, tuple[float, ...]] = {
     "fc": (),
@@ -339,9 +339,9 @@ def _opponent(opponent, hands: _Hands):
         return BlueprintOpponent(opponent, hands)
     if isinstance(opponent, (AlwaysCall, AlwaysRaise, RandomPlayer)):
         return CardBlindOpponent(opponent)
-    solving = sys.modules.get("evaluation.solving")  # not loaded: no SolvingPlayer exists
+    solving = sys.modules.get("mccfr.evaluation.solving")  # not loaded: no SolvingPlayer exists
     if solving is not None and isinstance(opponent, solving.SolvingPlayer):  # blueprint + solving
-        from evaluation.lbr_solving import solving_opponent
+        from mccfr.evaluation.lbr_solving import solving_opponent
 
         return solving_opponent(opponent, hands)
     bp = getattr(opponent, "bp", None)
@@ -673,10 +673,10 @@ class LocalBestResponse:
 
 
 class LBRPlayer:
-    """LBR as a :class:`evaluation.players.Player` for match play: from the seat's view alone (its
+    """LBR as a :class:`mccfr.evaluation.players.Player` for match play: from the seat's view alone (its
     cards, the board, the public betting) it rebuilds the opponent's range by replaying the
     history, then decides as :meth:`LocalBestResponse.decide`. Deterministic when every equity is
-    exact (small decks), so :func:`evaluation.match.exact_value` gives LBR's exact value."""
+    exact (small decks), so :func:`mccfr.evaluation.match.exact_value` gives LBR's exact value."""
 
     name = "lbr"
 

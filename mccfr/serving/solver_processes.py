@@ -111,7 +111,7 @@ def _serve(bp, conn, stop, nice: int, others: list) -> None:
         except OSError:
             pass
 
-    from serving.responder import lower_priority, malloc_trim
+    from mccfr.serving.responder import lower_priority, malloc_trim
     from subgame.nested import solve_state
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops its solvers

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from cli.common import CLIError, json_opt
+from mccfr.cli.common import CLIError, json_opt
 
 
 def _probabilities(text: str | None, option: str) -> list[float] | None:

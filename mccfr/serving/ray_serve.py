@@ -1,7 +1,7 @@
 """The strategy query service as a Ray Serve application: ``mccfr serve RUN_DIR --ray``.
 
-Each replica loads the run's responder (:func:`serving.responder.make_responder`) and serves the
-very FastAPI application of ``mccfr serve`` (:func:`serving.service.create_app`) through
+Each replica loads the run's responder (:func:`mccfr.serving.responder.make_responder`) and serves the
+very FastAPI application of ``mccfr serve`` (:func:`mccfr.serving.service.create_app`) through
 ``serve.ingress``: the same endpoints, request handling, errors, metrics (per replica) and time
 budgets. Ray Serve's HTTP proxy spreads the requests over ``replicas`` replicas; on a cluster they
 may sit on other machines, so ``RUN_DIR`` must be readable at the same path there (a shared file
@@ -43,10 +43,10 @@ def build_app(
     app_options: dict[str, Any] | None = None,
 ):
     """The Ray Serve application (``serve.run`` it): ``replicas`` copies of the query service of
-    ``run_dir``. ``responder_options``: keyword arguments of :func:`~serving.responder.make_responder`
+    ``run_dir``. ``responder_options``: keyword arguments of :func:`~mccfr.serving.responder.make_responder`
     (``solve_method``, ``default_time_budget_ms``, ``from_round``, ``solver_threads``,
     ``memory_budget`` (per replica), ...). ``app_options``: keyword arguments of
-    :func:`~serving.service.create_app` (``api_key``, ``max_body_bytes``,
+    :func:`~mccfr.serving.service.create_app` (``api_key``, ``max_body_bytes``,
     ``max_inflight_per_client``; the in-flight cap counts per replica)."""
     serve = import_serve()
     if replicas < 1:
@@ -59,7 +59,7 @@ def build_app(
         """One replica: the run's responder behind the service's FastAPI app."""
 
         def __init__(self, run_dir: str, threads: int, opts: dict[str, Any], app_opts: dict[str, Any]):
-            from serving.responder import make_responder
+            from mccfr.serving.responder import make_responder
 
             self.run_dir = run_dir
             self.threads = threads
@@ -71,10 +71,10 @@ def build_app(
             import gc
 
             gc.collect()
-            gc.freeze()  # the loaded blueprint out of the collector's full passes (see cli/serve.py)
+            gc.freeze()  # the loaded blueprint out of the collector's full passes (see mccfr/cli/serve.py)
 
         def __serve_build_asgi_app__(self):
-            from serving.service import create_app
+            from mccfr.serving.service import create_app
 
             return create_app(
                 self.responder,

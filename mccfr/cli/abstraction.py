@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from blueprint.defaults import DEFAULT_GAME
-from cli.common import json_opt, user_input
+from mccfr.cli.common import json_opt, user_input
 
 
 @click.group()

@@ -16,8 +16,8 @@ import click
 
 from blueprint.defaults import DEFAULT_TIME_BUDGET, DEFAULT_TIME_BUDGET_HOLDEM
 from blueprint.rundir import METRICS_JSONL, read_metrics, write_metrics_parquet
-from cli.common import CLIError, exact_eval_problem, example_matchstate, expl_unit, human_bytes, si
 from cluster import rss_bytes
+from mccfr.cli.common import CLIError, exact_eval_problem, example_matchstate, expl_unit, human_bytes, si
 
 
 class Session:
@@ -363,7 +363,7 @@ def finish(tr, result: dict[str, Any], as_json: bool, sess: Session) -> None:
         f"  mccfr resume {run} --iterations N",
         "  python -c "
         + shlex.quote(
-            f"from blueprint.blueprint import Blueprint; "
+            f"from mccfr import Blueprint; "
             f"print(Blueprint.load({json.dumps(str(sess.run_dir))})"
             f".strategy({json.dumps(ms)}))"
         ),

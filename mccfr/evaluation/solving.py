@@ -96,7 +96,7 @@ class SolvingPlayer:
     ) -> tuple[dict[str, float], str]:
         """``({action: probability}, source)``, source one of
         :data:`blueprint.blueprint.SOURCES`. ``rng``: the blueprint's answers translate the
-        opponent's off-tree raises at random (as :class:`~evaluation.players.BlueprintPlayer`
+        opponent's off-tree raises at random (as :class:`~mccfr.evaluation.players.BlueprintPlayer`
         does), else deterministically."""
         strat, source, _ = self._answer(state, rng)
         return strat, source

@@ -21,13 +21,13 @@ Commands (``mccfr COMMAND --help`` for every flag)::
                  [--ray [--replicas N] [--address ADDR]]
     mccfr play   (RUN_DIR | --server URL) --dealer HOST:PORT [--log FILE] [--seed S] [--method M] [--json]
 
-One module per command group: :mod:`cli.train` (train, resume), :mod:`cli.status`,
-:mod:`cli.evaluate` (eval, export), :mod:`cli.matrix`, :mod:`cli.abstraction`, :mod:`cli.serve`
-(serve, play: :mod:`serving.service` and :mod:`serving.acpc_client`; FastAPI and uvicorn are
-imported only by ``serve``), :mod:`cli.solve`. The training session shared by train and resume
-is :mod:`cli.session`; the run directory's layout and files are :mod:`blueprint.rundir`; defaults
+One module per command group: :mod:`mccfr.cli.train` (train, resume), :mod:`mccfr.cli.status`,
+:mod:`mccfr.cli.evaluate` (eval, export), :mod:`mccfr.cli.matrix`, :mod:`mccfr.cli.abstraction`, :mod:`mccfr.cli.serve`
+(serve, play: :mod:`mccfr.serving.service` and :mod:`mccfr.serving.acpc_client`; FastAPI and uvicorn are
+imported only by ``serve``), :mod:`mccfr.cli.solve`. The training session shared by train and resume
+is :mod:`mccfr.cli.session`; the run directory's layout and files are :mod:`blueprint.rundir`; defaults
 shared with the library are :mod:`blueprint.defaults`; what every command shares is
-:mod:`cli.common`. This is the only package that parses arguments.
+:mod:`mccfr.cli.common`. This is the only package that parses arguments.
 
 Training runs in one process (:class:`blueprint.trainer.Trainer`), or as a Ray job
 (:class:`cluster.job.RayJob`) with ``--workers``/``--shards``/``--address``; ``resume`` continues a
@@ -63,7 +63,7 @@ status: the same summary keys from the metrics plus ``checkpoints`` (``iteration
 ``bytes``, ``problem``, ``path``), ``checkpoint_pause_seconds``, ``rss_bytes``, for Ray runs
 ``workers``, ``staleness``, ``bytes_per_batch``, ``worker_rss_bytes``, and ``plot`` with ``--plot``. eval: ``exploitability``, ``unit``, ``br_values``; a match
 (``--vs``): ``mean``, ``ci95``, ``hands``, ``unit`` (chips/hand, or mbb/game with a big blind),
-``win_rate`` and, for small games, ``exact`` (see :mod:`evaluation.match`). export: ``rows``,
+``win_rate`` and, for small games, ``exact`` (see :mod:`mccfr.evaluation.match`). export: ``rows``,
 ``out``. matrix: ``row``, ``column``, ``value``, ``exploitability``, ``iterations``.
 
 Budgets: ``--time`` counts from the end of the first iteration (numba compiles or loads its kernels
@@ -87,7 +87,7 @@ import sys
 
 import click
 
-from cli.common import EXIT_INTERRUPTED, EXIT_USER_ERROR, CLIError, fail
+from mccfr.cli.common import EXIT_INTERRUPTED, EXIT_USER_ERROR, CLIError, fail
 
 _NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
 
@@ -157,12 +157,12 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point (``mccfr = "cli.main:main"``)."""
+    """Console-script entry point (``mccfr = "mccfr.cli.main:main"``)."""
     cli.main(args=argv, prog_name="mccfr")
 
 
 def _register() -> None:
-    from cli import abstraction, evaluate, matrix, serve, solve, status, train
+    from mccfr.cli import abstraction, evaluate, matrix, serve, solve, status, train
 
     for command in (
         train.train,

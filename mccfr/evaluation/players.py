@@ -8,7 +8,7 @@ a decision of that seat. It answers with an ACPC action string that is legal the
   ``numpy.random.Generator`` the match derives from ``SeedSequence.spawn``).
 * ``probs(state) -> {action: probability}`` (optional, :class:`ExactPlayer`): the whole
   distribution, which makes a pairing's expected value computable exactly from the game tree
-  (:func:`evaluation.match.exact_value`). Every player here has it.
+  (:func:`mccfr.evaluation.match.exact_value`). Every player here has it.
 
 Baselines (usable in any game unless said otherwise; the names are the ``SPEC`` of
 ``mccfr eval --player SPEC --vs SPEC``):
@@ -30,11 +30,11 @@ Baselines (usable in any game unless said otherwise; the names are the ``SPEC`` 
   round), a call with at least 0.3 (or when checking is free), else a fold.
 * a run directory: :class:`BlueprintPlayer`, the run's average strategy.
 
-* ``RUN_DIR+solve:METHOD``: :class:`evaluation.solving.SolvingPlayer`, the blueprint with subgame
+* ``RUN_DIR+solve:METHOD``: :class:`mccfr.evaluation.solving.SolvingPlayer`, the blueprint with subgame
   solving (``subgame/``) later in the hand and at the abstraction's dead ends;
   ``RUN_DIR+solve:METHOD:off-tree`` also after an opponent's off-tree bet of the current round
   (nested) instead of translating it, where the bet lies far enough from the abstract sizes
-  (``off-tree=SPLIT``: :class:`~evaluation.solving.SolvingPlayer`'s ``off_tree``).
+  (``off-tree=SPLIT``: :class:`~mccfr.evaluation.solving.SolvingPlayer`'s ``off_tree``).
 
 The :class:`~blueprint.player.Player` protocol and :func:`~blueprint.player.sample` live in
 :mod:`blueprint.player`.
@@ -363,7 +363,7 @@ def player_from_spec(spec: str, game: Game, log=None) -> Player:
     if sep:
         if not method.startswith("solve:") or not method[len("solve:") :]:
             raise PlayerSpecError(f"player spec {spec!r}: expected RUN_DIR+solve:METHOD")
-        from evaluation.solving import solving_player
+        from mccfr.evaluation.solving import solving_player
 
         inner = player_from_spec(run_dir, game, log=log)
         if not isinstance(inner, BlueprintPlayer):

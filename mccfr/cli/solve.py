@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from cli.common import CLIError, json_opt, run_dir_arg, user_input
+from mccfr.cli.common import CLIError, json_opt, run_dir_arg, user_input
 
 
 @click.command()

@@ -41,7 +41,7 @@ import numpy as np
 
 from holdem.game import Game
 from holdem.state import CHANCE, TERMINAL, State, StateError
-from serving.acpc_client import LineReader, ProtocolError, send_line
+from mccfr.serving.acpc_client import LineReader, ProtocolError, send_line
 
 _VERSION = re.compile(r"VERSION:(\d+)\.(\d+)\.(\d+)")
 

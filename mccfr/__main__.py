@@ -1,0 +1,3 @@
+from mccfr.cli.main import main
+
+main()

@@ -1,0 +1,18 @@
+"""Measuring strategies: duplicate matches (:mod:`mccfr.evaluation.match`), players and the player
+SPEC parser (:mod:`mccfr.evaluation.players`), the blueprint + solving player
+(:mod:`mccfr.evaluation.solving`), local best response (:mod:`mccfr.evaluation.lbr`) and OpenSpiel
+as an exploitability oracle (:mod:`mccfr.evaluation.oracle`). Exact best response lives with the
+trainer that uses it (:mod:`blueprint.evaluate`). Names load on first use (:mod:`holdem.lazy`)."""
+
+from holdem.lazy import lazy_exports
+
+_LAZY = {
+    "play_match": "mccfr.evaluation.match",
+    "exact_value": "mccfr.evaluation.match",
+    "MatchResult": "mccfr.evaluation.match",
+    "player_from_spec": "mccfr.evaluation.players",
+    "SolvingPlayer": "mccfr.evaluation.solving",
+    "local_best_response": "mccfr.evaluation.lbr",
+}
+__all__ = sorted(_LAZY)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
