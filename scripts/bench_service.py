@@ -55,7 +55,7 @@ from mccfr.serving.acpc_client import AcpcClient
 from mccfr.serving.acpc_dealer import AcpcDealer
 from mccfr.serving.responder import PlayerResponder
 
-MCCFR = [sys.executable, "-c", "from cli import main; main()"]
+MCCFR = [sys.executable, "-c", "from mccfr.cli import main; main()"]
 
 
 def env() -> dict:

@@ -77,7 +77,7 @@ def drill(c: Cluster, name: str, a, reference: float | None) -> dict:
     cmd = [
         sys.executable,
         "-c",
-        "from cli import main; main()",
+        "from mccfr.cli import main; main()",
         "train",
         "--game",
         "leduc",

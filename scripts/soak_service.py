@@ -50,7 +50,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-MCCFR = [sys.executable, "-c", "from cli import main; main()"]
+MCCFR = [sys.executable, "-c", "from mccfr.cli import main; main()"]
 ROUNDS = ("preflop", "flop", "turn", "river")
 
 

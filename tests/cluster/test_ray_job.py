@@ -592,7 +592,7 @@ def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
         [
             sys.executable,
             "-c",
-            "from cli import main; main()",
+            "from mccfr.cli import main; main()",
             "train",
             "--game",
             "leduc",

@@ -415,7 +415,7 @@ def test_serve_command(tmp_path):
     repo = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from cli import main; main()", "serve", str(run), "--port", "0"],
+        [sys.executable, "-c", "from mccfr.cli import main; main()", "serve", str(run), "--port", "0"],
         env=env,
         stderr=subprocess.PIPE,
         text=True,
