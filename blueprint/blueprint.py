@@ -75,7 +75,7 @@ NODE_CACHE_SIZE = 100_000  # betting histories remembered by Blueprint.node_of (
 
 #: Where an answer comes from (:class:`Answer`): the blueprint at the real history's node, the
 #: blueprint after an opponent's off-tree raise was translated, a solved subgame (``subgame``,
-#: ``mccfr.evaluation.solving``, ``mccfr.serving.responder``), the blueprint's node most like the real state
+#: ``mccfr.evaluation.solving``, ``mccfr.serving.solving``), the blueprint's node most like the real state
 #: where the abstract tree has none (module docstring).
 SOURCES = ("blueprint", "translated", "subgame", "fallback")
 

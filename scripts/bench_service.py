@@ -53,7 +53,7 @@ from holdem.reporting import chips_to_mbb, ci95
 from mccfr.evaluation.players import player_from_spec
 from mccfr.serving.acpc_client import AcpcClient
 from mccfr.serving.acpc_dealer import AcpcDealer
-from mccfr.serving.responder import PlayerResponder
+from mccfr.serving.responders import PlayerResponder
 
 MCCFR = [sys.executable, "-c", "from mccfr.cli import main; main()"]
 
@@ -283,7 +283,7 @@ def inprocess(args) -> dict:
     """CPU time of one blueprint answer without HTTP (responder.answer), per round: the part of
     a query's cost that does not depend on the load of the machine."""
     from blueprint.blueprint import Blueprint
-    from mccfr.serving.responder import BlueprintResponder
+    from mccfr.serving.responders import BlueprintResponder
 
     responder = BlueprintResponder(Blueprint.load(args.run_dir))
     responder.warm_up()

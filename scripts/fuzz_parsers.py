@@ -461,7 +461,7 @@ def _request_app():
     if _APP is None:
         from blueprint.blueprint import Blueprint
         from blueprint.trainer import make_trainer
-        from mccfr.serving.responder import BlueprintResponder
+        from mccfr.serving.responders import BlueprintResponder
         from mccfr.serving.service import create_app
 
         tr = make_trainer("hunl20", bets="small", cards="rank", algo="pluribus", seed=1)

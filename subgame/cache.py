@@ -3,7 +3,7 @@ service, one per session under a memory budget in bytes (:class:`SessionCache`),
 :func:`nbytes`.
 
 Shared by the solving player (:mod:`mccfr.evaluation.solving`) and the query service's sessions
-(:mod:`mccfr.serving.responder`).
+(:mod:`mccfr.serving.solving`).
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ from mccfr.cli.common import CLIError, json_opt, run_dir_arg, user_input
 
 
 def _load_responder(run_dir: str, time_budget_ms: int, solve_method: str | None = None, **solving):
-    from mccfr.serving.responder import QueryError, make_responder
+    from mccfr.serving.query import QueryError
+    from mccfr.serving.solving import make_responder
 
     path = run_dir_arg(run_dir)
     with user_input():
@@ -60,7 +61,7 @@ class ByteCount(click.ParamType):
     name = "BYTES"
 
     def convert(self, value, param, ctx):
-        from mccfr.serving.responder import parse_bytes
+        from mccfr.serving.resources import parse_bytes
 
         try:
             return parse_bytes(value)
@@ -372,15 +373,15 @@ def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solvi
     path = run_dir_arg(run_dir)
     opts = {"solve_method": solve_method, "default_time_budget_ms": time_budget_ms, **solving}
     if solve_method is not None and "solver_threads" not in solving:
-        from mccfr.serving.responder import default_solver_threads
+        from mccfr.serving.resources import default_solver_threads
 
         opts["solver_threads"] = max(1, default_solver_threads() // replicas)
     if solve_method is not None and "memory_budget" not in solving:
-        from mccfr.serving.responder import default_memory_budget
+        from mccfr.serving.resources import default_memory_budget
 
         opts["memory_budget"] = default_memory_budget() // replicas
     with user_input():
-        from mccfr.serving.responder import make_responder
+        from mccfr.serving.solving import make_responder
 
         make_responder(path, **opts).close()  # fail here, with a clear message, not inside a replica
     app = build_app(str(path), replicas, threads=threads, responder_options=opts, app_options=guard)
@@ -494,7 +495,7 @@ def play(
             "give RUN_DIR (play its blueprint) or --server URL (ask a running service), one of them"
         )
     if server is not None:
-        from mccfr.serving.responder import HttpResponder
+        from mccfr.serving.responders import HttpResponder
 
         try:
             responder = HttpResponder(server, api_key=api_key or None)
@@ -504,13 +505,13 @@ def play(
             raise CLIError(f"cannot reach the query service at {server}: {exc.strerror or exc}") from None
         path = server
     else:
-        from mccfr.serving.responder import SOLVE_METHODS
+        from mccfr.serving.query import SOLVE_METHODS
 
         path, responder = _load_responder(
             run_dir, time_budget_ms, method if method in SOLVE_METHODS else None
         )
     if method is not None:
-        from mccfr.serving.responder import QueryError, check_method
+        from mccfr.serving.query import QueryError, check_method
 
         try:
             check_method(method, tuple(responder.methods))

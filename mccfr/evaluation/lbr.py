@@ -52,16 +52,16 @@ tree has no node for the history the blueprint's fallback node answers
 :class:`mccfr.evaluation.lbr_solving.SolvingOpponent`: one solve per public state gives every hand's
 strategy.
 
-The range and equity computations are numba kernels over flat arrays (:func:`equity_vs_range`,
-:func:`range_buckets`).
+LBR's models of its opponent (:class:`~mccfr.evaluation.lbr_opponents.LBROpponent`: the strategy of
+every private hand at once) are in :mod:`mccfr.evaluation.lbr_opponents`. The range and equity
+computations are numba kernels over flat arrays (:func:`equity_vs_range`,
+:func:`mccfr.evaluation.lbr_opponents.range_buckets`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
-import sys
 import time
 from collections.abc import Callable, Sequence
 
@@ -71,14 +71,23 @@ import numpy as np
 from abstraction.bets import ALLIN
 from abstraction.combinatorics import next_combination
 from blueprint.blueprint import Blueprint
-from blueprint.evaluate import hand_buckets
-from blueprint.player import Player, sample
+from blueprint.player import sample
+from holdem.betting import Betting
 from holdem.evaluator import card_bit, rank_cardset
 from holdem.game import Game
 from holdem.reporting import big_blind_of, ci95
 from holdem.state import CHANCE, TERMINAL, State
-from mccfr.evaluation.match import InBigBlinds, view_of
+from mccfr.evaluation.lbr_opponents import (
+    BlueprintOpponent,
+    CardBlindOpponent,
+    Hands,
+    LBRError,
+    LBROpponent,
+)
+from mccfr.evaluation.lbr_solving import solving_opponent
+from mccfr.evaluation.match import InBigBlinds
 from mccfr.evaluation.players import AlwaysCall, AlwaysRaise, RandomPlayer
+from mccfr.evaluation.solving import SolvingPlayer
 
 MENUS: dict[str, tuple[float, ...]] = {
     "fc": (),
@@ -87,10 +96,6 @@ MENUS: dict[str, tuple[float, ...]] = {
 }
 MAX_EXACT_BOARDS = 50  # hold'em: river 1 and turn 44-46 boards exact; flop (990-1,081) and pre-flop sampled
 SAMPLES = 500
-
-
-class LBRError(ValueError):
-    """Bad LBR input: an unknown action menu, an opponent LBR cannot model, a game too large."""
 
 
 def parse_menu(text: str) -> tuple[float, ...]:
@@ -117,19 +122,6 @@ def parse_menu(text: str) -> tuple[float, ...]:
 
 
 # -- numba kernels ------------------------------------------------------------------------------
-@numba.njit(cache=True)
-def hand_cardsets(hands, num_suits):
-    """Evaluator cardset (and a card-id bitmask) of each row of ``hands``."""
-    n = hands.shape[0]
-    cs = np.zeros(n, np.int64)
-    mask = np.zeros(n, np.int64)
-    for i in range(n):
-        for j in range(hands.shape[1]):
-            cs[i] |= card_bit(hands[i, j], num_suits)
-            mask[i] |= np.int64(1) << hands[i, j]
-    return cs, mask
-
-
 @numba.njit(cache=True)
 def equity_vs_range(
     my_cards, board, rest, k, hands_cs, hands_mask, weights, num_suits, max_exact, samples, seed
@@ -206,143 +198,13 @@ def _remove_cards(weights, hands_mask, mask):
             weights[h] = 0.0
 
 
-def range_buckets(
-    bp: Blueprint, hands: np.ndarray, hands_mask: np.ndarray, board: Sequence[int], round_: int
-) -> np.ndarray:
-    """int64 ``[H]``: the blueprint's card bucket in ``round_`` of every hand with ``board``
-    (0 for hands that share a card with the board: the bucket tables must never see those)."""
-    g = bp.gamedef
-    if len(board) != g.board_cards_through(round_):
-        raise LBRError(
-            f"round {round_ + 1} needs {g.board_cards_through(round_)} board cards, got {len(board)}"
-        )
-    m = 0
-    for c in board:
-        m |= 1 << int(c)
-    ok = (hands_mask & np.int64(m)) == 0
-    kind, iso, table, offsets = bp.cards.kernel_args()
-    out = np.zeros(len(hands), np.int64)
-    out[ok] = hand_buckets(
-        kind,
-        hands[ok],
-        np.array(board, np.int64),
-        round_,
-        g.num_hole_cards,
-        np.array(g.num_board_cards, np.int64),
-        g.deck_size,
-        g.num_suits,
-        g.num_ranks,
-        iso,
-        table,
-        offsets,
-    )
-    return out
-
-
-# -- opponents ----------------------------------------------------------------------------------
-class _Hands:
-    """Every private hand of a game (colex order of ``itertools.combinations``)."""
-
-    def __init__(self, game: Game):
-        g = game.gamedef
-        if g.deck_size > 63:
-            raise LBRError(
-                f"LBR handles decks of at most 63 cards, {g.name or 'this game'} has {g.deck_size}"
-            )
-        self.hands = np.array(list(itertools.combinations(range(g.deck_size), g.num_hole_cards)), np.int64)
-        self.index = {tuple(int(c) for c in h): i for i, h in enumerate(self.hands)}
-        self.cs, self.mask = hand_cardsets(self.hands, g.num_suits)
-
-    def __len__(self) -> int:
-        return len(self.hands)
-
-    def of(self, hole: Sequence[int]) -> int:
-        return self.index[tuple(sorted(int(c) for c in hole))]
-
-
-class BlueprintOpponent:
-    """The blueprint as LBR's opponent: its action probabilities for every private hand at once."""
-
-    def __init__(self, bp: Blueprint, hands: _Hands):
-        self.bp = bp
-        self.hands = hands
-        self.name = "blueprint"
-        self._buckets: dict = {}
-
-    def _bucket_vector(self, board: tuple[int, ...], r: int) -> np.ndarray:
-        key = (board, r)
-        v = self._buckets.get(key)
-        if v is None:
-            if len(self._buckets) > 64:
-                self._buckets.clear()
-            v = self._buckets[key] = range_buckets(self.bp, self.hands.hands, self.hands.mask, board, r)
-        return v
-
-    def action_probs(self, state: State) -> tuple[list[str], np.ndarray]:
-        """``(keys, P)``: ``P[h, j]`` the probability that the seat to act, holding hand ``h``,
-        takes action ``keys[j]`` (what :class:`BlueprintPlayer` samples, translation included)."""
-        bp, t = self.bp, self.bp.tree
-        H = len(self.hands)
-        cols: dict[str, np.ndarray] = {}
-        for n, q in bp.decision_nodes(state.betting):  # off the tree: the blueprint's fallback node
-            r = int(t.round[n])
-            k = int(t.num_actions[n])
-            nb = int(bp.num_buckets[r])
-            off = int(bp.row_offset[n])
-            block = bp.probs[off : off + nb * k].reshape(nb, k)[self._bucket_vector(state.board_cards, r)]
-            for i, key in enumerate(bp.action_keys(n, state.betting)):
-                cols[key] = cols.get(key, 0.0) + q * block[:, i]
-        keys = list(cols)
-        P = np.stack([np.broadcast_to(cols[a], (H,)) for a in keys], axis=1).astype(np.float64)
-        P /= P.sum(axis=1, keepdims=True)
-        return keys, P
-
-    def act(self, state: State, hand: int, rng: np.random.Generator) -> tuple[str, np.ndarray | None]:
-        keys, P = self.action_probs(state)
-        a = sample(dict(zip(keys, P[hand])), rng)
-        return a, P[:, keys.index(a)]
-
-    def likelihood(self, state: State, action: str) -> np.ndarray:
-        """``P[h]``: the probability of ``action`` at ``state`` for every hand ``h``."""
-        keys, P = self.action_probs(state)
-        return P[:, keys.index(action)] if action in keys else np.zeros(len(self.hands))
-
-    def fold_probs(self, state: State) -> np.ndarray | float:
-        keys, P = self.action_probs(state)
-        return P[:, keys.index("f")] if "f" in keys else 0.0
-
-
-class CardBlindOpponent:
-    """A baseline that ignores its cards (always-call, always-raise, random): no range update."""
-
-    def __init__(self, player: Player):
-        self.player = player
-        self.name = player.name
-
-    def act(self, state: State, hand: int, rng: np.random.Generator) -> tuple[str, np.ndarray | None]:
-        return self.player.act(view_of(state, state.current_player()), rng), None
-
-    def likelihood(self, state: State, action: str) -> None:
-        return None  # the same for every hand: no range update
-
-    def fold_probs(self, state: State) -> float:
-        b = state.betting
-        if not b.can_fold():
-            return 0.0
-        if isinstance(self.player, RandomPlayer):
-            return 1.0 / len(RandomPlayer.action_kinds(state))
-        return float(self.player.probs(view_of(state, state.current_player())).get("f", 0.0))
-
-
-def _opponent(opponent, hands: _Hands):
+def _opponent(opponent, hands: Hands) -> LBROpponent:
+    """LBR's model of ``opponent`` (a blueprint, a player): its strategy for every hand at once."""
     if isinstance(opponent, Blueprint):
         return BlueprintOpponent(opponent, hands)
     if isinstance(opponent, (AlwaysCall, AlwaysRaise, RandomPlayer)):
         return CardBlindOpponent(opponent)
-    solving = sys.modules.get("mccfr.evaluation.solving")  # not loaded: no SolvingPlayer exists
-    if solving is not None and isinstance(opponent, solving.SolvingPlayer):  # blueprint + solving
-        from mccfr.evaluation.lbr_solving import solving_opponent
-
+    if isinstance(opponent, SolvingPlayer):  # blueprint + solving
         return solving_opponent(opponent, hands)
     bp = getattr(opponent, "bp", None)
     if isinstance(bp, Blueprint):  # a BlueprintPlayer
@@ -439,7 +301,7 @@ class LocalBestResponse:
         self.rao_blackwell = rao_blackwell
         self.max_exact = int(max_exact_boards)
         self.samples = int(samples)
-        self.hands = _Hands(game)
+        self.hands = Hands(game)
         self.opp = _opponent(opponent, self.hands)
         self.decisions = 0
 
@@ -685,8 +547,6 @@ class LBRPlayer:
 
     def range_of(self, view: State) -> np.ndarray:
         """The opponent's range (normalised weights over all hands) at ``view``."""
-        from holdem.betting import Betting
-
         L, g = self.lbr, self.lbr.g
         seat = view.viewer
         w = np.ones(len(L.hands))
@@ -743,8 +603,6 @@ def local_best_response(
 
 __all__ = [
     "MENUS",
-    "BlueprintOpponent",
-    "CardBlindOpponent",
     "LBRError",
     "LBRPlayer",
     "LBRResult",
@@ -752,5 +610,4 @@ __all__ = [
     "equity_vs_range",
     "local_best_response",
     "parse_menu",
-    "range_buckets",
 ]

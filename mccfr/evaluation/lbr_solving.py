@@ -2,7 +2,7 @@
 opponent: its action probabilities for every private hand at once.
 
 Before ``from_round`` (and wherever the blueprint's tree has a node for the history) it is the
-blueprint (:class:`mccfr.evaluation.lbr.BlueprintOpponent`). From ``from_round`` on, and at the
+blueprint (:class:`mccfr.evaluation.lbr_opponents.BlueprintOpponent`). From ``from_round`` on, and at the
 blueprint's dead ends, it solves the subgame at the state as the opponent sees it
 (:func:`subgame.nested.solve_state`, depth-limited before the last round) and reads the solved
 strategy of *every* hand at the state's node: one solve gives the whole matrix ``P[h, a]``
@@ -31,9 +31,9 @@ import numpy as np
 from blueprint.blueprint import Blueprint, BlueprintError
 from blueprint.player import sample
 from holdem.state import State
-from mccfr.evaluation.lbr import BlueprintOpponent, LBRError, _Hands
+from mccfr.evaluation.lbr_opponents import BlueprintOpponent, Hands, LBRError
 from mccfr.evaluation.match import view_of
-from mccfr.evaluation.solving import _legal
+from mccfr.evaluation.solving import SolvingPlayer, legal_action
 from subgame.cache import SubgameCache, node_in
 from subgame.nested import solve_state
 from subgame.solver import METHODS, Solution
@@ -42,12 +42,13 @@ from subgame.tree import SubgameError, all_hands, hand_index
 
 class SolvingOpponent:
     """Blueprint + safe subgame solving (``method``, ``iterations`` per solve, from ``from_round``
-    on) as LBR's opponent: the interface of :class:`mccfr.evaluation.lbr.BlueprintOpponent`."""
+    on) as LBR's opponent (:class:`mccfr.evaluation.lbr_opponents.LBROpponent`, with
+    ``action_probs`` as :class:`~mccfr.evaluation.lbr_opponents.BlueprintOpponent` has it)."""
 
     def __init__(
         self,
         bp: Blueprint,
-        hands: _Hands,
+        hands: Hands,
         method: str = "reach-maxmargin",
         from_round: Optional[int] = None,
         iterations: int = 200,
@@ -121,7 +122,7 @@ class SolvingOpponent:
         sol, n = hit
         cols: dict[str, np.ndarray] = {}
         for lab, v in sol.node_strategy(n).items():
-            key = _legal(lab, view)
+            key = legal_action(lab, view)
             col = np.asarray(v, np.float64)
             if self._perm is not None:
                 col = col[self._perm]
@@ -153,7 +154,7 @@ class SolvingOpponent:
         return P[:, keys.index("f")] if "f" in keys else 0.0
 
 
-def solving_opponent(player, hands: _Hands) -> SolvingOpponent:
+def solving_opponent(player: SolvingPlayer, hands: Hands) -> SolvingOpponent:
     """LBR's model of a :class:`mccfr.evaluation.solving.SolvingPlayer` (its blueprint, method, first
     solving round, iterations and bets)."""
     if player.iterations is None:

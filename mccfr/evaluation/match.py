@@ -41,6 +41,7 @@ the cards left) and both players' action probabilities (players must have ``prob
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable, Sequence
 
@@ -48,6 +49,7 @@ import numpy as np
 
 from blueprint.player import ExactPlayer, Player
 from holdem.betting import IllegalActionError
+from holdem.evaluator import rank_many
 from holdem.game import Game
 from holdem.reporting import big_blind_of, ci95, mbb_per_chip
 from holdem.state import CHANCE, TERMINAL, State
@@ -126,10 +128,6 @@ def allin_expectation(
     completions from a generator seeded by the hole and known board cards (both hands of a
     duplicate pair get the same estimate). ``known`` must be at least :func:`decided_at` (no
     decision may depend on the cards averaged over): a :class:`ValueError` otherwise."""
-    import itertools
-
-    from holdem.evaluator import rank_many
-
     b = end.betting
     g = end.gamedef
     if not b.showdown():

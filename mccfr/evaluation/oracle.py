@@ -9,13 +9,14 @@ it to ``pyspiel.exploitability``.
 
 from __future__ import annotations
 
+from blueprint.blueprint import Blueprint
+from holdem.game import Game
+
 
 def openspiel_exploitability(trainer) -> float:
+    # open_spiel: optional (the test extra) and heavy, imported only when the oracle runs
     import pyspiel
     from open_spiel.python import policy as ospolicy
-
-    from blueprint.blueprint import Blueprint
-    from holdem.game import Game
 
     if not trainer.game.is_limit:
         raise ValueError("the OpenSpiel oracle maps limit games only (fold, call, raise = 0, 1, 2)")

@@ -47,11 +47,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from blueprint.blueprint import Blueprint
+from blueprint.checkpoint import CheckpointError
 from blueprint.player import ExactPlayer, Player, sample
+from holdem.evaluator import rank_many
 from holdem.state import State
+from mccfr.evaluation.solving import solving_player
 
 if TYPE_CHECKING:
-    from blueprint.blueprint import Blueprint
     from holdem.game import Game
 
 SPEC_NAMES = ("always-call", "always-raise", "random", "minraise", "kuhn-fixed", "kuhn-greedy")
@@ -153,8 +156,6 @@ def hand_equity(state: State, samples: int = EQUITY_SAMPLES) -> float:
     hit = _EQUITY.get(key)
     if hit is not None:
         return hit
-    from holdem.evaluator import rank_many
-
     seen = set(hole) | set(board)
     rest = np.array([c for c in range(g.deck_size) if c not in seen], np.int64)
     need = g.num_hole_cards + g.total_board_cards - len(board)
@@ -363,8 +364,6 @@ def player_from_spec(spec: str, game: Game, log=None) -> Player:
     if sep:
         if not method.startswith("solve:") or not method[len("solve:") :]:
             raise PlayerSpecError(f"player spec {spec!r}: expected RUN_DIR+solve:METHOD")
-        from mccfr.evaluation.solving import solving_player
-
         inner = player_from_spec(run_dir, game, log=log)
         if not isinstance(inner, BlueprintPlayer):
             raise PlayerSpecError(f"player spec {spec!r}: solving needs a run directory before '+'")
@@ -377,9 +376,6 @@ def player_from_spec(spec: str, game: Game, log=None) -> Player:
         raise PlayerSpecError(
             f"unknown player {spec!r}: not a run directory and not one of {', '.join(SPEC_NAMES + SPEC_FORMS)}"
         )
-    from blueprint.blueprint import Blueprint
-    from blueprint.checkpoint import CheckpointError
-
     try:
         bp = Blueprint.load(path, log=log)
     except (ValueError, CheckpointError) as exc:  # no usable checkpoint, an unknown game, ...: name it

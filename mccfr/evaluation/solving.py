@@ -155,13 +155,13 @@ class SolvingPlayer:
         self.sources[source] = self.sources.get(source, 0) + 1
         if solved is not None:
             self.played.record(self._key(state), state, *solved)
-        return _legal(sample(strat, rng), state)
+        return legal_action(sample(strat, rng), state)
 
     def __repr__(self) -> str:
         return f"<SolvingPlayer {self.name!r} {self.method}>"
 
 
-def _legal(action: str, state: State) -> str:
+def legal_action(action: str, state: State) -> str:
     """The sampled action, or a call when the state does not allow it (a raise beyond the caps)."""
     if action[0] != "r":
         return action
@@ -190,3 +190,6 @@ def solving_player(bp: Blueprint, method: str, name: str) -> SolvingPlayer:
     except ValueError:
         raise SubgameError(f"off-tree={value!r}: expected a translation split in [0, 0.5]") from None
     return SolvingPlayer(bp, method, name=name, off_tree=split)  # which checks the range
+
+
+__all__ = ["SolvingPlayer", "legal_action", "solving_player"]

@@ -24,7 +24,7 @@ keeps a solving responder within the dealer's limits.
 Each decision asks the responder for the strategy at the match state (``session`` =
 ``"<match>:<hand>"``, so a solving responder reuses its subgame within the hand) and samples one
 action from it with the client's seeded ``numpy`` generator. When the responder has no answer
-(:class:`~mccfr.serving.responder.QueryError`: a responder bug or a server that refuses; a legal state
+(:class:`~mccfr.serving.query.QueryError`: a responder bug or a server that refuses; a legal state
 always has an answer, labelled by its ``source``) or answers with an action that is not legal,
 the client checks or calls and counts a fallback.
 
@@ -51,7 +51,7 @@ import numpy as np
 from blueprint.player import sample
 from holdem.reporting import ci95, mbb_per_chip
 from holdem.state import CHANCE, TERMINAL, State, StateError
-from mccfr.serving.responder import DEFAULT_TIME_BUDGET_MS, MAX_TIME_BUDGET_MS, QueryError, Responder
+from mccfr.serving.query import DEFAULT_TIME_BUDGET_MS, MAX_TIME_BUDGET_MS, QueryError, Responder
 
 VERSION = "VERSION:2.0.0"
 MAX_LINE = 4096  # the reference code's MAX_LINE_LEN is 3000 (with the action); be generous

@@ -1,6 +1,6 @@
 """The strategy query service as a Ray Serve application: ``mccfr serve RUN_DIR --ray``.
 
-Each replica loads the run's responder (:func:`mccfr.serving.responder.make_responder`) and serves the
+Each replica loads the run's responder (:func:`mccfr.serving.solving.make_responder`) and serves the
 very FastAPI application of ``mccfr serve`` (:func:`mccfr.serving.service.create_app`) through
 ``serve.ingress``: the same endpoints, request handling, errors, metrics (per replica) and time
 budgets. Ray Serve's HTTP proxy spreads the requests over ``replicas`` replicas; on a cluster they
@@ -12,7 +12,11 @@ Ray Serve is an optional dependency: ``pip install "mccfr[serve]"`` (``ray[serve
 
 from __future__ import annotations
 
+import gc
 from typing import Any
+
+from mccfr.serving.service import create_app
+from mccfr.serving.solving import make_responder
 
 SERVE_EXTRA = (
     'the Ray Serve deployment needs ray[serve]: pip install "mccfr[serve]" (or pip install "ray[serve]")'
@@ -27,7 +31,7 @@ class RayServeMissing(ImportError):
 def import_serve():
     """``ray.serve``, or :class:`RayServeMissing` naming the extra to install."""
     try:
-        from ray import serve
+        from ray import serve  # the optional ``serve`` extra (and Ray is heavy): imported when used
     except ImportError as exc:
         raise RayServeMissing(f"{SERVE_EXTRA} ({exc})") from None
     return serve
@@ -43,7 +47,7 @@ def build_app(
     app_options: dict[str, Any] | None = None,
 ):
     """The Ray Serve application (``serve.run`` it): ``replicas`` copies of the query service of
-    ``run_dir``. ``responder_options``: keyword arguments of :func:`~mccfr.serving.responder.make_responder`
+    ``run_dir``. ``responder_options``: keyword arguments of :func:`~mccfr.serving.solving.make_responder`
     (``solve_method``, ``default_time_budget_ms``, ``from_round``, ``solver_threads``,
     ``memory_budget`` (per replica), ...). ``app_options``: keyword arguments of
     :func:`~mccfr.serving.service.create_app` (``api_key``, ``max_body_bytes``,
@@ -59,8 +63,6 @@ def build_app(
         """One replica: the run's responder behind the service's FastAPI app."""
 
         def __init__(self, run_dir: str, threads: int, opts: dict[str, Any], app_opts: dict[str, Any]):
-            from mccfr.serving.responder import make_responder
-
             self.run_dir = run_dir
             self.threads = threads
             self.app_opts = app_opts
@@ -68,14 +70,10 @@ def build_app(
             warm_up = getattr(self.responder, "warm_up", None)
             if warm_up is not None:
                 warm_up()
-            import gc
-
             gc.collect()
             gc.freeze()  # the loaded blueprint out of the collector's full passes (see mccfr/cli/serve.py)
 
         def __serve_build_asgi_app__(self):
-            from mccfr.serving.service import create_app
-
             return create_app(
                 self.responder,
                 threads=self.threads,
@@ -95,7 +93,7 @@ def build_app(
 def run(app, host: str = "127.0.0.1", port: int = 8000, address: str | None = None, blocking: bool = False):
     """Start Ray (join ``address``, or a local cluster when None) and Ray Serve's HTTP proxy on
     ``host:port``, and deploy ``app`` at ``/``. Returns the base URL."""
-    import ray
+    import ray  # heavy: imported only when serving on Ray
 
     serve = import_serve()
     if not ray.is_initialized():
@@ -108,7 +106,7 @@ def run(app, host: str = "127.0.0.1", port: int = 8000, address: str | None = No
 
 def shutdown() -> None:
     """Remove the application, stop Ray Serve, and disconnect from Ray."""
-    import ray
+    import ray  # heavy: imported only when serving on Ray
 
     serve = import_serve()
     serve.shutdown()

@@ -9,16 +9,16 @@ Endpoints (the OpenAPI description is at ``GET /openapi.json``, interactive docs
     GET  /healthz    -> {"status": "ok", "game": ..., "responder": ..., "methods": [...], ...}
     GET  /metrics    -> request counts by status, errors by kind, latency percentiles per source
 
-Answers come from a :class:`mccfr.serving.responder.Responder` (the blueprint, or blueprint plus
-subgame solving: :func:`mccfr.serving.responder.make_responder`). ``elapsed_ms`` is the server's time
+Answers come from a :class:`mccfr.serving.query.Responder` (the blueprint, or blueprint plus
+subgame solving: :func:`mccfr.serving.solving.make_responder`). ``elapsed_ms`` is the server's time
 for the request from its arrival (the moment the ASGI app first sees it, before its body is read)
 to the moment the answer is ready, any waiting included. A responder whose ``answer`` takes
 ``arrived`` (a :func:`time.perf_counter` instant) is given that arrival, and counts the request's
-time budget from it (:class:`mccfr.serving.responder.SolvingResponder` answers within it, from the
+time budget from it (:class:`mccfr.serving.solving.SolvingResponder` answers within it, from the
 blueprint with a ``fallback`` reason when a solve cannot fit).
 
 Errors: every refused request gets a JSON body ``{"error": "<message naming the problem>",
-"kind": "<tag>"}`` with a 4xx status: the responder's :class:`~mccfr.serving.responder.QueryError` kinds
+"kind": "<tag>"}`` with a 4xx status: the responder's :class:`~mccfr.serving.query.QueryError` kinds
 (400 bad or wrong-game match state, 409 not the viewer's turn or hand over, 422 bad method /
 time budget / session, off the blueprint's tree), ``invalid_request`` (422) for a body that is
 not a JSON object with the fields above (an unknown field, a wrong type), ``bad_request`` (400) for
@@ -66,7 +66,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from mccfr.serving.responder import MAX_SESSION_LEN, MAX_TIME_BUDGET_MS, QueryError, Responder
+from mccfr.serving.query import MAX_SESSION_LEN, MAX_TIME_BUDGET_MS, QueryError, Responder
 
 LATENCY_WINDOW = 10_000  # latencies kept per source for the percentiles in /metrics
 MAX_BODY_BYTES = 64 * 1024  # a request body larger than this is refused (413)
@@ -406,7 +406,7 @@ class LoopLag:
 
 
 async def await_pending(pending, early: float = 0.0) -> dict[str, Any]:
-    """The answer of a :class:`mccfr.serving.responder.PendingAnswer`, awaited on the running event loop
+    """The answer of a :class:`mccfr.serving.solving.PendingAnswer`, awaited on the running event loop
     without holding a thread: its ``future`` until ``answer_by`` less ``early`` seconds, else
     ``give_up()``."""
     fut = pending.future
@@ -626,7 +626,7 @@ def bind(host: str, port: int) -> socket.socket:
 def make_server(app: FastAPI, sock: socket.socket, access_log: bool = False):
     """A uvicorn server for ``app`` on the bound socket ``sock``; run it with
     ``server.run(sockets=[sock])`` (blocks) or :func:`serve_in_thread`."""
-    import uvicorn
+    import uvicorn  # only a server that runs needs it (create_app alone does not: tests, Ray Serve)
 
     class _Server(uvicorn.Server):
         """Stops gracefully on SIGINT / SIGTERM (a second one: at once) and returns normally,

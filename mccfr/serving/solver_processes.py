@@ -26,13 +26,23 @@ system (``malloc_trim``). Linux (``fork``) only; elsewhere the responder solves 
 
 from __future__ import annotations
 
+import gc
 import io
 import multiprocessing
+import os
 import pickle
 import queue
+import signal
 import threading
 import traceback
 from typing import Any, Optional
+
+from blueprint.blueprint import BlueprintError
+from mccfr.serving.resources import lower_priority, malloc_trim
+from subgame.construct import bp_bets
+from subgame.nested import solve_state
+from subgame.solver import SolveInterrupted
+from subgame.tree import SubgameError
 
 POLL_S = 0.01  # how often a waiting thread relays its query's stop event
 
@@ -48,8 +58,6 @@ def available() -> bool:
 
 def _shared(bp) -> list:
     """The objects that cross the pipe as references (the same list in the server and its forks)."""
-    from subgame.construct import bp_bets
-
     return [o for o in (bp, bp.gamedef, bp.game, bp.tree, bp.cards, bp_bets(bp)) if o is not None]
 
 
@@ -90,10 +98,6 @@ class _Codec:
 def _carried() -> tuple[type[Exception], ...]:
     """The errors a solve may raise that cross to the caller as their own type (subclasses as
     these: a subclass's constructor may take more than the message)."""
-    from blueprint.blueprint import BlueprintError
-    from subgame.solver import SolveInterrupted
-    from subgame.tree import SubgameError
-
     return (SolveInterrupted, SubgameError, BlueprintError)
 
 
@@ -101,18 +105,11 @@ def _serve(bp, conn, stop, nice: int, others: list) -> None:
     """A solver process: solve each job read from ``conn`` until the pipe closes. ``others``: the
     server's ends of the pipes (this process's and the earlier ones'), inherited by the fork and
     closed here, so that the pipe reads end when the server goes, however it goes."""
-    import gc
-    import os
-    import signal
-
     for c in others:
         try:
             c.close()
         except OSError:
             pass
-
-    from mccfr.serving.responder import lower_priority, malloc_trim
-    from subgame.nested import solve_state
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the server, which stops its solvers
     gc.freeze()  # what the fork inherited stays untouched by the collector (shared pages stay shared)

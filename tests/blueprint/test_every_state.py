@@ -17,7 +17,7 @@ from holdem.game import Game
 from holdem.gamedef import PRESETS
 from mccfr.evaluation.match import play_hand
 from mccfr.evaluation.players import BlueprintPlayer
-from mccfr.serving.responder import BlueprintResponder
+from mccfr.serving.responders import BlueprintResponder
 from subgame.tree import SubgameError
 
 _BPS: dict[str, tuple[Blueprint, BlueprintResponder]] = {}

@@ -17,13 +17,18 @@ from holdem.evaluator import rank_hand_py
 from holdem.game import Game
 from mccfr.evaluation.lbr import (
     MENUS,
-    BlueprintOpponent,
     LBRError,
     LBRPlayer,
     LocalBestResponse,
-    _Hands,
     equity_vs_range,
     parse_menu,
+)
+from mccfr.evaluation.lbr_opponents import (
+    BlueprintOpponent,
+    CardBlindOpponent,
+    Hands,
+    LBROpponent,
+    hand_cardsets,
 )
 from mccfr.evaluation.match import exact_value, view_of
 from mccfr.evaluation.players import AlwaysCall, BlueprintPlayer
@@ -88,7 +93,7 @@ def test_lbr_against_always_call_in_hold_em_is_large():
 def test_range_probabilities_are_the_players_strategy(nl_leduc):
     bp, _, _ = nl_leduc[30]
     game = bp.game
-    opp = BlueprintOpponent(bp, _Hands(game))
+    opp = BlueprintOpponent(bp, Hands(game))
     for betting, cards in [("", "2c|3d"), ("r300", "3c|4d"), ("cc/", "4c|2d/3c"), ("r300c/r900", "2d|3c/4c")]:
         dealer = game.state(f"STATE:0:{betting}:{cards}")
         actor = dealer.current_player()
@@ -120,7 +125,7 @@ def test_off_tree_raise_mixes_both_translations():
     for _ in range(n):
         for a, p in bp.strategy(view, rng).items():
             emp[a] = emp.get(a, 0.0) + p / n
-    opp = BlueprintOpponent(bp, _Hands(game))
+    opp = BlueprintOpponent(bp, Hands(game))
     keys, P = opp.action_probs(state)
     row = dict(zip(keys, P[opp.hands.of(state.hole_cards[0])]))
     assert len(emp) > 1
@@ -133,8 +138,6 @@ def test_equity_kernel_matches_brute_force_on_a_small_deck():
     num_suits, num_ranks = 2, 6  # 12 cards, 2 hole cards, 3 board cards to come from 2 known
     deck = num_suits * num_ranks
     hands = np.array(list(itertools.combinations(range(deck), 2)), np.int64)
-    from mccfr.evaluation.lbr import hand_cardsets
-
     cs, mask = hand_cardsets(hands, num_suits)
     mine, board = [0, 7], [3]
     rest = np.array([c for c in range(deck) if c not in mine + board], np.int64)
@@ -162,8 +165,6 @@ def test_equity_kernel_matches_brute_force_on_a_small_deck():
 
 def test_preflop_equity_of_aces_in_hold_em():
     hands = np.array(list(itertools.combinations(range(52), 2)), np.int64)
-    from mccfr.evaluation.lbr import hand_cardsets
-
     cs, mask = hand_cardsets(hands, 4)
     aces = [48, 49]
     w = ((mask & ((1 << 48) | (1 << 49))) == 0).astype(float)
@@ -190,6 +191,23 @@ def test_menus_and_their_actions(nl_leduc):
         state.apply(a)  # every candidate is legal
     assert LocalBestResponse(game, bp, menu="fcpa", preflop="call").candidates(state) == ["c"]
     assert LocalBestResponse(game, bp, menu="fcpa").candidates(state) == ["f", "c", "r600", "r1200"]
+
+
+def test_each_opponent_gets_its_model(nl_leduc):
+    """LBR reads a blueprint (or a player of one) per hand and a card-blind baseline without range
+    updates; every model follows the LBROpponent protocol."""
+    bp, _, _ = nl_leduc[0]
+    models = {
+        "blueprint": LocalBestResponse(bp.game, bp).opp,
+        "player": LocalBestResponse(bp.game, BlueprintPlayer(bp)).opp,
+        "always-call": LocalBestResponse(bp.game, AlwaysCall()).opp,
+    }
+    assert isinstance(models["blueprint"], BlueprintOpponent) and isinstance(
+        models["player"], BlueprintOpponent
+    )
+    assert isinstance(models["always-call"], CardBlindOpponent)
+    assert all(isinstance(m, LBROpponent) for m in models.values())
+    assert models["always-call"].likelihood(bp.game.state("STATE:0::2c|3d"), "c") is None
 
 
 def test_bad_opponents_and_games(nl_leduc):

@@ -8,7 +8,8 @@ import pytest
 
 from blueprint.blueprint import Blueprint
 from blueprint.trainer import make_trainer
-from mccfr.evaluation.lbr import BlueprintOpponent, LBRError, LocalBestResponse, _Hands
+from mccfr.evaluation.lbr import LBRError, LocalBestResponse
+from mccfr.evaluation.lbr_opponents import BlueprintOpponent, Hands, LBROpponent
 from mccfr.evaluation.lbr_solving import SolvingOpponent
 from mccfr.evaluation.match import view_of
 from mccfr.evaluation.solving import SolvingPlayer
@@ -26,8 +27,8 @@ def bp() -> Blueprint:
 
 
 @pytest.fixture(scope="module")
-def hands(bp) -> _Hands:
-    return _Hands(bp.game)
+def hands(bp) -> Hands:
+    return Hands(bp.game)
 
 
 DEAL = [0, 13, 26, 40, 5, 18, 31, 44, 9]  # seat 0, seat 1, flop, turn, river
@@ -103,6 +104,14 @@ def test_before_from_round_is_the_blueprint(bp, hands):
         if s.current_player() < 0:
             s = s.deal(DEAL[4:7])
     assert opp.solves == 0
+
+
+def test_lbr_models_the_solving_player_by_solving(bp):
+    """A SolvingPlayer (which has a blueprint too) is modelled by solving, not by its blueprint."""
+    sp = SolvingPlayer(bp, "reach-maxmargin", iterations=ITERS, from_round=3)
+    opp = LocalBestResponse(bp.game, sp).opp
+    assert isinstance(opp, SolvingOpponent) and isinstance(opp, LBROpponent)
+    assert (opp.method, opp.from_round, opp.iterations, opp.name) == ("reach-maxmargin", 3, ITERS, sp.name)
 
 
 def test_lbr_against_solving_repeats(bp):

@@ -6,7 +6,7 @@ import pytest
 
 from blueprint.blueprint import Blueprint
 from blueprint.trainer import make_trainer
-from mccfr.serving.responder import BlueprintResponder
+from mccfr.serving.responders import BlueprintResponder
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from mccfr.cli import cli
 from mccfr.evaluation.players import AlwaysCall, RandomPlayer
 from mccfr.serving.acpc_client import AcpcClient, LineReader, TimeBank, parse_address, send_line
 from mccfr.serving.acpc_dealer import AcpcDealer
-from mccfr.serving.responder import PlayerResponder
+from mccfr.serving.responders import PlayerResponder
 
 HANDS = 40
 

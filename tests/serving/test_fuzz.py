@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mccfr.serving.fuzz import asgi_request, check_body, post_body
-from mccfr.serving.responder import example_matchstates
+from mccfr.serving.query import example_matchstates
 from mccfr.serving.service import create_app
 
 PREFLOP = "MATCHSTATE:1:0::|AhAd"
@@ -178,7 +178,7 @@ def test_a_solving_server_never_fails_either(solving_app, obj, budget):
 
 @pytest.fixture(scope="module")
 def solving_app(hunl_bp):
-    from mccfr.serving.responder import SolvingResponder
+    from mccfr.serving.solving import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", solver_threads=1, memory_budget="64M")
     r.warm_up()

@@ -15,8 +15,10 @@ import time
 import numpy as np
 import pytest
 
-from mccfr.serving.responder import QueryError, SolvingResponder, check_session, parse_bytes
+from mccfr.serving.query import QueryError, check_session
+from mccfr.serving.resources import parse_bytes
 from mccfr.serving.service import ThreadedServer, create_app
+from mccfr.serving.solving import SolvingResponder
 from subgame.cache import ENTRY_OVERHEAD, SessionCache, nbytes
 
 PREFLOP = "MATCHSTATE:1:0::|AhAd"
@@ -138,7 +140,7 @@ def test_no_client_session_names_the_services_own_entries():
     """The shared pre-flop subgames and the sessions' played strategies are kept under keys no
     client's session can be (sessions are printable; the keys start with a NUL)."""
     from holdem.game import Game
-    from mccfr.serving.responder import _played_key, _public_key
+    from mccfr.serving.solving import _played_key, _public_key
 
     state = Game.load("hunl20").state("MATCHSTATE:0:0:r300r900r1500:AhKd|")
     keys = (
@@ -353,7 +355,7 @@ def test_the_last_round_keeps_a_solver_thread_for_earlier_rounds(hunl_bp, fake_s
     the share are answered at once (busy)."""
     turn = "MATCHSTATE:0:5:cc/cc/:AsKd|/2c7h9s/Td"
     r = SolvingResponder(hunl_bp, "reach-maxmargin", from_round=2, solver_threads=2, min_iterations=5)
-    assert r.last_round_threads == 1
+    assert r.options.last_round_threads == 1
     r.cost.finished(3, 0.12)
     r.cost.finished(2, 0.12)
     rounds: list = []
@@ -383,7 +385,7 @@ def test_the_last_round_keeps_a_solver_thread_for_earlier_rounds(hunl_bp, fake_s
     with pytest.raises(ValueError, match="last_round_threads"):
         SolvingResponder(hunl_bp, from_round=2, solver_threads=2, last_round_threads=3)
     only = SolvingResponder(hunl_bp, solver_threads=2)  # river-only solving keeps no thread back
-    assert only.last_round_threads == 2
+    assert only.options.last_round_threads == 2
     only.close()
 
 
@@ -469,7 +471,7 @@ def test_bearer_token_guards_strategy_and_metrics_not_healthz(responder, monkeyp
         m = json.loads(text)
         assert status == 200 and m["errors"]["unauthorized"] == 8 and m["responses"]["401"] == 8
         # the HTTP client of `mccfr play --server` sends the key
-        from mccfr.serving.responder import HttpResponder
+        from mccfr.serving.responders import HttpResponder
 
         assert HttpResponder(srv.url, api_key="s3cret-key").answer(PREFLOP)["source"] == "blueprint"
         with pytest.raises(QueryError) as info:

@@ -12,14 +12,10 @@ import time
 import numpy as np
 import pytest
 
-from mccfr.serving.responder import (
-    BlueprintResponder,
-    QueryError,
-    Responder,
-    example_matchstates,
-    make_responder,
-)
+from mccfr.serving.query import QueryError, Responder, example_matchstates
+from mccfr.serving.responders import BlueprintResponder
 from mccfr.serving.service import ThreadedServer, create_app
+from mccfr.serving.solving import make_responder
 
 PREFLOP = "MATCHSTATE:1:0::|AhAd"  # hunl20: seat 1 (small blind) acts first preflop
 FLOP = "MATCHSTATE:0:3:cc/:AhAd|/2c3d4h"
@@ -97,7 +93,7 @@ def test_make_responder_seam(tmp_path):
 
 
 def test_solving_responder_answers_the_river_from_a_subgame_and_reuses_it(hunl_bp):
-    from mccfr.serving.responder import SolvingResponder
+    from mccfr.serving.solving import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "unsafe", default_time_budget_ms=3000)
     r.warm_up()
@@ -119,7 +115,7 @@ def test_solving_responder_answers_the_river_from_a_subgame_and_reuses_it(hunl_b
 
 def test_solving_responder_solves_a_dead_end_where_it_fits_and_labels_the_rest(hunl_bp, monkeypatch):
     import subgame.depth
-    from mccfr.serving.responder import SolvingResponder
+    from mccfr.serving.solving import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", default_time_budget_ms=20000, min_iterations=3)
     try:
@@ -376,7 +372,7 @@ def _get(port: int, path: str) -> str:
 
 
 def test_http_responder_is_the_same_responder_over_the_wire(responder, hunl_bp):
-    from mccfr.serving.responder import HttpResponder
+    from mccfr.serving.responders import HttpResponder
 
     with ThreadedServer(create_app(responder)) as srv:
         remote = HttpResponder(srv.url)
@@ -480,7 +476,7 @@ def test_a_solve_that_cannot_fit_its_budget_comes_back_in_time_labelled(hunl_bp)
     """A turn subgame takes longer than 200 ms: the answer still comes within the budget (plus
     scheduling slack), from the blueprint with fallback 'deadline'; the responder learns the cost
     and answers the next turn query at once ('budget'), while the river is solved."""
-    from mccfr.serving.responder import SolvingResponder
+    from mccfr.serving.solving import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", from_round=2, solver_threads=1, min_iterations=10)
     try:
@@ -509,7 +505,7 @@ def test_a_solve_that_overran_its_end_until_its_query_gave_up_backs_off(hunl_bp)
     """A construction that runs past the solve's end until the query stops waiting had its whole
     budget and never iterated: the cost model backs off (twice the time it ran), so the next query of
     that round is answered at once ('budget') rather than starting the same hopeless solve."""
-    from mccfr.serving.responder import SolvingResponder
+    from mccfr.serving.solving import SolvingResponder
     from subgame.solver import SolveInterrupted
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", from_round=2, solver_threads=1, min_iterations=10)
@@ -533,7 +529,7 @@ def test_a_solve_that_overran_its_end_until_its_query_gave_up_backs_off(hunl_bp)
 
 def test_solves_are_bounded_by_the_solver_threads_and_the_rest_fall_back(hunl_bp, monkeypatch):
     import subgame.nested
-    from mccfr.serving.responder import SolvingResponder
+    from mccfr.serving.solving import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "unsafe", solver_threads=1, min_iterations=2)
     real = subgame.nested.solve_state
@@ -575,7 +571,7 @@ def test_solves_are_bounded_by_the_solver_threads_and_the_rest_fall_back(hunl_bp
 
 def test_the_service_counts_the_budget_from_the_request(hunl_bp):
     """Over HTTP: the handler passes the request's arrival; the answer's elapsed_ms stays in budget."""
-    from mccfr.serving.responder import SolvingResponder
+    from mccfr.serving.solving import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", solver_threads=1, min_iterations=5)
     with serving(r, threads=4) as c:
@@ -589,9 +585,9 @@ def test_the_service_counts_the_budget_from_the_request(hunl_bp):
 
 
 def test_cost_model_learns_backs_off_and_decays():
-    from mccfr.serving.responder import _CostModel
+    from mccfr.serving.admission import CostModel
 
-    c = _CostModel()
+    c = CostModel()
     assert c.get(3) == 0.0
     c.finished(3, 0.2)
     c.finished(3, 0.4)
@@ -644,7 +640,7 @@ def test_a_later_subgame_of_the_session_gives_the_viewer_the_range_its_answers_p
     others). The opponent then bets a size that subgame lacks: the nested subgame solved for the
     session weighs the viewer's range by the check it was answered with, not by the blueprint's
     check; a query without the session gets the blueprint's range."""
-    from mccfr.serving.responder import SolvingResponder
+    from mccfr.serving.solving import SolvingResponder
     from subgame.nested import nested_subgame
 
     r = SolvingResponder(hunl_bp, "unsafe", default_time_budget_ms=5000, solver_threads=1, min_iterations=3)

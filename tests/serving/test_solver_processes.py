@@ -12,8 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from mccfr.serving.responder import SolvingResponder
 from mccfr.serving.solver_processes import SolverProcessError, SolverProcesses, available
+from mccfr.serving.solving import SolvingResponder
 from subgame.nested import solve_state
 from subgame.solver import SolveInterrupted
 from subgame.tree import SubgameError
