@@ -48,8 +48,9 @@ from subgame.tree import SubgameError, hand_index
 @dataclasses.dataclass(frozen=True)
 class SolvingOptions:
     """How a :class:`SolvingResponder` solves (its docstring tells what each option does). None
-    stands for a default that depends on the game or the machine, which :meth:`resolve` fills
-    in. Out-of-range values raise ValueError when the options are made."""
+    stands for a default that depends on the game or the machine, which the responder fills in
+    (its attributes of the same names hold the values in effect). Out-of-range values raise
+    ValueError when the options are made."""
 
     from_round: int | None = None  # the first round solved; None: the last
     solver_threads: int | None = None  # solves running at once; None: one per core
@@ -73,37 +74,10 @@ class SolvingOptions:
             raise ValueError(f"reserve_ms must be >= 0, got {self.reserve_ms}")
         if self.max_solve_ms is not None and self.max_solve_ms <= 0:
             raise ValueError(f"max_solve_ms must be > 0, got {self.max_solve_ms}")
-        if self.last_round_threads is not None and self.last_round_threads < 1:
-            raise ValueError(f"last_round_threads must be >= 1, got {self.last_round_threads}")
         if self.measure_cards is not None and self.measure_cards < 2:
             raise ValueError(f"measure_cards must be >= 2 (or None: every card), got {self.measure_cards}")
-        if self.memory_budget is not None:  # "512M" -> bytes (ValueError naming the text)
-            object.__setattr__(self, "memory_budget", parse_bytes(self.memory_budget))
-        object.__setattr__(self, "reserve_ms", float(self.reserve_ms))
-
-    def resolve(self, num_rounds: int) -> SolvingOptions:
-        """These options with every None default filled in, for a game of ``num_rounds`` betting
-        rounds on this machine."""
-        last = num_rounds - 1
-        from_round = last if self.from_round is None else self.from_round
-        if not 0 <= from_round < num_rounds:
-            raise ValueError(f"from_round must be in 0..{last}, got {self.from_round}")
-        threads = default_solver_threads() if self.solver_threads is None else self.solver_threads
-        last_threads = self.last_round_threads
-        if last_threads is None:
-            last_threads = max(1, threads - 1) if from_round < last else threads
-        if not 1 <= last_threads <= threads:
-            raise ValueError(
-                f"last_round_threads must be in 1..solver_threads ({threads}), got {last_threads}"
-            )
-        budget = default_memory_budget() if self.memory_budget is None else self.memory_budget
-        return dataclasses.replace(
-            self,
-            from_round=from_round,
-            solver_threads=threads,
-            last_round_threads=last_threads,
-            memory_budget=budget,
-        )
+        if self.memory_budget is not None:
+            parse_bytes(self.memory_budget)  # ValueError naming a text that is no byte count
 
 
 #: The names of the solving options (:class:`SolvingOptions`'s fields).
@@ -289,9 +263,8 @@ class SolvingResponder(BlueprintResponder):
         **overrides: Any,
     ):
         """``options`` (:class:`SolvingOptions`), with ``overrides`` (its fields by name, e.g.
-        ``solver_threads=2``) replacing some; the defaults filled in for ``bp``'s game and this
-        machine (:meth:`SolvingOptions.resolve`). TypeError for an unknown option, ValueError
-        for a value out of range."""
+        ``solver_threads=2``) replacing some. TypeError for an unknown option, ValueError for a
+        value out of range."""
         unknown = sorted(set(overrides) - set(OPTION_NAMES))
         if unknown:
             raise TypeError(
@@ -300,22 +273,43 @@ class SolvingResponder(BlueprintResponder):
         super().__init__(bp, default_time_budget_ms)
         check_method(solve_method, SOLVE_METHODS)
         self.solve_method: str = solve_method
-        opts = dataclasses.replace(options or SolvingOptions(), **overrides).resolve(bp.gamedef.num_rounds)
-        self.options = opts
-        self.sessions = SessionCache(opts.memory_budget, max_entries=opts.max_sessions)
+        opts = dataclasses.replace(options or SolvingOptions(), **overrides)
+        self.options = opts  # as asked; the attributes below hold the values in effect
+        last = bp.gamedef.num_rounds - 1
+        self.from_round: int = last if opts.from_round is None else opts.from_round
+        if not 0 <= self.from_round <= last:
+            raise ValueError(f"from_round must be in 0..{last}, got {opts.from_round}")
+        self.solver_threads: int = (
+            default_solver_threads() if opts.solver_threads is None else opts.solver_threads
+        )
+        threads = opts.last_round_threads
+        if threads is None:  # a thread kept back for the earlier rounds' solves, when there are any
+            threads = max(1, self.solver_threads - 1) if self.from_round < last else self.solver_threads
+        if not 1 <= threads <= self.solver_threads:
+            raise ValueError(
+                f"last_round_threads must be in 1..solver_threads ({self.solver_threads}), got {threads}"
+            )
+        self.last_round_threads: int = threads
+        self.min_iterations = opts.min_iterations
+        self.reserve_ms = float(opts.reserve_ms)
+        self.max_solve_ms = opts.max_solve_ms
+        self.measure_cards = opts.measure_cards
+        self.solver_nice = opts.solver_nice
+        budget = default_memory_budget() if opts.memory_budget is None else parse_bytes(opts.memory_budget)
+        self.sessions = SessionCache(budget, max_entries=opts.max_sessions)
         self.size = SizeModel(bp)
         self._cond = threading.Condition()
         self._running: list[_Job] = []  # solves running
         self._queue: list[_Job] = []  # solves admitted, waiting for a solver thread (in order)
         self._solvers = ThreadPoolExecutor(
-            opts.solver_threads,
+            self.solver_threads,
             thread_name_prefix="mccfr-solve",
             initializer=lower_priority,
-            initargs=(opts.solver_nice,),
+            initargs=(self.solver_nice,),
         )
         self._procs: SolverProcesses | None = None
         if opts.solver_processes:  # forked now, before the server's threads start
-            self._procs = SolverProcesses(bp, opts.solver_threads, opts.solver_nice)
+            self._procs = SolverProcesses(bp, self.solver_threads, self.solver_nice)
         self.cost = CostModel()
         self._counts: dict[str, int] = {}
         self._overrun = 0.0  # how long solves ran past their end (a slowly decaying max), seconds
@@ -344,7 +338,7 @@ class SolvingResponder(BlueprintResponder):
         """Whether a query asking for a solve at ``state`` gets one: from ``from_round`` on, and
         wherever the blueprint's tree has no node for the history (a dead end, which a subgame
         answers where one fits: :func:`subgame.nested.dead_end_subgame`)."""
-        return state.round >= self.options.from_round or self.bp.walk(state).dead_end is not None
+        return state.round >= self.from_round or self.bp.walk(state).dead_end is not None
 
     def answer_fast(self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None):
         t0 = time.perf_counter() if arrived is None else arrived
@@ -354,11 +348,11 @@ class SolvingResponder(BlueprintResponder):
         return None
 
     def _reserve_s(self, budget_s: float) -> float:
-        return min(self.options.reserve_ms / 1e3, 0.25 * budget_s)
+        return min(self.reserve_ms / 1e3, 0.25 * budget_s)
 
     def _duration(self, need: float) -> float:
         """The longest a solve that needs ``need`` seconds keeps its thread (before its deadline)."""
-        return float("inf") if self.options.max_solve_ms is None else need + self.options.max_solve_ms / 1e3
+        return float("inf") if self.max_solve_ms is None else need + self.max_solve_ms / 1e3
 
     def _projected_start(self, now: float) -> float:
         """When a solve admitted now would get a solver thread (lock held): the running solves
@@ -367,7 +361,7 @@ class SolvingResponder(BlueprintResponder):
         late to be useful is skipped, as it will be when its turn comes."""
         over = self._overrun_mean  # solves end a little after their deadline (the last iteration, the answer)
         free = [max(now, j.end + over) for j in self._running]
-        free += [now] * max(0, self.options.solver_threads - len(free))
+        free += [now] * max(0, self.solver_threads - len(free))
         heapq.heapify(free)
         for j in self._queue:
             if j.stop.is_set():
@@ -381,13 +375,10 @@ class SolvingResponder(BlueprintResponder):
     def _within_share(self, rnd: int) -> bool:
         """Whether one more solve of round ``rnd`` keeps the last round within its share of the
         solver threads (lock held)."""
-        if (
-            rnd < self.bp.gamedef.num_rounds - 1
-            or self.options.last_round_threads >= self.options.solver_threads
-        ):
+        if rnd < self.bp.gamedef.num_rounds - 1 or self.last_round_threads >= self.solver_threads:
             return True
         held = sum(1 for j in (*self._running, *self._queue) if j.state.round == rnd and not j.stop.is_set())
-        return held < self.options.last_round_threads
+        return held < self.last_round_threads
 
     def answer_start(
         self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None, early: float = 0.0
@@ -546,16 +537,16 @@ class SolvingResponder(BlueprintResponder):
                 job.method,
                 deadline=job.end,
                 stop=job.stop,
-                measure_samples=None if last else self.options.measure_cards,
+                measure_samples=None if last else self.measure_cards,
                 played=played or None,
             )
             iterated = sol.iterations > 0
-            if sol.iterations >= self.options.min_iterations:
+            if sol.iterations >= self.min_iterations:
                 useful = True
                 tm = sol.timing
                 setup = (time.perf_counter() - t) - sol.elapsed_s + tm["tree_s"]
                 check = tm["measure_s"] if tm.get("measure_s") is not None else 2 * tm["iter_s"]
-                self.cost.finished(state.round, setup + self.options.min_iterations * tm["iter_s"] + check)
+                self.cost.finished(state.round, setup + self.min_iterations * tm["iter_s"] + check)
         except SolveInterrupted:
             return "deadline"
         except (SubgameError, BlueprintError, SolverProcessError) as exc:
@@ -616,9 +607,7 @@ class SolvingResponder(BlueprintResponder):
         query does not pay for compiling (or loading) the solver's kernels."""
         super().warm_up()
         examples = [
-            ms
-            for ms in example_matchstates(self.game)
-            if self._checker.parse(ms).round >= self.options.from_round
+            ms for ms in example_matchstates(self.game) if self._checker.parse(ms).round >= self.from_round
         ]
         # the last round's subgame is the smallest and runs the solver's kernels; a depth-limited one
         # (the round before the last, when solved here) runs the continuation kernels besides: compiled
@@ -673,7 +662,7 @@ class SolvingResponder(BlueprintResponder):
         return {
             "memory": {**self.sessions.snapshot(), **self.size.snapshot()},
             "solver": {
-                "threads": self.options.solver_threads,
+                "threads": self.solver_threads,
                 "processes": None if self._procs is None else {"restarts": self._procs.restarts},
                 "running": running,
                 "queued": queued,
@@ -687,12 +676,12 @@ class SolvingResponder(BlueprintResponder):
         return {
             **super().describe(),
             "solve_method": self.solve_method,
-            "solve_from_round": self.options.from_round,
-            "solver_threads": self.options.solver_threads,
+            "solve_from_round": self.from_round,
+            "solver_threads": self.solver_threads,
             "solver_processes": self._procs is not None,
-            "min_iterations": self.options.min_iterations,
-            "reserve_ms": self.options.reserve_ms,
-            "max_solve_ms": self.options.max_solve_ms,
+            "min_iterations": self.min_iterations,
+            "reserve_ms": self.reserve_ms,
+            "max_solve_ms": self.max_solve_ms,
             "memory_budget_bytes": self.memory_budget,
         }
 

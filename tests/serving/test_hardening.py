@@ -18,7 +18,7 @@ import pytest
 from mccfr.serving.query import QueryError, check_session
 from mccfr.serving.resources import parse_bytes
 from mccfr.serving.service import ThreadedServer, create_app
-from mccfr.serving.solving import SolvingResponder
+from mccfr.serving.solving import SolvingOptions, SolvingResponder
 from subgame.cache import ENTRY_OVERHEAD, SessionCache, nbytes
 
 PREFLOP = "MATCHSTATE:1:0::|AhAd"
@@ -227,10 +227,10 @@ def test_metrics_report_the_memory_budget(hunl_bp):
 # -- a deadline per answer under load ----------------------------------------------------------------
 @pytest.fixture
 def fake_slow_solve(monkeypatch, river_solution):
-    """subgame.nested.solve_state replaced by a stand-in that behaves like a real solve in time: its
-    first 0.1 s are useful work, then it iterates until its deadline (checking stop), and it
+    """The solving responder's ``solve_state`` replaced by a stand-in that behaves like a real solve
+    in time: its first 0.1 s are useful work, then it iterates until its deadline (checking stop), and it
     returns a real river solution. Counts the solves running at once."""
-    import subgame.nested
+    import mccfr.serving.solving
 
     sol0, node = river_solution
     state = {"running": 0, "peak": 0, "calls": 0}
@@ -256,7 +256,7 @@ def fake_slow_solve(monkeypatch, river_solution):
             with lock:
                 state["running"] -= 1
 
-    monkeypatch.setattr(subgame.nested, "solve_state", slow)
+    monkeypatch.setattr(mccfr.serving.solving, "solve_state", slow)
     return state
 
 
@@ -355,7 +355,7 @@ def test_the_last_round_keeps_a_solver_thread_for_earlier_rounds(hunl_bp, fake_s
     the share are answered at once (busy)."""
     turn = "MATCHSTATE:0:5:cc/cc/:AsKd|/2c7h9s/Td"
     r = SolvingResponder(hunl_bp, "reach-maxmargin", from_round=2, solver_threads=2, min_iterations=5)
-    assert r.options.last_round_threads == 1
+    assert r.last_round_threads == 1
     r.cost.finished(3, 0.12)
     r.cost.finished(2, 0.12)
     rounds: list = []
@@ -385,8 +385,37 @@ def test_the_last_round_keeps_a_solver_thread_for_earlier_rounds(hunl_bp, fake_s
     with pytest.raises(ValueError, match="last_round_threads"):
         SolvingResponder(hunl_bp, from_round=2, solver_threads=2, last_round_threads=3)
     only = SolvingResponder(hunl_bp, solver_threads=2)  # river-only solving keeps no thread back
-    assert only.options.last_round_threads == 2
+    assert only.last_round_threads == 2
     only.close()
+
+
+def test_solving_options_are_checked_and_combine_with_keywords(hunl_bp):
+    """SolvingOptions refuses bad values when made; the responder takes them, a keyword overrides
+    one of them, and an unknown keyword (a typo) is a TypeError naming it."""
+    for bad, match in (
+        ({"min_iterations": 0}, "min_iterations"),
+        ({"reserve_ms": -1}, "reserve_ms"),
+        ({"max_solve_ms": 0}, "max_solve_ms"),
+        ({"measure_cards": 1}, "measure_cards"),
+        ({"solver_threads": 0}, "solver_threads"),
+        ({"memory_budget": "lots"}, "not a byte count"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            SolvingOptions(**bad)
+    with pytest.raises(TypeError, match="solver_thread"):
+        SolvingResponder(hunl_bp, solver_thread=2)
+    opts = SolvingOptions(solver_threads=3, memory_budget="64M", min_iterations=4)
+    r = SolvingResponder(hunl_bp, options=opts, from_round=2, solver_threads=2)
+    try:
+        assert r.options == dataclasses.replace(opts, from_round=2, solver_threads=2)
+        assert (r.from_round, r.solver_threads, r.last_round_threads, r.min_iterations) == (2, 2, 1, 4)
+        assert r.memory_budget == 64 << 20
+        d = r.describe()
+        assert (
+            d["solve_from_round"] == 2 and d["solver_threads"] == 2 and d["memory_budget_bytes"] == 64 << 20
+        )
+    finally:
+        r.close()
 
 
 def test_a_depth_limited_turn_answer_reports_its_exploitability(hunl_bp):

@@ -528,11 +528,11 @@ def test_a_solve_that_overran_its_end_until_its_query_gave_up_backs_off(hunl_bp)
 
 
 def test_solves_are_bounded_by_the_solver_threads_and_the_rest_fall_back(hunl_bp, monkeypatch):
-    import subgame.nested
+    import mccfr.serving.solving
     from mccfr.serving.solving import SolvingResponder
 
     r = SolvingResponder(hunl_bp, "unsafe", solver_threads=1, min_iterations=2)
-    real = subgame.nested.solve_state
+    real = mccfr.serving.solving.solve_state
     running, peak, lock = [0], [0], threading.Lock()
 
     def counted(*a, **k):
@@ -545,7 +545,7 @@ def test_solves_are_bounded_by_the_solver_threads_and_the_rest_fall_back(hunl_bp
             with lock:
                 running[0] -= 1
 
-    monkeypatch.setattr(subgame.nested, "solve_state", counted)
+    monkeypatch.setattr(mccfr.serving.solving, "solve_state", counted)
     try:
         r.answer(RIVER, time_budget_ms=300)  # teaches the cost model
         out = []
