@@ -18,7 +18,7 @@ import numpy as np
 
 from blueprint.blueprint import Blueprint
 from blueprint.evaluate import hand_buckets
-from blueprint.player import Player, sample
+from blueprint.player import ExactPlayer, sample
 from holdem.evaluator import card_bit
 from holdem.game import Game
 from holdem.state import State
@@ -180,7 +180,7 @@ class CardBlindOpponent:
     """A baseline that ignores its cards (always-call, always-raise, random) as LBR's opponent
     (:class:`LBROpponent`): no range update."""
 
-    def __init__(self, player: Player):
+    def __init__(self, player: ExactPlayer):
         self.player = player
         self.name = player.name
 
