@@ -29,7 +29,7 @@ DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA = 1.5, 0.0, 2.0
 #: the strategy sum discounted with exponent 3, and the regrets' discount boundary one iteration
 #: behind (the first iteration's regrets, those of the uniform strategy, are dropped at the second):
 #: 0.5% of the pot in 82 iterations on the Libratus turn endgame and 73 on the river, against 96
-#: and 84 with the trainer's schedule (BENCHMARKS.md, session 11)
+#: and 84 with the trainer's schedule (BENCHMARKS.md, "Subgame solver against postflop-solver")
 SUBGAME_DCFR_GAMMA = 3.0
 SUBGAME_DCFR_REGRET_LAG = 1
 

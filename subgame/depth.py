@@ -145,12 +145,12 @@ DEFAULT_SAMPLES = 4  # :func:`default_depth_limit`: CFR iterations walk 4 of the
 # continuations are dealt from a fixed sample of 12 of the cards left (12 turns x 11 rivers: 132
 # runouts against 56 for 8 cards, leaf values of less variance for twice the construction and check;
 # out of sample, on 8 flop states, 12 did a little better than 8, within the noise: BENCHMARKS.md,
-# session 9). Not from pre-flop: the flops of a few cards are too few for values per hand (on a
+# "Depth-limited solving"). Not from pre-flop: the flops of a few cards are too few for values per hand (on a
 # pre-flop 4-bet, the solved strategies of 5-card samples disagree from sample to sample)
 DEFAULT_LEAF_CARDS = 12
 # :func:`default_depth_limit` from a round with three deals after it (hold'em pre-flop): sampled
 # runouts, 32 flops with one turn and one river each (about 70 ms an iteration on a 4-bet, where
-# the answers of different samples agree; BENCHMARKS.md, session 11)
+# the answers of different samples agree; BENCHMARKS.md, "Depth-limited solving")
 DEFAULT_LEAF_DEALS = (32, 1, 1)
 
 

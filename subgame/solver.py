@@ -822,7 +822,7 @@ def solve(
                 if prev is not None and prev[1] > crit:
                     alpha = min(2.5, max(0.5, np.log(prev[1] / crit) / np.log(it / prev[0])))
                 # three quarters of the way there: fewer checks than every check_every iterations
-                # (9 -> 5 on the Libratus turn endgame), rarely past the crossing (BENCHMARKS.md, session 11)
+                # (9 -> 5 on the Libratus turn endgame), rarely past the crossing (BENCHMARKS.md, "Subgame solver against postflop-solver")
                 step = int(np.ceil(0.75 * (it * (crit / target_pct_pot) ** (1.0 / alpha) - it)))
                 next_check = it + min(4 * check_every, max(1, check_every // 5, step))
                 prev = (it, crit)

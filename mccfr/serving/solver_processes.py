@@ -2,7 +2,7 @@
 
 A solve's construction from the blueprint is mostly Python: in a solver *thread* it contends for
 the interpreter lock with the event loop that parses requests and answers from the blueprint, and
-under load a turn subgame that builds in 0.5 s alone took 2.6-3.9 s (BENCHMARKS.md, session 7).
+under load a turn subgame that builds in 0.5 s alone took 2.6-3.9 s (BENCHMARKS.md, "Query service").
 :class:`SolverProcesses` runs each solve in a process of its own instead, forked from the server
 once the blueprint is loaded, so the blueprint's arrays are shared copy-on-write, not copied. The
 responder's solver threads stay (they queue, admit and time the solves); each one hands its solve
