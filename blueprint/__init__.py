@@ -14,7 +14,7 @@ _LAZY = {
     "RunConfig": "blueprint.trainer",
     "make_trainer": "blueprint.trainer",
     "Player": "blueprint.player",
-    "CheckpointError": "blueprint.checkpoint",
+    "CheckpointError": "blueprint.io.errors",
     "exploitability": "blueprint.evaluate",
 }
 __all__ = sorted(_LAZY)

@@ -1,8 +1,8 @@
 """The trained blueprint: load a run, query its average strategy by ACPC match state, export it.
 
 ``Blueprint.load(run_dir)`` reads only the blueprint file of the newest complete checkpoint
-(``CKPT/blueprint.msgpack.lz4``, format in :mod:`blueprint.checkpoint`; written with every
-checkpoint by ``Trainer.save``, see :func:`write_blueprint_file`), falling back to older complete
+(``CKPT/blueprint.msgpack.lz4``, format in :mod:`blueprint.io.container`; written with every
+checkpoint by ``Trainer.save``, see :func:`blueprint.io.blueprint_file.write_blueprint_file`), falling back to older complete
 ones when a file is refused. It rebuilds the betting tree from the stored game and bet abstraction
 and checks the tree's hash, loads the card abstraction without ever building it (a recipe missing
 from the cache is a :class:`BlueprintError` naming the ``mccfr abstraction build`` command) and
@@ -44,7 +44,6 @@ game definition, the bet and abstraction hashes and the config hash.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shlex
@@ -54,13 +53,20 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from abstraction.bets import ALLIN
-from abstraction.cards import deal_buckets
+from abstraction.bets import ALLIN, BetAbstractionError, parse_bets
+from abstraction.buckets import RECIPES, AbstractionError, MissingAbstractionError, recipe_dir
+from abstraction.cards import deal_buckets, default_card_abstraction, default_card_name, from_file
 from abstraction.translation import translate, translate_probs
-from abstraction.tree import KIND_DECISION, KIND_SHOWDOWN
+from abstraction.tree import KIND_DECISION, KIND_SHOWDOWN, build_tree
+from blueprint.checkpoints import CHECKPOINTS_DIRNAME, list_checkpoints
+from blueprint.io.blueprint_file import BLUEPRINT_NAME, abstraction_hash, read_blueprint
+from blueprint.io.errors import CheckpointError
+from blueprint.io.manifest import read_manifest
+from blueprint.tables import layout as table_layout
 from holdem.betting import CALL, FOLD, RAISE, Betting
 from holdem.files import atomic_path
 from holdem.game import Game
+from holdem.gamedef import GameDefError, parse_gamedef
 from holdem.state import CHANCE, TERMINAL, State, StateError
 
 _log = logging.getLogger(__name__)
@@ -160,102 +166,8 @@ def hand_bucket(cards, game, hole: tuple[int, ...], board: tuple[int, ...], roun
     return int(out[0, round_])
 
 
-def _abstraction_hash(tree_hash: str, cards_hash: str) -> str:
-    """The run's abstraction hash (as ``Trainer.abstraction_hash``) from the tree's and the cards'."""
-    return hashlib.blake2b((tree_hash + cards_hash).encode(), digest_size=8).hexdigest()
-
-
-_NORMALIZE_BLOCK = 1 << 20  # table entries per pass of average_strategy32
-
-
-def average_strategy32(tree, row_offset: np.ndarray, num_buckets: np.ndarray, sums: np.ndarray) -> np.ndarray:
-    """``blueprint.tables.normalize_blocks(...)`` as float32, vectorized over the rows of many
-    nodes at a time (that one loops over nodes in Python: about a second per 10,000 decision
-    nodes, a pause at every checkpoint) with float64 arithmetic in passes of about 1M entries:
-    the same probabilities (float64 row sums, all-zero rows uniform), rounded to float32."""
-    dec = np.nonzero(tree.kind == KIND_DECISION)[0]
-    k = tree.num_actions[dec].astype(np.int64)
-    rows = np.asarray(num_buckets, np.int64)[tree.round[dec].astype(np.int64)]
-    block = rows * k
-    starts_all = np.asarray(row_offset, np.int64)[dec]
-    ends = starts_all + block
-    out = np.empty(sums.shape[0], np.float32)
-    first = 0
-    while first < len(dec):
-        last = max(int(np.searchsorted(ends, starts_all[first] + _NORMALIZE_BLOCK, side="right")), first + 1)
-        lo, hi = int(starts_all[first]), int(ends[last - 1])
-        part = np.maximum(sums[lo:hi].astype(np.float64), 0.0)
-        row_len = np.repeat(k[first:last], rows[first:last])
-        tot = np.repeat(np.add.reduceat(part, np.cumsum(row_len) - row_len), row_len)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[lo:hi] = np.where(
-                tot > 0, part / np.where(tot > 0, tot, 1.0), 1.0 / np.repeat(row_len, row_len)
-            )
-        first = last
-    return out
-
-
-def blueprint_file_payload(trainer, probs: Optional[np.ndarray] = None) -> tuple[dict, dict[str, np.ndarray]]:
-    """``(header, arrays)`` of the blueprint file for ``trainer`` at its iteration
-    (``checkpoint.write_blueprint``; the module docstring has the format). ``probs``: the average
-    strategy in the table layout if already computed (default: from ``trainer.strat``, as
-    ``trainer.average_strategy()`` computes it, by :func:`average_strategy32`)."""
-    tr = trainer
-    t = tr.tree
-    cfg = tr.config_dict
-    cards = tr.cards
-    if probs is None:
-        probs = average_strategy32(t, tr.row_offset, tr.num_buckets, tr.strat)
-    header = {
-        "iteration": int(tr.iteration),
-        "config_hash": tr.config_hash,
-        "abstraction_hash": tr.abstraction_hash,
-        "game": {"name": str(cfg["game"]), "acpc": tr.game.to_acpc()},
-        "bets": {
-            "name": cfg.get("bets"),
-            "toml": cfg.get("bets_toml"),
-            "hash": tr.bets.content_hash() if tr.bets is not None else "limit",
-        },
-        "cards": {
-            "name": cards.name,
-            "kind": int(cards.kind),
-            "num_buckets": [int(b) for b in cards.num_buckets],
-            "hash": cards.content_hash(),
-            "source_hash": cards.source_hash,
-            "method": cards.method,
-        },
-        "tree": {
-            "hash": t.content_hash(),
-            "num_nodes": int(t.num_nodes),
-            "decision_nodes": int((t.kind == KIND_DECISION).sum()),
-        },
-        "table_entries": int(tr.size),
-        "config": cfg,
-    }
-    arrays = {
-        "probs": np.asarray(probs, np.float32),
-        "row_offset": tr.row_offset,
-        "num_buckets": tr.num_buckets,
-        "node_round": t.round,
-        "num_actions": t.num_actions,
-    }
-    return header, arrays
-
-
-def write_blueprint_file(ckpt_dir, trainer, probs: Optional[np.ndarray] = None) -> dict:
-    """Write ``ckpt_dir/blueprint.msgpack.lz4`` for ``trainer`` (before the checkpoint's manifest);
-    returns its manifest entry. For writers that assemble a checkpoint themselves (the Ray job):
-    ``files.append(write_blueprint_file(ckpt_dir, trainer, probs))`` before ``write_manifest``."""
-    from blueprint.checkpoint import write_blueprint
-
-    return write_blueprint(ckpt_dir, *blueprint_file_payload(trainer, probs))
-
-
 def _rebuild_tree(meta: dict, bad):
     """``(gamedef, bets, tree)`` from a blueprint file's header; the tree must have its hash."""
-    from abstraction.bets import BetAbstractionError, parse_bets
-    from abstraction.tree import build_tree
-    from holdem.gamedef import GameDefError, parse_gamedef
 
     try:
         gamedef = parse_gamedef(meta["game"]["acpc"], name=Path(meta["game"]["name"]).stem)
@@ -301,8 +213,6 @@ def _missing_cards(game: str, name: str, where, command: str) -> BlueprintError:
 
 def _query_cards(gamedef, meta: dict, where):
     """The card abstraction a blueprint file names, loaded without building anything."""
-    from abstraction.buckets import RECIPES, AbstractionError, MissingAbstractionError
-    from abstraction.cards import default_card_abstraction
 
     game, c = meta["game"]["name"], meta["cards"]
     name = c["name"]
@@ -326,8 +236,6 @@ def _query_cards(gamedef, meta: dict, where):
             raise BlueprintError(
                 f"the card abstraction {name!r} of the blueprint {where}: {f} is not a regular file"
             )
-        from abstraction.cards import from_file
-
         return from_file(gamedef, name)
     except AbstractionError as exc:
         raise BlueprintError(
@@ -338,9 +246,6 @@ def _query_cards(gamedef, meta: dict, where):
 def _check_cards_available(cfg, run_dir: Path) -> None:
     """For a run read through its trainer checkpoint: BlueprintError (with the build command) when
     its card abstraction is a recipe that is not built here, instead of building it."""
-    from abstraction.buckets import RECIPES, recipe_dir
-    from abstraction.cards import default_card_name
-    from holdem.gamedef import parse_gamedef
 
     try:
         gamedef = parse_gamedef(cfg["gamedef"], name=Path(str(cfg["game"])).stem)
@@ -418,7 +323,7 @@ class Blueprint:
 
         Checkpoints that are incomplete or whose blueprint file is refused are reported through
         ``log`` (default: this module's logger) and skipped for the next older one, as
-        ``checkpoint.load_latest`` does. A checkpoint from before blueprint files is read the old
+        ``blueprint.checkpoints.load_latest`` does. A checkpoint from before blueprint files is read the old
         way (the trainer checkpoint, average strategy computed here), with a one-line note.
 
         Raises:
@@ -426,7 +331,6 @@ class Blueprint:
                 (naming it and the ``mccfr abstraction build`` command that makes it).
             CheckpointError: no checkpoint could be read (naming each problem).
         """
-        from blueprint import checkpoint as ckpt
 
         run_dir = Path(run_dir)
         report = log if log is not None else _log.warning
@@ -436,34 +340,32 @@ class Blueprint:
             problems.append(f"skipping checkpoint {path}: {why}")
             report(problems[-1])
 
-        for info in ckpt.list_checkpoints(run_dir):
+        for info in list_checkpoints(run_dir):
             if not info.complete:
                 skip(info.path, info.problem)
                 continue
             try:
-                manifest = ckpt.read_manifest(info.path)
+                manifest = read_manifest(info.path)
                 if manifest.get("iteration") != info.iteration:  # changed since it was listed
-                    raise ckpt.CheckpointError(
+                    raise CheckpointError(
                         f"manifest in {info.path} is for iteration {manifest.get('iteration')!r}"
                     )
-            except ckpt.CheckpointError as exc:
+            except CheckpointError as exc:
                 skip(info.path, exc)
                 continue
-            entry = next((e for e in manifest["files"] if e["file"] == ckpt.BLUEPRINT_NAME), None)
+            entry = next((e for e in manifest["files"] if e["file"] == BLUEPRINT_NAME), None)
             if entry is None:
                 report(
-                    f"{info.path} has no {ckpt.BLUEPRINT_NAME} (written before blueprint files): "
+                    f"{info.path} has no {BLUEPRINT_NAME} (written before blueprint files): "
                     "rebuilding the blueprint from the trainer checkpoint"
                 )
                 return cls._from_trainer_checkpoint(run_dir, manifest, problems, report)
             try:
-                return cls.read_file(info.path / ckpt.BLUEPRINT_NAME, entry, manifest)
-            except ckpt.CheckpointError as exc:
+                return cls.read_file(info.path / BLUEPRINT_NAME, entry, manifest)
+            except CheckpointError as exc:
                 skip(info.path, exc)
         detail = "; ".join(problems) if problems else "no checkpoints found"
-        raise ckpt.CheckpointError(
-            f"no complete checkpoint in {run_dir / ckpt.CHECKPOINTS_DIRNAME}: {detail}"
-        )
+        raise CheckpointError(f"no complete checkpoint in {run_dir / CHECKPOINTS_DIRNAME}: {detail}")
 
     @classmethod
     def read_file(cls, path, entry: Optional[dict] = None, manifest: Optional[dict] = None) -> "Blueprint":
@@ -479,14 +381,12 @@ class Blueprint:
             CheckpointError: the file is refused (named, with the reason).
             BlueprintError: the card abstraction is not on this machine.
         """
-        from blueprint import checkpoint as ckpt
-        from blueprint.tables import layout as table_layout
 
         path = Path(path)
         built: dict = {}
 
-        def bad(what: str) -> "ckpt.CheckpointError":
-            return ckpt.CheckpointError(f"blueprint file {path}: {what}")
+        def bad(what: str) -> CheckpointError:
+            return CheckpointError(f"blueprint file {path}: {what}")
 
         def check(meta: dict) -> None:
             if manifest is not None:
@@ -507,13 +407,13 @@ class Blueprint:
             row_offset, size = table_layout(tree, cards.buckets_array())
             if size != meta["table_entries"]:
                 raise bad(f"{meta['table_entries']:,} table entries, the rebuilt layout has {size:,}")
-            if _abstraction_hash(tree.content_hash(), cards.content_hash()) != meta["abstraction_hash"]:
+            if abstraction_hash(tree.content_hash(), cards.content_hash()) != meta["abstraction_hash"]:
                 raise bad(
                     f"abstraction hash {meta['abstraction_hash']} does not match the tree and card abstraction"
                 )
             built.update(gamedef=gamedef, bets=bets, tree=tree, cards=cards, row_offset=row_offset)
 
-        meta, arrays = ckpt.read_blueprint(path, entry, layout=check)
+        meta, arrays = read_blueprint(path, entry, layout=check)
         tree, row_offset = built["tree"], built["row_offset"]
         if not (
             np.array_equal(arrays["row_offset"], row_offset)
@@ -542,6 +442,8 @@ class Blueprint:
     def _from_trainer_checkpoint(cls, run_dir: Path, manifest: dict, problems: list, report) -> "Blueprint":
         """Today's path for checkpoints without a blueprint file: the trainer checkpoint. The card
         abstraction must already be on this machine (no build for queries)."""
+        # lazily: the trainer brings the numba training kernels, which queries never need (a query
+        # server loading a blueprint file never imports them); only these old checkpoints do
         from blueprint.trainer import Trainer
 
         _check_cards_available(manifest.get("config"), run_dir)
@@ -890,7 +792,7 @@ class Blueprint:
     # -- export -------------------------------------------------------------------------------
     def export(self, path) -> int:
         """Write the average strategy as Parquet (schema in the module docstring); returns rows."""
-        import pyarrow as pa
+        import pyarrow as pa  # lazily: a slow import that only export needs
         import pyarrow.parquet as pq
 
         t = self.tree
@@ -936,7 +838,7 @@ class Blueprint:
 
 
 def _table(batch, schema):
-    import pyarrow as pa
+    import pyarrow as pa  # lazily, as in Blueprint.export
 
     return pa.Table.from_arrays(
         [pa.array(np.concatenate(batch[c]), type=schema.field(c).type) for c in schema.names], schema=schema
@@ -948,8 +850,6 @@ __all__ = [
     "BlueprintError",
     "NotADecisionError",
     "StateError",
-    "blueprint_file_payload",
     "hand_bucket",
     "viewer_decision",
-    "write_blueprint_file",
 ]

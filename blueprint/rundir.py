@@ -5,7 +5,7 @@
     RUN_DIR/run.toml            resolved config: game (+ its ACPC text), bets, card abstraction,
                                 algorithm fields, seed, config and abstraction hashes; ``storage``:
                                 where the checkpoints go when not here (``--storage``)
-    RUN_DIR/checkpoints/<it>/   shard files, the blueprint file and the manifest (:mod:`blueprint.checkpoint`);
+    RUN_DIR/checkpoints/<it>/   shard files, the blueprint file and the manifest (:mod:`blueprint.checkpoints`);
                                 with ``storage``, copies fetched from there by the commands that read them
     RUN_DIR/metrics.jsonl       one JSON object per progress report, appended as it happens
     RUN_DIR/metrics.parquet     the same rows, rewritten atomically at every checkpoint and at exit
@@ -26,9 +26,13 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import tomllib
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
+from blueprint.checkpoints import list_checkpoints
 from holdem.files import atomic_path, atomic_write_bytes
 
 RUN_TOML = "run.toml"
@@ -39,8 +43,6 @@ RUN_TOML_FORMAT = 1
 
 
 def write_run_toml(run_dir: Path, tr, extra: dict[str, Any]) -> None:
-    import tomli_w
-
     cfg = {k: v for k, v in tr.config_dict.items() if v is not None and k != "algo"}
     doc: dict[str, Any] = {
         "format": RUN_TOML_FORMAT,
@@ -59,8 +61,6 @@ def write_run_toml(run_dir: Path, tr, extra: dict[str, Any]) -> None:
 def read_run_toml(run_dir: Path) -> dict[str, Any]:
     """``run.toml`` as a dict; empty when it is missing or cannot be parsed (it is a record of the
     run, never needed to load a checkpoint)."""
-    import tomllib
-
     try:
         return tomllib.loads((Path(run_dir) / RUN_TOML).read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
@@ -69,8 +69,6 @@ def read_run_toml(run_dir: Path) -> dict[str, Any]:
 
 def update_run_toml(run_dir: Path, **fields: Any) -> None:
     """Set (or, with None, remove) top-level keys of an existing ``run.toml``, atomically."""
-    import tomli_w
-
     doc = read_run_toml(run_dir)
     for key, value in fields.items():
         if value is None:
@@ -83,8 +81,6 @@ def update_run_toml(run_dir: Path, **fields: Any) -> None:
 def write_run_toml_from_manifest(run_dir: Path, manifest: dict[str, Any], extra: dict[str, Any]) -> None:
     """A ``run.toml`` from a checkpoint's manifest alone (its config and hashes), for a local
     directory that holds a run's checkpoints fetched from storage without the run's own files."""
-    import tomli_w
-
     cfg = dict(manifest.get("config") or {})
     algo = cfg.pop("algo", None)
     doc: dict[str, Any] = {
@@ -141,7 +137,7 @@ METRIC_FIELDS = (
 
 
 def write_metrics_parquet(run_dir: Path, rows: list[dict[str, Any]]) -> None:
-    import pyarrow as pa
+    import pyarrow as pa  # lazily: pyarrow takes a while to import, and only this needs it
     import pyarrow.parquet as pq
 
     schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in METRIC_FIELDS])
@@ -157,8 +153,6 @@ def quarantine_newer(run_dir: Path, iteration: int, log=None) -> None:
     Left in place, a corrupt checkpoint whose file sizes still match would count as complete when
     old checkpoints are pruned (``--keep``), and could push the good ones out.
     """
-    from blueprint.checkpoint import list_checkpoints
-
     newer = [info for info in list_checkpoints(run_dir) if info.iteration > iteration]
     if not newer:
         return

@@ -1,4 +1,5 @@
-"""Regret and average-strategy tables: layout over the betting tree and the average strategy.
+"""Regret and average-strategy tables: layout over the betting tree and the average strategy
+(:func:`normalize_blocks` node by node in float64, :func:`average_strategy32` vectorized in float32).
 
 ``row_offset`` (int64 ``[N]``, -1 for terminals) gives each decision node's block in the flat
 tables (see :mod:`blueprint.kernels`); ``size`` is the total number of (information set, action)
@@ -60,4 +61,34 @@ def normalize_blocks(
         with np.errstate(invalid="ignore", divide="ignore"):
             prob = np.where(tot > 0, block / np.where(tot > 0, tot, 1.0), 1.0 / na)
         out[s : s + nb * na] = prob.ravel()
+    return out
+
+
+_NORMALIZE_BLOCK = 1 << 20  # table entries per pass of average_strategy32
+
+
+def average_strategy32(tree, row_offset: np.ndarray, num_buckets: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    """:func:`normalize_blocks` as float32, vectorized over the rows of many
+    nodes at a time (that one loops over nodes in Python: about a second per 10,000 decision
+    nodes, a pause at every checkpoint) with float64 arithmetic in passes of about 1M entries:
+    the same probabilities (float64 row sums, all-zero rows uniform), rounded to float32."""
+    dec = np.nonzero(tree.kind == KIND_DECISION)[0]
+    k = tree.num_actions[dec].astype(np.int64)
+    rows = np.asarray(num_buckets, np.int64)[tree.round[dec].astype(np.int64)]
+    block = rows * k
+    starts_all = np.asarray(row_offset, np.int64)[dec]
+    ends = starts_all + block
+    out = np.empty(sums.shape[0], np.float32)
+    first = 0
+    while first < len(dec):
+        last = max(int(np.searchsorted(ends, starts_all[first] + _NORMALIZE_BLOCK, side="right")), first + 1)
+        lo, hi = int(starts_all[first]), int(ends[last - 1])
+        part = np.maximum(sums[lo:hi].astype(np.float64), 0.0)
+        row_len = np.repeat(k[first:last], rows[first:last])
+        tot = np.repeat(np.add.reduceat(part, np.cumsum(row_len) - row_len), row_len)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[lo:hi] = np.where(
+                tot > 0, part / np.where(tot > 0, tot, 1.0), 1.0 / np.repeat(row_len, row_len)
+            )
+        first = last
     return out

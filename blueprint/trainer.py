@@ -6,8 +6,9 @@
 changing the result, so the same seed gives the same tables and a resumed run is bit-identical to
 an uninterrupted one.
 
-Checkpoints use :mod:`blueprint.checkpoint` (one shard): the tables, the RNG state and the
-schedule state, with the resolved config and its hash in the manifest.
+Checkpoints use :mod:`blueprint.checkpoints` (one shard): the tables, the RNG state and the
+schedule state, with the resolved config and its hash in the manifest, and the blueprint file
+(:mod:`blueprint.io.blueprint_file`).
 """
 
 from __future__ import annotations
@@ -23,12 +24,16 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from abstraction.bets import load_bets
+from abstraction.bets import load_bets, parse_bets
 from abstraction.cards import CardAbstraction, CardArrays, default_card_abstraction
 from abstraction.tree import KIND_DECISION, BettingTree, TreeArrays, build_tree
-from blueprint import checkpoint as ckpt
 from blueprint.algo import AlgoConfig, AlgoError, get_algo
+from blueprint.checkpoints import load_latest, save_checkpoint
 from blueprint.defaults import DEFAULT_ALGO, DEFAULT_GAME, DEFAULT_NOLIMIT_BETS, DEFAULT_SEED
+from blueprint.evaluate import BestResponse
+from blueprint.io.blueprint_file import abstraction_hash, blueprint_file_payload
+from blueprint.io.container import ArraySpec
+from blueprint.io.errors import CheckpointError
 from blueprint.kernels import ESOptions, cfr_full_iteration, discount_tables, es_iterations
 from blueprint.numerics import REGRET_DTYPES, regret_bounds, regret_scale, seed_rng_state
 from blueprint.tables import Tables, layout, normalize_blocks, tree_depth
@@ -64,23 +69,38 @@ def config_hash(d: dict) -> str:
 
 
 class Trainer:
-    """Single-process MCCFR over one game, bet abstraction and card abstraction."""
+    """Single-process MCCFR over one game, bet abstraction and card abstraction.
 
-    def __init__(self, config: RunConfig, gamedef: Optional[GameDef] = None, bets_toml: Optional[str] = None):
+    Args:
+        config: what determines the run's result.
+        gamedef: the game, if already parsed (default: loaded from ``config.game``).
+        bets_toml: the bet abstraction's TOML text (default: loaded by ``config.bets``' name).
+        cards: the card abstraction, if already built or loaded (the Ray job's workers get the
+            driver's); default: ``config.cards`` loaded, or built when missing
+            (:func:`abstraction.cards.default_card_abstraction`).
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        gamedef: Optional[GameDef] = None,
+        bets_toml: Optional[str] = None,
+        cards: Optional[CardAbstraction] = None,
+    ):
         self.config = config
         self.game = gamedef or load_gamedef(config.game)
         if self.game.is_limit:
             self.bets = None
         elif bets_toml is not None:
-            from abstraction.bets import parse_bets
-
             self.bets = parse_bets(bets_toml, config.bets or "bets")
         else:
             self.bets = load_bets(config.bets or "fcpa")
         self.tree: BettingTree = build_tree(self.game, self.bets)
         if config.algo.full_traversal:
             self._check_full_deals()  # before building any card abstraction
-        self.cards: CardAbstraction = default_card_abstraction(self.game, config.cards)
+        self.cards: CardAbstraction = (
+            cards if cards is not None else default_card_abstraction(self.game, config.cards)
+        )
         self.num_buckets = self.cards.buckets_array()
         self.row_offset, self.size = layout(self.tree, self.num_buckets)
         algo = config.algo
@@ -103,9 +123,7 @@ class Trainer:
         bets_text = self.bets.to_toml() if self.bets is not None else None
         self.config_dict = config.to_dict(self.game, bets_text)
         self.config_hash = config_hash(self.config_dict)
-        self.abstraction_hash = hashlib.blake2b(
-            (self.tree.content_hash() + self.cards.content_hash()).encode(), digest_size=8
-        ).hexdigest()
+        self.abstraction_hash = abstraction_hash(self.tree.content_hash(), self.cards.content_hash())
 
     # -- training -----------------------------------------------------------------------------
     def _opts(self) -> ESOptions:
@@ -259,8 +277,6 @@ class Trainer:
     def exploitability(self) -> tuple[float, list[float]]:
         """Exact exploitability of the average strategy (small games; ValueError otherwise)."""
         if self._best_response is None:
-            from blueprint.evaluate import BestResponse
-
             self._best_response = BestResponse(self.tree, self.cards, self.row_offset)
         return self._best_response.exploitability(self.average_strategy())
 
@@ -285,10 +301,8 @@ class Trainer:
     def save(self, run_dir: Path, keep: Optional[int] = None) -> Path:
         """Checkpoint: the tables (one shard), the blueprint file (average strategy for queries),
         then the manifest."""
-        from blueprint.blueprint import blueprint_file_payload
-
         meta = {"shard": 0, "of": 1, "layout_size": self.size}
-        return ckpt.save_checkpoint(
+        return save_checkpoint(
             Path(run_dir),
             self.iteration,
             [(self.state_arrays(), meta)],
@@ -299,15 +313,16 @@ class Trainer:
         )
 
     @classmethod
-    def from_manifest_config(cls, cfg: dict) -> "Trainer":
+    def from_manifest_config(cls, cfg: dict, cards: Optional[CardAbstraction] = None) -> "Trainer":
+        """A fresh trainer for a checkpoint's resolved config (``cards``: as for the constructor)."""
         algo = AlgoConfig(**cfg["algo"])
         rc = RunConfig(game=cfg["game"], bets=cfg["bets"], cards=cfg["cards"], algo=algo, seed=cfg["seed"])
         gamedef = parse_gamedef(cfg["gamedef"], name=Path(str(cfg["game"])).stem)
-        return cls(rc, gamedef=gamedef, bets_toml=cfg.get("bets_toml"))
+        return cls(rc, gamedef=gamedef, bets_toml=cfg.get("bets_toml"), cards=cards)
 
-    def checkpoint_layout(self, manifest: dict) -> list[dict[str, ckpt.ArraySpec]]:
+    def checkpoint_layout(self, manifest: dict) -> list[dict[str, ArraySpec]]:
         """Per shard, the arrays a checkpoint of this run must hold (``layout`` of
-        ``ckpt.load_latest``): the trainer's one shard (regret, strat, rng), or the Ray job's
+        ``load_latest``): the trainer's one shard (regret, strat, rng), or the Ray job's
         slices of regret and strat at the row bounds its manifest records, which must cover
         ``[0, size)`` in order. Strategy sums are never negative."""
         regret, strat = self.regret.dtype, self.strat.dtype
@@ -315,9 +330,9 @@ class Trainer:
         if not job:
             return [
                 {
-                    "regret": ckpt.ArraySpec(regret, (self.size,)),
-                    "strat": ckpt.ArraySpec(strat, (self.size,), min=0.0),
-                    "rng": ckpt.ArraySpec(self.rng.dtype, self.rng.shape),
+                    "regret": ArraySpec(regret, (self.size,)),
+                    "strat": ArraySpec(strat, (self.size,), min=0.0),
+                    "rng": ArraySpec(self.rng.dtype, self.rng.shape),
                 }
             ]
         bounds = job.get("bounds") if isinstance(job, dict) else None
@@ -331,13 +346,13 @@ class Trainer:
                 break
             at = b[1]
         if not ok or at != self.size:
-            raise ckpt.CheckpointError(
+            raise CheckpointError(
                 f"manifest: job row bounds {bounds!r} do not cover this run's {self.size:,} table rows"
             )
         return [
             {
-                "regret": ckpt.ArraySpec(regret, (hi - lo,)),
-                "strat": ckpt.ArraySpec(strat, (hi - lo,), min=0.0),
+                "regret": ArraySpec(regret, (hi - lo,)),
+                "strat": ArraySpec(strat, (hi - lo,), min=0.0),
             }
             for lo, hi in bounds
         ]
@@ -361,12 +376,10 @@ class Trainer:
                     built.clear()
                     built[key] = cls.from_manifest_config(manifest["config"])
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise ckpt.CheckpointError(
-                    f"its config cannot be rebuilt: {type(exc).__name__}: {exc}"
-                ) from exc
+                raise CheckpointError(f"its config cannot be rebuilt: {type(exc).__name__}: {exc}") from exc
             return built[key].checkpoint_layout(manifest)
 
-        manifest, shards = ckpt.load_latest(Path(run_dir), log=log, layout=layout)
+        manifest, shards = load_latest(Path(run_dir), log=log, layout=layout)
         trainer = built.get(json.dumps(manifest["config"], sort_keys=True))
         return cls.from_checkpoint(run_dir, manifest, shards, trainer=trainer), manifest
 
@@ -374,7 +387,7 @@ class Trainer:
     def from_checkpoint(
         cls, run_dir: Path, manifest: dict, shards: list, trainer: Optional["Trainer"] = None
     ) -> "Trainer":
-        """Rebuild a trainer from a loaded checkpoint (``ckpt.load_latest``'s result); ``trainer``:
+        """Rebuild a trainer from a loaded checkpoint (``load_latest``'s result); ``trainer``:
         one already built from ``manifest["config"]`` (its tables are replaced).
 
         A checkpoint of the Ray job (several shards, each a contiguous slice of the tables, the
@@ -382,11 +395,11 @@ class Trainer:
         """
         tr = trainer if trainer is not None else cls.from_manifest_config(manifest["config"])
         if tr.config_hash != manifest["config_hash"]:
-            raise ckpt.CheckpointError(
+            raise CheckpointError(
                 f"{run_dir}: config hash {manifest['config_hash']} does not match its config ({tr.config_hash})"
             )
         if tr.abstraction_hash != manifest["abstraction_hash"]:
-            raise ckpt.CheckpointError(
+            raise CheckpointError(
                 f"{run_dir}: abstraction hash {manifest['abstraction_hash']} does not match the rebuilt "
                 f"abstraction ({tr.abstraction_hash}); the checkpoint was made with other abstractions"
             )
@@ -398,7 +411,7 @@ class Trainer:
                 and len(rng) == tr.rng.size
                 and all(type(x) is int and 0 <= x < 2**64 for x in rng)
             ):
-                raise ckpt.CheckpointError(
+                raise CheckpointError(
                     f"{run_dir}: the manifest's rng_state {rng!r} is not {tr.rng.size} uint64 words"
                 )
             arrays = {
@@ -410,14 +423,12 @@ class Trainer:
             have = getattr(tr, name)
             got = arrays[name]
             if got.shape != have.shape or got.dtype != have.dtype:
-                raise ckpt.CheckpointError(
+                raise CheckpointError(
                     f"{run_dir}: array {name!r} is {got.dtype}{list(got.shape)}, expected {have.dtype}{list(have.shape)}"
                 )
             setattr(tr, name, got)
         if not tr.rng.any():  # xoshiro256** never reaches the all-zero state
-            raise ckpt.CheckpointError(
-                f"{run_dir}: the checkpoint's RNG state is all zero, which no run reaches"
-            )
+            raise CheckpointError(f"{run_dir}: the checkpoint's RNG state is all zero, which no run reaches")
         tr.iteration = int(manifest["iteration"])
         tr.w_base = float(manifest["w_base"])
         tr.t_base = int(manifest["t_base"])

@@ -54,7 +54,7 @@ from abstraction.cards import CardAbstraction
 from abstraction.isomorphism import HandIndexer
 from abstraction.tree import KIND_DECISION, KIND_FOLD, BettingTree
 from blueprint.evaluate import hand_buckets, hand_strengths
-from blueprint.tables import Tables
+from blueprint.tables import Tables, normalize_blocks
 
 MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
 
@@ -663,8 +663,6 @@ class VectorCFR:
 
     def average(self) -> np.ndarray:
         """The average strategy per entry (rows that were never reached: uniform)."""
-        from blueprint.tables import normalize_blocks
-
         return normalize_blocks(self.tree, self.row_offset, self.num_buckets, self.strat)
 
     def best_response_values(self, probs: np.ndarray) -> list[float]:

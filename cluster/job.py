@@ -121,7 +121,10 @@ from typing import Any, Self
 
 import numpy as np
 
-from blueprint import checkpoint as ckpt
+from blueprint.checkpoints import load_latest, new_checkpoint_dir, previous_kept, prune_checkpoints
+from blueprint.io.errors import CheckpointError
+from blueprint.io.manifest import write_manifest
+from blueprint.io.shard_file import shard_name
 from blueprint.numerics import seed_rng_state
 from blueprint.trainer import Trainer, run_for
 from cluster.group import GroupLeaderCore
@@ -476,7 +479,7 @@ class RayJob:
             storage, it = self.base_storage
             self._loads.append(actor.load_storage.remote(storage, it))
         else:
-            self._loads.append(actor.load.remote(str(self.base_dir / ckpt.shard_name(k))))
+            self._loads.append(actor.load.remote(str(self.base_dir / shard_name(k))))
         return actor
 
     def _last_checkpoint(self) -> str:
@@ -1239,19 +1242,19 @@ class RayJob:
             self._poll_save(block=True)
         run_dir = Path(run_dir)
         it = self.tr.iteration
-        kept = ckpt.previous_kept(run_dir, it)
-        ckpt_dir = ckpt.new_checkpoint_dir(run_dir, it, replace=True)
+        kept = previous_kept(run_dir, it)
+        ckpt_dir = new_checkpoint_dir(run_dir, it, replace=True)
         try:
             files = self._get(
                 [s.write.remote(str(ckpt_dir), it) for s in self.shards], what="the shards to write"
             )
             files.append(self._write_blueprint(ckpt_dir))
-            ckpt.write_manifest(ckpt_dir, self.manifest(), files)
+            write_manifest(ckpt_dir, self.manifest(), files)
         except BaseException as exc:
             shutil.rmtree(ckpt_dir, ignore_errors=True)
             if isinstance(exc, Exception):
                 cause = getattr(exc, "cause", None) or exc  # a shard's error comes as RayTaskError
-                raise ckpt.CheckpointError(
+                raise CheckpointError(
                     f"writing checkpoint {ckpt_dir} (iteration {it}) failed: {cause}; {kept}"
                 ) from exc
             raise
@@ -1260,7 +1263,7 @@ class RayJob:
         self.base_dir, self.base_refs, self.base_storage = ckpt_dir, None, None
         self.ckpt_round, self.round_log, self.replay_ok = self.round, [], True
         if keep is not None:
-            ckpt.prune_checkpoints(run_dir, keep)
+            prune_checkpoints(run_dir, keep)
         self.checkpoint_pauses.append(time.perf_counter() - t_start)
         return ckpt_dir
 
@@ -1354,7 +1357,7 @@ class RayJob:
                 )
                 self.log(msg)
                 if raise_errors:
-                    raise ckpt.CheckpointError(msg)
+                    raise CheckpointError(msg)
             return not block
         self._save_pending = None
         storage, it, saved_round = pending["storage"], pending["iteration"], pending["round"]
@@ -1368,7 +1371,7 @@ class RayJob:
             )
             self.log(msg)
             if raise_errors:
-                raise ckpt.CheckpointError(msg) from exc
+                raise CheckpointError(msg) from exc
             return True
         self.storage_save_seconds.append(time.perf_counter() - pending["started"])
         if saved_round < self.ckpt_round:  # a newer base came meanwhile (a re-base after a node died)
@@ -1424,7 +1427,7 @@ class RayJob:
             storage = storage if isinstance(storage, Storage) else Storage(storage)
             manifest, shards = storage.load_latest(Path(run_dir), log=log)
         else:
-            manifest, shards = ckpt.load_latest(Path(run_dir), log=log)
+            manifest, shards = load_latest(Path(run_dir), log=log)
         tr = Trainer.from_checkpoint(Path(run_dir), manifest, shards)
         del shards
         return cls(tr, log=log, **cls.resume_kwargs(manifest, **kwargs))

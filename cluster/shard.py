@@ -31,8 +31,9 @@ from typing import Any
 import lz4.frame
 import numpy as np
 
-from blueprint import checkpoint as ckpt
 from blueprint.algo import AlgoConfig
+from blueprint.io.errors import CheckpointError
+from blueprint.io.shard_file import read_shard, shard_name, write_shard
 from blueprint.numerics import regret_bounds
 from blueprint.trainer import discount_span
 
@@ -245,9 +246,9 @@ class ShardCore:
     def load(self, path: str) -> int:
         """Replace the slice by the one in shard file ``path`` (a restart after this shard died);
         returns the iteration it was written at."""
-        arrays, meta = ckpt.read_shard(path)
+        arrays, meta = read_shard(path)
         if (meta.get("row_lo"), meta.get("row_hi")) != (self.row_lo, self.row_hi):
-            raise ckpt.CheckpointError(
+            raise CheckpointError(
                 f"{path} holds rows [{meta.get('row_lo')}, {meta.get('row_hi')}), shard {self.index} owns "
                 f"[{self.row_lo}, {self.row_hi})"
             )
@@ -264,7 +265,7 @@ class ShardCore:
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="mccfr-restore-") as tmp:
-            return self.load(storage.download(iteration, ckpt.shard_name(self.index), tmp))
+            return self.load(storage.download(iteration, shard_name(self.index), tmp))
 
     def publish(self) -> dict[str, np.ndarray]:
         """The slice for the next snapshot (copies: the object store keeps them immutable)."""
@@ -280,7 +281,7 @@ class ShardCore:
             "last_seq": {str(k): v for k, v in self.last_seq.items()},
             "round": self.round,
         }
-        return ckpt.write_shard(ckpt_dir, self.index, {"regret": self.regret, "strat": self.strat}, meta)
+        return write_shard(ckpt_dir, self.index, {"regret": self.regret, "strat": self.strat}, meta)
 
     def stats(self) -> dict[str, int]:
         return {"applied": self.applied, "ignored": self.ignored, "rows": len(self.regret)}

@@ -2,12 +2,12 @@
 filesystem URI (``s3://bucket/prefix``, ``gs://...``, ``file:///abs/path``).
 
 Layout: ``<root>/checkpoints/<iteration, 12 digits>/`` holding the shard files and the manifest,
-as in a run directory (:mod:`blueprint.checkpoint`), so a checkpoint fetched from storage into a
-local run directory is read by :func:`blueprint.checkpoint.load_latest` (``Trainer.load``,
+as in a run directory (:mod:`blueprint.checkpoints`), so a checkpoint fetched from storage into a
+local run directory is read by :func:`blueprint.checkpoints.load_latest` (``Trainer.load``,
 ``RayJob.load``, ``Blueprint.load``) unchanged.
 
 Streams are opened with ``compression=None`` (pyarrow would otherwise (de)compress by the
-``.lz4`` extension). Writes are atomic per file: a file is written (by :func:`blueprint.checkpoint.write_shard` /
+``.lz4`` extension). Writes are atomic per file: a file is written (by :func:`blueprint.io.shard_file.write_shard` /
 ``write_manifest``, in the writer's own local temporary directory: each node's, never the driver's
 run directory) and uploaded under a temporary name, then moved to its name. The manifest is
 uploaded last (after every shard file is in place), so a checkpoint is complete exactly when its
@@ -32,12 +32,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from blueprint import checkpoint as ckpt
+from blueprint.checkpoints import CHECKPOINTS_DIRNAME, list_checkpoints, load_latest, new_checkpoint_dir
+from blueprint.io.blueprint_file import write_blueprint
+from blueprint.io.errors import CheckpointError
+from blueprint.io.manifest import MANIFEST_NAME, read_manifest_bytes, write_manifest
+from blueprint.io.shard_file import write_shard
 
-_DIGITS = 12  # blueprint.checkpoint's directory names: the iteration, zero-padded
+_DIGITS = 12  # blueprint.checkpoints' directory names: the iteration, zero-padded
 
 
-class StorageError(ckpt.CheckpointError):
+class StorageError(CheckpointError):
     """The storage path cannot be opened, written or read."""
 
 
@@ -84,12 +88,12 @@ class Storage:
 
     # -- paths --------------------------------------------------------------------------------
     def checkpoint_path(self, iteration: int) -> str:
-        return f"{self.root}/{ckpt.CHECKPOINTS_DIRNAME}/{int(iteration):0{_DIGITS}d}"
+        return f"{self.root}/{CHECKPOINTS_DIRNAME}/{int(iteration):0{_DIGITS}d}"
 
     def describe(self, iteration: int) -> str:
         """What a message names for checkpoint ``iteration`` (the URI form when given one)."""
         if "://" in self.target:
-            return f"{self.target.rstrip('/')}/{ckpt.CHECKPOINTS_DIRNAME}/{int(iteration):0{_DIGITS}d}"
+            return f"{self.target.rstrip('/')}/{CHECKPOINTS_DIRNAME}/{int(iteration):0{_DIGITS}d}"
         return self.checkpoint_path(iteration)
 
     def _exists(self, path: str) -> bool:
@@ -101,7 +105,7 @@ class Storage:
     def check_writable(self) -> None:
         """Create the checkpoints root and write and remove a small file there, so that a target
         that cannot take checkpoints fails before training rather than at the first checkpoint."""
-        root = f"{self.root}/{ckpt.CHECKPOINTS_DIRNAME}"
+        root = f"{self.root}/{CHECKPOINTS_DIRNAME}"
         probe = f"{root}/.probe-{uuid.uuid4().hex[:12]}"
         try:
             self.fs.create_dir(root, recursive=True)
@@ -134,9 +138,9 @@ class Storage:
         message names it by."""
         local = Path(local_dir)
         names = sorted(p.name for p in local.iterdir() if p.is_file() and not p.name.startswith("."))
-        if ckpt.MANIFEST_NAME not in names:
-            raise StorageError(f"{local} has no {ckpt.MANIFEST_NAME}: not a complete checkpoint")
-        for name in [n for n in names if n != ckpt.MANIFEST_NAME] + [ckpt.MANIFEST_NAME]:
+        if MANIFEST_NAME not in names:
+            raise StorageError(f"{local} has no {MANIFEST_NAME}: not a complete checkpoint")
+        for name in [n for n in names if n != MANIFEST_NAME] + [MANIFEST_NAME]:
             self.upload(local / name, iteration)
         return self.describe(iteration)
 
@@ -144,7 +148,7 @@ class Storage:
         """Write shard ``shard`` of checkpoint ``iteration`` (through a local temporary directory
         of this process's node) and upload it; returns its manifest entry."""
         with tempfile.TemporaryDirectory(prefix="mccfr-shard-") as tmp:
-            entry = ckpt.write_shard(tmp, shard, arrays, meta)
+            entry = write_shard(tmp, shard, arrays, meta)
             self.upload(Path(tmp) / entry["file"], iteration)
         return entry
 
@@ -154,9 +158,9 @@ class Storage:
         with tempfile.TemporaryDirectory(prefix="mccfr-manifest-") as tmp:
             local = Path(tmp) / f"{int(iteration):0{_DIGITS}d}"  # the name write_manifest checks
             local.mkdir()
-            path = ckpt.write_manifest(local, manifest, files)
+            path = write_manifest(local, manifest, files)
             self.upload(path, iteration)
-        return f"{self.checkpoint_path(iteration)}/{ckpt.MANIFEST_NAME}"
+        return f"{self.checkpoint_path(iteration)}/{MANIFEST_NAME}"
 
     # -- reading ------------------------------------------------------------------------------
     def checkpoints(self) -> list[tuple[int, bool]]:
@@ -164,7 +168,7 @@ class Storage:
         manifest is there; whether its files verify is for the reader)."""
         import pyarrow.fs as pafs
 
-        root = f"{self.root}/{ckpt.CHECKPOINTS_DIRNAME}"
+        root = f"{self.root}/{CHECKPOINTS_DIRNAME}"
         try:
             infos = self.fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
         except Exception as exc:
@@ -173,18 +177,18 @@ class Storage:
         for info in infos:
             name = info.base_name
             if info.type == pafs.FileType.Directory and name.isascii() and name.isdigit():
-                out.append((int(name), self._exists(f"{info.path}/{ckpt.MANIFEST_NAME}")))
+                out.append((int(name), self._exists(f"{info.path}/{MANIFEST_NAME}")))
         return sorted(out, reverse=True)
 
     def read_manifest(self, iteration: int) -> dict[str, Any]:
         """The manifest of checkpoint ``iteration`` (parsed and checked as a local one is)."""
-        name = f"{self.checkpoint_path(iteration)}/{ckpt.MANIFEST_NAME}"
+        name = f"{self.checkpoint_path(iteration)}/{MANIFEST_NAME}"
         try:
             with self.fs.open_input_stream(name, compression=None) as inp:
                 data = inp.read()
         except Exception as exc:
             raise StorageError(f"reading the manifest of {self.describe(iteration)} failed: {exc}") from exc
-        return ckpt.read_manifest_bytes(data, name=self.describe(iteration))
+        return read_manifest_bytes(data, name=self.describe(iteration))
 
     def download(self, iteration: int, name: str, local_dir: str | os.PathLike[str]) -> str:
         """Copy file ``name`` of checkpoint ``iteration`` into ``local_dir``; returns its path."""
@@ -218,13 +222,13 @@ class Storage:
             )
         it = done[0]
         src = self.checkpoint_path(it)
-        dest = Path(ckpt.new_checkpoint_dir(run_dir, it, replace=True))
+        dest = Path(new_checkpoint_dir(run_dir, it, replace=True))
         try:
             infos = self.fs.get_file_info(pafs.FileSelector(src))
             names = sorted(
                 i.base_name for i in infos if i.type == pafs.FileType.File and not i.base_name.startswith(".")
             )
-            for name in [n for n in names if n != ckpt.MANIFEST_NAME] + [ckpt.MANIFEST_NAME]:
+            for name in [n for n in names if n != MANIFEST_NAME] + [MANIFEST_NAME]:
                 with (
                     self.fs.open_input_stream(f"{src}/{name}", compression=None) as inp,
                     open(dest / name, "wb") as out,
@@ -245,7 +249,7 @@ class Storage:
         None when the local one is as new. Raises :class:`StorageError` when storage cannot be
         read, or holds no complete checkpoint and neither does ``run_dir``."""
         newest = self.newest()
-        local = next((i.iteration for i in ckpt.list_checkpoints(run_dir) if i.complete), None)
+        local = next((i.iteration for i in list_checkpoints(run_dir) if i.complete), None)
         if newest is None:
             if local is None:
                 raise StorageError(f"no complete checkpoint in {self.target}")
@@ -255,10 +259,10 @@ class Storage:
         return self.fetch(run_dir, newest)
 
     def load_latest(self, cache_dir: str | os.PathLike[str], **kwargs):
-        """:func:`blueprint.checkpoint.load_latest` of the newest complete checkpoint, fetched into
+        """:func:`blueprint.checkpoints.load_latest` of the newest complete checkpoint, fetched into
         ``cache_dir`` (a local run directory or scratch directory)."""
         self.fetch(cache_dir)
-        return ckpt.load_latest(cache_dir, **kwargs)
+        return load_latest(cache_dir, **kwargs)
 
     def prune(self, keep: int) -> list[int]:
         """Keep the newest ``keep`` complete checkpoints; remove older ones and any incomplete
@@ -273,7 +277,7 @@ class Storage:
             with contextlib.suppress(Exception):
                 # the manifest first: a half-deleted checkpoint never looks complete
                 with contextlib.suppress(Exception):
-                    self.fs.delete_file(f"{self.checkpoint_path(it)}/{ckpt.MANIFEST_NAME}")
+                    self.fs.delete_file(f"{self.checkpoint_path(it)}/{MANIFEST_NAME}")
                 self.fs.delete_dir(self.checkpoint_path(it))
         return gone
 
@@ -301,7 +305,7 @@ def write_blueprint_task(storage: Storage, iteration: int, static: tuple, *slice
     header = dict(header)
     header["iteration"] = int(iteration)
     with tempfile.TemporaryDirectory(prefix="mccfr-blueprint-") as tmp:
-        entry = ckpt.write_blueprint(tmp, header, arrays)
+        entry = write_blueprint(tmp, header, arrays)
         storage.upload(Path(tmp) / entry["file"], iteration)
     return entry
 

@@ -16,49 +16,19 @@ on this worker or another, draws the same deals):
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import os
 import time
 from typing import Any
 
 import numpy as np
 
-from blueprint.trainer import discount_span
+from blueprint.trainer import Trainer, discount_span
 from cluster import memory_bytes
 from cluster.shard import pack_delta
 
 MEMORY_EVERY_S = 2.0
 """A batch's memory figures are at most this old (seconds)."""
-
-
-def trainer_with_cards(config: dict, cards):
-    """A :class:`Trainer` for the run's ``config`` that uses the given card abstraction instead of
-    building or loading one (``cards=None``: the trainer's own, as in one process).
-
-    ``Trainer`` has no parameter for a prebuilt abstraction, so its module's
-    ``default_card_abstraction`` is replaced for the duration of the constructor (a worker process
-    builds nothing else meanwhile); the abstraction hash the trainer computes is then the driver's.
-    """
-    import blueprint.trainer as trainer_mod
-
-    if cards is None:
-        return trainer_mod.Trainer.from_manifest_config(config)
-
-    def given(game, name=None, *args, **kwargs):
-        return cards
-
-    with _patched(trainer_mod, "default_card_abstraction", given):
-        return trainer_mod.Trainer.from_manifest_config(config)
-
-
-@contextlib.contextmanager
-def _patched(module, name: str, value):
-    old = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, old)
 
 
 class WorkerCore:
@@ -87,8 +57,6 @@ class WorkerCore:
         private_cards: bool = False,
     ):
         if cards is not None and private_cards:
-            import dataclasses
-
             cards = dataclasses.replace(
                 cards,
                 **{
@@ -98,7 +66,7 @@ class WorkerCore:
                 },
             )
         self.worker_id = worker_id
-        self.tr = trainer_with_cards(config, cards)
+        self.tr = Trainer.from_manifest_config(config, cards=cards)
         if abstraction_hash is not None and self.tr.abstraction_hash != abstraction_hash:
             raise RuntimeError(
                 f"worker {worker_id}: rebuilt abstraction {self.tr.abstraction_hash} != the job's {abstraction_hash}"
@@ -239,7 +207,7 @@ class WorkerCore:
         return memory_bytes()
 
     def node_id(self) -> str | None:
-        import ray
+        import ray  # lazily: this class runs without Ray too (cluster.simulate, tests)
 
         return ray.get_runtime_context().get_node_id()
 

@@ -49,7 +49,7 @@ from pathlib import Path
 import numpy as np
 import ray
 
-from blueprint import checkpoint as ckpt
+from blueprint.checkpoints import load_latest
 from blueprint.trainer import Trainer, make_trainer
 from cluster import rss_bytes
 from cluster.job import RayJob
@@ -369,7 +369,7 @@ def checkpoint(cards: str, iters: int) -> None:
         w = time.perf_counter() - t
         size = sum(f.stat().st_size for f in path.iterdir())
         t = time.perf_counter()
-        manifest, shards = ckpt.load_latest(Path(d) / "single")
+        manifest, shards = load_latest(Path(d) / "single")
         rd = time.perf_counter() - t
         emit(
             {
@@ -399,7 +399,7 @@ def checkpoint(cards: str, iters: int) -> None:
             w = time.perf_counter() - t
             size = sum(f.stat().st_size for f in path.iterdir())
             t = time.perf_counter()
-            ckpt.load_latest(Path(d) / "ray")
+            load_latest(Path(d) / "ray")
             rd = time.perf_counter() - t
         emit(
             {
@@ -1162,7 +1162,6 @@ def synthetic_small_cards(game):
 def memory(cards: str, workers: int, batch: int) -> None:
     """Per-worker memory with the card table shared (one copy per node) and private (per worker)."""
     from abstraction.buckets import recipe_dir
-    from cluster.worker import trainer_with_cards
     from holdem.gamedef import load_gamedef
 
     game = load_gamedef("hunl100")
@@ -1182,7 +1181,7 @@ def memory(cards: str, workers: int, batch: int) -> None:
     if cards == "synthetic":
         ab = synthetic_small_cards(game)
         base = make_trainer("hunl100", bets="small", cards="rank", seed=1)
-        tr = trainer_with_cards(base.config_dict, ab)
+        tr = Trainer.from_manifest_config(base.config_dict, cards=ab)
     else:
         tr = make_trainer("hunl100", bets="small", cards=cards, seed=1)
     emit(

@@ -16,7 +16,7 @@ Targets (``TARGETS`` below): ``gamedef`` (bytes of a ``.game`` file through
 ``holdem.gamedef.parse_gamedef_bytes``: size cap, UTF-8, ACPC limits), ``matchstate``
 (``STATE``/``MATCHSTATE`` strings through ``Game.state`` on kuhn, leduc, hulhe, hunl, hunl20, a
 no-limit leduc and two odd test games; corpus from random legal play), ``checkpoint`` (shard files
-and manifests through ``blueprint.checkpoint.fuzz_read_shard_bytes`` / ``fuzz_read_manifest_bytes``)
+and manifests through ``blueprint.io.shard_file.fuzz_read_shard_bytes`` / ``blueprint.io.manifest.fuzz_read_manifest_bytes``)
 and ``blueprint`` (blueprint files through ``fuzz_read_blueprint_bytes``). The last two build their
 corpus from small runs trained on the spot (kuhn, leduc, no-limit leduc) and mutate each file two
 ways: its raw bytes (mostly caught by the lz4 checksums or the manifest digest) and "resealed"
@@ -60,7 +60,15 @@ import msgpack
 import numpy as np
 from odd_games import ODD_LIMIT, ODD_NOLIMIT
 
-from blueprint import checkpoint as ck
+from blueprint.io.blueprint_file import (
+    BLUEPRINT_FORMAT_NAME,
+    BLUEPRINT_MAGIC,
+    BLUEPRINT_NAME,
+    BLUEPRINT_ROW_TOLERANCE,
+    fuzz_read_blueprint_bytes,
+)
+from blueprint.io.manifest import MANIFEST_NAME, fuzz_read_manifest_bytes, manifest_digest
+from blueprint.io.shard_file import SHARD_MAGIC, fuzz_read_shard_bytes, shard_name
 from holdem import Game, GameDefError, StateError
 from holdem.gamedef import PRESETS, parse_gamedef, parse_gamedef_bytes
 
@@ -294,7 +302,7 @@ def run_matchstate(game: Game, text: str) -> None:
     s.current_player()
 
 
-# -- targets: checkpoint, blueprint (the binary files of blueprint/checkpoint.py) -------------------------
+# -- targets: checkpoint, blueprint (the binary files of blueprint/io/) -------------------------
 class Refused(Exception):
     """The fuzz entry point returned None: the file was refused (a clean error)."""
 
@@ -331,7 +339,7 @@ def _reseal_manifest(data: bytes) -> bytes:
         if not isinstance(fields, dict):
             return data
         fields.pop("manifest_blake2b", None)
-        fields["manifest_blake2b"] = ck._manifest_digest(fields)
+        fields["manifest_blake2b"] = manifest_digest(fields)
         return msgpack.packb(fields, use_bin_type=True)
     except Exception:  # noqa: BLE001 - not a map any more: the reader sees the mutated bytes
         return data
@@ -366,8 +374,8 @@ def _small_run_checkpoints() -> list[Path]:
 def checkpoint_corpus(rng: random.Random) -> list[Seed]:
     seeds: list[Seed] = []
     for d in _small_run_checkpoints():
-        shard = (d / ck.shard_name(0)).read_bytes()
-        manifest = (d / ck.MANIFEST_NAME).read_bytes()
+        shard = (d / shard_name(0)).read_bytes()
+        manifest = (d / MANIFEST_NAME).read_bytes()
         seeds += [
             (("shard", "raw"), shard),
             (("shard", "stream"), _stream(shard)),
@@ -380,7 +388,7 @@ def checkpoint_corpus(rng: random.Random) -> list[Seed]:
 def blueprint_corpus(rng: random.Random) -> list[Seed]:
     seeds: list[Seed] = []
     for d in _small_run_checkpoints():
-        data = (d / ck.BLUEPRINT_NAME).read_bytes()
+        data = (d / BLUEPRINT_NAME).read_bytes()
         seeds += [
             (("blueprint", "raw"), data),
             (("blueprint", "stream"), _stream(data)),
@@ -400,7 +408,7 @@ def _check_arrays(arrays: Any) -> None:
 def run_checkpoint(context: tuple[str, str], data: bytes) -> None:
     kind, mode = context
     if kind == "shard":
-        got = ck.fuzz_read_shard_bytes(_wrap(ck.SHARD_MAGIC, data) if mode == "stream" else data)
+        got = fuzz_read_shard_bytes(_wrap(SHARD_MAGIC, data) if mode == "stream" else data)
         if got is None:
             raise Refused()
         arrays, meta = got
@@ -408,7 +416,7 @@ def run_checkpoint(context: tuple[str, str], data: bytes) -> None:
         if not isinstance(meta, dict):
             raise WrongAnswer(f"accepted shard meta {meta!r}")
         return
-    got = ck.fuzz_read_manifest_bytes(_reseal_manifest(data) if mode == "reseal" else data)
+    got = fuzz_read_manifest_bytes(_reseal_manifest(data) if mode == "reseal" else data)
     if got is None:
         raise Refused()
     if not isinstance(got, dict) or not isinstance(got.get("files"), list):
@@ -417,15 +425,15 @@ def run_checkpoint(context: tuple[str, str], data: bytes) -> None:
 
 def run_blueprint(context: tuple[str, str], data: bytes) -> None:
     _, mode = context
-    got = ck.fuzz_read_blueprint_bytes(_wrap(ck.BLUEPRINT_MAGIC, data) if mode == "stream" else data)
+    got = fuzz_read_blueprint_bytes(_wrap(BLUEPRINT_MAGIC, data) if mode == "stream" else data)
     if got is None:
         raise Refused()
     meta, arrays = got
     _check_arrays(arrays)
     probs = arrays["probs"]
-    if probs.size and (float(probs.min()) < 0.0 or float(probs.max()) > 1.0 + ck.BLUEPRINT_ROW_TOLERANCE):
+    if probs.size and (float(probs.min()) < 0.0 or float(probs.max()) > 1.0 + BLUEPRINT_ROW_TOLERANCE):
         raise WrongAnswer("accepted a strategy outside [0, 1]")
-    if not isinstance(meta, dict) or meta.get("format") != ck.BLUEPRINT_FORMAT_NAME:
+    if not isinstance(meta, dict) or meta.get("format") != BLUEPRINT_FORMAT_NAME:
         raise WrongAnswer(f"accepted a blueprint header {str(meta)[:200]}")
 
 

@@ -35,7 +35,7 @@ def user_input():
     """
     from abstraction.bets import BetAbstractionError
     from blueprint.algo import AlgoError
-    from blueprint.checkpoint import CheckpointError
+    from blueprint.io.errors import CheckpointError
     from holdem.gamedef import GameDefError
 
     try:
@@ -135,7 +135,7 @@ def sync_from_storage(run_dir: Path, target, required: bool = True) -> Path | No
     newest that verifies); returns its local directory, or None when the local one is as new.
     Storage that cannot be read raises :class:`CLIError`, or (``required`` False and a complete
     local checkpoint there) is a warning."""
-    from blueprint.checkpoint import list_checkpoints
+    from blueprint.checkpoints import list_checkpoints
     from cluster.storage import Storage, StorageError
 
     try:
@@ -150,7 +150,8 @@ def sync_from_storage(run_dir: Path, target, required: bool = True) -> Path | No
         click.echo(f"fetched {storage.describe(int(fetched.name))} into {fetched}", err=True)
         # the local copies older than it are stale (storage keeps the run's own --keep); one that
         # fails to verify is not counted, so the newest good one stays
-        from blueprint.checkpoint import CheckpointError, prune_checkpoints
+        from blueprint.checkpoints import prune_checkpoints
+        from blueprint.io.errors import CheckpointError
 
         with contextlib.suppress(CheckpointError, OSError, ValueError):
             prune_checkpoints(run_dir, 1)
@@ -170,7 +171,9 @@ def storage_cache_dir(target: str) -> Path:
 def _storage_cache(target: str) -> Path:
     """A storage URI given where a run directory is expected: its newest complete checkpoint in
     the cache directory (with a ``run.toml`` from its manifest)."""
-    from blueprint import checkpoint as ckpt
+    from blueprint.checkpoints import list_checkpoints
+    from blueprint.io.errors import CheckpointError
+    from blueprint.io.manifest import read_manifest
     from blueprint.rundir import RUN_TOML, write_run_toml_from_manifest
 
     open_storage(target)  # a bad URI: one error line
@@ -181,10 +184,10 @@ def _storage_cache(target: str) -> Path:
         raise CLIError(f"cannot create the storage cache {cache}: {exc}") from None
     fetched = sync_from_storage(cache, target, required=False)
     if fetched is not None or not (cache / RUN_TOML).exists():
-        newest = next((i for i in ckpt.list_checkpoints(cache) if i.complete), None)
+        newest = next((i for i in list_checkpoints(cache) if i.complete), None)
         if newest is not None:
-            with contextlib.suppress(ckpt.CheckpointError, OSError):
-                manifest = ckpt.read_manifest(newest.path)
+            with contextlib.suppress(CheckpointError, OSError):
+                manifest = read_manifest(newest.path)
                 write_run_toml_from_manifest(cache, manifest, {"storage": target})
     return cache
 

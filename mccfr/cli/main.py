@@ -133,8 +133,8 @@ class _Group(click.Group):
         except Exception as exc:
             # A checkpoint that cannot be written (disk full, ...) or read: the message names the
             # file and says which checkpoint is kept; a traceback would add nothing.
-            checkpoint = sys.modules.get("blueprint.checkpoint")
-            if checkpoint is None or not isinstance(exc, checkpoint.CheckpointError):
+            errors = sys.modules.get("blueprint.io.errors")
+            if errors is None or not isinstance(exc, errors.CheckpointError):
                 raise
             fail(str(exc))
             rv = EXIT_USER_ERROR

@@ -215,7 +215,7 @@ class Session:
             ):
                 self.stop_reason, stop = "target", True
         if not stop and now - self.last_ckpt >= self.checkpoint_every:
-            from blueprint.checkpoint import CheckpointError
+            from blueprint.io.errors import CheckpointError
 
             try:
                 self.checkpoint()

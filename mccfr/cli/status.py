@@ -37,7 +37,9 @@ from mccfr.cli.common import (
 @json_opt
 def status(run_dir, verify, plot, as_json):
     """List a run's checkpoints and summarise its metrics (and draw its exploitability curve)."""
-    from blueprint.checkpoint import CheckpointError, list_checkpoints, read_manifest
+    from blueprint.checkpoints import list_checkpoints
+    from blueprint.io.errors import CheckpointError
+    from blueprint.io.manifest import read_manifest
 
     if is_storage_uri(run_dir):  # checkpoints in storage alone: no metrics, nothing local
         path, target = None, run_dir

@@ -124,7 +124,7 @@ def train(
     if run_dir.exists() and not run_dir.is_dir():
         raise CLIError(f"--out {out!r} exists and is not a directory")
     with user_input():
-        from blueprint.checkpoint import list_checkpoints
+        from blueprint.checkpoints import list_checkpoints
         from blueprint.trainer import make_trainer
         from holdem.gamedef import load_gamedef
 

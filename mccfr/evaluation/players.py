@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from blueprint.blueprint import Blueprint
-from blueprint.checkpoint import CheckpointError
+from blueprint.io.errors import CheckpointError
 from blueprint.player import ExactPlayer, Player, sample
 from holdem.evaluator import rank_many
 from holdem.state import State

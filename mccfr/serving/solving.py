@@ -708,7 +708,7 @@ def make_responder(
 
     Raises:
         QueryError: ``solve_method`` names no method (``bad_method``).
-        blueprint.checkpoint.CheckpointError, ValueError: the run cannot be loaded.
+        blueprint.io.errors.CheckpointError, ValueError: the run cannot be loaded.
     """
     if solve_method is not None:
         check_method(solve_method, SOLVE_METHODS)

@@ -22,9 +22,22 @@ import numpy as np
 import pytest
 
 from abstraction.cards import TABLE, CardAbstraction
-from blueprint import checkpoint as ck
-from blueprint.blueprint import Blueprint, BlueprintError, blueprint_file_payload
-from blueprint.checkpoint import CheckpointError
+from blueprint import checkpoints
+from blueprint.blueprint import Blueprint, BlueprintError
+from blueprint.io import shard_file
+from blueprint.io.blueprint_file import (
+    BLUEPRINT_ARRAYS,
+    BLUEPRINT_MAGIC,
+    BLUEPRINT_NAME,
+    blueprint_file_payload,
+    fuzz_read_blueprint_bytes,
+    read_blueprint,
+    read_blueprint_bytes,
+    write_blueprint,
+)
+from blueprint.io.errors import CheckpointError
+from blueprint.io.manifest import MANIFEST_NAME, read_manifest
+from blueprint.io.shard_file import shard_name
 from blueprint.tables import layout
 from blueprint.trainer import Trainer, make_trainer
 from holdem.game import Game
@@ -48,12 +61,12 @@ def ckpt_dir(run: Path, iteration: int) -> Path:
 
 
 def bp_file(run: Path, iteration: int = NEW) -> Path:
-    return ckpt_dir(run, iteration) / ck.BLUEPRINT_NAME
+    return ckpt_dir(run, iteration) / BLUEPRINT_NAME
 
 
 def reseal_manifest(ckpt: Path, change=None) -> None:
     """Refresh the manifest's file entries from the files on disk and its digest, as a forger would."""
-    path = ckpt / ck.MANIFEST_NAME
+    path = ckpt / MANIFEST_NAME
     fields = msgpack.unpackb(path.read_bytes(), strict_map_key=False)
     fields.pop("manifest_blake2b")
     for entry in fields["files"]:
@@ -92,7 +105,7 @@ def forge_blueprint(meta: dict, arrays: dict[str, np.ndarray]) -> bytes:
             body += msgpack.packb(raw[i : i + CHUNK], use_bin_type=True)
     head = msgpack.packb({"meta": meta, "arrays": descs}, use_bin_type=True)
     stream = head + body + msgpack.packb({"end": len(arrays)})
-    return struct.pack("<8sII", ck.BLUEPRINT_MAGIC, 1, 1) + lz4.frame.compress(
+    return struct.pack("<8sII", BLUEPRINT_MAGIC, 1, 1) + lz4.frame.compress(
         stream, block_checksum=True, content_checksum=True
     )
 
@@ -100,10 +113,8 @@ def forge_blueprint(meta: dict, arrays: dict[str, np.ndarray]) -> bytes:
 def drop_blueprint_files(run: Path) -> None:
     """A run as written before blueprint files."""
     for d in sorted((run / "checkpoints").iterdir()):
-        (d / ck.BLUEPRINT_NAME).unlink()
-        reseal_manifest(
-            d, lambda f: f.update(files=[e for e in f["files"] if e["file"] != ck.BLUEPRINT_NAME])
-        )
+        (d / BLUEPRINT_NAME).unlink()
+        reseal_manifest(d, lambda f: f.update(files=[e for e in f["files"] if e["file"] != BLUEPRINT_NAME]))
 
 
 def random_matchstates(game: Game, n: int, seed: int) -> list[str]:
@@ -174,10 +185,10 @@ def run(leduc_run, tmp_path) -> Path:
 def test_every_checkpoint_lists_its_blueprint_file(trained) -> None:
     run, tr = trained
     for it in (OLD, NEW):
-        files = {e["file"]: e for e in ck.read_manifest(ckpt_dir(run, it))["files"]}
-        assert set(files) == {ck.shard_name(0), ck.BLUEPRINT_NAME}
-        assert files[ck.BLUEPRINT_NAME]["bytes"] == bp_file(run, it).stat().st_size
-    meta, arrays = ck.read_blueprint(bp_file(run))
+        files = {e["file"]: e for e in read_manifest(ckpt_dir(run, it))["files"]}
+        assert set(files) == {shard_name(0), BLUEPRINT_NAME}
+        assert files[BLUEPRINT_NAME]["bytes"] == bp_file(run, it).stat().st_size
+    meta, arrays = read_blueprint(bp_file(run))
     assert meta["format"] == "mccfr-blueprint" and meta["format_version"] == 1
     assert meta["iteration"] == NEW and meta["config_hash"] == tr.config_hash
     assert meta["abstraction_hash"] == tr.abstraction_hash and meta["tree"]["hash"] == tr.tree.content_hash()
@@ -223,13 +234,10 @@ def test_load_constructs_no_trainer(run: Path, monkeypatch: pytest.MonkeyPatch) 
 
     for name in ("load", "load_checkpoint", "from_checkpoint", "from_manifest_config", "__init__"):
         monkeypatch.setattr(Trainer, name, boom)
-    monkeypatch.setattr(ck, "load_latest", boom)
-    monkeypatch.setattr(ck, "read_shard", boom)
-    monkeypatch.setattr(
-        ck,
-        "_read_shard",
-        lambda *a, **k: boom() if k.get("fmt") is not ck._BLUEPRINT_FORMAT else _real_read_shard(*a, **k),
-    )
+    monkeypatch.setattr(checkpoints, "load_latest", boom)
+    monkeypatch.setattr(shard_file, "read_shard", boom)
+    for module in (checkpoints, shard_file):  # every reader of shard files (the tables)
+        monkeypatch.setattr(module, "read_container", boom)
     bp = Blueprint.load(run)
     assert bp.iteration == NEW and bp.probs.dtype == np.float32
     # in a fresh interpreter the trainer module is never even imported
@@ -239,9 +247,6 @@ def test_load_constructs_no_trainer(run: Path, monkeypatch: pytest.MonkeyPatch) 
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.split() == [str(NEW), "False", "False"]
-
-
-_real_read_shard = ck._read_shard
 
 
 def test_load_allocates_far_less_than_the_trainer(tmp_path: Path) -> None:
@@ -380,7 +385,7 @@ def _older_used(run: Path, *reasons: str) -> list[str]:
 
 
 def _rewrite(run: Path, change_meta=None, change_arrays=None) -> None:
-    meta, arrays = ck.read_blueprint(bp_file(run))
+    meta, arrays = read_blueprint(bp_file(run))
     if change_meta:
         change_meta(meta)
     if change_arrays:
@@ -461,7 +466,7 @@ def test_huge_declared_strategy_is_refused_before_allocating(run: Path) -> None:
             d["shape"], d["nbytes"], d["chunks"] = [tib // 4], tib, -(-tib // CHUNK)
     stream = msgpack.packb(header, use_bin_type=True) + rest
     path.write_bytes(
-        struct.pack("<8sII", ck.BLUEPRINT_MAGIC, 1, 1)
+        struct.pack("<8sII", BLUEPRINT_MAGIC, 1, 1)
         + lz4.frame.compress(stream, block_checksum=True, content_checksum=True)
     )
     reseal_manifest(ckpt_dir(run, NEW))
@@ -473,7 +478,7 @@ def test_huge_declared_strategy_is_refused_before_allocating(run: Path) -> None:
         tracemalloc.stop()
     assert top < 64 << 20
     with pytest.raises(CheckpointError, match="declares 1,099,511,627,776 bytes"):
-        ck.read_blueprint_bytes(path.read_bytes())
+        read_blueprint_bytes(path.read_bytes())
 
 
 def test_every_checkpoint_damaged_is_a_clear_error(run: Path) -> None:
@@ -489,10 +494,10 @@ def test_every_checkpoint_damaged_is_a_clear_error(run: Path) -> None:
 
 
 def test_a_shard_file_is_not_a_blueprint_file(run: Path) -> None:
-    data = (ckpt_dir(run, NEW) / ck.shard_name(0)).read_bytes()
+    data = (ckpt_dir(run, NEW) / shard_name(0)).read_bytes()
     with pytest.raises(CheckpointError, match="not an mccfr blueprint file: bad magic"):
-        ck.read_blueprint_bytes(data)
-    assert ck.fuzz_read_blueprint_bytes(data) is None
+        read_blueprint_bytes(data)
+    assert fuzz_read_blueprint_bytes(data) is None
 
 
 # --- the writer and the in-memory reader ----------------------------------------------------------
@@ -502,25 +507,25 @@ def test_writer_refuses_what_a_reader_would(tmp_path: Path, leduc_run) -> None:
     meta, arrays = blueprint_file_payload(leduc_run[1])
     bad = {**arrays, "probs": arrays["probs"] * 0.5}
     with pytest.raises(ValueError, match="does not sum to 1"):
-        ck.write_blueprint(tmp_path, meta, bad)
+        write_blueprint(tmp_path, meta, bad)
     with pytest.raises(ValueError, match="exactly the arrays"):
-        ck.write_blueprint(tmp_path, meta, {k: v for k, v in arrays.items() if k != "row_offset"})
+        write_blueprint(tmp_path, meta, {k: v for k, v in arrays.items() if k != "row_offset"})
     with pytest.raises(ValueError, match="node count"):
-        ck.write_blueprint(tmp_path, {**meta, "tree": {**meta["tree"], "num_nodes": 0}}, arrays)
+        write_blueprint(tmp_path, {**meta, "tree": {**meta["tree"], "num_nodes": 0}}, arrays)
     assert os.listdir(tmp_path) == []
-    entry = ck.write_blueprint(tmp_path, meta, arrays)
-    assert entry["file"] == ck.BLUEPRINT_NAME and os.listdir(tmp_path) == [ck.BLUEPRINT_NAME]
+    entry = write_blueprint(tmp_path, meta, arrays)
+    assert entry["file"] == BLUEPRINT_NAME and os.listdir(tmp_path) == [BLUEPRINT_NAME]
 
 
 def test_in_memory_reader_matches_the_file_reader(leduc_run) -> None:
     path = bp_file(leduc_run[0])
     data = path.read_bytes()
-    meta, arrays = ck.read_blueprint(path)
-    meta2, arrays2 = ck.read_blueprint_bytes(data)
-    assert meta == meta2 and all(np.array_equal(arrays[k], arrays2[k]) for k in ck.BLUEPRINT_ARRAYS)
-    assert ck.fuzz_read_blueprint_bytes(data) is not None
-    assert ck.fuzz_read_blueprint_bytes(data[:-1]) is None
-    assert ck.fuzz_read_blueprint_bytes(b"") is None
+    meta, arrays = read_blueprint(path)
+    meta2, arrays2 = read_blueprint_bytes(data)
+    assert meta == meta2 and all(np.array_equal(arrays[k], arrays2[k]) for k in BLUEPRINT_ARRAYS)
+    assert fuzz_read_blueprint_bytes(data) is not None
+    assert fuzz_read_blueprint_bytes(data[:-1]) is None
+    assert fuzz_read_blueprint_bytes(b"") is None
 
 
 def test_fuzz_targets_run_clean(tmp_path: Path) -> None:

@@ -11,18 +11,19 @@ import msgpack
 import numpy as np
 import pytest
 
-from blueprint import checkpoint as ck
-from blueprint.checkpoint import (
-    CheckpointError,
+from blueprint.checkpoints import (
     list_checkpoints,
     load_latest,
     new_checkpoint_dir,
     prune_checkpoints,
-    read_shard,
     save_checkpoint,
-    write_manifest,
-    write_shard,
 )
+from blueprint.io import container
+from blueprint.io.errors import CheckpointError
+from blueprint.io.manifest import write_manifest
+from blueprint.io.rng_state import decode_rng_state, encode_rng_state
+from blueprint.io.shard_file import read_shard, shard_name, write_shard
+from blueprint.io.streams import HashingWriter
 
 RUN_MANIFEST = {
     "config_hash": "c0ffee",
@@ -68,7 +69,7 @@ def save(run: Path, iteration: int, seed: int = 0, keep: int | None = None, shar
 
 
 def shard_path(ckpt: Path, k: int = 0) -> Path:
-    return ckpt / ck.shard_name(k)
+    return ckpt / shard_name(k)
 
 
 # --- round trips ------------------------------------------------------------------------------
@@ -90,7 +91,7 @@ def test_shard_round_trip_is_byte_exact(tmp_path: Path) -> None:
 
 
 def test_arrays_split_into_many_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ck, "_CHUNK_BYTES", 1000)
+    monkeypatch.setattr(container, "CHUNK_BYTES", 1000)
     arrays = {"big": np.arange(10_001, dtype=np.float64), "tiny": np.arange(3, dtype=np.uint8)}
     write_shard(tmp_path, 0, arrays, {})
     got, _ = read_shard(tmp_path / "shard-0.msgpack.lz4")
@@ -108,7 +109,7 @@ def test_bad_arrays_and_meta_are_refused_before_writing(tmp_path: Path) -> None:
 def test_save_and_load_latest(tmp_path: Path) -> None:
     rng = np.random.default_rng(np.random.SeedSequence(7).spawn(1)[0])
     rng.random(3)
-    manifest = dict(RUN_MANIFEST, rng=[ck.encode_rng_state(rng)], iteration=42)
+    manifest = dict(RUN_MANIFEST, rng=[encode_rng_state(rng)], iteration=42)
     save_checkpoint(tmp_path, 42, [(sample_arrays(0), {"k": 0}), (sample_arrays(1), {"k": 1})], manifest)
     ckpt = tmp_path / "checkpoints" / "000000000042"
     assert sorted(os.listdir(ckpt)) == ["manifest.msgpack", "shard-0.msgpack.lz4", "shard-1.msgpack.lz4"]
@@ -117,7 +118,7 @@ def test_save_and_load_latest(tmp_path: Path) -> None:
     assert [f["file"] for f in loaded["files"]] == ["shard-0.msgpack.lz4", "shard-1.msgpack.lz4"]
     assert [meta for _, meta in shards] == [{"k": 0}, {"k": 1}]
     assert_same_arrays(shards[1][0], sample_arrays(1))
-    resumed = ck.decode_rng_state(loaded["rng"][0])
+    resumed = decode_rng_state(loaded["rng"][0])
     assert np.array_equal(resumed.random(5), rng.random(5))
 
 
@@ -125,8 +126,8 @@ def test_save_and_load_latest(tmp_path: Path) -> None:
 def test_rng_state_survives_msgpack(bit_generator: str) -> None:
     rng = np.random.Generator(getattr(np.random, bit_generator)(123))
     rng.integers(0, 10, size=7)
-    state = msgpack.unpackb(msgpack.packb(ck.encode_rng_state(rng)), strict_map_key=False)
-    assert np.array_equal(ck.decode_rng_state(state).integers(0, 2**62, 9), rng.integers(0, 2**62, 9))
+    state = msgpack.unpackb(msgpack.packb(encode_rng_state(rng)), strict_map_key=False)
+    assert np.array_equal(decode_rng_state(state).integers(0, 2**62, 9), rng.integers(0, 2**62, 9))
 
 
 def test_iteration_dirs_are_zero_padded_and_sorted_as_ints(tmp_path: Path) -> None:
@@ -151,7 +152,7 @@ def test_manifest_is_renamed_into_place_last(tmp_path: Path, monkeypatch: pytest
         finals.append(Path(dst).name)
         real_replace(src, dst)
 
-    monkeypatch.setattr(ck.os, "replace", recording_replace)
+    monkeypatch.setattr(os, "replace", recording_replace)
     save(tmp_path, 5, shards=3)
     assert finals == ["shard-0.msgpack.lz4", "shard-1.msgpack.lz4", "shard-2.msgpack.lz4", "manifest.msgpack"]
 
@@ -183,16 +184,16 @@ def test_existing_complete_checkpoint_is_not_overwritten_silently(tmp_path: Path
 
 def test_disk_full_keeps_previous_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     save(tmp_path, 100, seed=1)
-    real_write = ck._HashingWriter.write
+    real_write = HashingWriter.write
     calls = {"n": 0}
 
-    def full_disk_write(self: ck._HashingWriter, data: bytes) -> int:
+    def full_disk_write(self: HashingWriter, data: bytes) -> int:
         calls["n"] += 1
         if calls["n"] > 2:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_write(self, data)
 
-    monkeypatch.setattr(ck._HashingWriter, "write", full_disk_write)
+    monkeypatch.setattr(HashingWriter, "write", full_disk_write)
     with pytest.raises(CheckpointError) as err:
         save(tmp_path, 200, seed=2)
     message = str(err.value)
@@ -214,7 +215,7 @@ def test_failed_shard_write_removes_temporary_and_keeps_old_file(
     def no_space(fd: int) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(ck.os, "fsync", no_space)
+    monkeypatch.setattr(os, "fsync", no_space)
     with pytest.raises(CheckpointError, match="shard-0.msgpack.lz4.*failed.*No space left"):
         write_shard(tmp_path, 0, sample_arrays(2), {"v": 2})
     with pytest.raises(CheckpointError, match="manifest.msgpack.*failed"):
@@ -345,8 +346,8 @@ def test_pruning_never_counts_a_corrupt_checkpoint_as_kept(tmp_path: Path) -> No
     data = bytearray(newest.read_bytes())
     data[len(data) // 2] ^= 0xFF  # same size: only a full verification notices
     newest.write_bytes(bytes(data))
-    ck.prune_checkpoints(tmp_path, keep=1)
-    left = sorted(i.iteration for i in ck.list_checkpoints(tmp_path))
+    prune_checkpoints(tmp_path, keep=1)
+    left = sorted(i.iteration for i in list_checkpoints(tmp_path))
     assert left == [200, 300]  # the good 200 is kept; the corrupt 300 is not counted, not deleted
-    manifest, _ = ck.load_latest(tmp_path, log=lambda m: None)
+    manifest, _ = load_latest(tmp_path, log=lambda m: None)
     assert manifest["iteration"] == 200

@@ -29,8 +29,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from blueprint import checkpoint as ck
-from blueprint.checkpoint import CheckpointError
+from blueprint.checkpoints import list_checkpoints, load_latest, new_checkpoint_dir, prune_checkpoints
+from blueprint.io.blueprint_file import BLUEPRINT_NAME
+from blueprint.io.container import CHUNK_BYTES, read_container
+from blueprint.io.errors import CheckpointError
+from blueprint.io.manifest import (
+    MANIFEST_NAME,
+    fuzz_read_manifest_bytes,
+    read_manifest,
+    read_manifest_bytes,
+    write_manifest,
+)
+from blueprint.io.shard_file import (
+    fuzz_read_shard_bytes,
+    read_shard,
+    read_shard_bytes,
+    shard_name,
+    write_shard,
+)
 from blueprint.trainer import Trainer, make_trainer
 
 OLD, NEW = 200, 400  # the run's two checkpoints
@@ -80,14 +96,14 @@ def ckpt_dir(run: Path, iteration: int) -> Path:
 
 
 def shard0(run: Path, iteration: int = NEW) -> Path:
-    return ckpt_dir(run, iteration) / ck.shard_name(0)
+    return ckpt_dir(run, iteration) / shard_name(0)
 
 
 def reseal_manifest(ckpt: Path, change=None) -> None:
     """Apply ``change(fields)`` to the manifest, refresh every file entry from the files on
     disk (size and blake2b of whatever each name now is) and recompute the manifest digest,
     as a forger would."""
-    path = ckpt / ck.MANIFEST_NAME
+    path = ckpt / MANIFEST_NAME
     fields = msgpack.unpackb(path.read_bytes(), strict_map_key=False)
     fields.pop("manifest_blake2b")
     for entry in fields["files"]:
@@ -104,10 +120,10 @@ def drop_blueprint_files(run: Path) -> None:
     """Make ``run`` look like a run from before blueprint files: no blueprint file, none listed
     (so ``Blueprint.load`` reads the trainer checkpoint, the path these tests attack)."""
     for d in sorted((run / "checkpoints").iterdir()):
-        if (d / ck.BLUEPRINT_NAME).exists():
-            (d / ck.BLUEPRINT_NAME).unlink()
+        if (d / BLUEPRINT_NAME).exists():
+            (d / BLUEPRINT_NAME).unlink()
             reseal_manifest(
-                d, lambda f: f.update(files=[e for e in f["files"] if e["file"] != ck.BLUEPRINT_NAME])
+                d, lambda f: f.update(files=[e for e in f["files"] if e["file"] != BLUEPRINT_NAME])
             )
 
 
@@ -139,11 +155,11 @@ def forge_shard(arrays: dict[str, np.ndarray], meta: dict, shard: int = 0) -> by
                 "dtype": arr.dtype.str,
                 "shape": list(arr.shape),
                 "nbytes": len(raw),
-                "chunks": -(-len(raw) // ck._CHUNK_BYTES),
+                "chunks": -(-len(raw) // CHUNK_BYTES),
             }
         )
-        for i in range(0, len(raw), ck._CHUNK_BYTES):
-            body += msgpack.packb(raw[i : i + ck._CHUNK_BYTES], use_bin_type=True)
+        for i in range(0, len(raw), CHUNK_BYTES):
+            body += msgpack.packb(raw[i : i + CHUNK_BYTES], use_bin_type=True)
     head = msgpack.packb({"shard": shard, "meta": meta, "arrays": descs}, use_bin_type=True)
     return pack_shard(head + body + msgpack.packb({"end": len(arrays)}))
 
@@ -159,7 +175,7 @@ def same_tables(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> bool
 
 def resume_path(run: Path, log) -> Trainer:
     """What ``mccfr resume`` does to load a run."""
-    manifest, shards = ck.load_latest(run, log=log)
+    manifest, shards = load_latest(run, log=log)
     return Trainer.from_checkpoint(run, manifest, shards)
 
 
@@ -222,7 +238,7 @@ def _declare_terabyte(run: Path) -> Path:
     header, _, rest = split_shard(path.read_bytes())
     for desc in header["arrays"]:
         if desc["name"] == "strat":
-            desc["shape"], desc["nbytes"], desc["chunks"] = [TIB // 4], TIB, -(-TIB // ck._CHUNK_BYTES)
+            desc["shape"], desc["nbytes"], desc["chunks"] = [TIB // 4], TIB, -(-TIB // CHUNK_BYTES)
     path.write_bytes(pack_shard(msgpack.packb(header, use_bin_type=True) + rest))
     reseal_manifest(ckpt_dir(run, NEW))
     return path
@@ -231,7 +247,7 @@ def _declare_terabyte(run: Path) -> Path:
 @pytest.mark.parametrize("name, loader", loaders())
 def test_terabyte_array_is_refused_before_allocating(run: Path, name, loader) -> None:
     path = _declare_terabyte(run)
-    assert ck.list_checkpoints(run, verify=True)[0].complete  # resealed: sizes and digests agree
+    assert list_checkpoints(run, verify=True)[0].complete  # resealed: sizes and digests agree
     messages = assert_older_loaded(run, loader, str(path), "'strat'", f"{TIB:,} bytes")
     assert "refusing" in messages[0]
     with (
@@ -239,7 +255,7 @@ def test_terabyte_array_is_refused_before_allocating(run: Path, name, loader) ->
         small_memory(),
         pytest.raises(CheckpointError, match=r"'strat' declares 1,099,511,627,776 bytes"),
     ):
-        ck.read_shard(path)
+        read_shard(path)
 
 
 def test_terabyte_array_alone_is_a_clear_error(run: Path) -> None:
@@ -277,17 +293,17 @@ def test_huge_msgpack_containers_are_not_preallocated() -> None:
     ]
     for data in hostile:
         with deadline(5), small_memory(), pytest.raises(CheckpointError, match="<bytes>"):
-            ck.read_shard_bytes(data)
+            read_shard_bytes(data)
     manifest = b"\x82\xa5magic\xa8MCCFRMAN\xa5files\xdd\x0f\xff\xff\xff"
     with deadline(5), small_memory(), pytest.raises(CheckpointError, match="corrupt"):
-        ck.read_manifest_bytes(manifest)
+        read_manifest_bytes(manifest)
 
 
 def test_lz4_content_size_beyond_the_file_is_refused() -> None:
     frame = bytearray(lz4.frame.compress(b"x" * 100, store_size=True, block_checksum=True))
     frame[6:14] = (TIB).to_bytes(8, "little")  # declared content size (header checksum aside)
     with pytest.raises(CheckpointError, match="declares 1,099,511,627,776 bytes of content"):
-        ck.read_shard_bytes(struct.pack("<8sII", b"MCCFRSHD", 1, 1) + bytes(frame))
+        read_shard_bytes(struct.pack("<8sII", b"MCCFRSHD", 1, 1) + bytes(frame))
 
 
 # --- attack 3: a shard that is a symlink to /dev/zero (and other non-files) --------------------
@@ -305,9 +321,9 @@ def test_dev_zero_shard_is_refused_fast(run: Path, reseal: bool, name, loader) -
     assert_older_loaded(run, loader, str(path), "character device, not a regular file")
     with deadline(5):
         with pytest.raises(CheckpointError, match="character device, not a regular file"):
-            ck.read_shard(path)
-        assert "character device" in ck.list_checkpoints(run, verify=True)[0].problem
-        ck.prune_checkpoints(run, keep=1)
+            read_shard(path)
+        assert "character device" in list_checkpoints(run, verify=True)[0].problem
+        prune_checkpoints(run, keep=1)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
@@ -318,16 +334,16 @@ def test_fifo_and_directory_shards_are_refused_fast(run: Path) -> None:
     reseal_manifest(ckpt_dir(run, NEW))
     assert_older_loaded(run, lambda r, log: Trainer.load(r, log=log), str(path), "FIFO")
     with deadline(5), pytest.raises(CheckpointError, match="is a FIFO, not a regular file"):
-        ck.read_shard(path)
+        read_shard(path)
     path.unlink()
     path.mkdir()
     with deadline(5), pytest.raises(CheckpointError, match="is a directory, not a regular file"):
-        ck.read_shard(path)
+        read_shard(path)
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="needs /dev/zero")
 def test_hostile_manifest_files_are_refused_fast(run: Path) -> None:
-    manifest = ckpt_dir(run, NEW) / ck.MANIFEST_NAME
+    manifest = ckpt_dir(run, NEW) / MANIFEST_NAME
     manifest.unlink()
     manifest.symlink_to("/dev/zero")
     assert_older_loaded(run, lambda r, log: Trainer.load(r, log=log), str(manifest), "not a regular file")
@@ -335,7 +351,7 @@ def test_hostile_manifest_files_are_refused_fast(run: Path) -> None:
     with open(manifest, "wb") as f:  # sparse: 65 MiB claimed, nothing written
         f.truncate(65 << 20)
     with deadline(5), small_memory():
-        assert "more than any manifest" in ck.list_checkpoints(run)[0].problem
+        assert "more than any manifest" in list_checkpoints(run)[0].problem
 
 
 def test_no_byte_past_the_recorded_size_is_read(run: Path) -> None:
@@ -343,7 +359,7 @@ def test_no_byte_past_the_recorded_size_is_read(run: Path) -> None:
     data = path.read_bytes()
     path.write_bytes(data + b"\0" * 4096)  # grown after the manifest was written
     with pytest.raises(CheckpointError, match="size mismatch"):
-        ck._read_shard(path, {"file": path.name, "bytes": len(data), "blake2b": "x"})
+        read_container(path, {"file": path.name, "bytes": len(data), "blake2b": "x"})
     assert_older_loaded(run, resume_path, str(path), "size mismatch")
 
 
@@ -397,9 +413,9 @@ def test_negative_strategy_sums_are_refused_by_the_layout(run: Path, pristine) -
 
 def test_writer_refuses_non_finite_tables(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match=r"'strat'.*NaN or inf.*nothing was written"):
-        ck.write_shard(tmp_path, 0, {"strat": np.array([1.0, np.nan], np.float32)}, {})
+        write_shard(tmp_path, 0, {"strat": np.array([1.0, np.nan], np.float32)}, {})
     with pytest.raises(CheckpointError, match="'c'"):
-        ck.write_shard(tmp_path, 0, {"c": np.array([1 + 1j, complex(0, np.inf)])}, {})
+        write_shard(tmp_path, 0, {"c": np.array([1 + 1j, complex(0, np.inf)])}, {})
     assert os.listdir(tmp_path) == []
 
 
@@ -412,7 +428,7 @@ def test_iteration_10_to_the_15_is_not_resumed_from(run: Path, name, loader) -> 
     with deadline(5):
         tr = loader(run, messages.append)
     assert tr.iteration == NEW
-    assert len(messages) == 1 and str(forged / ck.MANIFEST_NAME) in messages[0]
+    assert len(messages) == 1 and str(forged / MANIFEST_NAME) in messages[0]
     assert "iteration 1,000,000,000,000,000 is implausible" in messages[0]
 
 
@@ -431,22 +447,22 @@ def test_iteration_10_to_the_15_is_not_resumed_from(run: Path, name, loader) -> 
     ],
 )
 def test_impossible_progress_is_refused(pristine, change: dict, reason: str) -> None:
-    data = (ckpt_dir(pristine[0], NEW) / ck.MANIFEST_NAME).read_bytes()
+    data = (ckpt_dir(pristine[0], NEW) / MANIFEST_NAME).read_bytes()
     fields = msgpack.unpackb(data, strict_map_key=False)
     fields.pop("manifest_blake2b")
     fields.update(change)
     fields["manifest_blake2b"] = hashlib.blake2b(msgpack.packb(fields, use_bin_type=True)).hexdigest()
     with pytest.raises(CheckpointError, match=r"manifest <bytes>: .*" + re.escape(reason)):
-        ck.read_manifest_bytes(msgpack.packb(fields, use_bin_type=True))
+        read_manifest_bytes(msgpack.packb(fields, use_bin_type=True))
 
 
 def test_writer_refuses_impossible_progress(tmp_path: Path) -> None:
-    d = ck.new_checkpoint_dir(tmp_path, 10**15)
+    d = new_checkpoint_dir(tmp_path, 10**15)
     with pytest.raises(ValueError, match="implausible"):
-        ck.write_manifest(d, {"seconds": 1.0}, [])
+        write_manifest(d, {"seconds": 1.0}, [])
     with pytest.raises(ValueError, match="t_base"):
-        ck.write_manifest(d, {"t_base": 10**15 + 1}, [])
-    assert not (d / ck.MANIFEST_NAME).exists()
+        write_manifest(d, {"t_base": 10**15 + 1}, [])
+    assert not (d / MANIFEST_NAME).exists()
 
 
 def test_damaged_newest_falls_back_through_several(run: Path, pristine) -> None:
@@ -456,12 +472,12 @@ def test_damaged_newest_falls_back_through_several(run: Path, pristine) -> None:
         d = ckpt_dir(run, it)
         shutil.copytree(ckpt_dir(run, NEW), d)
         if damage == "nan":
-            (d / ck.shard_name(0)).write_bytes(
+            (d / shard_name(0)).write_bytes(
                 forge_shard({"regret": tr.regret, "strat": tr.strat * np.nan, "rng": tr.rng}, {"shard": 0})
             )
         elif damage == "zero":
-            (d / ck.shard_name(0)).unlink()
-            (d / ck.shard_name(0)).symlink_to("/dev/zero")
+            (d / shard_name(0)).unlink()
+            (d / shard_name(0)).symlink_to("/dev/zero")
         reseal_manifest(d, lambda f, it=it: f.update(iteration=it, seconds=1.0))
     shard0(run).write_bytes(b"MCCFRSHD" + b"\xff" * 40)  # and the 400 one is plain garbage
     messages: list[str] = []
@@ -476,9 +492,9 @@ def test_damaged_newest_falls_back_through_several(run: Path, pristine) -> None:
 def _ray_style_checkpoint(run: Path, tr: Trainer, bounds: list[list[int]]) -> Path:
     """A checkpoint as the Ray job writes it: regret/strat slices per shard, RNG and bounds in the
     manifest (written with the checkpoint module only)."""
-    d = ck.new_checkpoint_dir(run, tr.iteration, replace=True)
+    d = new_checkpoint_dir(run, tr.iteration, replace=True)
     files = [
-        ck.write_shard(
+        write_shard(
             d,
             k,
             {"regret": tr.regret[lo:hi], "strat": tr.strat[lo:hi]},
@@ -494,7 +510,7 @@ def _ray_style_checkpoint(run: Path, tr: Trainer, bounds: list[list[int]]) -> Pa
         "bounds": bounds,
         "layout_size": tr.size,
     }
-    ck.write_manifest(d, manifest, files)
+    write_manifest(d, manifest, files)
     return d
 
 
@@ -525,15 +541,15 @@ def test_ray_style_checkpoints_are_checked_against_their_bounds(pristine, tmp_pa
 
 def test_in_memory_parsers_match_the_file_readers(pristine) -> None:
     ckpt = ckpt_dir(pristine[0], NEW)
-    data = (ckpt / ck.shard_name(0)).read_bytes()
-    arrays, meta = ck.read_shard_bytes(data)
-    want, want_meta = ck.read_shard(ckpt / ck.shard_name(0))
+    data = (ckpt / shard_name(0)).read_bytes()
+    arrays, meta = read_shard_bytes(data)
+    want, want_meta = read_shard(ckpt / shard_name(0))
     assert same_tables(arrays, want) and meta == want_meta
-    assert ck.fuzz_read_shard_bytes(data) is not None
-    assert ck.fuzz_read_shard_bytes(data[:-1]) is None
-    manifest = (ckpt / ck.MANIFEST_NAME).read_bytes()
-    assert ck.read_manifest_bytes(manifest) == ck.read_manifest(ckpt)
-    assert ck.fuzz_read_manifest_bytes(manifest[:-1]) is None
+    assert fuzz_read_shard_bytes(data) is not None
+    assert fuzz_read_shard_bytes(data[:-1]) is None
+    manifest = (ckpt / MANIFEST_NAME).read_bytes()
+    assert read_manifest_bytes(manifest) == read_manifest(ckpt)
+    assert fuzz_read_manifest_bytes(manifest[:-1]) is None
 
 
 # --- property: mutated headers and manifests end in CheckpointError or equal tables ------------
@@ -543,11 +559,11 @@ def test_in_memory_parsers_match_the_file_readers(pristine) -> None:
 def material(pristine, tmp_path_factory):
     run, tr = pristine
     ckpt = ckpt_dir(run, NEW)
-    shard_bytes = (ckpt / ck.shard_name(0)).read_bytes()
+    shard_bytes = (ckpt / shard_name(0)).read_bytes()
     _, head_bytes, rest = split_shard(shard_bytes)
-    manifest_bytes = (ckpt / ck.MANIFEST_NAME).read_bytes()
-    tables, _ = ck.read_shard(ckpt / ck.shard_name(0))
-    spec = tr.checkpoint_layout(ck.read_manifest(ckpt))[0]
+    manifest_bytes = (ckpt / MANIFEST_NAME).read_bytes()
+    tables, _ = read_shard(ckpt / shard_name(0))
+    spec = tr.checkpoint_layout(read_manifest(ckpt))[0]
     scratch = tmp_path_factory.mktemp("fuzz") / "run"
     shutil.copytree(ckpt, scratch / "checkpoints" / ckpt.name)
     return {
@@ -589,10 +605,10 @@ def apply(data: bytes, mutation) -> bytes:
 
 def load_or_refuse(m, manifest_bytes: bytes | None = None, shard_bytes: bytes | None = None):
     ckpt = m["ckpt"]
-    (ckpt / ck.MANIFEST_NAME).write_bytes(manifest_bytes if manifest_bytes is not None else m["manifest"])
-    (ckpt / ck.shard_name(0)).write_bytes(shard_bytes if shard_bytes is not None else m["shard"])
+    (ckpt / MANIFEST_NAME).write_bytes(manifest_bytes if manifest_bytes is not None else m["manifest"])
+    (ckpt / shard_name(0)).write_bytes(shard_bytes if shard_bytes is not None else m["shard"])
     try:
-        manifest, shards = ck.load_latest(m["scratch"], log=lambda _: None, layout=m["layout"])
+        manifest, shards = load_latest(m["scratch"], log=lambda _: None, layout=m["layout"])
     except CheckpointError:
         return None
     assert len(shards) == 1 and same_tables(shards[0][0], m["tables"])
@@ -610,7 +626,7 @@ def test_property_mutated_shard_file(material, data) -> None:
     mutated = apply(m["shard"], data.draw(mutations(len(m["shard"]), 64)))
     for spec in (None, m["spec"]):
         try:
-            arrays, _ = ck.read_shard_bytes(mutated, spec=spec)
+            arrays, _ = read_shard_bytes(mutated, spec=spec)
         except CheckpointError:
             continue
         if spec is not None:
@@ -626,13 +642,13 @@ def test_property_mutated_shard_header_resealed(material, data, reseal_manifest_
     head = apply(m["head"], data.draw(mutations(len(m["head"]), len(m["head"]))))
     shard = pack_shard(head + m["rest"])
     try:
-        arrays, _ = ck.read_shard_bytes(shard, spec=m["spec"])
+        arrays, _ = read_shard_bytes(shard, spec=m["spec"])
     except CheckpointError:
         pass
     else:
         assert same_tables(arrays, m["tables"])
     try:
-        ck.read_shard_bytes(shard)  # without a layout: refused or read, nothing else
+        read_shard_bytes(shard)  # without a layout: refused or read, nothing else
     except CheckpointError:
         pass
     manifest = m["manifest"]
@@ -661,7 +677,7 @@ def test_property_mutated_manifest(material, data, reseal: bool) -> None:
         except (ValueError, TypeError, AttributeError, msgpack.UnpackException):
             pass  # not a map any more: the reader must refuse it as it is
     try:
-        ck.read_manifest_bytes(mutated)
+        read_manifest_bytes(mutated)
     except CheckpointError:
         pass
     load_or_refuse(m, manifest_bytes=mutated)

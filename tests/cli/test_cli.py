@@ -348,7 +348,8 @@ def test_status_plot_without_exploitability_is_a_clear_error(tmp_path):
 def test_failed_periodic_checkpoint_warns_and_training_goes_on(tmp_path, monkeypatch):
     """Disk full at a periodic checkpoint: a warning naming what is kept, training goes on, the
     final checkpoint is written."""
-    from blueprint.checkpoint import CheckpointError, load_latest
+    from blueprint.checkpoints import load_latest
+    from blueprint.io.errors import CheckpointError
     from blueprint.trainer import Trainer
 
     real = Trainer.save

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from blueprint import checkpoint as ckpt
+from blueprint.checkpoints import list_checkpoints
 from cluster.storage import Storage
 from mccfr.cli import cli
 
@@ -70,12 +70,12 @@ def test_single_process_train_resume_and_read_from_storage(tmp_path, storage_cac
     assert st["storage_checkpoints"][0] == {"iteration": 2000, "complete": True}
     ev = ok("eval", run, "--exploitability", "--json")
     assert ev["iteration"] == 2000 and ev["exploitability"] > 0
-    assert [i.iteration for i in ckpt.list_checkpoints(run)] == [2000]
+    assert [i.iteration for i in list_checkpoints(run)] == [2000]
     # a storage URI where RUN_DIR goes
     uri = store.as_uri()
     ev2 = ok("eval", uri, "--exploitability", "--json")
     assert ev2["exploitability"] == ev["exploitability"]
-    assert [i.iteration for i in ckpt.list_checkpoints(storage_cache)] == [2000]
+    assert [i.iteration for i in list_checkpoints(storage_cache)] == [2000]
     assert ok("status", uri, "--json")["resume_from"] == 2000
     ok("export", uri, "--out", tmp_path / "s.parquet", "--json")
     # a player SPEC of a match may be the storage URI too

@@ -9,7 +9,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from blueprint.blueprint import Blueprint
-from blueprint.checkpoint import read_manifest
+from blueprint.io.manifest import read_manifest
 from blueprint.trainer import make_trainer
 from cluster.job import RayJob
 

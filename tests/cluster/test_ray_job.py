@@ -13,7 +13,8 @@ import itertools
 
 from job_reference import reference
 
-from blueprint import checkpoint as ckpt
+from blueprint.checkpoints import list_checkpoints, load_latest
+from blueprint.io.errors import CheckpointError
 from blueprint.trainer import Trainer, make_trainer
 from cluster.job import ROUND_VISITS, RayJob, default_batch, split_round
 from cluster.shard import ShardCore, pack_delta, slice_bounds, sum_deltas, unpack_delta
@@ -246,10 +247,9 @@ def tiny_cards():
 def _tiny_trainer(cards, seed=0):
     from blueprint.algo import get_algo
     from blueprint.trainer import RunConfig
-    from cluster.worker import trainer_with_cards
 
     base = Trainer(RunConfig("tiny", "small", "lossless", get_algo("pluribus"), seed), gamedef=_tiny_game())
-    return trainer_with_cards(base.config_dict, cards)
+    return Trainer.from_manifest_config(base.config_dict, cards=cards)
 
 
 def _read_only_cards(cards):
@@ -269,6 +269,7 @@ def test_worker_reads_the_drivers_card_table_and_builds_nothing(tiny_cards, monk
     computes the same batch, bit for bit, as one holding its own copy; it never builds or loads one."""
     import abstraction.buckets
     import abstraction.cards
+    import blueprint.trainer
 
     tr = _tiny_trainer(tiny_cards)
     bounds = slice_bounds(tr.row_offset, tr.size, 2)
@@ -277,6 +278,7 @@ def test_worker_reads_the_drivers_card_table_and_builds_nothing(tiny_cards, monk
         raise AssertionError("a worker built or loaded a card abstraction")
 
     for mod, name in (
+        (blueprint.trainer, "default_card_abstraction"),
         (abstraction.cards, "default_card_abstraction"),
         (abstraction.cards, "from_file"),
         (abstraction.cards, "lossless"),
@@ -357,7 +359,7 @@ def test_resume_identity_one_worker(cluster, tmp_path):
     # the job's checkpoint reads as a trainer's (mccfr eval / export / status)
     loaded = Trainer.load(tmp_path / "resumed")
     assert loaded.iteration == 2 * n and loaded.strat.tobytes() == straight.strat.tobytes()
-    manifest, shards = ckpt.load_latest(tmp_path / "resumed")
+    manifest, shards = load_latest(tmp_path / "resumed")
     assert len(shards) == 2 and manifest["job"]["workers"] == 1
 
 
@@ -383,7 +385,7 @@ def test_killed_worker_is_restarted(cluster, tmp_path):
     assert stats["lost_batches"] == 0 and stats["worker_restarts"] == 1 and stats["lost_iterations"] == 0
     assert any("worker 1 was restarted" in m for m in notes), notes
     assert killed.regret.tobytes() == straight_r.tobytes() and killed.strat.tobytes() == straight_s.tobytes()
-    assert ckpt.load_latest(tmp_path / "run")[0]["job"]["lost_batches"] == 0
+    assert load_latest(tmp_path / "run")[0]["job"]["lost_batches"] == 0
 
 
 def test_card_table_shared_zero_copy_in_ray(cluster, tiny_cards):
@@ -531,12 +533,12 @@ def test_checkpoint_drills_full_disk_corrupt_file_dead_shard(cluster, small_disk
         job.run(500)
         if small_disk is not None:  # the disk fills up
             (disk / "filler").write_bytes(b"\0" * (shutil.disk_usage(disk).free - 4096))
-            with pytest.raises(ckpt.CheckpointError) as err:
+            with pytest.raises(CheckpointError) as err:
                 job.save(run)
             msg = str(err.value)
             assert "000000001000" in msg and "No space left on device" in msg
             assert f"the previous checkpoint ({first}, iteration 500) is kept" in msg
-            assert [c.iteration for c in ckpt.list_checkpoints(run)] == [500]
+            assert [c.iteration for c in list_checkpoints(run)] == [500]
             assert job.base_dir == first  # a dead shard would be rebuilt from the intact one
             (disk / "filler").unlink()  # space again: the job goes on and checkpoints
         job.run(500)
@@ -554,7 +556,7 @@ def test_checkpoint_drills_full_disk_corrupt_file_dead_shard(cluster, small_disk
     finally:
         job.close()
     assert any("a shard that dies before the next checkpoint stops the job" in m for m in notes)
-    manifest, _ = ckpt.load_latest(run)  # intact, and resumes as this job
+    manifest, _ = load_latest(run)  # intact, and resumes as this job
     assert manifest["iteration"] == 1500 and RayJob.resume_kwargs(manifest)["shards"] == 2
     # a flipped bit in the newest checkpoint: reported by name, the previous one is used
     shard = newest / "shard-1.msgpack.lz4"
@@ -562,7 +564,7 @@ def test_checkpoint_drills_full_disk_corrupt_file_dead_shard(cluster, small_disk
     data[len(data) // 2] ^= 0xFF
     shard.write_bytes(bytes(data))
     notes.clear()
-    manifest, shards = ckpt.load_latest(run, log=notes.append)  # as RayJob.load does
+    manifest, shards = load_latest(run, log=notes.append)  # as RayJob.load does
     assert manifest["iteration"] == 500 and len(shards) == 2
     assert Trainer.from_checkpoint(run, manifest, shards).iteration == 500
     assert len(notes) == 1 and str(shard) in notes[0] and "skipping checkpoint" in notes[0]
@@ -623,14 +625,14 @@ def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
     )
     try:
         deadline = time.time() + 120
-        while len([c for c in ckpt.list_checkpoints(run) if c.complete]) < 2:
+        while len([c for c in list_checkpoints(run) if c.complete]) < 2:
             assert proc.poll() is None, proc.stderr.read().decode()
             assert time.time() < deadline, "no two checkpoints within 120 s"
             time.sleep(0.1)
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    newest = max(c.iteration for c in ckpt.list_checkpoints(run) if c.complete)
+    newest = max(c.iteration for c in list_checkpoints(run) if c.complete)
     assert newest >= 2 * 1000
     res = CliRunner().invoke(
         cli, ["resume", str(run), "--iterations", "2000", "--eval-every", "0.3", "--json"]
@@ -640,7 +642,7 @@ def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
     assert out["iterations"] - out["iterations_run"] >= newest  # resumed from the newest (or newer)
     assert (out["workers"], out["shards"], out["batch"]) == (2, 1, 500)
     assert "Ray job: 2 workers, 1 shards, batch 500" in res.stderr
-    manifest, shards = ckpt.load_latest(run)
+    manifest, shards = load_latest(run)
     assert manifest["iteration"] == out["iterations"] and manifest["job"]["workers"] == 2
     its = [
         json.loads(line)["iteration"]

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from blueprint import checkpoint as ckpt
+from blueprint.checkpoints import CHECKPOINTS_DIRNAME
+from blueprint.io.errors import CheckpointError
 from blueprint.trainer import Trainer, make_trainer
 from cluster.storage import Storage, StorageError
 
@@ -108,7 +109,7 @@ def test_job_checkpoints_to_storage_while_training(two_nodes, tmp_path, kind):
     assert any("shard 1 died" in m and "000000001200" in m for m in notes), notes
     ref_r, ref_s = reference(4, 2, 2, 2, 300, 3600)
     assert got.regret.tobytes() == ref_r.tobytes() and got.strat.tobytes() == ref_s.tobytes()
-    assert not (run_dir / ckpt.CHECKPOINTS_DIRNAME).exists()
+    assert not (run_dir / CHECKPOINTS_DIRNAME).exists()
     assert Storage(target).checkpoints() == [(1200, True)]
     # it loads: into a fresh local directory, as the job and as the trainer
     with RayJob.load(tmp_path / "resume", storage=target) as job2:
@@ -136,7 +137,7 @@ def test_job_storage_write_failure_keeps_previous(two_nodes, tmp_path):
     notes = []
     with RayJob(make_trainer("leduc", seed=5), workers=2, shards=2, batch=200, log=notes.append) as job:
         job.run(800)
-        with pytest.raises(ckpt.CheckpointError):
+        with pytest.raises(CheckpointError):
             job.save_to_storage(str(blocker / "store"), wait=True)
         job.save_to_storage(str(blocker / "store"))
         job.run(800)

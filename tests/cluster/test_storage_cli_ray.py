@@ -17,7 +17,7 @@ ray = pytest.importorskip("ray")
 from click.testing import CliRunner
 from job_reference import reference
 
-from blueprint import checkpoint as ckpt
+from blueprint.checkpoints import list_checkpoints
 from blueprint.trainer import Trainer
 from cluster.storage import Storage
 from mccfr.cli import cli
@@ -60,7 +60,7 @@ def test_ray_train_resume_and_read_from_storage(cluster, tmp_path, kind):
     assert out["iterations"] == 1000 and out["workers"] == 2 and out["storage"] == target
     assert out["checkpoint_pause_seconds"] < 0.05, out["checkpoint_pause_seconds"]  # submitted, not written
     assert Storage(target).checkpoints() == [(1000, True)]
-    assert not ckpt.list_checkpoints(run)  # nothing written in the run directory
+    assert not list_checkpoints(run)  # nothing written in the run directory
     assert tomllib.loads((run / "run.toml").read_text())["storage"] == target
     # resume from run.toml's storage: a Ray run again, from the storage checkpoint
     out = ok("resume", run, "--iterations", 1000, "--eval-every", 0, "--json")

@@ -1,0 +1,241 @@
+"""File streams of the checkpoint files: atomic hashed writes, and readers that trust nothing:
+regular files only, never past a size, one lz4 frame with a bound on its output, hashing as they go
+(the rules are in :mod:`blueprint.io.container`)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import lz4.frame
+
+from blueprint.io.errors import CheckpointError
+from holdem.files import atomic_writer
+
+__all__ = [
+    "IO_BUFFER",
+    "BoundedReader",
+    "HashingReader",
+    "HashingWriter",
+    "Lz4FrameReader",
+    "atomic_write",
+    "digest_problem",
+    "file_kind",
+    "lz4_content_size",
+    "open_regular",
+    "write_failed",
+]
+
+IO_BUFFER = 1 << 20
+LZ4_FRAME_MAGIC = 0x184D2204
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+class HashingWriter:
+    """File-like sink that counts and hashes the bytes it passes on."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self.hash = hashlib.blake2b()
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        self._raw.write(view)
+        self.hash.update(view)
+        self.size += view.nbytes
+        return view.nbytes
+
+    def flush(self) -> None:
+        self._raw.flush()
+
+
+def atomic_write(directory: Path, name: str, body: Callable[[HashingWriter], None]) -> dict[str, Any]:
+    """Write ``directory/name`` atomically (:func:`holdem.files.atomic_writer`: a temporary name,
+    fsync, rename, fsync of the directory); ``body`` writes the content. Returns the file entry.
+
+    OSError propagates after the temporary file is removed; the final name is untouched.
+    """
+    with atomic_writer(directory / name, buffering=IO_BUFFER) as raw:
+        sink = HashingWriter(raw)
+        body(sink)
+    return {"file": name, "bytes": sink.size, "blake2b": sink.hash.hexdigest()}
+
+
+def write_failed(path: Path, exc: OSError) -> CheckpointError:
+    return CheckpointError(
+        f"writing checkpoint file {path} failed: {exc}; the temporary file was removed and the "
+        "previous checkpoint is kept"
+    )
+
+
+def file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def open_regular(path: Path, what: str, missing: str | None = None) -> tuple[BinaryIO, int]:
+    """Open ``path`` for reading if it is a regular file (symlinks followed); return it and its size.
+
+    Devices, FIFOs, sockets and directories are refused before they are opened (``/dev/zero``
+    would never end, a FIFO would block), and again on the opened descriptor (the name may have
+    been replaced in between). The open is non-blocking, so even a FIFO swapped in at the last
+    moment cannot hang it.
+    """
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise CheckpointError(
+                f"{what} {path} is {file_kind(st.st_mode)}, not a regular file; refusing to read it"
+            )
+        fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise CheckpointError(missing or f"{what} {path} is missing") from exc
+    except OSError as exc:
+        raise CheckpointError(f"{what} {path} cannot be read: {exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise CheckpointError(
+                f"{what} {path} is {file_kind(st.st_mode)}, not a regular file; refusing to read it"
+            )
+        return open(fd, "rb", buffering=IO_BUFFER, closefd=True), st.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+class BoundedReader:
+    """``read`` that never returns more than ``limit`` bytes in all (the size the manifest or the
+    file's own ``fstat`` recorded), whatever the file does meanwhile."""
+
+    def __init__(self, raw: Any, limit: int) -> None:
+        self._raw = raw
+        self.remaining = limit
+
+    def read(self, n: int = -1) -> bytes:
+        if self.remaining <= 0:
+            return b""
+        if n is None or n < 0:
+            n = IO_BUFFER
+        data = self._raw.read(min(n, self.remaining))
+        self.remaining -= len(data)
+        return data
+
+
+def lz4_content_size(lead: bytes) -> int | None:
+    """The content size an lz4 frame header declares (optional field), else None."""
+    if len(lead) < 14 or int.from_bytes(lead[:4], "little") != LZ4_FRAME_MAGIC:
+        return None  # not a frame lz4 can read: it says so itself
+    if not lead[4] & 0x08:  # FLG bit 3: content size present
+        return None
+    return int.from_bytes(lead[6:14], "little")
+
+
+class Lz4FrameReader:
+    """Minimal file-like ``read`` over exactly one lz4 frame, refusing truncation, trailing data and
+    more output than ``limit`` bytes (or than the frame's declared content size)."""
+
+    def __init__(
+        self,
+        raw: Any,
+        path: str,
+        lead: bytes = b"",
+        limit: int | None = None,
+        content_size: int | None = None,
+        what: str = "shard file",
+    ) -> None:
+        self._raw = raw
+        self._path = path
+        self._what = what
+        self._dec = lz4.frame.LZ4FrameDecompressor()
+        self._pending = lead
+        self._limit = limit
+        self._content_size = content_size
+        self.produced = 0
+        self._stalls = 0
+        self.finished = False
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            n = IO_BUFFER
+        while not self.finished:
+            data = b""
+            if self._dec.needs_input:
+                if self._pending:
+                    data, self._pending = self._pending, b""
+                else:
+                    data = self._raw.read(IO_BUFFER)
+                if not data:
+                    raise CheckpointError(
+                        f"{self._what} {self._path} is truncated: the compressed stream ends before "
+                        "the end of its lz4 frame"
+                    )
+            out = self._dec.decompress(data, max_length=n)
+            if not data and not out and not self._dec.eof:
+                self._stalls += 1
+                if self._stalls > 2:  # no input taken, no output given: never loop forever
+                    raise CheckpointError(f"{self._what} {self._path}: its lz4 frame makes no progress")
+            else:
+                self._stalls = 0
+            self.produced += len(out)
+            if self._limit is not None and self.produced > self._limit:
+                raise CheckpointError(
+                    f"{self._what} {self._path} decompresses to more than {self._limit:,} bytes, more "
+                    "than its size (or its frame's declared content size) allows"
+                )
+            if self._dec.eof:
+                self.finished = True
+                if self._content_size is not None and self.produced != self._content_size:
+                    raise CheckpointError(
+                        f"{self._what} {self._path}: its lz4 frame declares {self._content_size:,} bytes of "
+                        f"content but holds {self.produced:,}"
+                    )
+                if self._dec.unused_data or self._pending or self._raw.read(1):
+                    raise CheckpointError(
+                        f"{self._what} {self._path} has data after the end of its lz4 frame"
+                    )
+            if out:
+                return out
+        return b""
+
+
+class HashingReader:
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self.hash = hashlib.blake2b()
+        self.size = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n)
+        self.hash.update(data)
+        self.size += len(data)
+        return data
+
+    def drain(self) -> None:
+        while self.read(IO_BUFFER):
+            pass
+
+
+def digest_problem(path: Path, expected: Mapping[str, Any], size: int, digest: str) -> str | None:
+    if size != expected["bytes"]:
+        return f"size mismatch for {path}: the manifest says {expected['bytes']} bytes, the file has {size}"
+    if digest != expected["blake2b"]:
+        return (
+            f"checksum mismatch for {path}: blake2b {digest} differs from the manifest's "
+            f"{expected['blake2b']}"
+        )
+    return None
