@@ -8,7 +8,7 @@ import sys
 
 from holdem.lazy import lazy_exports
 
-_LAZY = {"RayJob": "cluster.job", "JobError": "cluster.job", "Storage": "cluster.storage"}
+_LAZY = {"RayJob": "cluster.job", "JobError": "cluster.errors", "Storage": "cluster.storage"}
 __all__ = sorted(_LAZY) + ["memory_bytes", "rss_bytes"]
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 

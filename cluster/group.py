@@ -31,7 +31,9 @@ import os
 import time
 from typing import Any
 
-from cluster.leader import RetainedDeltas, _node_id, failed_puts
+import ray
+
+from cluster.leader import RetainedDeltas, failed_puts, node_id
 from cluster.shard import sum_deltas
 
 
@@ -46,8 +48,6 @@ class GroupLeaderCore(RetainedDeltas):
     """
 
     def __init__(self, index: int, bounds: list[tuple[int, int]], int_regret: bool, leaders: list):
-        import ray
-
         self.ray = ray
         self.index = index
         self.bounds = [(int(a), int(b)) for a, b in bounds]
@@ -59,7 +59,7 @@ class GroupLeaderCore(RetainedDeltas):
         self.method_cpu = 0.0
 
     def ping(self) -> dict[str, Any]:
-        return {"node_id": _node_id(), "pid": os.getpid()}
+        return {"node_id": node_id(), "pid": os.getpid()}
 
     def cpu_seconds(self) -> tuple[float, float]:
         """``(process, methods)``: this process's CPU time so far, and the part inside
@@ -204,7 +204,7 @@ class GroupLeaderCore(RetainedDeltas):
             sent.append(j)
         shard_errors = failed_puts(ray, puts, timeout)
         return {
-            "node_id": _node_id(),
+            "node_id": node_id(),
             "done": done,
             "failed": {g: why for g, why in failed.items() if g not in done},
             "leaders": leaders,

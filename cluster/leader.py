@@ -34,15 +34,16 @@ import time
 from typing import Any
 
 import numpy as np
+import ray
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from cluster.shard import sum_deltas
 from cluster.worker import WorkerCore
 
 
-def _node_id() -> str | None:
+def node_id() -> str | None:
+    """The Ray node this process runs on (None outside a Ray worker)."""
     try:
-        import ray
-
         return ray.get_runtime_context().get_node_id()
     except Exception:
         return None
@@ -144,8 +145,6 @@ class LeaderCore(RetainedDeltas):
         worker_retries: int = 3,
         private_cards: bool = False,
     ):
-        import ray
-
         self.ray = ray
         self.node = node
         self.bounds = [(int(a), int(b)) for a, b in bounds]
@@ -158,8 +157,6 @@ class LeaderCore(RetainedDeltas):
             "max_task_retries": worker_retries,
         }
         if placement is not None:
-            from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
             pg, bundle = placement
             opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
                 pg, placement_group_bundle_index=bundle
@@ -195,7 +192,7 @@ class LeaderCore(RetainedDeltas):
 
     # -- small calls ------------------------------------------------------------------------------
     def ping(self) -> dict[str, Any]:
-        return {"node_id": _node_id(), "workers": sum(self.live), "pid": os.getpid()}
+        return {"node_id": node_id(), "workers": sum(self.live), "pid": os.getpid()}
 
     def cpu_seconds(self) -> tuple[float, float]:
         """``(process, methods)``: this process's CPU time so far (Ray's threads included), and the
@@ -205,7 +202,7 @@ class LeaderCore(RetainedDeltas):
     def placement(self) -> dict[str, Any]:
         """Where this leader and its workers run (node ids)."""
         nodes = self.ray.get([w.node_id.remote() for w in self.workers], timeout=60) if self.workers else []
-        return {"leader": _node_id(), "workers": nodes}
+        return {"leader": node_id(), "workers": nodes}
 
     def worker_pid(self, i: int) -> int:
         return self.ray.get(self.workers[i].pid.remote(), timeout=60)
@@ -297,7 +294,7 @@ class LeaderCore(RetainedDeltas):
             except Exception as exc:
                 why = f"the relayed snapshot could not be fetched ({type(exc).__name__})"
                 return {
-                    "node_id": _node_id(),
+                    "node_id": node_id(),
                     "done": {},
                     "failed": {g: why for g, _ in groups},
                     "shard_errors": [],
@@ -308,7 +305,7 @@ class LeaderCore(RetainedDeltas):
                 }
         if not live:
             return {
-                "node_id": _node_id(),
+                "node_id": node_id(),
                 "done": {},
                 "failed": {g: "no live worker on this node" for g, _ in groups},
                 "shard_errors": [],
@@ -423,7 +420,7 @@ class LeaderCore(RetainedDeltas):
             }
         shard_errors = failed_puts(ray, puts, timeout)
         out = {
-            "node_id": _node_id(),
+            "node_id": node_id(),
             "done": done,
             "failed": failed,
             "shard_errors": sorted(shard_errors),

@@ -25,6 +25,7 @@ round already ended is ignored (idempotent), and :func:`sum_deltas` adds deltas 
 from __future__ import annotations
 
 import struct
+import tempfile
 import time
 from typing import Any
 
@@ -224,7 +225,7 @@ class ShardCore:
         tables never pass through the driver, however small."""
         cpu = time.thread_time()
         snap, missing = self.end_round(round_id, t, t_end, groups)
-        import ray
+        import ray  # lazily: this class runs without Ray too (cluster.simulate, tests)
 
         mid = time.thread_time()
         box = [ray.put(snap)]
@@ -235,7 +236,7 @@ class ShardCore:
 
     def publish_ref(self) -> list:
         """``[reference]`` of :meth:`publish`'s slice, put in the object store by this shard."""
-        import ray
+        import ray  # lazily, as in end_round_ref
 
         return [ray.put(self.publish())]
 
@@ -262,8 +263,6 @@ class ShardCore:
     def load_storage(self, storage, iteration: int) -> int:
         """:meth:`load` of this shard's file of checkpoint ``iteration`` in ``storage`` (a
         :class:`cluster.storage.Storage`), fetched into a local temporary directory."""
-        import tempfile
-
         with tempfile.TemporaryDirectory(prefix="mccfr-restore-") as tmp:
             return self.load(storage.download(iteration, shard_name(self.index), tmp))
 
@@ -297,7 +296,7 @@ class ShardCore:
     def node_id(self) -> str | None:
         """The Ray node this shard runs on (None outside Ray)."""
         try:
-            import ray
+            import ray  # lazily, as in end_round_ref
 
             return ray.get_runtime_context().get_node_id()
         except Exception:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from blueprint.trainer import Trainer
-from cluster.job import round_end, split_round, worker_seed_state
+from cluster.rounds import round_end, split_round, worker_seed_state
 from cluster.shard import ShardCore, slice_bounds, sum_deltas
 from cluster.worker import WorkerCore
 

@@ -32,11 +32,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from blueprint.checkpoints import CHECKPOINTS_DIRNAME, list_checkpoints, load_latest, new_checkpoint_dir
 from blueprint.io.blueprint_file import write_blueprint
 from blueprint.io.errors import CheckpointError
 from blueprint.io.manifest import MANIFEST_NAME, read_manifest_bytes, write_manifest
 from blueprint.io.shard_file import write_shard
+from blueprint.tables import average_strategy32
 
 _DIGITS = 12  # blueprint.checkpoints' directory names: the iteration, zero-padded
 
@@ -58,7 +61,7 @@ def normalize_target(target: str | os.PathLike[str]) -> str:
 
 
 def _fs(target: str):
-    import pyarrow.fs as pafs
+    import pyarrow.fs as pafs  # lazily: a slow import, needed only with storage
 
     if is_uri(target):
         try:
@@ -97,7 +100,7 @@ class Storage:
         return self.checkpoint_path(iteration)
 
     def _exists(self, path: str) -> bool:
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # lazily, as in _fs
 
         return self.fs.get_file_info(path).type != pafs.FileType.NotFound
 
@@ -166,7 +169,7 @@ class Storage:
     def checkpoints(self) -> list[tuple[int, bool]]:
         """``(iteration, complete)`` of every checkpoint directory, newest first (complete: its
         manifest is there; whether its files verify is for the reader)."""
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # lazily, as in _fs
 
         root = f"{self.root}/{CHECKPOINTS_DIRNAME}"
         try:
@@ -210,7 +213,7 @@ class Storage:
         ``run_dir/checkpoints/`` (files first, the manifest last), where ``load_latest`` and the
         loaders read it; returns its local directory. Checkpoints that fail to verify are skipped
         by the reader as usual; fetch the next older one with ``iteration``."""
-        import pyarrow.fs as pafs
+        import pyarrow.fs as pafs  # lazily, as in _fs
 
         done = [it for it, complete in self.checkpoints() if complete]
         if iteration is not None:
@@ -293,11 +296,7 @@ def write_slice_task(
 def write_blueprint_task(storage: Storage, iteration: int, static: tuple, *slices: dict) -> dict[str, Any]:
     """Ray task body: the checkpoint's blueprint file (what ``Blueprint.load`` reads) from the
     published slices' strategy sums; ``static`` is ``(header, arrays, tree)`` of
-    :func:`blueprint.blueprint.blueprint_file_payload` without ``probs`` (put once per job)."""
-    import numpy as np
-
-    from blueprint.blueprint import average_strategy32
-
+    :func:`blueprint.io.blueprint_file.blueprint_file_payload` without ``probs`` (put once per job)."""
     header, arrays, tree = static
     strat = np.concatenate([s["strat"] for s in slices])
     arrays = dict(arrays)

@@ -430,7 +430,7 @@ def run_session(tr, job, run_dir: Path, as_json: bool, **session) -> None:
             result = sess.run()
         except Exception as exc:
             if job is not None:
-                from cluster.job import JobError
+                from cluster.errors import JobError
 
                 if isinstance(exc, JobError):  # a shard died and could not be restored: say so, exit 2
                     raise CLIError(str(exc)) from None

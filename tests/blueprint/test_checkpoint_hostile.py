@@ -41,6 +41,7 @@ from blueprint.io.manifest import (
     write_manifest,
 )
 from blueprint.io.shard_file import (
+    SHARD_FORMAT,
     fuzz_read_shard_bytes,
     read_shard,
     read_shard_bytes,
@@ -359,7 +360,7 @@ def test_no_byte_past_the_recorded_size_is_read(run: Path) -> None:
     data = path.read_bytes()
     path.write_bytes(data + b"\0" * 4096)  # grown after the manifest was written
     with pytest.raises(CheckpointError, match="size mismatch"):
-        read_container(path, {"file": path.name, "bytes": len(data), "blake2b": "x"})
+        read_container(path, {"file": path.name, "bytes": len(data), "blake2b": "x"}, fmt=SHARD_FORMAT)
     assert_older_loaded(run, resume_path, str(path), "size mismatch")
 
 

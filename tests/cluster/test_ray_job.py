@@ -16,7 +16,8 @@ from job_reference import reference
 from blueprint.checkpoints import list_checkpoints, load_latest
 from blueprint.io.errors import CheckpointError
 from blueprint.trainer import Trainer, make_trainer
-from cluster.job import ROUND_VISITS, RayJob, default_batch, split_round
+from cluster.job import RayJob
+from cluster.rounds import ROUND_VISITS, default_batch, split_round
 from cluster.shard import ShardCore, pack_delta, slice_bounds, sum_deltas, unpack_delta
 from cluster.worker import WorkerCore
 
@@ -521,7 +522,7 @@ def test_checkpoint_drills_full_disk_corrupt_file_dead_shard(cluster, small_disk
     naming the checkpoint to resume from, which resumes)."""
     import shutil
 
-    from cluster.job import JobError
+    from cluster.errors import JobError
 
     disk = small_disk or tmp_path
     run = disk / "run"
