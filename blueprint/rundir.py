@@ -10,6 +10,8 @@
     RUN_DIR/metrics.jsonl       one JSON object per progress report, appended as it happens
     RUN_DIR/metrics.parquet     the same rows, rewritten atomically at every checkpoint and at exit
     RUN_DIR/corrupt-checkpoints/  checkpoints a resume could not load, moved out of the way
+    RUN_DIR/ray.log             a Ray run's own messages (Ray's warnings, its C++ core's errors) and
+                                where Ray's session logs are; on the terminal instead with --verbose
 
 Metrics rows: ``iteration``, ``seconds`` (cumulative training-kernel seconds, across resumes),
 ``wall_seconds`` (since this command started training), ``iterations_per_second`` and
@@ -38,6 +40,7 @@ from holdem.files import atomic_path, atomic_write_bytes
 RUN_TOML = "run.toml"
 METRICS_JSONL = "metrics.jsonl"
 METRICS_PARQUET = "metrics.parquet"
+RAY_LOG = "ray.log"
 CORRUPT_CHECKPOINTS = "corrupt-checkpoints"
 RUN_TOML_FORMAT = 1
 

@@ -16,6 +16,7 @@ docstring describes its part of the design.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
@@ -30,6 +31,7 @@ from cluster.errors import JobError
 from cluster.group import GroupLeaderCore
 from cluster.leader import LeaderCore
 from cluster.placement import PlacementMixin, alive_cpu_nodes
+from cluster.ray_logs import RayLogFile
 from cluster.recovery import RecoveryMixin
 from cluster.rounds import RoundsMixin, default_batch, split_round, worker_seed_state
 from cluster.shard import ShardCore, slice_bounds
@@ -82,6 +84,10 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
             to its nodes as one object (a shard's object is fetched by the group leaders, not by
             every node; one more copy of the table per node a round). False: every node leader
             fetches every shard's object (for measurements).
+        ray_log: a file that takes Ray's own messages in this process while the job runs (its
+            Python logger's and the lines its C++ core writes to standard error; our output stays
+            on the terminal), with the path of Ray's session logs (:mod:`cluster.ray_logs`). None
+            (the default): Ray prints them to the terminal, as it does.
     """
 
     def __init__(
@@ -107,6 +113,7 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
         pack_round_args: bool = False,
         group_size: int | None = None,
         relay_snapshot: bool = True,
+        ray_log: str | os.PathLike[str] | None = None,
     ):
         if workers < 1 or shards < 1 or (batch is not None and batch < 1):
             raise JobError("workers, shards and batch must be >= 1")
@@ -144,12 +151,16 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
         self.pg = None
         self.leaders: list = []
         self.shards: list = []
-        if not ray.is_initialized():
-            kw = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": False}
-            kw.update(ray_init or {})
-            ray.init(address=address, **kw)
-            self.own_ray = True
+        self.ray_log = RayLogFile(ray_log) if ray_log is not None else None
         try:
+            if not ray.is_initialized():
+                kw = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": False}
+                kw.update(ray_init or {})
+                context = ray.init(address=address, **kw)
+                self.own_ray = True
+                session = getattr(context, "address_info", {}).get("session_dir")
+                if self.ray_log is not None and session:
+                    self.ray_log.write(f"Ray's own logs of this job: {os.path.join(session, 'logs')}")
             self._start(trainer, worker_rng, worker_seq, max_replay_bytes, nodes, shard_nodes, round)
         except BaseException:
             self.close()
@@ -405,6 +416,9 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
         if self.own_ray:
             self.ray.shutdown()
             self.own_ray = False
+        if self.ray_log is not None:
+            self.ray_log.close()
+            self.ray_log = None
 
     def __enter__(self) -> Self:
         return self

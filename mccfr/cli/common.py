@@ -340,6 +340,13 @@ ray_opts = [
         "node's shared copy (one table's size more memory per worker; about 12% faster where the "
         "shared memory gets no huge pages, as on Linux by default).",
     ),
+    click.option(
+        "--verbose",
+        is_flag=True,
+        default=False,
+        help="Ray job: show Ray's own messages (its warnings, its C++ core's errors) in the terminal; "
+        "by default they go to RUN_DIR/ray.log.",
+    ),
 ]
 
 

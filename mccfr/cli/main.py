@@ -6,7 +6,7 @@ Commands (``mccfr COMMAND --help`` for every flag)::
                  [--iterations N | --time SECONDS] [--out RUN_DIR] [--checkpoint-every SECONDS]
                  [--keep N] [--seed S] [--target-exploitability X] [--eval-every SECONDS]
                  [--report-every SECONDS] [--regret-dtype float32|int32]
-                 [--workers N] [--shards S] [--address ADDR] [--batch B] [--storage DIR|URI] [--json]
+                 [--workers N] [--shards S] [--address ADDR] [--batch B] [--verbose] [--storage DIR|URI] [--json]
     mccfr resume RUN_DIR [--iterations N | --time SECONDS] [same run-control and Ray flags]
                  [--storage DIR|URI] [--json]
     mccfr status RUN_DIR [--verify] [--plot FILE.png] [--json]

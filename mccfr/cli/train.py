@@ -14,6 +14,7 @@ from blueprint.defaults import DEFAULT_GAME, DEFAULT_NOLIMIT_BETS
 from blueprint.rundir import (
     METRICS_JSONL,
     METRICS_PARQUET,
+    RAY_LOG,
     RUN_TOML,
     quarantine_newer,
     read_metrics,
@@ -111,6 +112,7 @@ def train(
     batch,
     group_size,
     private_cards,
+    verbose,
     as_json,
 ):
     """Train a blueprint into a new run directory."""
@@ -194,6 +196,7 @@ def train(
                 "address": address,
                 "group_size": group_size or None,
                 "share_cards": False if private_cards else None,
+                "ray_log": None if verbose else run_dir / RAY_LOG,
             },
         )
     run_session(
@@ -273,6 +276,7 @@ def resume(
     batch,
     group_size,
     private_cards,
+    verbose,
     as_json,
 ):
     """Continue a run from its newest complete checkpoint (N more iterations). A Ray run goes on as a
@@ -339,6 +343,8 @@ def resume(
         )
         if private_cards:
             kwargs["share_cards"] = False
+        if not verbose:
+            kwargs["ray_log"] = path / RAY_LOG
         job = ray_job(tr, kwargs)
     run_session(
         tr,

@@ -633,6 +633,10 @@ def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+    # Ray's own lines (its warnings, its C++ core's errors) went to the run's ray.log, not the terminal
+    err = proc.stderr.read().decode()
+    assert "core_worker.cc" not in err and " WARNING " not in err, err
+    assert "Ray's own logs of this job" in (run / "ray.log").read_text()
     newest = max(c.iteration for c in list_checkpoints(run) if c.complete)
     assert newest >= 2 * 1000
     res = CliRunner().invoke(
