@@ -1,4 +1,4 @@
-"""The file formats of checkpoints and blueprint files (the reference), and the container they share.
+"""File formats of checkpoints and blueprint files (the reference), and the container they share.
 
 This module writes and reads the container; :mod:`blueprint.io.shard_file`,
 :mod:`blueprint.io.blueprint_file` and :mod:`blueprint.io.manifest` are its three files, and
@@ -37,27 +37,27 @@ Shard file format (version 1)::
                nothing may follow the frame.
 
 Blueprint file format (version 1), what queries read (``Blueprint.load``), never the shards: the
-container above with magic ``b"MCCFRBPF"``, version 1, codec 1, the header map
-``{"meta": {...}, "arrays": [...]}`` (no shard index) and array data in chunks of at most 1 MiB.
-``meta`` holds ``format`` ("mccfr-blueprint"), ``format_version`` (1), ``iteration``,
-``config_hash``, ``abstraction_hash``, ``game`` ``{"name", "acpc"}`` (the preset or path as given,
-and the ACPC text), ``bets`` ``{"name", "toml", "hash"}`` (TOML and content hash of the bet
-abstraction; None and "limit" for limit games: enough to rebuild the tree), ``cards`` ``{"name",
-"kind", "num_buckets", "hash", "source_hash", "method"}`` (the card abstraction: lossless, rank, a
-recipe or a built path, and its content hash), ``tree`` ``{"hash", "num_nodes",
-"decision_nodes"}``, ``table_entries`` and ``config`` (the run's resolved config). The arrays,
-exactly, in this order (:data:`~blueprint.io.blueprint_file.BLUEPRINT_ARRAYS`): ``probs`` ``<f4[table_entries]`` (the average
-strategy per (node, bucket, action) in the table layout: decision node ``n``'s block starts at
-``row_offset[n]``, bucket ``b``'s row at ``row_offset[n] + b * num_actions[n]``), ``row_offset``
+container above with magic ``b"MCCFRBPF"``, version 1, codec 1, the header map ``{"meta": {...},
+"arrays": [...]}`` (no shard index) and array data in chunks of at most 1 MiB. ``meta`` holds
+``format`` ("mccfr-blueprint"), ``format_version`` (1), ``iteration``, ``config_hash``,
+``abstraction_hash``, ``game`` ``{"name", "acpc"}`` (the preset or path as given, and the ACPC
+text), ``bets`` ``{"name", "toml", "hash"}`` (TOML and content hash of the bet abstraction; None and
+"limit" for limit games: enough to rebuild the tree), ``cards`` ``{"name", "kind", "num_buckets",
+"hash", "source_hash", "method"}`` (the card abstraction: lossless, rank, a recipe or a built path,
+and its content hash), ``tree`` ``{"hash", "num_nodes", "decision_nodes"}``, ``table_entries`` and
+``config`` (the run's resolved config). The arrays, exactly, in this order
+(:data:`~blueprint.io.blueprint_file.BLUEPRINT_ARRAYS`): ``probs`` ``<f4[table_entries]`` (the
+average strategy per (node, bucket, action) in the table layout: decision node ``n``'s block starts
+at ``row_offset[n]``, bucket ``b``'s row at ``row_offset[n] + b * num_actions[n]``), ``row_offset``
 ``<i8[num_nodes]`` (-1 for non-decisions), ``num_buckets`` ``<i8[rounds]``, ``node_round``
-``|i1[num_nodes]``, ``num_actions`` ``<i2[num_nodes]``. Besides the rules below, a reader
-requires the header fields' types and ranges (at most 50M nodes, 64 rounds, 2**31 buckets a round)
-and derives every array's exact shape from them before allocating; the layout arrays must
-describe the contiguous table layout of ``table_entries`` entries; every entry of ``probs`` lies
-in [0, 1] and every row sums to 1 within :data:`~blueprint.io.blueprint_file.BLUEPRINT_ROW_TOLERANCE` (plus 1e-6 per action).
-:func:`~blueprint.io.blueprint_file.write_blueprint` refuses what a reader would refuse. ``Blueprint.load`` also rebuilds the
-tree from ``game`` and ``bets`` and checks its hash, loads the card abstraction (never building
-it) and checks its hash, before the arrays are read.
+``|i1[num_nodes]``, ``num_actions`` ``<i2[num_nodes]``. Besides the rules below, a reader requires
+the header fields' types and ranges (at most 50M nodes, 64 rounds, 2**31 buckets a round) and
+derives every array's exact shape from them before allocating; the layout arrays must describe the
+contiguous table layout of ``table_entries`` entries; every entry of ``probs`` lies in [0, 1] and
+every row sums to 1 within :data:`~blueprint.io.blueprint_file.BLUEPRINT_ROW_TOLERANCE` (plus 1e-6
+per action). :func:`~blueprint.io.blueprint_file.write_blueprint` refuses what a reader would
+refuse. ``Blueprint.load`` also rebuilds the tree from ``game`` and ``bets`` and checks its hash,
+loads the card abstraction (never building it) and checks its hash, before the arrays are read.
 
 Manifest format: one msgpack map, the caller's keys plus ``magic`` ("MCCFRMAN"),
 ``format_version``, ``iteration``, ``files`` ([{"file", "bytes", "blake2b"}]) and
@@ -69,46 +69,49 @@ str, bytes, lists, maps); numpy scalars are converted, arrays are refused (put t
 Tuples come back as lists. Generator state (128-bit integers, arrays) goes through
 :func:`~blueprint.io.rng_state.encode_rng_state` / :func:`~blueprint.io.rng_state.decode_rng_state`.
 
-Reading trusts no file. Every reader enforces these rules and refuses a file that breaks one with
-a :class:`CheckpointError` naming the file (and the array) and the reason; :func:`~blueprint.checkpoints.load_latest`
-then skips that checkpoint for the next older complete one:
+Reading trusts no file. Every reader enforces these rules and refuses a file that breaks one with a
+:class:`CheckpointError` naming the file (and the array) and the reason;
+:func:`~blueprint.checkpoints.load_latest` then skips that checkpoint for the next older complete
+one:
 
-* Only regular files are read (symlinks are followed to one): a device (``/dev/zero``), FIFO,
-  socket or directory is refused by ``stat`` before it is opened and by ``fstat`` after (opened
-  non-blocking). No byte past the size the manifest records is read (past the file's ``fstat``
-  size without a manifest); a manifest larger than 64 MiB is refused unread.
+* Only regular files are read (symlinks are followed to one): a device (``/dev/zero``), FIFO, socket
+  or directory is refused by ``stat`` before it is opened and by ``fstat`` after (opened
+  non-blocking). No byte past the size the manifest records is read (past the file's ``fstat`` size
+  without a manifest); a manifest larger than 64 MiB is refused unread.
 * Every size a header declares is checked before anything is allocated: shapes and dtypes
   (``[<>|][biufc]N``, bool / integer / float / complex only) must agree with ``nbytes`` and the
-  chunk count, and the arrays' total must fit in what the file can decompress to: lz4 never
-  expands data more than 255 times (each match byte codes at most 255 output bytes), so at most
-  ``255 * (file size - 16)`` bytes, or the frame's declared content size when it has one. Given
-  the run's layout (``layout=`` of :func:`~blueprint.checkpoints.load_latest`, one :class:`ArraySpec` per array) every
-  array must have exactly the layout's name, dtype and shape, and the file may be at most about
-  1% larger than the layout's raw bytes.
+  chunk count, and the arrays' total must fit in what the file can decompress to: lz4 never expands
+  data more than 255 times (each match byte codes at most 255 output bytes), so at most ``255 *
+  (file size - 16)`` bytes, or the frame's declared content size when it has one. Given the run's
+  layout (``layout=`` of :func:`~blueprint.checkpoints.load_latest`, one :class:`ArraySpec` per
+  array) every array must have exactly the layout's name, dtype and shape, and the file may be at
+  most about 1% larger than the layout's raw bytes.
 * msgpack unpacking runs with limits bounded by those sizes: strings and bins at most the
-  decompressed bound (and 256 MiB), arrays and maps at most that many items and 2**20, no
-  extension types, so a hostile header cannot make the unpacker preallocate a huge list or map.
+  decompressed bound (and 256 MiB), arrays and maps at most that many items and 2**20, no extension
+  types, so a hostile header cannot make the unpacker preallocate a huge list or map.
 * Float and complex arrays must be finite (NaN or inf in regrets or strategy sums means a corrupt
-  file: training never produces them, and :func:`~blueprint.io.shard_file.write_shard` refuses to write them); a layout
-  may set a minimum (strategy sums are >= 0).
+  file: training never produces them, and :func:`~blueprint.io.shard_file.write_shard` refuses to
+  write them); a layout may set a minimum (strategy sums are >= 0).
 * Run progress must be possible. ``iteration`` is an int with ``0 <= iteration <= 2**53`` that
   equals the directory name. When the manifest records them (the trainers do): ``t_base``,
   ``node_visits``, ``pruned`` are ints >= 0, ``seconds`` and ``w_base`` finite numbers >= 0,
   ``t_base <= iteration`` (the last discount boundary cannot lie ahead), ``w_base <= t_base``
-  (discounting never adds iterations), and ``iteration <= 1e9 * seconds + 2**20``: ``seconds``
-  is the training time the run has recorded, across resumes, and no trainer here comes within
-  two orders of magnitude of 1e9 iterations a second (Kuhn, the smallest game, runs about 1.4M
-  a second on one core; a Ray job's ``seconds`` is wall time, so a cluster would need hundreds
-  of such cores to reach it). :func:`~blueprint.io.manifest.write_manifest` applies the same rules, so a checkpoint it
-  writes can always be read back. A digest is not a signature: a forger who rewrites every
-  field consistently (and reseals the digests) is not detected by these rules.
+  (discounting never adds iterations), and ``iteration <= 1e9 * seconds + 2**20``: ``seconds`` is
+  the training time the run has recorded, across resumes, and no trainer here comes within two
+  orders of magnitude of 1e9 iterations a second (Kuhn, the smallest game, runs about 1.4M a second
+  on one core; a Ray job's ``seconds`` is wall time, so a cluster would need hundreds of such cores
+  to reach it). :func:`~blueprint.io.manifest.write_manifest` applies the same rules, so a
+  checkpoint it writes can always be read back. A digest is not a signature: a forger who rewrites
+  every field consistently (and reseals the digests) is not detected by these rules.
 
-:func:`~blueprint.io.shard_file.read_shard_bytes`, :func:`~blueprint.io.manifest.read_manifest_bytes` and :func:`~blueprint.io.blueprint_file.read_blueprint_bytes` parse a
-file's bytes from memory with the same checks; :func:`~blueprint.io.shard_file.fuzz_read_shard_bytes` /
-:func:`~blueprint.io.manifest.fuzz_read_manifest_bytes` / :func:`~blueprint.io.blueprint_file.fuzz_read_blueprint_bytes` are fuzzing entry points
-(None for a refused input; any exception escaping them is a bug; ``scripts/fuzz_parsers.py``
-targets ``checkpoint`` and ``blueprint``).
-"""
+:func:`~blueprint.io.shard_file.read_shard_bytes`,
+:func:`~blueprint.io.manifest.read_manifest_bytes` and
+:func:`~blueprint.io.blueprint_file.read_blueprint_bytes` parse a file's bytes from memory with the
+same checks; :func:`~blueprint.io.shard_file.fuzz_read_shard_bytes` /
+:func:`~blueprint.io.manifest.fuzz_read_manifest_bytes` /
+:func:`~blueprint.io.blueprint_file.fuzz_read_blueprint_bytes` are fuzzing entry points (None for a
+refused input; any exception escaping them is a bug; ``scripts/fuzz_parsers.py`` targets
+``checkpoint`` and ``blueprint``)."""
 
 from __future__ import annotations
 
