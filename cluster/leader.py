@@ -369,6 +369,12 @@ class LeaderCore(RetainedDeltas):
                 if others:
                     i2 = others[j % len(others)]
                     moved[submit(j, i2)] = (j, i2)
+                else:  # nowhere to move it: the group fails here (and runs again elsewhere)
+                    failed.setdefault(
+                        batches[j][0],
+                        f"worker {self.worker_ids[i]} did not finish within {timeout:.0f} s and no worker "
+                        f"is left on node {self.node}",
+                    )
             pending = moved
         for _, (j, i) in pending.items():
             failed.setdefault(
