@@ -34,7 +34,6 @@ from typing import Any
 
 import tomli_w
 
-from blueprint.checkpoints import list_checkpoints
 from holdem.files import atomic_path, atomic_write_bytes
 
 RUN_TOML = "run.toml"
@@ -156,6 +155,10 @@ def quarantine_newer(run_dir: Path, iteration: int, log=None) -> None:
     Left in place, a corrupt checkpoint whose file sizes still match would count as complete when
     old checkpoints are pruned (``--keep``), and could push the good ones out.
     """
+    # lazily: blueprint.checkpoints brings numpy, and the command line imports this module at
+    # start-up, which stays free of numpy (tests/cli/test_cli.py::test_import_is_light)
+    from blueprint.checkpoints import list_checkpoints
+
     newer = [info for info in list_checkpoints(run_dir) if info.iteration > iteration]
     if not newer:
         return
