@@ -39,13 +39,6 @@ ROOT = Path(__file__).resolve().parents[1]
 #: merging (``test_allow_list_is_current`` fails on a line that no longer matches anything).
 KNOWN_VIOLATIONS: frozenset[str] = frozenset(
     {
-        # blueprint/ (blueprint.py 545 and trainer.py 288 import each other inside functions)
-        "cycle: blueprint/blueprint.py -> blueprint/trainer.py -> blueprint/blueprint.py",
-        "size: blueprint/blueprint.py",
-        # split-core
-        "size: blueprint/checkpoint.py",
-        "size: cluster/job.py",
-        "private: cluster/group.py: imports private _node_id: from cluster.leader import _node_id",
         # split-subgame
         "cycle: subgame/construct.py -> subgame/depth.py -> subgame/construct.py",
         "size: subgame/depth.py",
