@@ -524,7 +524,7 @@ def test_in_memory_reader_matches_the_file_reader(leduc_run) -> None:
 
 
 def test_fuzz_targets_run_clean(tmp_path: Path) -> None:
-    """The ``checkpoint`` and ``blueprint`` targets of scripts/fuzz_parsers.py (a few hundred inputs
+    """The ``checkpoint`` and ``blueprint`` targets of tools/fuzz_parsers.py (a few hundred inputs
     here; the long runs are in the script's docstring): the corpus is accepted, nothing escapes."""
     import argparse
     import signal

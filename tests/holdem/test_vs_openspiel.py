@@ -1,6 +1,6 @@
 """The rules agree with OpenSpiel's universal_poker (the ACPC reference code), state by state.
 
-The engine is ``scripts/diff_openspiel.py`` (which runs more hands); here ~2,000 random hands over
+The engine is ``tools/diff_openspiel.py`` (which runs more hands); here ~2,000 random hands over
 Kuhn, Leduc, limit and no-limit hold'em (200 and 20 big blinds) and an odd no-limit game, plus
 hand-written hands replayed on OpenSpiel.
 """

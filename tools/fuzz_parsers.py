@@ -26,9 +26,9 @@ header, size, layout and value checks behind the checksums. For them a refusal (
 returns None) is the clean error, an accepted file is checked (finite tables, probability rows in
 [0, 1]), and any exception escaping the entry point is an escape. Usage::
 
-    python scripts/fuzz_parsers.py --target all --count 1000000 --seed 0
-    python scripts/fuzz_parsers.py --target matchstate --time-limit 600
-    python scripts/fuzz_parsers.py --target blueprint --count 1000000 --time-limit 600
+    python tools/fuzz_parsers.py --target all --count 1000000 --seed 0
+    python tools/fuzz_parsers.py --target matchstate --time-limit 600
+    python tools/fuzz_parsers.py --target blueprint --count 1000000 --time-limit 600
 
 prints a progress line every 10 s and, per target, one summary line and a JSON line; the exit
 status is 1 when anything escaped. No dependency beyond the project (no Hypothesis).
@@ -51,10 +51,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "tests" / "holdem"))  # odd_games: the odd game definitions the tests use
-
 import lz4.frame
 import msgpack
 import numpy as np
@@ -63,6 +59,8 @@ from odd_games import ODD_LIMIT, ODD_NOLIMIT
 from blueprint import checkpoint as ck
 from holdem import Game, GameDefError, StateError
 from holdem.gamedef import PRESETS, parse_gamedef, parse_gamedef_bytes
+
+ROOT = Path(__file__).resolve().parents[1]
 
 Data = Any  # str or bytes: the mutated part of an input
 Seed = tuple[Any, Data]  # (context passed to the runner unchanged, data to mutate)
