@@ -529,11 +529,8 @@ def test_fuzz_targets_run_clean(tmp_path: Path) -> None:
     import argparse
     import signal
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import fuzz_parsers
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
+    from tools import fuzz_parsers
+
     args = argparse.Namespace(
         seed=1, count=300, time_limit=0, hang_s=5.0, hard_s=30.0, save=3, out=str(tmp_path)
     )
