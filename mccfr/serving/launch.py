@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 __all__ = ["mccfr_command", "start_server", "wait_ready"]
@@ -40,10 +40,11 @@ def start_server(
     root: str | Path | None = None,
     start_timeout: float = 600.0,
     ready_timeout: float = 120.0,
+    log: Callable[[str], object] | None = None,
 ) -> tuple[subprocess.Popen, int]:
     """``mccfr serve run_dir`` with the flags ``extra`` on 127.0.0.1, any free port; returns the
-    process and the port once ``GET /healthz`` answers. The server's log goes on to this
-    process's stderr.
+    process and the port once ``GET /healthz`` answers. Each line of the server's log (its
+    stderr) goes to ``log``, default this process's stderr, until the server exits.
 
     ``root``: run the code of another source tree (its folder first on ``PYTHONPATH``, e.g. a
     ``git worktree`` of an older commit for a before / after comparison); default the installed
@@ -79,7 +80,7 @@ def start_server(
                 if m:
                     found.append(int(m.group(1)))
                     seen.set()
-            sys.stderr.write(line)
+            (log or sys.stderr.write)(line)
         seen.set()  # the server exited
 
     threading.Thread(target=pump, daemon=True).start()
