@@ -50,6 +50,15 @@ def sample(dist: dict[str, float], rng: np.random.Generator) -> str:
     return next(a for a in reversed(acts) if dist[a] > 0)
 
 
+def deal_next(state: State, deck: np.ndarray, i: int) -> tuple[State, int]:
+    """At a chance state, deal the next cards of the shuffled ``deck`` (card ids, one hand's
+    order) from position ``i``: both hands at the start, else the round's board cards. Returns
+    the new state and the position after the cards dealt."""
+    g = state.gamedef
+    k = 2 * g.num_hole_cards if i == 0 else g.board_cards_through(state.round) - len(state.board_cards)
+    return state.deal([int(c) for c in deck[i : i + k]]), i + k
+
+
 def self_play_states(
     game: Game, size: int, seed: int, strategy_of: Callable[[str], dict[str, float] | None]
 ) -> list[str]:
@@ -58,20 +67,13 @@ def self_play_states(
     :func:`sample`; None (no answer, e.g. off the abstract tree) ends the hand. The cards are a
     fresh permutation of the deck per hand from ``numpy.random.default_rng(seed)``."""
     rng = np.random.default_rng(seed)
-    g = game.gamedef
     pool: list[str] = []
     while len(pool) < size:
-        deck = rng.permutation(g.deck_size)
+        deck = rng.permutation(game.gamedef.deck_size)
         state, i = game.initial_state(hand_id=len(pool)), 0
         while not state.is_terminal():
             if state.is_chance():
-                k = (
-                    2 * g.num_hole_cards
-                    if i == 0
-                    else g.board_cards_through(state.round) - len(state.board_cards)
-                )
-                state = state.deal([int(c) for c in deck[i : i + k]])
-                i += k
+                state, i = deal_next(state, deck, i)
                 continue
             ms = state.matchstate(state.current_player())
             strategy = strategy_of(ms)

@@ -79,7 +79,7 @@ def self_play_hands(bp, count: int, seed: int, from_round: int, log_every: float
     acting seat's view), every one reaching a decision in round ``from_round`` or later: no fold is
     sampled before that round."""
     from blueprint.blueprint import BlueprintError
-    from blueprint.player import sample
+    from blueprint.player import deal_next, sample
 
     game = bp.game
     g = game.gamedef
@@ -95,13 +95,7 @@ def self_play_hands(bp, count: int, seed: int, from_round: int, log_every: float
         reached = False
         while not state.is_terminal():
             if state.is_chance():
-                k = (
-                    2 * g.num_hole_cards
-                    if i == 0
-                    else g.board_cards_through(state.round) - len(state.board_cards)
-                )
-                state = state.deal([int(c) for c in deck[i : i + k]])
-                i += k
+                state, i = deal_next(state, deck, i)
                 continue
             ms = state.matchstate(state.current_player())
             try:
