@@ -283,7 +283,7 @@ def main() -> None:
             emit(rows, row, args.out)
     print()
     print(f"{head['date']}, {head['machine']}, load average at start {head['load_average_start']:.1f}")
-    print(f"`python scripts/{head['command']}`")
+    print(f"`python benchmarks/{head['command']}`")
     print()
     print("| measurement | iterations | value (mbb/game) | 95% interval | hands | seconds |")
     print("|---|---:|---:|---:|---:|---:|")
