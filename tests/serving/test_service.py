@@ -392,7 +392,7 @@ def test_serve_command(tmp_path):
     """The real entry point: `mccfr serve RUN` in a subprocess (mccfr.serving.launch.start_server:
     a free port, ready at /healthz), queried, then stopped."""
     import signal
-    import time
+    from pathlib import Path
 
     from click.testing import CliRunner
 
@@ -407,9 +407,8 @@ def test_serve_command(tmp_path):
     )
     assert r.exit_code == 0, r.stderr
     log: list[str] = []
-    proc, port = start_server(
-        run, root=Path(__file__).resolve().parents[2], log=log.append
-    )  # this tree's code
+    repo = Path(__file__).resolve().parents[2]
+    proc, port = start_server(run, root=repo, log=log.append)  # the server runs this tree's code
     try:
         status, out, _ = _post(port, {"matchstate": PREFLOP})
         assert status == 200 and out["source"] == "blueprint"
