@@ -18,9 +18,7 @@ def _targets(tmp_path):
     return [str(tmp_path / "store-dir"), (tmp_path / "store-uri").as_uri()]
 
 
-# one target kind in the default run: the job's code is the same for both (Storage differs, and
-# is tested above for both)
-@pytest.mark.parametrize("kind", [pytest.param(0, marks=pytest.mark.slow), 1], ids=["directory", "file-uri"])
+@pytest.mark.parametrize("kind", [0, 1], ids=["directory", "file-uri"])
 def test_storage_write_list_fetch_prune(tmp_path, kind):
     st = Storage(_targets(tmp_path)[kind])
     tr = make_trainer("leduc", seed=1)

@@ -38,9 +38,12 @@ def ok(*args) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1]) | {"_stderr": res.stderr}
 
 
-# the file:// URI run does all the directory run does and more (resume elsewhere); a directory
-# target of the same job code is in the default run through tests/cli/test_storage_cli.py
-@pytest.mark.parametrize("kind", [pytest.param("directory", marks=pytest.mark.slow), "file-uri"])
+# slow: the default run covers its parts faster: storage through the CLI in one process
+# (tests/cli/test_storage_cli.py), the CLI with Ray workers (tests/cluster/test_ray_job.py::
+# test_cli_train_with_workers) and a Ray job checkpointing to storage and restoring from it
+# (tests/cluster/test_storage.py)
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["directory", "file-uri"])
 def test_ray_train_resume_and_read_from_storage(cluster, tmp_path, kind):
     run = tmp_path / "run"
     target = str(tmp_path / "store") if kind == "directory" else (tmp_path / "store").as_uri()
