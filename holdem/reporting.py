@@ -4,7 +4,7 @@ A game whose two blinds differ (hold'em) reports results in mbb (1/1000 of its b
 game or hand; an ante game (equal blinds: Kuhn, Leduc) reports chips. Intervals are normal 95%
 intervals of a mean of independent samples (``Z95 * s / sqrt(n)``, ``s`` the sample standard
 deviation). It lives in ``holdem``, the base package, because every layer that reports a result
-uses it (``cli``, ``evaluation``, ``experiments``, ``serving``, ``scripts``).
+uses it (``cli``, ``evaluation``, ``experiments``, ``serving``, ``benchmarks``, ``tools``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from holdem.gamedef import GameDef
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 MBB_PER_BB = 1000.0
 
-__all__ = ["MBB_PER_BB", "Z95", "big_blind_of", "chips_to_mbb", "ci95", "mbb_per_chip"]
+__all__ = ["MBB_PER_BB", "Z95", "big_blind_of", "chips_to_mbb", "ci95", "mbb_per_chip", "percentile"]
 
 
 def big_blind_of(gamedef: GameDef) -> int | None:
@@ -42,3 +42,15 @@ def ci95(x) -> float:
     (infinite with fewer than two)."""
     x = np.asarray(x)
     return Z95 * float(x.std(ddof=1)) / math.sqrt(len(x)) if len(x) > 1 else math.inf
+
+
+def percentile(x, p: float) -> float:
+    """The nearest-rank ``p`` quantile of the samples ``x`` (``p`` in [0, 1]: 0.5 the median, 0.99
+    the 99th percentile): the smallest sample with at least a ``p`` share of the samples at or below
+    it; NaN for no samples. Latencies are reported with it (p50, p99)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"percentile: p must be in [0, 1], got {p}")
+    s = sorted(x)
+    if not s:
+        return math.nan
+    return float(s[min(len(s) - 1, max(0, math.ceil(p * len(s)) - 1))])

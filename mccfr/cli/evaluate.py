@@ -5,12 +5,18 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from mccfr.cli.common import CLIError, exact_eval_problem, expl_unit, json_opt, run_dir_arg, user_input
+
+if TYPE_CHECKING:
+    from blueprint.player import Player
+    from holdem.game import Game
+    from mccfr.evaluation.match import MatchResult
 
 
 @click.command(name="eval")
@@ -31,7 +37,12 @@ from mccfr.cli.common import CLIError, exact_eval_problem, expl_unit, json_opt, 
     "(default: the RUN_DIR argument).",
 )
 @click.option(
-    "--vs", "vs_spec", default=None, metavar="SPEC", help="Player B: play a duplicate match against it."
+    "--vs",
+    "vs_specs",
+    multiple=True,
+    metavar="SPEC",
+    help="Player B: play a duplicate match against it. Repeat for several opponents (--vs A --vs B): "
+    "one match each, on the same deals, and a table with a row per opponent.",
 )
 @click.option(
     "--hands",
@@ -104,7 +115,7 @@ def eval_(
     exploitability,
     game_name,
     player_spec,
-    vs_spec,
+    vs_specs,
     hands,
     seed,
     allin_ev,
@@ -124,11 +135,14 @@ def eval_(
     mccfr eval RUN_DIR --lbr --player RUN_DIR+solve:reach-maxmargin --solve-from river --hands 400
     mccfr eval --game kuhn --player kuhn-fixed --vs random --hands 20000
     mccfr eval RUN_DIR --vs always-call --hands 20000     (the run's blueprint as player A)
+    mccfr eval RUN_DIR --vs overbet:9.5 --vs minraise --vs random --hands 20000
     mccfr eval --player RUN_DIR --vs random --hands 20000
 
     A match reports player A's mean result (chips/hand; mbb/game in games with a big blind) with
     a 95% interval over the duplicate pairs, its win rate (hands won), and for small games the
-    exact expected value computed from the game tree. LBR reports its mean winnings against the
+    exact expected value computed from the game tree. With several --vs, one match per opponent
+    (the same seed, so the same deals) and a table of the results; --json then gives them as a
+    list under "matches" (one --vs: the match's keys at the top level). LBR reports its mean winnings against the
     blueprint (or --player SPEC: a run or a baseline) over --hands hands, each deal played from
     both seats, with a 95% interval: a lower bound on the exploitability.
     """
@@ -138,9 +152,9 @@ def eval_(
         raise click.UsageError(
             "--solve-from and --solve-iterations go with --lbr --player RUN_DIR+solve:METHOD"
         )
-    if lbr and vs_spec is not None:
+    if lbr and vs_specs:
         raise click.UsageError("--lbr plays against one strategy (RUN_DIR or --player SPEC); drop --vs")
-    if not exploitability and vs_spec is None and not lbr:
+    if not exploitability and not vs_specs and not lbr:
         if player_spec is not None or game_name is not None:
             raise click.UsageError("a match needs --vs SPEC (the opponent)")
         raise click.UsageError("nothing to evaluate: give --exploitability, --lbr or --vs SPEC")
@@ -166,10 +180,14 @@ def eval_(
         if result:  # both: keep exploitability's unit beside LBR's
             result["exploitability_unit"] = result["unit"]
         result.update(out)
-    if vs_spec is not None:
+    if vs_specs:
         if result:  # both: the match's unit takes "unit"; keep exploitability's beside it
             result["exploitability_unit"] = result["unit"]
-        result.update(_eval_match(path, game_name, player_spec, vs_spec, hands, seed, allin_ev))
+        matches = _eval_matches(path, game_name, player_spec, vs_specs, hands, seed, allin_ev)
+        if len(matches) == 1:
+            result.update(matches[0])
+        else:
+            result.update(unit=matches[0]["unit"], matches=matches)
     if as_json:
         click.echo(json.dumps(result))
 
@@ -312,22 +330,23 @@ def _eval_lbr(
     return out
 
 
-def _eval_match(
+def _eval_matches(
     path: Path | None,
     game_name: str | None,
     player_spec: str | None,
-    vs_spec: str,
+    vs_specs: tuple[str, ...],
     hands: int,
     seed: int,
     allin_ev: bool = False,
-) -> dict[str, Any]:
-    """A duplicate match of --player (or RUN_DIR) against --vs; the JSON keys of
-    docs/architecture.md, "5. Contracts"."""
+) -> list[dict[str, Any]]:
+    """Duplicate matches of --player (or RUN_DIR) against each --vs, in order; the JSON keys of
+    docs/architecture.md, "5. Contracts", one dict per opponent (with ``vs``, its SPEC, when
+    there are several)."""
     if player_spec is None and path is None:
         raise click.UsageError("a match needs player A: give --player SPEC or RUN_DIR")
     if game_name is None and path is None:
         # the game of a run directory among the players, if any
-        for spec in (player_spec, vs_spec):
+        for spec in (player_spec, *vs_specs):
             run = spec.partition("+")[0] if spec else ""  # RUN_DIR or RUN_DIR+solve:METHOD
             if run and Path(run).is_dir():
                 path = Path(run)
@@ -337,7 +356,6 @@ def _eval_match(
                 "a match needs a game: give --game G or RUN_DIR (or a run directory as a player)"
             )
     from holdem.game import Game
-    from mccfr.evaluation.match import exact_value, play_match
     from mccfr.evaluation.players import BlueprintPlayer, player_from_spec
 
     def log(msg: str) -> None:
@@ -360,21 +378,51 @@ def _eval_match(
             if player_spec is None or (run_player and Path(player_spec) == path)
             else player_from_spec(_local_spec(player_spec), game, log=log)
         )
-        b = (
+        opponents = [
             run_player
-            if (run_player and game_name is None and Path(vs_spec) == path and a is not run_player)
-            else player_from_spec(_local_spec(vs_spec), game, log=log)
-        )
+            if (run_player and game_name is None and Path(vs) == path and a is not run_player)
+            else player_from_spec(_local_spec(vs), game, log=log)
+            for vs in vs_specs
+        ]
     show = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:
         if show:
             click.echo(f"\r  {done:,}/{total:,} hands", err=True, nl=False)
 
+    outs = []
+    for b in opponents:
+        out, res = play_one_match(game, a, b, hands, seed, allin_ev=allin_ev, progress=progress)
+        if show:
+            click.echo("", err=True)
+        _echo_match(game, game_name, a, b, seed, out, res)
+        outs.append(out)
+    if len(outs) > 1:
+        for out, vs in zip(outs, vs_specs):
+            out["vs"] = vs
+        _echo_match_table(a.name, outs)
+    return outs
+
+
+def play_one_match(
+    game: Game,
+    a: Player,
+    b: Player,
+    hands: int,
+    seed: int,
+    allin_ev: bool = False,
+    common_random: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[dict[str, Any], MatchResult]:
+    """One duplicate match of ``a`` against ``b`` (:func:`mccfr.evaluation.match.play_match`):
+    its JSON dict (``MatchResult.to_json`` with ``seconds``, and ``exact`` / ``exact_seats`` where
+    the game tree is small enough to value the pair exactly) and the result itself."""
+    from mccfr.evaluation.match import exact_value, play_match
+
     t0 = time.perf_counter()
-    res = play_match(game, a, b, hands, seed=seed, progress=progress, allin_ev=allin_ev)
-    if show:
-        click.echo("", err=True)
+    res = play_match(
+        game, a, b, hands, seed=seed, progress=progress, common_random=common_random, allin_ev=allin_ev
+    )
     seconds = time.perf_counter() - t0
     out = res.to_json()
     scale = res.scale()  # chips -> the result's unit
@@ -386,17 +434,24 @@ def _eval_match(
         out["exact"] = ex.chips_per_hand * scale
         out["exact_seats"] = [v * scale for v in ex.seat_chips]
     out["seconds"] = seconds
-    unit = res.unit
+    return out, res
+
+
+def _echo_match(
+    game: Game, game_name: str | None, a: Player, b: Player, seed: int, out: dict, res: MatchResult
+) -> None:
+    """The lines of one match: the result with its interval, per seat, the win rate, the sources."""
+    scale, unit, exact = res.scale(), res.unit, "exact" in out
     click.echo(
         f"{a.name} vs {b.name} on {game.gamedef.name or game_name}: {res.mean:+.6g} +- {res.ci95:.3g} {unit} "
         f"for {a.name} over {res.hands:,} hands ({res.pairs:,} duplicate pairs, seed {seed})"
-        + (f"; exact {out['exact']:+.6g}" if ex is not None else "")
+        + (f"; exact {out['exact']:+.6g}" if exact else "")
         + (f"; {res.allin_hands:,} hands scored by their all-in expectation" if res.allin_ev else "")
     )
     for seat in (0, 1):
         click.echo(
             f"  {a.name} in seat {seat}: {res.seat_chips[seat] * scale:+.6g} +- {res.seat_ci95[seat] * scale:.3g} {unit}"
-            + (f" (exact {out['exact_seats'][seat]:+.6g})" if ex is not None else "")
+            + (f" (exact {out['exact_seats'][seat]:+.6g})" if exact else "")
         )
     click.echo(
         f"  {a.name} won {res.win_rate:.1%} of the hands"
@@ -406,7 +461,21 @@ def _eval_match(
         if counts:
             parts = ", ".join(f"{k} {v:,}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
             click.echo(f"  {who}'s answers: {parts}")
-    return out
+
+
+def _echo_match_table(player: str, outs: list[dict[str, Any]]) -> None:
+    """A row per opponent: player A's mean and 95% interval, hands, win rate (and the exact value)."""
+    exact = any("exact" in o for o in outs)
+    rows = [
+        [o["vs"], f"{o['mean']:+.6g}", f"{o['ci95']:.3g}", f"{o['hands']:,}", f"{o['win_rate']:.1%}"]
+        + ([f"{o['exact']:+.6g}" if "exact" in o else "-"] if exact else [])
+        for o in outs
+    ]
+    head = ["vs", f"{player} ({outs[0]['unit']})", "+-95%", "hands", "won"] + (["exact"] if exact else [])
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    click.echo("")
+    for r in [head, *rows]:
+        click.echo("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
 
 
 @click.command()

@@ -140,6 +140,39 @@ def test_eval_run_dir_as_player(tmp_path):
     assert out["player"] == "kuhn+solve:resolve"
 
 
+def test_eval_several_opponents_one_match_each(tmp_path):
+    """--vs A --vs B: one match per opponent on the same deals (each equals its single match), a
+    table row per opponent, and the results as a list under "matches" in --json."""
+    args = ("eval", "--game", "kuhn", "--player", "kuhn-fixed", "--hands", 400, "--seed", 3)
+    out, text = ok(*args, "--vs", "random", "--vs", "always-call", "--vs", "kuhn-greedy", "--json")
+    assert [m["vs"] for m in out["matches"]] == ["random", "always-call", "kuhn-greedy"]
+    assert [m["opponent"] for m in out["matches"]] == ["random", "always-call", "kuhn-greedy"]
+    assert out["unit"] == "chips/hand" and all(m["hands"] == 400 for m in out["matches"])
+    for m in out["matches"]:
+        single, _ = ok(*args, "--vs", m["vs"], "--json")
+        assert "vs" not in single and "matches" not in single  # one --vs: the shape of one match
+        assert single["mean"] == m["mean"] and single["exact"] == m["exact"]
+    assert out["matches"][1]["exact"] == pytest.approx(1 / 3, abs=1e-12)  # kuhn-fixed vs always-call
+    table = text[text.index("\nvs ") + 1 :].splitlines()
+    assert "kuhn-fixed (chips/hand)" in table[0] and "exact" in table[0]
+    rows = {line.split()[0]: line.split() for line in table[1:4]}
+    assert set(rows) == {"random", "always-call", "kuhn-greedy"}
+    assert float(rows["always-call"][1]) == pytest.approx(out["matches"][1]["mean"], rel=1e-5)
+    # a run directory among the opponents, beside the exploitability of the run
+    from blueprint.trainer import make_trainer
+
+    run = tmp_path / "kuhn"
+    tr = make_trainer("kuhn", algo="cfr+")
+    tr.run(50)
+    tr.save(run)
+    both, _ = ok(
+        "eval", run, "--exploitability", "--vs", "random", "--vs", "always-call", "--hands", 20, "--json"
+    )
+    assert both["exploitability_unit"] == "chips" and both["exploitability"] > 0
+    assert [m["player"] for m in both["matches"]] == ["kuhn", "kuhn"] and len(both["matches"]) == 2
+    assert "drop --vs" in error("eval", run, "--lbr", "--vs", "random", "--vs", "always-call")
+
+
 def test_eval_hold_em_match_in_mbb_without_exact():
     out, _ = ok(
         "eval", "--game", "hunl", "--player", "random", "--vs", "always-call", "--hands", 20, "--json"

@@ -21,6 +21,9 @@ def cluster():
     ray.shutdown()
 
 
+# the default run loads a Ray checkpoint's blueprint file in
+# tests/cluster/test_storage.py::test_job_checkpoints_to_storage_while_training (file-uri)
+@pytest.mark.slow
 def test_ray_checkpoint_has_the_blueprint_file(cluster, tmp_path):
     run = tmp_path / "run"
     with RayJob(make_trainer("leduc", seed=5), workers=2, shards=2, batch=100) as job:

@@ -76,6 +76,7 @@ def test_groups_exact_deterministic_and_two_calls_per_group(nodes):
     assert np.allclose(np.frombuffer(tables[0][1], np.float32), flat.strat, rtol=1e-2, atol=1e-2)
 
 
+@pytest.mark.slow  # a long fault drill
 def test_group_leader_node_dies(nodes):
     """The node holding group leader 1 (and node leader 2) is removed after round 3, with no CPU
     to spare (its bundle cannot move): node group 1 runs through group leader 0, node 2's workers'

@@ -515,6 +515,7 @@ def small_disk(tmp_path):
     subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
+@pytest.mark.slow  # a long fault drill
 def test_checkpoint_drills_full_disk_corrupt_file_dead_shard(cluster, small_disk, tmp_path):
     """One job through three drills: a full disk (a failed write leaves the previous checkpoint
     intact and says so; the job goes on), a corrupt newest checkpoint (reported by name, the previous
@@ -571,6 +572,7 @@ def test_checkpoint_drills_full_disk_corrupt_file_dead_shard(cluster, small_disk
     assert len(notes) == 1 and str(shard) in notes[0] and "skipping checkpoint" in notes[0]
 
 
+@pytest.mark.slow  # a long fault drill
 def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
     """The driver of a Ray run (a real ``mccfr train`` process joined to this cluster) killed with
     kill -9 loses nothing older than its last complete checkpoint; ``mccfr resume`` continues it as

@@ -126,6 +126,7 @@ def _drill(c, notes, remove: dict[int, int], **kw):
     return job, cb
 
 
+@pytest.mark.slow  # a long fault drill
 def test_drills_one_worker_exact(drill_nodes):
     """One worker; the nodes removed while the job runs: the worker's node (a worker-only node;
     spare nodes are left: Ray moves its bundle, the leader and worker start again there), then the
@@ -166,6 +167,7 @@ def test_drills_one_worker_exact(drill_nodes):
     assert any("shard 1 died" in m and "000000001000" in m for m in notes), notes
 
 
+@pytest.mark.slow  # a long fault drill
 def test_drill_no_spare_cpu(drill_nodes):
     """4 workers on the 4 nodes (no CPU to spare): a worker-only node goes, its group runs on the
     live nodes from the same RNG states (tables still those of an uninterrupted run, bit for bit);

@@ -38,6 +38,11 @@ def ok(*args) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1]) | {"_stderr": res.stderr}
 
 
+# slow: the default run covers its parts faster: storage through the CLI in one process
+# (tests/cli/test_storage_cli.py), the CLI with Ray workers (tests/cluster/test_ray_job.py::
+# test_cli_train_with_workers) and a Ray job checkpointing to storage and restoring from it
+# (tests/cluster/test_storage.py)
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["directory", "file-uri"])
 def test_ray_train_resume_and_read_from_storage(cluster, tmp_path, kind):
     run = tmp_path / "run"

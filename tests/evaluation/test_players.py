@@ -1,5 +1,6 @@
 """Baseline players, the Player protocol, SPEC parsing, duplicate matches and exact values."""
 
+import math
 from fractions import Fraction as F
 
 import numpy as np
@@ -423,3 +424,35 @@ def test_a_match_scored_by_the_allin_expectation_keeps_its_mean_and_narrows_its_
     assert abs(ev.mean - plain.mean) < plain.ci95, (ev.mean, plain.mean, plain.ci95)
     assert ev.ci95 < 0.9 * plain.ci95, (ev.ci95, plain.ci95)
     assert ev.to_json()["allin_hands"] == ev.allin_hands
+
+
+def test_self_play_states_are_decisions_of_the_acting_seat():
+    """blueprint.player.self_play_states: the pool of realistic queries benchmarks and solving
+    studies draw from (seeded, every round, a hand ends where the strategy has no answer)."""
+    from blueprint.player import self_play_states
+
+    game = Game.load("leduc")
+
+    def uniform(ms: str) -> dict[str, float]:
+        acts = game.state(ms).legal_actions()
+        return {a: 1 / len(acts) for a in acts}
+
+    pool = self_play_states(game, 300, 5, uniform)
+    assert len(pool) >= 300 and pool == self_play_states(game, 300, 5, uniform)
+    assert pool != self_play_states(game, 300, 6, uniform)
+    for ms in pool:
+        s = game.state(ms)
+        assert not s.is_terminal() and not s.is_chance() and s.current_player() == s.viewer
+    assert {game.state(ms).round for ms in pool} == {0, 1}
+    first_only = self_play_states(game, 50, 5, lambda ms: None if game.state(ms).round > 0 else uniform(ms))
+    assert {game.state(ms).round for ms in first_only} == {0}  # None ends the hand
+
+
+def test_percentile_is_the_nearest_rank():
+    from holdem.reporting import percentile
+
+    x = [5.0, 1.0, 3.0, 2.0, 4.0]
+    assert [percentile(x, p) for p in (0.0, 0.2, 0.21, 0.5, 0.99, 1.0)] == [1.0, 1.0, 2.0, 3.0, 5.0, 5.0]
+    assert math.isnan(percentile([], 0.5))
+    with pytest.raises(ValueError, match="p must be in"):
+        percentile(x, 50)

@@ -4,7 +4,7 @@ never another exception, a hang or memory taken on the input's word.
 
 Property-based tests (Hypothesis, bounded to a few seconds each) mutate valid game files and
 valid states from random legal play; regression tests pin the cases of the issue. The long-run
-fuzzer over the same parsers is ``scripts/fuzz_parsers.py``.
+fuzzer over the same parsers is ``tools/fuzz_parsers.py``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from odd_games import ODD_LIMIT, ODD_NOLIMIT
 
 from holdem import Game, GameDef, GameDefError, StateError
+from holdem.fuzz import ODD_LIMIT, ODD_NOLIMIT, fuzz_games, random_play, state_strings
 from holdem.gamedef import (
     INT32_MAX,
     MAX_BOARD_CARDS,
@@ -329,39 +329,12 @@ def test_valid_files_still_load_the_same():
 
 
 # -- match states --------------------------------------------------------------------------------------
-def _games() -> dict[str, Game]:
-    games = {name: Game.load(name) for name in ("kuhn", "leduc", "hulhe", "hunl", "hunl20")}
-    games["odd-limit"] = Game(parse_gamedef(ODD_LIMIT, name="odd-limit"))
-    games["odd-nolimit"] = Game(parse_gamedef(ODD_NOLIMIT, name="odd-nolimit"))
-    if NL_LEDUC.is_file():
-        games["leduc_nolimit"] = Game.load(NL_LEDUC)
-    return games
-
-
-GAMES = _games()
+GAMES = fuzz_games([NL_LEDUC])
 
 
 def _random_state_strings(game: Game, seed: int) -> list[str]:
     """STATE, both MATCHSTATEs (and the dealer log line at the end) along one random legal hand."""
-    rng = random.Random(seed)
-    gd = game.gamedef
-    s = game.initial_state(hand_id=rng.choice((0, 1, 2**32 - 1, rng.randrange(2**32))))
-    out = []
-    while True:
-        out += [str(s), s.matchstate(0), s.matchstate(1)]
-        if s.is_terminal():
-            p = s.payoffs()
-            out.append(f"{s}:{int(p[0])}|{int(p[1])}:alice|bob")
-            return out
-        if s.is_chance():
-            used = set(s.hole_cards[0] + s.hole_cards[1] + s.board_cards)
-            s = s.deal([rng.choice([c for c in range(gd.deck_size) if c not in used])])
-        else:
-            a = rng.choice(s.legal_actions())
-            if a.startswith("r") and not gd.is_limit:
-                lo, hi = s.raise_range()
-                a = f"r{rng.choice((lo, hi, rng.randint(lo, hi)))}"
-            s = s.apply(a)
+    return [t for s in random_play(game, random.Random(seed)) for t in state_strings(s)]
 
 
 def _check_state(game: Game, text) -> None:

@@ -4,10 +4,10 @@ import dataclasses
 
 import numpy as np
 import pytest
-from odd_games import ODD_LIMIT, ODD_NOLIMIT
 
 import holdem
 from holdem import Game, IllegalActionError, State, StateError
+from holdem.fuzz import ODD_LIMIT, ODD_NOLIMIT
 from holdem.gamedef import parse_gamedef
 from holdem.state import CHANCE, TERMINAL
 
@@ -318,7 +318,7 @@ def _random_states(game, rng, hands):
             yield s
 
 
-# odd but legal games (odd_games.py): a board card in round 1, a round without board cards,
+# odd but legal games (holdem/fuzz.py): a board card in round 1, a round without board cards,
 # unequal blinds and stacks, a 3-suit deck
 def _game(name):
     if name.startswith("odd"):

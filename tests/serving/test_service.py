@@ -389,17 +389,15 @@ def test_http_responder_is_the_same_responder_over_the_wire(responder, hunl_bp):
 
 
 def test_serve_command(tmp_path):
-    """The real entry point: `mccfr serve RUN --port 0` in a subprocess, queried, then stopped."""
-    import os
-    import re
+    """The real entry point: `mccfr serve RUN` in a subprocess (mccfr.serving.launch.start_server:
+    a free port, ready at /healthz), queried, then stopped."""
     import signal
-    import subprocess
-    import sys
     from pathlib import Path
 
     from click.testing import CliRunner
 
     from mccfr.cli import cli
+    from mccfr.serving.launch import start_server
 
     run = tmp_path / "run"
     r = CliRunner().invoke(
@@ -408,19 +406,10 @@ def test_serve_command(tmp_path):
         catch_exceptions=False,
     )
     assert r.exit_code == 0, r.stderr
-    repo = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from mccfr.cli import main; main()", "serve", str(run), "--port", "0"],
-        env=env,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    log: list[str] = []
+    repo = Path(__file__).resolve().parents[2]
+    proc, port = start_server(run, root=repo, log=log.append)  # the server runs this tree's code
     try:
-        line = proc.stderr.readline()
-        m = re.search(r"on http://127\.0\.0\.1:(\d+)", line)
-        assert m, line + proc.stderr.read()
-        port = int(m.group(1))
         status, out, _ = _post(port, {"matchstate": PREFLOP})
         assert status == 200 and out["source"] == "blueprint"
         status, out, _ = _post(port, {"matchstate": "MATCHSTATE:0:0::AhAd|"})
@@ -429,9 +418,15 @@ def test_serve_command(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0  # a clean stop
-    assert "stopped" in proc.stderr.read()
+    deadline = time.monotonic() + 10  # the last lines reach the log from the reading thread
+    while not any("stopped" in line for line in log) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert any("stopped" in line for line in log), log
+    assert any(f"127.0.0.1:{port}" in line for line in log)
     r = CliRunner().invoke(cli, ["serve", str(tmp_path / "nope")])
     assert r.exit_code == 2 and "does not exist" in r.stderr
+    with pytest.raises(RuntimeError, match="did not start"):
+        start_server(tmp_path / "nope", log=log.append)
 
 
 def test_the_node_cache_agrees_with_the_walk(hunl_bp):

@@ -1,6 +1,6 @@
 """Benchmark holdem.evaluator: agreement with eval7/phevaluator and single-thread throughput.
 
-Usage: python scripts/bench_evaluator.py [--agree N] [--speed N] [--peer N] [--seed S]
+Usage: python benchmarks/bench_evaluator.py [--agree N] [--speed N] [--peer N] [--seed S]
 
 (1) Agreement on N random 7-card hands of the 52-card deck: every hand's dense class index (its
     rank among the distinct values seen) must be the same under our values and the peer's, and
@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import time
 
 import numba
 import numpy as np
+from harness import machine_row
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-from holdem.cards import card_name  # noqa: E402
-from holdem.evaluator import rank_hand, rank_many  # noqa: E402
+from holdem.cards import card_name
+from holdem.evaluator import rank_hand, rank_many
 
 
 def random_hands(rng: np.random.Generator, count: int, n: int = 7, chunk: int = 1_000_000) -> np.ndarray:
@@ -108,8 +105,8 @@ def main() -> None:
         phevaluator.evaluate_cards(*r)
     ph_rate = len(peer_rows) / (time.perf_counter() - t)
 
-    load = os.getloadavg()
-    print(f"numba {numba.__version__}, numpy {np.__version__}; load {load[0]:.2f}, nproc {os.cpu_count()}")
+    row = machine_row()
+    print(f"{row['machine']}; numba {row['numba']}, numpy {row['numpy']}; load {row['load_average'][0]:.2f}")
     print("\nAgreement on random 7-card hands (52-card deck)")
     print(f"{'peer':<12} {'hands':>10} {'classes':>8} {'class mism.':>12} {'pairs':>10} {'pair mism.':>11}")
     for name, a in agree.items():
@@ -136,7 +133,7 @@ def main() -> None:
                 "peer_hands": args.peer,
                 "seed": args.seed,
                 "repeats": args.repeats,
-                "loadavg_1m": round(load[0], 2),
+                **row,
             }
         )
     )

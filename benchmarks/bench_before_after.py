@@ -1,6 +1,6 @@
 """The main speed figures of two revisions of this repository, measured side by side.
 
-    python scripts/bench_before_after.py BEFORE_REV [AFTER_REV|WORKTREE] [--rounds 5] [--only mccfr-hunl,...]
+    python benchmarks/bench_before_after.py BEFORE_REV [AFTER_REV|WORKTREE] [--rounds 5] [--only mccfr-hunl,...]
 
 Each revision is checked out into a temporary git worktree (the working tree itself when AFTER
 is ``.``, the default), and every measurement runs in a fresh subprocess whose ``sys.path``

@@ -1,6 +1,6 @@
 """How far a sampled exploitability check of a depth-limited subgame is from the exact one.
 
-    python scripts/dl_check.py RUN_DIR [--states 8] [--iterations 30] [--cards 12] [--method reach-maxmargin] [--seed 0]
+    python experiments/dl_check.py RUN_DIR [--states 8] [--iterations 30] [--cards 12] [--method reach-maxmargin] [--seed 0]
 
 Turn decisions from self-play of the run's blueprint (the service benchmark's pool) are solved
 depth-limited (:func:`subgame.nested.solve_state`) for a fixed number of iterations, twice: with the
@@ -15,17 +15,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_service import self_play_pool  # noqa: E402
-
-from blueprint.blueprint import Blueprint  # noqa: E402
-from subgame.nested import solve_state  # noqa: E402
-from subgame.tree import SubgameError  # noqa: E402
+from blueprint.blueprint import Blueprint
+from blueprint.player import self_play_states
+from subgame.nested import solve_state
+from subgame.tree import SubgameError
 
 
 def main(argv=None) -> None:
@@ -40,7 +34,7 @@ def main(argv=None) -> None:
     bp = Blueprint.load(a.run_dir)
     game = bp.game
     turn = bp.gamedef.num_rounds - 2
-    pool = self_play_pool(game, 40 * a.states, a.seed, lambda ms: bp.strategy(ms))
+    pool = self_play_states(game, 40 * a.states, a.seed, lambda ms: bp.strategy(ms))
     states = [ms for ms in pool if game.state(ms).round == turn][: a.states]
     print(
         "| turn state | iterations | exact, % pot | sampled, % pot | sampled / exact | exact check s | sampled check s |"

@@ -1,8 +1,8 @@
 """Query-service latency and throughput, and full ACPC matches of ``mccfr play``.
 
-    python scripts/bench_service.py latency RUN_DIR [--clients 10] [--seconds 30] [--solve METHOD [--solve-from ROUND]]
-    python scripts/bench_service.py inprocess RUN_DIR    # CPU per answer without HTTP, per round
-    python scripts/bench_service.py acpc RUN_DIR [--hands 1000] [--vs always-call,random] [--duplicate]
+    python benchmarks/bench_service.py latency RUN_DIR [--clients 10] [--seconds 30] [--solve METHOD [--solve-from ROUND]]
+    python benchmarks/bench_service.py inprocess RUN_DIR    # CPU per answer without HTTP, per round
+    python benchmarks/bench_service.py acpc RUN_DIR [--hands 1000] [--vs always-call,random] [--duplicate]
 
 latency: starts ``mccfr serve RUN_DIR --port 0`` in its own process, builds a pool of realistic
 match states by self-play through the server (every action sampled from the server's answers,
@@ -31,39 +31,24 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import math
 import os
-import re
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from harness import machine_row
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from blueprint.player import sample
+from blueprint.player import self_play_states
 from holdem.game import Game
-from holdem.reporting import chips_to_mbb, ci95
+from holdem.reporting import chips_to_mbb, ci95, percentile
 from mccfr.evaluation.players import player_from_spec
 from mccfr.serving.acpc_client import AcpcClient
 from mccfr.serving.acpc_dealer import AcpcDealer
+from mccfr.serving.launch import mccfr_command, start_server
 from mccfr.serving.responders import PlayerResponder
-
-MCCFR = [sys.executable, "-c", "from mccfr.cli import main; main()"]
-
-
-def env() -> dict:
-    e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT)] + [p for p in e.get("PYTHONPATH", "").split(os.pathsep) if p]
-    )
-    return e
 
 
 def run_game(run_dir: str) -> Game:
@@ -74,11 +59,6 @@ def run_game(run_dir: str) -> Game:
 
     cfg = tomllib.loads((Path(run_dir) / "run.toml").read_text())
     return Game(parse_gamedef(cfg["gamedef"], name=cfg.get("game", "")))
-
-
-def pct(x: list[float], p: float) -> float:
-    s = sorted(x)
-    return s[min(len(s) - 1, max(0, math.ceil(p * len(s)) - 1))]
 
 
 # -- latency ---------------------------------------------------------------------------------------
@@ -98,60 +78,6 @@ class Conn:
         return json.loads(r.read())
 
 
-def start_server(
-    run_dir: str,
-    solve: str | None = None,
-    solve_from: str | None = None,
-    max_solve_ms: int | None = None,
-    solver_in_threads: bool = False,
-) -> tuple[subprocess.Popen, int]:
-    extra = (["--solve", solve] if solve else []) + (["--solve-from", solve_from] if solve_from else [])
-    extra += ["--max-solve-ms", str(max_solve_ms)] if max_solve_ms else []
-    extra += ["--solver-in-threads"] if solve and solver_in_threads else []
-    proc = subprocess.Popen(
-        MCCFR + ["serve", run_dir, "--port", "0"] + extra,
-        env=env(),
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    for line in proc.stderr:
-        m = re.search(r"on http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()
-            return proc, int(m.group(1))
-        sys.stderr.write(line)
-    raise RuntimeError("mccfr serve did not start")
-
-
-def self_play_pool(game: Game, size: int, seed: int, strategy_of: Callable[[str], dict | None]) -> list[str]:
-    """Match states of self-play hands until at least ``size``, every round: each decision's
-    ``strategy_of(matchstate)`` is sampled; None (no answer: off the abstract tree) ends the hand."""
-    rng = np.random.default_rng(seed)
-    g = game.gamedef
-    pool: list[str] = []
-    while len(pool) < size:
-        deck = rng.permutation(g.deck_size)
-        state, i = game.initial_state(hand_id=len(pool)), 0
-        while not state.is_terminal():
-            if state.is_chance():
-                k = (
-                    2 * g.num_hole_cards
-                    if i == 0
-                    else g.board_cards_through(state.round) - len(state.board_cards)
-                )
-                state = state.deal([int(c) for c in deck[i : i + k]])
-                i += k
-                continue
-            ms = state.matchstate(state.current_player())
-            strategy = strategy_of(ms)
-            if strategy is None:
-                break
-            pool.append(ms)
-            state = state.apply(sample(strategy, rng))
-    return pool
-
-
 def state_pool(game: Game, port: int, size: int, seed: int) -> list[str]:
     """``size`` match states from self-play hands through the server (on-tree, all rounds), from
     its blueprint answers (``method: blueprint``: a solving server neither solves for the pool nor
@@ -162,18 +88,22 @@ def state_pool(game: Game, port: int, size: int, seed: int) -> list[str]:
         status, ans = conn.post({"matchstate": ms, "method": "blueprint"})
         return ans["strategy"] if status == 200 else None  # off the abstract tree: next hand
 
-    return self_play_pool(game, size, seed, strategy_of)[:size]
+    return self_play_states(game, size, seed, strategy_of)[:size]
+
+
+def server_flags(args) -> list[str]:
+    """The ``mccfr serve`` flags of the ``latency`` options."""
+    solve = getattr(args, "solve", None)
+    out = ["--solve", solve] if solve else []
+    out += ["--solve-from", args.solve_from] if getattr(args, "solve_from", None) else []
+    out += ["--max-solve-ms", str(args.max_solve_ms)] if getattr(args, "max_solve_ms", None) else []
+    out += ["--solver-in-threads"] if solve and getattr(args, "solver_in_threads", False) else []
+    return out
 
 
 def latency(args) -> dict:
     game = run_game(args.run_dir)
-    proc, port = start_server(
-        args.run_dir,
-        getattr(args, "solve", None),
-        getattr(args, "solve_from", None),
-        getattr(args, "max_solve_ms", None),
-        getattr(args, "solver_in_threads", False),
-    )
+    proc, port = start_server(args.run_dir, server_flags(args))
     try:
         t0 = time.perf_counter()
         pool = state_pool(game, port, args.pool, args.seed)
@@ -231,15 +161,15 @@ def latency(args) -> dict:
         solved = [r for r in sub if r[3] == "subgame"]
         per_round[names[rd] if rd < 4 else str(rd)] = {
             "n": len(sub),
-            "rtt_p50": pct([r[0] for r in sub], 0.5),
-            "rtt_p99": pct([r[0] for r in sub], 0.99),
-            "server_p50": pct([r[1] for r in sub], 0.5),
-            "server_p99": pct([r[1] for r in sub], 0.99),
+            "rtt_p50": percentile([r[0] for r in sub], 0.5),
+            "rtt_p99": percentile([r[0] for r in sub], 0.99),
+            "server_p50": percentile([r[1] for r in sub], 0.5),
+            "server_p99": percentile([r[1] for r in sub], 0.99),
             "server_max": max(r[1] for r in sub),
             # answered by: blueprint (never asked to solve), subgame, or a fallback (busy, budget, deadline)
             "answered_by": {k: v / len(sub) for k, v in sorted(kinds.items())},
-            "subgame_server_p50": pct([r[1] for r in solved], 0.5) if solved else None,
-            "subgame_server_p99": pct([r[1] for r in solved], 0.99) if solved else None,
+            "subgame_server_p50": percentile([r[1] for r in solved], 0.5) if solved else None,
+            "subgame_server_p99": percentile([r[1] for r in solved], 0.99) if solved else None,
         }
     out = {
         "clients": args.clients,
@@ -247,10 +177,10 @@ def latency(args) -> dict:
         "queries": len(allr),
         "errors": sum(errors),
         "qps": len(allr) / wall,
-        "rtt_p50_ms": pct(rtt, 0.5),
-        "rtt_p99_ms": pct(rtt, 0.99),
-        "server_p50_ms": pct(srv, 0.5),
-        "server_p99_ms": pct(srv, 0.99),
+        "rtt_p50_ms": percentile(rtt, 0.5),
+        "rtt_p99_ms": percentile(rtt, 0.99),
+        "server_p50_ms": percentile(srv, 0.5),
+        "server_p99_ms": percentile(srv, 0.99),
         "server_max_ms": max(srv),
         "per_round": per_round,
         "pool": len(pool),
@@ -289,7 +219,7 @@ def inprocess(args) -> dict:
     responder.warm_up()
     game = responder.game
     g = game.gamedef
-    pool = self_play_pool(
+    pool = self_play_states(
         game, args.pool, args.seed, lambda ms: responder.answer(ms)["strategy"]
     )  # as in `latency`
     names = ["preflop", "flop", "turn", "river"]
@@ -323,7 +253,7 @@ def one_match(args, game: Game, vs: str, seed: int, mccfr_seat: int, tmp: Path) 
     log = tmp / f"play-{vs}-{mccfr_seat}.jsonl"
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        MCCFR
+        mccfr_command()
         + [
             "play",
             args.run_dir,
@@ -335,7 +265,6 @@ def one_match(args, game: Game, vs: str, seed: int, mccfr_seat: int, tmp: Path) 
             str(seed),
             "--json",
         ],
-        env=env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -470,7 +399,7 @@ def main() -> None:
     b.add_argument("--log-dir", default=None)
     args = ap.parse_args()
     out = {"latency": latency, "inprocess": inprocess, "acpc": acpc}[args.cmd](args)
-    out.update(command=" ".join(sys.argv), date=time.strftime("%Y-%m-%d %H:%M"), cpus=os.cpu_count())
+    out.update(machine_row())
     print(json.dumps(out))
 
 

@@ -3,11 +3,11 @@ training lengths, head-to-head duplicate matches, and match / LBR throughput.
 
     mccfr train --time 60 --out runs/bp60                     # the default main job, 60 s
     cp -r runs/bp60 runs/bp600 && mccfr resume runs/bp600 --time 540
-    python scripts/bench_lbr.py runs/bp60 runs/bp600 [--lbr-hands 4000] [--match-hands 20000]
+    python benchmarks/bench_lbr.py runs/bp60 runs/bp600 [--lbr-hands 4000] [--match-hands 20000]
         [--menu fcpa] [--skip-lbr | --skip-matches] [--out bench_lbr.json]
-    python scripts/bench_lbr.py --validate [--lbr-hands 2000]
-    python scripts/bench_lbr.py runs/bp60 runs/bpLong --skip-matches --seeds 7,9 --pairs-out DIR [--breakdown]
-    python scripts/bench_lbr.py --combine DIR
+    python benchmarks/bench_lbr.py --validate [--lbr-hands 2000]
+    python benchmarks/bench_lbr.py runs/bp60 runs/bpLong --skip-matches --seeds 7,9 --pairs-out DIR [--breakdown]
+    python benchmarks/bench_lbr.py --combine DIR
 
 ``--pairs-out DIR`` saves each run's per-deal LBR values (mbb/game, both seats averaged) as
 ``DIR/<run>.it<N>.seed<S>.npy``, so that several processes (different ``--seed`` or ``--seeds``,
@@ -33,28 +33,18 @@ import argparse
 import datetime
 import itertools
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from harness import load, machine
 
 from blueprint.blueprint import Blueprint
 from holdem.reporting import chips_to_mbb, ci95, mbb_per_chip
 from mccfr.evaluation.lbr import LocalBestResponse
 from mccfr.evaluation.match import play_match
 from mccfr.evaluation.players import BlueprintPlayer, player_from_spec
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_mccfr import machine
-
-
-def load_avg() -> float:
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return float("nan")
 
 
 def emit(rows: list, row: dict, out: str | None) -> None:
@@ -70,7 +60,7 @@ def validate(hands: int, seed: int) -> None:
     from mccfr.evaluation.match import exact_value
 
     game = str(Path(__file__).resolve().parents[1] / "tests" / "data" / "leduc_nolimit.game")
-    print(f"{datetime.datetime.now().isoformat(timespec='seconds')}, {machine()}, load {load_avg():.1f}")
+    print(f"{datetime.datetime.now().isoformat(timespec='seconds')}, {machine()}, load {load():.1f}")
     print(
         "| CFR+ iterations | exact BR seat 0 / seat 1 | exploitability | exact LBR seat 0 / seat 1 | exact LBR | "
         "sampled LBR (95%) |"
@@ -216,7 +206,7 @@ def main() -> None:
         "what": "setup",
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": machine(),
-        "load_average_start": load_avg(),
+        "load_average_start": load(),
         "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]),
     }
     emit(rows, head, args.out)
@@ -241,7 +231,7 @@ def main() -> None:
                 **res.to_json(),
                 "hands_per_second": res.hands / res.seconds,
                 "cpu_seconds": time.process_time() - c0,
-                "load_average": load_avg(),
+                "load_average": load(),
             }
             if cats is not None:
                 row["breakdown"] = breakdown(cats, res, mbb_per_chip(bp.gamedef.big_blind))
@@ -288,12 +278,12 @@ def main() -> None:
                 "seconds": dt,
                 "hands_per_second": res.hands / dt,
                 "fallbacks": a.fallbacks,
-                "load_average": load_avg(),
+                "load_average": load(),
             }
             emit(rows, row, args.out)
     print()
     print(f"{head['date']}, {head['machine']}, load average at start {head['load_average_start']:.1f}")
-    print(f"`python scripts/{head['command']}`")
+    print(f"`python benchmarks/{head['command']}`")
     print()
     print("| measurement | iterations | value (mbb/game) | 95% interval | hands | seconds |")
     print("|---|---:|---:|---:|---:|---:|")

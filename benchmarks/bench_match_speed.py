@@ -1,6 +1,6 @@
 """Duplicate-match speed of a blueprint against random and always-call (ms per hand).
 
-python scripts/bench_match_speed.py RUN_DIR [--hands 1000]
+python benchmarks/bench_match_speed.py RUN_DIR [--hands 1000]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Depth-limited solving from the flop: what a solve costs, and whether its strategy is less
 exploitable than the blueprint's on cards it was not solved on.
 
-    python scripts/flop_solving.py RUN_DIR [--states 6] [--iterations 50] [--method reach-maxmargin]
+    python experiments/flop_solving.py RUN_DIR [--states 6] [--iterations 50] [--method reach-maxmargin]
         [--check-cards 12] [--leaf-cards 8] [--seed 0] [--json OUT]
 
 Flop decisions from self-play of the run's blueprint (the service benchmark's pool) are solved
@@ -27,22 +27,18 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np
 
-import numpy as np  # noqa: E402
-from bench_service import self_play_pool  # noqa: E402
-
-from blueprint.blueprint import Blueprint  # noqa: E402
-from subgame import kernels as K  # noqa: E402
-from subgame.construct import blueprint_sigma, bp_bets, map_to_blueprint  # noqa: E402
-from subgame.depth import DEFAULT_LEAF_CARDS, DEFAULT_SAMPLES, DepthLimit  # noqa: E402
-from subgame.nested import solve_state, state_subgame  # noqa: E402
-from subgame.tree import SubgameError  # noqa: E402
+from blueprint.blueprint import Blueprint
+from blueprint.player import self_play_states
+from subgame import kernels as K
+from subgame.construct import blueprint_sigma, bp_bets, map_to_blueprint
+from subgame.depth import DEFAULT_LEAF_CARDS, DEFAULT_SAMPLES, DepthLimit
+from subgame.nested import solve_state, state_subgame
+from subgame.tree import SubgameError
 
 
 def opponent_br_pct(sub, sigma: np.ndarray) -> float:
@@ -70,7 +66,7 @@ def main(argv=None) -> None:
     bp = Blueprint.load(a.run_dir)
     game = bp.game
     flop = 1
-    pool = self_play_pool(game, 20 * a.states, a.seed, lambda ms: bp.strategy(ms))
+    pool = self_play_states(game, 20 * a.states, a.seed, lambda ms: bp.strategy(ms))
     states = [ms for ms in pool if game.state(ms).round == flop][: a.states]
     print(
         f"{a.method}, {a.iterations} iterations, leaf cards {a.leaf_cards}; check on "

@@ -1,6 +1,6 @@
 """Benchmark abstraction.isomorphism on hold'em: table build, memory, index throughput.
 
-Usage: python scripts/bench_isomorphism.py [--hands N] [--repeats K] [--seed S]
+Usage: python benchmarks/bench_isomorphism.py [--hands N] [--repeats K] [--seed S]
 
 (1) Build time and table memory of ``HandIndexer(4, 13, (2, 3, 1, 1))`` for both groupings
     (board as one set per round, the default; and ``perfect_recall=True``), after a warm-up build.
@@ -18,14 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from itertools import permutations
 
 import numba
 import numpy as np
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex
 

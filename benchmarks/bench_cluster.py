@@ -1,14 +1,14 @@
 """Benchmark the Ray job (cluster/job.py) against the single-process trainer.
 
-    python scripts/bench_cluster.py leduc      [--iterations 4000000] [--batch 100,1000] [--seeds 0]
+    python benchmarks/bench_cluster.py leduc      [--iterations 4000000] [--batch 100,1000] [--seeds 0]
                                                [--algo pluribus] [--workers 2]
-    python scripts/bench_cluster.py staleness  [--iterations 4000000] [--runs 2:100,8:14,28:4] [--seeds 0-5]
+    python benchmarks/bench_cluster.py staleness  [--iterations 4000000] [--runs 2:100,8:14,28:4] [--seeds 0-5]
                                                [--algo pluribus] [--procs 2] [--check-ray ROUNDS]
-    python scripts/bench_cluster.py throughput [--seconds 30] [--batch 20000] [--cards small]
-    python scripts/bench_cluster.py checkpoint [--cards small] [--iterations 200000]
-    python scripts/bench_cluster.py calls      [--nodes 4] [--workers 4] [--shards 4] [--batch 100] [--rounds 20]
-    python scripts/bench_cluster.py memory     [--cards small|synthetic] [--workers 2] [--batch 2000]
-    python scripts/bench_cluster.py model      [--sizes 2,3,4,5] [--held-out 5] [--rounds 30] [--targets 8,64,196]
+    python benchmarks/bench_cluster.py throughput [--seconds 30] [--batch 20000] [--cards small]
+    python benchmarks/bench_cluster.py checkpoint [--cards small] [--iterations 200000]
+    python benchmarks/bench_cluster.py calls      [--nodes 4] [--workers 4] [--shards 4] [--batch 100] [--rounds 20]
+    python benchmarks/bench_cluster.py memory     [--cards small|synthetic] [--workers 2] [--batch 2000]
+    python benchmarks/bench_cluster.py model      [--sizes 2,3,4,5] [--held-out 5] [--rounds 30] [--targets 8,64,196]
                                                [--cores 28] [--rtt-ms 0.5] [--round-trips 3] [--gbps 10] [--target 1]
                                                [--group-size 2 [--target-groups 3,8,14] [--no-relay] [--from OUT1,OUT2]]
 
@@ -41,13 +41,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import ray
+from harness import machine_row
 
 from blueprint.checkpoints import load_latest
 from blueprint.trainer import Trainer, make_trainer
@@ -1215,16 +1215,6 @@ def memory(cards: str, workers: int, batch: int) -> None:
         )
 
 
-def _machine_row() -> dict:
-    """The first output row: this machine, the time and its load."""
-    return {
-        "machine": platform.processor() or platform.machine(),
-        "cpus": os.cpu_count(),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "load_average": os.getloadavg(),
-    }
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument(
@@ -1295,7 +1285,7 @@ def main() -> None:
     )
     a = ap.parse_args()
     if a.what == "staleness":
-        emit(_machine_row())
+        emit(machine_row())
         runs = [(int(w), int(b)) for w, b in (r.split(":") for r in a.runs.split(","))]
         if a.check_ray:
             check_ray(runs, a.check_ray, a.algo)
@@ -1308,7 +1298,7 @@ def main() -> None:
         )
         return
     if a.what == "model":
-        emit(_machine_row())
+        emit(machine_row())
         if a.group_size:
             model_grouped(
                 [int(x) for x in a.sizes.split(",")],
@@ -1341,12 +1331,7 @@ def main() -> None:
         )
         return
     if a.what == "calls":
-        emit(
-            {
-                "machine": platform.processor() or platform.machine(),
-                "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            }
-        )
+        emit(machine_row())
         calls(
             a.nodes,
             int(a.workers.split(",")[-1]) if a.workers != "1,2" else 4,
@@ -1359,13 +1344,7 @@ def main() -> None:
     w = int(a.workers.split(",")[-1])
     more = {"num_cpus": w} if a.what == "leduc" and w > (os.cpu_count() or 1) else {}
     ray.init(include_dashboard=False, logging_level="warning", log_to_driver=False, **more)
-    emit(
-        {
-            "machine": platform.processor() or platform.machine(),
-            "cpus": ray.cluster_resources().get("CPU"),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        }
-    )
+    emit({**machine_row(), "ray_cpus": ray.cluster_resources().get("CPU")})
     if a.what == "leduc":
         leduc(
             a.iterations or 4_000_000,

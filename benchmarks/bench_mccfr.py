@@ -1,10 +1,10 @@
 """MCCFR speed against OpenSpiel's C++ external-sampling MCCFR, measured in one run.
 
-    python scripts/bench_mccfr.py leduc   # whole-process time to exploitability 0.03 on Leduc
-    python scripts/bench_mccfr.py hunl    # iterations/s on heads-up no-limit fcpa, 20 s windows
-    python scripts/bench_mccfr.py memory  # bytes per (information set, action)
-    python scripts/bench_mccfr.py lookup  # throughput cost of the card-abstraction tables
-    python scripts/bench_mccfr.py lookup-kernel  # the per-deal bucket lookup against the order it replaced
+    python benchmarks/bench_mccfr.py leduc   # whole-process time to exploitability 0.03 on Leduc
+    python benchmarks/bench_mccfr.py hunl    # iterations/s on heads-up no-limit fcpa, 20 s windows
+    python benchmarks/bench_mccfr.py memory  # bytes per (information set, action)
+    python benchmarks/bench_mccfr.py lookup  # throughput cost of the card-abstraction tables
+    python benchmarks/bench_mccfr.py lookup-kernel  # the per-deal bucket lookup against the order it replaced
 
 Leduc: ours is the wall time of the whole ``mccfr train --game leduc --target-exploitability
 0.03`` process (interpreter start, imports, JIT or cache load, training and the periodic exact
@@ -31,25 +31,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import machine
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def machine() -> str:
-    model = "unknown"
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{os.cpu_count()} cores, {model}"
 
 
 def ours_leduc(target: float, cache: str, algo: str) -> dict:

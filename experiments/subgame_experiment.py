@@ -8,7 +8,7 @@ reaches the flop x each flop board, one board per suit class) is re-solved with 
 seat's part from the solve where it is refined, and each combined strategy is scored by an exact
 best response in the full game (mbb/game).
 
-    python scripts/subgame_experiment.py --ranks 7 --flop-buckets 8,64 --train-iterations 300000 \\
+    python experiments/subgame_experiment.py --ranks 7 --flop-buckets 8,64 --train-iterations 300000 \\
         --solve-iterations 200 --out results.json
 
 ``--table 2``: their Table 2, nested solving vs action translation for an off-tree bet. The full
@@ -28,15 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # experiments/ is not installed
-
-from abstraction.bets import parse_bets
-from abstraction.buckets import build_buckets, cache_root
-from abstraction.isomorphism import HandIndexer
-from blueprint.algo import get_algo
-from blueprint.blueprint import Blueprint
-from blueprint.trainer import RunConfig, Trainer
-from experiments.fullgame import (
+from fullgame import (
     FLOP_BETS_TOML,
     FullGame,
     SolveSettings,
@@ -45,6 +37,13 @@ from experiments.fullgame import (
     run_experiment,
     run_nested_experiment,
 )
+
+from abstraction.bets import parse_bets
+from abstraction.buckets import build_buckets, cache_root
+from abstraction.isomorphism import HandIndexer
+from blueprint.algo import get_algo
+from blueprint.blueprint import Blueprint
+from blueprint.trainer import RunConfig, Trainer
 from holdem.reporting import chips_to_mbb
 from subgame.solver import METHODS
 

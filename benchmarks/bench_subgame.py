@@ -8,7 +8,7 @@ and then at most every ``--check`` iterations, the checks' cost included in the 
 solve is repeated for a fixed number of iterations to give iterations/s (wall and CPU) without the
 checks.
 
-    python scripts/bench_subgame.py [--target 0.5] [--which river,turn] [--threads N] [--repeat N] [--json]
+    python benchmarks/bench_subgame.py [--target 0.5] [--which river,turn] [--threads N] [--repeat N] [--json]
 
 CPU seconds are the process's (every thread's); wall seconds the solve's.
 """

@@ -1,9 +1,9 @@
 """LBR against a blueprint alone and against blueprint + subgame solving on the same deals, and
 the four LBR settings of Lisy & Bowling 2017 against the blueprint (issue #14, item 3).
 
-    python scripts/lbr_solving.py RUN_DIR --hands 400 --seed 1 --settings blueprint,river
+    python experiments/lbr_solving.py RUN_DIR --hands 400 --seed 1 --settings blueprint,river
         [--solve-iterations 150] [--method reach-maxmargin] [--menu fcpa] [--out FILE.json]
-    python scripts/lbr_solving.py RUN_DIR --hands 400 --seed 1 --settings lb
+    python experiments/lbr_solving.py RUN_DIR --hands 400 --seed 1 --settings lb
 
 Settings (a comma list, run in this order):
 
@@ -34,14 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from blueprint.blueprint import Blueprint
+from holdem.reporting import Z95, big_blind_of, ci95, mbb_per_chip
+from mccfr.evaluation.lbr import LocalBestResponse
+from mccfr.evaluation.solving import SolvingPlayer
 
-from blueprint.blueprint import Blueprint  # noqa: E402
-from holdem.reporting import Z95, big_blind_of, ci95, mbb_per_chip  # noqa: E402
-from mccfr.evaluation.lbr import LocalBestResponse  # noqa: E402
-from mccfr.evaluation.solving import SolvingPlayer  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 LB = {  # name: (pre-flop, call_rounds)
     "call/call": ("call", (1,)),

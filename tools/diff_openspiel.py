@@ -25,7 +25,7 @@ OpenSpiel facts this relies on (2.0.2, checked by ``card_map`` and by the compar
 
 Usage::
 
-    python scripts/diff_openspiel.py --per-game 2500 --seed 0
+    python tools/diff_openspiel.py --per-game 2500 --seed 0
 
 prints one line per game (sequences, decisions compared, mismatches) and a final JSON line.
 The exit status is 1 when any mismatch is found.
@@ -39,11 +39,8 @@ import platform
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from holdem import Game
 from holdem.betting import MAX_NUM_ACTIONS, RAISE, parse_action_token

@@ -2,7 +2,7 @@
 centres, on subsets, single thread (time.process_time), from the stage files a `medium` build keeps
 in DIR/partial/ until it ends (run it while the build is in the flop or turn stage):
 
-    python scripts/bench_abstraction_build.py DIR/partial
+    python benchmarks/bench_abstraction_build.py DIR/partial
 """
 
 import itertools
@@ -11,7 +11,6 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np
 
 from abstraction import potential as P

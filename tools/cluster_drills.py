@@ -1,6 +1,6 @@
 """Fault drills of the Ray job through the command line, on a simulated multi-node cluster.
 
-    python scripts/cluster_drills.py [--nodes 3] [--workers 2] [--iterations 20000]
+    python tools/cluster_drills.py [--nodes 3] [--workers 2] [--iterations 20000]
                                      [--batch 100] [--drills shard,worker,both-shards,no-spare]
 
 Starts ``ray.cluster_utils.Cluster`` (a head without CPUs plus ``--nodes`` one-CPU nodes; fast
@@ -72,12 +72,11 @@ def top_up(c: Cluster, nodes: int) -> None:
 
 def drill(c: Cluster, name: str, a, reference: float | None) -> dict:
     run = Path(tempfile.mkdtemp()) / "run"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     shards = DRILL_SHARDS.get(name, a.shards)
     cmd = [
         sys.executable,
-        "-c",
-        "from mccfr.cli import main; main()",
+        "-m",
+        "mccfr",
         "train",
         "--game",
         "leduc",
@@ -100,7 +99,7 @@ def drill(c: Cluster, name: str, a, reference: float | None) -> dict:
         "--json",
     ]
     t0 = time.time()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     removed = None
     try:
         while removed is None and proc.poll() is None and time.time() - t0 < 300:

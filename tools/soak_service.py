@@ -1,14 +1,14 @@
 """Soak and load tests of the query service (issue 18: "a service that runs for weeks").
 
-    python scripts/soak_service.py soak RUN_DIR [--hands 10000] [--clients 10] [--memory-budget 256M]
+    python tools/soak_service.py soak RUN_DIR [--hands 10000] [--clients 10] [--memory-budget 256M]
            [--solve reach-maxmargin] [--solve-from river] [--max-solve-ms 50] [--max-minutes 15]
            [--csv soak.csv] [--png soak.png]
-    python scripts/soak_service.py load RUN_DIR [--clients 100] [--seconds 30] [--solve reach-maxmargin]
+    python tools/soak_service.py load RUN_DIR [--clients 100] [--seconds 30] [--solve reach-maxmargin]
 
 Both start ``mccfr serve RUN_DIR --port 0`` on 127.0.0.1 in a process of its own (with the flags
 given: ``--solve``, ``--memory-budget``, ``--max-solve-ms``, ...) and play hands through it from
 asyncio clients in this process, one keep-alive HTTP connection each. The hands come from
-self-play of the run's blueprint (loaded here), as in ``scripts/bench_service.py``: each decision
+self-play of the run's blueprint (loaded here), as in ``benchmarks/bench_service.py``: each decision
 samples the blueprint's strategy, except that a fold is not sampled before the first round the
 server solves, so that every hand reaches it (hands with no decision there are skipped). Each hand
 is one session per seat (``"<client>-<hand>-s<seat>"``), its decisions sent in order, as an ACPC
@@ -36,78 +36,16 @@ import argparse
 import asyncio
 import csv
 import json
-import math
 import os
-import re
-import subprocess
 import sys
-import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from holdem.reporting import percentile
+from mccfr.serving.launch import start_server
 
-MCCFR = [sys.executable, "-c", "from mccfr.cli import main; main()"]
 ROUNDS = ("preflop", "flop", "turn", "river")
-
-
-def pct(x: list[float], p: float) -> float:
-    if not x:
-        return float("nan")
-    s = sorted(x)
-    return s[min(len(s) - 1, max(0, math.ceil(p * len(s)) - 1))]
-
-
-# -- the server ------------------------------------------------------------------------------------
-def start_server(run_dir: str, extra: list[str], root: str | None = None) -> tuple[subprocess.Popen, int]:
-    """``mccfr serve run_dir`` on 127.0.0.1, any free port, from the code at ``root`` (default this
-    checkout; another tree, e.g. ``git archive HEAD``, for a before / after comparison)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(root or ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    )
-    proc = subprocess.Popen(
-        MCCFR + ["serve", str(Path(run_dir).resolve()), "--host", "127.0.0.1", "--port", "0"] + extra,
-        env=env,
-        cwd=str(root or ROOT),
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    lines = []
-    for line in proc.stderr:
-        lines.append(line)
-        m = re.search(r"on http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            sys.stderr.write(line)
-            threading.Thread(target=lambda: [sys.stderr.write(x) for x in proc.stderr], daemon=True).start()
-            port = int(m.group(1))
-            wait_ready(port)
-            return proc, port
-    raise RuntimeError("mccfr serve did not start:\n" + "".join(lines[-30:]))
-
-
-def wait_ready(port: int, timeout: float = 120.0) -> None:
-    """Until ``GET /healthz`` answers: the socket listens (and queues connections) before the
-    server's event loop runs, so the first requests of a run would otherwise time its start-up."""
-    import http.client
-
-    end = time.monotonic() + timeout
-    while True:
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            c.request("GET", "/healthz")
-            if c.getresponse().status == 200:
-                c.close()
-                return
-        except OSError:
-            pass
-        if time.monotonic() > end:
-            raise RuntimeError(f"the server on port {port} did not answer /healthz in {timeout:.0f} s")
-        time.sleep(0.1)
 
 
 def rss_bytes(pid: int) -> int:
@@ -141,7 +79,7 @@ def self_play_hands(bp, count: int, seed: int, from_round: int, log_every: float
     acting seat's view), every one reaching a decision in round ``from_round`` or later: no fold is
     sampled before that round."""
     from blueprint.blueprint import BlueprintError
-    from blueprint.player import sample
+    from blueprint.player import deal_next, sample
 
     game = bp.game
     g = game.gamedef
@@ -157,13 +95,7 @@ def self_play_hands(bp, count: int, seed: int, from_round: int, log_every: float
         reached = False
         while not state.is_terminal():
             if state.is_chance():
-                k = (
-                    2 * g.num_hole_cards
-                    if i == 0
-                    else g.board_cards_through(state.round) - len(state.board_cards)
-                )
-                state = state.deal([int(c) for c in deck[i : i + k]])
-                i += k
+                state, i = deal_next(state, deck, i)
                 continue
             ms = state.matchstate(state.current_player())
             try:
@@ -310,10 +242,10 @@ def summarize(stats: Stats, from_round: int) -> dict:
             kinds[r[3]] = kinds.get(r[3], 0) + 1
         per_round[ROUNDS[rd] if rd < 4 else str(rd)] = {
             "n": len(sub),
-            "rtt_p50_ms": pct([r[0] for r in sub], 0.5),
-            "rtt_p99_ms": pct([r[0] for r in sub], 0.99),
+            "rtt_p50_ms": percentile([r[0] for r in sub], 0.5),
+            "rtt_p99_ms": percentile([r[0] for r in sub], 0.99),
             "rtt_max_ms": max(r[0] for r in sub),
-            "server_p99_ms": pct([r[1] for r in sub], 0.99),
+            "server_p99_ms": percentile([r[1] for r in sub], 0.99),
             "server_max_ms": max(r[1] for r in sub),
             "answered_by": kinds,
         }
@@ -323,12 +255,12 @@ def summarize(stats: Stats, from_round: int) -> dict:
         "status": {str(k): v for k, v in sorted(stats.status.items())},
         "5xx": sum(v for k, v in stats.status.items() if k >= 500),
         "dropped": stats.dropped,
-        "rtt_p50_ms": pct(rtt, 0.5),
-        "rtt_p99_ms": pct(rtt, 0.99),
+        "rtt_p50_ms": percentile(rtt, 0.5),
+        "rtt_p99_ms": percentile(rtt, 0.99),
         "rtt_max_ms": max(rtt) if rtt else None,
         "solvable_n": len(solvable),
-        "solvable_rtt_p50_ms": pct(solvable, 0.5),
-        "solvable_rtt_p99_ms": pct(solvable, 0.99),
+        "solvable_rtt_p50_ms": percentile(solvable, 0.5),
+        "solvable_rtt_p99_ms": percentile(solvable, 0.99),
         "solvable_rtt_max_ms": max(solvable) if solvable else None,
         "answered_by": by,
         "per_round": per_round,
@@ -419,7 +351,7 @@ def load(args) -> dict:
         proc.terminate()
         proc.wait(30)
     out = summarize(stats, from_round)
-    out.update(connect_p50_ms=pct(connect_ms, 0.5), connect_max_ms=max(connect_ms))
+    out.update(connect_p50_ms=percentile(connect_ms, 0.5), connect_max_ms=max(connect_ms))
     out.update(
         clients=args.clients,
         seconds=wall,

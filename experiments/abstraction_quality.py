@@ -14,8 +14,8 @@ mbb/game) is measured at doublings of the iteration count, so the table shows co
 ``--turn 0`` makes the turn one bucket per suit class and ``--preflop P`` gives the preflop ``P``
 buckets, so one lossy round at a time can be compared (``--buckets 0``: the flop lossless too).
 
-    python scripts/abstraction_quality.py --ranks 5 --buckets 5,10,20,40 --seeds 0,1 --iterations 256 --json rows.jsonl
-    python scripts/abstraction_quality.py summary [--at 256] rows.jsonl   # mean [min-max, n] (change)
+    python experiments/abstraction_quality.py --ranks 5 --buckets 5,10,20,40 --seeds 0,1 --iterations 256 --json rows.jsonl
+    python experiments/abstraction_quality.py summary [--at 256] rows.jsonl   # mean [min-max, n] (change)
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ import os
 import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from abstraction.buckets import build_buckets
 from abstraction.cards import from_file

@@ -1,7 +1,7 @@
 """Depth-limited solving from pre-flop: how the later deals' sample changes the answer, what a
 solve costs, and whether the solved root decision is less exploitable than the blueprint's.
 
-    python scripts/preflop_solving.py RUN_DIR [--state MATCHSTATE ...] [--leaf deals:32,1,1 --leaf cards:5 ...]
+    python experiments/preflop_solving.py RUN_DIR [--state MATCHSTATE ...] [--leaf deals:32,1,1 --leaf cards:5 ...]
         [--seeds 4] [--iterations 30] [--method reach-maxmargin] [--check-deals 256,1,1] [--json OUT]
 
 For each state (default: the 4-bet the abstraction lacks, a dead end, and an off-tree open to 700,
@@ -27,21 +27,17 @@ import dataclasses
 import itertools
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np
+from flop_solving import opponent_br_pct
 
-import numpy as np  # noqa: E402
-from flop_solving import opponent_br_pct  # noqa: E402
-
-from blueprint.blueprint import Blueprint  # noqa: E402
-from holdem.betting import CALL, FOLD  # noqa: E402
-from subgame.depth import DepthLimit  # noqa: E402
-from subgame.nested import decision_state, solve_state, state_subgame  # noqa: E402
-from subgame.tree import all_hands  # noqa: E402
+from blueprint.blueprint import Blueprint
+from holdem.betting import CALL, FOLD
+from subgame.depth import DepthLimit
+from subgame.nested import decision_state, solve_state, state_subgame
+from subgame.tree import all_hands
 
 STATES = ("MATCHSTATE:0:0:r300r900r2700:AhKd|", "MATCHSTATE:0:0:r700:AhKd|")
 

@@ -1,6 +1,6 @@
 """Known values on Kuhn and Leduc, through the production kernels.
 
-    python scripts/bench_small_games.py
+    python benchmarks/bench_small_games.py
 
 * Kuhn: full-traversal CFR+ and external-sampling MCCFR (``pluribus`` preset): exploitability
   and the first seat's value against the known -1/18.
@@ -14,15 +14,11 @@ Prints a table and a JSON line.
 from __future__ import annotations
 
 import json
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from blueprint.evaluate import expected_value  # noqa: E402
-from blueprint.trainer import make_trainer  # noqa: E402
-from mccfr.evaluation.oracle import openspiel_exploitability  # noqa: E402
+from blueprint.evaluate import expected_value
+from blueprint.trainer import make_trainer
+from mccfr.evaluation.oracle import openspiel_exploitability
 
 
 def main() -> dict:

@@ -26,9 +26,9 @@ header, size, layout and value checks behind the checksums. For them a refusal (
 returns None) is the clean error, an accepted file is checked (finite tables, probability rows in
 [0, 1]), and any exception escaping the entry point is an escape. Usage::
 
-    python scripts/fuzz_parsers.py --target all --count 1000000 --seed 0
-    python scripts/fuzz_parsers.py --target matchstate --time-limit 600
-    python scripts/fuzz_parsers.py --target blueprint --count 1000000 --time-limit 600
+    python tools/fuzz_parsers.py --target all --count 1000000 --seed 0
+    python tools/fuzz_parsers.py --target matchstate --time-limit 600
+    python tools/fuzz_parsers.py --target blueprint --count 1000000 --time-limit 600
 
 prints a progress line every 10 s and, per target, one summary line and a JSON line; the exit
 status is 1 when anything escaped. No dependency beyond the project (no Hypothesis).
@@ -51,14 +51,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(1, str(ROOT / "tests" / "holdem"))  # odd_games: the odd game definitions the tests use
-
 import lz4.frame
 import msgpack
 import numpy as np
-from odd_games import ODD_LIMIT, ODD_NOLIMIT
 
 from blueprint.io.blueprint_file import (
     BLUEPRINT_FORMAT_NAME,
@@ -70,7 +65,10 @@ from blueprint.io.blueprint_file import (
 from blueprint.io.manifest import MANIFEST_NAME, fuzz_read_manifest_bytes, manifest_digest
 from blueprint.io.shard_file import SHARD_MAGIC, fuzz_read_shard_bytes, shard_name
 from holdem import Game, GameDefError, StateError
+from holdem.fuzz import ODD_LIMIT, ODD_NOLIMIT, fuzz_games, random_play, state_strings
 from holdem.gamedef import PRESETS, parse_gamedef, parse_gamedef_bytes
+
+ROOT = Path(__file__).resolve().parents[1]
 
 Data = Any  # str or bytes: the mutated part of an input
 Seed = tuple[Any, Data]  # (context passed to the runner unchanged, data to mutate)
@@ -226,46 +224,9 @@ def run_gamedef(name: str, data: bytes) -> None:
 
 
 # -- target: matchstate ---------------------------------------------------------------------------------
-def _games() -> dict[str, Game]:
-    games = {name: Game.load(name) for name in ("kuhn", "leduc", "hulhe", "hunl", "hunl20")}
-    games["odd-limit"] = Game(parse_gamedef(ODD_LIMIT, name="odd-limit"))
-    games["odd-nolimit"] = Game(parse_gamedef(ODD_NOLIMIT, name="odd-nolimit"))
-    nl_leduc = ROOT / "tests" / "data" / "leduc_nolimit.game"
-    if nl_leduc.is_file():
-        games["leduc_nolimit"] = Game.load(nl_leduc)
-    return games
-
-
-def random_play(game: Game, rng: random.Random):
-    """Every state along one random hand (chance states included)."""
-    gd = game.gamedef
-    s = game.initial_state(hand_id=rng.choice((0, 1, 7, 2**32 - 1, rng.randrange(2**32))))
-    yield s
-    while not s.is_terminal():
-        if s.is_chance():
-            used = set(s.hole_cards[0] + s.hole_cards[1] + s.board_cards)
-            s = s.deal([rng.choice([c for c in range(gd.deck_size) if c not in used])])
-        else:
-            legal = s.legal_actions()
-            a = rng.choice(legal)
-            if a.startswith("r") and not gd.is_limit:
-                lo, hi = s.raise_range()
-                a = f"r{rng.choice((lo, hi, rng.randint(lo, hi)))}"
-            s = s.apply(a)
-        yield s
-
-
-def state_strings(s) -> list[str]:
-    out = [str(s), s.matchstate(0), s.matchstate(1)]
-    if s.is_terminal():
-        p = s.payoffs()
-        out.append(f"{s}:{int(p[0])}|{int(p[1])}:alice|bob")
-    return out
-
-
 def matchstate_corpus(rng: random.Random, hands_per_game: int = 40) -> list[Seed]:
     seeds = []
-    for game in _games().values():
+    for game in fuzz_games([ROOT / "tests" / "data" / "leduc_nolimit.game"]).values():
         for _ in range(hands_per_game):
             for s in random_play(game, rng):
                 seeds += [(game, t) for t in state_strings(s)]
