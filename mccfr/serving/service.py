@@ -65,14 +65,22 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.staticfiles import StaticFiles
 
+from mccfr.serving import explorer
 from mccfr.serving.query import MAX_SESSION_LEN, MAX_TIME_BUDGET_MS, QueryError, Responder
 
 LATENCY_WINDOW = 10_000  # latencies kept per source for the percentiles in /metrics
 MAX_BODY_BYTES = 64 * 1024  # a request body larger than this is refused (413)
 MAX_INFLIGHT_PER_CLIENT = 128  # requests one client address may have in flight (more: 429)
-#: paths that need no bearer token and count against no client's in-flight cap
-OPEN_PATHS = frozenset({"/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+#: paths that need no bearer token and count against no client's in-flight cap: the API's
+#: description and the web page's static files (the page sends the token with its API requests)
+OPEN_PATHS = frozenset({"/healthz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/"})
+OPEN_PREFIXES = ("/static/",)
+#: after a 413, up to this many bytes of the rest of the body are read (and dropped) before the
+#: answer, within DRAIN_S seconds, so that a client still sending gets the 413 and not a reset
+DRAIN_BYTES = 8 * 2**20
+DRAIN_S = 10.0
 #: the ASGI scope key under which the guard records a request's arrival (time.perf_counter)
 ARRIVED = "mccfr.arrived"
 
@@ -242,6 +250,27 @@ async def _send_error(
     await send({"type": "http.response.body", "body": body})
 
 
+async def _drain(receive, limit: int, seconds: float = DRAIN_S, idle_s: float = 1.0) -> int:
+    """Read and drop the rest of a request's body: until it ends, ``limit`` bytes, ``seconds`` in
+    all or ``idle_s`` without a byte, whichever comes first. Returns the bytes read."""
+    got = 0
+    end = time.monotonic() + seconds
+    while got <= limit:
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            msg = await asyncio.wait_for(receive(), min(left, idle_s))
+        except (asyncio.TimeoutError, TimeoutError):
+            break
+        if msg["type"] != "http.request":
+            break
+        got += len(msg.get("body", b""))
+        if not msg.get("more_body", False):
+            break
+    return got
+
+
 class Guard:
     """ASGI middleware in front of the service, for a network it does not own. For every HTTP
     request it records the arrival (``scope[ARRIVED]``, a :func:`time.perf_counter` instant: time
@@ -252,10 +281,13 @@ class Guard:
       ``unauthorized`` (compared in constant time);
     * with ``max_inflight_per_client``: one client address may have that many requests in
       flight; one more is 429 ``too_many_requests`` at once;
-    * with ``max_body_bytes``: a body longer than that is 413 ``body_too_large``: at once when
-      ``Content-Length`` says so (nothing of the body is read), else as soon as the bytes read
-      pass the limit (a chunked body); at most ``max_body_bytes`` are ever buffered. The
-      connection is closed after a 413 (the rest of the body is never read).
+    * with ``max_body_bytes``: a body longer than that is 413 ``body_too_large``: when
+      ``Content-Length`` says so (nothing of the body is kept), else as soon as the bytes read
+      pass the limit (a chunked body); at most ``max_body_bytes`` are ever buffered. Before the
+      413 the rest of the body, up to :data:`DRAIN_BYTES` more, is read and dropped (until it
+      ends, :data:`DRAIN_S` seconds pass, or a second goes by without a byte), so that a client
+      still sending reads the answer instead of a reset; a longer body is not read at all. The
+      connection is closed after a 413.
 
     Each refusal is a JSON ``{"error", "kind"}`` like the service's other errors, and counted
     in ``metrics`` (a :class:`Metrics`)."""
@@ -284,7 +316,8 @@ class Guard:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         scope[ARRIVED] = time.perf_counter()
-        if scope.get("path") in OPEN_PATHS:
+        path = scope.get("path") or ""
+        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
             return await self.app(scope, receive, send)
         headers = dict(scope.get("headers") or ())
         if self._key is not None:
@@ -329,6 +362,8 @@ class Guard:
                         close=True,
                     )
                 if n > limit:
+                    if n <= DRAIN_BYTES:
+                        await _drain(receive, DRAIN_BYTES)
                     return await self._refuse(
                         send,
                         413,
@@ -344,6 +379,8 @@ class Guard:
                 body = msg.get("body", b"")
                 total += len(body)
                 if total > limit:
+                    if msg.get("more_body", False):
+                        await _drain(receive, DRAIN_BYTES)
                     return await self._refuse(
                         send,
                         413,
@@ -548,31 +585,40 @@ def create_app(
             headers=getattr(exc, "headers", None),
         )
 
+    async def respond(
+        matchstate: str, session: str | None, time_budget_ms: int | None, method: str | None, t0: float
+    ) -> dict[str, Any]:
+        """The responder's answer to a query that arrived at ``t0`` (module docstring,
+        "Concurrency"), without ``elapsed_ms``; raises what the responder raises (QueryError)."""
+        args = (matchstate, session, time_budget_ms, method)
+        out = None
+        if start is not None:  # decided on the loop; a solve is awaited without a thread
+            # the request waited about the loop's lag before the loop saw it, and its answer
+            # will wait about as long to be sent: the budget runs from the arrival less the lag
+            late = lag.lag
+            out = start(*args, arrived=t0 - late, early=late) if start_early else start(*args, arrived=t0 - late)
+            if not isinstance(out, dict):
+                out = await await_pending(out, early=0.0 if start_early else late)
+        elif fast is not None:
+            out = fast(*args, arrived=t0) if fast_timed else fast(*args)
+        if out is None:
+            kw: dict[str, Any] = {"arrived": t0} if timed else {}
+            call = functools.partial(responder.answer, *args, **kw)
+            out = await asyncio.get_running_loop().run_in_executor(pool, call)
+        return dict(out or {})
+
+    # the web page's endpoints (mccfr.serving.explorer) answer through the same path
+    app.state.respond = respond
+    app.state.arrival = lambda request: request.scope.get(ARRIVED) or time.perf_counter()
+    app.state.run_dir = info.get("run_dir")
+
     @app.post("/v1/strategy", response_model=StrategyResponse)
     async def strategy(req: StrategyRequest, request: Request) -> JSONResponse:
         """The acting seat's strategy at a match state."""
         t0 = request.scope.get(ARRIVED) or time.perf_counter()
         metrics.begin()
-        args = (req.matchstate, req.session, req.time_budget_ms, req.method)
         try:
-            out = None
-            if start is not None:  # decided on the loop; a solve is awaited without a thread
-                # the request waited about the loop's lag before the loop saw it, and its answer
-                # will wait about as long to be sent: the budget runs from the arrival less the lag
-                late = lag.lag
-                out = (
-                    start(*args, arrived=t0 - late, early=late)
-                    if start_early
-                    else start(*args, arrived=t0 - late)
-                )
-                if not isinstance(out, dict):
-                    out = await await_pending(out, early=0.0 if start_early else late)
-            elif fast is not None:
-                out = fast(*args, arrived=t0) if fast_timed else fast(*args)
-            if out is None:
-                kw: dict[str, Any] = {"arrived": t0} if timed else {}
-                call = functools.partial(responder.answer, *args, **kw)
-                out = await asyncio.get_running_loop().run_in_executor(pool, call)
+            out = await respond(req.matchstate, req.session, req.time_budget_ms, req.method, t0)
         except QueryError as exc:
             metrics.failed(exc.status, exc.kind)
             return JSONResponse({"error": str(exc), "kind": exc.kind}, status_code=exc.status)
@@ -581,10 +627,12 @@ def create_app(
             return JSONResponse(
                 {"error": f"internal error: {type(exc).__name__}: {exc}", "kind": "internal"}, status_code=500
             )
-        out = dict(out or {})
         out["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
         metrics.answered(out["source"], out["elapsed_ms"], out.get("fallback"))
         return JSONResponse(out)
+
+    app.include_router(explorer.router)
+    app.mount("/static", StaticFiles(directory=explorer.STATIC), name="static")
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:

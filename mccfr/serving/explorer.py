@@ -1,0 +1,281 @@
+"""The web page of ``mccfr serve`` and the endpoints it uses, on the service's own app.
+
+``GET /`` is the page (``static/index.html``; its scripts, styles and nothing else under
+``/static/``: plain HTML, JavaScript modules and CSS, no build step, nothing fetched from
+elsewhere). The page and its files need no token; every endpoint below is under ``/v1/`` and so
+goes through the service's :class:`~mccfr.serving.service.Guard` like ``POST /v1/strategy``
+(bearer token, body cap, in-flight cap), and answers through the same path (the responder's
+admission, time budget and memory budget)::
+
+    GET  /v1/game    the game, every hand's name, the methods and budgets the server takes
+    POST /v1/range   {"betting": "r300c/", "board": "2c7h9s", "action": "r900", "method": "resolve",
+                      "time_budget_ms": 5000, "session": "..."}   (all optional)
+                  -> the public state after ``action`` (when given): status decision | cards_due |
+                     hand_over; at a decision, for every hand of the seat to act its strategy and
+                     reach weight (:mod:`mccfr.serving.ranges`), from the blueprint or (``method``) from
+                     a subgame solved there, labelled ``source`` blueprint | translated | subgame |
+                     fallback, with ``fallback`` saying why a solve asked for did not answer
+    POST /v1/play/deal  {"hand_number": 0}                 a hand against the bot
+    POST /v1/play/act   {"hand": "<token>", "action": "c"}  the person's action
+                  -> the person's view, the bot's answers (source, time); at the end the dealer's
+                     log line and the result (:mod:`mccfr.serving.play`)
+    GET  /v1/run     the run's training curve (``metrics.jsonl``: iteration, seconds, exploitability)
+
+A solve for the explorer goes through the responder as a query of the seat to act holding the
+first cards not on the board, in the request's ``session`` (the page keeps one per line it
+walks, so a later state of the same subgame reuses the solve); the whole range is then read from
+the solved subgame that the responder keeps for the session. Errors are the service's
+``{"error", "kind"}`` with a 4xx status (``bad_history``, ``bad_board``, ``bad_action``,
+``unknown_hand`` besides the query's kinds). ``/metrics`` counts range answers by source and
+play requests as ``play``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+from blueprint.rundir import METRICS_JSONL, read_metrics
+from holdem.cards import card_name
+from holdem.reporting import big_blind_of, mbb_per_chip
+from mccfr.serving.play import PlayError, Table
+from mccfr.serving.ranges import blueprint_range, encode, hand_names, public_state, subgame_range
+from mccfr.serving.responder import BLUEPRINT_METHOD, QueryError
+
+STATIC = Path(__file__).resolve().parent / "static"
+MAX_CURVE_ROWS = 2000  # rows of the training curve sent (evenly spaced, the last one kept)
+MAX_METRICS_BYTES = 256 * 2**20  # a metrics file larger than this is not read
+
+router = APIRouter()
+
+
+class RangeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    betting: StrictStr = Field("", description="ACPC betting string of the public history ('' = the first action)")
+    board: StrictStr = Field("", description="board cards dealt so far, in deal order (e.g. '2c7h9sTd')")
+    action: Optional[StrictStr] = Field(None, description="an ACPC action of the seat to act, applied first")
+    method: Optional[StrictStr] = Field(None, description="blueprint (default) or a solve method")
+    time_budget_ms: Optional[StrictInt] = Field(None, description="the solve's budget (default: the server's)")
+    session: Optional[StrictStr] = Field(None, description="key under which the solved subgame is kept")
+
+
+class DealRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    hand_number: StrictInt = Field(0, description="the hand's number; the person sits at position hand_number % 2")
+
+
+class ActRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    hand: StrictStr
+    action: StrictStr
+
+
+def _error(metrics, exc: Exception) -> JSONResponse:
+    if isinstance(exc, (QueryError, PlayError)):
+        metrics.failed(exc.status, exc.kind)
+        return JSONResponse({"error": str(exc), "kind": exc.kind}, status_code=exc.status)
+    metrics.failed(500, "internal")
+    return JSONResponse({"error": f"internal error: {type(exc).__name__}: {exc}", "kind": "internal"}, status_code=500)
+
+
+def _blueprint(responder):
+    bp = getattr(responder, "bp", None)
+    if bp is None:
+        raise QueryError("no_blueprint", f"this server's responder ({type(responder).__name__}) has no blueprint", 422)
+    return bp
+
+
+@router.get("/", include_in_schema=False)
+async def page() -> FileResponse:
+    return FileResponse(STATIC / "index.html", media_type="text/html")
+
+
+@router.get("/v1/game")
+async def game(request: Request) -> dict[str, Any]:
+    """The game, every hand's name (in the order of ``/v1/range``'s arrays) and what the server
+    solves."""
+    st = request.app.state
+    responder = st.responder
+    g = responder.game.gamedef
+    bb = big_blind_of(g)
+    describe = getattr(responder, "describe", lambda: {})()
+    return {
+        "name": g.name or None,
+        "limit": g.is_limit,
+        "num_rounds": g.num_rounds,
+        "num_ranks": g.num_ranks,
+        "num_suits": g.num_suits,
+        "num_hole_cards": g.num_hole_cards,
+        "num_board_cards": list(g.num_board_cards),
+        "stack": [int(min(s, 2**31 - 1)) for s in g.stack],
+        "big_blind": bb,
+        "mbb_per_chip": mbb_per_chip(bb) if bb else None,
+        "cards": [card_name(c, g.num_suits) for c in range(g.deck_size)],
+        "hands": list(hand_names(g)),
+        "methods": list(getattr(responder, "methods", ())),
+        "solve_method": describe.get("solve_method"),
+        "solve_from_round": describe.get("solve_from_round"),
+        "default_time_budget_ms": getattr(responder, "default_time_budget_ms", None),
+        "has_blueprint": getattr(responder, "bp", None) is not None,
+        "run_dir": st.run_dir,
+    }
+
+
+async def _range(st, req: RangeRequest, t0: float) -> dict[str, Any]:
+    responder = st.responder
+    bp = _blueprint(responder)
+    g = responder.game.gamedef
+    ps = public_state(responder.game, req.betting, req.board, req.action)
+    out: dict[str, Any] = {
+        "betting": ps.betting,
+        "board": [card_name(c, g.num_suits) for c in ps.board],
+        "round": ps.round,
+        "status": ps.status,
+        "cards_due": ps.cards_due,
+        "spent": list(ps.spent),
+        "pot": int(sum(ps.spent)),
+    }
+    if ps.status != "decision":
+        return out
+    state = ps.state
+    assert state is not None and ps.seat is not None
+    rr = state.raise_range()
+    out.update(seat=ps.seat, legal=state.legal_actions(), raise_range=list(rr) if rr else None)
+    loop = asyncio.get_running_loop()
+    method = req.method
+    if method is None or method == BLUEPRINT_METHOD:
+        rng = await loop.run_in_executor(st.pool, blueprint_range, bp, state)
+        rng["method"] = None
+    else:
+        session = req.session or f"explorer:{secrets.token_hex(8)}"
+        ans = await st.respond(state.matchstate(ps.seat), session, req.time_budget_ms, method, t0)
+        found = None
+        if ans["source"] == "subgame":  # the responder keeps the solved subgame for the session
+            key = (state.hand_id, tuple(state.hole_cards[ps.seat]), method)
+            found = responder.sessions.lookup(session, state, key)
+        if found is not None:
+            rng = await loop.run_in_executor(st.pool, subgame_range, found[0], found[1], ps.seat)
+            rng["source"] = "subgame"
+            for k in ("method", "iterations", "exploitability_pct_pot", "reused", "leaf_cards"):
+                rng[k] = ans.get(k)
+        else:
+            rng = await loop.run_in_executor(st.pool, blueprint_range, bp, state)
+            rng["method"] = method
+            rng["fallback"] = ans.get("fallback")
+            if ans["source"] == "subgame":  # answered, but not kept: too big for the memory budget
+                rng["fallback"] = "memory"
+            elif rng["fallback"] is None and ans["source"] != "fallback":
+                rng["fallback"] = "round"  # the server does not solve this round
+        out["session"] = session
+    out.update(encode(rng))
+    return out
+
+
+@router.post("/v1/range")
+async def range_(req: RangeRequest, request: Request) -> JSONResponse:
+    """Every hand's strategy and reach for the seat to act at a public state (module docstring)."""
+    st = request.app.state
+    t0 = st.arrival(request)
+    st.metrics.begin()
+    try:
+        out = await _range(st, req, t0)
+    except Exception as exc:  # noqa: BLE001 - reported (4xx, or 500 for a bug); the server goes on
+        return _error(st.metrics, exc)
+    out["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
+    st.metrics.answered(out.get("source", "public_state"), out["elapsed_ms"], out.get("fallback"))
+    return JSONResponse(out)
+
+
+def _table(st) -> Table:
+    table = getattr(st, "table", None)
+    if table is None:
+        table = st.table = Table(st.responder.game)
+    return table
+
+
+async def _bot_turns(st, table: Table, token: str) -> None:
+    """The bot answers (through the responder, as ``/v1/strategy``) until it is the person's
+    turn or the hand is over."""
+    while (ms := table.bot_query(token)) is not None:
+        t0 = time.perf_counter()
+        ans = await st.respond(ms, f"play:{token}", None, None, t0)
+        ans["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
+        table.bot_acts(token, ans)
+
+
+async def _play(request: Request, step) -> JSONResponse:
+    st = request.app.state
+    t0 = st.arrival(request)
+    st.metrics.begin()
+    try:
+        table = _table(st)
+        token, seen = step(table)
+        await _bot_turns(st, table, token)
+        out = table.view(token, seen)
+    except Exception as exc:  # noqa: BLE001 - reported (4xx, or 500 for a bug); the server goes on
+        return _error(st.metrics, exc)
+    out["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
+    st.metrics.answered("play", out["elapsed_ms"])
+    return JSONResponse(out)
+
+
+@router.post("/v1/play/deal")
+async def play_deal(req: DealRequest, request: Request) -> JSONResponse:
+    """Deal a hand against the bot; the bot acts until it is the person's turn."""
+    return await _play(request, lambda table: (table.deal(req.hand_number), 0))
+
+
+@router.post("/v1/play/act")
+async def play_act(req: ActRequest, request: Request) -> JSONResponse:
+    """The person's action; the bot answers until it is the person's turn again or the hand ends."""
+
+    def step(table: Table):
+        seen = table.answers_seen(req.hand)
+        table.act(req.hand, req.action)
+        return req.hand, seen
+
+    return await _play(request, step)
+
+
+def _curve(run_dir: Optional[str]) -> dict[str, Any]:
+    if run_dir is None:
+        raise QueryError("no_run", "this server was not started on a run directory", 404)
+    path = Path(run_dir)
+    f = path / METRICS_JSONL
+    if f.exists() and f.stat().st_size > MAX_METRICS_BYTES:
+        raise QueryError("too_large", f"{f} is over {MAX_METRICS_BYTES:,} bytes", 422)
+    rows = read_metrics(path)
+    if len(rows) > MAX_CURVE_ROWS:
+        step = len(rows) / MAX_CURVE_ROWS
+        rows = [rows[int(i * step)] for i in range(MAX_CURVE_ROWS - 1)] + [rows[-1]]
+    keep = ("iteration", "seconds", "wall_seconds", "exploitability", "iterations_per_second", "time")
+    return {"run_dir": str(path), "rows": [{k: r.get(k) for k in keep} for r in rows]}
+
+
+@router.get("/v1/run")
+async def run(request: Request) -> JSONResponse:
+    """The run's training curve: ``metrics.jsonl``'s rows (at most :data:`MAX_CURVE_ROWS`),
+    exploitability in chips (null where not computed) and the factor to mbb/game."""
+    st = request.app.state
+    try:
+        out = await asyncio.get_running_loop().run_in_executor(st.pool, _curve, st.run_dir)
+    except QueryError as exc:
+        st.metrics.invalid(exc.kind, exc.status)
+        return JSONResponse({"error": str(exc), "kind": exc.kind}, status_code=exc.status)
+    g = st.responder.game.gamedef
+    bb = big_blind_of(g)
+    out.update(unit="mbb/game" if bb else "chips", factor=mbb_per_chip(bb) if bb else 1.0)
+    return JSONResponse(out)
+
+
+__all__ = ["STATIC", "router"]
