@@ -164,7 +164,7 @@ async def _range(st, req: RangeRequest, t0: float) -> dict[str, Any]:
             key = (state.hand_id, tuple(state.hole_cards[ps.seat]), method)
             found = responder.sessions.lookup(session, state, key)
         if found is not None:
-            rng = await loop.run_in_executor(st.pool, subgame_range, found[0], found[1], ps.seat)
+            rng = await loop.run_in_executor(st.pool, subgame_range, found[0], found[1], ps.seat, ps.board)
             rng["source"] = "subgame"
             for k in ("method", "iterations", "exploitability_pct_pot", "reused", "leaf_cards"):
                 rng[k] = ans.get(k)

@@ -38,7 +38,7 @@ from holdem.state import State
 from mccfr.serving.responder import MAX_MATCHSTATE_LEN, QueryError
 from subgame.construct import BucketCache, history_ranges, node_probs
 from subgame.solver import Solution
-from subgame.tree import all_hands
+from subgame.tree import all_hands, blocked_by
 
 #: probabilities and weights are sent with this many decimals (the page shows three)
 DECIMALS = 5
@@ -172,9 +172,10 @@ def blueprint_range(bp: Blueprint, state: State) -> dict[str, Any]:
     }
 
 
-def subgame_range(sol: Solution, node: int, seat: int) -> dict[str, Any]:
+def subgame_range(sol: Solution, node: int, seat: int, board: tuple[int, ...]) -> dict[str, Any]:
     """A solved subgame's strategy at its decision ``node`` and the reach of ``seat`` (the seat to
-    act there) for every hand: its root range times its own solved actions down to the node."""
+    act there) for every hand: its root range times its own solved actions down to the node
+    (hands that hold a card of ``board`` get zeros)."""
     t = sol.tree
     if t.kind[node] != KIND_DECISION:
         raise ValueError(f"node {node} of the subgame is not a decision")
@@ -188,11 +189,11 @@ def subgame_range(sol: Solution, node: int, seat: int) -> dict[str, Any]:
             a = int(t.parent_edge[n]) - int(t.child_start[par])
             reach = reach * sol.strategy[int(t.row[par]) + a]
         n = par
-    return {
-        "actions": actions,
-        "strategy": np.array([strat[a] for a in actions], np.float64),
-        "reach": reach,
-    }
+    out = np.array([strat[a] for a in actions], np.float64)
+    dead = blocked_by(_hands(sol.tree.game), board)
+    out[:, dead] = 0.0
+    reach[dead] = 0.0
+    return {"actions": actions, "strategy": out, "reach": reach}
 
 
 def encode(rng: dict[str, Any]) -> dict[str, Any]:

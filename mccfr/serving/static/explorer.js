@@ -61,7 +61,7 @@ export class Explorer {
 
   async start() {
     this.line = [{ betting: "", board: "", label: "start" }];
-    await this.load({ betting: "", board: "" });
+    await this.load({ betting: "", board: "" }, null, true);
   }
 
   async reload() {
@@ -151,6 +151,7 @@ export class Explorer {
     grid.dataset.board = data.board.join("");
     grid.dataset.seat = String(data.seat);
     grid.dataset.source = data.source;
+    grid.dataset.session = data.session || "";
     $("source").textContent = data.source;
     $("source").className = `badge ${data.source}`;
     const d = [];

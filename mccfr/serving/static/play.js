@@ -58,6 +58,7 @@ export class Play {
 
   async act(action) {
     if (!this.view || this.view.over) return;
+    $("play-actions").replaceChildren(); // one action per turn: the buttons come back with the answer
     this.log(`you: ${actionLabel(action, this.view.legal.includes("f"))}`, "you");
     try {
       this.show(await api("/v1/play/act", { hand: this.view.hand, action }));

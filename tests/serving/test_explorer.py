@@ -1,0 +1,266 @@
+"""The web page's endpoints without a browser: whole ranges (``/v1/range``) against the blueprint's
+own answers, a subgame's range against the solution the responder keeps, hands against the bot
+(``/v1/play/*``), the training curve (``/v1/run``), the guard in front of them all, and a 413 that a
+client still sending its body reads whole."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+
+from holdem.state import State
+from mccfr.serving.play import PlayError, Table
+from mccfr.serving.ranges import hand_names
+from mccfr.serving.responder import SolvingResponder
+from mccfr.serving.service import ThreadedServer, create_app
+
+FLOP_BOARD = "2c7h9s"
+
+
+def _call(url: str, path: str, body: dict | None = None, token: str | None = None) -> tuple[int, dict]:
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url + path, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=120) as f:
+            return f.status, json.loads(f.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+@pytest.fixture(scope="module")
+def server(responder, tmp_path_factory):
+    run = tmp_path_factory.mktemp("run")
+    with ThreadedServer(create_app(responder, describe={"run_dir": str(run)})) as srv:
+        srv.run_dir = run
+        yield srv
+
+
+def _ms(seat: int, betting: str, hand: str, board: str = "") -> str:
+    cards = f"{hand}|" if seat == 0 else f"|{hand}"
+    if board:
+        cards += "/" + "/".join([board[:6]] + [board[i : i + 2] for i in range(6, len(board), 2)])
+    return f"MATCHSTATE:{seat}:0:{betting}:{cards}"
+
+
+def _row(out: dict, h: int) -> dict[str, float]:
+    return {a: out["strategy"][i][h] for i, a in enumerate(out["actions"])}
+
+
+def test_the_range_is_the_blueprints_answer_for_every_hand(server, hunl_bp):
+    status, out = _call(server.url, "/v1/range", {"betting": "cc/", "board": FLOP_BOARD})
+    assert status == 200 and out["status"] == "decision" and out["source"] == "blueprint"
+    assert out["seat"] == 0 and out["betting"] == "cc/" and out["board"] == ["2c", "7h", "9s"]
+    names = hand_names(hunl_bp.gamedef)
+    assert len(out["reach"]) == len(names) == 1326
+    checked = 0
+    for h, name in enumerate(names):
+        if any(name[i : i + 2] in FLOP_BOARD for i in (0, 2)):
+            assert out["reach"][h] == 0 and sum(_row(out, h).values()) == 0
+            continue
+        want = hunl_bp.strategy(_ms(0, "cc/", name, FLOP_BOARD))
+        assert _row(out, h) == pytest.approx(want, abs=1e-5), name
+        # seat 0's reach: the probability that it checked behind before the flop with this hand
+        assert out["reach"][h] == pytest.approx(hunl_bp.strategy(_ms(0, "c", name))["c"], abs=1e-5)
+        checked += 1
+    assert checked == 1176
+
+
+def test_an_off_tree_raise_typed_in_is_translated(server, hunl_bp):
+    status, out = _call(server.url, "/v1/range", {"betting": "cc/", "board": FLOP_BOARD, "action": "r700"})
+    assert status == 200 and out["betting"] == "cc/r700" and out["seat"] == 1
+    assert out["source"] == "translated"
+    names = hand_names(hunl_bp.gamedef)
+    for name in ("AhKh", "QsQd", "7d2d"):
+        h = names.index(name)
+        ms = _ms(1, "cc/r700", name, FLOP_BOARD)
+        assert _row(out, h) == pytest.approx(hunl_bp.strategy(ms), abs=1e-5)
+        # seat 1's only action so far: its call before the flop
+        assert out["reach"][h] == pytest.approx(hunl_bp.strategy(_ms(1, "", name))["c"], abs=1e-5)
+
+
+def test_public_states_that_wait_for_cards_or_ended(server):
+    status, out = _call(server.url, "/v1/range", {"betting": "c", "action": "c"})
+    assert status == 200 and out["status"] == "cards_due" and out["cards_due"] == 3 and out["betting"] == "cc/"
+    assert "strategy" not in out
+    status, out = _call(server.url, "/v1/range", {"action": "f"})
+    assert status == 200 and out["status"] == "hand_over" and out["betting"] == "f"
+    status, out = _call(server.url, "/v1/range", {"betting": "r2000", "action": "c"})
+    assert status == 200 and out["status"] == "cards_due" and out["cards_due"] == 5  # all-in: the whole board
+    status, out = _call(server.url, "/v1/range", {"betting": "r2000c///", "board": "2c7h9sTd3c"})
+    assert status == 200 and out["status"] == "hand_over"
+
+
+@pytest.mark.parametrize(
+    "body, status, kind, fragment",
+    [
+        ({"betting": "cc"}, 400, "bad_history", "ends early"),
+        ({"betting": "cx"}, 400, "bad_history", "position 1"),
+        ({"betting": "cc/", "board": "2c7h"}, 200, None, None),  # one card short: still due
+        ({"betting": "cc/", "board": "2c7h9sTd"}, 400, "bad_board", "at most 3"),
+        ({"betting": "cc/", "board": "2c2c9s"}, 400, "bad_board", "repeats"),
+        ({"betting": "cc/", "board": "2c7h1s"}, 400, "bad_board", "1s"),
+        ({"betting": "", "action": "r50000"}, 400, "bad_action", "legal: f, c, r200..r2000"),
+        ({"betting": "f", "action": "c"}, 409, "hand_over", "over"),
+        ({"betting": "cc/", "action": "c"}, 409, "cards_due", "due"),
+        ({"betting": "", "method": "resolve"}, 422, "bad_method", "not available"),
+        ({"betting": "", "extra": 1}, 422, "invalid_request", "extra"),
+    ],
+)
+def test_bad_states_are_4xx_naming_the_problem(server, body, status, kind, fragment):
+    got, out = _call(server.url, "/v1/range", body)
+    assert got == status, out
+    if kind is not None:
+        assert out["kind"] == kind and fragment in out["error"], out
+
+
+def test_the_page_is_open_and_the_endpoints_need_the_token(responder):
+    with ThreadedServer(create_app(responder, api_key="k3y")) as srv:
+        for path in ("/", "/static/app.js", "/static/style.css"):
+            with urllib.request.urlopen(srv.url + path) as f:
+                assert f.status == 200 and f.read()
+        for path, body in (("/v1/game", None), ("/v1/range", {}), ("/v1/play/deal", {}), ("/v1/run", None)):
+            status, out = _call(srv.url, path, body)
+            assert status == 401 and out["kind"] == "unauthorized", path
+        status, out = _call(srv.url, "/v1/game", token="k3y")
+        assert status == 200 and out["num_hole_cards"] == 2 and len(out["hands"]) == 1326
+        status, out = _call(srv.url, "/v1/range", {}, token="k3y")
+        assert status == 200 and out["seat"] == 1
+
+
+def _raw_post(port: int, path: str, body: bytes, chunked: bool = False) -> tuple[int, dict, bytes]:
+    """Send a whole request on a raw socket, then read the whole response until the server
+    closes the connection."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        if chunked:
+            head += "Transfer-Encoding: chunked\r\n\r\n"
+            step = 64 * 1024
+            data = b"".join(
+                b"%x\r\n" % len(body[i : i + step]) + body[i : i + step] + b"\r\n"
+                for i in range(0, len(body), step)
+            )
+            data += b"0\r\n\r\n"
+        else:
+            head += f"Content-Length: {len(body)}\r\n\r\n"
+            data = body
+        s.sendall(head.encode() + data)
+        buf = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    finally:
+        s.close()
+    head_text, _, rest = buf.partition(b"\r\n\r\n")
+    lines = head_text.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
+    return int(lines[0].split()[1]), headers, rest
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_client_still_sending_a_2mb_body_reads_the_whole_413(responder, chunked):
+    with ThreadedServer(create_app(responder)) as srv:
+        body = b'{"matchstate": "' + b"x" * (2 * 2**20) + b'"}'
+        for path in ("/v1/strategy", "/v1/range"):
+            status, headers, rest = _raw_post(srv.port, path, body, chunked)
+            assert status == 413 and headers["connection"] == "close"
+            assert len(rest) == int(headers["content-length"])
+            out = json.loads(rest)
+            assert out["kind"] == "body_too_large" and "65,536" in out["error"]
+        status, _ = _call(srv.url, "/v1/range", {})
+        assert status == 200  # and the server goes on
+
+
+def test_a_hand_against_the_bot_to_its_end(server, responder):
+    status, v = _call(server.url, "/v1/play/deal", {"hand_number": 3})
+    assert status == 200 and v["position"] == 1 and v["hand_number"] == 3 and len(v["hole"]) == 2
+    answers = list(v["bot"])
+    seen = [v]
+    while not v["over"]:
+        status, out = _call(server.url, "/v1/play/act", {"hand": v["hand"], "action": "z"})
+        assert status == 400 and out["kind"] == "bad_action" and "legal" in out["error"]
+        status, v = _call(server.url, "/v1/play/act", {"hand": v["hand"], "action": "c"})
+        assert status == 200, v
+        answers += v["bot"]
+        seen.append(v)
+    assert answers and all(a["source"] == "blueprint" and a["elapsed_ms"] >= 0 for a in answers)
+    # the log line is the dealer's: it replays to the same result
+    state = State.from_string(responder.game, v["log_line"])
+    assert state.hand_id == 3 and state.is_terminal() and state.names == ("mccfr", "you")
+    assert state.net[1] == v["net"] == state.payoffs()[1]
+    assert v["log_line"].startswith(f"STATE:3:{v['betting']}:")
+    for a in answers:  # every bot action is in the history, drawn from its strategy
+        assert a["action"] in a["strategy"] and a["strategy"][a["action"]] > 0
+    status, out = _call(server.url, "/v1/play/act", {"hand": v["hand"], "action": "c"})
+    assert status == 404 and out["kind"] == "unknown_hand"  # a finished hand is forgotten
+
+
+def test_the_table_is_bounded_and_refuses_out_of_turn(responder):
+    t = Table(responder.game, seed=1, max_hands=2)
+    a, b, c = (t.deal(n) for n in (0, 1, 2))
+    assert len(t) == 2
+    with pytest.raises(PlayError) as info:
+        t.view(a)
+    assert info.value.kind == "unknown_hand"
+    # hand 1: the person sits at position 1, who acts first before the flop
+    assert t.bot_query(b) is None and t.view(b)["to_act"] == "you"
+    t.act(b, "c")
+    assert t.bot_query(b) is not None
+    with pytest.raises(PlayError) as info:
+        t.act(b, "c")
+    assert info.value.kind == "not_your_turn"
+    with pytest.raises(PlayError):
+        t.deal(-1)
+
+
+def test_the_run_curve(server):
+    rows = [{"iteration": i, "seconds": i / 10, "exploitability": 1.0 / (i + 1)} for i in range(5000)]
+    (server.run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"torn')
+    status, out = _call(server.url, "/v1/run")
+    assert status == 200 and out["unit"] == "mbb/game" and out["factor"] == 10.0
+    got = out["rows"]
+    assert len(got) == 2000 and got[0]["iteration"] == 0 and got[-1]["iteration"] == 4999
+    assert np.all(np.diff([r["iteration"] for r in got]) > 0)
+
+
+def test_no_run_dir_is_a_404(responder):
+    with ThreadedServer(create_app(responder)) as srv:
+        status, out = _call(srv.url, "/v1/run")
+        assert status == 404 and out["kind"] == "no_run"
+
+
+def test_a_subgame_range_is_the_solution_the_responder_keeps(hunl_bp):
+    from subgame.nested import hand_strategy
+
+    r = SolvingResponder(hunl_bp, solver_threads=1, max_solve_ms=1000)
+    r.warm_up()  # (the solver's kernels compile or load here, not in the query's budget)
+    try:
+        with ThreadedServer(create_app(r)) as srv:
+            body = {"betting": "cc/cc/cc/", "board": "2c7h9sTd3c", "method": "resolve", "time_budget_ms": 20000}
+            status, out = _call(srv.url, "/v1/range", {**body, "session": "line-1"})
+            assert status == 200 and out["source"] == "subgame", out.get("fallback")
+            assert out["method"] == "resolve" and out["iterations"] >= 1 and out["session"] == "line-1"
+            state = r.game.state(_ms(0, "cc/cc/cc/", "2d2h", "2c7h9sTd3c"))  # the query's hole cards
+            sol, node = r.sessions.lookup("line-1", state, (0, tuple(state.hole_cards[0]), "resolve"))
+            names = hand_names(hunl_bp.gamedef)
+            for name in ("AhKh", "QsQd", "8d6d"):
+                h = names.index(name)
+                held = r.game.state(_ms(0, "cc/cc/cc/", name, "2c7h9sTd3c"))
+                assert _row(out, h) == pytest.approx(hand_strategy(sol, node, held), abs=1e-5)
+            # the range's weights: the subgame's root range (seat 0 has not acted on the river)
+            assert out["reach"] == pytest.approx(np.asarray(sol.subgame.ranges[0]).tolist(), abs=1e-5)
+            # a second look at the same state reuses the solve
+            status, again = _call(srv.url, "/v1/range", {**body, "session": "line-1"})
+            assert again["reused"] is True and again["strategy"] == out["strategy"]
+    finally:
+        r.close()
