@@ -59,18 +59,24 @@ router = APIRouter()
 class RangeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    betting: StrictStr = Field("", description="ACPC betting string of the public history ('' = the first action)")
+    betting: StrictStr = Field(
+        "", description="ACPC betting string of the public history ('' = the first action)"
+    )
     board: StrictStr = Field("", description="board cards dealt so far, in deal order (e.g. '2c7h9sTd')")
     action: Optional[StrictStr] = Field(None, description="an ACPC action of the seat to act, applied first")
     method: Optional[StrictStr] = Field(None, description="blueprint (default) or a solve method")
-    time_budget_ms: Optional[StrictInt] = Field(None, description="the solve's budget (default: the server's)")
+    time_budget_ms: Optional[StrictInt] = Field(
+        None, description="the solve's budget (default: the server's)"
+    )
     session: Optional[StrictStr] = Field(None, description="key under which the solved subgame is kept")
 
 
 class DealRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    hand_number: StrictInt = Field(0, description="the hand's number; the person sits at position hand_number % 2")
+    hand_number: StrictInt = Field(
+        0, description="the hand's number; the person sits at position hand_number % 2"
+    )
 
 
 class ActRequest(BaseModel):
@@ -85,13 +91,17 @@ def _error(metrics, exc: Exception) -> JSONResponse:
         metrics.failed(exc.status, exc.kind)
         return JSONResponse({"error": str(exc), "kind": exc.kind}, status_code=exc.status)
     metrics.failed(500, "internal")
-    return JSONResponse({"error": f"internal error: {type(exc).__name__}: {exc}", "kind": "internal"}, status_code=500)
+    return JSONResponse(
+        {"error": f"internal error: {type(exc).__name__}: {exc}", "kind": "internal"}, status_code=500
+    )
 
 
 def _blueprint(responder):
     bp = getattr(responder, "bp", None)
     if bp is None:
-        raise QueryError("no_blueprint", f"this server's responder ({type(responder).__name__}) has no blueprint", 422)
+        raise QueryError(
+            "no_blueprint", f"this server's responder ({type(responder).__name__}) has no blueprint", 422
+        )
     return bp
 
 
@@ -108,7 +118,7 @@ async def game(request: Request) -> dict[str, Any]:
     responder = st.responder
     g = responder.game.gamedef
     bb = big_blind_of(g)
-    describe = getattr(responder, "describe", lambda: {})()
+    describe: dict[str, Any] = getattr(responder, "describe", dict)()
     return {
         "name": g.name or None,
         "limit": g.is_limit,

@@ -84,7 +84,9 @@ class Table:
         if isinstance(hand_number, bool) or not isinstance(hand_number, int):
             raise PlayError("bad_request", "hand_number must be an integer", 422)
         if not 0 <= hand_number <= MAX_HAND_NUMBER:
-            raise PlayError("bad_request", f"hand_number must be in 0..{MAX_HAND_NUMBER}, got {hand_number}", 422)
+            raise PlayError(
+                "bad_request", f"hand_number must be in 0..{MAX_HAND_NUMBER}, got {hand_number}", 422
+            )
         with self._lock:
             deck = self.rng.permutation(self.game.gamedef.deck_size)
             token = secrets.token_urlsafe(12)
@@ -178,6 +180,7 @@ class Table:
         st = h.state
         g = self.game.gamedef
         who = st.current_player()
+        rr = st.raise_range() if who == h.human else None
         out: dict[str, Any] = {
             "hand": token,
             "hand_number": st.hand_id,
@@ -190,7 +193,7 @@ class Table:
             "stack": [int(min(s, 2**31 - 1)) for s in g.stack],
             "to_act": "you" if who == h.human else None,
             "legal": st.legal_actions() if who == h.human else [],
-            "raise_range": list(st.raise_range()) if who == h.human and st.raise_range() else None,
+            "raise_range": list(rr) if rr is not None else None,
             "bot": h.answers[answers_from:],
             "over": who == TERMINAL,
             "mbb_per_chip": self.mbb_per_chip,

@@ -80,7 +80,9 @@ def public_state(game: Game, betting: str, board: str, action: Optional[str] = N
     the seat to act takes it) and ``board`` (card names, every round's cards in deal order)."""
     g = game.gamedef
     if not isinstance(betting, str) or len(betting) > MAX_MATCHSTATE_LEN:
-        raise QueryError("bad_history", f"betting must be a string of at most {MAX_MATCHSTATE_LEN} characters", 400)
+        raise QueryError(
+            "bad_history", f"betting must be a string of at most {MAX_MATCHSTATE_LEN} characters", 400
+        )
     try:
         b = parse_betting(betting, g)
     except ValueError as exc:
@@ -121,18 +123,18 @@ def public_state(game: Game, betting: str, board: str, action: Optional[str] = N
             f"at most {need} are dealt",
             400,
         )
-    common = dict(betting=b.betting_string(), board=ids, round=b.round, spent=tuple(b.spent))
+    base = PublicState(b.betting_string(), ids, b.round, "hand_over", spent=(b.spent[0], b.spent[1]))
     if b.finished and not b.showdown():
-        return PublicState(status="hand_over", **common)
+        return base
     if len(ids) < need:
-        return PublicState(status="cards_due", cards_due=need - len(ids), **common)
+        return dataclasses.replace(base, status="cards_due", cards_due=need - len(ids))
     if b.finished:
-        return PublicState(status="hand_over", **common)
+        return base
     seat = b.current_player()
     hole = tuple(c for c in range(g.deck_size) if c not in ids)[: g.num_hole_cards]
     holes = (hole, ()) if seat == 0 else ((), hole)
     state = State(game, b, hole_cards=holes, board_cards=ids, viewer=seat)
-    return PublicState(status="decision", seat=seat, state=state, **common)
+    return dataclasses.replace(base, status="decision", seat=seat, state=state)
 
 
 def _merge(keys: list[str], probs: np.ndarray) -> tuple[list[str], np.ndarray]:

@@ -596,7 +596,11 @@ def create_app(
             # the request waited about the loop's lag before the loop saw it, and its answer
             # will wait about as long to be sent: the budget runs from the arrival less the lag
             late = lag.lag
-            out = start(*args, arrived=t0 - late, early=late) if start_early else start(*args, arrived=t0 - late)
+            out = (
+                start(*args, arrived=t0 - late, early=late)
+                if start_early
+                else start(*args, arrived=t0 - late)
+            )
             if not isinstance(out, dict):
                 out = await await_pending(out, early=0.0 if start_early else late)
         elif fast is not None:

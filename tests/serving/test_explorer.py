@@ -88,7 +88,9 @@ def test_an_off_tree_raise_typed_in_is_translated(server, hunl_bp):
 
 def test_public_states_that_wait_for_cards_or_ended(server):
     status, out = _call(server.url, "/v1/range", {"betting": "c", "action": "c"})
-    assert status == 200 and out["status"] == "cards_due" and out["cards_due"] == 3 and out["betting"] == "cc/"
+    assert (
+        status == 200 and out["status"] == "cards_due" and out["cards_due"] == 3 and out["betting"] == "cc/"
+    )
     assert "strategy" not in out
     status, out = _call(server.url, "/v1/range", {"action": "f"})
     assert status == 200 and out["status"] == "hand_over" and out["betting"] == "f"
@@ -246,7 +248,12 @@ def test_a_subgame_range_is_the_solution_the_responder_keeps(hunl_bp):
     r.warm_up()  # (the solver's kernels compile or load here, not in the query's budget)
     try:
         with ThreadedServer(create_app(r)) as srv:
-            body = {"betting": "cc/cc/cc/", "board": "2c7h9sTd3c", "method": "resolve", "time_budget_ms": 20000}
+            body = {
+                "betting": "cc/cc/cc/",
+                "board": "2c7h9sTd3c",
+                "method": "resolve",
+                "time_budget_ms": 20000,
+            }
             status, out = _call(srv.url, "/v1/range", {**body, "session": "line-1"})
             assert status == 200 and out["source"] == "subgame", out.get("fallback")
             assert out["method"] == "resolve" and out["iterations"] >= 1 and out["session"] == "line-1"

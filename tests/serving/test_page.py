@@ -38,7 +38,6 @@ from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 from blueprint.blueprint import Blueprint  # noqa: E402
 from blueprint.rundir import read_metrics  # noqa: E402
 from holdem.state import State  # noqa: E402
-from mccfr.serving.ranges import hand_names  # noqa: E402
 from mccfr.serving.responder import BlueprintResponder, SolvingResponder  # noqa: E402
 from mccfr.serving.service import ThreadedServer, create_app  # noqa: E402
 from subgame.nested import hand_strategy  # noqa: E402
@@ -122,7 +121,9 @@ def _open(page: Page, url: str) -> None:
 
 
 def _wait_state(page: Page, betting: str, status: str = "decision") -> None:
-    page.wait_for_selector(f"#grid[data-betting='{betting}'][data-status='{status}']", state="attached", timeout=120_000)
+    page.wait_for_selector(
+        f"#grid[data-betting='{betting}'][data-status='{status}']", state="attached", timeout=120_000
+    )
 
 
 def _click_action(page: Page, action: str) -> None:
@@ -221,7 +222,11 @@ def test_the_explorer_walks_a_line_and_shows_the_blueprint(page, server, bp, tmp
 def test_the_explorer_solves_the_river(page, server, solver, tmp_path):
     _open(page, server.url)
     _wait_state(page, "")
-    for betting, due, cards in (("c", "cc/", "2c7h9s"), ("cc/c", "cc/cc/", "Td"), ("cc/cc/c", "cc/cc/cc/", "3c")):
+    for betting, due, cards in (
+        ("c", "cc/", "2c7h9s"),
+        ("cc/c", "cc/cc/", "Td"),
+        ("cc/cc/c", "cc/cc/cc/", "3c"),
+    ):
         _click_action(page, "c")
         _wait_state(page, betting)
         _click_action(page, "c")

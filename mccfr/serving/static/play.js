@@ -82,9 +82,9 @@ export class Play {
     this.view = v;
     say("");
     for (const b of v.bot) {
-      const facing = true;
+      const facing = "f" in b.strategy; // (fold is offered only facing a bet)
       const extra = [b.source, b.method, b.fallback ? `fallback ${b.fallback}` : null].filter(Boolean).join(", ");
-      this.log(`mccfr: ${b.action === "c" ? "check/call" : actionLabel(b.action, facing)}  (${extra}; ${b.elapsed_ms.toFixed(1)} ms)`, "bot");
+      this.log(`mccfr: ${actionLabel(b.action, facing)}  (${extra}; ${b.elapsed_ms.toFixed(1)} ms)`, "bot");
       const li = $("play-log").lastChild;
       li.dataset.source = b.source;
       li.dataset.ms = b.elapsed_ms.toFixed(2);

@@ -15,25 +15,26 @@ function el(name, attrs, text) {
 }
 
 function ticks(lo, hi, log, n = 5) {
+  // [values, decimals to show]
   if (log) {
     const out = [];
     for (let e = Math.floor(Math.log10(lo)); e <= Math.ceil(Math.log10(hi)); e++) out.push(10 ** e);
-    return out.filter((t) => t >= lo / 1.0001 && t <= hi * 1.0001);
+    return [out.filter((t) => t >= lo / 1.0001 && t <= hi * 1.0001), null];
   }
   const step0 = (hi - lo) / n || 1;
   const mag = 10 ** Math.floor(Math.log10(step0));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= step0);
   const out = [];
-  for (let t = Math.ceil(lo / step) * step; t <= hi + 1e-9; t += step) out.push(t);
-  return out;
+  for (let t = Math.ceil(lo / step) * step; t <= hi + 1e-9 * Math.abs(hi); t += step) out.push(t);
+  return [out, Math.max(0, -Math.floor(Math.log10(step)))];
 }
 
-function fmt(v) {
-  if (v === 0) return "0";
+function fmt(v, decimals) {
   const a = Math.abs(v);
-  if (a >= 1e6) return `${(v / 1e6).toPrecision(3)}M`;
-  if (a >= 1e3) return `${(v / 1e3).toPrecision(3)}k`;
-  return a >= 1 ? String(+v.toPrecision(3)) : v.toPrecision(2);
+  if (a >= 1e6) return `${+(v / 1e6).toPrecision(3)}M`;
+  if (a >= 1e4) return `${+(v / 1e3).toPrecision(3)}k`;
+  if (decimals !== null && decimals !== undefined) return v.toFixed(decimals);
+  return String(+v.toPrecision(2));
 }
 
 export function drawCurve(svgBox, points, xLabel, yLabel, log) {
@@ -49,13 +50,15 @@ export function drawCurve(svgBox, points, xLabel, yLabel, log) {
   const sy = (v) => H - B - ((fy(v) - fy(y0)) / (fy(y1) - fy(y0) || 1)) * (H - T - B);
   const svg = el("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, id: "curve-svg", role: "img" });
   svg.appendChild(el("rect", { x: L, y: T, width: W - L - R, height: H - T - B, class: "plot" }));
-  for (const t of ticks(x0, x1, false)) {
+  const [xt, xd] = ticks(x0, x1, false);
+  for (const t of xt) {
     svg.appendChild(el("line", { x1: sx(t), x2: sx(t), y1: T, y2: H - B, class: "gridline" }));
-    svg.appendChild(el("text", { x: sx(t), y: H - B + 16, "text-anchor": "middle" }, fmt(t)));
+    svg.appendChild(el("text", { x: sx(t), y: H - B + 16, "text-anchor": "middle" }, fmt(t, xd)));
   }
-  for (const t of ticks(y0, y1, log)) {
+  const [yt, yd] = ticks(y0, y1, log);
+  for (const t of yt) {
     svg.appendChild(el("line", { x1: L, x2: W - R, y1: sy(t), y2: sy(t), class: "gridline" }));
-    svg.appendChild(el("text", { x: L - 6, y: sy(t) + 4, "text-anchor": "end" }, fmt(t)));
+    svg.appendChild(el("text", { x: L - 6, y: sy(t) + 4, "text-anchor": "end" }, fmt(t, yd)));
   }
   svg.appendChild(el("text", { x: (L + W - R) / 2, y: H - 10, "text-anchor": "middle", class: "axis" }, xLabel));
   svg.appendChild(el("text", { x: 16, y: (T + H - B) / 2, "text-anchor": "middle", class: "axis", transform: `rotate(-90 16 ${(T + H - B) / 2})` }, yLabel));
