@@ -192,7 +192,7 @@ export class Explorer {
     info.innerHTML = lines.join("");
     const acts = $("actions");
     acts.replaceChildren();
-    $("raise-box").hidden = !(data.status === "decision" && data.raise_range);
+    $("raise-box").hidden = !(data.status === "decision" && data.raise_range && !this.game.limit);
     $("board-box").hidden = data.status !== "cards_due";
     $("board-text").value = "";
     if (data.status === "cards_due") {
