@@ -289,6 +289,7 @@ def test_the_runs_tab_draws_the_training_curve(page, leduc_server, server, tmp_p
     assert len(rows) >= 2  # (a curve)
     _open(page, leduc_server.url)
     assert page.locator("#grid .cell").count() == 3  # Leduc: one card, three ranks in a row
+    page.screenshot(path=str(tmp_path / "explorer-leduc.png"))
     page.click("#tabs button[data-tab='runs']")
     page.wait_for_selector("#curve svg path.curve")
     assert page.get_attribute("#curve", "data-kind") == "exploitability"
