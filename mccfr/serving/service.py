@@ -225,7 +225,7 @@ def _percentiles(sorted_ms: list[float]) -> dict[str, float]:
     return {"count": n, "p50": q(0.50), "p90": q(0.90), "p99": q(0.99), "max": sorted_ms[-1]}
 
 
-def _validation_message(exc: RequestValidationError) -> str:
+def _validation_message(exc: RequestValidationError, fields: str | None = None) -> str:
     parts = []
     for e in exc.errors():
         loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body") or "body"
@@ -233,7 +233,7 @@ def _validation_message(exc: RequestValidationError) -> str:
         if e.get("type") == "json_invalid":
             loc, msg = "body", f"not valid JSON ({e.get('ctx', {}).get('error', msg)})"
         elif e.get("type") == "extra_forbidden":
-            msg = "unknown field (expected matchstate, session, time_budget_ms, method)"
+            msg = f"unknown field (expected {fields})" if fields else "unknown field"
         parts.append(f"{loc}: {msg}")
     return "invalid request: " + "; ".join(parts)
 
@@ -562,7 +562,10 @@ def create_app(
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         metrics.invalid("invalid_request", 422)
-        return JSONResponse({"error": _validation_message(exc), "kind": "invalid_request"}, status_code=422)
+        fields = "matchstate, session, time_budget_ms, method" if request.url.path == "/v1/strategy" else None
+        return JSONResponse(
+            {"error": _validation_message(exc, fields), "kind": "invalid_request"}, status_code=422
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
