@@ -14,7 +14,9 @@ admission, time budget and memory budget)::
                      hand_over; at a decision, for every hand of the seat to act its strategy and
                      reach weight (:mod:`mccfr.serving.ranges`), from the blueprint or (``method``) from
                      a subgame solved there, labelled ``source`` blueprint | translated | subgame |
-                     fallback, with ``fallback`` saying why a solve asked for did not answer
+                     fallback, with ``fallback`` saying why a solve asked for did not answer (the
+                     responder's reasons; ``memory`` also when the solved subgame was answered but
+                     not kept; ``round`` where the server does not solve that round)
     POST /v1/play/deal  {"hand_number": 0}                 a hand against the bot
     POST /v1/play/act   {"hand": "<token>", "action": "c"}  the person's action
                   -> the person's view, the bot's answers (source, time); at the end the dealer's

@@ -8,6 +8,7 @@ Endpoints (the OpenAPI description is at ``GET /openapi.json``, interactive docs
                          "method": null, "elapsed_ms": 0.41}
     GET  /healthz    -> {"status": "ok", "game": ..., "responder": ..., "methods": [...], ...}
     GET  /metrics    -> request counts by status, errors by kind, latency percentiles per source
+    GET  /           the web page (explorer, play, runs) and its /v1/ endpoints: mccfr.serving.explorer
 
 Answers come from a :class:`mccfr.serving.query.Responder` (the blueprint, or blueprint plus
 subgame solving: :func:`mccfr.serving.solving.make_responder`). ``elapsed_ms`` is the server's time
@@ -274,8 +275,8 @@ async def _drain(receive, limit: int, seconds: float = DRAIN_S, idle_s: float = 
 class Guard:
     """ASGI middleware in front of the service, for a network it does not own. For every HTTP
     request it records the arrival (``scope[ARRIVED]``, a :func:`time.perf_counter` instant: time
-    budgets count from it), then on every path but :data:`OPEN_PATHS` (``/healthz``, the API's
-    description):
+    budgets count from it), then on every path but :data:`OPEN_PATHS` and those under
+    :data:`OPEN_PREFIXES` (``/healthz``, the API's description, the web page and its static files):
 
     * with ``api_key``: the request must carry ``Authorization: Bearer <api_key>``, else 401
       ``unauthorized`` (compared in constant time);
@@ -739,6 +740,7 @@ __all__ = [
     "MAX_INFLIGHT_PER_CLIENT",
     "Metrics",
     "OPEN_PATHS",
+    "OPEN_PREFIXES",
     "LoopLag",
     "await_pending",
     "StrategyRequest",
