@@ -86,6 +86,17 @@ def test_an_off_tree_raise_typed_in_is_translated(server, hunl_bp):
         assert out["reach"][h] == pytest.approx(hunl_bp.strategy(_ms(1, "", name))["c"], abs=1e-5)
 
 
+def test_a_state_off_the_abstraction_gets_the_blueprints_fallback(server, hunl_bp):
+    # three raises in a round where the 'small' abstraction allows two
+    status, out = _call(server.url, "/v1/range", {"betting": "r200r400", "action": "r600"})
+    assert status == 200 and out["source"] == "fallback" and "abstraction has none" in out["reason"]
+    names = hand_names(hunl_bp.gamedef)
+    for name in ("AhAd", "7c2d"):
+        want = hunl_bp.answer(_ms(0, "r200r400r600", name))
+        assert want.source == "fallback"
+        assert _row(out, names.index(name)) == pytest.approx(want.strategy, abs=1e-5)
+
+
 def test_public_states_that_wait_for_cards_or_ended(server):
     status, out = _call(server.url, "/v1/range", {"betting": "c", "action": "c"})
     assert (
