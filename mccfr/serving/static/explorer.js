@@ -130,6 +130,8 @@ export class Explorer {
   }
 
   show(data) {
+    // (node locking goes here: a control in #explorer-tools locks the node this.current, whose
+    // range is this.data, and a later /v1/range request carries the locks)
     this.data = data;
     this.renderLine();
     this.renderState(data);
