@@ -99,6 +99,8 @@ def public_state(game: Game, betting: str, board: str, action: Optional[str] = N
         if len(ids) < g.board_cards_through(b.round):
             raise QueryError("cards_due", f"action {action[:40]!r}: the board's cards are due first", 409)
         try:
+            if not action:
+                raise ValueError("an action is f, c or r<to>")
             kind, size, end = parse_action_token(action, 0, g)
             if end != len(action) or action_string(kind, size, g) != action:
                 raise ValueError("not ACPC's notation")

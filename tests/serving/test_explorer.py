@@ -282,3 +282,41 @@ def test_a_subgame_range_is_the_solution_the_responder_keeps(hunl_bp):
             assert again["reused"] is True and again["strategy"] == out["strategy"]
     finally:
         r.close()
+
+
+def test_any_public_state_is_answered_or_refused_by_name(responder):
+    """Property: whatever history, board and action arrive at /v1/range, the answer is a 2xx with
+    a public state (at a decision, every hand's strategy sums to 1, or 0 where the board holds one
+    of its cards) or a 4xx ``{"error", "kind"}``; never a 5xx."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from mccfr.serving.fuzz import asgi_request
+
+    app = create_app(responder)
+    text = lambda alphabet, n: st.text(alphabet=alphabet, max_size=n)  # noqa: E731
+    bodies = st.fixed_dictionaries(
+        {"betting": text("cfr0123456789/", 16), "board": text("2379TJQKAcdhs/ ", 12)},
+        optional={
+            "action": text("cfr0123456789", 6),
+            "method": st.sampled_from(["blueprint", "resolve", "no"]),
+        },
+    )
+
+    @settings(max_examples=300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(bodies)
+    def check(body):
+        status, _, raw = asgi_request(
+            app, "POST", "/v1/range", json.dumps(body).encode(), {"content-type": "application/json"}
+        )
+        out = json.loads(raw)
+        assert status < 500, (body, out)
+        if status >= 400:
+            assert out["error"] and out["kind"], (body, out)
+            return
+        assert out["status"] in ("decision", "cards_due", "hand_over")
+        if out["status"] == "decision":
+            sums = np.asarray(out["strategy"]).sum(axis=0)
+            assert np.all((np.abs(sums - 1) < 1e-3) | (sums == 0)), body
+
+    check()
