@@ -350,7 +350,7 @@ def serve(
     notes = "; ".join(n for n in notes if n)
     click.echo(
         f"serving {path} ({what}) on http://{shown}:{bound}  "
-        "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops"
+        "(the web page at /; POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops"
         + (f"  [{notes}]" if notes else ""),
         err=True,
     )
@@ -388,7 +388,7 @@ def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solvi
     url = run(app, host=host, port=port, address=address)
     click.echo(
         f"serving {path} on Ray Serve ({replicas} replica{'s' if replicas > 1 else ''}) at {url}  "
-        "(POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops",
+        "(the web page at /; POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops",
         err=True,
     )
     done = threading.Event()
