@@ -284,14 +284,14 @@ def test_a_hand_against_the_bot_to_its_end(page, server, bp, tmp_path):
         assert float(bot.nth(i).get_attribute("data-ms")) >= 0
 
 
-def test_the_runs_tab_draws_the_training_curve(page, leduc_server, server, tmp_path):
+def test_the_runs_tab_draws_the_training_curve(page, leduc_server, server, hunl_run, tmp_path):
     rows = [r for r in read_metrics(leduc_server.run_dir) if r["exploitability"] is not None]
     assert len(rows) >= 2  # (a curve)
     _open(page, leduc_server.url)
     assert page.locator("#grid .cell").count() == 3  # Leduc: one card, three ranks in a row
     page.screenshot(path=str(tmp_path / "explorer-leduc.png"))
     page.click("#tabs button[data-tab='runs']")
-    page.wait_for_selector("#curve svg path.curve")
+    page.wait_for_selector("#curve svg path.curve", state="attached")
     assert page.get_attribute("#curve", "data-kind") == "exploitability"
     assert page.get_attribute("#curve", "data-points") == str(len(rows))
     assert page.locator("#curve circle.point").count() == len(rows)
@@ -301,6 +301,7 @@ def test_the_runs_tab_draws_the_training_curve(page, leduc_server, server, tmp_p
     # a hold'em run has no exploitability: its progress is drawn instead
     _open(page, server.url)
     page.click("#tabs button[data-tab='runs']")
-    page.wait_for_selector("#curve svg path.curve")
+    page.wait_for_selector("#curve svg path.curve", state="attached")
     assert page.get_attribute("#curve", "data-kind") == "progress"
+    assert page.get_attribute("#curve", "data-points") == str(len(read_metrics(hunl_run)))
     page.screenshot(path=str(tmp_path / "runs-hunl.png"))

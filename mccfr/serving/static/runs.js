@@ -41,7 +41,8 @@ export function drawCurve(svgBox, points, xLabel, yLabel, log) {
   const W = 720, H = 380, L = 70, R = 20, T = 20, B = 50;
   const xs = points.map((p) => p[0]);
   const ys = points.map((p) => p[1]);
-  const x0 = Math.min(...xs), x1 = Math.max(...xs) || 1;
+  // time and iterations start at 0: the axis does too (a run of one row still has a scale)
+  const x0 = Math.min(0, ...xs), x1 = Math.max(...xs) || 1;
   let y0 = Math.min(...ys), y1 = Math.max(...ys);
   if (!log) y0 = Math.min(0, y0);
   if (y1 === y0) y1 = y0 + 1;
@@ -113,7 +114,7 @@ export class Runs {
       note = "no exploitability in this run's metrics (too big to compute exactly; mccfr eval RUN --lbr measures LBR): its progress instead";
       box.dataset.kind = "progress";
     }
-    $("runs-info").textContent = `${this.data.run_dir}: ${rows.length} rows, ${note}`;
+    $("runs-info").textContent = `${this.data.run_dir}: ${rows.length} row${rows.length > 1 ? "s" : ""}, ${note}`;
     drawCurve(box, pts, xLabel, yLabel, log);
     box.dataset.points = String(pts.length);
   }
