@@ -16,8 +16,8 @@ import json
 import statistics
 
 from blueprint.blueprint import Blueprint
-from mccfr.serving.responder import SolvingResponder
 from mccfr.serving.service import ThreadedServer, create_app
+from mccfr.serving.solving import SolvingResponder
 
 ARGS = [
     "--headless",

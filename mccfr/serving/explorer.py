@@ -48,8 +48,8 @@ from blueprint.rundir import METRICS_JSONL, read_metrics
 from holdem.cards import card_name
 from holdem.reporting import big_blind_of, mbb_per_chip
 from mccfr.serving.play import PlayError, Table
+from mccfr.serving.query import BLUEPRINT_METHOD, QueryError
 from mccfr.serving.ranges import blueprint_range, encode, hand_names, public_state, subgame_range
-from mccfr.serving.responder import BLUEPRINT_METHOD, QueryError
 
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_CURVE_ROWS = 2000  # rows of the training curve sent (evenly spaced, the last one kept)

@@ -16,7 +16,7 @@ private hand of the seat to act gets its strategy and its reach weight:
   solved strategy down to the node). Hands that share a card with the board have 0 in both.
 
 :func:`public_state` parses and checks the request's history and board (errors are
-:class:`~mccfr.serving.responder.QueryError`, 400 ``bad_history`` / ``bad_board``, naming the
+:class:`~mccfr.serving.query.QueryError`, 400 ``bad_history`` / ``bad_board``, naming the
 problem) and tells a decision from a state that waits for cards or has ended.
 """
 
@@ -35,7 +35,7 @@ from holdem.cards import CardError, card_name, parse_cards
 from holdem.game import Game
 from holdem.gamedef import GameDef
 from holdem.state import State
-from mccfr.serving.responder import MAX_MATCHSTATE_LEN, QueryError
+from mccfr.serving.query import MAX_MATCHSTATE_LEN, QueryError
 from subgame.construct import BucketCache, history_ranges, node_probs
 from subgame.solver import Solution
 from subgame.tree import all_hands, blocked_by

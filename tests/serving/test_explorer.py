@@ -16,8 +16,8 @@ import pytest
 from holdem.state import State
 from mccfr.serving.play import PlayError, Table
 from mccfr.serving.ranges import hand_names
-from mccfr.serving.responder import SolvingResponder
 from mccfr.serving.service import ThreadedServer, create_app
+from mccfr.serving.solving import SolvingResponder
 
 FLOP_BOARD = "2c7h9s"
 

@@ -38,8 +38,9 @@ from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 from blueprint.blueprint import Blueprint  # noqa: E402
 from blueprint.rundir import read_metrics  # noqa: E402
 from holdem.state import State  # noqa: E402
-from mccfr.serving.responder import BlueprintResponder, SolvingResponder  # noqa: E402
+from mccfr.serving.responders import BlueprintResponder  # noqa: E402
 from mccfr.serving.service import ThreadedServer, create_app  # noqa: E402
+from mccfr.serving.solving import SolvingResponder  # noqa: E402
 from subgame.nested import hand_strategy  # noqa: E402
 
 
