@@ -25,6 +25,10 @@ iteration, in chips) when regrets are discounted.
 Discounting (linear CFR and DCFR, Brown & Sandholm 2019) is not done here: the trainer calls
 :func:`discount_tables` every ``discount_every`` iterations, so no iteration sweeps the table.
 
+Threads: :func:`es_iterations` and :func:`discount_tables` release the GIL, so the trainer runs
+them on several threads over the same tables without locks (:mod:`blueprint.threads`: a rare lost
+update when two threads write one entry at once is accepted).
+
 The full-traversal kernel (:func:`cfr_full_iteration`) runs vanilla CFR or CFR+ (Tammelin 2014)
 over an explicit list of deals with the same tree, tables and card buckets, for small games.
 
@@ -231,7 +235,7 @@ def sample_deal(rng, perm, deck_size, deal):
         deal[i] = perm[i]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
     """Run ``n_iters`` external-sampling iterations starting at iteration ``t0`` (0-based).
 
@@ -241,6 +245,9 @@ def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
     ``maxa``: the tree's depth (:func:`blueprint.tables.tree_depth`) and the most actions of a node,
     which size the traversal's stack.
     Returns int64 [2]: decision nodes visited, actions pruned.
+
+    Releases the GIL: several threads may run it at once on the same ``tables``, each with its own
+    ``rng`` (:mod:`blueprint.threads`); its scratch arrays are allocated per call.
     """
     board_per_round = cards.board_per_round
     num_rounds = board_per_round.shape[0]
@@ -287,7 +294,7 @@ def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
     return st.stats
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def discount_tables(regret, strat, pos_f, neg_f, avg_f, int_regret):
     """Scale positive regrets by ``pos_f``, negative by ``neg_f`` and strategy sums by ``avg_f``."""
     for i in range(regret.shape[0]):
