@@ -81,7 +81,9 @@ class ThreadTeam:
 
     def __init__(self, size: int):
         self.size = size
-        self._pool = ThreadPoolExecutor(max_workers=size - 1, thread_name_prefix="mccfr") if size > 1 else None
+        self._pool = (
+            ThreadPoolExecutor(max_workers=size - 1, thread_name_prefix="mccfr") if size > 1 else None
+        )
 
     def map(self, fn: Callable[..., R], args: Sequence[tuple]) -> list[R]:
         """``[fn(*a) for a in args]`` with ``args[0]`` on the calling thread and the others on the

@@ -211,7 +211,9 @@ class Trainer:
         opts = self._opts()
         shares = split_span(n, self.threads)
         if len(shares) == 1:
-            stats = es_iterations(n, self.iteration, tree, cards, tables, self.rng, opts, self.max_depth, self.max_actions)
+            stats = es_iterations(
+                n, self.iteration, tree, cards, tables, self.rng, opts, self.max_depth, self.max_actions
+            )
         else:
             rngs = [self.rng, *self._thread_states(len(shares))]
             starts = self.iteration + np.cumsum([0, *shares[:-1]])
@@ -258,7 +260,10 @@ class Trainer:
         ends = np.cumsum(parts)
         self._thread_team().map(
             discount_tables,
-            [(self.regret[e - p : e], self.strat[e - p : e], *factors, int_regret) for p, e in zip(parts, ends)],
+            [
+                (self.regret[e - p : e], self.strat[e - p : e], *factors, int_regret)
+                for p, e in zip(parts, ends)
+            ],
         )
 
     def discount_factors(self) -> Optional[tuple[float, float, float]]:

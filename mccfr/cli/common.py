@@ -290,6 +290,8 @@ report_opt = click.option(
     show_default=True,
     help="Seconds between progress reports (the live line and a metrics row).",
 )
+
+
 def _threads_value(ctx, param, value):
     """``--threads``: a whole number from 1 to the cores this process may use (None: all of them)."""
     if value is None:

@@ -64,7 +64,20 @@ def subprocess_env() -> dict:
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     run = tmp_path_factory.mktemp("cli") / "full"
-    out = ok("train", "--game", "leduc", "--iterations", FULL, "--seed", "3", "--out", run, "--json")
+    out = ok(
+        "train",
+        "--game",
+        "leduc",
+        "--iterations",
+        FULL,
+        "--seed",
+        "3",
+        "--threads",
+        "1",
+        "--out",
+        run,
+        "--json",
+    )
     return run, out
 
 
@@ -79,13 +92,15 @@ def resumed(tmp_path_factory, trained):
         HALF,
         "--seed",
         "3",
+        "--threads",
+        "1",
         "--out",
         run,
         "--json",
         "--eval-every",
         "0",
     )
-    second = mccfr("resume", run, "--iterations", FULL - HALF, "--json")
+    second = mccfr("resume", run, "--iterations", FULL - HALF, "--threads", "1", "--json")
     assert second.exit_code == 0, second.stderr
     return run, first, second
 
