@@ -9,10 +9,15 @@ upgrade start from a clean cache. ``$MCCFR_CACHE`` (default ``~/.cache/mccfr``) 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib.abc
+import importlib.util
 import os
 import shutil
+import sys
 from pathlib import Path
+from typing import Iterator
 
 _PACKAGES = ("holdem", "abstraction", "blueprint", "subgame")  # where numba kernels live
 
@@ -41,7 +46,60 @@ def _prune(root: Path, current: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def _without(name: str) -> Iterator[None]:
+    """Inside, ``import name`` fails at once (ImportError), unless it is already imported."""
+    skip = name not in sys.modules
+    if skip:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if skip and name in sys.modules and sys.modules[name] is None:
+            del sys.modules[name]
+
+
+class _SkipBlasProbe(importlib.abc.MetaPathFinder):
+    """Loads ``numba.np.arraymath`` without its probe of scipy's BLAS.
+
+    numba imports scipy in two places that every process running a kernel goes through, only to
+    check its version (``import numba``) and to choose how ``np.dot`` of two vectors compiles
+    (``numba.np.arraymath``: without BLAS, a plain loop). Together about a third of a second,
+    most of ``mccfr train --game leduc``'s start-up besides numba itself. No kernel of this project
+    calls ``np.dot``; numba's linear-algebra functions import scipy themselves when they compile,
+    and a process that imported scipy before is left alone."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "numba.np.arraymath":
+            return None
+        sys.meta_path.remove(self)  # once: the real spec, with its module run without the probe
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            with _without("scipy.linalg.cython_blas"):
+                run(module)
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def _import_numba_without_scipy() -> None:
+    if "numba.np.arraymath" not in sys.modules and not any(
+        isinstance(f, _SkipBlasProbe) for f in sys.meta_path
+    ):
+        sys.meta_path.insert(0, _SkipBlasProbe())
+    with _without("scipy"):
+        try:
+            import numba  # noqa: F401
+        except ImportError:  # numba not installed yet: nothing to configure
+            pass
+
+
 def configure() -> None:
+    _import_numba_without_scipy()
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
     base = Path(os.environ.get("MCCFR_CACHE", Path.home() / ".cache" / "mccfr"))
