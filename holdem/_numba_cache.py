@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.abc
-import importlib.util
+import importlib.machinery
 import os
 import shutil
 import sys
@@ -59,47 +59,48 @@ def _without(name: str) -> Iterator[None]:
             del sys.modules[name]
 
 
-class _SkipBlasProbe(importlib.abc.MetaPathFinder):
-    """Loads ``numba.np.arraymath`` without its probe of scipy's BLAS.
+class _SkipScipyProbes(importlib.abc.MetaPathFinder):
+    """Loads numba without its probes of scipy.
 
-    numba imports scipy in two places that every process running a kernel goes through, only to
-    check its version (``import numba``) and to choose how ``np.dot`` of two vectors compiles
-    (``numba.np.arraymath``: without BLAS, a plain loop). Together about a third of a second,
-    most of ``mccfr train --game leduc``'s start-up besides numba itself. No kernel of this project
-    calls ``np.dot``; numba's linear-algebra functions import scipy themselves when they compile,
-    and a process that imported scipy before is left alone."""
+    numba imports scipy in two places that every process running a kernel goes through: ``import
+    numba`` to check its version, and ``numba.np.arraymath`` to choose how ``np.dot`` of two vectors
+    compiles (without BLAS, a plain loop). Together about a third of a second, most of
+    ``mccfr train --game leduc``'s start-up besides numba itself. No kernel of this project calls
+    ``np.dot``; numba's linear-algebra functions import scipy themselves when they compile. A
+    process that imported scipy first is left alone."""
+
+    PROBES = {"numba": "scipy", "numba.np.arraymath": "scipy.linalg.cython_blas"}
+
+    def __init__(self) -> None:
+        self.pending = dict(self.PROBES)
 
     def find_spec(self, name, path=None, target=None):
-        if name != "numba.np.arraymath":
+        blocked = self.pending.pop(name, None)
+        if blocked is None:
             return None
-        sys.meta_path.remove(self)  # once: the real spec, with its module run without the probe
-        spec = importlib.util.find_spec(name)
+        if not self.pending:
+            sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         run = spec.loader.exec_module
 
         def exec_module(module):
-            with _without("scipy.linalg.cython_blas"):
+            with _without(blocked):
                 run(module)
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
 
-def _import_numba_without_scipy() -> None:
-    if "numba.np.arraymath" not in sys.modules and not any(
-        isinstance(f, _SkipBlasProbe) for f in sys.meta_path
-    ):
-        sys.meta_path.insert(0, _SkipBlasProbe())
-    with _without("scipy"):
-        try:
-            import numba  # noqa: F401
-        except ImportError:  # numba not installed yet: nothing to configure
-            pass
+def skip_scipy_probes() -> None:
+    """Install :class:`_SkipScipyProbes` (once, and only before numba is imported)."""
+    if "numba" not in sys.modules and not any(isinstance(f, _SkipScipyProbes) for f in sys.meta_path):
+        sys.meta_path.insert(0, _SkipScipyProbes())
 
 
 def configure() -> None:
-    _import_numba_without_scipy()
+    skip_scipy_probes()
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
     base = Path(os.environ.get("MCCFR_CACHE", Path.home() / ".cache" / "mccfr"))

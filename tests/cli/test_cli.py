@@ -400,3 +400,27 @@ def test_failed_periodic_checkpoint_warns_and_training_goes_on(tmp_path, monkeyp
     assert "training goes on" in result.stderr
     assert len(calls) >= 2
     assert load_latest(run)[0]["iteration"] == last_json(result)["iterations"]
+
+
+def test_training_leduc_imports_no_scipy_ray_or_web_stack(tmp_path):
+    """The training path loads numba without scipy (holdem._numba_cache), and nothing of Ray or
+    the query service."""
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['mccfr', 'train', '--game', 'leduc', '--iterations', '200', '--out', {str(tmp_path / 'r')!r}]\n"
+        "try:\n"
+        "    runpy.run_module('mccfr', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print([m for m in ('scipy', 'ray', 'fastapi', 'uvicorn') if m in sys.modules])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stderr
+    assert (tmp_path / "r" / "checkpoints" / f"{200:012d}" / "manifest.msgpack").exists()
