@@ -3,7 +3,8 @@
     python benchmarks/bench_threads.py speed --threads 1,2,4,8,16 --window 20 --rounds 3
     python benchmarks/bench_threads.py leduc --threads 16 --seeds 8 --iterations 2000,10000,50000,200000
 
-speed: the main job (``make_trainer()``: hunl100, small bets, small card abstraction, pluribus),
+speed: the main job (``make_trainer()``: hunl100, small bets, small card abstraction, pluribus;
+``--algo dcfr`` for a run whose barriers come every 1,000 iterations all along),
 one trainer per thread count in one process, each warmed up past the pruning warm-up
 (``--warmup`` iterations), then ``--rounds`` rounds of one ``--window``-second window per thread
 count in turn, so every count sees the same machine load; per count the best round's iterations/s
@@ -45,12 +46,12 @@ def machine() -> str:
     return f"{available_cores()} usable of {harness.machine()}"
 
 
-def cmd_speed(threads: list[int], window: float, rounds: int, warmup: int, game: str) -> dict:
+def cmd_speed(threads: list[int], window: float, rounds: int, warmup: int, game: str, algo: str) -> dict:
     from blueprint.trainer import make_trainer
 
     trainers = {}
     for t in threads:
-        tr = make_trainer(game, threads=t)
+        tr = make_trainer(game, algo=algo, threads=t)
         tr.run(warmup)
         trainers[t] = tr
     rates: dict[int, list[tuple[float, float]]] = {t: [] for t in threads}
@@ -75,7 +76,7 @@ def cmd_speed(threads: list[int], window: float, rounds: int, warmup: int, game:
                 "all_node_visits_per_s": [v for _, v in rates[t]],
             }
         )
-    print(f"{game}, {rounds} rounds of {window:g} s per thread count, best round ({machine()})")
+    print(f"{game} {algo}, {rounds} rounds of {window:g} s per thread count, best round ({machine()})")
     print(f"{'threads':>8s}{'iterations/s':>15s}{'node visits/s':>16s}{'speed-up':>10s}{'per thread':>12s}")
     for r in rows:
         print(
@@ -83,9 +84,9 @@ def cmd_speed(threads: list[int], window: float, rounds: int, warmup: int, game:
             f"{r['speedup']:10.2f}{r['efficiency']:12.2f}"
         )
     return {
-        **harness.machine_row(),
-        "usable_cores": machine(),
+        "machine": machine(),
         "game": game,
+        "algo": algo,
         "window_s": window,
         "rounds": rounds,
         "rows": rows,
@@ -165,6 +166,9 @@ def main(argv: list[str] | None = None) -> None:
     sp.add_argument("--rounds", type=int, default=3)
     sp.add_argument("--warmup", type=int, default=30_000, help="iterations before measuring")
     sp.add_argument("--game", default="hunl100")
+    sp.add_argument(
+        "--algo", default="pluribus", help="dcfr and linear discount every 1,000 iterations all along"
+    )
     lp = sub.add_parser("leduc", help="Leduc exploitability per iteration, T threads against 1")
     lp.add_argument("--threads", type=int, default=cores)
     lp.add_argument("--seeds", type=int, default=8)
@@ -174,7 +178,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.cmd == "speed":
         if max(args.threads) > cores:
             ap.error(f"--threads {max(args.threads)}: this process may use {cores} cores")
-        res = cmd_speed(sorted(set(args.threads)), args.window, args.rounds, args.warmup, args.game)
+        res = cmd_speed(
+            sorted(set(args.threads)), args.window, args.rounds, args.warmup, args.game, args.algo
+        )
     else:
         if not 2 <= args.threads <= cores or args.seeds < 2:
             ap.error(f"leduc needs --threads from 2 to {cores} and --seeds >= 2")

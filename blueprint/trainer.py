@@ -317,7 +317,8 @@ class Trainer:
             n = min(chunk, end - self.iteration)
             if a.discount != "none":
                 nxt = (self.iteration // a.discount_every + 1) * a.discount_every
-                n = min(n, nxt - self.iteration)
+                if a.discounts_at(nxt):  # a span ends where the tables are discounted (a barrier),
+                    n = min(n, nxt - self.iteration)  # not at the boundaries past discount_until
             t0 = time.perf_counter()
             self._step(n)
             dt = time.perf_counter() - t0
