@@ -140,3 +140,25 @@ def test_checkpoint_of_a_threaded_run_holds_the_tables_at_its_barrier(tmp_path):
     assert np.array_equal(got._thread_states(2)[0], thread_rng_state(2, 1, 2_000))
     got.run(1_000)
     assert got.iteration == 3_000 and got.exploitability()[0] < 1.0
+
+
+def test_spans_stop_only_at_boundaries_that_discount():
+    """Barriers (where all threads join) fall at every discount boundary up to discount_until and
+    nowhere else: past it, spans grow beyond discount_every (a barrier every 1,000 iterations left
+    16 threads half idle)."""
+    tr = make_trainer("leduc", seed=1, threads=2, discount_every=100, discount_until=1_000)
+    spans = []
+    step = tr._step
+
+    def record(n):
+        spans.append((tr.iteration, tr.iteration + n))
+        step(n)
+
+    tr._step = record
+    tr.run(6_000, report_seconds=1e9)
+    assert tr.iteration == 6_000
+    for lo, hi in spans:  # no span crosses a boundary that discounts
+        assert not any(lo < b < hi for b in range(100, 1_001, 100)), (lo, hi)
+    assert {hi for _, hi in spans} >= set(range(100, 1_001, 100))
+    late = [hi - lo for lo, hi in spans if lo >= 1_000]
+    assert max(late) > 100 and len(late) < 10
