@@ -296,7 +296,7 @@ def _threads_value(ctx, param, value):
     """``--threads``: a whole number from 1 to the cores this process may use (None: all of them)."""
     if value is None:
         return None
-    from blueprint.threads import available_cores
+    from blueprint.threads import available_cores  # numpy and numba: not at the CLI's import
 
     cores = available_cores()
     try:

@@ -224,7 +224,7 @@ def train(
 def _set_threads(tr, threads: int | None, ray: bool) -> None:
     """The threads a single-process run trains on: ``--threads``, else every core. Full-traversal
     CFR and the Ray job's driver (its workers run one thread each) train on one."""
-    from blueprint.threads import available_cores
+    from blueprint.threads import available_cores  # numpy and numba: not at the CLI's import
 
     if tr.config.algo.full_traversal or ray:
         if threads is not None and threads > 1:
