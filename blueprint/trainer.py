@@ -325,7 +325,8 @@ class Trainer:
             self.seconds += dt
             self._boundary()
             if dt < report_seconds / 4:
-                chunk *= 2
+                if n == chunk:  # a span cut short by a boundary says nothing about a whole chunk
+                    chunk *= 2
             elif dt > report_seconds and chunk > 1:
                 chunk //= 2
             if callback is not None and callback(self):

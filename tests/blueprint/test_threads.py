@@ -162,3 +162,6 @@ def test_spans_stop_only_at_boundaries_that_discount():
     assert {hi for _, hi in spans} >= set(range(100, 1_001, 100))
     late = [hi - lo for lo, hi in spans if lo >= 1_000]
     assert max(late) > 100 and len(late) < 10
+    # chunks grow only when a whole chunk ran: the short spans before discount_until leave no
+    # runaway chunk behind (one span of all the remaining iterations, past any report or deadline)
+    assert late[0] <= 4 * 100
