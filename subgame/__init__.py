@@ -10,8 +10,8 @@ from holdem.lazy import lazy_exports
 
 _LAZY = {
     "solve": "subgame.solver",
-    "Subgame": "subgame.solver",
-    "Solution": "subgame.solver",
+    "Subgame": "subgame.types",
+    "Solution": "subgame.types",
     "METHODS": "subgame.solver",
     "solve_state": "subgame.nested",
     "hand_strategy": "subgame.nested",

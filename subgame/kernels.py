@@ -36,9 +36,7 @@ import numba
 import numpy as np
 
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD, KIND_SHOWDOWN
-
-# the terminal values with card removal live with the full-width ones they generalise
-from blueprint.vector_cfr import fold_values, showdown_values
+from blueprint.range_kernels import fold_values, showdown_values
 from subgame.depth_kernels import leaf_values
 
 MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
@@ -157,8 +155,6 @@ class ParWork(NamedTuple):
 
 def par_work(tree, T: int, D: int, A: int, H: int, dtype) -> ParWork:
     """:class:`ParWork` for ``T`` threads (tree depth ``D``, ``A`` actions, ``H`` hands)."""
-    from abstraction.tree import KIND_CHANCE
-
     kind = np.asarray(tree.kind)
     N = len(kind)
     under = np.zeros(N, np.bool_)  # a chance node above (nodes are in preorder)
