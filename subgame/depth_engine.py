@@ -34,7 +34,7 @@ def make_engine(tree: BettingTree, dtype, support, model: LeafModel, dl: Optiona
 
 class DepthLimitedEngine(Engine):
     """:class:`~subgame.engine.Engine` for a depth-limited tree: the walks run
-    :func:`~subgame.kernels.walk_dl` with the model's leaves (:class:`~subgame.depth_kernels.Leaves`),
+    :func:`~subgame.kernels.walk` with the model's leaves (:class:`~subgame.depth_kernels.Leaves`),
     and the engine keeps the opponent's leaf choices
     (regrets, average-strategy sums; :meth:`average` also refreshes the average choice that
     evaluation walks read)."""
@@ -145,13 +145,15 @@ class DepthLimitedEngine(Engine):
         lv = DK.Leaves(
             int(m.me), int(m.k), m.leaf_of, self.leaf_reg, self.leaf_sum, self.leaf_avg, self.leaf_pick, mask
         )
-        K.walk_dl(
+        K.walk(
             self.tree_arrays,
             self.hand_arrays,
             K.WalkState(sigma_c, regret, strat_sum),
             rr,
             K.walk_options(p, mode, w),
             self.work,
+            None,  # one thread
+            0,
             lv,
             m.kernel_arrays(),
             self.leaf_work,

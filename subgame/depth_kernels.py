@@ -16,7 +16,7 @@ every hand, so a continuation tree's many boards share one set of rows. Vectors 
 The terminals are :mod:`blueprint.range_kernels`' full-width ones (those of
 :mod:`blueprint.vector_cfr`).
 
-:func:`subgame.kernels.walk_dl` walks depth-limited trees: given :class:`Leaves`, showdown nodes
+:func:`subgame.kernels.walk` walks depth-limited trees: given :class:`Leaves`, showdown nodes
 with ``leaf_of[n] >= 0`` are depth-limit leaves, valued by :func:`leaf_values`: there the opponent
 picks a continuation per hand (regret matching in a CFR walk, its average in the others, its best
 one when it best-responds) and the values come from :func:`cont_walk`.
@@ -100,7 +100,7 @@ class ContWork(NamedTuple):
 
 
 class Leaves(NamedTuple):
-    """The depth-limit hook of :func:`subgame.kernels.walk_dl` as data: which nodes are leaves and the
+    """The depth-limit hook of :func:`subgame.kernels.walk` as data: which nodes are leaves and the
     opponent's choice among the ``k`` continuations at each (see :func:`leaf_values`)."""
 
     me: int  # the refined seat

@@ -232,14 +232,14 @@ class Engine:
                         K.chance_tasks(args[0], args[1], args[2], args[4], pw)
                 finally:
                     numba.set_num_threads(prev)
-                K.walk(*args, pw, 0)
+                K.walk(*args, pw, 0, None, None, None)
                 self._timed(key, 1, time.perf_counter() - t0)
                 self.parallel_walks += 1
             finally:
                 _PAR_LOCK.release()
         else:
             t0 = time.perf_counter()
-            K.walk(*args, None, 0)
+            K.walk(*args, None, 0, None, None, None)
             if pw is not None:
                 self._timed(key, 0, time.perf_counter() - t0)
         self._last_p = p

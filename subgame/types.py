@@ -29,6 +29,9 @@ from subgame.tree import SubgameError, board_hands, build_subgame_tree, hand_ind
 
 @dataclasses.dataclass
 class Subgame:
+    """A subgame to solve (see the module docstring); :meth:`validate` checks the ranges and values
+    against its tree, with a :class:`~subgame.tree.SubgameError` naming what is wrong."""
+
     game: GameDef
     root: Betting
     board: tuple[int, ...]
@@ -107,6 +110,8 @@ class Subgame:
 
 @dataclasses.dataclass
 class Solution:
+    """What :func:`subgame.solver.solve` returns: the average strategy and the solve's figures."""
+
     subgame: Subgame
     method: str
     strategy: np.ndarray  # float32 [rows, H]: average strategy of every decision node
