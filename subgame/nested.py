@@ -23,6 +23,7 @@ from abstraction.tree import KIND_CHANCE, KIND_DECISION, BettingTree
 from blueprint.blueprint import Blueprint, BlueprintError
 from holdem.betting import RAISE, Betting
 from holdem.state import State
+from subgame.bets import default_subgame_bets
 from subgame.construct import (
     BucketCache,
     Played,
@@ -36,8 +37,11 @@ from subgame.construct import (
     node_probs,
     values_depth_limit,
 )
-from subgame.solver import METHODS, Solution, Subgame, check_interrupt, interruptible, solve
+from subgame.depth import resolve_depth_limit
+from subgame.interrupt import check_interrupt, interruptible
+from subgame.solver import METHODS, solve
 from subgame.tree import SubgameError, all_hands
+from subgame.types import Solution, Subgame
 
 
 def _flat(b: Betting) -> list[tuple[int, int, int]]:
@@ -213,8 +217,6 @@ def off_tree_subgame(
     """The nested subgame rooted after the opponent's off-tree action ``(kind, size)`` taken at
     betting ``before`` (abstract node ``m``, ``board`` dealt), refining seat ``me`` (``played``:
     :data:`~subgame.construct.Played`, of the history before the action)."""
-    from subgame.bets import default_subgame_bets
-
     o = 1 - me
     after = before.apply(kind, size)
     if after.finished:
@@ -285,8 +287,6 @@ def state_subgame(
     :func:`dead_end_subgame` rooted at the state (no alternative values: solved unsafe).
     ``played`` (:data:`~subgame.construct.Played`): the actions of the hand so far that their player
     took from a solved subgame's strategy, with that strategy (the ranges follow it)."""
-    from subgame.depth import resolve_depth_limit
-
     rnd = state.betting.round
     if bp.walk(state).dead_end is not None:
         if not nested:
@@ -348,8 +348,6 @@ def dead_end_subgame(
     blueprint takes it, translation and the fallback included; an off-tree raise leaves the range
     as it was, nested solving's rule, Brown & Sandholm 2017). There are no blueprint values at the
     root, so only ``unsafe`` solves it."""
-    from subgame.bets import default_subgame_bets
-
     g = bp.gamedef
     hands = all_hands(g)
     board = tuple(int(c) for c in state.board_cards)
@@ -401,7 +399,7 @@ def solve_state(
 
     ``deadline`` (a :func:`time.perf_counter` instant) and ``stop`` (a :class:`threading.Event`)
     bound the whole call, the subgame's construction from the blueprint included: they are checked
-    between the construction's steps (:class:`~subgame.solver.SolveInterrupted` when they have
+    between the construction's steps (:class:`~subgame.interrupt.SolveInterrupted` when they have
     passed) and before every iteration of :func:`~subgame.solver.solve`.
 
     ``depth_limit``: ``None`` (default) ends the subgame with its round (:mod:`subgame.depth`, with

@@ -40,8 +40,8 @@ from mccfr.serving.resources import (
 from mccfr.serving.responders import BlueprintResponder
 from mccfr.serving.solver_processes import SolverProcessError, SolverProcesses
 from subgame.cache import PlayedStrategy, SessionCache, nbytes, public_key
+from subgame.interrupt import SolveInterrupted
 from subgame.nested import solve_state
-from subgame.solver import SolveInterrupted
 from subgame.tree import SubgameError, hand_index
 
 

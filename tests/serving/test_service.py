@@ -449,8 +449,8 @@ TURN = "MATCHSTATE:0:3:cc/cc/:AsKd|/2c7h9s/Td"
 
 
 def test_solve_stops_at_its_deadline_and_says_how_far_it_got(hunl_bp):
+    from subgame.interrupt import SolveInterrupted
     from subgame.nested import solve_state
-    from subgame.solver import SolveInterrupted
 
     full = solve_state(hunl_bp, RIVER, "reach-maxmargin", time_budget=None, iterations=300)[0]
     t = time.perf_counter()
@@ -501,7 +501,7 @@ def test_a_solve_that_overran_its_end_until_its_query_gave_up_backs_off(hunl_bp)
     budget and never iterated: the cost model backs off (twice the time it ran), so the next query of
     that round is answered at once ('budget') rather than starting the same hopeless solve."""
     from mccfr.serving.solving import SolvingResponder
-    from subgame.solver import SolveInterrupted
+    from subgame.interrupt import SolveInterrupted
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", from_round=2, solver_threads=1, min_iterations=10)
 
