@@ -148,7 +148,7 @@ class DepthLimitedEngine(Engine):
         K.walk(
             self.tree_arrays,
             self.hand_arrays,
-            K.WalkState(sigma_c, regret, strat_sum),
+            K.WalkState(sigma_c, regret, strat_sum, self.fixed),
             rr,
             K.walk_options(p, mode, w),
             self.work,

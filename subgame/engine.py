@@ -96,6 +96,8 @@ class Engine:
             self.rbuf, self.cv, self.sg, self.tmp, self.cacc, self.tot, self.rid, self.fn, self.fa, self.out
         )
         self._dummy = np.zeros(1, np.float32)
+        #: uint8 [N]: 1 at locked decision nodes, where best responses play sigma (set_locks)
+        self.fixed = np.zeros(tree.num_nodes, np.uint8)
         self._root_reach = np.zeros((2, H), np.float64)
         b0 = tree.board[0]
         self._root_idx = [hl.idx[b0, s, : hl.nlive[b0, s]] for s in (0, 1)]
@@ -214,7 +216,7 @@ class Engine:
         args = (
             self.tree_arrays,
             self.hand_arrays,
-            K.WalkState(sigma_c, regret, strat_sum),
+            K.WalkState(sigma_c, regret, strat_sum, self.fixed),
             rr,
             K.walk_options(p, mode, w),
             self.work,

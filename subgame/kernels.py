@@ -96,11 +96,14 @@ class HandArrays(NamedTuple):
 
 class WalkState(NamedTuple):
     """The strategy and regret tables of a walk (compact layout, flat): ``sigma`` is read in modes
-    1 and 2, ``regret``/``strat_sum`` in mode 0 (a 1-entry dummy where unused)."""
+    1 and 2, ``regret``/``strat_sum`` in mode 0 (a 1-entry dummy where unused). ``fixed`` (uint8
+    ``[N]``): 1 at the decision nodes whose strategy is locked (:mod:`subgame.locking`), where a
+    best response (mode 1) plays ``sigma`` instead of maximising."""
 
     sigma: np.ndarray
     regret: np.ndarray
     strat_sum: np.ndarray
+    fixed: np.ndarray
 
 
 class WalkOptions(NamedTuple):
@@ -745,7 +748,7 @@ def walk(ta, hd, st, root_reach, opt, wk, pw, n0, lv, cm, cw):
                     vc = cv[d, a]
                     for j in range(L):
                         dst[j] += vc[j]
-            elif mode == 1:
+            elif mode == 1 and st.fixed[n] == 0:  # a locked node plays sigma (below)
                 for j in range(L):
                     dst[j] = cv[d, 0, j]
                 for a in range(1, A):

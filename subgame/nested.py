@@ -393,6 +393,8 @@ def solve_state(
     measure_samples: Optional[int] = None,
     threads: Optional[int] = None,
     played: Played = None,
+    locks=None,
+    keep_state: bool = False,
 ) -> tuple[Solution, int]:
     """Solve the subgame for the seat to act at ``state`` (on-tree: rooted at the state; off-tree
     opponent bet: nested, rooted after it). Returns the solution and the node of ``state`` in it.
@@ -407,7 +409,10 @@ def solve_state(
     it, else solves to the end of the hand; ``False`` always to the end of the hand; ``True`` or a
     :class:`~subgame.depth.DepthLimit` always depth-limited (a :class:`SubgameError` on the last round).
     ``measure_samples``, ``threads``: :func:`~subgame.solver.solve`'s (a depth-limited check on a
-    sample of cards; the walk's threads). ``played``: :func:`state_subgame`'s."""
+    sample of cards; the walk's threads). ``played``: :func:`state_subgame`'s. ``locks``,
+    ``keep_state``: :func:`~subgame.solver.solve`'s; lock histories start at the subgame's root
+    (the start of the state's round on the blueprint's tree, right after the opponent's off-tree
+    bet for a nested subgame, the state itself at a dead end)."""
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     state = decision_state(bp, state)
@@ -430,6 +435,8 @@ def solve_state(
         algo=algo,
         measure_samples=measure_samples,
         threads=threads,
+        locks=locks,
+        keep_state=keep_state,
     )
     return sol, node_of_state(sub.public_tree(), state)
 

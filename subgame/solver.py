@@ -35,7 +35,7 @@ solve (its NashConv / 2); ``subgame_exploitability`` is the profile's in the pla
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
@@ -45,8 +45,9 @@ from subgame.continuation import build_leaf_model
 from subgame.depth_engine import make_engine
 from subgame.engine import Engine, counted_solve
 from subgame.interrupt import interruptible
+from subgame.locking import resolve_locks
 from subgame.tree import SubgameError, board_hands
-from subgame.types import Solution, Subgame
+from subgame.types import Solution, SolveState, Subgame
 
 METHODS = ("unsafe", "resolve", "maxmargin", "reach-maxmargin", "estimate", "reach-estimate")
 SAFE = ("resolve", "maxmargin", "reach-maxmargin")
@@ -109,6 +110,9 @@ def solve(
     stop=None,
     threads: Optional[int] = None,
     measure_samples: Optional[int] = None,
+    locks: Optional[Mapping[str, Any]] = None,
+    resume: Optional[SolveState] = None,
+    keep_state: bool = False,
 ) -> Solution:
     """Solve ``sub`` with ``method`` until ``iterations``, ``time_budget`` seconds, or an
     exploitability (unsafe) / gadget gap (other methods) of ``target_pct_pot`` % of the pot.
@@ -142,6 +146,21 @@ def solve(
     second iteration) would take more than a quarter of the time from the call to the deadline, or
     when at the end only a sampled check still fits.
     Ignored for full-depth subgames, whose checks are exact.
+
+    ``locks``: node locks (:mod:`subgame.locking`: ``{history: {action: probability or one per
+    hand}}``, checked against the tree, :class:`~subgame.locking.LockError` naming a bad one).
+    At a locked node the seat to act plays the lock (its current and average strategy are the
+    lock; its regrets there are never used), and the rest is solved against it.
+    ``exploitability`` (and ``subgame_exploitability``, the gadget's gap, ``min_margin`` and
+    ``br_values``) are then the *locked game's*: each seat's best response keeps the lock at every
+    locked node and best-responds everywhere else, so a seat locked at every node gains nothing
+    and the figure is half the other seat's gain by best-responding.
+
+    ``resume``: a :class:`SolveState` (``Solution.state``, or a saved solve's) to go on from, with
+    the same subgame, method, algorithm, precision and locks: ``iterations`` then counts the
+    iterations of this call (0: none, the saved strategy re-measured), and ``n`` then ``m``
+    iterations give exactly the tables of ``n + m`` in one call. ``keep_state``: keep the tables in
+    ``Solution.state`` (always with ``resume``; the tables are then the caller's, updated in place).
     """
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
@@ -149,6 +168,13 @@ def solve(
         raise SubgameError(f"unknown algorithm {algo!r}: expected one of {', '.join(ALGOS)}")
     if iterations is None and time_budget is None and target_pct_pot is None:
         iterations = 1000
+    if resume is not None and (resume.algo, resume.precision) != (algo, precision):
+        raise SubgameError(
+            f"this solve ran with {resume.algo} / {resume.precision} precision: continue it with the same, "
+            f"not {algo} / {precision}"
+        )
+    if resume is not None and sub.depth_limit is not None:
+        raise SubgameError("a depth-limited solve cannot be continued: its leaf choices are not kept")
     t0 = time.perf_counter()
     t = sub.public_tree()
     sub.validate()
@@ -194,13 +220,28 @@ def solve(
 
     if measure_samples and deadline is None:
         sample_check()
-    regret = np.zeros(e.size, np.float32)
-    strat_sum = np.zeros(e.size, np.float32)
-    g_reg = np.zeros((H, 2)) if method == "resolve" else np.zeros(H)
-    g_sum = np.zeros_like(g_reg)
+    lk = resolve_locks(t, locks) if locks else None
+    lock_table = lk.table(t, e.lists) if lk is not None else None
+    if lk is not None:
+        e.fixed[:] = lk.fixed
+    g_shape = (H, 2) if method == "resolve" else (H,)
+    if resume is not None:
+        regret, strat_sum, g_reg, g_sum = resume.regret, resume.strat_sum, resume.g_reg, resume.g_sum
+        if regret.shape != (e.size,) or strat_sum.shape != (e.size,) or g_reg.shape != g_shape:
+            raise SubgameError(
+                f"the solver state to continue has {regret.size:,} table entries and a gadget of shape "
+                f"{g_reg.shape}; this subgame's solver has {e.size:,} and {g_shape} (another subgame or method?)"
+            )
+    else:
+        regret = np.zeros(e.size, np.float32)
+        strat_sum = np.zeros(e.size, np.float32)
+        g_reg = np.zeros(g_shape)
+        g_sum = np.zeros_like(g_reg)
+    if lock_table is not None:
+        lock_table.impose(regret, strat_sum)
     pot = sub.pot
     history = []
-    it = 0
+    it = it0 = resume.iterations if resume is not None else 0
     gap = margin = None
 
     def opp_reach(gstrat) -> np.ndarray:
@@ -258,7 +299,9 @@ def solve(
     check_iters = 1.0 if method == "unsafe" else 1.5
     next_check = check_every  # iteration of the next exploitability check (with a target)
     last = None  # the last measure()
-    prev = None  # (iteration, gap in % of the pot) of the last check
+    prev: Optional[tuple[int, float]] = None  # (iteration, gap in % of the pot) of the last check
+    if resume is not None:
+        next_check, prev = resume.next_check, resume.prev
     iter_est = 0.0  # seconds per iteration: the slowest recent one (decays slowly)
     iter_total = 0.0  # seconds in iterations so far (their mean prices the final check)
     first_s = 0.0  # the first iteration's
@@ -287,7 +330,7 @@ def solve(
             mean = iter_total if it else iter_est
         return check_iters * mean * e.measure_factor
 
-    done = out_of_time(time.perf_counter())
+    done = out_of_time(time.perf_counter()) or (iterations is not None and iterations <= 0)
     while not done:
         t_it = time.perf_counter()
         it += 1
@@ -296,6 +339,8 @@ def solve(
             gstrat = gadget_strategy(g_reg) if method != "unsafe" else None
             rr = opp_reach(gstrat)
             v = e.walk_compact(None, rr, p, K.MODE_CFR, regret, strat_sum, wts)
+            if lock_table is not None:  # the walk updated p's locked entries: the lock again
+                lock_table.impose(regret, strat_sum, p)
             if p == o and method != "unsafe":
                 assert alt is not None and gstrat is not None  # the gadget's (set for every safe method)
                 if method == "resolve":
@@ -319,7 +364,7 @@ def solve(
         if it == 2 and measure_samples and deadline is not None and check_s() > 0.25 * (deadline - t0):
             sample_check()  # an exact check would take too much of the time: a sampled one
         el = now - t0
-        if iterations is not None and it >= iterations:
+        if iterations is not None and it - it0 >= iterations:
             done = True
         if time_budget is not None and el >= time_budget:
             done = True
@@ -342,7 +387,13 @@ def solve(
                 prev = (it, crit)
         if out_of_time(time.perf_counter()):
             done = True
-    iter_s = (time.perf_counter() - t0 - tree_s) / it if it else 0.0
+    iter_s = (time.perf_counter() - t0 - tree_s) / (it - it0) if it > it0 else 0.0
+
+    def kept() -> Optional[SolveState]:
+        if not keep_state and resume is None:
+            return None
+        return SolveState(regret, strat_sum, g_reg, g_sum, it, next_check, prev, algo, precision)
+
     state = t.memory_bytes() + bh.memory_bytes() + e.memory_bytes() + regret.nbytes + strat_sum.nbytes
     if last is None or history[-1][0] != it:
         now = time.perf_counter()
@@ -371,6 +422,9 @@ def solve(
                 history,
                 state,
                 {"tree_s": tree_s, "iter_s": iter_s, "measure_s": None},
+                None,
+                kept(),
+                lk,
             )
         tm = time.perf_counter()
         last = measure()
@@ -395,4 +449,6 @@ def solve(
         state,
         {"tree_s": tree_s, "iter_s": iter_s, "measure_s": measure_s},
         measure_cards,
+        kept(),
+        lk,
     )

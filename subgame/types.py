@@ -24,6 +24,7 @@ from holdem.betting import Betting
 from holdem.cards import cards_str
 from holdem.gamedef import GameDef
 from subgame.depth import DepthLimit, build_depth_limited_tree
+from subgame.locking import Locks
 from subgame.tree import SubgameError, board_hands, build_subgame_tree, hand_index
 
 
@@ -109,6 +110,26 @@ class Subgame:
 
 
 @dataclasses.dataclass
+class SolveState:
+    """What :func:`subgame.solver.solve` needs to go on from where a solve stopped (``keep_state``,
+    ``resume``; saved by :mod:`subgame.saved`): the compact tables (float32 ``[E]``, the engine's
+    layout), the gadget's regrets and sums (float64 ``[H, 2]`` for ``resolve``, ``[H]`` otherwise,
+    unused by ``unsafe``), the iterations done, the exploitability-check schedule (the next
+    check's iteration and the last check's ``(iteration, gap in % of the pot)``), and the
+    algorithm and precision it ran with (a continuation must use the same)."""
+
+    regret: np.ndarray
+    strat_sum: np.ndarray
+    g_reg: np.ndarray
+    g_sum: np.ndarray
+    iterations: int
+    next_check: int
+    prev: Optional[tuple[int, float]]
+    algo: str
+    precision: str
+
+
+@dataclasses.dataclass
 class Solution:
     """What :func:`subgame.solver.solve` returns: the average strategy and the solve's figures."""
 
@@ -136,6 +157,9 @@ class Solution:
     # depth-limited subgames checked on a sample of the next deal's cards (solve's measure_samples):
     # how many; None when the check walked every card (exact) or there was none
     measure_cards: Optional[int] = None
+    # the solver's tables and schedule, to continue or save the solve (solve's keep_state / resume)
+    state: Optional["SolveState"] = None
+    locks: Optional[Locks] = None  # the node locks it was solved under (subgame.locking)
 
     @property
     def tree(self) -> BettingTree:

@@ -41,6 +41,7 @@ from blueprint.blueprint import BlueprintError
 from mccfr.serving.resources import lower_priority, malloc_trim
 from subgame.bets import bp_bets
 from subgame.interrupt import SolveInterrupted
+from subgame.locking import LockError
 from subgame.nested import solve_state
 from subgame.tree import SubgameError
 
@@ -98,7 +99,7 @@ class _Codec:
 def _carried() -> tuple[type[Exception], ...]:
     """The errors a solve may raise that cross to the caller as their own type (subclasses as
     these: a subclass's constructor may take more than the message)."""
-    return (SolveInterrupted, SubgameError, BlueprintError)
+    return (SolveInterrupted, LockError, SubgameError, BlueprintError)
 
 
 def _serve(bp, conn, stop, nice: int, others: list) -> None:

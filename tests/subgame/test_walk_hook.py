@@ -74,7 +74,9 @@ def test_a_hook_without_leaves_walks_exactly_like_no_hook():
         w = iteration_weights("dcfr", it)
         for p in (0, 1):
             got = {
-                k: _walk(e, ranges, p, K.MODE_CFR, K.WalkState(np.zeros(1, np.float32), *tables[k]), w, h)
+                k: _walk(
+                    e, ranges, p, K.MODE_CFR, K.WalkState(np.zeros(1, np.float32), *tables[k], e.fixed), w, h
+                )
                 for k, h in hooks.items()
             }
             np.testing.assert_array_equal(got["empty"], got["none"])
@@ -86,7 +88,15 @@ def test_a_hook_without_leaves_walks_exactly_like_no_hook():
     for mode in (K.MODE_BR, K.MODE_EV):
         for p in (0, 1):
             got = {
-                k: _walk(e, ranges, p, mode, K.WalkState(sigma, dummy, dummy), (1.0, 1.0, False, 1.0, 0.0), h)
+                k: _walk(
+                    e,
+                    ranges,
+                    p,
+                    mode,
+                    K.WalkState(sigma, dummy, dummy, e.fixed),
+                    (1.0, 1.0, False, 1.0, 0.0),
+                    h,
+                )
                 for k, h in hooks.items()
             }
             np.testing.assert_array_equal(got["empty"], got["none"])
