@@ -665,12 +665,13 @@ def test_a_later_subgame_of_the_session_gives_the_viewer_the_range_its_answers_p
         r.close()
 
 
-def test_locked_queries_solve_under_the_locks_and_bad_locks_are_422(hunl_bp, client):
+def test_locked_queries_solve_under_the_locks_and_bad_locks_are_422(hunl_bp, responder):
     """``locks`` in the request: the seat to act at a locked node plays the lock; a lock that does
     not fit the subgame, or one sent where nothing is solved, is a 422 naming the problem."""
     from mccfr.serving.solving import SolvingResponder
 
-    bp_only = client.post("/v1/strategy", json={"matchstate": PREFLOP, "locks": {"": {"c": 1}}})
+    with serving(responder) as c:
+        bp_only = c.post("/v1/strategy", json={"matchstate": PREFLOP, "locks": {"": {"c": 1}}})
     assert bp_only.status_code == 422 and "need a solving server" in bp_only.json()["error"]
     r = SolvingResponder(hunl_bp, "unsafe", default_time_budget_ms=20000, solver_threads=1, min_iterations=3)
     river = "MATCHSTATE:0:3:cc/cc/cc/:AsKd|/2c7h9s/Td/3c"
