@@ -168,3 +168,23 @@ def test_mutated_saved_files_are_refused_or_read(saved_bytes, data):
         else bytes(b)
     )
     fuzz_read_saved_bytes(out)
+
+
+def test_fuzz_target_runs_clean(tmp_path):
+    """The ``saved`` target of tools/fuzz_parsers.py (a few hundred inputs here): its corpus is
+    read back, nothing escapes."""
+    import argparse
+    import signal
+
+    from tools import fuzz_parsers
+
+    args = argparse.Namespace(
+        seed=1, count=300, time_limit=0, hang_s=5.0, hard_s=30.0, save=3, out=str(tmp_path)
+    )
+    old = signal.signal(signal.SIGALRM, fuzz_parsers._on_alarm)
+    try:
+        r = fuzz_parsers.fuzz_target("saved", args)
+        assert r["escapes"] == 0, r
+        assert r["corpus_right"] == r["corpus"] > 0 and r["inputs"] == 300
+    finally:
+        signal.signal(signal.SIGALRM, old)
