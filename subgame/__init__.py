@@ -15,11 +15,13 @@ The modules, each importing only those above it:
 ``tree``            a subgame's public tree and the per-board hand data its walk reads
 ``leaf_model``      the continuations after the depth-limit leaves as flat arrays
 ``depth``           depth-limited solving: :class:`~subgame.depth.DepthLimit`, the truncated tree
+``locking``         node locks: a seat's strategy fixed at chosen nodes (histories, checks, tables)
 ``types``           :class:`~subgame.types.Subgame` (what to solve), :class:`~subgame.types.Solution`
 ``engine``          :class:`~subgame.engine.Engine`: one tree's work arrays and walks
 ``continuation``    the continuations built from the blueprint (a leaf model)
 ``depth_engine``    the engine of a depth-limited tree (its walks value the leaves)
 ``solver``          :func:`~subgame.solver.solve`: the methods (safe gadgets) and the schedule
+``saved``           saved solves: a subgame and its solver state in one file
 ``libratus``        the public Libratus endgame format
 ``construct``       subgames from a blueprint and a hand history (ranges, values, gifts)
 ``nested``          nested solving of off-tree bets; :func:`~subgame.nested.solve_state`
@@ -33,6 +35,10 @@ from holdem.lazy import lazy_exports
 
 _LAZY = {
     "solve": "subgame.solver",
+    "LockError": "subgame.locking",
+    "SolveState": "subgame.types",
+    "save_solve": "subgame.saved",
+    "read_saved": "subgame.saved",
     "Subgame": "subgame.types",
     "Solution": "subgame.types",
     "METHODS": "subgame.solver",
