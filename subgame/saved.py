@@ -267,7 +267,7 @@ def _finish(layout: _Layout, arrays: dict[str, np.ndarray], meta: dict[str, Any]
         arrays.get("gadget_sum", np.zeros(g_shape)),
         meta["iterations"],
         sched["next_check"],
-        None if sched["prev"] is None else (int(sched["prev"][0]), float(sched["prev"][1])),
+        None if sched.get("prev") is None else (int(sched["prev"][0]), float(sched["prev"][1])),
         meta["algo"],
         meta["precision"],
     )
