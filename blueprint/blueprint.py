@@ -694,6 +694,11 @@ class Blueprint:
         round and seat to act, facing a bet exactly when ``b`` does, then the nearest in the
         fraction of the pot to call and in log(1 + stack-to-pot ratio) after the call, a node that
         can raise preferred where the real state can; ties to the lowest node (deterministic).
+        Facing a bet it can only call or fold (an all-in: the call ends the betting, nothing is
+        left behind to play for), only the price counts: the nearest fraction of the pot to call,
+        whatever the node's stack behind. Otherwise a player that has put most of its stack in
+        (the fourth and fifth raises of a raise war past the cap) would answer the last few chips
+        with a node facing an all-in at about even money, and fold hands that must call.
         Its strategy is what :meth:`answer` plays where the tree has no node for the history."""
         rnd, player, frac, lspr, can_raise = self._node_features()
         p = b.current_player()
@@ -707,7 +712,7 @@ class Blueprint:
             cand = np.arange(len(rnd))
         score = (
             np.abs(frac[cand] - f[0])
-            + np.abs(lspr[cand] - ls[0])
+            + (np.abs(lspr[cand] - ls[0]) if real_raise or not facing else 0.0)
             + 10.0 * ((frac[cand] > 0) != facing)
             + 2.0 * (real_raise & ~can_raise[cand])
         )

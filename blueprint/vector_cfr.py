@@ -29,12 +29,10 @@ the exact ``sum_t' v(h, t')`` over all raw continuations (``v(h, sigma t) = v(si
 which the best response needs before it takes a maximum per hand. On the 5-rank game this cuts
 the turn boards from 450 (canonical flops only) to 255.
 
-**Terminals** in O(H) with card removal: a fold pays ``u * (R - R_c1 - R_c2 + r_h)`` (``R`` the
-opponent's total reach, ``R_c`` the reach of hands holding card ``c``); a showdown sweeps the
-hands in order of strength keeping per-card sums of the weaker and of the stronger hands.
-:func:`fold_values` and :func:`showdown_values` are the same terminals over a list of hands per seat
-(the subgame solver's compact lists; the showdown's sweep order merged ahead of time per board);
-:func:`fold_values_all` is the full-width case of :func:`fold_values`.
+**Terminals** in O(H) with card removal (:mod:`blueprint.range_kernels`, shared with the subgame
+solver): a fold pays ``u * (R - R_c1 - R_c2 + r_h)`` (``R`` the opponent's total reach, ``R_c`` the
+reach of hands holding card ``c``); a showdown sweeps the hands in order of strength keeping
+per-card sums of the weaker and of the stronger hands.
 
 A board step averages its boards (each weighted by its orbit weight over the number of boards
 compatible with any two hands); the game value divides the sum over hands by the number of
@@ -54,6 +52,7 @@ from abstraction.cards import CardAbstraction
 from abstraction.isomorphism import HandIndexer
 from abstraction.tree import KIND_DECISION, KIND_FOLD, BettingTree
 from blueprint.evaluate import hand_buckets, hand_strengths
+from blueprint.range_kernels import fold_values_all, showdown_values_all
 from blueprint.tables import Tables, normalize_blocks
 
 MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
@@ -90,193 +89,6 @@ class Workspace(NamedTuple):
     ro: np.ndarray  # float64 [depth, H]: the opponent's reach for a child
     sig: np.ndarray  # float64 [depth, maxa, H]: the node's strategy per hand
     vals: np.ndarray  # float64 [depth, maxa, H]: the traverser's action values per hand
-
-
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def fold_values(ro, no, cards_o, cards_p, same_p, npl, u, cacc, out):
-    """``out[i] = u * sum of ro over the opponent hands sharing no card with traverser hand i``
-    (lists of hands per seat, as the subgame solver's :class:`subgame.tree.HandLists`: ``cards_*[i]``
-    the cards of list entry ``i``, ``same_p[i]`` the traverser hand's entry in the opponent's list or
-    -1; an empty ``same_p`` when both lists are the same)."""
-    k = cards_o.shape[1]
-    if k == 2 and same_p.shape[0] > 0:  # hold'em's lists: the card loops unrolled (about 1.5x faster)
-        _fold_values2(ro, no, cards_o, cards_p, same_p, npl, u, cacc, out)
-        return
-    cacc[:] = 0.0
-    tot = 0.0
-    for j in range(no):
-        r = ro[j]
-        if r != 0:  # (deep in a tree many opponent hands have no reach)
-            tot += r
-            for c in range(k):
-                cacc[cards_o[j, c]] += r
-    for i in range(npl):
-        s = tot
-        for c in range(k):
-            s -= cacc[cards_p[i, c]]
-        if k == 2:  # the same hand shares both cards: subtracted twice, added back once
-            q = same_p[i] if same_p.shape[0] > 0 else i  # no same_p: both lists are every hand
-            if q >= 0:
-                s += ro[q]
-        out[i] = u * s
-
-
-@numba.njit(cache=True, nogil=True)
-def _fold_values2(ro, no, cards_o, cards_p, same_p, npl, u, cacc, out):
-    """:func:`fold_values` for two-card hands (the same sums; the same hand's reach added before
-    the two cards' sums are subtracted, which keeps exact zeros where the old loop did)."""
-    cacc[:] = 0.0
-    tot = 0.0
-    for j in range(no):
-        r = ro[j]
-        if r != 0:
-            tot += r
-            cacc[cards_o[j, 0]] += r
-            cacc[cards_o[j, 1]] += r
-    for i in range(npl):
-        q = same_p[i]
-        s = tot + ro[q] if q >= 0 else tot
-        out[i] = u * (s - cacc[cards_p[i, 0]] - cacc[cards_p[i, 1]])
-
-
-@numba.njit(cache=True, nogil=True)
-def _showdown_values2(ro, n_ev, up, up_cards, down, down_cards, m, cacc, out):
-    """:func:`showdown_values` for two-card hands (the same sums; the cards are read ahead of the
-    event's branch)."""
-    cacc[:] = 0.0
-    tot = 0.0
-    for e in range(n_ev):
-        q = up[e]
-        c1 = up_cards[e, 0]
-        c2 = up_cards[e, 1]
-        if q >= 0:
-            r = ro[q]
-            if r != 0:
-                tot += r
-                cacc[c1] += r
-                cacc[c2] += r
-        else:
-            out[-q - 1] = tot - cacc[c1] - cacc[c2]
-    cacc[:] = 0.0
-    tot = 0.0
-    for e in range(n_ev):
-        q = down[e]
-        c1 = down_cards[e, 0]
-        c2 = down_cards[e, 1]
-        if q >= 0:
-            r = ro[q]
-            if r != 0:
-                tot += r
-                cacc[c1] += r
-                cacc[c2] += r
-        else:
-            i = -q - 1
-            out[i] = m * (out[i] - (tot - cacc[c1] - cacc[c2]))
-
-
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def showdown_values(ro, n_ev, up, up_cards, down, down_cards, m, cacc, out):
-    """``out[i] = m * sum_{h' compatible} sign(s(i) - s(h')) ro[h']`` for each traverser entry ``i``,
-    by the two sweeps of events of :class:`subgame.tree.HandLists` (``up``: additions of weaker
-    opponent hands and reads; ``down``: the same from the strong end). The sweep of
-    :func:`_showdown_values` with the tie groups and the two seats' lists merged ahead of time.
-    Opponent hands of zero reach are skipped (deep in a tree many are)."""
-    k = up_cards.shape[1]
-    if k == 2:  # hold'em: the card loops unrolled (about 1.7x faster)
-        _showdown_values2(ro, n_ev, up, up_cards, down, down_cards, m, cacc, out)
-        return
-    cacc[:] = 0.0
-    tot = 0.0
-    for e in range(n_ev):
-        q = up[e]
-        if q >= 0:
-            r = ro[q]
-            if r != 0:
-                tot += r
-                for c in range(k):
-                    cacc[up_cards[e, c]] += r
-        else:
-            s = tot
-            for c in range(k):
-                s -= cacc[up_cards[e, c]]
-            out[-q - 1] = s
-    cacc[:] = 0.0
-    tot = 0.0
-    for e in range(n_ev):
-        q = down[e]
-        if q >= 0:
-            r = ro[q]
-            if r != 0:
-                tot += r
-                for c in range(k):
-                    cacc[down_cards[e, c]] += r
-        else:
-            s = tot
-            for c in range(k):
-                s -= cacc[down_cards[e, c]]
-            i = -q - 1
-            out[i] = m * (out[i] - s)
-
-
-@numba.njit(cache=True)
-def fold_values_all(reach, live, hands, u, deck, out):
-    """:func:`fold_values` over every hand (each seat's list is all ``H`` hands); 0 where not ``live``."""
-    H = reach.shape[0]
-    fold_values(reach, H, hands, hands, np.empty(0, np.int16), H, u, np.zeros(deck), out)
-    for h in range(H):
-        if not live[h]:
-            out[h] = 0.0
-
-
-@numba.njit(cache=True)
-def _showdown_values(reach, order, strength, nlive, hands, m, deck, out):
-    """``out[h] = m * sum_{h' compatible} sign(s(h) - s(h')) reach[h']`` for the live hands
-    (``order[:nlive]`` by increasing strength ``strength[:nlive]``); 0 elsewhere."""
-    H = reach.shape[0]
-    k = hands.shape[1]
-    for h in range(H):
-        out[h] = 0.0
-    card = np.zeros(deck, np.float64)
-    tot = 0.0
-    i = 0
-    while i < nlive:  # weaker hands: + reach
-        j = i
-        while j < nlive and strength[j] == strength[i]:
-            j += 1
-        for q in range(i, j):
-            h = order[q]
-            s = tot
-            for c in range(k):
-                s -= card[hands[h, c]]
-            out[h] = s
-        for q in range(i, j):
-            h = order[q]
-            r = reach[h]
-            tot += r
-            for c in range(k):
-                card[hands[h, c]] += r
-        i = j
-    for c in range(deck):
-        card[c] = 0.0
-    tot = 0.0
-    i = nlive - 1
-    while i >= 0:  # stronger hands: - reach
-        j = i
-        while j >= 0 and strength[j] == strength[i]:
-            j -= 1
-        for q in range(i, j, -1):
-            h = order[q]
-            s = tot
-            for c in range(k):
-                s -= card[hands[h, c]]
-            out[h] = m * (out[h] - s)
-        for q in range(i, j, -1):
-            h = order[q]
-            r = reach[h]
-            tot += r
-            for c in range(k):
-                card[hands[h, c]] += r
-        i = j
 
 
 # Not cached: numba's on-disk cache mishandles self-recursive functions (see blueprint.kernels).
@@ -333,11 +145,11 @@ def _walk(n, bid, d, bw, trav, mode, rs, ro, tree, boards, tables, delta, probs,
         if kind[n] == KIND_FOLD:
             folder = player[n]
             u = -float(spent[n, trav]) if folder == trav else float(spent[n, folder])
-            fold_values_all(ro, lv, hands, u, deck, out)
+            fold_values_all(ro, lv, hands, u, np.zeros(deck), out)
         else:
             m = float(min(spent[n, 0], spent[n, 1]))
-            _showdown_values(
-                ro, boards.order[bid], boards.strength[bid], boards.nlive[bid], hands, m, deck, out
+            showdown_values_all(
+                ro, boards.order[bid], boards.strength[bid], boards.nlive[bid], hands, m, np.zeros(deck), out
             )
         return 0
     p = player[n]

@@ -35,16 +35,18 @@ import numpy as np
 from blueprint.blueprint import Blueprint
 from blueprint.player import self_play_states
 from subgame import kernels as K
-from subgame.construct import blueprint_sigma, bp_bets, map_to_blueprint
+from subgame.bets import bp_bets
+from subgame.construct import blueprint_sigma, map_to_blueprint
 from subgame.depth import DEFAULT_LEAF_CARDS, DEFAULT_SAMPLES, DepthLimit
 from subgame.nested import solve_state, state_subgame
+from subgame.solver import subgame_engine
 from subgame.tree import SubgameError
 
 
 def opponent_br_pct(sub, sigma: np.ndarray) -> float:
     """The opponent's best-response value against the refined seat's rows of the full-width
     ``sigma`` in ``sub`` (its engine; the leaves' best continuation per hand), in % of the pot."""
-    e = sub.engine()
+    e = subgame_engine(sub)
     r = sub.ranges
     o = sub.opponent
     v = e.walk(sigma, r, o, K.MODE_BR)

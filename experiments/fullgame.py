@@ -39,16 +39,18 @@ from blueprint.evaluate import TreeEvaluator
 from holdem.gamedef import GameDef
 from holdem.reporting import chips_to_mbb
 from subgame import kernels as K
+from subgame.bets import bp_bets
 from subgame.construct import (
     BucketCache,
     abstract_path,
     blueprint_ranges,
     blueprint_sigma,
-    bp_bets,
     map_to_blueprint,
 )
-from subgame.solver import METHODS, Engine, Subgame, solve
+from subgame.engine import Engine
+from subgame.solver import METHODS, solve
 from subgame.tree import SubgameError, all_hands, board_hands, build_subgame_tree
+from subgame.types import Subgame
 
 COLUMNS = ("blueprint",) + METHODS
 

@@ -11,8 +11,8 @@ name                       where it lives
 ``Blueprint``              ``blueprint.blueprint`` (load a run, query, export)
 ``make_trainer``           ``blueprint.trainer`` (train in one process)
 ``RayJob``                 ``cluster.job`` (train on Ray)
-``solve``, ``Subgame``,    ``subgame.solver`` (solve an explicit subgame)
-``Solution``
+``solve``                  ``subgame.solver`` (solve an explicit subgame)
+``Subgame``, ``Solution``  ``subgame.types`` (the subgame to solve, the solved strategy)
 ``solve_state``,           ``subgame.nested`` (solve at a blueprint's match state)
 ``hand_strategy``
 ``read_libratus``          ``subgame.libratus`` (the public Libratus endgame format)
@@ -40,8 +40,8 @@ _LAZY = {
     "make_trainer": "blueprint.trainer",
     "RayJob": "cluster.job",
     "solve": "subgame.solver",
-    "Subgame": "subgame.solver",
-    "Solution": "subgame.solver",
+    "Subgame": "subgame.types",
+    "Solution": "subgame.types",
     "solve_state": "subgame.nested",
     "hand_strategy": "subgame.nested",
     "read_libratus": "subgame.libratus",
@@ -64,9 +64,9 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load on f
     from subgame.libratus import read_libratus as read_libratus
     from subgame.nested import hand_strategy as hand_strategy
     from subgame.nested import solve_state as solve_state
-    from subgame.solver import Solution as Solution
-    from subgame.solver import Subgame as Subgame
     from subgame.solver import solve as solve
+    from subgame.types import Solution as Solution
+    from subgame.types import Subgame as Subgame
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

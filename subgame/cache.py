@@ -16,11 +16,14 @@ from typing import Any, Optional
 
 import numpy as np
 
+from abstraction.bets import BetAbstraction
+from blueprint.blueprint import Blueprint
 from holdem.betting import action_string
+from holdem.gamedef import GameDef
 from holdem.state import State
 from subgame.nested import node_of_state
-from subgame.solver import Solution
 from subgame.tree import SubgameError
+from subgame.types import Solution
 
 #: lists and tuples longer than this whose items are not arrays are measured on a sample of
 #: :data:`_SAMPLE` evenly spaced items, scaled to the length (a turn subgame's tree keeps one
@@ -32,23 +35,12 @@ _SAMPLE = 128
 
 def _shared_types() -> tuple[type, ...]:
     """Objects that a solution refers to but does not own (one per game, run or process)."""
-    from holdem.gamedef import GameDef
-
-    out: list[type] = [GameDef, type, type(sys), type(_shared_types), type(len)]
-    try:
-        from abstraction.bets import BetAbstraction
-
-        out.append(BetAbstraction)
-    except ImportError:  # pragma: no cover
-        pass
-    from blueprint.blueprint import Blueprint
-
-    out.append(Blueprint)  # a depth-limited subgame's DepthLimit refers to the process's blueprint
-    return tuple(out)
+    # a depth-limited subgame's DepthLimit refers to the process's blueprint
+    return (GameDef, BetAbstraction, Blueprint, type, type(sys), type(_shared_types), type(len))
 
 
 def nbytes(obj: Any, python: bool = True) -> int:
-    """Bytes held by ``obj`` (a :class:`~subgame.solver.Solution`, a public tree, a subgame, or
+    """Bytes held by ``obj`` (a :class:`~subgame.types.Solution`, a public tree, a subgame, or
     containers of them): every numpy array reachable through dataclass fields, instance
     attributes, lists, tuples, sets and dicts, each memory buffer counted once (a view counts its
     base array's ``nbytes``, once however many views share it), plus with ``python`` the Python
@@ -281,7 +273,7 @@ class SessionCache:
             return e[0]
 
     def store(self, session: str, sol: Any, key, size: Optional[int] = None) -> bool:
-        """Cache ``sol`` (solved for ``key``; a :class:`~subgame.solver.Solution`, or another record
+        """Cache ``sol`` (solved for ``key``; a :class:`~subgame.types.Solution`, or another record
         that :meth:`get` returns) as ``session``'s, replacing the session's previous one, evicting
         others as needed. ``size``: its :func:`nbytes` (measured here when None). False when it
         cannot fit next to the reservations (then nothing is cached for the session)."""

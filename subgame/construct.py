@@ -27,17 +27,23 @@ from typing import Optional
 import numpy as np
 
 from abstraction.bets import BetAbstraction
-from abstraction.tree import KIND_CHANCE, KIND_DECISION, BettingTree
+from abstraction.tree import KIND_CHANCE, KIND_DECISION, BettingTree, build_tree
 from blueprint.blueprint import Blueprint, BlueprintError, NotADecisionError, viewer_decision
+from blueprint.evaluate import hand_buckets
+from holdem.betting import CALL, FOLD, RAISE, Betting, action_string
 from holdem.state import State
 from subgame import kernels as K
-from subgame.solver import Engine, Subgame, checkpoint
-from subgame.tree import SubgameError, blocked_by, board_hands, build_subgame_tree
+from subgame.bets import bp_bets, default_subgame_bets
+from subgame.continuation import build_leaf_model, expanded_nodes
+from subgame.depth import build_depth_limited_tree
+from subgame.depth_engine import DepthLimitedEngine, make_engine
+from subgame.engine import Engine
+from subgame.interrupt import checkpoint
+from subgame.tree import MAX_NODES, SubgameError, all_hands, blocked_by, board_hands, build_subgame_tree
+from subgame.types import Subgame
 
 
 def _hand_buckets_for(bp: Blueprint, hands: np.ndarray, board: tuple[int, ...], r: int) -> np.ndarray:
-    from blueprint.evaluate import hand_buckets
-
     g = bp.gamedef
     kind, iso, table, offsets = bp.cards.kernel_args()
     return hand_buckets(
@@ -212,8 +218,6 @@ def _fill_mapped(
 
 def _translated_rows(bp: Blueprint, tree: BettingTree, u: int, sigma: np.ndarray, cache: BucketCache) -> None:
     """The blueprint's translated strategy at public node ``u`` (off its tree) into ``sigma``'s rows."""
-    from holdem.betting import CALL, FOLD, RAISE
-
     bt = bp.tree
     b = tree.betting(u)
     A = int(tree.num_actions[u])
@@ -302,8 +306,6 @@ def history_ranges(
     action no abstract action becomes (an off-tree raise) leaves the range as it was: nested
     solving's rule that an off-tree action does not change the range of the one who took it. An
     action in ``played`` (:data:`Played`) is weighed by the strategy its player really played."""
-    from holdem.betting import Betting, action_string
-
     cache = cache or BucketCache(bp, hands)
     g = bp.gamedef
     H = len(hands)
@@ -343,8 +345,6 @@ def _values_engine(bp: Blueprint, n: int, board: tuple[int, ...], seat: int, cac
     if depth_limit is None:
         tree = build_subgame_tree(bp.gamedef, bp.betting_at(n), board, bp_bets(bp))
     else:
-        from subgame.depth import build_depth_limited_tree
-
         tree = build_depth_limited_tree(bp.gamedef, bp.betting_at(n), board, bp_bets(bp))
     checkpoint()
     nm = map_to_blueprint(tree, bp, n)
@@ -352,8 +352,6 @@ def _values_engine(bp: Blueprint, n: int, board: tuple[int, ...], seat: int, cac
     checkpoint()
     if depth_limit is None:
         return tree, Engine(tree), sigma
-    from subgame.depth import build_leaf_model, make_engine
-
     conts = depth_limit.continuations
     # the blueprint's continuation first (the blueprint values' pick), walks exact over its cards
     dl = dataclasses.replace(
@@ -370,8 +368,6 @@ def _walk_values(e: Engine, sigma, ranges, seat: int, mode: int) -> np.ndarray:
     """``seat``'s values in ``e`` (from :func:`_values_engine`) against ``ranges``: best responses
     (``MODE_BR``; at depth-limit leaves the best continuation per hand) or the blueprint's own
     (``MODE_EV``; at depth-limit leaves the blueprint's continuation)."""
-    from subgame.depth import DepthLimitedEngine
-
     if isinstance(e, DepthLimitedEngine):
         e.leaf_avg[:] = 0.0
         e.leaf_avg[:, 0] = 1.0  # continuation 0: the blueprint's (_values_engine)
@@ -410,10 +406,6 @@ def check_rest_size(bp: Blueprint, n: int, board: tuple[int, ...]) -> None:
     """:class:`SubgameError` when the blueprint's public tree from abstract node ``n`` to the end of
     the hand (what :func:`blueprint_values` walks) would exceed the subgame trees' node limit,
     counted on its betting alone before anything big is built (e.g. a hold'em flop)."""
-    from abstraction.tree import build_tree
-    from subgame.depth import expanded_nodes
-    from subgame.tree import MAX_NODES
-
     tpl = build_tree(bp.gamedef, bp_bets(bp), root=bp.betting_at(n), board=board)
     size = expanded_nodes(bp.gamedef, tpl, len(board))
     hands = comb(bp.gamedef.deck_size - len(board), bp.gamedef.num_hole_cards)
@@ -436,11 +428,6 @@ def values_depth_limit(bp: Blueprint, n: int, board: tuple[int, ...], depth_limi
             raise
         return depth_limit
     return None
-
-
-def bp_bets(bp: Blueprint) -> Optional[BetAbstraction]:
-    """The blueprint's bet abstraction (it lives on its tree; None for limit games)."""
-    return bp.tree.bets if not bp.gamedef.is_limit else None
 
 
 def gifts(
@@ -547,9 +534,6 @@ def blueprint_subgame(
     refining ``refine``'s strategy, with ranges, alternative values and gifts from the blueprint
     (``depth_limit``: a :class:`subgame.depth.DepthLimit`, the subgame then ends with its round;
     ``played``: :data:`Played`)."""
-    from subgame.bets import default_subgame_bets
-    from subgame.tree import all_hands
-
     hands = all_hands(bp.gamedef)
     cache = BucketCache(bp, hands)
     ranges = blueprint_ranges(bp, n, board, hands, cache, played)

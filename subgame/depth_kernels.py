@@ -13,11 +13,13 @@ every hand, so a continuation tree's many boards share one set of rows. Vectors 
 * traverser the opponent: ``me``'s reach comes in as one vector; ``out[i]`` = the opponent's values
   when it plays continuation ``i``.
 
-:func:`subgame.kernels.walk_dl` (the walk of :func:`subgame.kernels.walk`, one body) walks
-depth-limited trees: given :class:`Leaves`, showdown nodes with ``leaf_of[n] >= 0`` are
-depth-limit leaves, valued by :func:`leaf_values`: there the opponent picks a continuation per hand (regret matching in a CFR
-walk, its average in the others, its best one when it best-responds) and the values come from
-:func:`cont_walk`.
+The terminals are :mod:`blueprint.range_kernels`' full-width ones (those of
+:mod:`blueprint.vector_cfr`).
+
+:func:`subgame.kernels.walk` walks depth-limited trees: given :class:`Leaves`, showdown nodes
+with ``leaf_of[n] >= 0`` are depth-limit leaves, valued by :func:`leaf_values`: there the opponent
+picks a continuation per hand (regret matching in a CFR walk, its average in the others, its best
+one when it best-responds) and the values come from :func:`cont_walk`.
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ import numba
 import numpy as np
 
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD, KIND_SHOWDOWN
+from blueprint.range_kernels import fold_values_all, showdown_values_all
 
 
 class ContModel(NamedTuple):
     """The continuation trees of every leaf and their tables, as one argument
-    (:meth:`subgame.depth.LeafModel.kernel_arrays`; fixed dtypes, :data:`CONT_DTYPES`)."""
+    (:meth:`subgame.leaf_model.LeafModel.kernel_arrays`; fixed dtypes, :data:`CONT_DTYPES`)."""
 
     leaf_root: np.ndarray  # int64 [leaves] continuation root of each leaf
     kind: np.ndarray  # int8 [N]
@@ -79,7 +82,7 @@ CONT_DTYPES = {
 
 
 class ContWork(NamedTuple):
-    """Work arrays of :func:`cont_walk` and :func:`leaf_values` (:class:`subgame.depth.LeafWork`)."""
+    """Work arrays of :func:`cont_walk` and :func:`leaf_values` (:class:`subgame.leaf_model.LeafWork`)."""
 
     pick: np.ndarray  # int64 [H] the continuation of each opponent hand (pick[0] < 0: none)
     rin: np.ndarray  # float32 [k, H] reach in
@@ -97,7 +100,7 @@ class ContWork(NamedTuple):
 
 
 class Leaves(NamedTuple):
-    """The depth-limit hook of :func:`subgame.kernels.walk_dl` as data: which nodes are leaves and the
+    """The depth-limit hook of :func:`subgame.kernels.walk` as data: which nodes are leaves and the
     opponent's choice among the ``k`` continuations at each (see :func:`leaf_values`)."""
 
     me: int  # the refined seat
@@ -108,84 +111,6 @@ class Leaves(NamedTuple):
     leaf_avg: np.ndarray  # float64 [leaves, k, H]
     leaf_pick: np.ndarray  # int64 [leaves, H]
     mask: np.ndarray  # bool [cards] the next cards the continuations walk
-
-
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def _fold_full(rho, live, hands, u, card, out):
-    """``out[h] = u * sum of rho over hands sharing no card with h`` (live ``h``; else 0)."""
-    H = rho.shape[0]
-    k = hands.shape[1]
-    for c in range(card.shape[0]):
-        card[c] = 0.0
-    tot = 0.0
-    for h in range(H):
-        r = rho[h]
-        if r != 0.0:
-            tot += r
-            for c in range(k):
-                card[hands[h, c]] += r
-    for h in range(H):
-        if live[h]:
-            s = tot
-            for c in range(k):
-                s -= card[hands[h, c]]
-            if k == 2:
-                s += rho[h]
-            out[h] = u * s
-        else:
-            out[h] = 0.0
-
-
-@numba.njit(cache=True, nogil=True, fastmath=True)
-def _showdown_full(rho, order, strength, nlive, hands, m, card, out):
-    """``out[h] = m * sum_{h' compatible} sign(s(h) - s(h')) rho[h']`` for the live hands
-    (``order[:nlive]`` by increasing ``strength[:nlive]``); 0 elsewhere."""
-    H = rho.shape[0]
-    k = hands.shape[1]
-    for h in range(H):
-        out[h] = 0.0
-    for c in range(card.shape[0]):
-        card[c] = 0.0
-    tot = 0.0
-    i = 0
-    while i < nlive:
-        j = i
-        while j < nlive and strength[j] == strength[i]:
-            j += 1
-        for q in range(i, j):
-            h = order[q]
-            s = tot
-            for c in range(k):
-                s -= card[hands[h, c]]
-            out[h] = s
-        for q in range(i, j):
-            h = order[q]
-            r = rho[h]
-            tot += r
-            for c in range(k):
-                card[hands[h, c]] += r
-        i = j
-    for c in range(card.shape[0]):
-        card[c] = 0.0
-    tot = 0.0
-    i = nlive - 1
-    while i >= 0:
-        j = i
-        while j >= 0 and strength[j] == strength[i]:
-            j -= 1
-        for q in range(i, j, -1):
-            h = order[q]
-            s = tot
-            for c in range(k):
-                s -= card[hands[h, c]]
-            out[h] = m * (out[h] - s)
-        for q in range(i, j, -1):
-            h = order[q]
-            r = rho[h]
-            tot += r
-            for c in range(k):
-                card[hands[h, c]] += r
-        i = j
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True)
@@ -265,10 +190,10 @@ def cont_walk(root, me, trav, k, m, mask, w):
                 if kn == KIND_FOLD:
                     f = player[n]
                     u = -float(spent[n, f]) if f == trav else float(spent[n, f])
-                    _fold_full(rho, valid[b], hands, u, card, tv)
+                    fold_values_all(rho, valid[b], hands, u, card, tv)
                 else:
                     m = float(min(spent[n, 0], spent[n, 1]))
-                    _showdown_full(rho, order[b], sstrength[b], nvalid[b], hands, m, card, tv)
+                    showdown_values_all(rho, order[b], sstrength[b], nvalid[b], hands, m, card, tv)
                 for i in range(kv):
                     for h in range(H):
                         out[i, h] = tv[h]
@@ -330,10 +255,10 @@ def cont_walk(root, me, trav, k, m, mask, w):
                 if kc == KIND_FOLD:
                     f = player[c]
                     u = -float(spent[c, f]) if f == trav else float(spent[c, f])
-                    _fold_full(rho, valid[b], hands, u, card, tv)
+                    fold_values_all(rho, valid[b], hands, u, card, tv)
                 else:
                     m = float(min(spent[c, 0], spent[c, 1]))
-                    _showdown_full(rho, order[b], sstrength[b], nvalid[b], hands, m, card, tv)
+                    showdown_values_all(rho, order[b], sstrength[b], nvalid[b], hands, m, card, tv)
                 # combine the terminal's values (the same for every continuation) into node n's sums
                 if kn == KIND_DECISION and player[n] == trav:
                     row = srow[n] + a

@@ -13,7 +13,8 @@ of seat ``q`` on board ``b`` owns ``num_actions[n]`` rows of ``nlive[b, q]`` ent
 as the walk descends, values come up as it returns, and only the frames on the current path hold
 vectors, so the working set is ``depth x actions x hands`` whatever the tree's size. In a CFR walk
 (mode 0) each decision's strategy is regret matching of its regrets, computed when the walk enters
-it. Terminal values cost O(L) per node with exact card removal (the two seats' lists on the board):
+it. Terminal values cost O(L) per node with exact card removal (the two seats' lists on the board;
+:mod:`blueprint.range_kernels`):
 
 * fold: ``sum_{h' ~ h} r[h'] = T - C[c1] - C[c2] + r[h]`` (``T`` the total opponent reach, ``C[c]``
   the reach of opponent hands holding card ``c``, ``h ~ h'`` for hands sharing no card);
@@ -21,6 +22,9 @@ it. Terminal values cost O(L) per node with exact card removal (the two seats' l
   opponent hands strictly weaker than each traverser hand, one descending sweep subtracts those
   strictly stronger (at a tie the traverser's hand is read first, so ties count zero without any
   grouping, and a hand never counts against itself).
+
+A depth-limited tree's walk is the same :func:`walk` with a hook: its depth-limit leaves
+(:mod:`subgame.depth`) are valued by :func:`subgame.depth_kernels.leaf_values`.
 
 Modes: 0 = a CFR iteration for the traverser (regrets and average strategy updated), 1 = best
 response of the traverser to ``sigma`` (max over its actions), 2 = the traverser's values when
@@ -36,9 +40,7 @@ import numba
 import numpy as np
 
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_FOLD, KIND_SHOWDOWN
-
-# the terminal values with card removal live with the full-width ones they generalise
-from blueprint.vector_cfr import fold_values, showdown_values
+from blueprint.range_kernels import fold_values, showdown_values
 from subgame.depth_kernels import leaf_values
 
 MODE_CFR, MODE_BR, MODE_EV = 0, 1, 2
@@ -94,11 +96,14 @@ class HandArrays(NamedTuple):
 
 class WalkState(NamedTuple):
     """The strategy and regret tables of a walk (compact layout, flat): ``sigma`` is read in modes
-    1 and 2, ``regret``/``strat_sum`` in mode 0 (a 1-entry dummy where unused)."""
+    1 and 2, ``regret``/``strat_sum`` in mode 0 (a 1-entry dummy where unused). ``fixed`` (uint8
+    ``[N]``): 1 at the decision nodes whose strategy is locked (:mod:`subgame.locking`), where a
+    best response (mode 1) plays ``sigma`` instead of maximising."""
 
     sigma: np.ndarray
     regret: np.ndarray
     strat_sum: np.ndarray
+    fixed: np.ndarray
 
 
 class WalkOptions(NamedTuple):
@@ -157,8 +162,6 @@ class ParWork(NamedTuple):
 
 def par_work(tree, T: int, D: int, A: int, H: int, dtype) -> ParWork:
     """:class:`ParWork` for ``T`` threads (tree depth ``D``, ``A`` actions, ``H`` hands)."""
-    from abstraction.tree import KIND_CHANCE
-
     kind = np.asarray(tree.kind)
     N = len(kind)
     under = np.zeros(N, np.bool_)  # a chance node above (nodes are in preorder)
@@ -475,7 +478,7 @@ def chance_tasks(ta, hd, st, opt, pw):
             pw.out[t],
         )
         c = pw.task_node[j]
-        walk_one(ta, hd, st, pw.trr[j], opt, wk, None, c)
+        walk_one(ta, hd, st, pw.trr[j], opt, wk, None, c, None, None, None)
         v = pw.vals[j]
         o = wk.out
         for i in range(nlive[ta.board[c], p]):
@@ -483,12 +486,12 @@ def chance_tasks(ta, hd, st, opt, pw):
 
 
 @numba.njit(cache=True, fastmath=True, nogil=True)  # nogil: concurrent solves (the service) use every core
-def walk(ta, hd, st, root_reach, opt, wk, pw, n0):
+def walk(ta, hd, st, root_reach, opt, wk, pw, n0, lv, cm, cw):
     """One depth-first walk for traverser ``opt.p`` of the subtree of node ``n0`` (0: the whole
     tree); ``wk.out[:nlive[board[n0], p]]`` gets its root values.
 
     ``ta`` :class:`WalkTree`, ``hd`` :class:`HandArrays`, ``st`` :class:`WalkState`, ``opt``
-    :class:`WalkOptions`, ``wk`` :class:`WalkWork`. ``root_reach[s, :nlive[board[0], s]]``: each
+    :class:`WalkOptions`, ``wk`` :class:`WalkWork`. ``root_reach[s, :nlive[board[n0], s]]``: each
     seat's reach on the root board's lists. ``st.sigma`` (compact) is read in modes 1 and 2; mode 0
     plays regret matching of ``st.regret`` and updates it (``R <- R * (w_pos if R > 0 else w_neg) + r``,
     floored at 0 when ``floor_zero``) and ``st.strat_sum`` (``S <- S * s_old + s_new * own reach *
@@ -502,7 +505,13 @@ def walk(ta, hd, st, root_reach, opt, wk, pw, n0):
     then read from ``pw.vals`` and added up in the same order as one thread adds them, so the
     values, tables and floating-point sums are the same.
 
-    Depth-limited trees: :func:`walk_dl` (the same walk with a leaf hook; keep the two in step)."""
+    Depth-limit leaves (the hook; None, None, None for a full-depth tree): ``lv``
+    (:class:`subgame.depth_kernels.Leaves`) with ``cm``/``cw`` the continuation model
+    (:class:`~subgame.depth_kernels.ContModel`) and its work arrays
+    (:class:`~subgame.depth_kernels.ContWork`). A showdown node ``c`` with ``lv.leaf_of[c] >= 0`` is
+    valued by :func:`subgame.depth_kernels.leaf_values`. ``pw is None`` and ``lv is None`` are
+    decided when numba compiles the walk (one specialization per combination): a full-depth walk
+    runs none of the leaf code."""
     kind = ta.kind
     player = ta.player
     num_actions = ta.num_actions
@@ -540,6 +549,9 @@ def walk(ta, hd, st, root_reach, opt, wk, pw, n0):
     fn = wk.fn
     fa = wk.fa
     out = wk.out
+    me = -1
+    if lv is not None:  # (``lv is None`` branches are pruned at compile time)
+        me = lv.me
     o = 1 - p
     b0 = board[n0]
     for s in range(2):
@@ -611,283 +623,6 @@ def walk(ta, hd, st, root_reach, opt, wk, pw, n0):
                             bc = board[edge_child[child_start[n] + i]]
                             _scatter_up(pw.vals[j0 + i], acc, p, bn, bc, nlive, idx, pos)
                         fa[d] = num_actions[n]
-        a = fa[d]
-        if a < num_actions[n]:
-            fa[d] = a + 1
-            c = edge_child[child_start[n] + a]
-            bc = board[c]
-            kc = kind[c]
-            if kn == KIND_DECISION:
-                q = player[n]
-                # the traverser's own reach is not needed
-                if q == p and (mode != 0 or kc == KIND_FOLD or kc == KIND_SHOWDOWN):
-                    rid[d + 1, q] = rid[d, q]
-                else:
-                    L = nlive[bn, q]
-                    src = rbuf[rid[d, q], q]
-                    dst = rbuf[d + 1, q]
-                    if mode == 0:
-                        sa = sg[d, a]
-                        for j in range(L):
-                            dst[j] = src[j] * sa[j]
-                    else:
-                        base = coff[n] + a * L
-                        sa2 = sigma[base : base + L]
-                        for j in range(L):
-                            dst[j] = src[j] * sa2[j]
-                    rid[d + 1, q] = d + 1
-                rid[d + 1, 1 - q] = rid[d, 1 - q]
-            else:
-                for s in range(2):
-                    src = rbuf[rid[d, s], s]
-                    dst = rbuf[d + 1, s]
-                    for j in range(nlive[bc, s]):
-                        dst[j] = src[pos[bn, s, idx[bc, s, j]]]
-                    rid[d + 1, s] = d + 1
-            if kc == KIND_FOLD or kc == KIND_SHOWDOWN:
-                if kn == KIND_DECISION:
-                    _terminal(
-                        c,
-                        p,
-                        kind,
-                        player,
-                        spent,
-                        board,
-                        nlive,
-                        cards,
-                        same,
-                        up,
-                        up_cards,
-                        down,
-                        down_cards,
-                        rbuf[rid[d + 1, o], o],
-                        cacc,
-                        cv[d, a],
-                    )
-                else:
-                    _terminal(
-                        c,
-                        p,
-                        kind,
-                        player,
-                        spent,
-                        board,
-                        nlive,
-                        cards,
-                        same,
-                        up,
-                        up_cards,
-                        down,
-                        down_cards,
-                        rbuf[rid[d + 1, o], o],
-                        cacc,
-                        tmp[d + 1],
-                    )
-                    _scatter_up(tmp[d + 1], cv[d, 0], p, bn, bc, nlive, idx, pos)
-            else:
-                d += 1
-                fn[d] = c
-                fa[d] = 0
-                enter = True
-            continue
-        # every child done: node n's values into its parent's slot
-        if d == 0:
-            dst = out
-        elif kind[fn[d - 1]] == KIND_DECISION:
-            dst = cv[d - 1, fa[d - 1] - 1]
-        else:
-            dst = tmp[d]
-        L = nlive[bn, p]
-        if kn == KIND_CHANCE:
-            inv = 1.0 / ta.deal_count[n]
-            acc = cv[d, 0]
-            for j in range(L):
-                dst[j] = acc[j] * inv
-        else:
-            q = player[n]
-            A = num_actions[n]
-            if q != p:
-                for j in range(L):
-                    dst[j] = cv[d, 0, j]
-                for a in range(1, A):
-                    vc = cv[d, a]
-                    for j in range(L):
-                        dst[j] += vc[j]
-            elif mode == 1:
-                for j in range(L):
-                    dst[j] = cv[d, 0, j]
-                for a in range(1, A):
-                    vc = cv[d, a]
-                    for j in range(L):
-                        dst[j] = max(dst[j], vc[j])
-            else:
-                base = coff[n]
-                for j in range(L):
-                    dst[j] = 0.0
-                for a in range(A):
-                    vc = cv[d, a]
-                    sa = sg[d, a] if mode == 0 else sigma[base + a * L : base + (a + 1) * L]
-                    for j in range(L):
-                        dst[j] += sa[j] * vc[j]
-                if mode == 0:
-                    rp = rbuf[rid[d, p], p]
-                    for a in range(A):
-                        vc = cv[d, a]
-                        sa = sg[d, a]
-                        rg = regret[base + a * L : base + (a + 1) * L]
-                        ss = strat_sum[base + a * L : base + (a + 1) * L]
-                        for j in range(L):
-                            x = rg[j]
-                            x = x * (w_pos if x > 0 else w_neg) + (vc[j] - dst[j])
-                            if floor_zero and x < 0:
-                                x = 0.0
-                            rg[j] = x
-                            ss[j] = ss[j] * s_old + s_new * rp[j] * sa[j]
-        if d == 0:
-            return
-        d -= 1
-        if kind[fn[d]] == KIND_CHANCE:
-            _scatter_up(tmp[d + 1], cv[d, 0], p, board[fn[d]], bn, nlive, idx, pos)
-
-
-def _copy(f, name: str):
-    """A second function object with ``f``'s code, named ``name`` (its own numba dispatcher and cache)."""
-    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
-    g.__qualname__ = name
-    g.__doc__ = f.__doc__
-    return g
-
-
-#: :func:`walk` as a dispatcher of its own: the one-thread walk of a task's subtree that
-#: :func:`chance_tasks` runs (a parallel region calling a dispatcher that also has an overload
-#: taking a :class:`ParWork` failed to link)
-walk_one = numba.njit(cache=True, fastmath=True, nogil=True)(_copy(walk.py_func, "walk_one"))
-
-
-@numba.njit(cache=True, fastmath=True, nogil=True)
-def walk_dl(ta, hd, st, root_reach, opt, wk, lv, cm, cw):
-    """:func:`walk` with depth-limit leaves: one depth-first walk for traverser ``opt.p``; ``wk.out[:nlive[board[0], p]]`` gets its root values.
-
-    ``ta`` :class:`WalkTree`, ``hd`` :class:`HandArrays`, ``st`` :class:`WalkState`, ``opt``
-    :class:`WalkOptions`, ``wk`` :class:`WalkWork`. ``root_reach[s, :nlive[board[0], s]]``: each
-    seat's reach on the root board's lists. ``st.sigma`` (compact) is read in modes 1 and 2; mode 0
-    plays regret matching of ``st.regret`` and updates it (``R <- R * (w_pos if R > 0 else w_neg) + r``,
-    floored at 0 when ``floor_zero``) and ``st.strat_sum`` (``S <- S * s_old + s_new * own reach *
-    sigma``) at ``p``'s nodes. Work arrays (one frame per depth ``d``): ``rbuf[d, s]`` reach,
-    ``cv[d, a]`` child values (a chance node sums into ``cv[d, 0]``), ``sg[d, a]`` the strategy
-    (mode 0), ``tmp[d]`` a chance child's values, ``rid[d, s]`` the frame whose ``rbuf`` holds seat
-    ``s``'s reach at depth ``d`` (a decision changes only its seat's).
-
-    Depth-limit leaves are data: ``lv`` (:class:`subgame.depth_kernels.Leaves`) with ``cm``/``cw``
-    the continuation model (:class:`~subgame.depth_kernels.ContModel`) and its work arrays
-    (:class:`~subgame.depth_kernels.ContWork`). A showdown node ``c`` with ``lv.leaf_of[c] >= 0`` is
-    valued by :func:`subgame.depth_kernels.leaf_values`. :func:`walk` is this walk without the leaf
-    hook, a second copy: sharing one body (merged, or inlined into two entry points) measured 5-8%
-    slower full-depth solves (issue 15's bound: 3%)."""
-    kind = ta.kind
-    player = ta.player
-    num_actions = ta.num_actions
-    board = ta.board
-    child_start = ta.child_start
-    edge_child = ta.edge_child
-    spent = ta.spent
-    nlive = hd.nlive
-    idx = hd.idx
-    pos = hd.pos
-    coff = hd.coff
-    cards = hd.cards
-    same = hd.same
-    up = hd.up
-    up_cards = hd.up_cards
-    down = hd.down
-    down_cards = hd.down_cards
-    sigma = st.sigma
-    regret = st.regret
-    strat_sum = st.strat_sum
-    p = opt.p
-    mode = opt.mode
-    w_pos = opt.w_pos
-    w_neg = opt.w_neg
-    floor_zero = opt.floor_zero
-    s_old = opt.s_old
-    s_new = opt.s_new
-    rbuf = wk.rbuf
-    cv = wk.cv
-    sg = wk.sg
-    tmp = wk.tmp
-    cacc = wk.cacc
-    tot = wk.tot
-    rid = wk.rid
-    fn = wk.fn
-    fa = wk.fa
-    out = wk.out
-    me = -1
-    if lv is not None:  # (``lv is None`` branches are pruned at compile time)
-        me = lv.me
-    o = 1 - p
-    b0 = board[0]
-    for s in range(2):
-        for j in range(nlive[b0, s]):
-            rbuf[0, s, j] = root_reach[s, j]
-        rid[0, s] = 0
-    if kind[0] == KIND_FOLD or kind[0] == KIND_SHOWDOWN:
-        _terminal(
-            0,
-            p,
-            kind,
-            player,
-            spent,
-            board,
-            nlive,
-            cards,
-            same,
-            up,
-            up_cards,
-            down,
-            down_cards,
-            rbuf[0, o],
-            cacc,
-            out,
-        )
-        return
-    d = 0
-    fn[0] = 0
-    fa[0] = 0
-    enter = True
-    while True:
-        n = fn[d]
-        kn = kind[n]
-        bn = board[n]
-        if enter:  # prepare node n at depth d
-            enter = False
-            if kn == KIND_DECISION:
-                if mode == 0:
-                    q = player[n]
-                    A = num_actions[n]
-                    L = nlive[bn, q]
-                    base = coff[n]
-                    t = tot
-                    for j in range(L):
-                        t[j] = 0.0
-                    for a in range(A):  # positive parts, and their sum per hand
-                        rg = regret[base + a * L : base + (a + 1) * L]
-                        sa = sg[d, a]
-                        for j in range(L):
-                            x = rg[j]
-                            x = x if x > 0 else 0.0
-                            sa[j] = x
-                            t[j] += x
-                    for j in range(L):
-                        t[j] = 1.0 / t[j] if t[j] > 0 else 0.0
-                    inv_a = 1.0 / A
-                    for a in range(A):
-                        sa = sg[d, a]
-                        for j in range(L):
-                            sa[j] = sa[j] * t[j] if t[j] > 0 else inv_a
-            else:  # chance: values summed into cv[d, 0]
-                acc = cv[d, 0]
-                for j in range(nlive[bn, p]):
-                    acc[j] = 0.0
         a = fa[d]
         if a < num_actions[n]:
             fa[d] = a + 1
@@ -1013,7 +748,7 @@ def walk_dl(ta, hd, st, root_reach, opt, wk, lv, cm, cw):
                     vc = cv[d, a]
                     for j in range(L):
                         dst[j] += vc[j]
-            elif mode == 1:
+            elif mode == 1 and st.fixed[n] == 0:  # a locked node plays sigma (below)
                 for j in range(L):
                     dst[j] = cv[d, 0, j]
                 for a in range(1, A):
@@ -1048,3 +783,17 @@ def walk_dl(ta, hd, st, root_reach, opt, wk, lv, cm, cw):
         d -= 1
         if kind[fn[d]] == KIND_CHANCE:
             _scatter_up(tmp[d + 1], cv[d, 0], p, board[fn[d]], bn, nlive, idx, pos)
+
+
+def _copy(f, name: str):
+    """A second function object with ``f``'s code, named ``name`` (its own numba dispatcher and cache)."""
+    g = types.FunctionType(f.__code__, f.__globals__, name, f.__defaults__, f.__closure__)
+    g.__qualname__ = name
+    g.__doc__ = f.__doc__
+    return g
+
+
+#: :func:`walk` as a dispatcher of its own: the one-thread walk of a task's subtree that
+#: :func:`chance_tasks` runs (a parallel region calling a dispatcher that also has an overload
+#: taking a :class:`ParWork` failed to link)
+walk_one = numba.njit(cache=True, fastmath=True, nogil=True)(_copy(walk.py_func, "walk_one"))

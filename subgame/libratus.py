@@ -18,18 +18,17 @@ from typing import Optional
 import numpy as np
 
 from abstraction.bets import BetAbstraction
-from holdem.cards import CardError, parse_cards
+from holdem.cards import SUIT_CHARS, CardError, parse_cards
 from holdem.gamedef import load_gamedef
-from subgame.solver import Subgame
+from subgame.bets import default_subgame_bets
 from subgame.tree import SubgameError, all_hands, betting_at
+from subgame.types import Subgame
 
 FILE_SUITS = "shdc"  # suit order within a rank in the file's hand order
 
 
 def _file_order_to_ours(num_suits: int = 4, num_ranks: int = 13) -> np.ndarray:
     """``perm[i]`` = our hand index of the file's ``i``-th hand."""
-    from holdem.cards import SUIT_CHARS
-
     file_cards = [r * num_suits + SUIT_CHARS.index(s) for r in range(num_ranks) for s in FILE_SUITS]
     ours = {tuple(int(c) for c in h): i for i, h in enumerate(all_hands(load_gamedef("hunl")))}
     return np.array([ours[tuple(sorted(p))] for p in itertools.combinations(file_cards, 2)], np.int64)
@@ -90,8 +89,6 @@ def read_libratus(path, bets: Optional[BetAbstraction] = None) -> Subgame:
     ranges[:, perm] = reach
     root = betting_at(game, rnd - 1, pot)
     if bets is None:
-        from subgame.bets import default_subgame_bets
-
         bets = default_subgame_bets()
     sub = Subgame(game, root, tuple(board), ranges, bets)
     sub.public_tree()  # validates ranges against the board

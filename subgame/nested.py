@@ -23,6 +23,7 @@ from abstraction.tree import KIND_CHANCE, KIND_DECISION, BettingTree
 from blueprint.blueprint import Blueprint, BlueprintError
 from holdem.betting import RAISE, Betting
 from holdem.state import State
+from subgame.bets import default_subgame_bets
 from subgame.construct import (
     BucketCache,
     Played,
@@ -36,8 +37,11 @@ from subgame.construct import (
     node_probs,
     values_depth_limit,
 )
-from subgame.solver import METHODS, Solution, Subgame, check_interrupt, interruptible, solve
+from subgame.depth import resolve_depth_limit
+from subgame.interrupt import check_interrupt, interruptible
+from subgame.solver import METHODS, solve
 from subgame.tree import SubgameError, all_hands
+from subgame.types import Solution, Subgame
 
 
 def _flat(b: Betting) -> list[tuple[int, int, int]]:
@@ -213,8 +217,6 @@ def off_tree_subgame(
     """The nested subgame rooted after the opponent's off-tree action ``(kind, size)`` taken at
     betting ``before`` (abstract node ``m``, ``board`` dealt), refining seat ``me`` (``played``:
     :data:`~subgame.construct.Played`, of the history before the action)."""
-    from subgame.bets import default_subgame_bets
-
     o = 1 - me
     after = before.apply(kind, size)
     if after.finished:
@@ -285,8 +287,6 @@ def state_subgame(
     :func:`dead_end_subgame` rooted at the state (no alternative values: solved unsafe).
     ``played`` (:data:`~subgame.construct.Played`): the actions of the hand so far that their player
     took from a solved subgame's strategy, with that strategy (the ranges follow it)."""
-    from subgame.depth import resolve_depth_limit
-
     rnd = state.betting.round
     if bp.walk(state).dead_end is not None:
         if not nested:
@@ -348,8 +348,6 @@ def dead_end_subgame(
     blueprint takes it, translation and the fallback included; an off-tree raise leaves the range
     as it was, nested solving's rule, Brown & Sandholm 2017). There are no blueprint values at the
     root, so only ``unsafe`` solves it."""
-    from subgame.bets import default_subgame_bets
-
     g = bp.gamedef
     hands = all_hands(g)
     board = tuple(int(c) for c in state.board_cards)
@@ -395,13 +393,15 @@ def solve_state(
     measure_samples: Optional[int] = None,
     threads: Optional[int] = None,
     played: Played = None,
+    locks=None,
+    keep_state: bool = False,
 ) -> tuple[Solution, int]:
     """Solve the subgame for the seat to act at ``state`` (on-tree: rooted at the state; off-tree
     opponent bet: nested, rooted after it). Returns the solution and the node of ``state`` in it.
 
     ``deadline`` (a :func:`time.perf_counter` instant) and ``stop`` (a :class:`threading.Event`)
     bound the whole call, the subgame's construction from the blueprint included: they are checked
-    between the construction's steps (:class:`~subgame.solver.SolveInterrupted` when they have
+    between the construction's steps (:class:`~subgame.interrupt.SolveInterrupted` when they have
     passed) and before every iteration of :func:`~subgame.solver.solve`.
 
     ``depth_limit``: ``None`` (default) ends the subgame with its round (:mod:`subgame.depth`, with
@@ -409,7 +409,10 @@ def solve_state(
     it, else solves to the end of the hand; ``False`` always to the end of the hand; ``True`` or a
     :class:`~subgame.depth.DepthLimit` always depth-limited (a :class:`SubgameError` on the last round).
     ``measure_samples``, ``threads``: :func:`~subgame.solver.solve`'s (a depth-limited check on a
-    sample of cards; the walk's threads). ``played``: :func:`state_subgame`'s."""
+    sample of cards; the walk's threads). ``played``: :func:`state_subgame`'s. ``locks``,
+    ``keep_state``: :func:`~subgame.solver.solve`'s; lock histories start at the subgame's root
+    (the start of the state's round on the blueprint's tree, right after the opponent's off-tree
+    bet for a nested subgame, the state itself at a dead end)."""
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     state = decision_state(bp, state)
@@ -432,6 +435,8 @@ def solve_state(
         algo=algo,
         measure_samples=measure_samples,
         threads=threads,
+        locks=locks,
+        keep_state=keep_state,
     )
     return sol, node_of_state(sub.public_tree(), state)
 

@@ -38,8 +38,9 @@ import numpy as np
 from abstraction.bets import BetAbstraction, BetAbstractionError
 from abstraction.tree import KIND_DECISION, ActionFilter, BettingTree, build_tree
 from holdem.betting import CALL, RAISE, Betting
-from holdem.evaluator import rank_hand_py
+from holdem.evaluator import rank_many
 from holdem.gamedef import GameDef
+from subgame.kernels import HandArrays
 
 MAX_NODES = 2_000_000
 
@@ -103,8 +104,6 @@ class HandLists:
 
     def kernel_arrays(self):
         """The lists as one kernel argument (:class:`subgame.kernels.HandArrays`)."""
-        from subgame.kernels import HandArrays  # numba only when a kernel runs
-
         return HandArrays(
             self.coff,
             self.nlive,
@@ -236,8 +235,6 @@ def _board_hands(game: GameDef, boards: list[tuple[int, ...]]) -> BoardHands:
     strength = np.zeros((B, H), np.int64)
     sorted_strength = np.zeros((B, H), np.int64)
     total = game.total_board_cards
-    from holdem.evaluator import rank_many
-
     for b, cards in enumerate(boards):
         ok = ~blocked_by(hands, cards)
         valid[b] = ok
@@ -314,7 +311,3 @@ def betting_at(game: GameDef, round_: int, pot: int) -> Betting:
     if b.round != round_ or b.finished or b.spent != (half, half):
         raise SubgameError(f"cannot start round {round_ + 1} with pot {pot} in this game")
     return b
-
-
-def hand_strengths_py(game: GameDef, hand: Sequence[int], board: Sequence[int]) -> int:
-    return rank_hand_py(list(hand) + list(board), game.num_suits, game.num_ranks)

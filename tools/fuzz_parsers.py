@@ -17,7 +17,8 @@ Targets (``TARGETS`` below): ``gamedef`` (bytes of a ``.game`` file through
 (``STATE``/``MATCHSTATE`` strings through ``Game.state`` on kuhn, leduc, hulhe, hunl, hunl20, a
 no-limit leduc and two odd test games; corpus from random legal play), ``checkpoint`` (shard files
 and manifests through ``blueprint.io.shard_file.fuzz_read_shard_bytes`` / ``blueprint.io.manifest.fuzz_read_manifest_bytes``)
-and ``blueprint`` (blueprint files through ``fuzz_read_blueprint_bytes``). The last two build their
+``blueprint`` (blueprint files through ``fuzz_read_blueprint_bytes``) and ``saved`` (saved
+solves through ``subgame.saved.fuzz_read_saved_bytes``). The last two build their
 corpus from small runs trained on the spot (kuhn, leduc, no-limit leduc) and mutate each file two
 ways: its raw bytes (mostly caught by the lz4 checksums or the manifest digest) and "resealed"
 (the decompressed msgpack stream of a shard or blueprint file is mutated and compressed again
@@ -67,6 +68,7 @@ from blueprint.io.shard_file import SHARD_MAGIC, fuzz_read_shard_bytes, shard_na
 from holdem import Game, GameDefError, StateError
 from holdem.fuzz import ODD_LIMIT, ODD_NOLIMIT, fuzz_games, random_play, state_strings
 from holdem.gamedef import PRESETS, parse_gamedef, parse_gamedef_bytes
+from subgame.saved import SAVED_MAGIC, fuzz_read_saved_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -398,6 +400,52 @@ def run_blueprint(context: tuple[str, str], data: bytes) -> None:
         raise WrongAnswer(f"accepted a blueprint header {str(meta)[:200]}")
 
 
+def saved_corpus(rng: random.Random) -> list[Seed]:
+    """Saved solves (subgame.saved) of a no-limit Leduc flop subgame, solved here: unsafe with a
+    lock, and resolve (gadget tables) with random alternative values."""
+    import tempfile
+
+    from abstraction.bets import load_bets
+    from holdem.betting import CALL, Betting
+    from holdem.gamedef import load_gamedef
+    from subgame.saved import save_solve
+    from subgame.solver import solve
+    from subgame.tree import board_hands, build_subgame_tree
+    from subgame.types import Subgame
+
+    game = load_gamedef(str(ROOT / "tests" / "data" / "leduc_nolimit.game"))
+    root = Betting.initial(game).apply(CALL).apply(CALL)
+    bets = load_bets("fcpa")
+    tree = build_subgame_tree(game, root, (0,), bets)
+    ranges = np.stack([board_hands(tree).valid[tree.board[0]]] * 2).astype(float)
+    out = Path(tempfile.mkdtemp(prefix="fuzz-saved-"))
+    seeds: list[Seed] = []
+    for i, (method, locks) in enumerate(
+        (("unsafe", {"": {"c": 0.5, tree.action_labels(0)[-1]: 0.5}}), ("resolve", None))
+    ):
+        sub = Subgame(game, root, (0,), ranges, bets, tree=tree, alt=np.linspace(-1, 1, ranges.shape[1]))
+        path = out / f"s{i}.msgpack.lz4"
+        save_solve(path, solve(sub, method, iterations=3, locks=locks, keep_state=True))
+        data = path.read_bytes()
+        seeds += [
+            (("saved", "raw"), data),
+            (("saved", "stream"), _stream(data)),
+            (("saved", "stream"), _stream(data)),
+        ]
+    return seeds
+
+
+def run_saved(context: tuple[str, str], data: bytes) -> None:
+    _, mode = context
+    got = fuzz_read_saved_bytes(_wrap(SAVED_MAGIC, data) if mode == "stream" else data)
+    if got is None:
+        raise Refused()
+    if got.state.regret.dtype != np.float32 or not np.isfinite(got.state.regret).all():
+        raise WrongAnswer("accepted a saved solve with bad regrets")
+    if (got.subgame.ranges < 0).any() or (got.state.strat_sum < 0).any():
+        raise WrongAnswer("accepted negative ranges or strategy sums")
+
+
 # fmt: off
 MSGPACK_TOKENS = (
     b"\xdd\x0f\xff\xff\xff", b"\xdf\x0f\xff\xff\xff", b"\xc6\xff\xff\xff\xff", b"\xc6\x00\x00\x00\x04",
@@ -410,6 +458,7 @@ MSGPACK_TOKENS = (
     b"\xa9num_nodes", b"\xaetable_entries", b"\xabnum_buckets", b"\xa4tree", b"\xa5cards", b"\xa4hash",
     b"\x00\x00\xc0\x7f", b"\x00\x00\x80\x7f", b"\x00\x00\x80\xbf", b"\x00\x00\x00\x40",
     b"MCCFRSHD", b"MCCFRBPF", b"MCCFRMAN", b"\x04\x22\x4d\x18",
+    b"MCCFRSLV", b"\xa6regret", b"\xa9strat_sum", b"\xa4root", b"\xa5board", b"\xa9tree_hash",
 )
 # fmt: on
 
@@ -514,6 +563,8 @@ TARGETS: dict[str, Target] = {
     "blueprint": Target(blueprint_corpus, run_blueprint, (Refused,), MSGPACK_TOKENS),
     # POST /v1/strategy bodies through the app in-process (mccfr.serving.fuzz.check_body)
     "request": Target(request_corpus, run_request, (Rejected,), REQUEST_TOKENS),
+    # saved solves (subgame/saved.py; raw, or their msgpack stream resealed)
+    "saved": Target(saved_corpus, run_saved, (Refused,), MSGPACK_TOKENS),
 }
 ALPHABETS = {"gamedef": GAMEDEF_ALPHABET, "matchstate": MATCHSTATE_ALPHABET}
 

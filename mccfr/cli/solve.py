@@ -101,6 +101,36 @@ from mccfr.cli.common import CLIError, json_opt, run_dir_arg, user_input
     "later round at each chance node, e.g. 32,1,1 (every deal walked) "
     "[default: 32,1,1 from a round with three deals after it (pre-flop)].",
 )
+@click.option(
+    "--lock",
+    "locks",
+    multiple=True,
+    metavar="FILE_OR_SPEC",
+    help="Fix a seat's strategy at nodes of the subgame: a JSON file, or NODE=ACTION:P,ACTION:P;... "
+    "(NODE: the betting history from the subgame's root, empty for the root; docs/solving.md). Repeatable.",
+)
+@click.option(
+    "--save",
+    "save_path",
+    default=None,
+    metavar="FILE",
+    help="Save the subgame and the solver's state to FILE (reopen with --load).",
+)
+@click.option(
+    "--load",
+    "load_path",
+    default=None,
+    metavar="FILE",
+    help="Reopen a saved solve: show it (--node), or continue it (--iterations, --time-budget, "
+    "--target-pct-pot) and --save it again.",
+)
+@click.option(
+    "--node",
+    "node_history",
+    default=None,
+    metavar="HISTORY",
+    help="Print the strategy at this node (betting history from the subgame's root, e.g. r900c/).",
+)
 @json_opt
 def solve(
     run_dir,
@@ -119,6 +149,10 @@ def solve(
     samples,
     leaf_cards,
     leaf_deals,
+    locks,
+    save_path,
+    load_path,
+    node_history,
     as_json,
 ):
     """Re-solve a subgame: the strategy for the seat to act, and how well it was solved.
@@ -138,19 +172,34 @@ def solve(
     of seat 0 + of seat 1) / 2 in the game solved (the gadget game for the safe methods), in chips
     and in percent of the subgame's starting pot.
     """
-    if (matchstate is None) == (subgame_file is None):
-        raise click.UsageError("give exactly one of --matchstate STR (with RUN_DIR) or --subgame FILE")
+    if sum(x is not None for x in (matchstate, subgame_file, load_path)) != 1:
+        raise click.UsageError(
+            "give exactly one of --matchstate STR (with RUN_DIR), --subgame FILE or --load FILE"
+        )
     if matchstate is not None and run_dir is None:
         raise click.UsageError("--matchstate needs RUN_DIR (the blueprint to solve from)")
-    if time_budget is None and iterations is None and target_pct_pot is None:
+    if load_path is not None and locks:
+        raise click.UsageError("--lock with --load: a saved solve keeps the locks it was solved with")
+    continuing = time_budget is not None or iterations is not None or target_pct_pot is not None
+    if time_budget is None and iterations is None and target_pct_pot is None and load_path is None:
         time_budget = 2.0
     from abstraction.bets import load_bets
+    from subgame.locking import lock_arg
     from subgame.tree import SubgameError
 
     with user_input():
         try:
+            lock_spec: dict = {}
+            for value in locks:
+                for node, strat in lock_arg(value).items():
+                    if node in lock_spec:
+                        raise SubgameError(f"--lock: node {node!r} is locked twice")
+                    lock_spec[node] = strat
+            opts = {"locks": lock_spec or None, "keep_state": save_path is not None}
             sub_bets = load_bets(bets) if bets is not None else None
-            if subgame_file is not None:
+            if load_path is not None:
+                result = _solve_saved(load_path, time_budget, iterations if continuing else 0, target_pct_pot)
+            elif subgame_file is not None:
                 result = _solve_file(
                     subgame_file,
                     method or "unsafe",
@@ -160,6 +209,7 @@ def solve(
                     target_pct_pot,
                     algo,
                     hand,
+                    opts,
                 )
             else:
                 dl_opts = {
@@ -194,7 +244,12 @@ def solve(
                     algo,
                     depth_limit,
                     dl_opts,
+                    opts,
                 )
+            sol = result.pop("_solution")
+            if node_history is not None:
+                result["node_strategy"] = _node_report(sol, node_history)
+            result.update(_saved(sol, save_path))
         except SubgameError as exc:
             raise CLIError(str(exc)) from None
     if as_json:
@@ -234,14 +289,56 @@ def _solve_report(sol) -> dict[str, Any]:
     return d
 
 
-def _solve_file(path, method, bets, time_budget, iterations, target, algo, hand) -> dict[str, Any]:
+def _saved(sol, save_path) -> dict[str, Any]:
+    """Save ``sol`` when asked; the report's keys."""
+    if save_path is None:
+        return {}
+    from subgame.saved import save_solve
+
+    n = save_solve(save_path, sol)
+    click.echo(f"saved to {save_path} ({n:,} bytes)")
+    return {"saved": str(save_path), "saved_bytes": n}
+
+
+def _node_report(sol, history: str) -> dict[str, Any]:
+    from subgame.locking import node_frequencies
+
+    freq = node_frequencies(sol, history)
+    click.echo(f"node {history!r}: " + ", ".join(f"{a} {p:.1%}" for a, p in freq["strategy"].items()))
+    return freq
+
+
+def _solve_saved(path, time_budget, iterations, target) -> dict[str, Any]:
+    from subgame.saved import read_saved
+    from subgame.solver import solve as run_solve
+
+    saved = read_saved(path)
+    before = saved.state.iterations
+    sol = run_solve(
+        saved.subgame,
+        saved.method,
+        iterations=iterations,
+        time_budget=time_budget,
+        target_pct_pot=target,
+        algo=saved.algo,
+        precision=saved.precision,
+        locks=saved.locks,
+        resume=saved.state,
+        keep_state=True,
+    )
+    click.echo(f"{path}: {before:,} iterations saved, {sol.iterations - before:,} run now")
+    d = _solve_report(sol)
+    return {**d, "loaded": str(path), "_solution": sol}
+
+
+def _solve_file(path, method, bets, time_budget, iterations, target, algo, hand, opts) -> dict[str, Any]:
     from holdem.cards import parse_cards
     from subgame.libratus import read_libratus
     from subgame.solver import solve as run_solve
 
     sub = read_libratus(path, bets)
     sol = run_solve(
-        sub, method, iterations=iterations, time_budget=time_budget, target_pct_pot=target, algo=algo
+        sub, method, iterations=iterations, time_budget=time_budget, target_pct_pot=target, algo=algo, **opts
     )
     d = _solve_report(sol)
     t = sub.tree
@@ -258,11 +355,21 @@ def _solve_file(path, method, bets, time_budget, iterations, target, algo, hand)
         hs = sol.hand_strategy(tuple(cards))
         click.echo(f"{hand}: " + ", ".join(f"{a} {p:.3f}" for a, p in hs.items()))
         out["hand_strategy"] = hs
-    return out
+    return {**out, "_solution": sol}
 
 
 def _solve_matchstate(
-    path, matchstate, method, bets, time_budget, iterations, target, algo, depth_limit=None, dl_opts=None
+    path,
+    matchstate,
+    method,
+    bets,
+    time_budget,
+    iterations,
+    target,
+    algo,
+    depth_limit=None,
+    dl_opts=None,
+    opts=None,
 ) -> dict[str, Any]:
     from blueprint.blueprint import Blueprint
     from holdem.state import StateError
@@ -294,6 +401,7 @@ def _solve_matchstate(
         bets=bets,
         depth_limit=dl,
         algo=algo,
+        **(opts or {}),
     )
     d = _solve_report(sol)
     hs = hand_strategy(sol, node, state)
@@ -302,4 +410,4 @@ def _solve_matchstate(
         + ", ".join(f"{a} {p:.3f}" for a, p in hs.items())
         + (" (nested: off-tree bet)" if off is not None else "")
     )
-    return {**d, "strategy": hs, "nested": off is not None, "node": node}
+    return {**d, "strategy": hs, "nested": off is not None, "node": node, "_solution": sol}

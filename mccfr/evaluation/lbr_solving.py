@@ -36,8 +36,9 @@ from mccfr.evaluation.match import view_of
 from mccfr.evaluation.solving import SolvingPlayer, legal_action
 from subgame.cache import SubgameCache, node_in
 from subgame.nested import solve_state
-from subgame.solver import METHODS, Solution
+from subgame.solver import METHODS
 from subgame.tree import SubgameError, all_hands, hand_index
+from subgame.types import Solution
 
 
 class SolvingOpponent:

@@ -27,6 +27,11 @@ strategy of the abstract node most like the real state
 * ``method``: None (the responder chooses), ``"blueprint"`` (answer from the blueprint, no
   solving) or one of :data:`SOLVE_METHODS` (the subgame-solving methods, docs/architecture.md "5. Contracts").
 
+* ``locks`` (solving responders, keyword): node locks of the subgame solved
+  (:mod:`subgame.locking`: ``{history: {action: probability or [one per hand]}}``, at most
+  :data:`subgame.locking.MAX_LOCKS` nodes); a locked query always solves (never reuses or keeps a
+  solved subgame).
+
 Every problem with a query raises :class:`QueryError`, which carries the HTTP status the service
 answers with and a short machine-readable ``kind``:
 
@@ -40,6 +45,8 @@ hand_over           409     the hand is over: nothing to decide
 bad_method          422     an unknown method, or one this responder cannot run
 bad_time_budget     422     not an integer in 1 .. MAX_TIME_BUDGET_MS
 bad_session         422     not a string of at most MAX_SESSION_LEN printable characters
+bad_locks           422     locks that are malformed, do not fit the subgame (the message names
+                            the node and action), or are sent where no subgame is solved
 ==================  ======  =============================================================
 
 The responders: :class:`mccfr.serving.responders.BlueprintResponder` answers every query from a
@@ -76,6 +83,7 @@ from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
 from holdem.game import Game
 from holdem.gamedef import PRESETS
 from holdem.state import State, StateError
+from subgame.locking import LockError, LockSpec, check_lock_spec
 
 #: The subgame-solving methods (``subgame.solve(..., method=...)``; docs/architecture.md, "5. Contracts").
 SOLVE_METHODS = ("unsafe", "resolve", "maxmargin", "reach-maxmargin", "estimate", "reach-estimate")
@@ -158,6 +166,17 @@ def check_method(value: Any, accepted: tuple[str, ...]) -> str | None:
             422,
         )
     raise QueryError("bad_method", f"unknown method {value!r}: expected one of {', '.join(known)}", 422)
+
+
+def check_locks(value: Any) -> LockSpec | None:
+    """The request's node locks checked for shape (:func:`subgame.locking.check_lock_spec`; the
+    subgame's tree checks the rest), or None; :class:`QueryError` ``bad_locks`` otherwise."""
+    if value is None:
+        return None
+    try:
+        return check_lock_spec(value)
+    except LockError as exc:
+        raise QueryError("bad_locks", str(exc), 422) from None
 
 
 class GameChecker:
@@ -299,6 +318,7 @@ __all__ = [
     "QueryError",
     "Responder",
     "ValidatingResponder",
+    "check_locks",
     "check_method",
     "check_session",
     "check_time_budget",

@@ -37,8 +37,8 @@ from holdem.gamedef import GameDef
 from holdem.state import State
 from mccfr.serving.query import MAX_MATCHSTATE_LEN, QueryError
 from subgame.construct import BucketCache, history_ranges, node_probs
-from subgame.solver import Solution
 from subgame.tree import all_hands, blocked_by
+from subgame.types import Solution
 
 #: probabilities and weights are sent with this many decimals (the page shows three)
 DECIMALS = 5

@@ -109,6 +109,12 @@ class StrategyRequest(BaseModel):
         description="blueprint, or a subgame-solving method (unsafe, resolve, maxmargin, reach-maxmargin, "
         "estimate, reach-estimate) where the server solves",
     )
+    locks: dict[StrictStr, dict[StrictStr, float | list[float]]] | None = Field(
+        None,
+        description="Node locks of the subgame solved (solving servers): {betting history from the subgame's "
+        "root: {ACPC action: probability, or a list of one per hand}} (docs/solving.md)",
+        examples=[{"": {"c": 0.5, "r300": 0.5}}],
+    )
 
 
 class StrategyResponse(BaseModel):
@@ -563,7 +569,11 @@ def create_app(
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         metrics.invalid("invalid_request", 422)
-        fields = "matchstate, session, time_budget_ms, method" if request.url.path == "/v1/strategy" else None
+        fields = (
+            "matchstate, session, time_budget_ms, method, locks"
+            if request.url.path == "/v1/strategy"
+            else None
+        )
         return JSONResponse(
             {"error": _validation_message(exc, fields), "kind": "invalid_request"}, status_code=422
         )
@@ -590,27 +600,38 @@ def create_app(
         )
 
     async def respond(
-        matchstate: str, session: str | None, time_budget_ms: int | None, method: str | None, t0: float
+        matchstate: str,
+        session: str | None,
+        time_budget_ms: int | None,
+        method: str | None,
+        t0: float,
+        locks: dict | None = None,
     ) -> dict[str, Any]:
         """The responder's answer to a query that arrived at ``t0`` (module docstring,
-        "Concurrency"), without ``elapsed_ms``; raises what the responder raises (QueryError)."""
+        "Concurrency"), without ``elapsed_ms``; raises what the responder raises (QueryError).
+        ``locks``: node locks (solving responders only, else a 422 ``bad_locks``)."""
         args = (matchstate, session, time_budget_ms, method)
+        lk: dict[str, Any] = {} if locks is None else {"locks": locks}
+        if lk and not getattr(responder, "accepts_locks", False):
+            raise QueryError(
+                "bad_locks", "locks need a solving server (this one answers from the blueprint)", 422
+            )
         out = None
         if start is not None:  # decided on the loop; a solve is awaited without a thread
             # the request waited about the loop's lag before the loop saw it, and its answer
             # will wait about as long to be sent: the budget runs from the arrival less the lag
             late = lag.lag
             out = (
-                start(*args, arrived=t0 - late, early=late)
+                start(*args, arrived=t0 - late, early=late, **lk)
                 if start_early
-                else start(*args, arrived=t0 - late)
+                else start(*args, arrived=t0 - late, **lk)
             )
             if not isinstance(out, dict):
                 out = await await_pending(out, early=0.0 if start_early else late)
-        elif fast is not None:
+        elif fast is not None and not lk:
             out = fast(*args, arrived=t0) if fast_timed else fast(*args)
         if out is None:
-            kw: dict[str, Any] = {"arrived": t0} if timed else {}
+            kw: dict[str, Any] = {"arrived": t0, **lk} if timed else lk
             call = functools.partial(responder.answer, *args, **kw)
             out = await asyncio.get_running_loop().run_in_executor(pool, call)
         return dict(out or {})
@@ -626,7 +647,7 @@ def create_app(
         t0 = request.scope.get(ARRIVED) or time.perf_counter()
         metrics.begin()
         try:
-            out = await respond(req.matchstate, req.session, req.time_budget_ms, req.method, t0)
+            out = await respond(req.matchstate, req.session, req.time_budget_ms, req.method, t0, req.locks)
         except QueryError as exc:
             metrics.failed(exc.status, exc.kind)
             return JSONResponse({"error": str(exc), "kind": exc.kind}, status_code=exc.status)

@@ -13,7 +13,7 @@ blueprint, its game definition, game and bet abstraction) sent as references, no
 (:class:`_Pickler`): a solved turn subgame is about 2-7 MB and crosses in a few milliseconds. The
 query's deadline crosses as a :func:`time.perf_counter` instant (``CLOCK_MONOTONIC``, one clock for
 every process of the machine) and its stop event is relayed to the process's own event while the
-thread waits. The exceptions a solve may raise (:class:`~subgame.solver.SolveInterrupted`,
+thread waits. The exceptions a solve may raise (:class:`~subgame.interrupt.SolveInterrupted`,
 :class:`~subgame.tree.SubgameError`, :class:`~blueprint.blueprint.BlueprintError`) are raised again
 in the caller with their message, any other as a :class:`RuntimeError` with the process's
 traceback; a process that dies (killed for memory, for example) is replaced and the solve raises
@@ -39,9 +39,10 @@ from typing import Any, Optional
 
 from blueprint.blueprint import BlueprintError
 from mccfr.serving.resources import lower_priority, malloc_trim
-from subgame.construct import bp_bets
+from subgame.bets import bp_bets
+from subgame.interrupt import SolveInterrupted
+from subgame.locking import LockError
 from subgame.nested import solve_state
-from subgame.solver import SolveInterrupted
 from subgame.tree import SubgameError
 
 POLL_S = 0.01  # how often a waiting thread relays its query's stop event
@@ -98,7 +99,7 @@ class _Codec:
 def _carried() -> tuple[type[Exception], ...]:
     """The errors a solve may raise that cross to the caller as their own type (subclasses as
     these: a subclass's constructor may take more than the message)."""
-    return (SolveInterrupted, SubgameError, BlueprintError)
+    return (SolveInterrupted, LockError, SubgameError, BlueprintError)
 
 
 def _serve(bp, conn, stop, nice: int, others: list) -> None:

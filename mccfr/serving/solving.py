@@ -27,6 +27,7 @@ from mccfr.serving.query import (
     SOLVE_METHODS,
     QueryError,
     Responder,
+    check_locks,
     check_method,
     example_matchstates,
 )
@@ -40,8 +41,9 @@ from mccfr.serving.resources import (
 from mccfr.serving.responders import BlueprintResponder
 from mccfr.serving.solver_processes import SolverProcessError, SolverProcesses
 from subgame.cache import PlayedStrategy, SessionCache, nbytes, public_key
+from subgame.interrupt import SolveInterrupted
+from subgame.locking import LockError
 from subgame.nested import solve_state
-from subgame.solver import SolveInterrupted
 from subgame.tree import SubgameError, hand_index
 
 
@@ -116,10 +118,12 @@ class _Job:
         "end",
         "started",
         "given_up_at",
+        "locks",
     )
 
-    def __init__(self, state, method, session, key, need, solve_by, answer_by, t0, reserved, raw):
+    def __init__(self, state, method, session, key, need, solve_by, answer_by, t0, reserved, raw, locks=None):
         self.state, self.session, self.key = state, session, key
+        self.locks = locks  # subgame.locking.LockSpec or None
         self.method: str = method
         self.need, self.solve_by, self.answer_by, self.t0 = need, solve_by, answer_by, t0
         self.reserved, self.raw = reserved, raw
@@ -154,6 +158,8 @@ class PendingAnswer:
         out = self.future.result()
         if isinstance(out, str):  # a fallback reason ("unsolvable:<why>" with why)
             kind, _, why = out.partition(":")
+            if kind == "bad_locks":  # the query's fault, not the solver's: a 4xx
+                raise QueryError("bad_locks", why, 422)
             self._r._count(kind)
             ans = self._r._blueprint_answer(self._job.state, self._job.t0, kind, self._job.method)
             if why:
@@ -380,23 +386,47 @@ class SolvingResponder(BlueprintResponder):
         held = sum(1 for j in (*self._running, *self._queue) if j.state.round == rnd and not j.stop.is_set())
         return held < self.last_round_threads
 
+    #: queries may carry node locks (``locks=``, :mod:`subgame.locking`)
+    accepts_locks = True
+
     def answer_start(
-        self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None, early: float = 0.0
+        self,
+        matchstate,
+        session=None,
+        time_budget_ms=None,
+        method=None,
+        arrived=None,
+        early: float = 0.0,
+        locks=None,
     ) -> dict[str, Any] | PendingAnswer:
         """The answer, when it is known at once (a blueprint answer, a reused subgame, a fallback),
         else a :class:`PendingAnswer` of a solve admitted to the solver queue. Cheap (a blueprint
         lookup's cost): the service calls it on its event loop. ``early``: seconds before the end
         of the budget by which the answer must be ready (the service's event-loop lag: the time
-        it will take to send it). Raises :class:`QueryError`."""
+        it will take to send it). ``locks``: node locks of the subgame (:mod:`subgame.locking`; a
+        locked query always solves: it neither reuses nor keeps a solved subgame). Raises
+        :class:`QueryError`."""
         t0 = time.perf_counter() if arrived is None else arrived
         state, session, budget, method = self.validate(matchstate, session, time_budget_ms, method)
+        locks = check_locks(locks)
+        if locks is not None and (method == BLUEPRINT_METHOD or not self._solves(state)):
+            raise QueryError(
+                "bad_locks",
+                "locks need a subgame solve, and this query is answered from the blueprint "
+                + (
+                    "(method 'blueprint')"
+                    if method == BLUEPRINT_METHOD
+                    else f"(this server solves from round {self.from_round + 1} on)"
+                ),
+                422,
+            )
         if method == BLUEPRINT_METHOD or not self._solves(state):
             return self._blueprint_answer(state, t0)
         method = method or self.solve_method
         assert state.viewer is not None  # a decision of its viewer (validated)
         key = (state.hand_id, tuple(state.hole_cards[state.viewer]), method)
-        hit = self.sessions.lookup(session, state, key) if session is not None else None
-        public = _public_key(state, method, self._played(session, key, state))
+        hit = self.sessions.lookup(session, state, key) if session is not None and locks is None else None
+        public = _public_key(state, method, self._played(session, key, state)) if locks is None else None
         if hit is None and public is not None:  # a pre-flop subgame solved for another deal
             hit = self.sessions.lookup(public, state, public)
         if hit is not None:
@@ -438,7 +468,9 @@ class SolvingResponder(BlueprintResponder):
             fits = start + need <= solve_by and self._within_share(state.round)
             reserved = fits and self.sessions.reserve(mem)
             if reserved:
-                job = _Job(state, method, session, key, need, solve_by, deadline - reserve / 2, t0, mem, raw)
+                job = _Job(
+                    state, method, session, key, need, solve_by, deadline - reserve / 2, t0, mem, raw, locks
+                )
                 self._queue.append(job)
         if not fits:
             self._count("busy")
@@ -539,6 +571,7 @@ class SolvingResponder(BlueprintResponder):
                 stop=job.stop,
                 measure_samples=None if last else self.measure_cards,
                 played=played or None,
+                **({"locks": job.locks} if job.locks is not None else {}),
             )
             iterated = sol.iterations > 0
             if sol.iterations >= self.min_iterations:
@@ -549,6 +582,8 @@ class SolvingResponder(BlueprintResponder):
                 self.cost.finished(state.round, setup + self.min_iterations * tm["iter_s"] + check)
         except SolveInterrupted:
             return "deadline"
+        except LockError as exc:
+            return f"bad_locks:{exc}"
         except (SubgameError, BlueprintError, SolverProcessError) as exc:
             return f"unsolvable:{exc}"
         finally:
@@ -573,6 +608,8 @@ class SolvingResponder(BlueprintResponder):
         self.sessions.release(job.reserved)  # the solve's working memory is gone: room to keep the result
         with self._cond:
             job.reserved = 0
+        if job.locks is not None:  # a locked subgame answers this query only
+            return self._answer_of(sol, strategy)
         public = _public_key(state, job.method, played)
         self._record_played(job.session, job.key, state, sol, node)
         if job.session is not None or public is not None:
@@ -585,6 +622,10 @@ class SolvingResponder(BlueprintResponder):
             if self.sessions.evictions != evicted and now - self._trimmed > self.TRIM_EVERY_S:
                 self._trimmed = now  # in this (low-priority) solver thread, off the event loop
                 malloc_trim()
+        return self._answer_of(sol, strategy)
+
+    @staticmethod
+    def _answer_of(sol, strategy: dict[str, float]) -> dict[str, Any]:
         return {
             "strategy": strategy,
             "source": "subgame",
@@ -597,9 +638,9 @@ class SolvingResponder(BlueprintResponder):
         }
 
     def answer(
-        self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None
+        self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None, locks=None
     ) -> dict[str, Any]:
-        out = self.answer_start(matchstate, session, time_budget_ms, method, arrived=arrived)
+        out = self.answer_start(matchstate, session, time_budget_ms, method, arrived=arrived, locks=locks)
         return out.wait() if isinstance(out, PendingAnswer) else out
 
     def warm_up(self) -> None:

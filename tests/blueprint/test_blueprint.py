@@ -84,6 +84,29 @@ def test_more_raises_than_the_abstraction_allows_get_the_fallback(hunl_bp):
     assert player.act(st, np.random.default_rng(0)) in ans.strategy and player.sources == {"fallback": 1}
 
 
+def test_facing_an_all_in_with_the_stack_nearly_in_the_fallback_answers_at_the_real_price(hunl_bp):
+    """A raise war past the cap of two: seat 1 has put 1,800 of its 2,000 in and faces the all-in,
+    200 more into a pot of 3,800. The call ends the betting, so the fallback node is the one at
+    the nearest price (fraction of the pot to call), not a node facing an all-in at about even
+    money (an open shove answered: 1,700 into 2,300), where most hands fold."""
+    g = Game.load("hunl20")
+    st = g.state("MATCHSTATE:1:0:r300r900r1800r2000:|QsJh")
+    ans = hunl_bp.answer(st)
+    assert ans.source == "fallback" and set(ans.strategy) <= {"f", "c"}
+    real_f, _ = hunl_bp._spr(np.array([st.betting.spent]), np.array([1]))
+    rnd, player, frac, _, _ = hunl_bp._node_features()
+    nodes = hunl_bp._decision_index()
+    seat1_facing = (rnd == 0) & (player == 1) & (frac > 0)
+    chosen = frac[np.nonzero(nodes == ans.node)[0][0]]
+    assert real_f[0] == pytest.approx(200 / 3800)
+    assert abs(chosen - real_f[0]) == pytest.approx(np.abs(frac[seat1_facing] - real_f[0]).min())
+    assert chosen < 0.5 < frac[seat1_facing].max()  # a node facing an all-in at ~even money exists
+    # facing a raise that leaves chips behind, the stack-to-pot ratio still counts: after three
+    # min-raises the seat to act answers from a node that can raise (fold, call and raises)
+    st2 = g.state("MATCHSTATE:0:0:r200r400r600:AhAd|")
+    assert hunl_bp.answer(st2).source == "fallback" and len(hunl_bp.answer(st2).strategy) > 2
+
+
 def test_wrong_viewer_and_terminal_states_are_errors(hunl_bp):
     with pytest.raises(BlueprintError, match="seat 1 is to act"):
         hunl_bp.strategy("MATCHSTATE:0:0::AhAd|")

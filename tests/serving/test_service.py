@@ -200,7 +200,7 @@ def test_health_and_openapi(client):
     spec = client.get("/openapi.json").json()
     post = spec["paths"]["/v1/strategy"]["post"]
     req = spec["components"]["schemas"]["StrategyRequest"]
-    assert set(req["properties"]) == {"matchstate", "session", "time_budget_ms", "method"}
+    assert set(req["properties"]) == {"matchstate", "session", "time_budget_ms", "method", "locks"}
     assert req["required"] == ["matchstate"]
     assert {"200", "400", "409", "422"} <= set(post["responses"])
     assert {"/healthz", "/metrics"} <= set(spec["paths"])
@@ -449,8 +449,8 @@ TURN = "MATCHSTATE:0:3:cc/cc/:AsKd|/2c7h9s/Td"
 
 
 def test_solve_stops_at_its_deadline_and_says_how_far_it_got(hunl_bp):
+    from subgame.interrupt import SolveInterrupted
     from subgame.nested import solve_state
-    from subgame.solver import SolveInterrupted
 
     full = solve_state(hunl_bp, RIVER, "reach-maxmargin", time_budget=None, iterations=300)[0]
     t = time.perf_counter()
@@ -501,7 +501,7 @@ def test_a_solve_that_overran_its_end_until_its_query_gave_up_backs_off(hunl_bp)
     budget and never iterated: the cost model backs off (twice the time it ran), so the next query of
     that round is answered at once ('budget') rather than starting the same hopeless solve."""
     from mccfr.serving.solving import SolvingResponder
-    from subgame.solver import SolveInterrupted
+    from subgame.interrupt import SolveInterrupted
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", from_round=2, solver_threads=1, min_iterations=10)
 
@@ -661,5 +661,46 @@ def test_a_later_subgame_of_the_session_gives_the_viewer_the_range_its_answers_p
         assert np.abs(want[0] / want[0].sum() - plain[0] / plain[0].sum()).sum() > 0.05
         np.testing.assert_array_equal(want[1], plain[1])
         assert r._played(None, key, later) == {} and r._played("p2", key, later) == {}
+    finally:
+        r.close()
+
+
+def test_locked_queries_solve_under_the_locks_and_bad_locks_are_422(hunl_bp, responder):
+    """``locks`` in the request: the seat to act at a locked node plays the lock; a lock that does
+    not fit the subgame, or one sent where nothing is solved, is a 422 naming the problem."""
+    from mccfr.serving.solving import SolvingResponder
+
+    with serving(responder) as c:
+        bp_only = c.post("/v1/strategy", json={"matchstate": PREFLOP, "locks": {"": {"c": 1}}})
+    assert bp_only.status_code == 422 and "need a solving server" in bp_only.json()["error"]
+    r = SolvingResponder(hunl_bp, "unsafe", default_time_budget_ms=20000, solver_threads=1, min_iterations=3)
+    river = "MATCHSTATE:0:3:cc/cc/cc/:AsKd|/2c7h9s/Td/3c"
+    try:
+        with serving(r, threads=2) as c:
+            body = c.post(
+                "/v1/strategy", json={"matchstate": river, "session": "l1", "locks": {"": {"c": 1}}}
+            )
+            assert body.status_code == 200, body.text
+            a = body.json()
+            assert a["source"] == "subgame" and a["strategy"]["c"] == pytest.approx(1.0, abs=1e-6), a
+            st = hunl_bp.game.state(river)
+            assert r.sessions.lookup("l1", st, (3, tuple(st.hole_cards[0]), "unsafe")) is None  # not kept
+            free = c.post("/v1/strategy", json={"matchstate": river, "session": "l2"}).json()
+            if free["source"] == "subgame":  # (a loaded machine may answer it from the blueprint: busy)
+                assert r.sessions.lookup("l2", st, (3, tuple(st.hole_cards[0]), "unsafe")) is not None
+            for locks, fragment in (
+                ({"r99999": {"c": 1}}, "no action 'r99999'"),
+                ({"": {"c": 0.5}}, "sum to 0.5, not 1"),
+                ({"": {"c": [1.0, 0.0]}}, "one probability or 1326"),
+            ):
+                bad = c.post("/v1/strategy", json={"matchstate": river, "locks": locks})
+                assert bad.status_code == 422 and bad.json()["kind"] == "bad_locks", bad.text
+                assert fragment in bad.json()["error"]
+            bad = c.post("/v1/strategy", json={"matchstate": river, "locks": {"": 1}})
+            assert bad.status_code == 422 and bad.json()["kind"] == "invalid_request"
+            bad = c.post(
+                "/v1/strategy", json={"matchstate": river, "method": "blueprint", "locks": {"": {"c": 1}}}
+            )
+            assert bad.status_code == 422 and "locks need a subgame solve" in bad.json()["error"]
     finally:
         r.close()

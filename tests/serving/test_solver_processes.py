@@ -14,8 +14,8 @@ import pytest
 
 from mccfr.serving.solver_processes import SolverProcessError, SolverProcesses, available
 from mccfr.serving.solving import SolvingResponder
+from subgame.interrupt import SolveInterrupted
 from subgame.nested import solve_state
-from subgame.solver import SolveInterrupted
 from subgame.tree import SubgameError
 
 pytestmark = pytest.mark.skipif(not available(), reason="solver processes need fork (Linux)")

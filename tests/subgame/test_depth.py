@@ -13,9 +13,12 @@ from blueprint.trainer import RunConfig, Trainer
 from holdem.betting import CALL, FOLD, RAISE
 from holdem.gamedef import GameDef
 from subgame import kernels as K
-from subgame.construct import blueprint_sigma, bp_bets, from_matchstate, map_to_blueprint
-from subgame.depth import DepthLimit, build_leaf_model, continuation_values, replay
-from subgame.solver import Engine, solve
+from subgame.bets import bp_bets
+from subgame.construct import blueprint_sigma, from_matchstate, map_to_blueprint
+from subgame.continuation import build_leaf_model, continuation_values
+from subgame.depth import DepthLimit, replay
+from subgame.engine import Engine
+from subgame.solver import solve, subgame_engine
 from subgame.tree import SubgameError, all_hands, board_hands, build_subgame_tree
 
 # 5 ranks x 4 suits (20 cards, 190 hands), a 3-card flop and a 1-card turn; 12 big blinds
@@ -249,8 +252,6 @@ def test_a_check_on_a_sample_of_cards_estimates_high_and_leaves_the_strategy_alo
     strategy is the exact run's, the solution says how many cards the check walked, and over many
     samples the estimate is at least the exact figure on average (a best response to a sample of
     the cards does at least as well there as the real one)."""
-    from subgame.solver import _exploitability
-
     exact = solve(_flop_subgame(bp, DepthLimit(bp))[0], "unsafe", iterations=40)
     sub, _ = _flop_subgame(bp, DepthLimit(bp))
     est = solve(sub, "unsafe", iterations=40, measure_samples=4)
@@ -262,14 +263,14 @@ def test_a_check_on_a_sample_of_cards_estimates_high_and_leaves_the_strategy_alo
     )
     assert far.measure_cards is None  # with a deadline, sampled only when an exact check would not fit
     assert far.exploitability == pytest.approx(exact.exploitability)
-    e = sub.engine(np.float32)
+    e = subgame_engine(sub, np.float32)
     sigma = e.compress(exact.strategy)
     figures = []
     for seed in range(24):
         assert e.set_measure_sample(4, seed) == 4
-        figures.append(_exploitability(sub.ranges, e, sigma)[0])
+        figures.append(e.exploitability(sub.ranges, sigma)[0])
     assert e.set_measure_sample(None) is None
-    full = _exploitability(sub.ranges, e, sigma)[0]  # (a fresh engine: uniform leaf choices)
+    full = e.exploitability(sub.ranges, sigma)[0]  # (a fresh engine: uniform leaf choices)
     assert np.mean(figures) >= full * 0.98, (np.mean(figures), full)
     with pytest.raises(SubgameError, match="at least 2 cards"):
         e.set_measure_sample(1)
@@ -477,7 +478,7 @@ def test_sampled_runouts_are_unbiased(bp4, monkeypatch):
     every card give the exact model itself."""
     import itertools
 
-    import subgame.depth as depth
+    import subgame.continuation as continuation
 
     dl = DepthLimit(bp4, leaf_deals=(3, 8))
     sub, tree, me, o, exact, li, r_op, want_me, want_o = _exact_leaf(bp4, dl)
@@ -492,7 +493,7 @@ def test_sampled_runouts_are_unbiased(bp4, monkeypatch):
     subsets = list(itertools.combinations(rest, 3))
     acc_me, acc_o = np.zeros_like(want_me), np.zeros_like(want_o)
     for cards in subsets:
-        monkeypatch.setattr(depth, "_draw_deals", lambda rest, kk, want, rng: [(c,) for c in cards])
+        monkeypatch.setattr(continuation, "_draw_deals", lambda rest, kk, want, rng: [(c,) for c in cards])
         m = build_leaf_model(tree, bp4, me, dl)
         acc_me += continuation_values(m, li, me, r_op)
         acc_o += continuation_values(m, li, o, sub.ranges[me])
@@ -586,13 +587,13 @@ def test_a_stopped_solve_ends_inside_the_subgames_construction(bp, monkeypatch):
     import threading
 
     import subgame.construct as C
-    import subgame.depth as D
+    import subgame.solver as S
+    from subgame.interrupt import SolveInterrupted, checkpoint, interruptible
     from subgame.nested import solve_state
-    from subgame.solver import SolveInterrupted, checkpoint, interruptible
 
     stop = threading.Event()
     lifted, built = [], []
-    real_sigma, real_model = C.blueprint_sigma, D.build_leaf_model
+    real_sigma, real_model = C.blueprint_sigma, S.build_leaf_model
 
     def sigma(*a, **k):
         out = real_sigma(*a, **k)
@@ -605,7 +606,8 @@ def test_a_stopped_solve_ends_inside_the_subgames_construction(bp, monkeypatch):
         return real_model(*a, **k)
 
     monkeypatch.setattr(C, "blueprint_sigma", sigma)
-    monkeypatch.setattr(D, "build_leaf_model", model)
+    for module in (C, S):  # the two places that build continuations
+        monkeypatch.setattr(module, "build_leaf_model", model)
     st = "MATCHSTATE:0:0:cc/:6c6d|" + FLOP
     with pytest.raises(SolveInterrupted):
         solve_state(bp, st, "maxmargin", time_budget=None, iterations=30, bets=bp_bets(bp), stop=stop)

@@ -13,8 +13,9 @@ from blueprint.trainer import RunConfig, Trainer
 from holdem.gamedef import GameDef
 from subgame import kernels as K
 from subgame.construct import blueprint_values, from_matchstate
+from subgame.engine import Engine
 from subgame.nested import first_off_tree, hand_strategy, nested_subgame, solve_state
-from subgame.solver import Engine, solve
+from subgame.solver import solve
 from subgame.tree import SubgameError
 
 GAME = GameDef(

@@ -10,8 +10,10 @@ from holdem.betting import CALL, Betting
 from holdem.evaluator import rank_hand_py
 from holdem.gamedef import GameDef
 from subgame import kernels as K
-from subgame.solver import Engine, Subgame, exploitability, iteration_weights, solve
+from subgame.engine import Engine
+from subgame.solver import exploitability, iteration_weights, solve
 from subgame.tree import SubgameError, board_hands, build_subgame_tree
+from subgame.types import Subgame
 
 # three rounds, 6 ranks x 4 suits (24 cards, 276 hands): a "turn hold'em" small enough for pairs
 GAME = GameDef(

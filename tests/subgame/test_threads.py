@@ -11,8 +11,10 @@ from abstraction.tree import KIND_CHANCE
 from holdem.betting import CALL, Betting
 from holdem.gamedef import GameDef
 from subgame import kernels as K
-from subgame.solver import Engine, Subgame, solve
+from subgame.engine import Engine
+from subgame.solver import solve
 from subgame.tree import board_hands, build_subgame_tree
+from subgame.types import Subgame
 
 # test_solver's three-round small game: 6 ranks x 4 suits
 GAME = GameDef(

@@ -1,0 +1,65 @@
+"""Node locking and saved solves: a locked river solve's time per iteration against an unlocked one
+on the same subgame (interleaved, one process), and the size of a saved turn solve."""
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from abstraction.tree import KIND_DECISION
+from subgame.libratus import read_libratus
+from subgame.saved import save_solve
+from subgame.solver import solve
+
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "libratus"
+reps = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+iters = int(sys.argv[2]) if len(sys.argv) > 2 else 100
+river = read_libratus(DATA / "subgame4.txt")
+t = river.public_tree()
+root = {"": {"c": 0.5, "r3750": 0.5}}
+# every decision of seat 0 locked to one frequency vector (uniform over its actions)
+seat0 = {}
+for n in range(t.num_nodes):
+    if t.kind[n] == KIND_DECISION and t.player[n] == 0:
+        h = t.betting_string(n)[len(t.betting_string(0)) :]
+        acts = t.action_labels(n)
+        seat0[h] = {a: 1.0 / len(acts) for a in acts}
+cases = {"unlocked": None, "root locked": root, "seat 0 locked everywhere": seat0}
+for lk in cases.values():
+    solve(river, "unsafe", iterations=2, locks=lk, threads=1)  # compile, warm
+per_it = {k: [] for k in cases}
+for _ in range(reps):
+    for k, lk in cases.items():
+        s = solve(river, "unsafe", iterations=iters, locks=lk, threads=1)
+        per_it[k].append(s.timing["iter_s"])
+base = statistics.median(per_it["unlocked"])
+out = {
+    k: {
+        "ms_per_iteration": round(statistics.median(v) * 1e3, 3),
+        "ratio": round(statistics.median(v) / base, 3),
+    }
+    for k, v in per_it.items()
+}
+turn = read_libratus(DATA / "subgame2.txt")
+t0 = time.perf_counter()
+sol = solve(turn, "unsafe", iterations=10, keep_state=True)
+solve_s = time.perf_counter() - t0
+with tempfile.TemporaryDirectory() as d:
+    n = save_solve(Path(d) / "turn.msgpack.lz4", sol)
+    t1 = time.perf_counter()
+    from subgame.saved import read_saved
+
+    read_saved(Path(d) / "turn.msgpack.lz4")
+    load_s = time.perf_counter() - t1
+raw = sol.state.regret.nbytes + sol.state.strat_sum.nbytes
+out["turn_saved"] = {
+    "bytes": n,
+    "table_entries": int(sol.state.regret.size),
+    "raw_table_bytes": raw,
+    "nodes": int(turn.tree.num_nodes),
+    "solve_s_10_iterations": round(solve_s, 2),
+    "load_s": round(load_s, 2),
+}
+print(json.dumps(out))
