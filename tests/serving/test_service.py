@@ -16,6 +16,8 @@ from mccfr.serving.query import QueryError, Responder, example_matchstates
 from mccfr.serving.responders import BlueprintResponder
 from mccfr.serving.service import ThreadedServer, create_app
 from mccfr.serving.solving import make_responder
+from subgame.nested import state_subgame
+from subgame.tree import hand_index
 
 PREFLOP = "MATCHSTATE:1:0::|AhAd"  # hunl20: seat 1 (small blind) acts first preflop
 FLOP = "MATCHSTATE:0:3:cc/:AhAd|/2c3d4h"
@@ -674,7 +676,14 @@ def test_locked_queries_solve_under_the_locks_and_bad_locks_are_422(hunl_bp, res
         bp_only = c.post("/v1/strategy", json={"matchstate": PREFLOP, "locks": {"": {"c": 1}}})
     assert bp_only.status_code == 422 and "need a solving server" in bp_only.json()["error"]
     r = SolvingResponder(hunl_bp, "unsafe", default_time_budget_ms=20000, solver_threads=1, min_iterations=3)
-    river = "MATCHSTATE:0:3:cc/cc/cc/:AsKd|/2c7h9s/Td/3c"
+    # a hand the blueprint brings to this river (a hand of zero reach is not in the subgame's
+    # range, and its answer is the uniform strategy, lock or not)
+    idx = hand_index(hunl_bp.game.gamedef)
+    for hole in ("AsKd", "KcJh", "9d8d", "Ac2d", "7s6s"):
+        river = f"MATCHSTATE:0:3:cc/cc/cc/:{hole}|/2c7h9s/Td/3c"
+        reach = state_subgame(hunl_bp, hunl_bp.game.state(river)).ranges[0]
+        if reach[idx[tuple(sorted(hunl_bp.game.state(river).hole_cards[0]))]] > 0:
+            break
     try:
         with serving(r, threads=2) as c:
             body = c.post(
