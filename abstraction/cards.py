@@ -113,29 +113,24 @@ class CardArrays(NamedTuple):
 
 
 def from_file(game: GameDef, path, name: str | None = None) -> CardAbstraction:
-    """A built abstraction (``abstraction.bin`` or its directory) for ``game``."""
-    from abstraction.buckets import AbstractionError, card_structure, read_abstraction
+    """A built abstraction (``abstraction.bin`` or its directory) for ``game``; the file is read as
+    hostile (:func:`abstraction.buckets.read_abstraction`: :class:`AbstractionError` naming it)."""
+    from abstraction.buckets import read_abstraction_flat
     from abstraction.isomorphism import HandIndexer
 
-    header, tables = read_abstraction(path)
-    if header["cards"] != card_structure(game):
-        raise AbstractionError(
-            f"{path}: built for another deal ({header['cards']}), not {game.name or 'this game'}'s "
-            f"({card_structure(game)})"
-        )
+    two_card_preflop = game.num_hole_cards == 2 and game.num_board_cards[0] == 0
+    d = game.deck_size
+    header, table, sizes = read_abstraction_flat(path, game, extra=d * d if two_card_preflop else 0)
     indexer = HandIndexer.for_game(game)
-    parts = list(tables)
-    offsets = list(np.cumsum([0] + [len(t) for t in tables]))  # R + 1 entries: the last is the total
-    if game.num_hole_cards == 2 and game.num_board_cards[0] == 0:
+    offsets = [int(x) for x in np.cumsum([0] + sizes)]  # R + 1 entries: the last is the total
+    if two_card_preflop:
         # preflop by the two hole cards directly: one read instead of an index computation
-        d = game.deck_size
-        pre = np.zeros(d * d, np.uint16)
         a, b = np.triu_indices(d, 1)
         hands = np.stack([a, b], axis=1).astype(np.int64)
         cls = indexer.index_many(hands, 0)
-        pre[a * d + b] = tables[0][cls]
-        pre[b * d + a] = tables[0][cls]
-        parts.append(pre)
+        pre = table[offsets[-1] :]
+        pre[a * d + b] = table[cls]
+        pre[b * d + a] = table[cls]
     else:
         offsets[-1] = -1
     return CardAbstraction(
@@ -143,7 +138,7 @@ def from_file(game: GameDef, path, name: str | None = None) -> CardAbstraction:
         kind=TABLE,
         num_buckets=tuple(int(b) for b in header["buckets"]),
         iso=indexer.tables,
-        table=np.concatenate(parts).astype(np.uint16),
+        table=table,
         offsets=np.array(offsets, np.int64),
         source_hash=header["hash"],
         method=str(header["method"]),
