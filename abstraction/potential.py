@@ -63,7 +63,7 @@ from abstraction.bucketing import (
 )
 from abstraction.clustering import kmeans
 from abstraction.combinatorics import next_combination
-from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex
+from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex, prefetch
 from holdem.evaluator import rank_hand
 from holdem.gamedef import GameDef
 
@@ -258,15 +258,29 @@ def comb_max(m, k):
     return m if k == 1 else m * (m - 1) // 2
 
 
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _n_deals(m, k):
+    """C(m, k): the ways to deal ``k`` cards from ``m``."""
+    out = 1
+    for i in range(k):
+        out = out * (m - i) // (i + 1)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # kernels: histograms over the next round's buckets, greedy EMD, nearest centre
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _next_hist(t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx, pm, used, avail, idx):
+def _next_hist(t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx, pm, used, avail, idx, pos):
     """The histogram of ``hand`` (round ``r``, ``hand_r`` cards, first entries of ``hand``) over
     the next round's buckets: its bins ascending in ``pidx[:nnz]``, masses (sum 1) in ``pm``;
-    returns ``nnz``. ``cnt`` (int64 ``[buckets]``) must be zero and is left zero."""
+    returns ``nnz``. ``cnt`` (int64 ``[buckets]``) must be zero and is left zero; ``pos`` (int64,
+    at least C(deck - hand_r, new_k) entries) is scratch.
+
+    Memory-level parallelism: the next round's label table is large (123M classes on the river)
+    and the reads are scattered, so every class index is computed first and its label
+    prefetched, then the labels are read (the same counts as reading each one at once)."""
     for x in range(deck):
         used[x] = False
     for j in range(hand_r):
@@ -283,14 +297,18 @@ def _next_hist(t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, 
     while True:
         for j in range(new_k):
             hand[hand_r + j] = avail[idx[j]]
-        lab = next_labels[iso_index(t_hand, hand, r + 1)]
+        p = iso_index(t_hand, hand, r + 1)
+        prefetch(next_labels, p)
+        pos[total] = p
+        total += 1
+        if not next_combination(idx, new_k, na):
+            break
+    for e in range(total):
+        lab = next_labels[pos[e]]
         if cnt[lab] == 0:
             touched[nt] = lab
             nt += 1
         cnt[lab] += 1
-        total += 1
-        if not next_combination(idx, new_k, na):
-            break
     for a in range(1, nt):  # ascending bins (insertion sort; a few dozen at most)
         v = touched[a]
         b = a
@@ -306,10 +324,15 @@ def _next_hist(t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, 
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _emd_sparse(pidx, pm, nnz, q, ground, gorder, used, stamp, epoch):
+def _emd_sparse(pidx, pm, nnz, q, ground, gorder, used, stamp, epoch, limit=np.inf):
     """Greedy transport cost from the sparse histogram ``(pidx, pm)[:nnz]`` to the dense ``q``:
     :func:`abstraction.clustering._emd_greedy` without copying ``q`` (the capacity taken from a
-    bin is ``used[j]`` while ``stamp[j] == epoch``)."""
+    bin is ``used[j]`` while ``stamp[j] == epoch``).
+
+    The cost only grows as mass is moved, so once it exceeds ``limit`` (the best distance a
+    nearest-centre search has so far) the partial cost, already more than ``limit``, is returned:
+    a caller that keeps the smaller of the two decides exactly as with the full cost, for a
+    fraction of the work on the candidates that lose (most of them)."""
     k = q.shape[0]
     cost = 0.0
     for e in range(nnz):
@@ -325,6 +348,8 @@ def _emd_sparse(pidx, pm, nnz, q, ground, gorder, used, stamp, epoch):
                 continue
             m = min(cap, rem)
             cost += m * ground[i, j]
+            if cost > limit:
+                return cost
             used[j] = taken + m
             stamp[j] = epoch
             rem -= m
@@ -378,7 +403,7 @@ def _nearest_emd(pidx, pm, nnz, E_next, C, Ec, cps, corder, u, ground, gorder, u
         if np.sqrt(lb) > best + _TOL:
             continue
         ctr[0] += 1
-        dist = _emd_sparse(pidx, pm, nnz, C[j], ground, gorder, used, stamp, ctr[0])
+        dist = _emd_sparse(pidx, pm, nnz, C[j], ground, gorder, used, stamp, ctr[0], best)
         if dist < best or (dist == best and j < bi):
             best = dist
             bi = j
@@ -395,11 +420,12 @@ def _sample_hists_chunk(t_hand, r, hands, hand_r, new_k, deck, next_labels, kn, 
     used = np.zeros(deck, np.bool_)
     avail = np.empty(deck, np.int64)
     idx = np.empty(max(new_k, 1), np.int64)
+    pos = np.empty(_n_deals(deck - hand_r, new_k), np.int64)
     for i in range(lo, hi):
         for j in range(hand_r):
             hand[j] = hands[i, j]
         nnz[i] = _next_hist(
-            t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx[i], pm[i], used, avail, idx
+            t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx[i], pm[i], used, avail, idx, pos
         )
 
 
@@ -437,10 +463,11 @@ def _round_assign_chunk(
     stamp = np.zeros(kn, np.int64)
     ctr = np.zeros(1, np.int64)
     ep = np.empty(E_next.shape[1], np.float64)
+    pos = np.empty(_n_deals(deck - hand_r, new_k), np.int64)
     for c in range(lo, hi):
         iso_unindex(t_hand, c, r, hand)
         nz = _next_hist(
-            t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx, pm, used_c, avail, idx
+            t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx, pm, used_c, avail, idx, pos
         )
         j, _ = _nearest_emd(pidx, pm, nz, E_next, C, Ec, cps, corder, u, ground, gorder, used, stamp, ctr, ep)
         out[c] = j
@@ -463,7 +490,7 @@ def _seed_update_emd(pidx, pm, nnz, EP, c, ec, ground, gorder, D):
         if np.sqrt(lb) >= D[i]:
             continue
         epoch += 1
-        e = _emd_sparse(pidx[i], pm[i], nnz[i], c, ground, gorder, used, stamp, epoch)
+        e = _emd_sparse(pidx[i], pm[i], nnz[i], c, ground, gorder, used, stamp, epoch, D[i])
         D[i] = min(D[i], e)
 
 
