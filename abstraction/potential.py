@@ -230,6 +230,24 @@ def _assign_l2_chunk(X, C, cps, corder, u, lo, hi, labels, dist):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _l2_centres(X, labels, C):
+    """``C[j]``: the mean of the rows of ``X`` labelled ``j`` (kept where none is), in one pass over
+    ``X`` (rows summed in order, then divided: numpy's ``X[labels == j].mean(0)`` exactly)."""
+    k, d = C.shape
+    sums = np.zeros((k, d), np.float64)
+    counts = np.zeros(k, np.int64)
+    for i in range(X.shape[0]):
+        j = labels[i]
+        counts[j] += 1
+        for t in range(d):
+            sums[j, t] += X[i, t]
+    for j in range(k):
+        if counts[j] > 0:
+            for t in range(d):
+                C[j, t] = sums[j, t] / counts[j]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _river_assign_chunk(t_board, t_hand, rf, nb, hole_k, hole_lab, K, S, N, C, cps, corder, u, lo, hi, out):
     """Every hand class of the last round on the canonical final boards ``lo..hi``: its OCHS
     vector's nearest centre into ``out[class]``."""
@@ -630,10 +648,7 @@ def _kmeans_l2(X, k, rng, max_iter, threads, desc, progress, log):
         _pool_map(lambda lo, hi: _assign_l2_chunk(X, C, cps, corder, u, lo, hi, new, dist), n, threads)
         changed = int((new != labels).sum())
         labels = new
-        for j in range(k):
-            m = labels == j
-            if m.any():
-                C[j] = X[m].mean(0)
+        _l2_centres(X, labels, C)
         if bar is not None:
             bar.update(1)
             bar.set_postfix(changed=changed, inertia=f"{dist.mean():.4g}")
