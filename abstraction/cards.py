@@ -114,9 +114,9 @@ class CardArrays(NamedTuple):
 
 def from_file(game: GameDef, path, name: str | None = None) -> CardAbstraction:
     """A built abstraction (``abstraction.bin`` or its directory) for ``game``; the file is read as
-    hostile (:func:`abstraction.buckets.read_abstraction`: :class:`AbstractionError` naming it)."""
-    from abstraction.buckets import read_abstraction_flat
+    hostile (:func:`abstraction.storage.read_abstraction`: :class:`AbstractionError` naming it)."""
     from abstraction.isomorphism import HandIndexer
+    from abstraction.storage import read_abstraction_flat
 
     two_card_preflop = game.num_hole_cards == 2 and game.num_board_cards[0] == 0
     d = game.deck_size

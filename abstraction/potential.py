@@ -290,7 +290,9 @@ def _n_deals(m, k):
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _next_hist(t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx, pm, used, avail, idx, pos):
+def _next_hist(
+    t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx, pm, used, avail, idx, pos
+):
     """The histogram of ``hand`` (round ``r``, ``hand_r`` cards, first entries of ``hand``) over
     the next round's buckets: its bins ascending in ``pidx[:nnz]``, masses (sum 1) in ``pm``;
     returns ``nnz``. ``cnt`` (int64 ``[buckets]``) must be zero and is left zero; ``pos`` (int64,
@@ -443,7 +445,21 @@ def _sample_hists_chunk(t_hand, r, hands, hand_r, new_k, deck, next_labels, kn, 
         for j in range(hand_r):
             hand[j] = hands[i, j]
         nnz[i] = _next_hist(
-            t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx[i], pm[i], used, avail, idx, pos
+            t_hand,
+            r,
+            hand,
+            hand_r,
+            new_k,
+            deck,
+            next_labels,
+            cnt,
+            touched,
+            pidx[i],
+            pm[i],
+            used,
+            avail,
+            idx,
+            pos,
         )
 
 

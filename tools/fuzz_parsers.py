@@ -499,8 +499,8 @@ def abstraction_corpus(rng: random.Random) -> list[Seed]:
 
 
 def run_abstraction(context: tuple[str, bool, str], data: bytes) -> None:
-    from abstraction.buckets import MAGIC, VERSION, _content_hash, fuzz_read_abstraction_bytes
     from abstraction.isomorphism import HandIndexer
+    from abstraction.storage import MAGIC, VERSION, content_hash, fuzz_read_abstraction_bytes
 
     key, with_game, mode = context
     game = _abstraction_games()[key][0]
@@ -519,7 +519,7 @@ def run_abstraction(context: tuple[str, bool, str], data: bytes) -> None:
         raise WrongAnswer(f"accepted tables of {sizes} classes, the header says {header['sizes']}")
     if any(len(t) and int(t.max()) >= b for t, b in zip(tables, header["buckets"])):
         raise WrongAnswer("accepted a bucket beyond its round's count")
-    if _content_hash(header["cards"], header["method"], header["buckets"], tables) != header["hash"]:
+    if content_hash(header["cards"], header["method"], header["buckets"], tables) != header["hash"]:
         raise WrongAnswer("accepted tables whose content hash is not the header's")
 
 

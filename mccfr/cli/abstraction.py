@@ -58,8 +58,8 @@ def abstraction_build(game, recipe, buckets, method, out, threads, seed, as_json
             AbstractionError,
             build_buckets,
             ensure_recipe,
-            read_abstraction,
         )
+        from abstraction.storage import read_abstraction
         from holdem.gamedef import load_gamedef
 
         gd = load_gamedef(game)

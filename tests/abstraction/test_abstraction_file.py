@@ -23,17 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from abstraction.bucketing import card_structure
-from abstraction.buckets import (
-    MAGIC,
-    VERSION,
-    AbstractionError,
-    _content_hash,
-    build_buckets,
-    fuzz_read_abstraction_bytes,
-    read_abstraction,
-)
+from abstraction.buckets import AbstractionError, build_buckets
 from abstraction.cards import default_card_abstraction, from_file
 from abstraction.isomorphism import HandIndexer
+from abstraction.storage import MAGIC, VERSION, content_hash, fuzz_read_abstraction_bytes, read_abstraction
 from holdem.gamedef import PRESETS, GameDef
 
 # a 24-card, three-round hold'em (as tests/abstraction/test_buckets.py) and leduc
@@ -115,7 +108,7 @@ def forge(header: dict, tables: list[bytes], rehash: bool = True) -> bytes:
     if rehash:
         with contextlib.suppress(AttributeError, TypeError, ValueError):  # fields a hash cannot take
             arrays = [np.frombuffer(t, "<u2") for t in tables]
-            header["hash"] = _content_hash(header["cards"], header["method"], header["buckets"], arrays)
+            header["hash"] = content_hash(header["cards"], header["method"], header["buckets"], arrays)
     return seal(msgpack.packb({"header": header, "tables": tables}))
 
 
@@ -137,7 +130,7 @@ def check_loaded(got, game: GameDef | None) -> None:
     assert [len(t) for t in tables] == header["sizes"]
     for t, b in zip(tables, header["buckets"]):
         assert t.dtype == np.uint16 and (len(t) == 0 or int(t.max()) < b)
-    assert _content_hash(header["cards"], header["method"], header["buckets"], tables) == header["hash"]
+    assert content_hash(header["cards"], header["method"], header["buckets"], tables) == header["hash"]
 
 
 # -- the file is not a regular file ----------------------------------------------------------------------

@@ -5,9 +5,10 @@ import itertools
 import numpy as np
 import pytest
 
-from abstraction.buckets import AbstractionError, build_buckets, read_abstraction, write_abstraction
+from abstraction.buckets import AbstractionError, build_buckets
 from abstraction.cards import TABLE, default_card_abstraction, from_file
 from abstraction.isomorphism import HandIndexer
+from abstraction.storage import read_abstraction, write_abstraction
 from holdem.evaluator import rank_hand_py
 from holdem.gamedef import PRESETS, GameDef
 
@@ -155,7 +156,7 @@ def test_bad_requests_and_files(tmp_path, built):
 def test_truncated_future_and_partial_files_are_refused(tmp_path, built):
     import struct
 
-    from abstraction.buckets import MAGIC, VERSION
+    from abstraction.storage import MAGIC, VERSION
 
     d, _ = built
     data = (d / "abstraction.bin").read_bytes()

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from abstraction.buckets import AbstractionError, SampleSpec, build_buckets, read_abstraction
+from abstraction.buckets import AbstractionError, SampleSpec, build_buckets
 from abstraction.cards import TABLE, from_file
 from abstraction.clustering import _emd_greedy, ochs_features
 from abstraction.isomorphism import HandIndexer
@@ -17,6 +17,7 @@ from abstraction.potential import (
     _emd_sparse,
     _proj,
 )
+from abstraction.storage import read_abstraction
 from holdem.gamedef import PRESETS, GameDef
 
 # a 24-card three-round hold'em: preflop, a 3-card flop, a 1-card turn
