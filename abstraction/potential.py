@@ -508,15 +508,16 @@ def _round_assign_chunk(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _seed_update_emd(pidx, pm, nnz, EP, c, ec, ground, gorder, D):
-    """k-means++: ``D[i] = min(D[i], EMD(point i, c))``, skipping points whose embedding bound
-    already reaches ``D[i]``."""
+def _seed_update_emd(pidx, pm, nnz, EP, c, ec, ground, gorder, D, lo=0, hi=-1):
+    """k-means++: ``D[i] = min(D[i], EMD(point i, c))`` for the points ``lo..hi`` (all by default),
+    skipping points whose embedding bound already reaches ``D[i]``; each point on its own, so
+    chunks can run on several threads."""
     kn = c.shape[0]
     used = np.zeros(kn, np.float64)
     stamp = np.zeros(kn, np.int64)
     d = ec.shape[0]
     epoch = 0
-    for i in range(D.shape[0]):
+    for i in range(lo, D.shape[0] if hi < 0 else hi):
         lb = 0.0
         for t in range(d):
             z = EP[i, t] - ec[t]
@@ -699,7 +700,10 @@ def _kmeans_emd(pidx, pm, nnz, E_next, k, ground, rng, max_iter, threads, desc, 
         if j:
             s = D.sum()
             C[j] = point(rng.choice(n, p=D / s) if s > 0 else rng.integers(n))
-        _seed_update_emd(pidx, pm, nnz, EP, C[j], C[j] @ E_next, ground, gorder, D)
+        c, ec = C[j], C[j] @ E_next
+        _pool_map(
+            lambda lo, hi: _seed_update_emd(pidx, pm, nnz, EP, c, ec, ground, gorder, D, lo, hi), n, threads
+        )
         if bar is not None:
             bar.update(1)
     if bar is not None:
