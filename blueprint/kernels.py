@@ -8,7 +8,9 @@ An information set is (node, bucket). ``regret`` is float32 or int32 (see :mod:`
 
 External sampling (Lanctot et al. 2009, "Monte Carlo Sampling for Regret Minimization in
 Extensive Games"): one iteration is a traversal for each seat. Chance is sampled once per
-traversal (the whole deal), the opponent's actions are sampled from the current strategy (regret
+iteration (the whole deal, shared by the two traversals: each seat's regrets and the other's
+strategy sums still get an unbiased sample, and hold'em's deal and buckets cost as much as a
+quarter of a traversal), the opponent's actions are sampled from the current strategy (regret
 matching), and every action of the traverser is explored. At a traverser node with strategy
 ``sigma`` and sampled action values ``v(a)`` the regret of ``a`` grows by ``v(a) - sum sigma v``;
 at opponent nodes ``sigma`` is added to the average-strategy sum ("simple" averaging as in
@@ -24,6 +26,10 @@ iteration, in chips) when regrets are discounted.
 
 Discounting (linear CFR and DCFR, Brown & Sandholm 2019) is not done here: the trainer calls
 :func:`discount_tables` every ``discount_every`` iterations, so no iteration sweeps the table.
+
+Threads: :func:`es_iterations` and :func:`discount_tables` release the GIL, so the trainer runs
+them on several threads over the same tables without locks (:mod:`blueprint.threads`: a rare lost
+update when two threads write one entry at once is accepted).
 
 The full-traversal kernel (:func:`cfr_full_iteration`) runs vanilla CFR or CFR+ (Tammelin 2014)
 over an explicit list of deals with the same tree, tables and card buckets, for small games.
@@ -128,12 +134,14 @@ def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, fl
     ceil, int_regret, scale = opts.ceil, opts.int_regret, opts.scale
     sig, val, flag, osig, maxa, stats = st.sig, st.val, st.flag, st.osig, st.maxa, st.stats
     f_node, f_base, f_next, f_val, f_prune = st.f_node, st.f_base, st.f_next, st.f_val, st.f_prune
+    visits = 0  # counted here, added to ``stats`` once per traversal
+    npruned = 0
     sp = 0
     cur = 0
     while True:
         # descend through opponent nodes to a terminal or a traverser node
         while kind[cur] == KIND_DECISION and player[cur] != trav:
-            stats[0] += 1
+            visits += 1
             na = nact[cur]
             base = row_off[cur] + buckets[player[cur], rnd[cur]] * na
             regret_matching(regret, base, na, osig, 0)
@@ -152,7 +160,7 @@ def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, fl
             ret = terminal_utility(cur, trav, kind, player, spent, winner)
             have_ret = True
         else:
-            stats[0] += 1
+            visits += 1
             na = nact[cur]
             base = row_off[cur] + buckets[trav, rnd[cur]] * na
             off = sp * maxa
@@ -178,6 +186,8 @@ def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, fl
             f = sp - 1
             if have_ret:
                 if sp == 0:
+                    stats[0] += visits
+                    stats[1] += npruned
                     return ret
                 a = f_next[f]
                 val[f * maxa + a] = ret
@@ -194,7 +204,7 @@ def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, fl
                 a < na and f_prune[f] and regret[base + a] < thresh and kind[echild[cs + a]] == KIND_DECISION
             ):
                 flag[off + a] = 0
-                stats[1] += 1
+                npruned += 1
                 a += 1
             f_next[f] = a
             if a < na:
@@ -231,7 +241,7 @@ def sample_deal(rng, perm, deck_size, deal):
         deal[i] = perm[i]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
     """Run ``n_iters`` external-sampling iterations starting at iteration ``t0`` (0-based).
 
@@ -241,6 +251,9 @@ def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
     ``maxa``: the tree's depth (:func:`blueprint.tables.tree_depth`) and the most actions of a node,
     which size the traversal's stack.
     Returns int64 [2]: decision nodes visited, actions pruned.
+
+    Releases the GIL: several threads may run it at once on the same ``tables``, each with its own
+    ``rng`` (:mod:`blueprint.threads`); its scratch arrays are allocated per call.
     """
     board_per_round = cards.board_per_round
     num_rounds = board_per_round.shape[0]
@@ -275,9 +288,12 @@ def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
         floor = floor_c * w
         if floor < -ceil:
             floor = -ceil
+        # one deal for both traversals: each is still a chance sample of its own (the seats'
+        # updates touch different information sets), and the deal and its buckets cost about a
+        # quarter of a hold'em traversal
+        sample_deal(rng, perm, cards.deck_size, deal)
+        winner = card_buckets(cards, deal, buckets, work)
         for trav in range(2):
-            sample_deal(rng, perm, cards.deck_size, deal)
-            winner = card_buckets(cards, deal, buckets, work)
             prune_now = False
             if prune_prob > 0.0 and t >= prune_start:
                 prune_now = rng_uniform(rng) < prune_prob
@@ -287,7 +303,7 @@ def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
     return st.stats
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def discount_tables(regret, strat, pos_f, neg_f, avg_f, int_regret):
     """Scale positive regrets by ``pos_f``, negative by ``neg_f`` and strategy sums by ``avg_f``."""
     for i in range(regret.shape[0]):

@@ -135,6 +135,7 @@ METRIC_FIELDS = (
     ("staleness", "float64"),
     ("bytes_per_batch", "float64"),
     ("worker_rss_bytes", "int64"),
+    ("threads", "int64"),  # one process: the threads it trained on (the Ray job: null)
 )
 
 

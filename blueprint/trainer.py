@@ -6,8 +6,16 @@
 changing the result, so the same seed gives the same tables and a resumed run is bit-identical to
 an uninterrupted one.
 
+Threads (:mod:`blueprint.threads`): with ``threads`` T > 1 the sampled kernel runs on T threads
+on the same tables, lock-free; every span between barriers (discount boundaries, reports,
+checkpoints) is split between them. One thread (the default of :func:`make_trainer`) is the
+deterministic trainer described above, and its exact-resume guarantee; with T > 1 a run is not
+bit-reproducible, but a checkpoint still holds exactly the tables at its barrier. Full-traversal
+CFR / CFR+ runs on one thread whatever T is.
+
 Checkpoints use :mod:`blueprint.checkpoints` (one shard): the tables, the RNG state and the
-schedule state, with the resolved config and its hash in the manifest, and the blueprint file
+schedule state, with the resolved config and its hash in the manifest (the thread count is not
+part of the config: a run may resume with another), and the blueprint file
 (:mod:`blueprint.io.blueprint_file`).
 """
 
@@ -37,9 +45,13 @@ from blueprint.io.errors import CheckpointError
 from blueprint.kernels import ESOptions, cfr_full_iteration, discount_tables, es_iterations
 from blueprint.numerics import REGRET_DTYPES, regret_bounds, regret_scale, seed_rng_state
 from blueprint.tables import Tables, layout, normalize_blocks, tree_depth
+from blueprint.threads import ThreadTeam, check_threads, split_span, thread_rng_state
 from holdem.gamedef import GameDef, load_gamedef, parse_gamedef
 
 MAX_FULL_DEALS = 2_000_000
+# tables at least this big are discounted by all the threads, each a slice (smaller: the sweep
+# is shorter than waking the threads)
+PARALLEL_DISCOUNT_MIN = 1 << 18
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +81,8 @@ def config_hash(d: dict) -> str:
 
 
 class Trainer:
-    """Single-process MCCFR over one game, bet abstraction and card abstraction.
+    """Single-process MCCFR over one game, bet abstraction and card abstraction, on ``threads``
+    threads (:meth:`set_threads`; 1 unless set).
 
     Args:
         config: what determines the run's result.
@@ -79,6 +92,10 @@ class Trainer:
             driver's); default: ``config.cards`` loaded, or built when missing
             (:func:`abstraction.cards.default_card_abstraction`).
     """
+
+    threads: int = 1
+    _team: Optional[ThreadTeam] = None
+    _thread_rngs: Optional[list[np.ndarray]] = None  # xoshiro states of threads 1..T-1
 
     def __init__(
         self,
@@ -191,12 +208,63 @@ class Trainer:
                 self.iteration += 1
             self.node_visits += n * 2 * len(deals) * int((self.tree.kind == KIND_DECISION).sum())
             return
-        stats = es_iterations(
-            n, self.iteration, tree, cards, tables, self.rng, self._opts(), self.max_depth, self.max_actions
-        )
+        opts = self._opts()
+        shares = split_span(n, self.threads)
+        if len(shares) == 1:
+            stats = es_iterations(
+                n, self.iteration, tree, cards, tables, self.rng, opts, self.max_depth, self.max_actions
+            )
+        else:
+            rngs = [self.rng, *self._thread_states(len(shares))]
+            starts = self.iteration + np.cumsum([0, *shares[:-1]])
+            args = [
+                (k, int(t0), tree, cards, tables, rng, opts, self.max_depth, self.max_actions)
+                for k, t0, rng in zip(shares, starts, rngs)
+            ]
+            stats = np.sum(self._thread_team().map(es_iterations, args), axis=0)
         self.iteration += n
         self.node_visits += int(stats[0])
         self.pruned += int(stats[1])
+
+    def set_threads(self, threads: int) -> None:
+        """Train on ``threads`` threads from now on (1 to the cores this process may use; a
+        ValueError naming ``threads`` otherwise). See :mod:`blueprint.threads`."""
+        threads = check_threads(threads)
+        if self._team is not None and self._team.size != threads:
+            self._team.close()
+            self._team = None
+        self.threads = threads
+
+    def _thread_team(self) -> ThreadTeam:
+        if self._team is None:
+            self._team = ThreadTeam(self.threads)
+        return self._team
+
+    def _thread_states(self, threads: int) -> list[np.ndarray]:
+        """The RNG states of threads ``1 .. threads - 1``, each derived from the seed, the thread
+        and the iteration at which it first runs (:func:`blueprint.threads.thread_rng_state`)."""
+        have = self._thread_rngs if self._thread_rngs is not None else []
+        for k in range(len(have) + 1, threads):
+            have.append(thread_rng_state(self.config.seed, k, self.iteration))
+        self._thread_rngs = have
+        return have[: threads - 1]
+
+    def _discount(self, factors: tuple[float, float, float]) -> None:
+        """Apply discount ``factors`` to the whole tables; with several threads each sweeps a slice
+        (elementwise, so the result is the one-thread sweep's, bit for bit)."""
+        int_regret = self.config.algo.regret_dtype == "int32"
+        parts = split_span(self.size, self.threads) if self.size >= PARALLEL_DISCOUNT_MIN else [self.size]
+        if len(parts) == 1:
+            discount_tables(self.regret, self.strat, *factors, int_regret)
+            return
+        ends = np.cumsum(parts)
+        self._thread_team().map(
+            discount_tables,
+            [
+                (self.regret[e - p : e], self.strat[e - p : e], *factors, int_regret)
+                for p, e in zip(parts, ends)
+            ],
+        )
 
     def discount_factors(self) -> Optional[tuple[float, float, float]]:
         """At a discount boundary: the (positive regret, negative regret, strategy sum) factors,
@@ -213,7 +281,7 @@ class Trainer:
     def _boundary(self) -> None:
         factors = self.discount_factors()
         if factors is not None:
-            discount_tables(self.regret, self.strat, *factors, self.config.algo.regret_dtype == "int32")
+            self._discount(factors)
 
     def skip_to(self, iteration: int, tables: bool = True) -> None:
         """Move the schedule to ``iteration`` without training: every discount boundary on the way
@@ -249,14 +317,16 @@ class Trainer:
             n = min(chunk, end - self.iteration)
             if a.discount != "none":
                 nxt = (self.iteration // a.discount_every + 1) * a.discount_every
-                n = min(n, nxt - self.iteration)
+                if a.discounts_at(nxt):  # a span ends where the tables are discounted (a barrier),
+                    n = min(n, nxt - self.iteration)  # not at the boundaries past discount_until
             t0 = time.perf_counter()
             self._step(n)
             dt = time.perf_counter() - t0
             self.seconds += dt
             self._boundary()
             if dt < report_seconds / 4:
-                chunk *= 2
+                if n == chunk:  # a span cut short by a boundary says nothing about a whole chunk
+                    chunk *= 2
             elif dt > report_seconds and chunk > 1:
                 chunk //= 2
             if callback is not None and callback(self):
@@ -469,8 +539,13 @@ def make_trainer(
     cards: Optional[str] = None,
     algo: str = DEFAULT_ALGO,
     seed: int = DEFAULT_SEED,
+    threads: int = 1,
     **algo_overrides,
 ) -> Trainer:
+    """A trainer for ``game`` (the main job's defaults). ``threads``: how many threads train on
+    its tables (:meth:`Trainer.set_threads`); 1, the default, is bit-exact and deterministic, more
+    are faster but not reproducible (``mccfr train`` defaults to every core)."""
+    threads = check_threads(threads)
     gd = load_gamedef(game)
     if gd.is_limit:
         bets = None
@@ -478,7 +553,9 @@ def make_trainer(
         bets = DEFAULT_NOLIMIT_BETS
     if cards is not None and Path(cards).exists():  # a built directory: resume must find it from anywhere
         cards = str(Path(cards).resolve())
-    return Trainer(
+    tr = Trainer(
         RunConfig(game=game, bets=bets, cards=cards, algo=get_algo(algo, **algo_overrides), seed=seed),
         gamedef=gd,
     )
+    tr.set_threads(threads)
+    return tr

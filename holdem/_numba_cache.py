@@ -9,10 +9,15 @@ upgrade start from a clean cache. ``$MCCFR_CACHE`` (default ``~/.cache/mccfr``) 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib.abc
+import importlib.machinery
 import os
 import shutil
+import sys
 from pathlib import Path
+from typing import Iterator
 
 _PACKAGES = ("holdem", "abstraction", "blueprint", "subgame")  # where numba kernels live
 
@@ -41,7 +46,61 @@ def _prune(root: Path, current: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def _without(name: str) -> Iterator[None]:
+    """Inside, ``import name`` fails at once (ImportError), unless it is already imported."""
+    skip = name not in sys.modules
+    if skip:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if skip and name in sys.modules and sys.modules[name] is None:
+            del sys.modules[name]
+
+
+class _SkipScipyProbes(importlib.abc.MetaPathFinder):
+    """Loads numba without its probes of scipy.
+
+    numba imports scipy in two places that every process running a kernel goes through: ``import
+    numba`` to check its version, and ``numba.np.arraymath`` to choose how ``np.dot`` of two vectors
+    compiles (without BLAS, a plain loop). Together about a third of a second, most of
+    ``mccfr train --game leduc``'s start-up besides numba itself. No kernel of this project calls
+    ``np.dot``; numba's linear-algebra functions import scipy themselves when they compile. A
+    process that imported scipy first is left alone."""
+
+    PROBES = {"numba": "scipy", "numba.np.arraymath": "scipy.linalg.cython_blas"}
+
+    def __init__(self) -> None:
+        self.pending = dict(self.PROBES)
+
+    def find_spec(self, name, path=None, target=None):
+        blocked = self.pending.pop(name, None)
+        if blocked is None:
+            return None
+        if not self.pending:
+            sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            with _without(blocked):
+                run(module)
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def skip_scipy_probes() -> None:
+    """Install :class:`_SkipScipyProbes` (once, and only before numba is imported)."""
+    if "numba" not in sys.modules and not any(isinstance(f, _SkipScipyProbes) for f in sys.meta_path):
+        sys.meta_path.insert(0, _SkipScipyProbes())
+
+
 def configure() -> None:
+    skip_scipy_probes()
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
     base = Path(os.environ.get("MCCFR_CACHE", Path.home() / ".cache" / "mccfr"))

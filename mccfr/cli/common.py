@@ -290,6 +290,32 @@ report_opt = click.option(
     show_default=True,
     help="Seconds between progress reports (the live line and a metrics row).",
 )
+
+
+def _threads_value(ctx, param, value):
+    """``--threads``: a whole number from 1 to the cores this process may use (None: all of them)."""
+    if value is None:
+        return None
+    from blueprint.threads import available_cores  # numpy and numba: not at the CLI's import
+
+    cores = available_cores()
+    try:
+        n = int(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a whole number of threads (1 to {cores})") from None
+    if not 1 <= n <= cores:
+        raise click.BadParameter(f"{n} threads: give 1 to {cores}, the cores this process may use")
+    return n
+
+
+threads_opt = click.option(
+    "--threads",
+    callback=_threads_value,
+    default=None,
+    metavar="T",
+    help="Threads training on the one table (lock-free; 1 is bit-exact and deterministic, more are "
+    "faster but not reproducible) [default: every core this process may use].",
+)
 json_opt = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object as the last line of stdout."
 )

@@ -76,6 +76,8 @@ class Session:
         if row["pruned_share"] is not None:
             parts.append(f"pruned {100 * row['pruned_share']:.1f}%")
         parts.append(f"mem {human_bytes(row['rss_bytes'])}")
+        if row.get("threads") is not None:  # one process
+            parts.append("1 thread" if row["threads"] == 1 else f"{row['threads']} threads")
         if row.get("workers") is not None:  # the Ray job
             parts.append(
                 f"{row['workers']} workers, stale {row['staleness']:.0f} it, "
@@ -153,6 +155,7 @@ class Session:
             "rss_bytes": rss_bytes(),
             "time": time.time(),
             "checkpoint_seconds": self.ckpt_pause,
+            "threads": getattr(tr, "threads", None),  # one process: its threads (the Ray job: None)
         }
         self.ckpt_pause = None
         if hasattr(tr, "stats"):  # the Ray job
@@ -298,6 +301,8 @@ class Session:
             "iterations_per_second": (tr.iteration - base_it) / d_sec if d_sec > 0 else 0.0,
             "node_visits_per_second": (tr.node_visits - base_vis) / d_sec if d_sec > 0 else 0.0,
         }
+        if getattr(tr, "threads", None) is not None:
+            out["threads"] = tr.threads
         if self.last_expl is not None and self.last_expl_iter == tr.iteration:
             out["exploitability"] = self.last_expl
         out["stopped"] = self.stop_reason

@@ -38,6 +38,7 @@ from mccfr.cli.common import (
     storage_opt,
     sync_from_storage,
     target_opt,
+    threads_opt,
     time_opt,
     user_input,
     with_ray_opts,
@@ -79,6 +80,7 @@ from mccfr.cli.session import budget, ray_job, run_session
 @keep_opt
 @storage_opt
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every sampler.")
+@threads_opt
 @target_opt
 @eval_opt
 @report_opt
@@ -102,6 +104,7 @@ def train(
     keep,
     storage,
     seed,
+    threads,
     target,
     eval_every,
     report_every,
@@ -175,14 +178,17 @@ def train(
         (run_dir / stale).unlink(missing_ok=True)
     created = {"created": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
     write_run_toml(run_dir, tr, {**created, **({"storage": store.target} if store is not None else {})})
+    ray = (workers or 1) > 1 or (shards or 1) > 1 or address is not None or bool(group_size)
+    _set_threads(tr, threads, ray)
     click.echo(
-        f"training {gd.name or game} with {algo} (seed {seed}) into {run_dir}: {tr.size:,} table entries, "
+        f"training {gd.name or game} with {algo} (seed {seed}, {_threads_text(tr)}) into {run_dir}: "
+        f"{tr.size:,} table entries, "
         f"{human_bytes(tr.regret.nbytes + tr.strat.nbytes)}"
         + (f"; checkpoints to {store.target}" if store is not None else ""),
         err=True,
     )
     job = None
-    if (workers or 1) > 1 or (shards or 1) > 1 or address is not None or group_size:
+    if ray:
         if tr.config.algo.full_traversal:
             raise CLIError(
                 f"--algo {algo} enumerates every deal and runs in one process; drop --workers/--shards"
@@ -213,6 +219,28 @@ def train(
         target=target,
         storage=store,
     )
+
+
+def _set_threads(tr, threads: int | None, ray: bool) -> None:
+    """The threads a single-process run trains on: ``--threads``, else every core. Full-traversal
+    CFR and the Ray job's driver (its workers run one thread each) train on one."""
+    from blueprint.threads import available_cores  # numpy and numba: not at the CLI's import
+
+    if tr.config.algo.full_traversal or ray:
+        if threads is not None and threads > 1:
+            why = (
+                f"--algo {tr.config.algo.name} enumerates every deal on one thread"
+                if tr.config.algo.full_traversal
+                else "the Ray job's workers run one thread each"
+            )
+            click.echo(f"warning: --threads {threads} is ignored: {why}", err=True)
+        tr.set_threads(1)
+    else:
+        tr.set_threads(threads if threads is not None else available_cores())
+
+
+def _threads_text(tr) -> str:
+    return "1 thread" if tr.threads == 1 else f"{tr.threads} threads"
 
 
 def _new_storage(target: str | None, run_dir: Path, out: str):
@@ -255,6 +283,7 @@ def _build_card_abstraction(gd, name) -> None:
 @ckpt_opt
 @keep_opt
 @storage_opt
+@threads_opt
 @target_opt
 @eval_opt
 @report_opt
@@ -267,6 +296,7 @@ def resume(
     checkpoint_every,
     keep,
     storage,
+    threads,
     target,
     eval_every,
     report_every,
@@ -313,7 +343,11 @@ def resume(
         # damaged newer checkpoints are reported and skipped, then quarantined below
         tr, manifest = Trainer.load_checkpoint(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
     iterations, seconds = budget(iterations, seconds, big=tr.game.deck_size > 16)
-    click.echo(f"resuming {path} from the checkpoint at iteration {tr.iteration:,}", err=True)
+    ray = bool(manifest.get("job")) or any(x is not None for x in (workers, shards, address, group_size))
+    _set_threads(tr, threads, ray)
+    click.echo(
+        f"resuming {path} from the checkpoint at iteration {tr.iteration:,} ({_threads_text(tr)})", err=True
+    )
     quarantine_newer(path, tr.iteration)
     rows = read_metrics(path)
     kept = [r for r in rows if r["iteration"] <= tr.iteration]
@@ -335,7 +369,7 @@ def resume(
     if store is not None:
         click.echo(f"checkpoints to {store.target}", err=True)
     job = None
-    if manifest.get("job") or any(x is not None for x in (workers, shards, address, group_size)):
+    if ray:
         from cluster.job import RayJob
 
         kwargs = RayJob.resume_kwargs(

@@ -64,7 +64,20 @@ def subprocess_env() -> dict:
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     run = tmp_path_factory.mktemp("cli") / "full"
-    out = ok("train", "--game", "leduc", "--iterations", FULL, "--seed", "3", "--out", run, "--json")
+    out = ok(
+        "train",
+        "--game",
+        "leduc",
+        "--iterations",
+        FULL,
+        "--seed",
+        "3",
+        "--threads",
+        "1",
+        "--out",
+        run,
+        "--json",
+    )
     return run, out
 
 
@@ -79,13 +92,15 @@ def resumed(tmp_path_factory, trained):
         HALF,
         "--seed",
         "3",
+        "--threads",
+        "1",
         "--out",
         run,
         "--json",
         "--eval-every",
         "0",
     )
-    second = mccfr("resume", run, "--iterations", FULL - HALF, "--json")
+    second = mccfr("resume", run, "--iterations", FULL - HALF, "--threads", "1", "--json")
     assert second.exit_code == 0, second.stderr
     return run, first, second
 
@@ -385,3 +400,27 @@ def test_failed_periodic_checkpoint_warns_and_training_goes_on(tmp_path, monkeyp
     assert "training goes on" in result.stderr
     assert len(calls) >= 2
     assert load_latest(run)[0]["iteration"] == last_json(result)["iterations"]
+
+
+def test_training_leduc_imports_no_scipy_ray_or_web_stack(tmp_path):
+    """The training path loads numba without scipy (holdem._numba_cache), and nothing of Ray or
+    the query service."""
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['mccfr', 'train', '--game', 'leduc', '--iterations', '200', '--out', {str(tmp_path / 'r')!r}]\n"
+        "try:\n"
+        "    runpy.run_module('mccfr', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print([m for m in ('scipy', 'ray', 'fastapi', 'uvicorn') if m in sys.modules])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stderr
+    assert (tmp_path / "r" / "checkpoints" / f"{200:012d}" / "manifest.msgpack").exists()

@@ -41,7 +41,7 @@ def storage_cache(tmp_path, monkeypatch):
 
 def test_single_process_train_resume_and_read_from_storage(tmp_path, storage_cache):
     run, store = tmp_path / "run", tmp_path / "store"
-    args = ["--eval-every", "0", "--json"]
+    args = ["--eval-every", "0", "--threads", "1", "--json"]  # one thread: bit for bit
     out = ok(
         "train", "--game", "leduc", "--iterations", 1000, "--seed", 2, "--out", run, "--storage", store, *args
     )

@@ -1,0 +1,192 @@
+"""Threads on one table: throughput at 1..N threads side by side, and what threads cost per iteration.
+
+    python benchmarks/bench_threads.py speed --threads 1,2,4,8,16 --window 20 --rounds 3
+    python benchmarks/bench_threads.py leduc --threads 16 --seeds 8 --iterations 2000,10000,50000,200000
+
+speed: the main job (``make_trainer()``: hunl100, small bets, small card abstraction, pluribus;
+``--algo dcfr`` for a run whose barriers come every 1,000 iterations all along),
+one trainer per thread count in one process, each warmed up past the pruning warm-up
+(``--warmup`` iterations), then ``--rounds`` rounds of one ``--window``-second window per thread
+count in turn, so every count sees the same machine load; per count the best round's iterations/s
+and node visits/s (wall clock), and the speed-up and per-thread efficiency against one thread.
+Node visits/s is the figure to compare: a faster run is further into training, where an iteration
+visits more nodes.
+
+leduc: exploitability (chips) of the average strategy at the same iteration counts with 1 thread
+and with T, over ``--seeds`` seeds each: mean, 95% interval (Student t over seeds) and the
+difference T - 1 with its 95% interval (Welch). Threads do the same iterations, each on its own
+RNG stream, on one table; the difference shows what the lock-free sharing costs per iteration.
+
+Each command prints a table and a final JSON line. Run it on an idle machine: with other work on
+the cores, the thread counts compete with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+
+import harness
+
+# two-sided 95% Student t quantiles by degrees of freedom (larger: the normal's 1.96)
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+_T95.update({10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042})
+
+
+def t95(df: float) -> float:
+    keys = sorted(k for k in _T95 if k <= df)
+    return _T95[keys[-1]] if keys and df < 60 else 1.96
+
+
+def machine() -> str:
+    from blueprint.threads import available_cores
+
+    return f"{available_cores()} usable of {harness.machine()}"
+
+
+def cmd_speed(threads: list[int], window: float, rounds: int, warmup: int, game: str, algo: str) -> dict:
+    from blueprint.trainer import make_trainer
+
+    trainers = {}
+    for t in threads:
+        tr = make_trainer(game, algo=algo, threads=t)
+        tr.run(warmup)
+        trainers[t] = tr
+    rates: dict[int, list[tuple[float, float]]] = {t: [] for t in threads}
+    for _ in range(rounds):
+        for t, tr in trainers.items():
+            it0, v0, t0 = tr.iteration, tr.node_visits, time.perf_counter()
+            tr.run_for(window)
+            dt = time.perf_counter() - t0
+            rates[t].append(((tr.iteration - it0) / dt, (tr.node_visits - v0) / dt))
+    base = max(v for _, v in rates[threads[0]])
+    rows = []
+    for t in threads:
+        ips, vps = max(rates[t], key=lambda r: r[1])
+        rows.append(
+            {
+                "threads": t,
+                "iterations_per_s": ips,
+                "node_visits_per_s": vps,
+                "speedup": vps / base,
+                "efficiency": vps / base / (t / threads[0]),
+                "iterations": trainers[t].iteration,
+                "all_node_visits_per_s": [v for _, v in rates[t]],
+            }
+        )
+    print(f"{game} {algo}, {rounds} rounds of {window:g} s per thread count, best round ({machine()})")
+    print(f"{'threads':>8s}{'iterations/s':>15s}{'node visits/s':>16s}{'speed-up':>10s}{'per thread':>12s}")
+    for r in rows:
+        print(
+            f"{r['threads']:8d}{r['iterations_per_s']:15,.0f}{r['node_visits_per_s']:16,.0f}"
+            f"{r['speedup']:10.2f}{r['efficiency']:12.2f}"
+        )
+    return {
+        "machine": machine(),
+        "game": game,
+        "algo": algo,
+        "window_s": window,
+        "rounds": rounds,
+        "rows": rows,
+    }
+
+
+def _mean_ci(xs: list[float]) -> tuple[float, float, float]:
+    n = len(xs)
+    m = sum(xs) / n
+    var = sum((x - m) ** 2 for x in xs) / (n - 1) if n > 1 else 0.0
+    return m, var, t95(n - 1) * math.sqrt(var / n)
+
+
+def cmd_leduc(threads: int, seeds: int, iterations: list[int], algo: str) -> dict:
+    from blueprint.trainer import make_trainer
+
+    expl: dict[int, dict[int, list[float]]] = {t: {n: [] for n in iterations} for t in (1, threads)}
+    for t in (1, threads):
+        for seed in range(seeds):
+            tr = make_trainer("leduc", algo=algo, seed=seed, threads=t)
+            for n in iterations:
+                tr.run(n - tr.iteration)
+                expl[t][n].append(float(tr.exploitability()[0]))
+    rows = []
+    for n in iterations:
+        m1, v1, c1 = _mean_ci(expl[1][n])
+        mt, vt, ct = _mean_ci(expl[threads][n])
+        se = math.sqrt(v1 / seeds + vt / seeds)
+        df = se**4 / ((v1 / seeds) ** 2 / (seeds - 1) + (vt / seeds) ** 2 / (seeds - 1)) if se > 0 else 1e9
+        rows.append(
+            {
+                "iterations": n,
+                "one_thread": m1,
+                "one_thread_ci95": c1,
+                "threads": mt,
+                "threads_ci95": ct,
+                "difference": mt - m1,
+                "difference_ci95": t95(df) * se,
+            }
+        )
+    print(f"Leduc {algo}: exploitability (chips) over {seeds} seeds, mean +- 95% interval ({machine()})")
+    print(f"{'iterations':>11s}{'1 thread':>20s}{f'{threads} threads':>20s}{'difference':>22s}")
+    for r in rows:
+        print(
+            f"{r['iterations']:11,d}{r['one_thread']:12.4f} +-{r['one_thread_ci95']:.4f}"
+            f"{r['threads']:12.4f} +-{r['threads_ci95']:.4f}{r['difference']:+14.4f} +-{r['difference_ci95']:.4f}"
+        )
+    return {
+        **harness.machine_row(),
+        "usable_cores": machine(),
+        "algo": algo,
+        "seeds": seeds,
+        "threads": threads,
+        "rows": rows,
+    }
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected whole numbers >= 1, got {text!r}")
+    return values
+
+
+def main(argv: list[str] | None = None) -> None:
+    from blueprint.threads import available_cores
+
+    cores = available_cores()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sp = sub.add_parser("speed", help="iterations/s and node visits/s at each thread count")
+    sp.add_argument("--threads", type=_ints, default=sorted({1, 2, *range(4, cores + 1, 4), cores}))
+    sp.add_argument("--window", type=float, default=20.0, help="seconds per window")
+    sp.add_argument("--rounds", type=int, default=3)
+    sp.add_argument("--warmup", type=int, default=30_000, help="iterations before measuring")
+    sp.add_argument("--game", default="hunl100")
+    sp.add_argument(
+        "--algo", default="pluribus", help="dcfr and linear discount every 1,000 iterations all along"
+    )
+    lp = sub.add_parser("leduc", help="Leduc exploitability per iteration, T threads against 1")
+    lp.add_argument("--threads", type=int, default=cores)
+    lp.add_argument("--seeds", type=int, default=8)
+    lp.add_argument("--iterations", type=_ints, default=[2_000, 10_000, 50_000, 200_000])
+    lp.add_argument("--algo", default="pluribus")
+    args = ap.parse_args(argv)
+    if args.cmd == "speed":
+        if max(args.threads) > cores:
+            ap.error(f"--threads {max(args.threads)}: this process may use {cores} cores")
+        res = cmd_speed(
+            sorted(set(args.threads)), args.window, args.rounds, args.warmup, args.game, args.algo
+        )
+    else:
+        if not 2 <= args.threads <= cores or args.seeds < 2:
+            ap.error(f"leduc needs --threads from 2 to {cores} and --seeds >= 2")
+        res = cmd_leduc(args.threads, args.seeds, sorted(set(args.iterations)), args.algo)
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Threads on one table: T threads run the external-sampling kernel on the same tables.
+
+Pluribus trained its blueprint on one shared-memory server, every core updating one regret
+table. Here :func:`blueprint.kernels.es_iterations` releases the GIL (numba ``nogil``), so T
+Python threads run it at once, each on its own share of a span of iterations and its own RNG
+stream, all of them reading and writing the SAME ``regret`` and ``strat`` arrays without locks
+("hogwild", Recht et al. 2011). Two threads that update one entry at the same instant can lose
+one of the two updates; that is rare (a table has far more entries than threads) and accepted,
+as in Pluribus. Each thread's scratch (traversal stack, deal and bucket buffers) is private:
+the kernel allocates it per call.
+
+Barriers. The trainer splits a span of N iterations between the threads (:func:`split_span`)
+and joins them all before anything else touches the tables: discount boundaries, the pruning
+warm-up (a span never crosses ``discount_every``; each thread's share knows its own iteration
+numbers), checkpoints, progress reports and stopping checks all happen between spans, so a
+checkpoint holds exactly the tables at its barrier. The trainer's ``iteration`` advances by N.
+
+Randomness. Thread 0 continues the trainer's own xoshiro stream (``Trainer.rng``, saved in every
+checkpoint), so one thread is exactly the single-threaded trainer: bit-exact and deterministic.
+Threads ``k >= 1`` draw from streams derived from the seed, the thread number and the iteration
+at which the trainer first ran them (:func:`thread_rng_state`); they are not saved: a resumed run
+derives them afresh from the seed and the checkpoint's iteration. With T > 1 a run is not
+bit-reproducible anyway (the interleaving of the threads' updates depends on timing).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Callable, Sequence, TypeVar
+
+import numpy as np
+
+from blueprint.numerics import seed_rng_state
+
+R = TypeVar("R")
+
+# Leading word of a thread stream's spawn key: apart from the Ray job's worker streams, whose spawn
+# keys are (worker, iteration) (cluster.job.worker_seed_state).
+THREAD_STREAM_KEY = 0x74687264  # "thrd"
+
+
+def available_cores() -> int:
+    """The number of cores this process may run on (its CPU affinity), the default thread count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no sched_getaffinity (macOS)
+        return os.cpu_count() or 1
+
+
+def check_threads(threads: object) -> int:
+    """``threads`` as an int in ``[1, available_cores()]``; ValueError naming it otherwise."""
+    cores = available_cores()
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+        raise ValueError(f"threads must be a whole number from 1 to {cores}, got {threads!r}")
+    if not 1 <= int(threads) <= cores:
+        raise ValueError(
+            f"threads must be from 1 to {cores} (the cores this process may use), got {int(threads)}"
+        )
+    return int(threads)
+
+
+def thread_rng_state(seed: int, thread: int, iteration: int) -> np.ndarray:
+    """The xoshiro state of thread ``thread >= 1`` first run at ``iteration`` of a run seeded
+    ``seed``: a stream spawned from the seed, distinct for every (thread, iteration)."""
+    if thread < 1:
+        raise ValueError(f"thread 0 runs the trainer's own stream, got thread {thread}")
+    return seed_rng_state(np.random.SeedSequence(seed, spawn_key=(THREAD_STREAM_KEY, thread, iteration)))
+
+
+def split_span(n: int, threads: int) -> list[int]:
+    """Iterations per thread for a span of ``n``: as equal as can be, the larger shares first,
+    no empty share (fewer threads than ``threads`` when ``n < threads``)."""
+    t = max(1, min(threads, n))
+    q, r = divmod(n, t)
+    return [q + (k < r) for k in range(t)]
+
+
+class ThreadTeam:
+    """``size`` threads: the caller and ``size - 1`` pooled helpers, started once and reused."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._pool = (
+            ThreadPoolExecutor(max_workers=size - 1, thread_name_prefix="mccfr") if size > 1 else None
+        )
+
+    def map(self, fn: Callable[..., R], args: Sequence[tuple]) -> list[R]:
+        """``[fn(*a) for a in args]`` with ``args[0]`` on the calling thread and the others on the
+        helpers (at most ``size`` in all); returns when every call has, re-raising the first error."""
+        if len(args) > self.size:
+            raise ValueError(f"{len(args)} tasks for a team of {self.size} threads")
+        futures = [self._pool.submit(fn, *a) for a in args[1:]] if self._pool is not None else []
+        try:
+            first = fn(*args[0])
+        finally:
+            wait(futures)  # a barrier: no helper outlives the call, even when the caller's share fails
+        return [first, *(f.result() for f in futures)]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None

@@ -1,0 +1,95 @@
+"""``mccfr train --threads``: bad values are one clear error; a multi-threaded run killed with
+SIGKILL resumes from its last checkpoint; the thread count is recorded in the metrics."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from blueprint.rundir import read_metrics
+from blueprint.threads import available_cores
+from mccfr.cli import cli
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def mccfr(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", str(available_cores() + 1), "two", "1.5"])
+@pytest.mark.parametrize("command", ["train", "resume"])
+def test_bad_threads_is_one_error_naming_threads(tmp_path, command, value):
+    args = (
+        ["--game", "leduc", "--iterations", "10", "--out", tmp_path / "r"]
+        if command == "train"
+        else [tmp_path]
+    )
+    result = mccfr(command, *args, "--threads", value)
+    assert result.exit_code == 2, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "'--threads'" in last and value.lstrip("-") in last, result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "r").exists()
+
+
+def test_threads_are_recorded_and_not_part_of_the_config(tmp_path):
+    result = mccfr(
+        "train", "--game", "kuhn", "--iterations", "500", "--threads", "1", "--out", tmp_path / "r", "--json"
+    )
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["threads"] == 1 and "1 thread" in result.stderr
+    rows = [json.loads(line) for line in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines()]
+    assert rows and all(r["threads"] == 1 for r in rows)
+    toml = (tmp_path / "r" / "run.toml").read_text()
+    assert "threads" not in toml
+    result = mccfr(
+        "resume", tmp_path / "r", "--iterations", "500", "--threads", str(available_cores()), "--json"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1])["threads"] == available_cores()
+
+
+def _complete_checkpoints(run: Path) -> list[int]:
+    """Iterations of the checkpoints whose manifest (written last, atomically) exists."""
+    return sorted(int(p.parent.name) for p in (run / "checkpoints").glob("*/manifest.msgpack"))
+
+
+@pytest.mark.skipif(available_cores() < 2, reason="needs 2 cores")
+def test_sigkill_of_a_threaded_run_resumes_from_its_last_checkpoint(tmp_path):
+    run = tmp_path / "killed"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "mccfr", "train", "--game", "leduc", "--threads", "2", "--time", "300"]
+    cmd += ["--checkpoint-every", "0.2", "--eval-every", "0", "--report-every", "0.1", "--out", str(run)]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240  # the first start may compile the kernels
+        while len(_complete_checkpoints(run)) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert len(_complete_checkpoints(run)) >= 2, "no two checkpoints in time"
+        time.sleep(0.3)  # well inside the run: between checkpoints or writing one
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    last = _complete_checkpoints(run)[-1]
+    assert last > 0
+    result = mccfr("resume", run, "--iterations", "3000", "--threads", "2", "--eval-every", "0", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert f"from the checkpoint at iteration {last:,} (2 threads)" in result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["iterations"] == last + 3000 and out["iterations_run"] == 3000 and out["threads"] == 2
+    assert _complete_checkpoints(run)[-1] == last + 3000
+    its = [r["iteration"] for r in read_metrics(run)]
+    assert its == sorted(its) and its[-1] == last + 3000  # rows past the checkpoint were dropped
