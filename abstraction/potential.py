@@ -44,11 +44,13 @@ import dataclasses
 import itertools
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from math import comb
 from pathlib import Path
 
 import numba
 import numpy as np
+from tqdm import tqdm
 
 from abstraction.bucketing import (
     AbstractionError,
@@ -593,8 +595,6 @@ class _Clock:
 
 def _pool_map(fn, n_items: int, threads: int, chunks: int | None = None):
     """``fn(lo, hi)`` over ``0..n_items`` on ``threads`` threads (no progress bar)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     n_chunks = max(1, min(n_items, chunks or threads * 4))
     bounds = np.linspace(0, n_items, n_chunks + 1).astype(np.int64)
     with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -612,8 +612,6 @@ def _proj(E: np.ndarray):
 def _bar(total, desc, unit, progress):
     if not progress:
         return None
-    from tqdm import tqdm
-
     return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, leave=True)
 
 

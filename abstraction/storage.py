@@ -21,6 +21,7 @@ import struct
 from pathlib import Path
 from typing import Optional
 
+import lz4.frame
 import msgpack
 import numpy as np
 
@@ -58,8 +59,6 @@ def content_hash(cards_text: str, method: str, buckets, tables) -> str:
 def write_abstraction(
     out_dir, game: GameDef, method: str, buckets, sizes, tables, extra: Optional[dict] = None
 ) -> Path:
-    import lz4.frame
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     text = card_structure(game)
