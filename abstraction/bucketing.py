@@ -11,12 +11,15 @@ files of a resumable build and the card structure that keys a build.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Optional
 
 import numba
 import numpy as np
+from tqdm import tqdm
 
 from holdem.evaluator import rank_hand
 from holdem.files import atomic_write_bytes, atomic_writer
@@ -183,14 +186,10 @@ def run_chunks(
 ):
     """Run ``fn(lo, hi)`` over ``0..n_items`` in chunks on ``threads`` threads (the kernels
     release the GIL) with a progress bar and an ETA."""
-    from concurrent.futures import ThreadPoolExecutor
-
     n_chunks = max(1, min(n_items, threads * 64))
     bounds = np.linspace(0, n_items, n_chunks + 1).astype(np.int64)
     bar = None
     if progress:
-        from tqdm import tqdm
-
         bar = tqdm(total=n_items, desc=desc, unit=unit, dynamic_ncols=True, leave=True)
     results = []
     with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -213,8 +212,6 @@ def save_npz_atomic(path: Path, **arrays) -> None:
 def claim_partial(partial: Path, request: dict) -> None:
     """Make ``partial/`` the stage directory of ``request`` (its ``request.json``); refuse one that
     holds another request's stages, which must never be mixed into this build."""
-    import json
-
     partial.mkdir(parents=True, exist_ok=True)
     req = partial / "request.json"
     text = json.dumps(request, sort_keys=True)

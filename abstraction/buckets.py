@@ -18,8 +18,8 @@ of equal *probability* (each class weighted by how many raw hands it stands for)
 is equally likely to be dealt. A round whose bucket count equals its number of classes is lossless
 (hold'em preflop: 169).
 
-Files (``DIR/abstraction.bin``): magic ``MCCFRABS``, version, a msgpack header (the card
-structure: deck and cards per round; method, bucket counts, content hash) and per round the uint16 bucket of every class, lz4
+Files (``DIR/abstraction.bin``, :mod:`abstraction.storage`): a msgpack header (the card structure,
+method, bucket counts, content hash) and per round the uint16 bucket of every class, lz4
 compressed; written atomically, and a partial build is never loaded as complete. Intermediate
 per-round statistics go to ``DIR/partial/`` so an interrupted build resumes with the rounds done;
 ``partial/request.json`` names the request they belong to, and another request's stages are refused.
@@ -33,7 +33,6 @@ import dataclasses
 import hashlib
 import os
 import shutil
-import struct
 import time
 from math import comb
 from pathlib import Path
@@ -61,13 +60,8 @@ from abstraction.clustering import check_feasible, cluster_tables
 from abstraction.combinatorics import next_combination
 from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex
 from abstraction.potential import build_potential_sampled
-from holdem.files import atomic_write_bytes
+from abstraction.storage import METHODS, VERSION, write_abstraction
 from holdem.gamedef import GameDef
-
-MAGIC = b"MCCFRABS"
-VERSION = 1
-METHODS = ("ehs", "ehs2", "distribution", "potential")  # the last two: abstraction.clustering
-
 
 # ---------------------------------------------------------------------------------------------
 # numba kernels
@@ -582,81 +576,6 @@ def build_buckets(
         f"{time.perf_counter() - t_start:.1f} s: {path}"
     )
     return path
-
-
-# ---------------------------------------------------------------------------------------------
-# the file
-
-
-def _content_hash(cards_text: str, method: str, buckets, tables) -> str:
-    h = hashlib.blake2b(digest_size=8)
-    h.update(cards_text.encode())
-    h.update(method.encode())
-    h.update(repr(tuple(buckets)).encode())
-    for t in tables:
-        h.update(np.ascontiguousarray(t).tobytes())
-    return h.hexdigest()
-
-
-def write_abstraction(
-    out_dir, game: GameDef, method: str, buckets, sizes, tables, extra: Optional[dict] = None
-) -> Path:
-    import lz4.frame
-    import msgpack
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    text = card_structure(game)
-    chash = _content_hash(text, method, buckets, tables)
-    header = {
-        "version": VERSION,
-        "cards": text,
-        "method": method,
-        "buckets": list(buckets),
-        "sizes": [int(s) for s in sizes],
-        "hash": chash,
-        **(extra or {}),
-    }
-    body = msgpack.packb({"header": header, "tables": [t.astype("<u2").tobytes() for t in tables]})
-    data = MAGIC + struct.pack("<I", VERSION) + lz4.frame.compress(body)
-    path = out_dir / "abstraction.bin"
-    atomic_write_bytes(path, data)
-    return path
-
-
-def read_abstraction(path) -> tuple[dict, list[np.ndarray]]:
-    """``(header, tables)``; raises :class:`AbstractionError` on anything partial, corrupt or foreign."""
-    import lz4.frame
-    import msgpack
-
-    path = Path(path)
-    if path.is_dir():
-        path = path / "abstraction.bin"
-    if not path.exists():
-        raise AbstractionError(f"{path}: no abstraction file (a build that did not finish leaves none)")
-    data = path.read_bytes()
-    if data[:8] != MAGIC:
-        raise AbstractionError(f"{path}: not an mccfr abstraction file (bad magic)")
-    (version,) = struct.unpack("<I", data[8:12])
-    if version != VERSION:
-        raise AbstractionError(f"{path}: format version {version}, this mccfr reads {VERSION}")
-    try:
-        obj = msgpack.unpackb(lz4.frame.decompress(data[12:]))
-        header = obj["header"]
-        tables = [np.frombuffer(b, "<u2").astype(np.uint16) for b in obj["tables"]]
-        header["cards"], header["method"], header["buckets"], header["sizes"], header["hash"]
-    except Exception as exc:  # noqa: BLE001 - any decoding failure means a corrupt file
-        raise AbstractionError(f"{path}: corrupt abstraction file ({type(exc).__name__}: {exc})") from None
-    if [len(t) for t in tables] != header["sizes"]:
-        raise AbstractionError(
-            f"{path}: table sizes {[len(t) for t in tables]} do not match the header {header['sizes']}"
-        )
-    if _content_hash(header["cards"], header["method"], header["buckets"], tables) != header["hash"]:
-        raise AbstractionError(f"{path}: content hash mismatch (the file is corrupt)")
-    for r, (t, b) in enumerate(zip(tables, header["buckets"])):
-        if len(t) and int(t.max()) >= b:
-            raise AbstractionError(f"{path}: round {r + 1} has bucket {int(t.max())} >= its count {b}")
-    return header, tables
 
 
 def cache_root() -> Path:

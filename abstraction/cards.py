@@ -28,12 +28,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from math import comb
+from pathlib import Path
 from typing import NamedTuple
 
 import numba
 import numpy as np
 
-from abstraction.isomorphism import iso_index_masks, prefetch
+from abstraction.bucketing import AbstractionError
+from abstraction.buckets import RECIPES, ensure_recipe
+from abstraction.isomorphism import HandIndexer, iso_index_masks, prefetch
+from abstraction.storage import read_abstraction_flat
 from holdem.evaluator import card_bit, hand_category, rank_hand
 from holdem.gamedef import GameDef
 
@@ -113,29 +117,21 @@ class CardArrays(NamedTuple):
 
 
 def from_file(game: GameDef, path, name: str | None = None) -> CardAbstraction:
-    """A built abstraction (``abstraction.bin`` or its directory) for ``game``."""
-    from abstraction.buckets import AbstractionError, card_structure, read_abstraction
-    from abstraction.isomorphism import HandIndexer
-
-    header, tables = read_abstraction(path)
-    if header["cards"] != card_structure(game):
-        raise AbstractionError(
-            f"{path}: built for another deal ({header['cards']}), not {game.name or 'this game'}'s "
-            f"({card_structure(game)})"
-        )
+    """A built abstraction (``abstraction.bin`` or its directory) for ``game``; the file is read as
+    hostile (:func:`abstraction.storage.read_abstraction`: :class:`AbstractionError` naming it)."""
+    two_card_preflop = game.num_hole_cards == 2 and game.num_board_cards[0] == 0
+    d = game.deck_size
+    header, table, sizes = read_abstraction_flat(path, game, extra=d * d if two_card_preflop else 0)
     indexer = HandIndexer.for_game(game)
-    parts = list(tables)
-    offsets = list(np.cumsum([0] + [len(t) for t in tables]))  # R + 1 entries: the last is the total
-    if game.num_hole_cards == 2 and game.num_board_cards[0] == 0:
+    offsets = [int(x) for x in np.cumsum([0] + sizes)]  # R + 1 entries: the last is the total
+    if two_card_preflop:
         # preflop by the two hole cards directly: one read instead of an index computation
-        d = game.deck_size
-        pre = np.zeros(d * d, np.uint16)
         a, b = np.triu_indices(d, 1)
         hands = np.stack([a, b], axis=1).astype(np.int64)
         cls = indexer.index_many(hands, 0)
-        pre[a * d + b] = tables[0][cls]
-        pre[b * d + a] = tables[0][cls]
-        parts.append(pre)
+        pre = table[offsets[-1] :]
+        pre[a * d + b] = table[cls]
+        pre[b * d + a] = table[cls]
     else:
         offsets[-1] = -1
     return CardAbstraction(
@@ -143,7 +139,7 @@ def from_file(game: GameDef, path, name: str | None = None) -> CardAbstraction:
         kind=TABLE,
         num_buckets=tuple(int(b) for b in header["buckets"]),
         iso=indexer.tables,
-        table=np.concatenate(parts).astype(np.uint16),
+        table=table,
         offsets=np.array(offsets, np.int64),
         source_hash=header["hash"],
         method=str(header["method"]),
@@ -169,8 +165,6 @@ def rank_buckets(game: GameDef) -> CardAbstraction:
 def default_card_name(game: GameDef, name: str | None = None) -> str:
     """The card abstraction ``name`` stands for in ``game``: ``name`` itself, or for ``None``
     ``lossless`` when it fits (at most 2M buckets a round), else ``small`` for 52-card hold'em."""
-    from abstraction.buckets import AbstractionError
-
     if name is None:
         if max(lossless(game).num_buckets) <= 2_000_000:
             name = "lossless"
@@ -195,8 +189,6 @@ def default_card_abstraction(
     ``build=False`` only loads: a recipe that is not in the cache raises
     :class:`abstraction.buckets.MissingAbstractionError` (what queries do: they never start a build).
     """
-    from abstraction.buckets import RECIPES, AbstractionError, ensure_recipe
-
     name = default_card_name(game, name)
     if name == "lossless":
         ab = lossless(game)
@@ -209,8 +201,6 @@ def default_card_abstraction(
         return rank_buckets(game)
     if name in RECIPES:
         return from_file(game, ensure_recipe(game, name, progress=progress, log=log, build=build), name=name)
-    from pathlib import Path
-
     if Path(name).exists():
         return from_file(game, name)
     raise AbstractionError(

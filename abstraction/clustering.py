@@ -57,6 +57,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from itertools import combinations
 from math import comb
 
 import numba
@@ -100,7 +102,7 @@ def line_cdf_features(H: np.ndarray, positions: np.ndarray) -> np.ndarray:
 def emd(p: np.ndarray, q: np.ndarray, ground: np.ndarray) -> float:
     """Exact EMD between histograms ``p``, ``q`` (float ``[n]``, normalized to mass 1) under the
     ground distance ``ground`` (float ``[n, n]``): the transport LP over the two supports."""
-    from scipy.optimize import linprog
+    from scipy.optimize import linprog  # scipy is heavy: only exact EMD (small decks) needs it
 
     p = np.asarray(p, np.float64)
     q = np.asarray(q, np.float64)
@@ -324,7 +326,7 @@ def _transition_chunk(t_hand, r, hand_r, new_k, deck, lo, hi, out):
 
 def transitions(game: GameDef, indexer: HandIndexer, r: int):
     """``T_r``: scipy CSR float64 ``[size(r), size(r + 1)]`` of deal counts (see the module doc)."""
-    import scipy.sparse as sp
+    import scipy.sparse as sp  # scipy is heavy: only the builders' transition counts need it
 
     n, n2 = indexer.size(r), indexer.size(r + 1)
     new_k = game.num_board_cards[r + 1]
@@ -340,8 +342,6 @@ def transitions(game: GameDef, indexer: HandIndexer, r: int):
 
 def preflop_weights(game: GameDef, indexer: HandIndexer) -> np.ndarray:
     """float64 ``[size(0)]``: raw round-0 deals per class (hole cards and any round-0 board)."""
-    from itertools import combinations
-
     k0 = indexer.hand_size(0)
     hole = game.num_hole_cards
     deals = []
@@ -403,8 +403,6 @@ def ochs_features(
 ) -> np.ndarray:
     """float64 ``[size(R-1), K]``: OCHS of every last-round class; ``hole_labels`` int64 gives
     the opponent cluster of each class of ``hole_indexer`` (hole cards only)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     rf = game.num_rounds - 1
     n = indexer.size(rf)
     K = int(hole_labels.max()) + 1

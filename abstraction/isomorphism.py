@@ -656,10 +656,28 @@ class HandIndexer:
         Board cards dealt in round 0 are a group of their own after the hole cards: they are
         public, so no suit permutation may exchange them with hole cards.
         """
-        obj = cls.__new__(cls)
-        obj._setup(
-            game.num_suits, game.num_ranks, game.num_hole_cards, list(game.num_board_cards), perfect_recall
+        return cls.for_deal(
+            game.num_suits,
+            game.num_ranks,
+            game.num_hole_cards,
+            tuple(game.num_board_cards),
+            perfect_recall=perfect_recall,
         )
+
+    @classmethod
+    def for_deal(
+        cls,
+        num_suits: int,
+        num_ranks: int,
+        num_hole_cards: int,
+        num_board_cards: tuple[int, ...],
+        *,
+        perfect_recall: bool = False,
+    ) -> HandIndexer:
+        """:meth:`for_game` from the deal alone (``num_board_cards[r]``: board cards dealt in round
+        ``r``); :class:`IsomorphismError` for a deal outside the limits of ``__init__``."""
+        obj = cls.__new__(cls)
+        obj._setup(num_suits, num_ranks, num_hole_cards, [int(n) for n in num_board_cards], perfect_recall)
         return obj
 
     def _setup(

@@ -44,11 +44,13 @@ import dataclasses
 import itertools
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from math import comb
 from pathlib import Path
 
 import numba
 import numpy as np
+from tqdm import tqdm
 
 from abstraction.bucketing import (
     AbstractionError,
@@ -63,7 +65,7 @@ from abstraction.bucketing import (
 )
 from abstraction.clustering import kmeans
 from abstraction.combinatorics import next_combination
-from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex
+from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex, prefetch
 from holdem.evaluator import rank_hand
 from holdem.gamedef import GameDef
 
@@ -230,6 +232,24 @@ def _assign_l2_chunk(X, C, cps, corder, u, lo, hi, labels, dist):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _l2_centres(X, labels, C):
+    """``C[j]``: the mean of the rows of ``X`` labelled ``j`` (kept where none is), in one pass over
+    ``X`` (rows summed in order, then divided: numpy's ``X[labels == j].mean(0)`` exactly)."""
+    k, d = C.shape
+    sums = np.zeros((k, d), np.float64)
+    counts = np.zeros(k, np.int64)
+    for i in range(X.shape[0]):
+        j = labels[i]
+        counts[j] += 1
+        for t in range(d):
+            sums[j, t] += X[i, t]
+    for j in range(k):
+        if counts[j] > 0:
+            for t in range(d):
+                C[j, t] = sums[j, t] / counts[j]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _river_assign_chunk(t_board, t_hand, rf, nb, hole_k, hole_lab, K, S, N, C, cps, corder, u, lo, hi, out):
     """Every hand class of the last round on the canonical final boards ``lo..hi``: its OCHS
     vector's nearest centre into ``out[class]``."""
@@ -258,15 +278,31 @@ def comb_max(m, k):
     return m if k == 1 else m * (m - 1) // 2
 
 
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _n_deals(m, k):
+    """C(m, k): the ways to deal ``k`` cards from ``m``."""
+    out = 1
+    for i in range(k):
+        out = out * (m - i) // (i + 1)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # kernels: histograms over the next round's buckets, greedy EMD, nearest centre
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _next_hist(t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx, pm, used, avail, idx):
+def _next_hist(
+    t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx, pm, used, avail, idx, pos
+):
     """The histogram of ``hand`` (round ``r``, ``hand_r`` cards, first entries of ``hand``) over
     the next round's buckets: its bins ascending in ``pidx[:nnz]``, masses (sum 1) in ``pm``;
-    returns ``nnz``. ``cnt`` (int64 ``[buckets]``) must be zero and is left zero."""
+    returns ``nnz``. ``cnt`` (int64 ``[buckets]``) must be zero and is left zero; ``pos`` (int64,
+    at least C(deck - hand_r, new_k) entries) is scratch.
+
+    Memory-level parallelism: the next round's label table is large (123M classes on the river)
+    and the reads are scattered, so every class index is computed first and its label
+    prefetched, then the labels are read (the same counts as reading each one at once)."""
     for x in range(deck):
         used[x] = False
     for j in range(hand_r):
@@ -283,14 +319,18 @@ def _next_hist(t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, 
     while True:
         for j in range(new_k):
             hand[hand_r + j] = avail[idx[j]]
-        lab = next_labels[iso_index(t_hand, hand, r + 1)]
+        p = iso_index(t_hand, hand, r + 1)
+        prefetch(next_labels, p)
+        pos[total] = p
+        total += 1
+        if not next_combination(idx, new_k, na):
+            break
+    for e in range(total):
+        lab = next_labels[pos[e]]
         if cnt[lab] == 0:
             touched[nt] = lab
             nt += 1
         cnt[lab] += 1
-        total += 1
-        if not next_combination(idx, new_k, na):
-            break
     for a in range(1, nt):  # ascending bins (insertion sort; a few dozen at most)
         v = touched[a]
         b = a
@@ -306,10 +346,15 @@ def _next_hist(t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, 
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _emd_sparse(pidx, pm, nnz, q, ground, gorder, used, stamp, epoch):
+def _emd_sparse(pidx, pm, nnz, q, ground, gorder, used, stamp, epoch, limit=np.inf):
     """Greedy transport cost from the sparse histogram ``(pidx, pm)[:nnz]`` to the dense ``q``:
     :func:`abstraction.clustering._emd_greedy` without copying ``q`` (the capacity taken from a
-    bin is ``used[j]`` while ``stamp[j] == epoch``)."""
+    bin is ``used[j]`` while ``stamp[j] == epoch``).
+
+    The cost only grows as mass is moved, so once it exceeds ``limit`` (the best distance a
+    nearest-centre search has so far) the partial cost, already more than ``limit``, is returned:
+    a caller that keeps the smaller of the two decides exactly as with the full cost, for a
+    fraction of the work on the candidates that lose (most of them)."""
     k = q.shape[0]
     cost = 0.0
     for e in range(nnz):
@@ -325,6 +370,8 @@ def _emd_sparse(pidx, pm, nnz, q, ground, gorder, used, stamp, epoch):
                 continue
             m = min(cap, rem)
             cost += m * ground[i, j]
+            if cost > limit:
+                return cost
             used[j] = taken + m
             stamp[j] = epoch
             rem -= m
@@ -378,7 +425,7 @@ def _nearest_emd(pidx, pm, nnz, E_next, C, Ec, cps, corder, u, ground, gorder, u
         if np.sqrt(lb) > best + _TOL:
             continue
         ctr[0] += 1
-        dist = _emd_sparse(pidx, pm, nnz, C[j], ground, gorder, used, stamp, ctr[0])
+        dist = _emd_sparse(pidx, pm, nnz, C[j], ground, gorder, used, stamp, ctr[0], best)
         if dist < best or (dist == best and j < bi):
             best = dist
             bi = j
@@ -395,11 +442,26 @@ def _sample_hists_chunk(t_hand, r, hands, hand_r, new_k, deck, next_labels, kn, 
     used = np.zeros(deck, np.bool_)
     avail = np.empty(deck, np.int64)
     idx = np.empty(max(new_k, 1), np.int64)
+    pos = np.empty(_n_deals(deck - hand_r, new_k), np.int64)
     for i in range(lo, hi):
         for j in range(hand_r):
             hand[j] = hands[i, j]
         nnz[i] = _next_hist(
-            t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx[i], pm[i], used, avail, idx
+            t_hand,
+            r,
+            hand,
+            hand_r,
+            new_k,
+            deck,
+            next_labels,
+            cnt,
+            touched,
+            pidx[i],
+            pm[i],
+            used,
+            avail,
+            idx,
+            pos,
         )
 
 
@@ -437,25 +499,27 @@ def _round_assign_chunk(
     stamp = np.zeros(kn, np.int64)
     ctr = np.zeros(1, np.int64)
     ep = np.empty(E_next.shape[1], np.float64)
+    pos = np.empty(_n_deals(deck - hand_r, new_k), np.int64)
     for c in range(lo, hi):
         iso_unindex(t_hand, c, r, hand)
         nz = _next_hist(
-            t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx, pm, used_c, avail, idx
+            t_hand, r, hand, hand_r, new_k, deck, next_labels, cnt, touched, pidx, pm, used_c, avail, idx, pos
         )
         j, _ = _nearest_emd(pidx, pm, nz, E_next, C, Ec, cps, corder, u, ground, gorder, used, stamp, ctr, ep)
         out[c] = j
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _seed_update_emd(pidx, pm, nnz, EP, c, ec, ground, gorder, D):
-    """k-means++: ``D[i] = min(D[i], EMD(point i, c))``, skipping points whose embedding bound
-    already reaches ``D[i]``."""
+def _seed_update_emd(pidx, pm, nnz, EP, c, ec, ground, gorder, D, lo=0, hi=-1):
+    """k-means++: ``D[i] = min(D[i], EMD(point i, c))`` for the points ``lo..hi`` (all by default),
+    skipping points whose embedding bound already reaches ``D[i]``; each point on its own, so
+    chunks can run on several threads."""
     kn = c.shape[0]
     used = np.zeros(kn, np.float64)
     stamp = np.zeros(kn, np.int64)
     d = ec.shape[0]
     epoch = 0
-    for i in range(D.shape[0]):
+    for i in range(lo, D.shape[0] if hi < 0 else hi):
         lb = 0.0
         for t in range(d):
             z = EP[i, t] - ec[t]
@@ -463,7 +527,7 @@ def _seed_update_emd(pidx, pm, nnz, EP, c, ec, ground, gorder, D):
         if np.sqrt(lb) >= D[i]:
             continue
         epoch += 1
-        e = _emd_sparse(pidx[i], pm[i], nnz[i], c, ground, gorder, used, stamp, epoch)
+        e = _emd_sparse(pidx[i], pm[i], nnz[i], c, ground, gorder, used, stamp, epoch, D[i])
         D[i] = min(D[i], e)
 
 
@@ -531,8 +595,6 @@ class _Clock:
 
 def _pool_map(fn, n_items: int, threads: int, chunks: int | None = None):
     """``fn(lo, hi)`` over ``0..n_items`` on ``threads`` threads (no progress bar)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     n_chunks = max(1, min(n_items, chunks or threads * 4))
     bounds = np.linspace(0, n_items, n_chunks + 1).astype(np.int64)
     with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -550,8 +612,6 @@ def _proj(E: np.ndarray):
 def _bar(total, desc, unit, progress):
     if not progress:
         return None
-    from tqdm import tqdm
-
     return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, leave=True)
 
 
@@ -603,10 +663,7 @@ def _kmeans_l2(X, k, rng, max_iter, threads, desc, progress, log):
         _pool_map(lambda lo, hi: _assign_l2_chunk(X, C, cps, corder, u, lo, hi, new, dist), n, threads)
         changed = int((new != labels).sum())
         labels = new
-        for j in range(k):
-            m = labels == j
-            if m.any():
-                C[j] = X[m].mean(0)
+        _l2_centres(X, labels, C)
         if bar is not None:
             bar.update(1)
             bar.set_postfix(changed=changed, inertia=f"{dist.mean():.4g}")
@@ -641,7 +698,10 @@ def _kmeans_emd(pidx, pm, nnz, E_next, k, ground, rng, max_iter, threads, desc, 
         if j:
             s = D.sum()
             C[j] = point(rng.choice(n, p=D / s) if s > 0 else rng.integers(n))
-        _seed_update_emd(pidx, pm, nnz, EP, C[j], C[j] @ E_next, ground, gorder, D)
+        c, ec = C[j], C[j] @ E_next
+        _pool_map(
+            lambda lo, hi: _seed_update_emd(pidx, pm, nnz, EP, c, ec, ground, gorder, D, lo, hi), n, threads
+        )
         if bar is not None:
             bar.update(1)
     if bar is not None:

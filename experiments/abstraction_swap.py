@@ -14,7 +14,7 @@ from pathlib import Path
 
 from abstraction_quality import small_game, solve_curve
 
-from abstraction.buckets import read_abstraction, write_abstraction
+from abstraction.storage import read_abstraction, write_abstraction
 
 
 def main() -> None:

@@ -16,20 +16,26 @@ Targets (``TARGETS`` below): ``gamedef`` (bytes of a ``.game`` file through
 ``holdem.gamedef.parse_gamedef_bytes``: size cap, UTF-8, ACPC limits), ``matchstate``
 (``STATE``/``MATCHSTATE`` strings through ``Game.state`` on kuhn, leduc, hulhe, hunl, hunl20, a
 no-limit leduc and two odd test games; corpus from random legal play), ``checkpoint`` (shard files
-and manifests through ``blueprint.io.shard_file.fuzz_read_shard_bytes`` / ``blueprint.io.manifest.fuzz_read_manifest_bytes``)
-``blueprint`` (blueprint files through ``fuzz_read_blueprint_bytes``) and ``saved`` (saved
-solves through ``subgame.saved.fuzz_read_saved_bytes``). The last two build their
+and manifests through ``blueprint.io.shard_file.fuzz_read_shard_bytes`` / ``blueprint.io.manifest.fuzz_read_manifest_bytes``),
+``blueprint`` (blueprint files through ``fuzz_read_blueprint_bytes``), ``saved`` (saved solves
+through ``subgame.saved.fuzz_read_saved_bytes``) and ``abstraction`` (built card-abstraction
+files, ``abstraction.bin``, through ``abstraction.storage.fuzz_read_abstraction_bytes``, with and
+without the game; corpus: small-deck builds made on the spot, a 24-card three-round hold'em and
+leduc). ``checkpoint`` and ``blueprint`` build their
 corpus from small runs trained on the spot (kuhn, leduc, no-limit leduc) and mutate each file two
 ways: its raw bytes (mostly caught by the lz4 checksums or the manifest digest) and "resealed"
 (the decompressed msgpack stream of a shard or blueprint file is mutated and compressed again
 with fresh checksums; a mutated manifest gets a fresh digest), so the mutations reach the
-header, size, layout and value checks behind the checksums. For them a refusal (the entry point
-returns None) is the clean error, an accepted file is checked (finite tables, probability rows in
-[0, 1]), and any exception escaping the entry point is an escape. Usage::
+header, size, layout and value checks behind the checksums (abstraction files likewise: raw, or
+their stream resealed). For them a refusal (the entry point returns None) is the clean error, an
+accepted file is checked (finite tables, probability rows in [0, 1]; abstraction tables of the
+deal's class counts, buckets below their counts, the content hash), and any exception escaping
+the entry point is an escape. Usage::
 
     python tools/fuzz_parsers.py --target all --count 1000000 --seed 0
     python tools/fuzz_parsers.py --target matchstate --time-limit 600
     python tools/fuzz_parsers.py --target blueprint --count 1000000 --time-limit 600
+    python tools/fuzz_parsers.py --target abstraction --count 1000000 --time-limit 600
 
 prints a progress line every 10 s and, per target, one summary line and a JSON line; the exit
 status is 1 when anything escaped. No dependency beyond the project (no Hypothesis).
@@ -446,6 +452,77 @@ def run_saved(context: tuple[str, str], data: bytes) -> None:
         raise WrongAnswer("accepted negative ranges or strategy sums")
 
 
+# -- target: abstraction (built card-abstraction files, abstraction/storage.py) ---------------------------
+_ABS: dict[str, Any] = {}
+
+
+def _abstraction_games() -> dict[str, Any]:
+    from holdem.gamedef import GameDef
+
+    tiny = GameDef(  # a 24-card, three-round hold'em (as tests/abstraction)
+        "nolimit",
+        3,
+        (2000, 2000),
+        (100, 50),
+        (0, 0, 0),
+        (1, 0, 0),
+        (255, 255, 255),
+        4,
+        6,
+        2,
+        (0, 3, 1),
+        "tiny",
+    )
+    return {"tiny": (tiny, (10, 8, 8)), "leduc": (PRESETS["leduc"], (3, 4))}
+
+
+def abstraction_corpus(rng: random.Random) -> list[Seed]:
+    import tempfile
+
+    from abstraction.buckets import build_buckets
+
+    if "files" not in _ABS:
+        root = Path(tempfile.mkdtemp(prefix="fuzz-abstractions-"))
+        _ABS["files"] = {}
+        for key, (game, counts) in _abstraction_games().items():
+            build_buckets(game, counts, "ehs2", root / key, progress=False, log=lambda m: None)
+            _ABS["files"][key] = (root / key / "abstraction.bin").read_bytes()
+    seeds: list[Seed] = []
+    for key, data in _ABS["files"].items():
+        for with_game in (True, False):
+            seeds += [
+                ((key, with_game, "raw"), data),
+                ((key, with_game, "stream"), lz4.frame.decompress(data[12:])),
+                ((key, with_game, "stream"), lz4.frame.decompress(data[12:])),
+            ]  # resealed twice as often: it gets further
+    return seeds
+
+
+def run_abstraction(context: tuple[str, bool, str], data: bytes) -> None:
+    from abstraction.isomorphism import HandIndexer
+    from abstraction.storage import MAGIC, VERSION, content_hash, fuzz_read_abstraction_bytes
+
+    key, with_game, mode = context
+    game = _abstraction_games()[key][0]
+    if mode == "stream":
+        data = MAGIC + struct.pack("<I", VERSION) + lz4.frame.compress(data)
+    got = fuzz_read_abstraction_bytes(data, game if with_game else None)
+    if got is None:
+        raise Refused()
+    header, tables = got
+    sizes = [len(t) for t in tables]
+    if with_game:
+        ix = HandIndexer.for_game(game)
+        if sizes != [ix.size(r) for r in range(game.num_rounds)]:
+            raise WrongAnswer(f"accepted tables of {sizes} classes for {key}")
+    if sizes != header["sizes"] or any(t.dtype != np.uint16 for t in tables):
+        raise WrongAnswer(f"accepted tables of {sizes} classes, the header says {header['sizes']}")
+    if any(len(t) and int(t.max()) >= b for t, b in zip(tables, header["buckets"])):
+        raise WrongAnswer("accepted a bucket beyond its round's count")
+    if content_hash(header["cards"], header["method"], header["buckets"], tables) != header["hash"]:
+        raise WrongAnswer("accepted tables whose content hash is not the header's")
+
+
 # fmt: off
 MSGPACK_TOKENS = (
     b"\xdd\x0f\xff\xff\xff", b"\xdf\x0f\xff\xff\xff", b"\xc6\xff\xff\xff\xff", b"\xc6\x00\x00\x00\x04",
@@ -459,6 +536,11 @@ MSGPACK_TOKENS = (
     b"\x00\x00\xc0\x7f", b"\x00\x00\x80\x7f", b"\x00\x00\x80\xbf", b"\x00\x00\x00\x40",
     b"MCCFRSHD", b"MCCFRBPF", b"MCCFRMAN", b"\x04\x22\x4d\x18",
     b"MCCFRSLV", b"\xa6regret", b"\xa9strat_sum", b"\xa4root", b"\xa5board", b"\xa9tree_hash",
+)
+ABSTRACTION_TOKENS = MSGPACK_TOKENS[:19] + (
+    b"\xa6header", b"\xa6tables", b"\xa7version", b"\xa5cards", b"\xa6method", b"\xa7buckets", b"\xa5sizes",
+    b"\xa4hash", b"\xc4\x48", b"\xc5\x00\x48", b"\xc6\x00\x00\x00\x48", b"\xa4ehs2", b"\xa9potential",
+    b"MCCFRABS", b"\x04\x22\x4d\x18",
 )
 # fmt: on
 
@@ -561,6 +643,8 @@ TARGETS: dict[str, Target] = {
     "checkpoint": Target(checkpoint_corpus, run_checkpoint, (Refused,), MSGPACK_TOKENS),
     # blueprint files (raw, or their msgpack stream resealed)
     "blueprint": Target(blueprint_corpus, run_blueprint, (Refused,), MSGPACK_TOKENS),
+    # abstraction.bin files (raw, or their msgpack stream resealed), with and without the game
+    "abstraction": Target(abstraction_corpus, run_abstraction, (Refused,), ABSTRACTION_TOKENS),
     # POST /v1/strategy bodies through the app in-process (mccfr.serving.fuzz.check_body)
     "request": Target(request_corpus, run_request, (Rejected,), REQUEST_TOKENS),
     # saved solves (subgame/saved.py; raw, or their msgpack stream resealed)

@@ -58,8 +58,8 @@ def abstraction_build(game, recipe, buckets, method, out, threads, seed, as_json
             AbstractionError,
             build_buckets,
             ensure_recipe,
-            read_abstraction,
         )
+        from abstraction.storage import read_abstraction
         from holdem.gamedef import load_gamedef
 
         gd = load_gamedef(game)
@@ -91,7 +91,7 @@ def abstraction_build(game, recipe, buckets, method, out, threads, seed, as_json
             path = build_buckets(
                 gd, counts, method, out, threads=threads, seed=seed, log=lambda m: click.echo(m, err=True)
             )
-        header, _ = read_abstraction(path)
+        header, _ = read_abstraction(path, gd)
     res = {
         "path": str(path),
         "buckets": header["buckets"],

@@ -5,9 +5,10 @@ import itertools
 import numpy as np
 import pytest
 
-from abstraction.buckets import AbstractionError, build_buckets, read_abstraction, write_abstraction
+from abstraction.buckets import AbstractionError, build_buckets
 from abstraction.cards import TABLE, default_card_abstraction, from_file
 from abstraction.isomorphism import HandIndexer
+from abstraction.storage import read_abstraction, write_abstraction
 from holdem.evaluator import rank_hand_py
 from holdem.gamedef import PRESETS, GameDef
 
@@ -139,13 +140,14 @@ def test_bad_requests_and_files(tmp_path, built):
     with pytest.raises(AbstractionError, match="no abstraction file"):
         read_abstraction(bad)
     # a table whose buckets exceed the header's count is refused
+    sizes = [HandIndexer.for_game(SMALL).size(r) for r in range(3)]
     write_abstraction(
         bad,
         SMALL,
         "ehs",
         (1, 1, 1),
-        [3, 3, 3],
-        [np.zeros(3, np.uint16), np.ones(3, np.uint16), np.zeros(3, np.uint16)],
+        sizes,
+        [np.zeros(sizes[0], np.uint16), np.ones(sizes[1], np.uint16), np.zeros(sizes[2], np.uint16)],
     )
     with pytest.raises(AbstractionError, match="round 2 has bucket 1"):
         read_abstraction(bad)
@@ -154,14 +156,14 @@ def test_bad_requests_and_files(tmp_path, built):
 def test_truncated_future_and_partial_files_are_refused(tmp_path, built):
     import struct
 
-    from abstraction.buckets import MAGIC, VERSION
+    from abstraction.storage import MAGIC, VERSION
 
     d, _ = built
     data = (d / "abstraction.bin").read_bytes()
     bad = tmp_path / "t"
     bad.mkdir()
     (bad / "abstraction.bin").write_bytes(data[: len(data) - 40])  # an interrupted copy
-    with pytest.raises(AbstractionError, match="corrupt"):
+    with pytest.raises(AbstractionError, match="truncated"):
         read_abstraction(bad)
     (bad / "abstraction.bin").write_bytes(MAGIC + struct.pack("<I", VERSION + 1) + data[12:])
     with pytest.raises(AbstractionError, match=f"format version {VERSION + 1}"):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from abstraction.buckets import AbstractionError, build_buckets, read_abstraction
+from abstraction.buckets import AbstractionError, build_buckets
 from abstraction.cards import TABLE, from_file
 from abstraction.clustering import (
     _distances,
@@ -16,6 +16,7 @@ from abstraction.clustering import (
     transitions,
 )
 from abstraction.isomorphism import HandIndexer
+from abstraction.storage import read_abstraction
 from holdem.gamedef import PRESETS, GameDef
 
 # a 20-card two-round limit hold'em: preflop, a 3-card flop (25 and 7,760 classes)

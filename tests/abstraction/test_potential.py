@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from abstraction.buckets import AbstractionError, SampleSpec, build_buckets, read_abstraction
+from abstraction.buckets import AbstractionError, SampleSpec, build_buckets
 from abstraction.cards import TABLE, from_file
 from abstraction.clustering import _emd_greedy, ochs_features
 from abstraction.isomorphism import HandIndexer
@@ -17,6 +17,7 @@ from abstraction.potential import (
     _emd_sparse,
     _proj,
 )
+from abstraction.storage import read_abstraction
 from holdem.gamedef import PRESETS, GameDef
 
 # a 24-card three-round hold'em: preflop, a 3-card flop, a 1-card turn
@@ -78,6 +79,12 @@ def test_sparse_greedy_emd_and_pruned_nearest_centre_are_exact():
                 abs(_emd_sparse(pidx[i], pm[i], nnz[i], C[j], ground, gorder, used, stamp, 1) - brute[i, j])
                 < 1e-12
             )
+            # stopped at a limit below the full cost: more than the limit; at or above it: the full cost
+            full = brute[i, j]
+            for limit in (0.0, full / 3, full * (1 - 1e-9), full, full * 2):
+                used, stamp = np.zeros(kn), np.zeros(kn, np.int64)
+                got = _emd_sparse(pidx[i], pm[i], nnz[i], C[j], ground, gorder, used, stamp, 1, limit)
+                assert got > limit if full > limit else abs(got - full) < 1e-12
     Ec = C @ E
     u, cps, corder = _proj(Ec)
     labels, dist = np.empty(n, np.int64), np.empty(n)
@@ -141,6 +148,12 @@ def test_sampled_build_resumes_and_is_deterministic(tmp_path, built, monkeypatch
     build_buckets(SMALL, BUCKETS, "potential", d, progress=False, log=lines.append, sampled=True, spec=SPEC)
     assert any("round2_labels.npz reused" in s for s in lines)
     assert read_abstraction(d)[0]["hash"] == read_abstraction(built)[0]["hash"]
+
+
+def test_sampled_build_is_the_one_of_before_the_speedups(built):
+    """Golden digest: the early-stopping EMD and the prefetched histograms change no decision, so
+    this build's tables are exactly those of the code before them (commit 2654eb9)."""
+    assert read_abstraction(built)[0]["hash"] == "c660d2d9943dcb4f"
 
 
 def test_partial_directory_of_another_request_or_damaged_is_refused(tmp_path):

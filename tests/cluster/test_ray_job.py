@@ -270,6 +270,7 @@ def test_worker_reads_the_drivers_card_table_and_builds_nothing(tiny_cards, monk
     computes the same batch, bit for bit, as one holding its own copy; it never builds or loads one."""
     import abstraction.buckets
     import abstraction.cards
+    import abstraction.storage
     import blueprint.trainer
 
     tr = _tiny_trainer(tiny_cards)
@@ -284,7 +285,7 @@ def test_worker_reads_the_drivers_card_table_and_builds_nothing(tiny_cards, monk
         (abstraction.cards, "from_file"),
         (abstraction.cards, "lossless"),
         (abstraction.buckets, "ensure_recipe"),
-        (abstraction.buckets, "read_abstraction"),
+        (abstraction.storage, "read_abstraction"),
     ):
         monkeypatch.setattr(mod, name, no_build)
     own = WorkerCore(
