@@ -16,6 +16,7 @@ import pytest
 from holdem.state import State
 from mccfr.serving.play import PlayError, Table
 from mccfr.serving.ranges import hand_names
+from mccfr.serving.responders import BlueprintResponder
 from mccfr.serving.service import ThreadedServer, create_app
 from mccfr.serving.solving import SolvingResponder
 
@@ -325,8 +326,9 @@ def test_any_public_state_is_answered_or_refused_by_name(responder):
 RIVER = {"betting": "cc/cc/cc/", "board": "2c7h9sTd3c"}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def river_solver(hunl_bp):
+    # (one per test: a server closes its responder when it stops)
     r = SolvingResponder(hunl_bp, solver_threads=1, max_solve_ms=1000)
     r.warm_up()
     yield r
@@ -386,19 +388,19 @@ def test_a_locked_range_is_solved_under_the_locks_and_never_kept(river_solver, h
         assert status == 422 and err["kind"] == "bad_locks" and "not on the line" in err["error"]
 
 
-def test_saved_solves_are_listed_and_browsed(river_solver, hunl_bp, tmp_path, responder):
+def test_saved_solves_are_listed_and_browsed(hunl_bp, tmp_path):
     from mccfr.serving.explorer import open_saved
     from subgame.nested import solve_state
     from subgame.saved import save_solve
 
-    r = river_solver
+    r = BlueprintResponder(hunl_bp)  # (browsing a saved solve needs no solver)
     state = r.game.state(_ms(0, "cc/cc/cc/", "2d2h", "2c7h9sTd3c"))
     sol, _ = solve_state(hunl_bp, state, "resolve", iterations=60, keep_state=True)
     save_solve(tmp_path / "river.solve", sol)
     saved = open_saved([tmp_path], hunl_bp.gamedef)
     assert [e.id for e in saved] == ["river"]
     names = hand_names(hunl_bp.gamedef)
-    with ThreadedServer(create_app(responder, api_key="k", saved=saved)) as srv:
+    with ThreadedServer(create_app(r, api_key="k", saved=saved)) as srv:
         status, _ = _call(srv.url, "/v1/saved")
         assert status == 401
         status, out = _call(srv.url, "/v1/saved", token="k")
@@ -429,3 +431,19 @@ def test_saved_solves_are_listed_and_browsed(river_solver, hunl_bp, tmp_path, re
         assert status == 422 and err["kind"] == "not_in_subgame", err
         status, err = _call(srv.url, "/v1/saved/range", {"id": "river", "history": "x"}, token="k")
         assert status == 400 and err["kind"] == "bad_history"
+
+
+def test_serve_refuses_a_bad_saved_file_by_name(tmp_path, hunl_bp):
+    import click
+
+    from mccfr.cli.serve import _open_saved
+
+    bad = tmp_path / "broken.solve"
+    bad.write_bytes(b"MCCFRSLV" + bytes(64))
+    with pytest.raises(click.BadParameter, match="broken.solve"):
+        _open_saved([bad], hunl_bp.gamedef)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(click.BadParameter, match="no .solve files"):
+        _open_saved([tmp_path / "empty"], hunl_bp.gamedef)
+    with pytest.raises(click.BadParameter, match="no such file"):
+        _open_saved([tmp_path / "missing.solve"], hunl_bp.gamedef)

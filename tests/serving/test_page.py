@@ -337,7 +337,8 @@ def test_the_explorer_opens_a_saved_solve(page, solver, bp, hunl_run, tmp_path):
     (tmp_path / "saved").mkdir()
     save_solve(tmp_path / "saved" / "river.solve", sol)
     saved = open_saved([tmp_path / "saved"], bp.gamedef)
-    app = create_app(solver, api_key=TOKEN, describe={"run_dir": str(hunl_run)}, saved=saved)
+    # (a responder of its own: closing this server closes its responder; browsing needs no solver)
+    app = create_app(BlueprintResponder(bp), api_key=TOKEN, describe={"run_dir": str(hunl_run)}, saved=saved)
     with ThreadedServer(app) as srv:
         _open(page, srv.url)
         _wait_state(page, "")
