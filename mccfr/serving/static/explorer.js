@@ -62,11 +62,14 @@ export class Explorer {
     tools.replaceChildren(open, form, list);
   }
 
-  // where the current state's history starts in the locks' subgame ("" = its root), or null
+  // the current state's history from the locked subgame's root ("" = the root), or null where the
+  // locks do not apply: off their line, or in a later round (a later round's subgame is solved
+  // without them: a depth-limited subgame ends with its round)
   lockKey(cur = this.current) {
     const lk = this.lock;
-    if (!lk || !cur.betting.startsWith(lk.root) || !cur.board.startsWith(lk.board)) return null;
-    return cur.betting.slice(lk.root.length);
+    if (!lk || !cur.betting.startsWith(lk.root) || cur.board !== lk.board) return null;
+    const key = cur.betting.slice(lk.root.length);
+    return key.includes("/") ? null : key;
   }
 
   lockForm() {
