@@ -447,3 +447,48 @@ def test_serve_refuses_a_bad_saved_file_by_name(tmp_path, hunl_bp):
         _open_saved([tmp_path / "empty"], hunl_bp.gamedef)
     with pytest.raises(click.BadParameter, match="no such file"):
         _open_saved([tmp_path / "missing.solve"], hunl_bp.gamedef)
+
+
+def test_any_saved_state_is_answered_or_refused_by_name(hunl_bp, tmp_path):
+    """Property: whatever history, board and action arrive at /v1/saved/range, the answer is a 2xx
+    or a 4xx ``{"error", "kind"}``; never a 5xx."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from mccfr.serving.explorer import open_saved
+    from mccfr.serving.fuzz import asgi_request
+    from subgame.nested import solve_state
+    from subgame.saved import save_solve
+
+    r = BlueprintResponder(hunl_bp)
+    sol, _ = solve_state(
+        hunl_bp,
+        r.game.state(_ms(0, "cc/cc/cc/", "2d2h", "2c7h9sTd3c")),
+        "unsafe",
+        iterations=5,
+        keep_state=True,
+    )
+    save_solve(tmp_path / "river.solve", sol)
+    app = create_app(r, saved=open_saved([tmp_path / "river.solve"], hunl_bp.gamedef))
+    text = lambda alphabet, n: st.text(alphabet=alphabet, max_size=n)  # noqa: E731
+    bodies = st.fixed_dictionaries(
+        {
+            "id": st.sampled_from(["river", "other"]),
+            "history": text("cfr0123456789/", 12),
+            "board": text("2379TJQKAcdhs/ ", 6),
+        },
+        optional={"action": text("cfr0123456789", 6)},
+    )
+
+    @settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(bodies)
+    def check(body):
+        status, _, raw = asgi_request(
+            app, "POST", "/v1/saved/range", json.dumps(body).encode(), {"content-type": "application/json"}
+        )
+        out = json.loads(raw)
+        assert status < 500, (body, out)
+        if status >= 400:
+            assert out["error"] and out["kind"], (body, out)
+
+    check()
