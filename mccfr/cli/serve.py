@@ -245,6 +245,14 @@ def _solving_options(
     "share an address.",
 )
 @click.option(
+    "--saved",
+    "saved_paths",
+    multiple=True,
+    metavar="FILE",
+    help="A saved solve (mccfr solve --save FILE) to list and browse on the web page, or a directory "
+    "of .solve files (repeatable). Read at start-up with the saved-solve reader's checks.",
+)
+@click.option(
     "--ray",
     "use_ray",
     is_flag=True,
@@ -276,6 +284,7 @@ def serve(
     api_key,
     max_body_bytes,
     max_inflight,
+    saved_paths,
     use_ray,
     replicas,
     address,
@@ -318,6 +327,8 @@ def serve(
             "the key must be printable characters without surrounding spaces",
             param_hint="--api-key / MCCFR_API_KEY",
         )
+    if use_ray and saved_paths:
+        raise click.UsageError("--saved is for the page of a plain server, not with --ray")
     if use_ray:
         return _serve_ray(
             run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas or 1, address, guard
@@ -331,7 +342,8 @@ def serve(
 
         solving["solver_processes"] = available()
     path, responder = _load_responder(run_dir, time_budget_ms, solve_method, **solving)
-    app = create_app(responder, threads=threads, describe={"run_dir": str(path)}, **guard)
+    saved = _open_saved(saved_paths, responder.game.gamedef) if saved_paths else ()
+    app = create_app(responder, threads=threads, describe={"run_dir": str(path)}, saved=saved, **guard)
     try:
         sock = bind(host, port)
     except OSError as exc:
@@ -356,6 +368,18 @@ def serve(
     )
     make_server(app, sock, access_log=access_log).run(sockets=[sock])  # returns on Ctrl-C / SIGTERM
     click.echo("stopped", err=True)
+
+
+def _open_saved(paths, gamedef) -> list:
+    """``--saved``'s solves, read and measured (a clear error naming a refused file)."""
+    from blueprint.io.errors import CheckpointError
+    from mccfr.serving.explorer import open_saved
+    from subgame.tree import SubgameError
+
+    try:
+        return open_saved(paths, gamedef, log=lambda msg: click.echo(msg, err=True))
+    except (CheckpointError, SubgameError, ValueError, OSError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--saved") from None
 
 
 def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas, address, guard):

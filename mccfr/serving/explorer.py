@@ -9,14 +9,26 @@ admission, time budget and memory budget)::
 
     GET  /v1/game    the game, every hand's name, the methods and budgets the server takes
     POST /v1/range   {"betting": "r300c/", "board": "2c7h9s", "action": "r900", "method": "resolve",
-                      "time_budget_ms": 5000, "session": "..."}   (all optional)
+                      "time_budget_ms": 5000, "session": "...", "locks": {...}, "lock_root": "r300c/"}
+                                                                                (all optional)
                   -> the public state after ``action`` (when given): status decision | cards_due |
                      hand_over; at a decision, for every hand of the seat to act its strategy and
                      reach weight (:mod:`mccfr.serving.ranges`), from the blueprint or (``method``) from
                      a subgame solved there, labelled ``source`` blueprint | translated | subgame |
                      fallback, with ``fallback`` saying why a solve asked for did not answer (the
                      responder's reasons; ``memory`` also when the solved subgame was answered but
-                     not kept; ``round`` where the server does not solve that round)
+                     not kept; ``round`` where the server does not solve that round).
+                     ``locks`` (with a solve ``method``; the form and checks of ``/v1/strategy``'s,
+                     422 ``bad_locks``): the subgame is solved at ``lock_root`` (a betting string on
+                     the line to the state; default: the state itself), whose subgame's root the
+                     lock histories start from, under those locks, and the state's range is read
+                     from that solve (``locked``: true). A locked solve is never kept nor reused.
+    GET  /v1/saved   the saved solves the server opened (``mccfr serve --saved FILE``): id, file,
+                     method, iterations, root betting, board, exploitability, locks
+    POST /v1/saved/range {"id": "...", "history": "r900", "board": "Td"}
+                  -> as ``/v1/range``, from the saved solve's strategy: ``history`` is the betting
+                     from the saved subgame's root, ``board`` the cards dealt after it; 404
+                     ``unknown_saved``, 422 ``not_in_subgame`` for a state outside its tree
     POST /v1/play/deal  {"hand_number": 0}                 a hand against the bot
     POST /v1/play/act   {"hand": "<token>", "action": "c"}  the person's action
                   -> the person's view, the bot's answers (source, time); at the end the dealer's
@@ -35,8 +47,11 @@ play requests as ``play``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import os
 import secrets
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Optional
 
@@ -45,11 +60,14 @@ from fastapi.responses import FileResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from blueprint.rundir import METRICS_JSONL, read_metrics
+from holdem.betting import parse_betting
 from holdem.cards import card_name
 from holdem.reporting import big_blind_of, mbb_per_chip
 from mccfr.serving.play import PlayError, Table
 from mccfr.serving.query import BLUEPRINT_METHOD, QueryError
-from mccfr.serving.ranges import blueprint_range, encode, hand_names, public_state, subgame_range
+from mccfr.serving.ranges import PublicState, blueprint_range, encode, hand_names, public_state, subgame_range
+from subgame.cache import node_in
+from subgame.types import Solution
 
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_CURVE_ROWS = 2000  # rows of the training curve sent (evenly spaced, the last one kept)
@@ -71,6 +89,90 @@ class RangeRequest(BaseModel):
         None, description="the solve's budget (default: the server's)"
     )
     session: Optional[StrictStr] = Field(None, description="key under which the solved subgame is kept")
+    locks: Optional[dict[StrictStr, dict[StrictStr, float | list[float]]]] = Field(
+        None, description="node locks of the subgame solved at lock_root (as /v1/strategy's)"
+    )
+    lock_root: Optional[StrictStr] = Field(
+        None, description="betting string of the state where the locked subgame is solved (default: this one)"
+    )
+
+
+class SavedRangeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: StrictStr = Field(..., description="a saved solve's id (GET /v1/saved)")
+    history: StrictStr = Field("", description="ACPC betting from the saved subgame's root ('' = the root)")
+    board: StrictStr = Field("", description="board cards dealt after the subgame's root, in deal order")
+    action: Optional[StrictStr] = Field(None, description="an ACPC action of the seat to act, applied first")
+
+
+@dataclasses.dataclass(frozen=True)
+class SavedEntry:
+    """A saved solve opened by the server: ``id`` (the file's stem, made unique), its file, its
+    solution (the saved average strategy, re-measured) and the file's header."""
+
+    id: str
+    path: str
+    solution: Solution
+    meta: dict
+
+
+#: the name saved solves have in a directory given to ``--saved``
+SAVED_SUFFIX = ".solve"
+
+
+def saved_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The files of ``--saved``: each file as given, each directory's ``*.solve`` files (sorted)."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.iterdir() if f.name.endswith(SAVED_SUFFIX) and f.is_file())
+            if not found:
+                raise FileNotFoundError(f"{p}: no {SAVED_SUFFIX} files in this directory")
+            out.extend(found)
+        elif p.exists():
+            out.append(p)
+        else:
+            raise FileNotFoundError(f"{p}: no such file or directory")
+    return out
+
+
+def open_saved(
+    paths: Iterable[str | os.PathLike[str]], gamedef, log: Optional[Callable[[str], None]] = None
+) -> list[SavedEntry]:
+    """Read every saved solve of ``paths`` (:func:`saved_files`) with :func:`subgame.saved.read_saved`
+    (its hostile-input checks; :class:`~blueprint.io.errors.CheckpointError` naming the file) and
+    measure its saved strategy (no iteration run). ``ValueError`` for a solve of another game than
+    ``gamedef`` (the server's)."""
+    from subgame.saved import read_saved
+    from subgame.solver import solve
+
+    out: list[SavedEntry] = []
+    for f in saved_files(paths):
+        saved = read_saved(f)
+        g = saved.subgame.game
+        if g.to_acpc() != gamedef.to_acpc():
+            raise ValueError(
+                f"{f}: a solve of the game {g.name or '?'}, not this server's {gamedef.name or '?'}"
+            )
+        sol = solve(
+            saved.subgame,
+            saved.method,
+            iterations=0,
+            algo=saved.algo,
+            precision=saved.precision,
+            locks=saved.locks,
+            resume=saved.state,
+        )
+        base, n = f.name.removesuffix(SAVED_SUFFIX), 1
+        ident = base
+        while any(e.id == ident for e in out):
+            n += 1
+            ident = f"{base}-{n}"
+        out.append(SavedEntry(ident, str(f), sol, saved.meta))
+        if log is not None:
+            log(f"saved solve {ident}: {f} ({saved.method}, {saved.state.iterations:,} iterations)")
+    return out
 
 
 class DealRequest(BaseModel):
@@ -165,7 +267,9 @@ async def _range(st, req: RangeRequest, t0: float) -> dict[str, Any]:
     out.update(seat=ps.seat, legal=state.legal_actions(), raise_range=list(rr) if rr else None)
     loop = asyncio.get_running_loop()
     method = req.method
-    if method is None or method == BLUEPRINT_METHOD:
+    if req.locks is not None:
+        rng = await _locked_range(st, req, ps, t0)
+    elif method is None or method == BLUEPRINT_METHOD:
         rng = await loop.run_in_executor(st.pool, blueprint_range, bp, state)
         rng["method"] = None
     else:
@@ -193,6 +297,69 @@ async def _range(st, req: RangeRequest, t0: float) -> dict[str, Any]:
     return out
 
 
+def _lock_root(game, ps: PublicState, lock_root: Optional[str]) -> PublicState:
+    """The public state where a locked subgame is solved: ``lock_root`` on the line to ``ps``
+    (its board: ``ps``'s cards dealt by then), or ``ps`` itself."""
+    if lock_root is None or lock_root == ps.betting:
+        return ps
+    g = game.gamedef
+    if not ps.betting.startswith(lock_root):
+        raise QueryError(
+            "bad_locks", f"lock_root {lock_root[:80]!r} is not on the line to {ps.betting!r}", 422
+        )
+    try:
+        rnd = parse_betting(lock_root, g).round
+    except ValueError as exc:
+        raise QueryError("bad_locks", f"lock_root {lock_root[:80]!r}: {exc}", 422) from None
+    board = "".join(card_name(c, g.num_suits) for c in ps.board[: g.board_cards_through(rnd)])
+    root = public_state(game, lock_root, board)
+    if root.status != "decision":
+        raise QueryError("bad_locks", f"lock_root {lock_root!r} is not a decision ({root.status})", 422)
+    return root
+
+
+async def _locked_range(st, req: RangeRequest, ps: PublicState, t0: float) -> dict[str, Any]:
+    """The range at ``ps`` from a subgame solved at the lock root under ``req.locks`` (the
+    responder's path, its admission and budgets; never kept nor reused); the blueprint's, with
+    ``fallback``, when the solve did not answer."""
+    responder = st.responder
+    if req.method is None or req.method == BLUEPRINT_METHOD:
+        raise QueryError("bad_locks", "locks need a subgame solve: give a solve method", 422)
+    root = _lock_root(responder.game, ps, req.lock_root)
+    assert root.state is not None and root.seat is not None and ps.state is not None and ps.seat is not None
+    ans = await st.respond(
+        root.state.matchstate(root.seat),
+        None,
+        req.time_budget_ms,
+        req.method,
+        t0,
+        req.locks,
+        with_solution=True,
+    )
+    found = ans.pop("solution", None)
+    loop = asyncio.get_running_loop()
+    if found is None:
+        rng = await loop.run_in_executor(st.pool, blueprint_range, _blueprint(responder), ps.state)
+        rng["method"] = req.method
+        rng["fallback"] = ans.get("fallback") or "round"
+        rng["locked"] = False
+        return rng
+    sol = found[0]
+    hit = node_in(sol, ps.state)
+    if hit is None:
+        raise QueryError(
+            "bad_locks",
+            f"the state {ps.betting!r} is not a decision of the subgame solved at {root.betting!r}",
+            422,
+        )
+    rng = await loop.run_in_executor(st.pool, subgame_range, sol, hit[1], ps.seat, ps.board)
+    rng["source"] = "subgame"
+    for k in ("method", "iterations", "exploitability_pct_pot", "leaf_cards"):
+        rng[k] = ans.get(k)
+    rng.update(locked=True, lock_root=root.betting, subgame_root=sol.subgame.root.betting_string())
+    return rng
+
+
 @router.post("/v1/range")
 async def range_(req: RangeRequest, request: Request) -> JSONResponse:
     """Every hand's strategy and reach for the seat to act at a public state (module docstring)."""
@@ -205,6 +372,103 @@ async def range_(req: RangeRequest, request: Request) -> JSONResponse:
         return _error(st.metrics, exc)
     out["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
     st.metrics.answered(out.get("source", "public_state"), out["elapsed_ms"], out.get("fallback"))
+    return JSONResponse(out)
+
+
+def _saved_entry(st, ident: str) -> SavedEntry:
+    entry = st.saved.get(ident)
+    if entry is None:
+        raise QueryError(
+            "unknown_saved", f"no saved solve {ident[:80]!r} on this server (GET /v1/saved)", 404
+        )
+    return entry
+
+
+@router.get("/v1/saved")
+async def saved_list(request: Request) -> dict[str, Any]:
+    """The saved solves this server opened (``mccfr serve --saved``)."""
+    st = request.app.state
+    out = []
+    for e in st.saved.values():
+        sol = e.solution
+        sub = sol.subgame
+        g = sub.game
+        out.append(
+            {
+                "id": e.id,
+                "file": Path(e.path).name,
+                "method": sol.method,
+                "iterations": sol.iterations,
+                "root": sub.root.betting_string(),
+                "board": [card_name(int(c), g.num_suits) for c in sub.board],
+                "exploitability_pct_pot": sol.exploitability_pct_pot,
+                "locks": sorted(e.meta.get("locks") or {}),
+            }
+        )
+    return {"saved": out}
+
+
+def _saved_range(game, entry: SavedEntry, req: SavedRangeRequest) -> dict[str, Any]:
+    sol = entry.solution
+    sub = sol.subgame
+    g = game.gamedef
+    root = sub.root.betting_string()
+    board = "".join(card_name(int(c), g.num_suits) for c in sub.board) + req.board
+    ps = public_state(game, root + req.history, board, req.action)
+    if not ps.betting.startswith(root):  # (a history cannot undo the root's round end)
+        raise QueryError(
+            "not_in_subgame", f"{ps.betting!r} does not continue the subgame's root {root!r}", 422
+        )
+    out: dict[str, Any] = {
+        "id": entry.id,
+        "betting": ps.betting,
+        "history": ps.betting[len(root) :],
+        "root": root,
+        "board": [card_name(c, g.num_suits) for c in ps.board],
+        "round": ps.round,
+        "status": ps.status,
+        "cards_due": ps.cards_due,
+        "spent": list(ps.spent),
+        "pot": int(sum(ps.spent)),
+    }
+    if ps.status != "decision":
+        return out
+    assert ps.state is not None and ps.seat is not None
+    hit = node_in(sol, ps.state)
+    if hit is None:
+        raise QueryError(
+            "not_in_subgame",
+            f"history {out['history']!r} (board {board!r}) is not a decision of the saved subgame",
+            422,
+        )
+    rng = subgame_range(sol, hit[1], ps.seat, ps.board)
+    rr = ps.state.raise_range()
+    out.update(seat=ps.seat, legal=ps.state.legal_actions(), raise_range=list(rr) if rr else None)
+    out.update(encode(rng))
+    out.update(
+        source="saved",
+        method=sol.method,
+        iterations=sol.iterations,
+        exploitability_pct_pot=sol.exploitability_pct_pot,
+    )
+    return out
+
+
+@router.post("/v1/saved/range")
+async def saved_range(req: SavedRangeRequest, request: Request) -> JSONResponse:
+    """Every hand's strategy and reach at a state of a saved solve (module docstring)."""
+    st = request.app.state
+    t0 = st.arrival(request)
+    st.metrics.begin()
+    try:
+        entry = _saved_entry(st, req.id)
+        out = await asyncio.get_running_loop().run_in_executor(
+            st.pool, _saved_range, st.responder.game, entry, req
+        )
+    except Exception as exc:  # noqa: BLE001 - reported (4xx, or 500 for a bug); the server goes on
+        return _error(st.metrics, exc)
+    out["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
+    st.metrics.answered(out.get("source", "public_state"), out["elapsed_ms"])
     return JSONResponse(out)
 
 
@@ -290,4 +554,4 @@ async def run(request: Request) -> JSONResponse:
     return JSONResponse(out)
 
 
-__all__ = ["STATIC", "router"]
+__all__ = ["SAVED_SUFFIX", "STATIC", "SavedEntry", "open_saved", "router", "saved_files"]

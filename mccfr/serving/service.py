@@ -58,6 +58,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, Self
 
@@ -498,10 +499,12 @@ def create_app(
     api_key: str | None = None,
     max_body_bytes: int | None = MAX_BODY_BYTES,
     max_inflight_per_client: int | None = MAX_INFLIGHT_PER_CLIENT,
+    saved: Sequence[explorer.SavedEntry] = (),
 ) -> FastAPI:
     """The FastAPI application serving ``responder`` (module docstring). ``describe``: extra fields
     for ``/healthz`` (the run directory, ...). ``api_key``, ``max_body_bytes``,
-    ``max_inflight_per_client``: the :class:`Guard` in front of it (None: no such check)."""
+    ``max_inflight_per_client``: the :class:`Guard` in front of it (None: no such check).
+    ``saved``: saved solves the web page lists and browses (:func:`explorer.open_saved`)."""
     if threads < 1:
         raise ValueError(f"threads must be >= 1, got {threads}")
     if api_key is not None and (not api_key or not api_key.isprintable() or api_key != api_key.strip()):
@@ -606,12 +609,16 @@ def create_app(
         method: str | None,
         t0: float,
         locks: dict | None = None,
+        with_solution: bool = False,
     ) -> dict[str, Any]:
         """The responder's answer to a query that arrived at ``t0`` (module docstring,
         "Concurrency"), without ``elapsed_ms``; raises what the responder raises (QueryError).
-        ``locks``: node locks (solving responders only, else a 422 ``bad_locks``)."""
+        ``locks``: node locks (solving responders only, else a 422 ``bad_locks``); with them,
+        ``with_solution``: a solved answer carries ``"solution"`` (the explorer's; not JSON)."""
         args = (matchstate, session, time_budget_ms, method)
         lk: dict[str, Any] = {} if locks is None else {"locks": locks}
+        if lk and with_solution:
+            lk["with_solution"] = True
         if lk and not getattr(responder, "accepts_locks", False):
             raise QueryError(
                 "bad_locks", "locks need a solving server (this one answers from the blueprint)", 422
@@ -640,6 +647,7 @@ def create_app(
     app.state.respond = respond
     app.state.arrival = lambda request: request.scope.get(ARRIVED) or time.perf_counter()
     app.state.run_dir = info.get("run_dir")
+    app.state.saved = {e.id: e for e in saved}
 
     @app.post("/v1/strategy", response_model=StrategyResponse)
     async def strategy(req: StrategyRequest, request: Request) -> JSONResponse:

@@ -119,11 +119,27 @@ class _Job:
         "started",
         "given_up_at",
         "locks",
+        "with_solution",
     )
 
-    def __init__(self, state, method, session, key, need, solve_by, answer_by, t0, reserved, raw, locks=None):
+    def __init__(
+        self,
+        state,
+        method,
+        session,
+        key,
+        need,
+        solve_by,
+        answer_by,
+        t0,
+        reserved,
+        raw,
+        locks=None,
+        with_solution=False,
+    ):
         self.state, self.session, self.key = state, session, key
         self.locks = locks  # subgame.locking.LockSpec or None
+        self.with_solution = with_solution  # a locked answer carries its solution (the explorer's)
         self.method: str = method
         self.need, self.solve_by, self.answer_by, self.t0 = need, solve_by, answer_by, t0
         self.reserved, self.raw = reserved, raw
@@ -398,14 +414,16 @@ class SolvingResponder(BlueprintResponder):
         arrived=None,
         early: float = 0.0,
         locks=None,
+        with_solution: bool = False,
     ) -> dict[str, Any] | PendingAnswer:
         """The answer, when it is known at once (a blueprint answer, a reused subgame, a fallback),
         else a :class:`PendingAnswer` of a solve admitted to the solver queue. Cheap (a blueprint
         lookup's cost): the service calls it on its event loop. ``early``: seconds before the end
         of the budget by which the answer must be ready (the service's event-loop lag: the time
         it will take to send it). ``locks``: node locks of the subgame (:mod:`subgame.locking`; a
-        locked query always solves: it neither reuses nor keeps a solved subgame). Raises
-        :class:`QueryError`."""
+        locked query always solves: it neither reuses nor keeps a solved subgame; with
+        ``with_solution`` its answer, when solved, carries ``"solution": (Solution, node)`` for the
+        caller: not JSON, for the explorer's whole-range view). Raises :class:`QueryError`."""
         t0 = time.perf_counter() if arrived is None else arrived
         state, session, budget, method = self.validate(matchstate, session, time_budget_ms, method)
         locks = check_locks(locks)
@@ -469,7 +487,18 @@ class SolvingResponder(BlueprintResponder):
             reserved = fits and self.sessions.reserve(mem)
             if reserved:
                 job = _Job(
-                    state, method, session, key, need, solve_by, deadline - reserve / 2, t0, mem, raw, locks
+                    state,
+                    method,
+                    session,
+                    key,
+                    need,
+                    solve_by,
+                    deadline - reserve / 2,
+                    t0,
+                    mem,
+                    raw,
+                    locks,
+                    with_solution and locks is not None,
                 )
                 self._queue.append(job)
         if not fits:
@@ -609,7 +638,10 @@ class SolvingResponder(BlueprintResponder):
         with self._cond:
             job.reserved = 0
         if job.locks is not None:  # a locked subgame answers this query only
-            return self._answer_of(sol, strategy)
+            out = self._answer_of(sol, strategy)
+            if job.with_solution:
+                out["solution"] = (sol, node)
+            return out
         public = _public_key(state, job.method, played)
         self._record_played(job.session, job.key, state, sol, node)
         if job.session is not None or public is not None:
@@ -638,9 +670,24 @@ class SolvingResponder(BlueprintResponder):
         }
 
     def answer(
-        self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None, locks=None
+        self,
+        matchstate,
+        session=None,
+        time_budget_ms=None,
+        method=None,
+        arrived=None,
+        locks=None,
+        with_solution: bool = False,
     ) -> dict[str, Any]:
-        out = self.answer_start(matchstate, session, time_budget_ms, method, arrived=arrived, locks=locks)
+        out = self.answer_start(
+            matchstate,
+            session,
+            time_budget_ms,
+            method,
+            arrived=arrived,
+            locks=locks,
+            with_solution=with_solution,
+        )
         return out.wait() if isinstance(out, PendingAnswer) else out
 
     def warm_up(self) -> None:

@@ -16,6 +16,7 @@ import pytest
 from holdem.state import State
 from mccfr.serving.play import PlayError, Table
 from mccfr.serving.ranges import hand_names
+from mccfr.serving.responders import BlueprintResponder
 from mccfr.serving.service import ThreadedServer, create_app
 from mccfr.serving.solving import SolvingResponder
 
@@ -318,5 +319,176 @@ def test_any_public_state_is_answered_or_refused_by_name(responder):
         if out["status"] == "decision":
             sums = np.asarray(out["strategy"]).sum(axis=0)
             assert np.all((np.abs(sums - 1) < 1e-3) | (sums == 0)), body
+
+    check()
+
+
+RIVER = {"betting": "cc/cc/cc/", "board": "2c7h9sTd3c"}
+
+
+@pytest.fixture
+def river_solver(hunl_bp):
+    # (one per test: a server closes its responder when it stops)
+    r = SolvingResponder(hunl_bp, solver_threads=1, max_solve_ms=1000)
+    r.warm_up()
+    yield r
+    r.close()
+
+
+def test_a_locked_range_is_solved_under_the_locks_and_never_kept(river_solver, hunl_bp):
+    from subgame.nested import solve_state
+
+    r = river_solver
+    names = hand_names(hunl_bp.gamedef)
+    live = [
+        i
+        for i, n in enumerate(names)
+        if not set(n[j : j + 2] for j in (0, 2)) & {"2c", "7h", "9s", "Td", "3c"}
+    ]
+    with ThreadedServer(create_app(r)) as srv:
+        body = {**RIVER, "method": "resolve", "time_budget_ms": 20000}
+        status, free = _call(srv.url, "/v1/range", {**body, "session": "free"})
+        assert status == 200 and free["source"] == "subgame", free.get("fallback")
+        acts = free["actions"]
+        bet = next(a for a in acts if a.startswith("r"))
+        locks = {"": {"c": 0.25, bet: 0.75}}
+        hits = r.sessions.hits + r.sessions.misses
+        status, out = _call(srv.url, "/v1/range", {**body, "session": "free", "locks": locks})
+        assert status == 200 and out["source"] == "subgame" and out["locked"] is True, out
+        assert r.sessions.hits + r.sessions.misses == hits  # no cached subgame looked up
+        held = [h for h in live if out["reach"][h] > 0]  # (a hand the seat never holds plays uniformly)
+        assert len(held) > 100
+        row = {a: [out["strategy"][i][h] for h in held] for i, a in enumerate(out["actions"])}
+        assert row["c"] == pytest.approx([0.25] * len(held), abs=1e-4)
+        assert row[bet] == pytest.approx([0.75] * len(held), abs=1e-4)
+        assert all(max(v) == 0 for a, v in row.items() if a not in ("c", bet))
+        assert out["strategy"] != free["strategy"]
+        # seat 1 facing the locked bet: read from the locked solve rooted at the river's first state
+        status, child = _call(
+            srv.url, "/v1/range", {**body, "action": bet, "locks": locks, "lock_root": "cc/cc/cc/"}
+        )
+        assert status == 200 and child["locked"] is True and child["seat"] == 1, child
+        state = r.game.state(_ms(0, "cc/cc/cc/", "2d2h", "2c7h9sTd3c"))
+        sol, _ = solve_state(hunl_bp, state, "resolve", iterations=child["iterations"], locks=locks)
+        st1 = r.game.state(_ms(1, f"cc/cc/cc/{bet}", "2d2h", "2c7h9sTd3c"))
+        from subgame.cache import node_in
+
+        _, node = node_in(sol, st1)
+        want = sol.node_strategy(node)
+        for name in ("AhKh", "QsQd", "8d6d", "5s4s"):
+            h = names.index(name)
+            assert _row(child, h) == pytest.approx({a: float(want[a][h]) for a in want}, abs=2e-3), name
+        # bad locks: 422 bad_locks, as /v1/strategy's
+        for bad in ({"": {"c": 0.5}}, {"zz": {"c": 1.0}}, {"": {"q": 1.0}}):
+            status, err = _call(srv.url, "/v1/range", {**body, "locks": bad})
+            assert status == 422 and err["kind"] == "bad_locks", (bad, err)
+        status, err = _call(srv.url, "/v1/range", {**RIVER, "locks": locks})  # no solve method
+        assert status == 422 and err["kind"] == "bad_locks"
+        status, err = _call(srv.url, "/v1/range", {**body, "locks": locks, "lock_root": "cc/r300"})
+        assert status == 422 and err["kind"] == "bad_locks" and "not on the line" in err["error"]
+
+
+def test_saved_solves_are_listed_and_browsed(hunl_bp, tmp_path):
+    from mccfr.serving.explorer import open_saved
+    from subgame.nested import solve_state
+    from subgame.saved import save_solve
+
+    r = BlueprintResponder(hunl_bp)  # (browsing a saved solve needs no solver)
+    state = r.game.state(_ms(0, "cc/cc/cc/", "2d2h", "2c7h9sTd3c"))
+    sol, _ = solve_state(hunl_bp, state, "resolve", iterations=60, keep_state=True)
+    save_solve(tmp_path / "river.solve", sol)
+    saved = open_saved([tmp_path], hunl_bp.gamedef)
+    assert [e.id for e in saved] == ["river"]
+    names = hand_names(hunl_bp.gamedef)
+    with ThreadedServer(create_app(r, api_key="k", saved=saved)) as srv:
+        status, _ = _call(srv.url, "/v1/saved")
+        assert status == 401
+        status, out = _call(srv.url, "/v1/saved", token="k")
+        assert status == 200 and out["saved"][0]["id"] == "river" and out["saved"][0]["iterations"] == 60
+        assert out["saved"][0]["root"] == "cc/cc/cc/" and out["saved"][0]["board"] == [
+            "2c",
+            "7h",
+            "9s",
+            "Td",
+            "3c",
+        ]
+        status, root = _call(srv.url, "/v1/saved/range", {"id": "river", "history": ""}, token="k")
+        assert status == 200 and root["source"] == "saved" and root["seat"] == 0, root
+        bet = next(a for a in root["actions"] if a.startswith("r"))
+        status, child = _call(srv.url, "/v1/saved/range", {"id": "river", "history": bet}, token="k")
+        assert status == 200 and child["seat"] == 1 and child["betting"] == f"cc/cc/cc/{bet}"
+        from subgame.cache import node_in
+
+        for out_, hist, seat in ((root, "", 0), (child, bet, 1)):
+            _, node = node_in(sol, r.game.state(_ms(seat, f"cc/cc/cc/{hist}", "2d2h", "2c7h9sTd3c")))
+            want = sol.node_strategy(node)
+            for name in ("AhKh", "QsQd", "8d6d"):
+                h = names.index(name)
+                assert _row(out_, h) == pytest.approx({a: float(want[a][h]) for a in want}, abs=1e-4)
+        status, err = _call(srv.url, "/v1/saved/range", {"id": "nope"}, token="k")
+        assert status == 404 and err["kind"] == "unknown_saved"
+        status, err = _call(srv.url, "/v1/saved/range", {"id": "river", "history": "r1234"}, token="k")
+        assert status == 422 and err["kind"] == "not_in_subgame", err
+        status, err = _call(srv.url, "/v1/saved/range", {"id": "river", "history": "x"}, token="k")
+        assert status == 400 and err["kind"] == "bad_history"
+
+
+def test_serve_refuses_a_bad_saved_file_by_name(tmp_path, hunl_bp):
+    import click
+
+    from mccfr.cli.serve import _open_saved
+
+    bad = tmp_path / "broken.solve"
+    bad.write_bytes(b"MCCFRSLV" + bytes(64))
+    with pytest.raises(click.BadParameter, match="broken.solve"):
+        _open_saved([bad], hunl_bp.gamedef)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(click.BadParameter, match="no .solve files"):
+        _open_saved([tmp_path / "empty"], hunl_bp.gamedef)
+    with pytest.raises(click.BadParameter, match="no such file"):
+        _open_saved([tmp_path / "missing.solve"], hunl_bp.gamedef)
+
+
+def test_any_saved_state_is_answered_or_refused_by_name(hunl_bp, tmp_path):
+    """Property: whatever history, board and action arrive at /v1/saved/range, the answer is a 2xx
+    or a 4xx ``{"error", "kind"}``; never a 5xx."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from mccfr.serving.explorer import open_saved
+    from mccfr.serving.fuzz import asgi_request
+    from subgame.nested import solve_state
+    from subgame.saved import save_solve
+
+    r = BlueprintResponder(hunl_bp)
+    sol, _ = solve_state(
+        hunl_bp,
+        r.game.state(_ms(0, "cc/cc/cc/", "2d2h", "2c7h9sTd3c")),
+        "unsafe",
+        iterations=5,
+        keep_state=True,
+    )
+    save_solve(tmp_path / "river.solve", sol)
+    app = create_app(r, saved=open_saved([tmp_path / "river.solve"], hunl_bp.gamedef))
+    text = lambda alphabet, n: st.text(alphabet=alphabet, max_size=n)  # noqa: E731
+    bodies = st.fixed_dictionaries(
+        {
+            "id": st.sampled_from(["river", "other"]),
+            "history": text("cfr0123456789/", 12),
+            "board": text("2379TJQKAcdhs/ ", 6),
+        },
+        optional={"action": text("cfr0123456789", 6)},
+    )
+
+    @settings(max_examples=150, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(bodies)
+    def check(body):
+        status, _, raw = asgi_request(
+            app, "POST", "/v1/saved/range", json.dumps(body).encode(), {"content-type": "application/json"}
+        )
+        out = json.loads(raw)
+        assert status < 500, (body, out)
+        if status >= 400:
+            assert out["error"] and out["kind"], (body, out)
 
     check()

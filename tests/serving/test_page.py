@@ -220,8 +220,8 @@ def test_the_explorer_walks_a_line_and_shows_the_blueprint(page, server, bp, tmp
     )
 
 
-def test_the_explorer_solves_the_river(page, server, solver, tmp_path):
-    _open(page, server.url)
+def _walk_to_the_river(page: Page) -> None:
+    """From the start, check / call down to the river of board 2c7h9sTd3c."""
     _wait_state(page, "")
     for betting, due, cards in (
         ("c", "cc/", "2c7h9s"),
@@ -234,6 +234,11 @@ def test_the_explorer_solves_the_river(page, server, solver, tmp_path):
         _wait_state(page, due, "cards_due")
         _deal(page, cards)
         _wait_state(page, due)
+
+
+def test_the_explorer_solves_the_river(page, server, solver, tmp_path):
+    _open(page, server.url)
+    _walk_to_the_river(page)
     page.fill("#budget", "20000")
     page.select_option("#method", "resolve")
     expect(page.locator("#source")).to_have_text("subgame", timeout=120_000)
@@ -249,6 +254,120 @@ def test_the_explorer_solves_the_river(page, server, solver, tmp_path):
     page.hover("#grid .cell[data-class='T9o']")
     page.screenshot(path=str(tmp_path / "explorer-river-subgame.png"))
     print(f"\nriver grid with a resolve solve: {river['totalMs']:.0f} ms (server {river['serverMs']:.0f})")
+
+
+RIVER_BOARD = "2c7h9sTd3c"
+
+
+def test_the_explorer_locks_a_node_and_solves_again(page, server, solver, bp, tmp_path):
+    import re
+
+    from subgame.cache import node_in
+    from subgame.nested import solve_state
+
+    _open(page, server.url)
+    _walk_to_the_river(page)
+    page.fill("#budget", "20000")
+    page.press("#budget", "Tab")  # (its change event now, not when the lock button is clicked)
+    page.select_option("#method", "resolve")
+    expect(page.locator("#source")).to_have_text("subgame", timeout=120_000)
+    free = _tooltip(page, "AKs")
+    page.click("#lock-open")
+    inputs = page.locator("#lock-form input[data-action]")
+    actions = [inputs.nth(i).get_attribute("data-action") for i in range(inputs.count())]
+    bet = next(a for a in actions if a.startswith("r"))
+    for a in actions:  # typed in percent: check 25, bet 75, the rest never
+        page.fill(f"#lock-form input[data-action='{a}']", {"c": "25", bet: "75"}.get(a, "0"))
+    page.screenshot(path=str(tmp_path / "explorer-lock-form.png"))
+    page.click("#lock-go")
+    page.wait_for_selector(
+        "#grid[data-locked='1'][data-betting='cc/cc/cc/']", state="attached", timeout=120_000
+    )
+    expect(page.locator("#source")).to_have_text("subgame (locked)")
+    assert page.get_attribute("#locks", "data-count") == "1"
+    expect(page.locator("#locks")).to_contain_text(f"c 25%, {bet} 75%")
+    locked = _tooltip(page, "AKs")
+    for combo, strategy in locked.items():  # the locked node plays the lock
+        want = {a: {"c": 0.25, bet: 0.75}.get(a, 0.0) for a in strategy}
+        assert strategy == pytest.approx(want, abs=6e-4), combo
+    assert locked != free
+    page.screenshot(path=str(tmp_path / "explorer-locked.png"))
+    # the other seat facing the locked bet: its strategy from the locked solve of the river
+    _click_action(page, bet)
+    page.wait_for_selector(
+        f"#grid[data-locked='1'][data-betting='cc/cc/cc/{bet}']", state="attached", timeout=120_000
+    )
+    its = int(re.search(r"(\d+) iterations", page.inner_text("#source-detail")).group(1))
+    locks = {"": {"c": 0.25, bet: 0.75}}
+    sol, _ = solve_state(
+        bp,
+        solver.game.state(_ms(0, "cc/cc/cc/", "2d2h", RIVER_BOARD)),
+        "resolve",
+        iterations=its,
+        locks=locks,
+    )
+    _, node = node_in(sol, solver.game.state(_ms(1, f"cc/cc/cc/{bet}", "2d2h", RIVER_BOARD)))
+    for cls in ("AKo", "99", "T9s"):
+        for combo, strategy in _tooltip(page, cls).items():
+            held = solver.game.state(_ms(1, f"cc/cc/cc/{bet}", combo, RIVER_BOARD))
+            assert strategy == pytest.approx(hand_strategy(sol, node, held), abs=3e-3), combo
+    page.screenshot(path=str(tmp_path / "explorer-locked-response.png"))
+    # clear: the unlocked solve again
+    page.click("#lock-clear")
+    page.wait_for_selector(
+        f"#grid[data-locked=''][data-betting='cc/cc/cc/{bet}'][data-source='subgame']",
+        state="attached",
+        timeout=120_000,
+    )
+    assert page.get_attribute("#locks", "data-count") == "0"
+
+
+def test_the_explorer_opens_a_saved_solve(page, solver, bp, hunl_run, tmp_path):
+    from mccfr.serving.explorer import open_saved
+    from subgame.nested import solve_state
+    from subgame.saved import save_solve
+
+    sol, node = solve_state(
+        bp,
+        solver.game.state(_ms(0, "cc/cc/cc/", "2d2h", RIVER_BOARD)),
+        "resolve",
+        iterations=50,
+        keep_state=True,
+    )
+    (tmp_path / "saved").mkdir()
+    save_solve(tmp_path / "saved" / "river.solve", sol)
+    saved = open_saved([tmp_path / "saved"], bp.gamedef)
+    # (a responder of its own: closing this server closes its responder; browsing needs no solver)
+    app = create_app(BlueprintResponder(bp), api_key=TOKEN, describe={"run_dir": str(hunl_run)}, saved=saved)
+    with ThreadedServer(app) as srv:
+        _open(page, srv.url)
+        _wait_state(page, "")
+        assert page.is_visible("#saved-box")
+        page.select_option("#saved", "river")
+        page.wait_for_selector(
+            "#grid[data-betting='cc/cc/cc/'][data-source='saved']", state="attached", timeout=60_000
+        )
+        assert page.get_attribute("#grid", "data-board") == RIVER_BOARD
+        expect(page.locator("#source")).to_have_text("saved")
+        for combo, strategy in _tooltip(page, "KQs").items():
+            held = solver.game.state(_ms(0, "cc/cc/cc/", combo, RIVER_BOARD))
+            assert strategy == pytest.approx(hand_strategy(sol, node, held), abs=6e-4), combo
+        page.screenshot(path=str(tmp_path / "explorer-saved.png"))
+        # walk the saved tree: the other seat after a check
+        _click_action(page, "c")
+        page.wait_for_selector(
+            "#grid[data-betting='cc/cc/cc/c'][data-source='saved']", state="attached", timeout=60_000
+        )
+        from subgame.cache import node_in
+
+        _, child = node_in(sol, solver.game.state(_ms(1, "cc/cc/cc/c", "2d2h", RIVER_BOARD)))
+        for combo, strategy in _tooltip(page, "JJ").items():
+            held = solver.game.state(_ms(1, "cc/cc/cc/c", combo, RIVER_BOARD))
+            assert strategy == pytest.approx(hand_strategy(sol, child, held), abs=6e-4), combo
+        # back to the live strategy
+        page.select_option("#saved", "")
+        _wait_state(page, "")
+        assert page.get_attribute("#grid", "data-source") == "blueprint"
 
 
 def test_a_hand_against_the_bot_to_its_end(page, server, bp, tmp_path):

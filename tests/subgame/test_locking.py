@@ -168,3 +168,67 @@ def test_bad_locks_are_named():
         resolve_locks(t, {"": 1.0})
     with pytest.raises(SubgameError, match="no action"):
         solve(sub, "unsafe", iterations=1, locks={"r99999": {"c": 1.0}})
+
+
+@pytest.mark.parametrize("seat", [0, 1])
+def test_leduc_a_whole_locked_seat_gets_the_exact_best_response_of_the_game(seat):
+    """The whole of Leduc hold'em as one subgame (rooted at the first action, the board card dealt
+    inside it), one seat locked at every node to a random strategy of its card's rank (a lock
+    past the deal applies on every board): the other seat's solved value is its best response's
+    value in the real game, from the blueprint's exact best response on the game's own tree."""
+    from abstraction.cards import lossless
+    from abstraction.tree import build_tree
+    from blueprint.evaluate import BestResponse
+    from blueprint.vector_cfr import VectorCFR
+    from holdem.betting import Betting
+    from holdem.gamedef import PRESETS
+    from subgame.tree import all_hands
+
+    g = PRESETS["leduc"]
+    root = Betting.initial(g)
+    t = build_subgame_tree(g, root, (), None)
+    hands = all_hands(g)
+    H = len(hands)
+    ranges = np.ones((2, H))  # every deal: the game itself
+    sub = Subgame(g, root, (), ranges, None, tree=t)
+    rank = [int(h[0]) // g.num_suits for h in hands]
+    rng = np.random.default_rng(20 + seat)
+    lock: dict = {}
+    for n in seat_nodes(t, seat):
+        labels = t.action_labels(n)
+        p = rng.random((len(labels), g.num_ranks)) ** 2
+        p /= p.sum(axis=0)
+        lock.setdefault(
+            history(t, n), {a: [float(p[i, rank[h]]) for h in range(H)] for i, a in enumerate(labels)}
+        )
+    assert len(lock) > 10 and any("/" in k for k in lock)
+    sol = solve(sub, "unsafe", iterations=3000, locks=lock)
+    e = Engine(t)
+    z = float(ranges[0] @ e.compat_mass(ranges[1]))
+    o = 1 - seat
+    got = float(ranges[o] @ e.walk(sol.strategy, ranges, o, K.MODE_EV)) / z
+    # independently: the lock as a strategy per (node, lossless bucket) of the game's betting tree
+    bt = build_tree(g)
+    cards = lossless(g)
+    vc = VectorCFR(bt, cards)  # (its table layout: row offsets per node)
+    offsets = vc.row_offset
+    ref = BestResponse(bt, cards, offsets)
+    probs = np.zeros(vc.size)
+    for n in range(bt.num_nodes):
+        if bt.kind[n] != KIND_DECISION:
+            continue
+        na, r = int(bt.num_actions[n]), int(bt.round[n])
+        s = int(offsets[n])
+        block = probs[s : s + int(cards.num_buckets[r]) * na].reshape(-1, na)
+        block[:] = 1.0 / na
+        if bt.player[n] != seat:
+            continue
+        spec = lock[bt.betting_string(n)]
+        for b in [()] if r == 0 else [(c,) for c in range(g.deck_size)]:
+            buckets = ref._ev._buckets(b, r)
+            for h in range(H):
+                if int(hands[h][0]) not in b:
+                    block[buckets[h]] = [spec[a][h] for a in bt.action_labels(n)]
+    _, brv = ref.exploitability(probs)
+    assert got == pytest.approx(brv[o], abs=1e-5)
+    assert sol.exploitability == pytest.approx(0.0, abs=1e-5)  # the locked game: nothing to gain

@@ -22,12 +22,25 @@ async function connect() {
     views = { explorer: new Explorer(game), play: new Play(game), runs: new Runs(game) };
     say("");
     await views.explorer.start();
+    await savedList(views.explorer);
     const active = document.querySelector("#tabs button.active");
     if (active && active.dataset.tab === "runs") views.runs.load();
     document.body.dataset.ready = "1";
   } catch (err) {
     sayError(err);
   }
+}
+
+async function savedList(explorer) {
+  const { saved } = await api("/v1/saved");
+  const sel = $("saved");
+  sel.replaceChildren(new Option("(live strategy)", ""));
+  for (const e of saved) {
+    const what = `${e.id}: ${e.root || "start"} ${e.board.join("")} · ${e.method}, ${e.iterations} it`;
+    sel.add(new Option(what + (e.locks.length ? " · locked" : ""), e.id));
+  }
+  $("saved-box").hidden = saved.length === 0;
+  sel.onchange = () => explorer.openSaved(saved.find((e) => e.id === sel.value) || null);
 }
 
 function init() {

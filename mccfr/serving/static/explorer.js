@@ -1,6 +1,9 @@
 // The explorer: walk the betting tree from any state (the strategy's actions, fold / call, a raise
 // size typed in, the board's cards), and see the state's range on the hand-class grid, from the
-// blueprint or from a subgame the server solves there.
+// blueprint or from a subgame the server solves there. Node locking: at a solved state, "lock
+// node" fixes the seat to act's frequencies there (one per action, for the whole range) and the
+// subgame is solved again under the locks, rooted at the first locked state; every state below it
+// is then read from a locked solve. A saved solve (mccfr serve --saved) is browsed the same way.
 
 import { api, say, sayError } from "./api.js";
 import { actionColors, actionLabel } from "./colors.js";
@@ -19,6 +22,8 @@ export class Explorer {
     this.data = null;
     this.session = `explorer:${Math.random().toString(36).slice(2, 12)}`;
     this.busy = false;
+    this.lock = null; // {root, board, spec}: the locks, their histories from the state `root`
+    this.saved = null; // {id, root, board}: browsing a saved solve
     this.setupControls();
     this.cardButtons();
   }
@@ -39,6 +44,127 @@ export class Explorer {
     $("raise-to").onkeydown = (e) => e.key === "Enter" && $("raise-go").click();
     $("board-go").onclick = () => this.deal($("board-text").value.replace(/[\s/]/g, ""));
     $("board-text").onkeydown = (e) => e.key === "Enter" && $("board-go").click();
+    this.setupLockTools();
+  }
+
+  setupLockTools() {
+    const tools = $("explorer-tools");
+    const open = document.createElement("button");
+    open.id = "lock-open";
+    open.textContent = "lock node";
+    open.title = "fix the seat to act's frequencies here and solve again";
+    open.onclick = () => this.lockForm();
+    const form = document.createElement("span");
+    form.id = "lock-form";
+    form.hidden = true;
+    const list = document.createElement("span");
+    list.id = "locks";
+    tools.replaceChildren(open, form, list);
+  }
+
+  // the current state's history from the locked subgame's root ("" = the root), or null where the
+  // locks do not apply: off their line, or in a later round (a later round's subgame is solved
+  // without them: a depth-limited subgame ends with its round)
+  lockKey(cur = this.current) {
+    const lk = this.lock;
+    if (!lk || !cur.betting.startsWith(lk.root) || cur.board !== lk.board) return null;
+    const key = cur.betting.slice(lk.root.length);
+    return key.includes("/") ? null : key;
+  }
+
+  lockForm() {
+    const data = this.data;
+    const form = $("lock-form");
+    if (!data || data.status !== "decision" || !(data.source === "subgame")) return;
+    let w = 0;
+    const tot = {};
+    data.reach.forEach((r, h) => {
+      if (r <= 0) return;
+      w += r;
+      data.actions.forEach((a, i) => (tot[a] = (tot[a] || 0) + r * data.strategy[i][h]));
+    });
+    const facing = data.legal.includes("f");
+    const inputs = data.actions.map((a) => {
+      const l = document.createElement("label");
+      const inp = document.createElement("input");
+      inp.type = "number";
+      inp.min = "0";
+      inp.max = "100";
+      inp.step = "any";
+      inp.dataset.action = a;
+      inp.value = w > 0 ? ((100 * tot[a]) / w).toFixed(1) : "0";
+      l.append(`${actionLabel(a, facing)} `, inp, "%");
+      return l;
+    });
+    const go = document.createElement("button");
+    go.id = "lock-go";
+    go.textContent = "lock & solve";
+    go.onclick = () => {
+      const freqs = {};
+      let sum = 0;
+      for (const inp of form.querySelectorAll("input[data-action]")) {
+        const v = parseFloat(inp.value) || 0;
+        freqs[inp.dataset.action] = v;
+        sum += v;
+      }
+      if (!(sum > 0)) return say("the frequencies must add up to more than 0", "error");
+      for (const a in freqs) freqs[a] /= sum; // typed in percent, or any weights: normalised
+      const cur = this.current;
+      if (this.lockKey(cur) === null) this.lock = { root: cur.betting, board: cur.board, spec: {} };
+      this.lock.spec[this.lockKey(cur)] = freqs;
+      form.hidden = true;
+      this.renderLocks();
+      this.reload();
+    };
+    const cancel = document.createElement("button");
+    cancel.textContent = "cancel";
+    cancel.onclick = () => (form.hidden = true);
+    form.replaceChildren(...inputs, go, cancel);
+    form.hidden = false;
+  }
+
+  renderLocks() {
+    const box = $("locks");
+    const lk = this.lock;
+    if (!lk) {
+      box.replaceChildren();
+      box.dataset.count = "0";
+      return;
+    }
+    const badge = document.createElement("span");
+    badge.className = "badge locked";
+    const keys = Object.keys(lk.spec);
+    badge.textContent = `${keys.length} lock${keys.length > 1 ? "s" : ""} from ${lk.root || "the start"}`;
+    const items = keys.map((k) => {
+      const s = document.createElement("span");
+      s.className = "lock-item";
+      s.dataset.history = k;
+      const f = Object.entries(lk.spec[k]).map(([a, p]) => `${a} ${(100 * p).toFixed(0)}%`);
+      s.textContent = `${lk.root + k || "(start)"}: ${f.join(", ")}`;
+      return s;
+    });
+    const clear = document.createElement("button");
+    clear.id = "lock-clear";
+    clear.textContent = "clear locks";
+    clear.onclick = () => {
+      this.lock = null;
+      this.renderLocks();
+      this.reload();
+    };
+    box.dataset.count = String(keys.length);
+    box.replaceChildren(badge, ...items, clear);
+  }
+
+  // browse a saved solve (null: back to the live strategy)
+  async openSaved(entry) {
+    this.saved = entry ? { id: entry.id, root: entry.root, board: entry.board.join("") } : null;
+    this.lock = null;
+    this.renderLocks();
+    $("method").disabled = !!entry;
+    $("explorer-tools").hidden = !!entry;
+    const root = entry ? { betting: this.saved.root, board: this.saved.board } : { betting: "", board: "" };
+    this.line = [{ ...root, label: "start" }];
+    await this.load(root, null, true);
   }
 
   cardButtons() {
@@ -97,18 +223,28 @@ export class Explorer {
   async load(req, label = null, replace = false) {
     if (this.busy) return;
     this.busy = true;
-    const method = $("method").value;
-    const body = { ...req };
-    if (method !== "blueprint") {
+    const method = this.saved ? "blueprint" : $("method").value;
+    let body = { ...req };
+    let path = "/v1/range";
+    if (this.saved) {
+      path = "/v1/saved/range";
+      const sv = this.saved;
+      body = { id: sv.id, history: req.betting.slice(sv.root.length), board: req.board.slice(sv.board.length) };
+      if (req.action) body.action = req.action;
+    } else if (method !== "blueprint") {
       body.method = method;
       body.time_budget_ms = parseInt($("budget").value) || undefined;
       body.session = this.session;
-      say(`solving (${method}, at most ${body.time_budget_ms} ms) ...`);
+      if (this.lockKey(req) !== null) {
+        body.locks = this.lock.spec;
+        body.lock_root = this.lock.root;
+      }
+      say(`solving (${method}${body.locks ? ", locked" : ""}, at most ${body.time_budget_ms} ms) ...`);
     }
     document.body.classList.add("loading");
     const t0 = performance.now();
     try {
-      const data = await api("/v1/range", body);
+      const data = await api(path, body);
       const t1 = performance.now();
       if (!replace) this.line.push({ betting: data.betting, board: data.board.join(""), label });
       else Object.assign(this.current, { betting: data.betting, board: data.board.join("") });
@@ -120,6 +256,7 @@ export class Explorer {
         performance.mark("mccfr-first-grid");
       }
       if (method === "blueprint" || data.status !== "decision") say("");
+      else if (body.locks && !data.locked) say(`the locked solve did not answer: ${data.fallback} (the blueprint's range is shown)`, "error");
       else say(`${data.source} answer in ${data.elapsed_ms.toFixed(0)} ms`);
     } catch (err) {
       sayError(err);
@@ -130,9 +267,9 @@ export class Explorer {
   }
 
   show(data) {
-    // (node locking goes here: a control in #explorer-tools locks the node this.current, whose
-    // range is this.data, and a later /v1/range request carries the locks)
     this.data = data;
+    $("lock-open").disabled = !(data.status === "decision" && data.source === "subgame");
+    $("lock-form").hidden = true;
     this.renderLine();
     this.renderState(data);
     const grid = $("grid");
@@ -154,9 +291,11 @@ export class Explorer {
     grid.dataset.seat = String(data.seat);
     grid.dataset.source = data.source;
     grid.dataset.session = data.session || "";
-    $("source").textContent = data.source;
-    $("source").className = `badge ${data.source}`;
+    grid.dataset.locked = data.locked ? "1" : "";
+    $("source").textContent = data.locked ? "subgame (locked)" : data.source;
+    $("source").className = `badge ${data.source}${data.locked ? " locked" : ""}`;
     const d = [];
+    if (this.saved) d.push(`saved solve ${this.saved.id}`);
     if (data.method) d.push(data.method);
     if (data.iterations != null) d.push(`${data.iterations} iterations`);
     if (data.exploitability_pct_pot != null) d.push(`exploitability ${data.exploitability_pct_pot.toFixed(2)}% pot`);
