@@ -101,7 +101,8 @@ def test_two_threads_do_every_iterations_work_on_the_shared_tables():
     (r1, v1), (r2, v2) = _opponent_visits(one), _opponent_visits(two)
     visited = one.tree.kind == KIND_DECISION
     assert np.array_equal(v1 > 0, v2 > 0) and np.all((v1 > 0) == visited)
-    assert v1[0] == pytest.approx(n, rel=2e-3) and v2[0] == pytest.approx(n, rel=2e-3)
+    # the root is touched by every iteration of every thread: hogwild loses a few of its updates
+    assert v1[0] == pytest.approx(n, rel=2e-3) and v2[0] == pytest.approx(n, rel=1e-2)
     # the root's information sets are reached by chance alone: binomial counts, within 6 standard
     # deviations (plus 1% for lost updates)
     root = r1[: int(one.num_buckets[0])]
