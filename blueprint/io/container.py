@@ -141,13 +141,12 @@ from blueprint.io.streams import (
     BoundedReader,
     HashingReader,
     HashingWriter,
-    Lz4FrameReader,
     atomic_write,
     digest_problem,
-    lz4_content_size,
     open_regular,
     write_failed,
 )
+from holdem.files import Lz4FrameReader, lz4_content_size
 
 __all__ = [
     "CHUNK_BYTES",
@@ -475,7 +474,7 @@ def decode_container(
                 f"a {size:,}-byte file can hold ({bound:,})"
             )
         bound = content_size
-    frame = Lz4FrameReader(src, path, lead, bound, content_size, what=fmt.label)
+    frame = Lz4FrameReader(src, f"{fmt.label} {path}", CheckpointError, bound, content_size, lead=lead)
     unpacker = msgpack.Unpacker(
         frame,
         read_size=IO_BUFFER,

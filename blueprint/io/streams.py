@@ -11,8 +11,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import lz4.frame
-
 from blueprint.io.errors import CheckpointError
 from holdem.files import atomic_writer
 
@@ -21,17 +19,14 @@ __all__ = [
     "BoundedReader",
     "HashingReader",
     "HashingWriter",
-    "Lz4FrameReader",
     "atomic_write",
     "digest_problem",
     "file_kind",
-    "lz4_content_size",
     "open_regular",
     "write_failed",
 ]
 
 IO_BUFFER = 1 << 20
-LZ4_FRAME_MAGIC = 0x184D2204
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
@@ -134,83 +129,6 @@ class BoundedReader:
         data = self._raw.read(min(n, self.remaining))
         self.remaining -= len(data)
         return data
-
-
-def lz4_content_size(lead: bytes) -> int | None:
-    """The content size an lz4 frame header declares (optional field), else None."""
-    if len(lead) < 14 or int.from_bytes(lead[:4], "little") != LZ4_FRAME_MAGIC:
-        return None  # not a frame lz4 can read: it says so itself
-    if not lead[4] & 0x08:  # FLG bit 3: content size present
-        return None
-    return int.from_bytes(lead[6:14], "little")
-
-
-class Lz4FrameReader:
-    """Minimal file-like ``read`` over exactly one lz4 frame, refusing truncation, trailing data and
-    more output than ``limit`` bytes (or than the frame's declared content size)."""
-
-    def __init__(
-        self,
-        raw: Any,
-        path: str,
-        lead: bytes = b"",
-        limit: int | None = None,
-        content_size: int | None = None,
-        what: str = "shard file",
-    ) -> None:
-        self._raw = raw
-        self._path = path
-        self._what = what
-        self._dec = lz4.frame.LZ4FrameDecompressor()
-        self._pending = lead
-        self._limit = limit
-        self._content_size = content_size
-        self.produced = 0
-        self._stalls = 0
-        self.finished = False
-
-    def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0:
-            n = IO_BUFFER
-        while not self.finished:
-            data = b""
-            if self._dec.needs_input:
-                if self._pending:
-                    data, self._pending = self._pending, b""
-                else:
-                    data = self._raw.read(IO_BUFFER)
-                if not data:
-                    raise CheckpointError(
-                        f"{self._what} {self._path} is truncated: the compressed stream ends before "
-                        "the end of its lz4 frame"
-                    )
-            out = self._dec.decompress(data, max_length=n)
-            if not data and not out and not self._dec.eof:
-                self._stalls += 1
-                if self._stalls > 2:  # no input taken, no output given: never loop forever
-                    raise CheckpointError(f"{self._what} {self._path}: its lz4 frame makes no progress")
-            else:
-                self._stalls = 0
-            self.produced += len(out)
-            if self._limit is not None and self.produced > self._limit:
-                raise CheckpointError(
-                    f"{self._what} {self._path} decompresses to more than {self._limit:,} bytes, more "
-                    "than its size (or its frame's declared content size) allows"
-                )
-            if self._dec.eof:
-                self.finished = True
-                if self._content_size is not None and self.produced != self._content_size:
-                    raise CheckpointError(
-                        f"{self._what} {self._path}: its lz4 frame declares {self._content_size:,} bytes of "
-                        f"content but holds {self.produced:,}"
-                    )
-                if self._dec.unused_data or self._pending or self._raw.read(1):
-                    raise CheckpointError(
-                        f"{self._what} {self._path} has data after the end of its lz4 frame"
-                    )
-            if out:
-                return out
-        return b""
 
 
 class HashingReader:
