@@ -35,8 +35,8 @@ from blueprint.io.container import ArraySpec, read_container
 from blueprint.io.errors import CheckpointError
 from blueprint.io.manifest import MANIFEST_NAME, read_manifest, write_manifest
 from blueprint.io.shard_file import SHARD_FORMAT, shard_index, write_shard
-from blueprint.io.streams import IO_BUFFER, BoundedReader, digest_problem, file_kind, open_regular
-from holdem.files import fsync_dir
+from blueprint.io.streams import IO_BUFFER, digest_problem, open_regular
+from holdem.files import BoundedReader, file_kind, fsync_dir
 
 __all__ = [
     "CHECKPOINTS_DIRNAME",

@@ -41,8 +41,8 @@ import numpy as np
 from abstraction.bets import BetAbstractionError, parse_bets
 from blueprint.io.container import ArraySpec, FileFormat, decode_container, read_container, write_container
 from blueprint.io.errors import CheckpointError
-from blueprint.io.streams import BoundedReader
 from holdem.betting import parse_betting
+from holdem.files import BoundedReader
 from holdem.gamedef import GameDefError, parse_gamedef
 from subgame.locking import check_lock_spec
 from subgame.solver import ALGOS, METHODS

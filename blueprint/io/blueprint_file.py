@@ -25,8 +25,8 @@ from blueprint.io.container import (
     write_container,
 )
 from blueprint.io.errors import CheckpointError
-from blueprint.io.streams import BoundedReader
 from blueprint.tables import average_strategy32
+from holdem.files import BoundedReader
 
 __all__ = [
     "BLUEPRINT_ARRAYS",

@@ -138,7 +138,6 @@ from blueprint.io.codec import (
 from blueprint.io.errors import CheckpointError
 from blueprint.io.streams import (
     IO_BUFFER,
-    BoundedReader,
     HashingReader,
     HashingWriter,
     atomic_write,
@@ -146,7 +145,7 @@ from blueprint.io.streams import (
     open_regular,
     write_failed,
 )
-from holdem.files import Lz4FrameReader, lz4_content_size
+from holdem.files import BoundedReader, Lz4FrameReader, lz4_content_size
 
 __all__ = [
     "CHUNK_BYTES",

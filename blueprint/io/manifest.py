@@ -14,7 +14,8 @@ from typing import Any
 from blueprint.io.codec import DECODE_ERRORS, is_int, is_real, normalized, packb, unpackb_limited
 from blueprint.io.container import MAX_ITERATION
 from blueprint.io.errors import CheckpointError
-from blueprint.io.streams import BoundedReader, atomic_write, open_regular, write_failed
+from blueprint.io.streams import atomic_write, open_regular, write_failed
+from holdem.files import BoundedReader
 
 __all__ = [
     "ITERATION_SLACK",

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from blueprint.io.errors import CheckpointError
-from holdem.files import atomic_writer
+from holdem.files import atomic_writer, file_kind
 
 __all__ = [
     "IO_BUFFER",
-    "BoundedReader",
     "HashingReader",
     "HashingWriter",
     "atomic_write",
@@ -69,19 +68,6 @@ def write_failed(path: Path, exc: OSError) -> CheckpointError:
     )
 
 
-def file_kind(mode: int) -> str:
-    for test, kind in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return kind
-    return "not a regular file"
-
-
 def open_regular(path: Path, what: str, missing: str | None = None) -> tuple[BinaryIO, int]:
     """Open ``path`` for reading if it is a regular file (symlinks followed); return it and its size.
 
@@ -111,24 +97,6 @@ def open_regular(path: Path, what: str, missing: str | None = None) -> tuple[Bin
     except BaseException:
         os.close(fd)
         raise
-
-
-class BoundedReader:
-    """``read`` that never returns more than ``limit`` bytes in all (the size the manifest or the
-    file's own ``fstat`` recorded), whatever the file does meanwhile."""
-
-    def __init__(self, raw: Any, limit: int) -> None:
-        self._raw = raw
-        self.remaining = limit
-
-    def read(self, n: int = -1) -> bytes:
-        if self.remaining <= 0:
-            return b""
-        if n is None or n < 0:
-            n = IO_BUFFER
-        data = self._raw.read(min(n, self.remaining))
-        self.remaining -= len(data)
-        return data
 
 
 class HashingReader:
