@@ -115,6 +115,7 @@ def test_solving_responder_answers_the_river_from_a_subgame_and_reuses_it(hunl_b
     assert info.value.kind == "not_your_turn"
 
 
+@pytest.mark.slow  # solves against a deadline: run after the default run, with the kernel cache warm
 def test_solving_responder_solves_a_dead_end_where_it_fits_and_labels_the_rest(hunl_bp, monkeypatch):
     import subgame.depth
     from mccfr.serving.solving import SolvingResponder
