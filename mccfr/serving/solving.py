@@ -229,7 +229,8 @@ class SolvingResponder(BlueprintResponder):
       that still finds itself too late when its thread frees is not started (``busy``);
     * a solve iterates until its deadline, or for at most ``max_solve_ms`` beyond the time a
       useful solve needs (shorter solves free the solver threads sooner: more queries get one);
-    * the solve's deadline is ``reserve_ms`` before the budget ends, checked between the
+    * the solve's deadline is ``reserve_ms`` before the budget ends (plus how far solves have
+      lately run past their ends, at most a quarter of the budget), checked between the
       construction's steps and before every solver iteration; the query waits for it until half
       the reserve is left, then answers without it (``deadline``);
     * a solve that cannot be useful in time (fewer than ``min_iterations``) is not used;
@@ -372,6 +373,12 @@ class SolvingResponder(BlueprintResponder):
     def _reserve_s(self, budget_s: float) -> float:
         return min(self.reserve_ms / 1e3, 0.25 * budget_s)
 
+    def _stop_early_s(self, budget_s: float) -> float:
+        """How long before the answer is due a solve stops iterating: the reserve, plus how far
+        solves have lately run past their end (the last iteration, the answer's way back from a
+        solver process), so that a loaded machine's slower ends still land inside the budget."""
+        return min(self._reserve_s(budget_s) + self._overrun, 0.25 * budget_s)
+
     def _duration(self, need: float) -> float:
         """The longest a solve that needs ``need`` seconds keeps its thread (before its deadline)."""
         return float("inf") if self.max_solve_ms is None else need + self.max_solve_ms / 1e3
@@ -473,7 +480,7 @@ class SolvingResponder(BlueprintResponder):
         budget_s = budget / 1e3
         reserve = self._reserve_s(budget_s)
         deadline = t0 + budget_s - max(0.0, early)  # the answer is due then
-        solve_by = deadline - reserve  # the solve stops iterating by then
+        solve_by = deadline - max(reserve, self._stop_early_s(budget_s))  # the solve stops iterating by then
         need = max(self.cost.get(state.round), 0.005)
         now = time.perf_counter()
         if need > solve_by - now:

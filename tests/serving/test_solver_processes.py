@@ -91,6 +91,7 @@ def test_the_responder_solves_in_processes(hunl_bp):
         min_iterations=3,
         solver_nice=0,
         solver_processes=True,
+        max_solve_ms=3000,  # the plumbing is under test, not a 20-second turn solve
     )
     try:
         r.warm_up()
