@@ -163,7 +163,7 @@ def river_solution(hunl_bp):
     return solve_state(hunl_bp, RIVER, "reach-maxmargin", time_budget=None, iterations=20)
 
 
-@pytest.mark.slow  # solves against a deadline: run after the default run, with the kernel cache warm
+@pytest.mark.timing  # solves against a deadline: run alone, after the default run, with the kernel cache warm
 def test_cached_sessions_stay_within_the_budget_lru_first_out(hunl_bp, river_solution):
     sol, _ = river_solution
     one = nbytes(sol) + ENTRY_OVERHEAD
@@ -319,6 +319,7 @@ def test_no_answer_later_than_its_budget_under_many_concurrent_solves(hunl_bp, f
     assert m["in_flight"] == 0 and m["solver"]["running"] + m["solver"]["queued"] <= 2
 
 
+@pytest.mark.timing  # asserts wall-clock bounds: run alone, after the default run
 def test_queued_solves_start_in_turn_when_they_still_fit(hunl_bp, fake_slow_solve):
     """One solver thread, solves of at most 0.12 + 0.1 s, a budget of 1.5 s: of 8 queries at once
     several are solved one after another from the queue (not all but one turned away at once),
@@ -350,7 +351,7 @@ def test_queued_solves_start_in_turn_when_they_still_fit(hunl_bp, fake_slow_solv
     assert max(t for t, _ in out) < 1.5
 
 
-@pytest.mark.slow  # solves against a deadline: run after the default run, with the kernel cache warm
+@pytest.mark.timing  # solves against a deadline: run alone, after the default run, with the kernel cache warm
 def test_the_last_round_keeps_a_solver_thread_for_earlier_rounds(hunl_bp, fake_slow_solve):
     """Solving from the turn with 2 solver threads: river solves hold one thread at most, so a turn
     query that comes while river queries keep arriving still gets a solve; river queries beyond
@@ -420,7 +421,7 @@ def test_solving_options_are_checked_and_combine_with_keywords(hunl_bp):
         r.close()
 
 
-@pytest.mark.slow  # solves against a deadline: run after the default run, with the kernel cache warm
+@pytest.mark.timing  # solves against a deadline: run alone, after the default run, with the kernel cache warm
 def test_a_depth_limited_turn_answer_reports_its_exploitability(hunl_bp):
     """A real turn solve (depth-limited) through the responder: a subgame answer with its
     exploitability, measured on a sample of the river cards when an exact check would not fit."""
@@ -441,7 +442,7 @@ def test_a_depth_limited_turn_answer_reports_its_exploitability(hunl_bp):
         r.close()
 
 
-@pytest.mark.slow  # solves against a deadline: run after the default run, with the kernel cache warm
+@pytest.mark.timing  # solves against a deadline: run alone, after the default run, with the kernel cache warm
 def test_a_depth_limited_flop_answer_says_its_sample_of_the_later_cards(hunl_bp):
     """A flop solve through the responder (`--solve-from flop`, a budget it fits): a subgame answer
     whose turns and rivers came from a fixed sample of 12 cards, as the answer says."""

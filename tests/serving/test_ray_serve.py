@@ -53,6 +53,7 @@ def test_missing_serve_extra_is_named(monkeypatch, tmp_path):
     assert r.exit_code == 2 and "--ray" in r.stderr
 
 
+@pytest.mark.timing  # asserts wall-clock bounds: run alone, after the default run
 def test_ray_serve_deployment_answers_queries(tmp_path):
     pytest.importorskip("ray.serve", reason='Ray Serve is not installed (pip install "mccfr[serve]")')
     from click.testing import CliRunner

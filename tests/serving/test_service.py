@@ -94,6 +94,7 @@ def test_make_responder_seam(tmp_path):
         make_responder(tmp_path, solve_method="nope")
 
 
+@pytest.mark.timing  # asserts wall-clock bounds: run alone, after the default run
 def test_solving_responder_answers_the_river_from_a_subgame_and_reuses_it(hunl_bp):
     from mccfr.serving.solving import SolvingResponder
 
@@ -115,7 +116,7 @@ def test_solving_responder_answers_the_river_from_a_subgame_and_reuses_it(hunl_b
     assert info.value.kind == "not_your_turn"
 
 
-@pytest.mark.slow  # solves against a deadline: run after the default run, with the kernel cache warm
+@pytest.mark.timing  # solves against a deadline: run alone, after the default run, with the kernel cache warm
 def test_solving_responder_solves_a_dead_end_where_it_fits_and_labels_the_rest(hunl_bp, monkeypatch):
     import subgame.depth
     from mccfr.serving.solving import SolvingResponder
@@ -320,6 +321,7 @@ def _post(port: int, body: dict) -> tuple[int, dict, float]:
     return r.status, out, time.perf_counter() - t
 
 
+@pytest.mark.timing  # asserts wall-clock bounds: run alone, after the default run
 def test_slow_queries_do_not_block_fast_ones_or_each_other(responder):
     with ThreadedServer(create_app(_SlowSolver(responder), threads=4)) as srv:
         slow: list = []
@@ -451,6 +453,7 @@ RIVER = "MATCHSTATE:0:3:cc/cc/cc/:AsKd|/2c7h9s/Td/3c"
 TURN = "MATCHSTATE:0:3:cc/cc/:AsKd|/2c7h9s/Td"
 
 
+@pytest.mark.timing  # asserts wall-clock bounds: run alone, after the default run
 def test_solve_stops_at_its_deadline_and_says_how_far_it_got(hunl_bp):
     from subgame.interrupt import SolveInterrupted
     from subgame.nested import solve_state
@@ -470,6 +473,7 @@ def test_solve_stops_at_its_deadline_and_says_how_far_it_got(hunl_bp):
         solve_state(hunl_bp, RIVER, "reach-maxmargin", deadline=time.perf_counter())
 
 
+@pytest.mark.timing  # asserts wall-clock bounds: run alone, after the default run
 def test_a_solve_that_cannot_fit_its_budget_comes_back_in_time_labelled(hunl_bp):
     """A turn subgame takes longer than 200 ms: the answer still comes within the budget (plus
     scheduling slack), from the blueprint with fallback 'deadline'; the responder learns the cost
@@ -499,6 +503,7 @@ def test_a_solve_that_cannot_fit_its_budget_comes_back_in_time_labelled(hunl_bp)
         r.close()
 
 
+@pytest.mark.timing  # asserts wall-clock bounds: run alone, after the default run
 def test_a_solve_that_overran_its_end_until_its_query_gave_up_backs_off(hunl_bp):
     """A construction that runs past the solve's end until the query stops waiting had its whole
     budget and never iterated: the cost model backs off (twice the time it ran), so the next query of
@@ -525,6 +530,7 @@ def test_a_solve_that_overran_its_end_until_its_query_gave_up_backs_off(hunl_bp)
         r.close()
 
 
+@pytest.mark.timing  # asserts wall-clock bounds: run alone, after the default run
 def test_solves_are_bounded_by_the_solver_threads_and_the_rest_fall_back(hunl_bp, monkeypatch):
     import mccfr.serving.solving
     from mccfr.serving.solving import SolvingResponder
@@ -567,6 +573,7 @@ def test_solves_are_bounded_by_the_solver_threads_and_the_rest_fall_back(hunl_bp
         r.close()
 
 
+@pytest.mark.timing  # asserts wall-clock bounds: run alone, after the default run
 def test_the_service_counts_the_budget_from_the_request(hunl_bp):
     """Over HTTP: the handler passes the request's arrival; the answer's elapsed_ms stays in budget."""
     from mccfr.serving.solving import SolvingResponder

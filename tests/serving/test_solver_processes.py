@@ -81,7 +81,7 @@ def test_a_dead_process_is_replaced(hunl_bp):
         sp.close()
 
 
-@pytest.mark.slow  # solves against a deadline: run after the default run, with the kernel cache warm
+@pytest.mark.timing  # solves against a deadline: run alone, after the default run, with the kernel cache warm
 def test_the_responder_solves_in_processes(hunl_bp):
     r = SolvingResponder(
         hunl_bp,
