@@ -4,6 +4,8 @@
                                                [--algo pluribus] [--workers 2]
     python benchmarks/bench_cluster.py staleness  [--iterations 4000000] [--runs 2:100,8:14,28:4] [--seeds 0-5]
                                                [--algo pluribus] [--procs 2] [--check-ray ROUNDS]
+    python benchmarks/bench_cluster.py bytime     [--game leduc] [--seconds 20] [--checks 1,2,5,10,20]
+                                               [--batch 100,1000,10000,100000] [--seeds 0,1,2] [--workers 2]
     python benchmarks/bench_cluster.py throughput [--seconds 30] [--batch 20000] [--cards small]
     python benchmarks/bench_cluster.py checkpoint [--cards small] [--iterations 200000]
     python benchmarks/bench_cluster.py calls      [--nodes 4] [--workers 4] [--shards 4] [--batch 100] [--rounds 20]
@@ -13,7 +15,12 @@
                                                [--group-size 2 [--target-groups 3,8,14] [--no-relay] [--from OUT1,OUT2]]
 
 leduc: exact exploitability at equal total iterations, single process vs a 2-worker 2-shard job,
-per seed and on average. staleness: the same comparison for many workers without Ray
+per seed and on average. bytime: exploitability against training time (wall clock, the Ray job's
+start-up reported apart) on the same cores: one process on 1 thread and on every core, and
+``--workers`` Ray workers of one thread each at each ``--batch`` (one shard), per seed at each
+``--checks`` second; then per configuration the mean over seeds at each check and the time each
+first reaches the one-process-on-every-core run's final mean (a game without exact
+exploitability, such as hunl100: iterations and node visits per second only). staleness: the same comparison for many workers without Ray
 (:func:`cluster.simulate.simulate_job`, the job's arithmetic in one process, which the cluster
 tests check against the Ray job bit for bit): per ``workers:batch`` run and seed the exact
 exploitability beside the single process's on the same seed, then per run the ratio of the means
@@ -114,6 +121,71 @@ def leduc(iters: int, batches: list[int], seeds: list[int], algo: str = "pluribu
                 "single": float(np.mean(single_e)),
                 "ray": float(np.mean(ray_e[batch])),
                 "ratio": float(np.mean(ray_e[batch]) / np.mean(single_e)),
+            }
+        )
+
+
+def bytime(game: str, checks: list[float], batches: list[int], seeds: list[int], workers: int) -> None:
+    from blueprint.threads import available_cores
+    from mccfr.cli.common import exact_eval_problem
+
+    cores = available_cores()
+    exact = exact_eval_problem(make_trainer(game, seed=0)) is None
+    configs: list[tuple[str, dict]] = [("1 process, 1 thread", {"threads": 1})]
+    if cores > 1:
+        configs.append((f"1 process, {cores} threads", {"threads": cores}))
+    configs += [(f"Ray {workers}x1 thread, batch {b}", {"workers": workers, "batch": b}) for b in batches]
+    curves: dict[str, list[list[float]]] = {name: [] for name, _ in configs}
+    for seed in seeds:
+        for name, cfg in configs:
+            t_start = time.perf_counter()
+            tr = make_trainer(game, seed=seed, threads=cfg.get("threads", 1))
+            job = None
+            if "workers" in cfg:
+                job = RayJob(tr, workers=cfg["workers"], shards=1, batch=cfg["batch"], threads=1)
+            runner = job if job is not None else tr
+            startup = time.perf_counter() - t_start
+            trained, row_curve = 0.0, []
+            for c in checks:
+                t = time.perf_counter()
+                runner.run_for(c - trained)
+                trained += time.perf_counter() - t
+                e = runner.exploitability()[0] if exact else None
+                row_curve.append(e if e is not None else float("nan"))
+                it = runner.iteration
+                emit(
+                    {
+                        "bench": "bytime",
+                        "game": game,
+                        "config": name,
+                        "seed": seed,
+                        "seconds": round(trained, 3),
+                        "iterations": it,
+                        "iterations_per_second": it / trained,
+                        "exploitability": e,
+                        "startup_seconds": round(startup, 2),
+                    }
+                )
+            if job is not None:
+                job.close()
+            curves[name].append(row_curve)
+    if not exact:
+        return
+    best = f"1 process, {cores} threads" if cores > 1 else "1 process, 1 thread"
+    goal = float(np.mean([c[-1] for c in curves[best]]))
+    for name, _ in configs:
+        mean = np.mean(np.array(curves[name]), axis=0)
+        reach = next((checks[i] for i, v in enumerate(mean) if v <= goal), None)
+        emit(
+            {
+                "bench": "bytime",
+                "mode": "mean",
+                "game": game,
+                "config": name,
+                "checks": checks,
+                "exploitability": [float(x) for x in mean],
+                "goal": goal,
+                "first_check_at_goal": reach,
             }
         )
 
@@ -1218,8 +1290,11 @@ def memory(cards: str, workers: int, batch: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument(
-        "what", choices=["leduc", "staleness", "throughput", "checkpoint", "calls", "memory", "model"]
+        "what",
+        choices=["leduc", "bytime", "staleness", "throughput", "checkpoint", "calls", "memory", "model"],
     )
+    ap.add_argument("--game", default="leduc", help="bytime: the game")
+    ap.add_argument("--checks", default="1,2,5,10,20", help="bytime: training seconds to measure at")
     ap.add_argument("--sizes", default="2,3,4", help="model: simulated cluster sizes (nodes; shards = nodes)")
     ap.add_argument(
         "--held-out", type=int, default=4, help="model: the size left out of the fit and predicted"
@@ -1284,6 +1359,16 @@ def main() -> None:
         help="staleness: first compare each run with Ray for this many rounds",
     )
     a = ap.parse_args()
+    if a.what == "bytime":
+        emit(machine_row())
+        bytime(
+            a.game,
+            [float(x) for x in a.checks.split(",")],
+            [int(x) for x in (a.batch or "100,1000,10000,100000").split(",")],
+            _seeds(a.seeds if a.seeds != "0" else "0-2"),
+            int(a.workers.split(",")[-1]),
+        )
+        return
     if a.what == "staleness":
         emit(machine_row())
         runs = [(int(w), int(b)) for w, b in (r.split(":") for r in a.runs.split(","))]

@@ -60,12 +60,14 @@ def check_threads(threads: object) -> int:
     return int(threads)
 
 
-def thread_rng_state(seed: int, thread: int, iteration: int) -> np.ndarray:
+def thread_rng_state(seed: int, thread: int, iteration: int, worker: int | None = None) -> np.ndarray:
     """The xoshiro state of thread ``thread >= 1`` first run at ``iteration`` of a run seeded
-    ``seed``: a stream spawned from the seed, distinct for every (thread, iteration)."""
+    ``seed``: a stream spawned from the seed, distinct for every (thread, iteration), and for every
+    Ray worker (``worker``: a worker's threads draw apart from every other worker's)."""
     if thread < 1:
         raise ValueError(f"thread 0 runs the trainer's own stream, got thread {thread}")
-    return seed_rng_state(np.random.SeedSequence(seed, spawn_key=(THREAD_STREAM_KEY, thread, iteration)))
+    key = (THREAD_STREAM_KEY, thread, iteration) + (() if worker is None else (int(worker),))
+    return seed_rng_state(np.random.SeedSequence(seed, spawn_key=key))
 
 
 def split_span(n: int, threads: int) -> list[int]:

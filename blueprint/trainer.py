@@ -94,6 +94,7 @@ class Trainer:
     """
 
     threads: int = 1
+    stream_worker: Optional[int] = None  # a Ray worker's trainer: its threads' streams are its own
     _team: Optional[ThreadTeam] = None
     _thread_rngs: Optional[list[np.ndarray]] = None  # xoshiro states of threads 1..T-1
 
@@ -245,7 +246,7 @@ class Trainer:
         and the iteration at which it first runs (:func:`blueprint.threads.thread_rng_state`)."""
         have = self._thread_rngs if self._thread_rngs is not None else []
         for k in range(len(have) + 1, threads):
-            have.append(thread_rng_state(self.config.seed, k, self.iteration))
+            have.append(thread_rng_state(self.config.seed, k, self.iteration, self.stream_worker))
         self._thread_rngs = have
         return have[: threads - 1]
 

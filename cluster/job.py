@@ -50,7 +50,11 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
         batch: B iterations per worker per round (default: :func:`default_batch`).
         address: ``ray.init`` address (None: join a running local Ray or start one; "auto": join
             the cluster started with ``ray start``).
-        worker_cpus: CPUs each worker actor reserves (leaders and shards reserve none).
+        worker_cpus: CPUs each worker actor reserves (leaders and shards reserve none; default:
+            its ``threads``).
+        threads: T threads per worker, training each batch on the worker's one copy of the
+            tables (:mod:`blueprint.threads`): one worker per node with a thread per core keeps
+            rounds, snapshots and deltas between nodes only. 1 (the default) is bit-exact.
         worker_rng: per worker, a uint64[4] RNG state (a resumed job); default from the seed.
         worker_seq: per worker, the last batch sequence number used (a resumed job).
         log: called with human-readable notes (warnings: workers leaving a round, restores, ...).
@@ -97,7 +101,8 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
         shards: int = 2,
         batch: int | None = None,
         address: str | None = None,
-        worker_cpus: float = 1,
+        worker_cpus: float | None = None,
+        threads: int = 1,
         worker_rng: list | None = None,
         worker_seq: list[int] | None = None,
         log: Callable[[str], Any] | None = None,
@@ -117,6 +122,9 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
     ):
         if workers < 1 or shards < 1 or (batch is not None and batch < 1):
             raise JobError("workers, shards and batch must be >= 1")
+        if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+            raise JobError(f"threads (per worker) must be a whole number >= 1, got {threads!r}")
+        self.threads = int(threads)
         if group_size is not None and group_size < 0:
             raise JobError("group_size must be >= 1 (or 0/None: no group leaders)")
         self.group_size = int(group_size or 0)
@@ -137,7 +145,7 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
         self.ray = ray
         self.tr = trainer
         self.num_workers, self.num_shards, self.batch = workers, shards, batch
-        self.worker_cpus = worker_cpus
+        self.worker_cpus = float(self.threads if worker_cpus is None else worker_cpus)
         self.timeout = float(timeout)
         self.share_cards = share_cards
         self.box_round_args = box_round_args
@@ -357,6 +365,7 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
         r = max(self.rounds, 1)
         return {
             "workers": self.num_workers,
+            "threads_per_worker": self.threads,
             "nodes": self.num_nodes,
             "group_size": self.group_size,
             "node_groups": len(self.ngroups),

@@ -129,6 +129,7 @@ class LeaderCore(RetainedDeltas):
         start_timeout: seconds to wait for the workers to start; one that does not is left out.
         worker_retries: Ray's ``max_restarts`` and ``max_task_retries`` for the workers.
         private_cards: each worker copies the card table into its own memory (measurements only).
+        threads: threads per worker (:class:`cluster.worker.WorkerCore`).
     """
 
     def __init__(
@@ -144,6 +145,7 @@ class LeaderCore(RetainedDeltas):
         start_timeout: float = 300.0,
         worker_retries: int = 3,
         private_cards: bool = False,
+        threads: int = 1,
     ):
         self.ray = ray
         self.node = node
@@ -163,7 +165,7 @@ class LeaderCore(RetainedDeltas):
             )
         actor = ray.remote(WorkerCore).options(**opts)
         self.workers = [
-            actor.remote(w, config, self.bounds, None, abstraction_hash, cards_box[0], private_cards)
+            actor.remote(w, config, self.bounds, None, abstraction_hash, cards_box[0], private_cards, threads)
             for w in worker_ids
         ]
         self.live = [False] * len(self.workers)

@@ -58,6 +58,7 @@ class PlacementMixin:
             self.timeout,
             self.worker_retries,
             not self.share_cards,
+            self.threads,
         )
 
     def _new_group_leader(self, j: int):

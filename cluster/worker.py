@@ -44,6 +44,9 @@ class WorkerCore:
             config, as one process does; the Ray job always passes it).
         private_cards: copy ``cards``' arrays into this process (what a worker that loads its own
             table holds; for memory measurements) instead of reading the shared copy.
+        threads: threads training each batch on this worker's copy of the tables
+            (:mod:`blueprint.threads`: lock-free on one table; 1 is bit-exact, the Ray job's
+            reference). Thread 0 runs the worker's own RNG stream; the others' are this worker's.
     """
 
     def __init__(
@@ -55,6 +58,7 @@ class WorkerCore:
         abstraction_hash: str | None = None,
         cards=None,
         private_cards: bool = False,
+        threads: int = 1,
     ):
         if cards is not None and private_cards:
             cards = dataclasses.replace(
@@ -67,6 +71,8 @@ class WorkerCore:
             )
         self.worker_id = worker_id
         self.tr = Trainer.from_manifest_config(config, cards=cards)
+        self.tr.stream_worker = worker_id
+        self.tr.set_threads(threads)
         if abstraction_hash is not None and self.tr.abstraction_hash != abstraction_hash:
             raise RuntimeError(
                 f"worker {worker_id}: rebuilt abstraction {self.tr.abstraction_hash} != the job's {abstraction_hash}"

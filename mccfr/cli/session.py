@@ -420,7 +420,8 @@ def ray_job(tr, kwargs: dict[str, Any]):
         **{k: v for k, v in kwargs.items() if v is not None},
     )
     click.echo(
-        f"Ray job: {job.num_workers} workers, {job.num_shards} shards, batch {job.batch}, "
+        f"Ray job: {job.num_workers} workers of {job.threads} thread{'s' if job.threads > 1 else ''}, "
+        f"{job.num_shards} shards, batch {job.batch}, "
         f"{job.num_nodes} node(s){'' if job.share_cards else ', a private card table per worker'}",
         err=True,
     )

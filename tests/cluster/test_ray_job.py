@@ -16,6 +16,7 @@ from job_reference import reference
 from blueprint.checkpoints import list_checkpoints, load_latest
 from blueprint.io.errors import CheckpointError
 from blueprint.trainer import Trainer, make_trainer
+from cluster.errors import JobError
 from cluster.job import RayJob
 from cluster.rounds import ROUND_VISITS, default_batch, split_round
 from cluster.shard import ShardCore, pack_delta, slice_bounds, sum_deltas, unpack_delta
@@ -318,6 +319,42 @@ def test_default_batch_is_said(cluster):
         assert any("default batch 15: rounds of 30 iterations" in m and "--batch" in m for m in notes), notes
         job.run(300)
         assert job.iteration == 300 and job.stats()["batches"] == 20
+
+
+def test_a_worker_trains_on_threads(cluster):
+    """One worker of 2 threads on one copy of the tables (the node's one trainer): it reserves 2
+    CPUs, says so, converges like one process, and its second thread really ran (the tables
+    differ from the one-thread run of the same seed, which the job at 1 thread equals bit for bit)."""
+    iters = 20_000
+    tr = make_trainer("leduc", seed=1)
+    uniform, _ = tr.exploitability()
+    with RayJob(tr, workers=1, shards=1, threads=2, batch=2_000) as job:
+        assert job.worker_cpus == 2
+        job.run(iters)
+        expl, _ = job.exploitability()
+        regret = job.sync().regret.copy()
+        st = job.stats()
+    single = make_trainer("leduc", seed=1)
+    single.run(iters)
+    ref, _ = single.exploitability()
+    assert st["threads_per_worker"] == 2 and job.iteration == iters
+    assert expl < 0.2 * uniform and expl < 2.0 * ref, (expl, ref)
+    assert not np.array_equal(regret, single.regret)
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(JobError, match="threads"):
+            RayJob(make_trainer("leduc", seed=1), workers=1, shards=1, threads=bad)
+
+
+def test_worker_threads_draw_their_own_streams(leduc):
+    """Thread k of one worker and thread k of another never share a stream, nor the one-process
+    trainer's thread k."""
+    cfg = leduc.config_dict
+    bounds = [(0, leduc.size)]
+    a = WorkerCore(0, cfg, bounds, threads=2, cards=leduc.cards)
+    b = WorkerCore(1, cfg, bounds, threads=2, cards=leduc.cards)
+    sa, sb = a.tr._thread_states(2)[0], b.tr._thread_states(2)[0]
+    assert not np.array_equal(sa, sb)
+    assert not np.array_equal(sa, make_trainer("leduc", seed=3)._thread_states(2)[0])
 
 
 def test_two_workers_two_shards_converge(cluster):
