@@ -27,9 +27,8 @@ iteration, in chips) when regrets are discounted.
 Discounting (linear CFR and DCFR, Brown & Sandholm 2019) is not done here: the trainer calls
 :func:`discount_tables` every ``discount_every`` iterations, so no iteration sweeps the table.
 
-Threads: :func:`es_iterations` and :func:`discount_tables` release the GIL, so the trainer runs
-them on several threads over the same tables without locks (:mod:`blueprint.threads`: a rare lost
-update when two threads write one entry at once is accepted).
+Threads: :func:`es_iterations`, :func:`discount_tables` and :func:`merge_copy` release the GIL, so
+the trainer runs them on several threads over the same tables (:mod:`blueprint.threads`).
 
 The full-traversal kernel (:func:`cfr_full_iteration`) runs vanilla CFR or CFR+ (Tammelin 2014)
 over an explicit list of deals with the same tree, tables and card buckets, for small games.
@@ -301,6 +300,42 @@ def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
                 trav, tree, tables, buckets, winner, rng, prune_now, thresh, floor, opts, last_round, st
             )
     return st.stats
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _merge_entry(i, regret, strat, c_reg, c_str, b_reg, b_str, floor, ceil, int_regret):
+    if c_reg[i] != b_reg[i]:
+        x = float(regret[i]) + (float(c_reg[i]) - float(b_reg[i]))
+        if x < floor:
+            x = floor
+        elif x > ceil:
+            x = ceil
+        if int_regret:
+            x = np.floor(x + 0.5)
+        regret[i] = x
+    if c_str[i] != b_str[i]:
+        strat[i] += c_str[i] - b_str[i]
+    c_reg[i] = regret[i]
+    b_reg[i] = c_reg[i]
+    c_str[i] = strat[i]
+    b_str[i] = c_str[i]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def merge_copy(regret, strat, c_reg, c_str, b_reg, b_str, floor, ceil, int_regret):
+    """Add a thread's updates of its copy of the tables since the last merge (``c - b``) to the
+    shared ``regret`` and ``strat``, the regrets clipped to ``[floor, ceil]`` as a traversal clips
+    them, then take the shared tables (every other thread's merged updates with them) as the copy
+    and its new base (:mod:`blueprint.threads`, "Copies")."""
+    for i in range(regret.shape[0]):
+        _merge_entry(i, regret, strat, c_reg, c_str, b_reg, b_str, floor, ceil, int_regret)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def merge_copy_rows(rows, regret, strat, c_reg, c_str, b_reg, b_str, floor, ceil, int_regret):
+    """:func:`merge_copy` of the entries ``rows`` only (the first round's, merged more often)."""
+    for k in range(rows.shape[0]):
+        _merge_entry(rows[k], regret, strat, c_reg, c_str, b_reg, b_str, floor, ceil, int_regret)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -25,6 +25,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import threading
 import time
 from math import perm
 from pathlib import Path
@@ -42,10 +43,25 @@ from blueprint.evaluate import BestResponse
 from blueprint.io.blueprint_file import abstraction_hash, blueprint_file_payload
 from blueprint.io.container import ArraySpec
 from blueprint.io.errors import CheckpointError
-from blueprint.kernels import ESOptions, cfr_full_iteration, discount_tables, es_iterations
+from blueprint.kernels import (
+    ESOptions,
+    cfr_full_iteration,
+    discount_tables,
+    es_iterations,
+    merge_copy,
+    merge_copy_rows,
+)
 from blueprint.numerics import REGRET_DTYPES, regret_bounds, regret_scale, seed_rng_state
 from blueprint.tables import Tables, layout, normalize_blocks, tree_depth
-from blueprint.threads import ThreadTeam, check_threads, split_span, thread_rng_state
+from blueprint.threads import (
+    ThreadTeam,
+    check_threads,
+    copy_sync_every,
+    hot_sync_every,
+    split_span,
+    thread_rng_state,
+    use_copies,
+)
 from holdem.gamedef import GameDef, load_gamedef, parse_gamedef
 
 MAX_FULL_DEALS = 2_000_000
@@ -97,6 +113,9 @@ class Trainer:
     stream_worker: Optional[int] = None  # a Ray worker's trainer: its threads' streams are its own
     _team: Optional[ThreadTeam] = None
     _thread_rngs: Optional[list[np.ndarray]] = None  # xoshiro states of threads 1..T-1
+    _copy_arrays: Optional[list[tuple[np.ndarray, ...]]] = None  # per thread: its copy and base
+    _hot_rows: Optional[np.ndarray] = None  # the first round's table entries
+    _merge_lock = threading.Lock()  # merges of the threads' copies, one at a time
 
     def __init__(
         self,
@@ -218,14 +237,77 @@ class Trainer:
         else:
             rngs = [self.rng, *self._thread_states(len(shares))]
             starts = self.iteration + np.cumsum([0, *shares[:-1]])
-            args = [
-                (k, int(t0), tree, cards, tables, rng, opts, self.max_depth, self.max_actions)
-                for k, t0, rng in zip(shares, starts, rngs)
-            ]
-            stats = np.sum(self._thread_team().map(es_iterations, args), axis=0)
+            if use_copies(self.size, self.regret.itemsize + self.strat.itemsize):
+                copies = self._copies(len(shares))
+                args = [
+                    (k, int(t0), tree, cards, tables, rng, opts, c)
+                    for k, t0, rng, c in zip(shares, starts, rngs, copies)
+                ]
+                stats = np.sum(self._thread_team().map(self._run_on_copy, args), axis=0)
+            else:
+                args = [
+                    (k, int(t0), tree, cards, tables, rng, opts, self.max_depth, self.max_actions)
+                    for k, t0, rng in zip(shares, starts, rngs)
+                ]
+                stats = np.sum(self._thread_team().map(es_iterations, args), axis=0)
         self.iteration += n
         self.node_visits += int(stats[0])
         self.pruned += int(stats[1])
+
+    def _copies(self, threads: int) -> list[tuple[np.ndarray, ...]]:
+        """Per thread, its copy of the tables and their base (:mod:`blueprint.threads`,
+        "Copies"), allocated once."""
+        have = self._copy_arrays if self._copy_arrays is not None else []
+        while len(have) < threads:
+            have.append(tuple(np.empty_like(x) for x in (self.regret, self.strat, self.regret, self.strat)))
+        self._copy_arrays = have
+        return have[:threads]
+
+    def _first_round_rows(self) -> np.ndarray:
+        """The table entries of the first betting round's decision nodes (merged most often)."""
+        if self._hot_rows is None:
+            t = self.tree
+            b0 = int(self.num_buckets[0])
+            nodes = np.flatnonzero((t.kind == KIND_DECISION) & (t.round == 0))
+            parts = [
+                np.arange(self.row_offset[v], self.row_offset[v] + b0 * int(t.num_actions[v])) for v in nodes
+            ]
+            self._hot_rows = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+        return self._hot_rows
+
+    def _run_on_copy(self, n, t0, tree, cards, tables, rng, opts, copy) -> np.ndarray:
+        """One thread's share of a span on its own copy of the tables (:mod:`blueprint.threads`,
+        "Copies"): its first-round entries merged into the shared tables every
+        :func:`~blueprint.threads.hot_sync_every` iterations, the whole table every
+        :func:`~blueprint.threads.copy_sync_every` and at its end."""
+        c_reg, c_str, b_reg, b_str = copy
+        np.copyto(c_reg, tables.regret)
+        np.copyto(c_str, tables.strat)
+        np.copyto(b_reg, c_reg)
+        np.copyto(b_str, c_str)
+        mine = Tables(tables.row_offset, c_reg, c_str)
+        hot = self._first_round_rows()
+        every = hot_sync_every(int(self.num_buckets[0]), self.threads)
+        full = max(1, copy_sync_every(self.size) // every) * every
+        stats = np.zeros(2, np.int64)
+        done = 0
+        while done < n:
+            m = min(every, n - done)
+            stats += es_iterations(
+                m, t0 + done, tree, cards, mine, rng, opts, self.max_depth, self.max_actions
+            )
+            done += m
+            w = opts.w_base + (t0 + done - 1 - opts.t_base)
+            floor = max(opts.floor_c * w, -opts.ceil)
+            everything = done == n or done % full == 0
+            with self._merge_lock:  # one merge at a time: no update is lost
+                if everything:
+                    merge_copy(tables.regret, tables.strat, *copy, floor, opts.ceil, opts.int_regret)
+                else:
+                    merge_copy_rows(
+                        hot, tables.regret, tables.strat, *copy, floor, opts.ceil, opts.int_regret
+                    )
+        return stats
 
     def set_threads(self, threads: int) -> None:
         """Train on ``threads`` threads from now on (1 to the cores this process may use; a

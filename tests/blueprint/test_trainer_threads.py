@@ -166,3 +166,81 @@ def test_spans_stop_only_at_boundaries_that_discount():
     # chunks grow only when a whole chunk ran: the short spans before discount_until leave no
     # runaway chunk behind (one span of all the remaining iterations, past any report or deadline)
     assert late[0] <= 4 * 100
+
+
+def test_a_merge_adds_the_copys_updates_clipped_and_hands_back_the_shared_tables():
+    """merge_copy: shared + (copy - base), regrets clipped to [floor, ceil] (int32 rounded), the
+    copy and its base then the merged tables; merge_copy_rows touches its rows only."""
+    from blueprint.kernels import merge_copy, merge_copy_rows
+
+    for dtype in (np.float32, np.int32):
+        shared_r = np.array([10, -5, 0, 7], dtype)
+        shared_s = np.array([1, 2, 3, 4], np.float32)
+        base_r = np.array([8, -5, 0, 7], dtype)
+        copy_r = np.array([12, -50, 0, 100], dtype)  # +4, -45, 0, +93
+        base_s = np.array([0, 2, 3, 1], np.float32)
+        copy_s = np.array([0.5, 2, 3, 1], np.float32)
+        c = [copy_r.copy(), copy_s.copy(), base_r.copy(), base_s.copy()]
+        merge_copy(shared_r, shared_s, *c, -20.0, 50.0, dtype == np.int32)
+        assert shared_r.tolist() == [14, -20, 0, 50]  # -50 floored at -20, 100 capped at 50
+        assert shared_s.tolist() == [1.5, 2, 3, 4]
+        for got, want in zip(c, (shared_r, shared_s, shared_r, shared_s)):
+            assert np.array_equal(got, want)
+        c[0][:] = c[0] + 1  # +1 everywhere, but only rows 1 and 3 merge
+        merge_copy_rows(np.array([1, 3]), shared_r, shared_s, *c, -20.0, 60.0, dtype == np.int32)
+        assert shared_r.tolist() == [14, -19, 0, 51] and c[0].tolist() == [15, -19, 1, 51]
+
+
+@two_cores
+@pytest.mark.parametrize("game", ["leduc", "hunl20"])
+def test_threads_on_copies_lose_no_update(monkeypatch, game):
+    """With copies (blueprint.threads, "Copies"; forced on Leduc, whose table is below the size
+    that uses them), merges run one at a time: the root's strategy sums count every iteration of
+    both threads (vanilla ES: no discounting), unlike a shared table's rare lost update; every node
+    one thread visits, two visit, and node visits agree (Leduc; hold'em's rare nodes and visits
+    per iteration are left to chance in 4,000 iterations)."""
+    import blueprint.trainer as trainer_mod
+
+    monkeypatch.setattr(trainer_mod, "use_copies", lambda entries, nbytes: True)
+    n = 40_000 if game == "leduc" else 4_000
+    one, two = _one_and_two_threads(game, n)
+    (_, v1), (_, v2) = _opponent_visits(one), _opponent_visits(two)
+    assert v2[0] == pytest.approx(n, rel=2e-3) and v1[0] == pytest.approx(n, rel=2e-3)  # float32 sums
+    if game == "leduc":
+        assert np.array_equal(v1 > 0, v2 > 0)
+        assert two.node_visits == pytest.approx(one.node_visits, rel=0.02)
+
+
+@two_cores
+def test_threads_on_copies_learn_leduc(monkeypatch):
+    """Copies forced on Leduc, 4 seeds, 20,000 iterations: each thread sees the other's updates
+    only at merges (its first-round rows every 16 iterations, all rows every 256), which costs
+    Leduc about 40% more exploitability per iteration (BENCHMARKS.md): within 1.6x of one thread,
+    where a merge that lost updates or a copy never handed back would not converge."""
+    import blueprint.trainer as trainer_mod
+
+    monkeypatch.setattr(trainer_mod, "use_copies", lambda entries, nbytes: True)
+    expl = {1: [], 2: []}
+    for threads in (1, 2):
+        for seed in range(4):
+            tr = make_trainer("leduc", seed=seed, threads=threads)
+            tr.run(20_000)
+            expl[threads].append(tr.exploitability()[0])
+    one, two = np.mean(expl[1]), np.mean(expl[2])
+    assert two <= 1.6 * one, (expl[1], expl[2])
+
+
+def test_copies_are_for_tables_big_enough_and_small_enough():
+    from blueprint.threads import (
+        COPY_MAX_BYTES,
+        COPY_MIN_ENTRIES,
+        copy_sync_every,
+        hot_sync_every,
+        use_copies,
+    )
+
+    assert not use_copies(2_604, 8)  # Leduc: shared
+    assert use_copies(116_463, 8)  # the main job's table: copies
+    assert not use_copies(COPY_MAX_BYTES, 8) and use_copies(COPY_MIN_ENTRIES, 8)
+    assert copy_sync_every(116_463) == 116_463 // 16 and copy_sync_every(10) == 256
+    assert hot_sync_every(169, 2) == 422 and hot_sync_every(6, 2) == 16
