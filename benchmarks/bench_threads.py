@@ -2,6 +2,7 @@
 
     python benchmarks/bench_threads.py speed --threads 1,2,4,8,16 --window 20 --rounds 3
     python benchmarks/bench_threads.py leduc --threads 16 --seeds 8 --iterations 2000,10000,50000,200000
+    python benchmarks/bench_threads.py distance --reference-seconds 60 --seconds 7.4 --seeds 6
 
 speed: the main job (``make_trainer()``: hunl100, small bets, small card abstraction, pluribus;
 ``--algo dcfr`` for a run whose barriers come every 1,000 iterations all along),
@@ -16,6 +17,14 @@ leduc: exploitability (chips) of the average strategy at the same iteration coun
 and with T, over ``--seeds`` seeds each: mean, 95% interval (Student t over seeds) and the
 difference T - 1 with its 95% interval (Welch). Threads do the same iterations, each on its own
 RNG stream, on one table; the difference shows what the lock-free sharing costs per iteration.
+
+distance: the main job's game, where exact exploitability is out of reach: how far each run's
+average strategy is from a long one-thread reference run's (``--reference-seconds``), at equal
+training time (``--seconds``: iterations at each arm's measured rate) over ``--seeds`` seeds: one
+thread, T threads on copies (the default on this table), T threads on the one shared table. Two
+distances: the mean absolute difference per first-round table entry, and over every entry weighted
+by the reference's strategy sums (where the play goes). A proxy, not exploitability: it says which
+arm is further along the same road in the same time.
 
 Each command prints a table and a final JSON line. Run it on an idle machine: with other work on
 the cores, the thread counts compete with it.
@@ -144,6 +153,71 @@ def cmd_leduc(threads: int, seeds: int, iterations: list[int], algo: str) -> dic
     }
 
 
+def cmd_distance(ref_seconds: float, seconds: float, seeds: int, threads: int, game: str) -> dict:
+    import numpy as np
+
+    import blueprint.trainer as trainer_mod
+    from abstraction.tree import KIND_DECISION
+    from blueprint.threads import use_copies
+    from blueprint.trainer import make_trainer
+
+    ref = make_trainer(game, seed=1_000_000, threads=1)
+    ref.run_for(ref_seconds)
+    ref_avg = ref.average_strategy()
+    t, b0 = ref.tree, int(ref.num_buckets[0])
+    first = np.concatenate(
+        [
+            np.arange(ref.row_offset[v], ref.row_offset[v] + b0 * int(t.num_actions[v]))
+            for v in np.flatnonzero((t.kind == KIND_DECISION) & (t.round == 0))
+        ]
+    )
+    weight = ref.strat.astype(np.float64)
+    arms = [("1 thread", 1, use_copies), (f"{threads} threads, copies", threads, use_copies)]
+    arms.append((f"{threads} threads, shared table", threads, lambda entries, nbytes: False))
+    rows = []
+    for name, th, copies in arms:
+        trainer_mod.use_copies = copies
+        try:
+            probe = make_trainer(game, seed=999, threads=th)  # this arm's rate, past the warm-up
+            probe.run(30_000)
+            i0, t0 = probe.iteration, time.perf_counter()
+            probe.run_for(min(5.0, seconds))
+            rate = (probe.iteration - i0) / (time.perf_counter() - t0)
+            n = int(rate * seconds)
+            d_first, d_all = [], []
+            for seed in range(seeds):
+                tr = make_trainer(game, seed=seed, threads=th)
+                tr.run(n)
+                avg = tr.average_strategy()
+                d_first.append(float(np.abs(avg[first] - ref_avg[first]).mean()))
+                d_all.append(float((np.abs(avg - ref_avg) * weight).sum() / weight.sum()))
+        finally:
+            trainer_mod.use_copies = use_copies
+        df, da = np.array(d_first), np.array(d_all)
+        h = t95(seeds - 1) / np.sqrt(seeds)
+        rows.append(
+            {
+                "arm": name,
+                "iterations": n,
+                "first_round": float(df.mean()),
+                "first_round_ci95": float(h * df.std(ddof=1)),
+                "weighted": float(da.mean()),
+                "weighted_ci95": float(h * da.std(ddof=1)),
+            }
+        )
+    print(
+        f"{game}: distance to a {ref.iteration:,}-iteration reference after {seconds:g} s of training, "
+        f"{seeds} seeds, mean +- 95% interval ({machine()})"
+    )
+    print(f"{'arm':>26s}{'iterations':>12s}{'first round':>22s}{'weighted, all':>22s}")
+    for r in rows:
+        print(
+            f"{r['arm']:>26s}{r['iterations']:12,d}{r['first_round']:14.5f} +-{r['first_round_ci95']:.5f}"
+            f"{r['weighted']:14.5f} +-{r['weighted_ci95']:.5f}"
+        )
+    return {**harness.machine_row(), "game": game, "reference_iterations": ref.iteration, "rows": rows}
+
+
 def _ints(text: str) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
@@ -174,8 +248,18 @@ def main(argv: list[str] | None = None) -> None:
     lp.add_argument("--seeds", type=int, default=8)
     lp.add_argument("--iterations", type=_ints, default=[2_000, 10_000, 50_000, 200_000])
     lp.add_argument("--algo", default="pluribus")
+    dp = sub.add_parser("distance", help="distance to a long reference at equal time, 1 vs T threads")
+    dp.add_argument("--reference-seconds", type=float, default=60.0)
+    dp.add_argument("--seconds", type=float, default=7.5, help="training time of every run")
+    dp.add_argument("--seeds", type=int, default=6)
+    dp.add_argument("--threads", type=int, default=cores)
+    dp.add_argument("--game", default="hunl100")
     args = ap.parse_args(argv)
-    if args.cmd == "speed":
+    if args.cmd == "distance":
+        if not 2 <= args.threads <= cores or args.seeds < 2:
+            ap.error(f"distance needs --threads from 2 to {cores} and --seeds >= 2")
+        res = cmd_distance(args.reference_seconds, args.seconds, args.seeds, args.threads, args.game)
+    elif args.cmd == "speed":
         if max(args.threads) > cores:
             ap.error(f"--threads {max(args.threads)}: this process may use {cores} cores")
         res = cmd_speed(
