@@ -326,8 +326,8 @@ ray_opts = [
         "--workers",
         type=click.IntRange(min=1),
         default=None,
-        help="Ray worker actors (more than 1, or --shards/--address, runs the Ray job) [default: 1; "
-        "resume: the run's].",
+        help="Ray worker actors, with --address or --ray (without them, one machine trains in one "
+        "process on its cores) [default: 1; resume: the run's].",
     ),
     click.option(
         "--shards",
@@ -338,7 +338,16 @@ ray_opts = [
     click.option(
         "--address",
         default=None,
-        help="Ray cluster to join ('auto': the one started with 'ray start'); default: a local one.",
+        help="Ray cluster to join ('auto': the one started with 'ray start'); runs the Ray job.",
+    ),
+    click.option(
+        "--ray",
+        "local_ray",
+        is_flag=True,
+        default=False,
+        help="Run the Ray job on this machine (a local Ray) without --address: to try the cluster "
+        "path or simulate nodes. Otherwise --workers/--shards without --address train in one "
+        "process on this machine's cores, which is faster: Ray pays off between machines.",
     ),
     click.option(
         "--batch",

@@ -114,6 +114,7 @@ def train(
     address,
     batch,
     group_size,
+    local_ray,
     private_cards,
     verbose,
     as_json,
@@ -178,7 +179,7 @@ def train(
         (run_dir / stale).unlink(missing_ok=True)
     created = {"created": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
     write_run_toml(run_dir, tr, {**created, **({"storage": store.target} if store is not None else {})})
-    ray = (workers or 1) > 1 or (shards or 1) > 1 or address is not None or bool(group_size)
+    ray = _runs_ray(workers, shards, address, group_size, local_ray, False)
     _set_threads(tr, threads, ray)
     click.echo(
         f"training {gd.name or game} with {algo} (seed {seed}, {_threads_text(tr)}) into {run_dir}: "
@@ -220,6 +221,22 @@ def train(
         target=target,
         storage=store,
     )
+
+
+def _runs_ray(workers, shards, address, group_size, local_ray: bool, was_ray: bool) -> bool:
+    """Whether this run trains on Ray: with ``--address``, ``--ray``, ``--group-size``, or a Ray
+    run resumed. ``--workers``/``--shards`` alone on one machine train in one process on its
+    cores instead, with a note: threads on one table beat Ray workers there (rounds, snapshots
+    and staleness cost exploitability per second; BENCHMARKS.md, "Ray job")."""
+    ray = address is not None or local_ray or bool(group_size) or was_ray
+    if not ray and ((workers or 1) > 1 or (shards or 1) > 1):
+        click.echo(
+            "note: --workers/--shards without --address: training in one process on this machine's "
+            "cores (threads on one table are faster than Ray workers on one machine); pass --address "
+            "to train on a cluster, or --ray to run the Ray job here anyway",
+            err=True,
+        )
+    return ray
 
 
 def _set_threads(tr, threads: int | None, ray: bool) -> None:
@@ -319,6 +336,7 @@ def resume(
     address,
     batch,
     group_size,
+    local_ray,
     private_cards,
     verbose,
     as_json,
@@ -357,7 +375,7 @@ def resume(
         # damaged newer checkpoints are reported and skipped, then quarantined below
         tr, manifest = Trainer.load_checkpoint(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
     iterations, seconds = budget(iterations, seconds, big=tr.game.deck_size > 16)
-    ray = bool(manifest.get("job")) or any(x is not None for x in (workers, shards, address, group_size))
+    ray = _runs_ray(workers, shards, address, group_size, local_ray, bool(manifest.get("job")))
     _set_threads(tr, threads, ray)
     click.echo(
         f"resuming {path} from the checkpoint at iteration {tr.iteration:,} ({_threads_text(tr)})", err=True

@@ -58,6 +58,20 @@ def test_threads_are_recorded_and_not_part_of_the_config(tmp_path):
     assert json.loads(result.stdout.strip().splitlines()[-1])["threads"] == available_cores()
 
 
+def test_workers_without_a_cluster_train_in_one_process_on_threads(tmp_path):
+    """--workers/--shards without --address (or --ray) on one machine: one process on every core,
+    with a note saying so and how to get the Ray job; no Ray job figures in the result."""
+    result = mccfr(
+        "train", "--game", "leduc", "--iterations", "2000", "--workers", "2", "--shards", "2",
+        "--out", tmp_path / "r", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["threads"] == available_cores() and "workers" not in out and out["iterations"] == 2000
+    assert "training in one process" in result.stderr and "--ray" in result.stderr
+    assert "Ray job:" not in result.stderr
+
+
 def _complete_checkpoints(run: Path) -> list[int]:
     """Iterations of the checkpoints whose manifest (written last, atomically) exists."""
     return sorted(int(p.parent.name) for p in (run / "checkpoints").glob("*/manifest.msgpack"))

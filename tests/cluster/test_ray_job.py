@@ -476,7 +476,7 @@ def test_cli_train_with_workers(cluster, tmp_path):
     from mccfr.cli import cli
 
     out = tmp_path / "run"
-    args = ["train", "--game", "leduc", "--iterations", "2000", "--workers", "2", "--shards", "2"]
+    args = ["train", "--game", "leduc", "--iterations", "2000", "--workers", "2", "--shards", "2", "--ray"]
     res = CliRunner().invoke(cli, [*args, "--batch", "250", "--private-cards", "--out", str(out), "--json"])
     assert res.exit_code == 0, res.output
     row = json.loads(res.stdout.strip().splitlines()[-1])

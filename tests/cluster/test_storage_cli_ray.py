@@ -47,7 +47,7 @@ def ok(*args) -> dict:
 def test_ray_train_resume_and_read_from_storage(cluster, tmp_path, kind):
     run = tmp_path / "run"
     target = str(tmp_path / "store") if kind == "directory" else (tmp_path / "store").as_uri()
-    ray_args = ["--workers", 2, "--shards", 2, "--batch", BATCH, "--eval-every", 0, "--json"]
+    ray_args = ["--workers", 2, "--shards", 2, "--ray", "--batch", BATCH, "--eval-every", 0, "--json"]
     out = ok(
         "train",
         "--game",
