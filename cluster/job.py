@@ -54,7 +54,8 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
             its ``threads``).
         threads: T threads per worker, training each batch on the worker's one copy of the
             tables (:mod:`blueprint.threads`): one worker per node with a thread per core keeps
-            rounds, snapshots and deltas between nodes only. 1 (the default) is bit-exact.
+            rounds, snapshots and deltas between nodes only. 1 (the default) is bit-exact; None:
+            the CPUs of the smallest alive node shared among a node's workers.
         worker_rng: per worker, a uint64[4] RNG state (a resumed job); default from the seed.
         worker_seq: per worker, the last batch sequence number used (a resumed job).
         log: called with human-readable notes (warnings: workers leaving a round, restores, ...).
@@ -102,7 +103,7 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
         batch: int | None = None,
         address: str | None = None,
         worker_cpus: float | None = None,
-        threads: int = 1,
+        threads: int | None = 1,
         worker_rng: list | None = None,
         worker_seq: list[int] | None = None,
         log: Callable[[str], Any] | None = None,
@@ -122,9 +123,11 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
     ):
         if workers < 1 or shards < 1 or (batch is not None and batch < 1):
             raise JobError("workers, shards and batch must be >= 1")
-        if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1
+        ):
             raise JobError(f"threads (per worker) must be a whole number >= 1, got {threads!r}")
-        self.threads = int(threads)
+        self.threads = int(threads) if threads is not None else 0  # 0: chosen once Ray is up
         if group_size is not None and group_size < 0:
             raise JobError("group_size must be >= 1 (or 0/None: no group leaders)")
         self.group_size = int(group_size or 0)
@@ -145,7 +148,7 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
         self.ray = ray
         self.tr = trainer
         self.num_workers, self.num_shards, self.batch = workers, shards, batch
-        self.worker_cpus = float(self.threads if worker_cpus is None else worker_cpus)
+        self._worker_cpus = worker_cpus
         self.timeout = float(timeout)
         self.share_cards = share_cards
         self.box_round_args = box_round_args
@@ -196,6 +199,10 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
             raise JobError("nodes must be >= 1")
         self.num_nodes = nodes
         per_node = split_round(workers, nodes)
+        if not self.threads:  # every core of the smallest node, shared among a node's workers
+            cpus = min((int(n["Resources"].get("CPU", 1)) for n in alive), default=1)
+            self.threads = max(1, cpus // max(per_node))
+        self.worker_cpus = float(self.threads if self._worker_cpus is None else self._worker_cpus)
         starts = np.cumsum([0] + per_node)
         self.groups = [list(range(int(starts[g]), int(starts[g + 1]))) for g in range(nodes)]
         self.group_of = {k: g for g, ws in enumerate(self.groups) for k in ws}

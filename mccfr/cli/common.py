@@ -315,7 +315,7 @@ threads_opt = click.option(
     metavar="T",
     help="Threads training on the one table (lock-free; 1 is bit-exact and deterministic, more are "
     "faster but not reproducible); with Ray, threads per worker [default: every core this process "
-    "may use; with Ray, those cores shared among the workers, and 1 with --address].",
+    "may use; with Ray, each node's cores shared among its workers].",
 )
 json_opt = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object as the last line of stdout."

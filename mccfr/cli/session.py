@@ -417,7 +417,8 @@ def ray_job(tr, kwargs: dict[str, Any]):
     job = RayJob(
         tr,
         log=lambda msg: click.echo(f"warning: {msg}", err=True),
-        **{k: v for k, v in kwargs.items() if v is not None},
+        threads=kwargs.get("threads"),  # None: the node's cores shared among its workers
+        **{k: v for k, v in kwargs.items() if v is not None and k != "threads"},
     )
     click.echo(
         f"Ray job: {job.num_workers} workers of {job.threads} thread{'s' if job.threads > 1 else ''}, "

@@ -198,7 +198,7 @@ def train(
             tr,
             {
                 "workers": workers,
-                "threads": _worker_threads(threads, workers, address),
+                "threads": threads,
                 "shards": shards,
                 "batch": batch,
                 "address": address,
@@ -241,8 +241,8 @@ def _runs_ray(workers, shards, address, group_size, local_ray: bool, was_ray: bo
 
 def _set_threads(tr, threads: int | None, ray: bool) -> None:
     """The threads a single-process run trains on: ``--threads``, else every core. Full-traversal
-    CFR trains on one; so does the Ray job's driver (its workers take ``--threads``:
-    :func:`_worker_threads`)."""
+    CFR trains on one; so does the Ray job's driver (its workers take ``--threads``, by default
+    their node's cores shared among its workers: :class:`cluster.job.RayJob`)."""
     from blueprint.threads import available_cores  # numpy and numba: not at the CLI's import
 
     if tr.config.algo.full_traversal:
@@ -254,20 +254,6 @@ def _set_threads(tr, threads: int | None, ray: bool) -> None:
         tr.set_threads(1)
     else:
         tr.set_threads(threads if threads is not None else available_cores())
-
-
-def _worker_threads(threads: int | None, workers: int | None, address: str | None) -> int:
-    """Threads per Ray worker: ``--threads``; by default, on this machine (no ``--address``), its
-    cores shared among the workers (every core busy, none oversubscribed), and 1 on a cluster,
-    whose nodes' cores the driver does not know (give ``--workers`` one per node and
-    ``--threads`` their cores)."""
-    from blueprint.threads import available_cores  # numpy and numba: not at the CLI's import
-
-    if threads is not None:
-        return threads
-    if address is not None:
-        return 1
-    return max(1, available_cores() // max(1, workers or 1))
 
 
 def _threads_text(tr) -> str:
@@ -411,7 +397,7 @@ def resume(
             kwargs["share_cards"] = False
         if not verbose:
             kwargs["ray_log"] = path / RAY_LOG
-        kwargs["threads"] = _worker_threads(threads, kwargs.get("workers"), kwargs.get("address"))
+        kwargs["threads"] = threads
         job = ray_job(tr, kwargs)
     run_session(
         tr,

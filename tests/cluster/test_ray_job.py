@@ -343,6 +343,11 @@ def test_a_worker_trains_on_threads(cluster):
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(JobError, match="threads"):
             RayJob(make_trainer("leduc", seed=1), workers=1, shards=1, threads=bad)
+    # threads=None: the node's 2 CPUs (the fixture's) shared among its workers
+    for workers, want in ((1, 2), (2, 1)):
+        with RayJob(make_trainer("leduc", seed=1), workers=workers, shards=1, threads=None) as job:
+            assert job.threads == want and job.worker_cpus == want
+            job.run(200)
 
 
 def test_worker_threads_draw_their_own_streams(leduc):
