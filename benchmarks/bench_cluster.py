@@ -19,8 +19,10 @@ per seed and on average. bytime: exploitability against training time (wall cloc
 start-up reported apart) on the same cores: one process on 1 thread and on every core, and
 ``--workers`` Ray workers of one thread each at each ``--batch`` (one shard), per seed at each
 ``--checks`` second; then per configuration the mean over seeds at each check and the time each
-first reaches the one-process-on-every-core run's final mean (a game without exact
-exploitability, such as hunl100: iterations and node visits per second only). staleness: the same comparison for many workers without Ray
+first reaches the one-process-on-every-core run's final mean. A game without exact
+exploitability (hunl100) is measured by the distance of the average strategy to a long one-thread
+reference run's (``--reference-seconds``; :class:`harness.ReferenceDistance`), weighted by where
+the reference plays. staleness: the same comparison for many workers without Ray
 (:func:`cluster.simulate.simulate_job`, the job's arithmetic in one process, which the cluster
 tests check against the Ray job bit for bit): per ``workers:batch`` run and seed the exact
 exploitability beside the single process's on the same seed, then per run the ratio of the means
@@ -54,7 +56,7 @@ from pathlib import Path
 
 import numpy as np
 import ray
-from harness import machine_row
+from harness import ReferenceDistance, machine_row
 
 from blueprint.checkpoints import load_latest
 from blueprint.trainer import Trainer, make_trainer
@@ -125,12 +127,24 @@ def leduc(iters: int, batches: list[int], seeds: list[int], algo: str = "pluribu
         )
 
 
-def bytime(game: str, checks: list[float], batches: list[int], seeds: list[int], workers: int) -> None:
+def bytime(
+    game: str,
+    checks: list[float],
+    batches: list[int],
+    seeds: list[int],
+    workers: int,
+    reference_seconds: float,
+) -> None:
     from blueprint.threads import available_cores
     from mccfr.cli.common import exact_eval_problem
 
     cores = available_cores()
     exact = exact_eval_problem(make_trainer(game, seed=0)) is None
+    distance = None
+    if not exact:  # a proxy: the distance to a long one-thread run (harness.ReferenceDistance)
+        ref = make_trainer(game, seed=1_000_000, threads=1)
+        ref.run_for(reference_seconds)
+        distance = ReferenceDistance(ref)
     configs: list[tuple[str, dict]] = [("1 process, 1 thread", {"threads": 1})]
     if cores > 1:
         configs.append((f"1 process, {cores} threads", {"threads": cores}))
@@ -150,8 +164,12 @@ def bytime(game: str, checks: list[float], batches: list[int], seeds: list[int],
                 t = time.perf_counter()
                 runner.run_for(c - trained)
                 trained += time.perf_counter() - t
-                e = runner.exploitability()[0] if exact else None
-                row_curve.append(e if e is not None else float("nan"))
+                if exact:
+                    e = runner.exploitability()[0]
+                else:
+                    assert distance is not None
+                    e = distance(job.sync() if job is not None else tr)[1]
+                row_curve.append(e)
                 it = runner.iteration
                 emit(
                     {
@@ -162,15 +180,13 @@ def bytime(game: str, checks: list[float], batches: list[int], seeds: list[int],
                         "seconds": round(trained, 3),
                         "iterations": it,
                         "iterations_per_second": it / trained,
-                        "exploitability": e,
+                        "exploitability" if exact else "distance": e,
                         "startup_seconds": round(startup, 2),
                     }
                 )
             if job is not None:
                 job.close()
             curves[name].append(row_curve)
-    if not exact:
-        return
     best = f"1 process, {cores} threads" if cores > 1 else "1 process, 1 thread"
     goal = float(np.mean([c[-1] for c in curves[best]]))
     for name, _ in configs:
@@ -183,7 +199,7 @@ def bytime(game: str, checks: list[float], batches: list[int], seeds: list[int],
                 "game": game,
                 "config": name,
                 "checks": checks,
-                "exploitability": [float(x) for x in mean],
+                "exploitability" if exact else "distance": [float(x) for x in mean],
                 "goal": goal,
                 "first_check_at_goal": reach,
             }
@@ -1295,6 +1311,9 @@ def main() -> None:
     )
     ap.add_argument("--game", default="leduc", help="bytime: the game")
     ap.add_argument("--checks", default="1,2,5,10,20", help="bytime: training seconds to measure at")
+    ap.add_argument(
+        "--reference-seconds", type=float, default=60.0, help="bytime, a game without exact exploitability"
+    )
     ap.add_argument("--sizes", default="2,3,4", help="model: simulated cluster sizes (nodes; shards = nodes)")
     ap.add_argument(
         "--held-out", type=int, default=4, help="model: the size left out of the fit and predicted"
@@ -1367,6 +1386,7 @@ def main() -> None:
             [int(x) for x in (a.batch or "100,1000,10000,100000").split(",")],
             _seeds(a.seeds if a.seeds != "0" else "0-2"),
             int(a.workers.split(",")[-1]),
+            a.reference_seconds,
         )
         return
     if a.what == "staleness":

@@ -157,21 +157,12 @@ def cmd_distance(ref_seconds: float, seconds: float, seeds: int, threads: int, g
     import numpy as np
 
     import blueprint.trainer as trainer_mod
-    from abstraction.tree import KIND_DECISION
     from blueprint.threads import use_copies
     from blueprint.trainer import make_trainer
 
     ref = make_trainer(game, seed=1_000_000, threads=1)
     ref.run_for(ref_seconds)
-    ref_avg = ref.average_strategy()
-    t, b0 = ref.tree, int(ref.num_buckets[0])
-    first = np.concatenate(
-        [
-            np.arange(ref.row_offset[v], ref.row_offset[v] + b0 * int(t.num_actions[v]))
-            for v in np.flatnonzero((t.kind == KIND_DECISION) & (t.round == 0))
-        ]
-    )
-    weight = ref.strat.astype(np.float64)
+    distance = harness.ReferenceDistance(ref)
     arms = [("1 thread", 1, use_copies), (f"{threads} threads, copies", threads, use_copies)]
     arms.append((f"{threads} threads, shared table", threads, lambda entries, nbytes: False))
     rows = []
@@ -188,9 +179,9 @@ def cmd_distance(ref_seconds: float, seconds: float, seeds: int, threads: int, g
             for seed in range(seeds):
                 tr = make_trainer(game, seed=seed, threads=th)
                 tr.run(n)
-                avg = tr.average_strategy()
-                d_first.append(float(np.abs(avg[first] - ref_avg[first]).mean()))
-                d_all.append(float((np.abs(avg - ref_avg) * weight).sum() / weight.sum()))
+                d1, d2 = distance(tr)
+                d_first.append(d1)
+                d_all.append(d2)
         finally:
             trainer_mod.use_copies = use_copies
         df, da = np.array(d_first), np.array(d_all)

@@ -57,3 +57,34 @@ def machine_row() -> dict:
         "numba": numba.__version__,
         "command": " ".join([os.path.basename(sys.executable)] + sys.argv),
     }
+
+
+class ReferenceDistance:
+    """How far a trainer's average strategy is from a long reference run's, where exact
+    exploitability is out of reach (hunl100): the mean absolute difference per first-round table
+    entry, and over every entry weighted by the reference's strategy sums (where the play goes).
+    A proxy: of two runs after equal training time, the closer one is further along."""
+
+    def __init__(self, reference):
+        import numpy as np
+
+        from abstraction.tree import KIND_DECISION
+
+        t, b0 = reference.tree, int(reference.num_buckets[0])
+        self.avg = reference.average_strategy()
+        self.iterations = reference.iteration
+        self.first = np.concatenate(
+            [
+                np.arange(reference.row_offset[v], reference.row_offset[v] + b0 * int(t.num_actions[v]))
+                for v in np.flatnonzero((t.kind == KIND_DECISION) & (t.round == 0))
+            ]
+        )
+        self.weight = reference.strat.astype(np.float64)
+
+    def __call__(self, trainer) -> tuple[float, float]:
+        import numpy as np
+
+        avg = trainer.average_strategy()
+        first = float(np.abs(avg[self.first] - self.avg[self.first]).mean())
+        weighted = float((np.abs(avg - self.avg) * self.weight).sum() / self.weight.sum())
+        return first, weighted

@@ -133,14 +133,8 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
         self.group_size = int(group_size or 0)
         self.relay_snapshot = relay_snapshot
         self.gleaders: list = []
-        short_rounds = None
         if batch is None:
-            batch = default_batch(trainer.size, workers, int(trainer.cards.num_buckets[0]))
-            if batch < default_batch(trainer.size):
-                short_rounds = (
-                    f"default batch {batch}: rounds of {workers * batch} iterations keep the staleness "
-                    "as low as small games need; on a big game pass --batch (e.g. 20000) for throughput"
-                )
+            batch = default_batch(trainer.size)
         if trainer.config.algo.full_traversal:
             raise JobError(
                 f"--algo {trainer.config.algo.name} enumerates every deal; the Ray job runs sampled MCCFR"
@@ -156,8 +150,6 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
         self._shards_box: tuple[list, Any] | None = None
         self.worker_retries = worker_retries
         self.log = log or (lambda msg: None)
-        if short_rounds:
-            self.log(short_rounds)
         self.own_ray = False
         self.pg = None
         self.leaders: list = []

@@ -51,9 +51,9 @@ process would have; ``dcfr``'s sign-dependent factors make it approximate for mo
 Staleness: every worker trains against the snapshot of the start of its round; a batch's staleness
 is the iterations of the round's batches added before it (in the fixed order), averaged over
 batches ((N - 1) B / 2 with full rounds; 0 with one worker). Its cost in exploitability grows
-with the round's length, N x B, whatever the run's length; with several workers
-:func:`default_batch` keeps rounds at or under ``ROUND_VISITS`` times the first round's bucket count
-(BENCHMARKS.md, "Staleness with 2, 8 and 28 workers").
+with the round's length, N x B, whatever the run's length (BENCHMARKS.md, "Staleness with 2, 8
+and 28 workers"), while short rounds spend the time in round trips: :func:`default_batch` is
+chosen by exploitability per second.
 
 Determinism: the tables depend only on the seed, the batch size, the number of workers and their
 grouping into nodes (not on timing, nor on which node ran a group after a failure). With one
@@ -78,34 +78,20 @@ from blueprint.numerics import seed_rng_state
 from blueprint.trainer import run_for
 from cluster.errors import JobError
 
-__all__ = ["ROUND_VISITS", "RoundsMixin", "default_batch", "round_end", "split_round", "worker_seed_state"]
-
-ROUND_VISITS = 5
-"""With several workers the default batch keeps a round, ``workers x batch`` iterations, at or under
-``ROUND_VISITS x`` the first round's bucket count: each first-round information set is visited in
-about one iteration in that count, so a round updates it about ``ROUND_VISITS`` times from one
-snapshot. On Leduc (6 first-round buckets: rounds of 30) that is 2 workers at batch 15, 8 at 3 and
-28 at 1 (BENCHMARKS.md, "Staleness with 2, 8 and 28 workers"); other games are scaled by their
-bucket count, an assumption not measured."""
+__all__ = ["RoundsMixin", "default_batch", "round_end", "split_round", "worker_seed_state"]
 
 
-def default_batch(table_entries: int, workers: int = 1, first_round_buckets: int | None = None) -> int:
-    """Iterations per worker per round when none is given: table entries / 25, within
-    [100, 100,000], and with several workers at most ``ROUND_VISITS x first_round_buckets /
-    workers`` (at least 1).
+def default_batch(table_entries: int) -> int:
+    """Iterations per worker per round when none is given: table entries / 10, within [1,000,
+    100,000], whatever the number of workers.
 
-    What staleness costs depends on the round's length in iterations (every worker starts from the
-    round's snapshot and sees only its own updates), not on the run's length: on Leduc, 2 workers at
-    batch 100 end 11-13% above one process both at 100,000 and at 4M iterations, at batch 10 level
-    with it, and 28 workers at batch 1 (rounds of 28) level with it at 4M. One worker sees all its
-    own updates, so its batch is never bounded. A big table needs big batches to keep the per-round
-    overhead small (hunl100 with the small abstractions, 116,463 entries: 4,658), which this bound
-    undoes with several workers (hunl100, 169 first-round buckets: 422 for 2 workers): pass
-    ``batch`` to choose throughput over staleness."""
-    b = int(min(max(table_entries // 25, 100), 100_000))
-    if workers > 1 and first_round_buckets:
-        b = min(b, max(1, int(ROUND_VISITS * first_round_buckets) // workers))
-    return b
+    Chosen by exploitability per second of training, not per iteration (BENCHMARKS.md, "Ray
+    job"): short rounds spend the time in round trips, long ones in staleness (every worker
+    starts a round from the same snapshot and sees only its own updates). On Leduc (2 workers,
+    10 s) batch 1,000 came closest to one process of batches 100 to 100,000; on hunl100 (the
+    distance to a long reference run after 20 s) 10,000 beat 4,658 and 100,000, and the earlier
+    staleness-bounded 422 ran at 0.155x one process's iterations/s. Pass ``batch`` to choose."""
+    return int(min(max(table_entries // 10, 1_000), 100_000))
 
 
 def worker_seed_state(seed: int, worker: int, iteration: int = 0) -> np.ndarray:

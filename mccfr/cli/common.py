@@ -354,11 +354,9 @@ ray_opts = [
         type=click.IntRange(min=1),
         default=None,
         help="Iterations per worker per round of the Ray job (rounds may span discount boundaries). "
-        "Every worker starts a round from the same snapshot: the longer the round (workers x "
-        "batch), the more exploitability staleness costs, whatever the run's length [default: "
-        "table entries / 25, 100 to 100,000; with several workers rounds of at most 5 x the first "
-        "round's buckets: Leduc 15 for 2 workers, 3 for 8; hunl100 422 for 2, slow: big games "
-        "want a larger --batch; resume: the run's].",
+        "Short rounds spend the time in round trips, long ones in staleness (every worker starts a "
+        "round from the same snapshot) [default: table entries / 10, 1,000 to 100,000, chosen by "
+        "exploitability per second; resume: the run's].",
     ),
     click.option(
         "--group-size",
