@@ -234,6 +234,21 @@ class Locks:
         """The seats with a locked node, in order."""
         return tuple(sorted({n.seat for n in self.nodes}))
 
+    def overlay(self, tree: BettingTree, strategy: np.ndarray) -> np.ndarray:
+        """``strategy`` (a solution's, ``(rows, H)``) with every locked node's rows set to the lock
+        for every hand its board does not block: the solver's lists hold only the hands that reach
+        the subgame, and a hand outside them would otherwise show the uniform strategy at a node
+        the user locked (as a grid of every hand does)."""
+        if not self.nodes:
+            return strategy
+        valid = board_hands(tree).valid
+        for nl in self.nodes:
+            for n in nl.nodes:
+                r0, ok = int(tree.row[n]), valid[tree.board[n]]
+                for a in range(nl.probs.shape[0]):
+                    strategy[r0 + a, ok] = nl.probs[a, ok]
+        return strategy
+
     def table(self, tree: BettingTree, lists) -> "LockTable":
         """The lock's entries in the compact layout of ``lists`` (:class:`subgame.tree.HandLists`
         of ``tree``, an engine's ``lists``; see :mod:`subgame.kernels`)."""

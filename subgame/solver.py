@@ -406,6 +406,8 @@ def solve(
         if stopped or (deadline is not None and now + final > deadline):
             # no time left for the final check: the average strategy alone
             avg = e.expand(e.average(strat_sum))
+            if lk is not None:
+                lk.overlay(t, avg)
             el = time.perf_counter() - t0
             return Solution(
                 sub,
@@ -433,10 +435,13 @@ def solve(
     avg, expl, gap, margin, brv = last
     el = time.perf_counter() - t0
     solved = expl if gap is None else gap / 2
+    full = e.expand(avg)
+    if lk is not None:
+        lk.overlay(t, full)
     return Solution(
         sub,
         method,
-        e.expand(avg),
+        full,
         it,
         el,
         solved,

@@ -58,7 +58,10 @@ def _train(out: Path, *args: str) -> Path:
 def hunl_run(tmp_path_factory) -> Path:
     # hunl20 (20 big blinds) with the table-free `rank` buckets: real hold'em, a small tree
     out = tmp_path_factory.mktemp("runs") / "hunl20"
-    return _train(out, "--game", "hunl20", "--abstraction", "rank", "--bets", "small", "--iterations", "2000")
+    # one thread: the same blueprint every run (on several threads the reach of a hand at a state
+    # the tests walk to would change from run to run)
+    args = ("--game", "hunl20", "--abstraction", "rank", "--bets", "small", "--iterations", "2000")
+    return _train(out, *args, "--threads", "1")
 
 
 @pytest.fixture(scope="module")

@@ -123,6 +123,24 @@ def test_one_frequency_for_the_range_and_the_inline_form():
     assert freq["locked"] and freq["strategy"][acts[0]] == pytest.approx(0.25, abs=1e-6)
 
 
+def test_a_locked_node_plays_the_lock_for_hands_that_never_reach_it():
+    """Hands with no range in the subgame are outside the solver's lists; at a locked node they
+    play the lock too (not the uniform strategy a solve leaves where nothing reached): the grid
+    of every hand shows the node as locked."""
+    sub = river(seed=3)
+    t = sub.public_tree()
+    live = board_hands(t).valid[t.board[0]]
+    gone = np.nonzero(live)[0][:40]
+    sub.ranges[t.player[0], gone] = 0.0  # the seat to act never holds these hands here
+    acts = t.action_labels(0)
+    sol = solve(sub, "unsafe", iterations=20, locks={"": {acts[0]: 0.25, acts[1]: 0.75}})
+    rs = sol.root_strategy()
+    np.testing.assert_allclose(rs[acts[0]][live], 0.25, atol=1e-6)
+    np.testing.assert_allclose(rs[acts[1]][live], 0.75, atol=1e-6)
+    unlocked = solve(sub, "unsafe", iterations=20)  # without the lock: uniform for them
+    np.testing.assert_allclose(unlocked.root_strategy()[acts[0]][gone], 1 / len(acts), atol=1e-6)
+
+
 def test_a_lock_file(tmp_path):
     f = tmp_path / "locks.json"
     f.write_text('{"": {"c": 1}, "r600": {"f": 0.5, "c": 0.5}}')
