@@ -680,7 +680,7 @@ def test_driver_kill_9_then_resume_as_ray_run(cluster, tmp_path):
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["iterations"] - out["iterations_run"] >= newest  # resumed from the newest (or newer)
     assert (out["workers"], out["shards"], out["batch"]) == (2, 1, 500)
-    assert "Ray job: 2 workers, 1 shards, batch 500" in res.stderr
+    assert "Ray job: 2 workers of 1 thread, 1 shards, batch 500" in res.stderr
     manifest, shards = load_latest(run)
     assert manifest["iteration"] == out["iterations"] and manifest["job"]["workers"] == 2
     its = [
