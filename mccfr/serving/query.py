@@ -84,9 +84,10 @@ from holdem.game import Game
 from holdem.gamedef import PRESETS
 from holdem.state import State, StateError
 from subgame.locking import LockError, LockSpec, check_lock_spec
+from subgame.solver import METHODS
 
 #: The subgame-solving methods (``subgame.solve(..., method=...)``; docs/architecture.md, "5. Contracts").
-SOLVE_METHODS = ("unsafe", "resolve", "maxmargin", "reach-maxmargin", "estimate", "reach-estimate")
+SOLVE_METHODS: tuple[str, ...] = METHODS
 #: ``method`` value that asks for the blueprint's answer, no solving.
 BLUEPRINT_METHOD = "blueprint"
 MAX_TIME_BUDGET_MS = 600_000  # the ACPC reference dealer's time per response
