@@ -69,8 +69,9 @@ def two_nodes():
     c.shutdown()
 
 
-# one target kind in the default run: the job's code is the same for both (Storage differs, and
-# is tested above for both)
+# the directory kind is slow (the job's code is the same for both; Storage differs, and is tested
+# above for both); the checkpoint pause's 50 ms bound wants the cores to itself: timing
+@pytest.mark.timing
 @pytest.mark.parametrize("kind", [pytest.param(0, marks=pytest.mark.slow), 1], ids=["directory", "file-uri"])
 def test_job_checkpoints_to_storage_while_training(two_nodes, tmp_path, kind):
     """Two nodes, a worker and a shard each: a checkpoint into storage at iteration 1,200 is
