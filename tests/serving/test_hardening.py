@@ -427,7 +427,13 @@ def test_a_depth_limited_turn_answer_reports_its_exploitability(hunl_bp):
     exploitability, measured on a sample of the river cards when an exact check would not fit."""
     turn = "MATCHSTATE:0:5:cc/cc/:AsKd|/2c7h9s/Td"
     r = SolvingResponder(
-        hunl_bp, "reach-maxmargin", from_round=2, solver_threads=1, min_iterations=3, solver_nice=0
+        hunl_bp,
+        "reach-maxmargin",
+        from_round=2,
+        solver_threads=1,
+        min_iterations=3,
+        solver_nice=0,
+        max_solve_ms=3000,  # a useful solve and its check, not 20 s of iterations up to the deadline
     )
     try:
         r.warm_up()

@@ -121,7 +121,9 @@ def test_solving_responder_solves_a_dead_end_where_it_fits_and_labels_the_rest(h
     import subgame.depth
     from mccfr.serving.solving import SolvingResponder
 
-    r = SolvingResponder(hunl_bp, "reach-maxmargin", default_time_budget_ms=20000, min_iterations=3)
+    r = SolvingResponder(
+        hunl_bp, "reach-maxmargin", default_time_budget_ms=20000, min_iterations=3, max_solve_ms=3000
+    )
     try:
         # three raises on the river (the abstraction allows two): solved from the state itself,
         # unsafe (the blueprint has no values where its tree has no node)
@@ -685,7 +687,7 @@ def test_locked_queries_solve_under_the_locks_and_bad_locks_are_422(hunl_bp, res
     assert bp_only.status_code == 422 and "need a solving server" in bp_only.json()["error"]
     r = SolvingResponder(hunl_bp, "unsafe", default_time_budget_ms=20000, solver_threads=1, min_iterations=3)
     # a hand the blueprint brings to this river (a hand of zero reach is not in the subgame's
-    # range, and its answer is the uniform strategy, lock or not)
+    # range: it plays the lock at a locked node, and the uniform strategy elsewhere)
     idx = hand_index(hunl_bp.game.gamedef)
     for hole in ("AsKd", "KcJh", "9d8d", "Ac2d", "7s6s"):
         river = f"MATCHSTATE:0:3:cc/cc/cc/:{hole}|/2c7h9s/Td/3c"
