@@ -21,7 +21,7 @@ every iteration updates, merge every :func:`hot_sync_every` iterations (a few up
 their information sets); the whole table, a sweep of it, every :func:`copy_sync_every` iterations
 and at the end of the thread's share of a span. Merges run one at a time (no update is
 lost); between them a thread does not see the others' updates, as a Ray worker does not within a
-round. Smaller tables (Leduc) and bigger ones are shared by the threads directly (hogwild, below).
+round. Smaller tables (Leduc) and bigger ones are shared by the threads directly (hogwild, above).
 
 Barriers. The trainer splits a span of N iterations between the threads (:func:`split_span`)
 and joins them all before anything else touches the tables: discount boundaries, the pruning

@@ -7,7 +7,8 @@ changing the result, so the same seed gives the same tables and a resumed run is
 an uninterrupted one.
 
 Threads (:mod:`blueprint.threads`): with ``threads`` T > 1 the sampled kernel runs on T threads
-on the same tables, lock-free; every span between barriers (discount boundaries, reports,
+on the same tables (lock-free, or each on a copy merged into them on a mid-sized table); every
+span between barriers (discount boundaries, reports,
 checkpoints) is split between them. One thread (the default of :func:`make_trainer`) is the
 deterministic trainer described above, and its exact-resume guarantee; with T > 1 a run is not
 bit-reproducible, but a checkpoint still holds exactly the tables at its barrier. Full-traversal

@@ -313,7 +313,8 @@ threads_opt = click.option(
     callback=_threads_value,
     default=None,
     metavar="T",
-    help="Threads training on the one table (lock-free; 1 is bit-exact and deterministic, more are "
+    help="Threads training on the one table (each on a copy merged into it, or lock-free on it; 1 is "
+    "bit-exact and deterministic, more are "
     "faster but not reproducible); with Ray, threads per worker [default: every core this process "
     "may use; with Ray, each node's cores shared among its workers].",
 )
