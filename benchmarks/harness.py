@@ -68,17 +68,9 @@ class ReferenceDistance:
     def __init__(self, reference):
         import numpy as np
 
-        from abstraction.tree import KIND_DECISION
-
-        t, b0 = reference.tree, int(reference.num_buckets[0])
         self.avg = reference.average_strategy()
         self.iterations = reference.iteration
-        self.first = np.concatenate(
-            [
-                np.arange(reference.row_offset[v], reference.row_offset[v] + b0 * int(t.num_actions[v]))
-                for v in np.flatnonzero((t.kind == KIND_DECISION) & (t.round == 0))
-            ]
-        )
+        self.first = reference.first_round_entries()
         self.weight = reference.strat.astype(np.float64)
 
     def __call__(self, trainer) -> tuple[float, float]:

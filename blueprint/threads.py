@@ -105,7 +105,8 @@ def use_copies(entries: int, bytes_per_entry: int) -> bool:
 HOT_SYNC_VISITS = 5
 """A thread merges its copy's first-round entries every ``HOT_SYNC_VISITS x first-round buckets /
 threads`` iterations (at least 16): each thread then updates a first-round information set about
-``HOT_SYNC_VISITS`` times between merges, as a Ray round's default did (cluster.rounds)."""
+``HOT_SYNC_VISITS`` times between merges (on Leduc, Ray rounds that short measured level with one
+process per iteration: BENCHMARKS.md, "Staleness with 2, 8 and 28 workers")."""
 
 
 def hot_sync_every(first_round_buckets: int, threads: int) -> int:

@@ -264,7 +264,7 @@ class Trainer:
         self._copy_arrays = have
         return have[:threads]
 
-    def _first_round_rows(self) -> np.ndarray:
+    def first_round_entries(self) -> np.ndarray:
         """The table entries of the first betting round's decision nodes (merged most often)."""
         if self._hot_rows is None:
             t = self.tree
@@ -287,7 +287,7 @@ class Trainer:
         np.copyto(b_reg, c_reg)
         np.copyto(b_str, c_str)
         mine = Tables(tables.row_offset, c_reg, c_str)
-        hot = self._first_round_rows()
+        hot = self.first_round_entries()
         every = hot_sync_every(int(self.num_buckets[0]), self.threads)
         full = max(1, copy_sync_every(self.size) // every) * every
         stats = np.zeros(2, np.int64)

@@ -45,8 +45,8 @@ class WorkerCore:
         private_cards: copy ``cards``' arrays into this process (what a worker that loads its own
             table holds; for memory measurements) instead of reading the shared copy.
         threads: threads training each batch on this worker's copy of the tables
-            (:mod:`blueprint.threads`: lock-free on one table; 1 is bit-exact, the Ray job's
-            reference). Thread 0 runs the worker's own RNG stream; the others' are this worker's.
+            (:mod:`blueprint.threads`: on copies merged into it, or lock-free on it; 1 is
+            bit-exact, the Ray job's reference). Thread 0 runs the worker's own RNG stream; the others' are this worker's.
     """
 
     def __init__(

@@ -389,6 +389,12 @@ def solve(
             done = True
     iter_s = (time.perf_counter() - t0 - tree_s) / (it - it0) if it > it0 else 0.0
 
+    def full_strategy(compact: np.ndarray) -> np.ndarray:
+        """The solution's strategy for every hand: expanded, the locks over it (hands outside the
+        lists play the lock at a locked node)."""
+        full = e.expand(compact)
+        return lk.overlay(t, full) if lk is not None else full
+
     def kept() -> Optional[SolveState]:
         if not keep_state and resume is None:
             return None
@@ -405,9 +411,7 @@ def solve(
             final = check_s()
         if stopped or (deadline is not None and now + final > deadline):
             # no time left for the final check: the average strategy alone
-            avg = e.expand(e.average(strat_sum))
-            if lk is not None:
-                lk.overlay(t, avg)
+            avg = full_strategy(e.average(strat_sum))
             el = time.perf_counter() - t0
             return Solution(
                 sub,
@@ -435,13 +439,10 @@ def solve(
     avg, expl, gap, margin, brv = last
     el = time.perf_counter() - t0
     solved = expl if gap is None else gap / 2
-    full = e.expand(avg)
-    if lk is not None:
-        lk.overlay(t, full)
     return Solution(
         sub,
         method,
-        full,
+        full_strategy(avg),
         it,
         el,
         solved,

@@ -480,7 +480,7 @@ class SolvingResponder(BlueprintResponder):
         budget_s = budget / 1e3
         reserve = self._reserve_s(budget_s)
         deadline = t0 + budget_s - max(0.0, early)  # the answer is due then
-        solve_by = deadline - max(reserve, self._stop_early_s(budget_s))  # the solve stops iterating by then
+        solve_by = deadline - self._stop_early_s(budget_s)  # the solve stops iterating by then (>= reserve)
         need = max(self.cost.get(state.round), 0.005)
         now = time.perf_counter()
         if need > solve_by - now:
