@@ -642,6 +642,7 @@ def test_serve_solving_flags_are_checked(tmp_path):
     )
 
 
+@pytest.mark.timing  # needs subgame answers within a 5 s budget: run alone, after the default run
 def test_a_later_subgame_of_the_session_gives_the_viewer_the_range_its_answers_played(hunl_bp):
     """The river's first decision was answered from a subgame (a check for some hands, a bet for
     others). The opponent then bets a size that subgame lacks: the nested subgame solved for the
