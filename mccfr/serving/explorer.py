@@ -7,7 +7,8 @@ goes through the service's :class:`~mccfr.serving.service.Guard` like ``POST /v1
 (bearer token, body cap, in-flight cap), and answers through the same path (the responder's
 admission, time budget and memory budget)::
 
-    GET  /v1/game    the game, every hand's name, the methods and budgets the server takes
+    GET  /v1/game    the game, every hand's name, the methods and budgets the server takes, its
+                     request body cap (``max_body_bytes``; the page's per-hand locks must fit it)
     POST /v1/range   {"betting": "r300c/", "board": "2c7h9s", "action": "r900", "method": "resolve",
                       "time_budget_ms": 5000, "session": "...", "locks": {...}, "lock_root": "r300c/"}
                                                                                 (all optional)
@@ -242,6 +243,7 @@ async def game(request: Request) -> dict[str, Any]:
         "default_time_budget_ms": getattr(responder, "default_time_budget_ms", None),
         "has_blueprint": getattr(responder, "bp", None) is not None,
         "run_dir": st.run_dir,
+        "max_body_bytes": getattr(st, "max_body_bytes", None),
     }
 
 

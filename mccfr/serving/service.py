@@ -648,6 +648,7 @@ def create_app(
     app.state.arrival = lambda request: request.scope.get(ARRIVED) or time.perf_counter()
     app.state.run_dir = info.get("run_dir")
     app.state.saved = {e.id: e for e in saved}
+    app.state.max_body_bytes = max_body_bytes  # (the page checks its lock requests fit)
 
     @app.post("/v1/strategy", response_model=StrategyResponse)
     async def strategy(req: StrategyRequest, request: Request) -> JSONResponse:

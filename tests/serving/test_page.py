@@ -2,8 +2,9 @@
 (``/usr/bin/chromium``; ``.ci/run`` installs it) driven by Playwright's Python API, against servers
 on runs trained here. The explorer walks a line and its grid is compared with
 ``Blueprint.strategy``; a river state is solved and its grid compared with the solution the
-server keeps; a hand is played to its end and the downloaded history replayed; the runs tab draws
-the curve of the run's metrics. Screenshots go to each test's ``tmp_path``.
+server keeps; a node is locked there for the whole range, and for hand classes picked on the
+grid (per hand: the other hands keep their strategy); a hand is played to its end and the
+downloaded history replayed; the runs tab draws the curve of the run's metrics. Screenshots go to each test's ``tmp_path``.
 
 Skipped only where Chromium is absent and the environment variable ``CI`` is unset."""
 
@@ -323,6 +324,118 @@ def test_the_explorer_locks_a_node_and_solves_again(page, server, solver, bp, tm
         timeout=120_000,
     )
     assert page.get_attribute("#locks", "data-count") == "0"
+
+
+def _class_of(name: str) -> str:
+    """The grid's class of a two-card hand name (``"AhKd"``: higher card first), as grid.js."""
+    if name[0] == name[2]:
+        return name[0] + name[2]
+    return name[0] + name[2] + ("s" if name[1] == name[3] else "o")
+
+
+def test_the_explorer_locks_picked_classes_per_hand(page, server, bp, tmp_path):
+    from mccfr.serving.ranges import hand_names
+
+    names = hand_names(bp.gamedef)
+    board = {RIVER_BOARD[i : i + 2] for i in range(0, len(RIVER_BOARD), 2)}
+    live = [h for h, n in enumerate(names) if not {n[:2], n[2:]} & board]
+
+    def is_range(r) -> bool:
+        return r.url.endswith("/v1/range") and r.request.method == "POST"
+
+    _open(page, server.url)
+    _walk_to_the_river(page)
+    page.fill("#budget", "20000")
+    page.press("#budget", "Tab")
+    with page.expect_response(is_range, timeout=120_000) as got:
+        page.select_option("#method", "resolve")
+    before = got.value.json()
+    expect(page.locator("#source")).to_have_text("subgame", timeout=120_000)
+    assert before["source"] == "subgame" and before["betting"] == "cc/cc/cc/"
+    actions = before["actions"]
+    assert "c" in actions and len(before["strategy"][0]) == len(names)
+    check = actions.index("c")
+    # two classes with weight in the range that do not already check: they are locked to check
+    weights = dict(
+        page.eval_on_selector_all(
+            "#grid .cell:not(.blocked)", "cs => cs.map(c => [c.dataset.class, parseFloat(c.dataset.weight)])"
+        )
+    )
+    checks: dict[str, list[float]] = {}
+    for h in live:
+        checks.setdefault(_class_of(names[h]), []).append(before["strategy"][check][h])
+    order = sorted(weights, key=lambda k: -weights[k])
+    picks = [k for k in order if weights[k] > 0 and min(checks[k]) < 0.9][:2]
+    picks = (picks + [k for k in order if k not in picks])[:2]
+    assert all(weights[k] > 0 for k in picks), (picks, weights)
+    page.click("#lock-open")
+    other = next(k for k in order if k not in picks)
+    page.click(f"#grid .cell[data-class='{other}']")  # picked, then dropped again
+    page.click(f"#grid .cell[data-class='{other}']")
+    for k in picks:
+        page.click(f"#grid .cell[data-class='{k}']")
+    assert sorted(
+        page.eval_on_selector_all("#grid .cell.picked", "cs => cs.map(c => c.dataset.class)")
+    ) == sorted(picks)
+    shown = page.get_attribute("#lock-classes", "data-classes").split(",")
+    assert sorted(shown) == sorted(picks)
+    for a in actions:  # the picked classes: check always
+        page.fill(f"#lock-form input[data-action='{a}']", "100" if a == "c" else "0")
+    page.screenshot(path=str(tmp_path / "explorer-lock-picked.png"))
+    with page.expect_response(is_range, timeout=120_000) as got:
+        page.click("#lock-go")
+    sent = got.value.request.post_data_json
+    after = got.value.json()
+    size = len(got.value.request.post_data_buffer)
+    page.wait_for_selector(
+        "#grid[data-locked='1'][data-betting='cc/cc/cc/']", state="attached", timeout=120_000
+    )
+    expect(page.locator("#source")).to_have_text("subgame (locked)")
+    assert page.locator("#grid .cell.picked").count() == 0  # (the form closed)
+    # the request: one lock at the root, per hand over the game's hands, each unblocked hand's sum 1
+    assert sent["lock_root"] == "cc/cc/cc/" and list(sent["locks"]) == [""]
+    lock = sent["locks"][""]
+    assert all(isinstance(v, list) and len(v) == len(names) for v in lock.values())
+    assert size < 64 * 1024
+    picked = {h for h in live if _class_of(names[h]) in picks}
+    for h in live:
+        assert sum(v[h] for v in lock.values()) == pytest.approx(1.0, abs=1e-9), names[h]
+        if h in picked:
+            assert lock["c"][h] == 1.0, names[h]
+    # the picked classes' combos check; every other hand plays as before the lock
+    assert after["locked"] and after["actions"] == actions
+    moved = 0.0
+    for h in live:
+        now = [after["strategy"][i][h] for i in range(len(actions))]
+        if h in picked:
+            want = [1.0 if a == "c" else 0.0 for a in actions]
+            assert now == pytest.approx(want, abs=1e-4), names[h]
+        else:
+            was = [before["strategy"][i][h] for i in range(len(actions))]
+            moved = max(moved, max(abs(x - y) for x, y in zip(now, was)))
+    assert moved <= 1e-3
+    for k in picks:  # and the grid shows it
+        for combo, strategy in _tooltip(page, k).items():
+            assert strategy == pytest.approx({a: float(a == "c") for a in strategy}, abs=6e-4), combo
+    kept = next(k for k in order if k not in picks and k != other)
+    for combo, strategy in _tooltip(page, kept).items():
+        h = names.index(combo)
+        was = {a: before["strategy"][i][h] for i, a in enumerate(actions)}
+        assert strategy == pytest.approx(was, abs=1.5e-3), combo  # (the tooltip's 3 decimals)
+    assert page.get_attribute("#locks", "data-count") == "1"
+    item = page.locator("#locks .lock-item")
+    assert item.get_attribute("data-per-hand") == "1"
+    grid_order = [
+        k
+        for k in page.eval_on_selector_all("#grid .cell", "cs => cs.map(c => c.dataset.class)")
+        if k in picks
+    ]
+    expect(item).to_have_text(f"cc/cc/cc/: {','.join(grid_order)} → c 100%")
+    page.hover(f"#grid .cell[data-class='{picks[0]}']")
+    page.screenshot(path=str(tmp_path / "explorer-locked-picked.png"))
+    print(
+        f"\nper-hand lock of {','.join(picks)}: request {size:,} bytes; other hands moved by at most {moved:.1e}"
+    )
 
 
 def test_the_explorer_opens_a_saved_solve(page, solver, bp, hunl_run, tmp_path):

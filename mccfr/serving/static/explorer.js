@@ -1,9 +1,12 @@
 // The explorer: walk the betting tree from any state (the strategy's actions, fold / call, a raise
 // size typed in, the board's cards), and see the state's range on the hand-class grid, from the
 // blueprint or from a subgame the server solves there. Node locking: at a solved state, "lock
-// node" fixes the seat to act's frequencies there (one per action, for the whole range) and the
-// subgame is solved again under the locks, rooted at the first locked state; every state below it
-// is then read from a locked solve. A saved solve (mccfr serve --saved) is browsed the same way.
+// node" fixes the seat to act's frequencies there and the subgame is solved again under the
+// locks, rooted at the first locked state; every state below it is then read from a locked solve.
+// The frequencies typed apply to the whole range, or, with hand classes picked on the grid while
+// the form is open, to those classes' combos only: every other hand keeps its current strategy
+// there, and the lock is sent per hand (one probability per hand of /v1/game's `hands`, the order
+// of the range's arrays). A saved solve (mccfr serve --saved) is browsed the same way.
 
 import { api, say, sayError } from "./api.js";
 import { actionColors, actionLabel } from "./colors.js";
@@ -22,8 +25,11 @@ export class Explorer {
     this.data = null;
     this.session = `explorer:${Math.random().toString(36).slice(2, 12)}`;
     this.busy = false;
-    this.lock = null; // {root, board, spec}: the locks, their histories from the state `root`
+    this.lock = null; // {root, board, spec, parts}: the locks, their histories from the state `root`
+    // (parts: per history, what was locked there, [{classes (null: the whole range), freqs}], for the list)
     this.saved = null; // {id, root, board}: browsing a saved solve
+    this.picked = new Set(); // the grid's classes picked for a per-hand lock (while the form is open)
+    this.cellOf = new Map(this.layout.list.map((c) => [c.key, c]));
     this.setupControls();
     this.cardButtons();
   }
@@ -52,7 +58,7 @@ export class Explorer {
     const open = document.createElement("button");
     open.id = "lock-open";
     open.textContent = "lock node";
-    open.title = "fix the seat to act's frequencies here and solve again";
+    open.title = "fix the seat to act's frequencies here (the whole range, or the classes picked on the grid) and solve again";
     open.onclick = () => this.lockForm();
     const form = document.createElement("span");
     form.id = "lock-form";
@@ -60,6 +66,113 @@ export class Explorer {
     const list = document.createElement("span");
     list.id = "locks";
     tools.replaceChildren(open, form, list);
+    // with the form open, clicking a cell picks its class (again: drops it)
+    $("grid").addEventListener("click", (e) => {
+      const cell = e.target.closest(".cell");
+      if (!cell || form.hidden || cell.classList.contains("blocked")) return;
+      const k = cell.dataset.class;
+      if (this.picked.has(k)) this.picked.delete(k);
+      else this.picked.add(k);
+      cell.classList.toggle("picked", this.picked.has(k));
+      this.lockPicked();
+    });
+  }
+
+  // drop the picked classes and close the form
+  closeLockForm() {
+    $("lock-form").hidden = true;
+    $("grid").classList.remove("picking");
+    this.picked.clear();
+    for (const c of $("grid").querySelectorAll(".cell.picked")) c.classList.remove("picked");
+  }
+
+  // the picked classes in grid order; the hands they hold
+  pickedClasses() {
+    return this.layout.list.filter((c) => this.picked.has(c.key)).map((c) => c.key);
+  }
+
+  pickedHands() {
+    const out = new Set();
+    for (const k of this.picked) for (const h of this.cellOf.get(k).hands) out.add(h);
+    return out;
+  }
+
+  // how many of `hands` the board does not block (their strategy is not all zeros)
+  liveCount(hands) {
+    let n = 0;
+    for (const h of hands) if (this.data.actions.some((a, i) => this.data.strategy[i][h] > 0)) n += 1;
+    return n;
+  }
+
+  // the reach-weighted frequency of each action over `hands` (null: every hand), in percent; a
+  // set of hands the line never reaches: their plain average
+  frequencies(data, hands = null) {
+    const tot = data.actions.map(() => 0);
+    const avg = data.actions.map(() => 0);
+    let w = 0;
+    let live = 0;
+    const add = (h) => {
+      let s = 0;
+      data.actions.forEach((a, i) => (s += data.strategy[i][h]));
+      if (s <= 0) return; // blocked by the board
+      live += 1;
+      const r = data.reach[h] > 0 ? data.reach[h] : 0;
+      w += r;
+      data.actions.forEach((a, i) => {
+        tot[i] += r * data.strategy[i][h];
+        avg[i] += data.strategy[i][h] / s;
+      });
+    };
+    if (hands) hands.forEach(add);
+    else data.reach.forEach((r, h) => add(h));
+    const out = {};
+    data.actions.forEach((a, i) => (out[a] = w > 0 ? (100 * tot[i]) / w : live ? (100 * avg[i]) / live : 0));
+    return out;
+  }
+
+  // the form after the picked classes changed: what they are, and (until a frequency is typed)
+  // their current frequencies in the inputs
+  lockPicked() {
+    const form = $("lock-form");
+    const names = this.pickedClasses();
+    const what = form.querySelector("#lock-classes");
+    what.dataset.classes = names.join(",");
+    what.textContent = names.length
+      ? `${names.join(",")} (${this.liveCount(this.pickedHands())} combos; every other hand keeps its strategy here):`
+      : "whole range (or click classes on the grid to lock only them):";
+    if (form.dataset.edited) return;
+    const f = this.frequencies(this.data, names.length ? this.pickedHands() : null);
+    for (const inp of form.querySelectorAll("input[data-action]")) inp.value = f[inp.dataset.action].toFixed(1);
+  }
+
+  // a per-hand lock: `freqs` ({action: probability}) for the hands in `picked`, every other hand
+  // its strategy in `data`; lists over the game's hands, 4 decimals with each unblocked hand's
+  // sum exactly 1 (the largest action takes the rounding), 0 for hands the board blocks
+  perHandLock(data, freqs, picked) {
+    const U = 10000;
+    const A = data.actions.length;
+    const board = new Set(data.board);
+    const units = (p) => {
+      const s = p.reduce((x, y) => x + y, 0);
+      const q = s > 0 ? p.map((x) => x / s) : p.map(() => 1 / A);
+      const u = q.map((x) => Math.round(x * U));
+      let top = 0;
+      for (let i = 1; i < A; i++) if (q[i] > q[top]) top = i;
+      u[top] = U - u.reduce((x, y, i) => (i === top ? x : x + y), 0);
+      return u;
+    };
+    const typed = units(data.actions.map((a) => freqs[a] || 0));
+    const lists = data.actions.map(() => new Array(this.game.hands.length).fill(0));
+    this.game.hands.forEach((name, h) => {
+      if (name.match(/../g).some((c) => board.has(c))) return;
+      const u = picked.has(h) ? typed : units(data.actions.map((a, i) => data.strategy[i][h]));
+      for (let i = 0; i < A; i++) lists[i][h] = u[i] / U;
+    });
+    const out = {};
+    data.actions.forEach((a, i) => {
+      if (lists[i].some((x) => x > 0)) out[a] = lists[i]; // (an action left out gets 0)
+    });
+    return out;
   }
 
   // the current state's history from the locked subgame's root ("" = the root), or null where the
@@ -76,14 +189,11 @@ export class Explorer {
     const data = this.data;
     const form = $("lock-form");
     if (!data || data.status !== "decision" || !(data.source === "subgame")) return;
-    let w = 0;
-    const tot = {};
-    data.reach.forEach((r, h) => {
-      if (r <= 0) return;
-      w += r;
-      data.actions.forEach((a, i) => (tot[a] = (tot[a] || 0) + r * data.strategy[i][h]));
-    });
+    this.closeLockForm();
+    delete form.dataset.edited;
     const facing = data.legal.includes("f");
+    const what = document.createElement("span");
+    what.id = "lock-classes";
     const inputs = data.actions.map((a) => {
       const l = document.createElement("label");
       const inp = document.createElement("input");
@@ -92,7 +202,7 @@ export class Explorer {
       inp.max = "100";
       inp.step = "any";
       inp.dataset.action = a;
-      inp.value = w > 0 ? ((100 * tot[a]) / w).toFixed(1) : "0";
+      inp.oninput = () => (form.dataset.edited = "1");
       l.append(`${actionLabel(a, facing)} `, inp, "%");
       return l;
     });
@@ -104,23 +214,50 @@ export class Explorer {
       let sum = 0;
       for (const inp of form.querySelectorAll("input[data-action]")) {
         const v = parseFloat(inp.value) || 0;
+        if (v < 0) return say("the frequencies cannot be negative", "error");
         freqs[inp.dataset.action] = v;
         sum += v;
       }
       if (!(sum > 0)) return say("the frequencies must add up to more than 0", "error");
       for (const a in freqs) freqs[a] /= sum; // typed in percent, or any weights: normalised
       const cur = this.current;
-      if (this.lockKey(cur) === null) this.lock = { root: cur.betting, board: cur.board, spec: {} };
-      this.lock.spec[this.lockKey(cur)] = freqs;
-      form.hidden = true;
+      const key = this.lockKey(cur);
+      const lock =
+        key === null
+          ? { root: cur.betting, board: cur.board, spec: {}, parts: {} }
+          : { ...this.lock, spec: { ...this.lock.spec }, parts: { ...this.lock.parts } };
+      const k = cur.betting.slice(lock.root.length);
+      const classes = this.pickedClasses();
+      if (classes.length) {
+        // the node's other hands keep their strategy here (a lock already there included)
+        lock.spec[k] = this.perHandLock(data, freqs, this.pickedHands());
+        lock.parts[k] = [...(key !== null && lock.parts[k] ? lock.parts[k] : []), { classes, freqs }];
+      } else {
+        lock.spec[k] = freqs;
+        lock.parts[k] = [{ classes: null, freqs }];
+      }
+      const cap = this.game.max_body_bytes;
+      const bytes = new TextEncoder().encode(JSON.stringify({ locks: lock.spec, lock_root: lock.root })).length;
+      if (cap && bytes + 1024 > cap) {
+        return say(
+          `these locks need a request of ${bytes.toLocaleString()} bytes; this server takes at most ` +
+            `${cap.toLocaleString()} (mccfr serve --max-body-bytes)`,
+          "error",
+        );
+      }
+      this.lock = lock;
+      this.closeLockForm();
       this.renderLocks();
       this.reload();
     };
     const cancel = document.createElement("button");
+    cancel.id = "lock-cancel";
     cancel.textContent = "cancel";
-    cancel.onclick = () => (form.hidden = true);
-    form.replaceChildren(...inputs, go, cancel);
+    cancel.onclick = () => this.closeLockForm();
+    form.replaceChildren(what, ...inputs, go, cancel);
     form.hidden = false;
+    $("grid").classList.add("picking");
+    this.lockPicked();
   }
 
   renderLocks() {
@@ -139,8 +276,15 @@ export class Explorer {
       const s = document.createElement("span");
       s.className = "lock-item";
       s.dataset.history = k;
-      const f = Object.entries(lk.spec[k]).map(([a, p]) => `${a} ${(100 * p).toFixed(0)}%`);
-      s.textContent = `${lk.root + k || "(start)"}: ${f.join(", ")}`;
+      // whole range: every action's frequency; per hand: the classes and the actions they play
+      const text = lk.parts[k].map(({ classes, freqs }) => {
+        const f = Object.entries(freqs)
+          .filter(([, p]) => !classes || p > 0)
+          .map(([a, p]) => `${a} ${(100 * p).toFixed(0)}%`);
+        return classes ? `${classes.join(",")} → ${f.join(", ")}` : f.join(", ");
+      });
+      s.dataset.perHand = lk.parts[k].some((p) => p.classes) ? "1" : "";
+      s.textContent = `${lk.root + k || "(start)"}: ${text.join("; ")}`;
       return s;
     });
     const clear = document.createElement("button");
@@ -269,7 +413,7 @@ export class Explorer {
   show(data) {
     this.data = data;
     $("lock-open").disabled = !(data.status === "decision" && data.source === "subgame");
-    $("lock-form").hidden = true;
+    this.closeLockForm();
     this.renderLine();
     this.renderState(data);
     const grid = $("grid");
