@@ -44,6 +44,7 @@ game definition, the bet and abstraction hashes and the config hash.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shlex
@@ -315,6 +316,21 @@ class Blueprint:
         # entry is not used by a walk with an rng (which translates afresh). Bounded; a plain dict
         # is safe to share between threads
         self._node_cache: dict = {}
+
+    def strategy_hash(self) -> str:
+        """A hex digest of this blueprint's abstraction hash, iteration and strategy (its
+        probabilities as float32, whether read from a file or taken from a trainer): what a saved
+        depth-limited solve (:mod:`subgame.saved`) names the blueprint its leaves were valued
+        with. Computed once (about 1 s per GB of table)."""
+        h = self.__dict__.get("_strategy_hash")
+        if h is None:
+            d = hashlib.blake2b(digest_size=16)
+            d.update(f"{self.abstraction_hash}:{self.iteration}:{self.probs.size}".encode())
+            flat = self.probs.reshape(-1)
+            for i in range(0, flat.size, 1 << 22):
+                d.update(np.ascontiguousarray(flat[i : i + (1 << 22)], np.float32).tobytes())
+            h = self.__dict__["_strategy_hash"] = d.hexdigest()
+        return h
 
     @classmethod
     def load(cls, run_dir, log=None) -> "Blueprint":

@@ -21,10 +21,10 @@ The modules, each importing only those above it:
 ``continuation``    the continuations built from the blueprint (a leaf model)
 ``depth_engine``    the engine of a depth-limited tree (its walks value the leaves)
 ``solver``          :func:`~subgame.solver.solve`: the methods (safe gadgets) and the schedule
-``saved``           saved solves: a subgame and its solver state in one file
 ``libratus``        the public Libratus endgame format
 ``construct``       subgames from a blueprint and a hand history (ranges, values, gifts)
 ``nested``          nested solving of off-tree bets; :func:`~subgame.nested.solve_state`
+``saved``           saved solves: a subgame and its solver state in one file
 ``cache``           solved subgames kept for reuse within a memory budget
 ==================  ===========================================================================
 

@@ -16,6 +16,7 @@ from subgame.depth import DepthLimit
 from subgame.engine import Engine
 from subgame.leaf_model import LeafModel, LeafWork
 from subgame.tree import SubgameError
+from subgame.types import LeafState
 
 
 def make_engine(tree: BettingTree, dtype, support, model: LeafModel, dl: Optional[DepthLimit] = None):
@@ -105,6 +106,29 @@ class DepthLimitedEngine(Engine):
         self.measure_mask, self.measure_cards = mask, int(cards)
         self.measure_factor = self._runouts(cards) / self._runouts(base)
         return self.measure_cards
+
+    def leaf_state(self) -> LeafState:
+        """The leaf choices and the card-sampling generator, to continue or save the solve (the
+        engine's own, updated in place by later iterations)."""
+        return LeafState(self.leaf_reg, self.leaf_sum, self.leaf_pick, self.rng)
+
+    def set_leaf_state(self, ls: LeafState) -> None:
+        """Go on from ``ls`` (a :meth:`leaf_state` of the same subgame and depth limit): its arrays
+        become the engine's (updated in place). :class:`SubgameError` for another shape or pick rule."""
+        L, k, H = self.leaf_reg.shape
+        best = self.leaf_pick[0, 0] >= 0
+        if (
+            ls.reg.shape != (L, k, H)
+            or ls.sum.shape != (L, k, H)
+            or ls.pick.shape != (L, H)
+            or not (((ls.pick >= 0) & (ls.pick < k)).all() if best else (ls.pick == -1).all())
+        ):
+            raise SubgameError(
+                f"the leaf state to continue does not fit this depth-limited subgame ({L} leaves, {k} "
+                f"continuations, {H} hands, the {'best-response' if best else 'regret'} choice rule)"
+            )
+        self.leaf_reg, self.leaf_sum, self.leaf_pick = ls.reg, ls.sum, ls.pick
+        self.rng = ls.rng
 
     def memory_bytes(self) -> int:
         return (

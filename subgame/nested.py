@@ -48,13 +48,17 @@ def _flat(b: Betting) -> list[tuple[int, int, int]]:
     return [(r, k, s) for r, acts in enumerate(b.actions) for k, s in acts]
 
 
-def real_path_filter(real: Betting):
+class real_path_filter:
     """An ``action_filter`` for :func:`~subgame.tree.build_subgame_tree` that adds the real hand's
-    next action wherever a node lies on the real path and the bet abstraction lacks it."""
-    path = _flat(real)
+    next action wherever a node lies on the real path and the bet abstraction lacks it (``real``:
+    the real hand's betting, which a saved solve records to rebuild the tree)."""
 
-    def f(b: Betting, moves):
-        mine = _flat(b)
+    def __init__(self, real: Betting):
+        self.real = real
+        self._path = _flat(real)
+
+    def __call__(self, b: Betting, moves):
+        path, mine = self._path, _flat(b)
         if len(mine) >= len(path) or path[: len(mine)] != mine:
             return moves
         _, kind, size = path[len(mine)]
@@ -62,8 +66,6 @@ def real_path_filter(real: Betting):
             if not any(k == RAISE and to == size for k, to in moves):
                 moves = sorted(moves + [(RAISE, size)], key=lambda m: (m[0], m[1]))
         return moves
-
-    return f
 
 
 def first_off_tree(bp: Blueprint, state: State) -> Optional[tuple[int, int, Betting]]:

@@ -42,7 +42,7 @@ import numpy as np
 from blueprint.algo import SUBGAME_DCFR_GAMMA, SUBGAME_DCFR_REGRET_LAG, dcfr_factors
 from subgame import kernels as K
 from subgame.continuation import build_leaf_model
-from subgame.depth_engine import make_engine
+from subgame.depth_engine import DepthLimitedEngine, make_engine
 from subgame.engine import Engine, counted_solve
 from subgame.interrupt import interruptible
 from subgame.locking import resolve_locks
@@ -159,8 +159,10 @@ def solve(
     ``resume``: a :class:`SolveState` (``Solution.state``, or a saved solve's) to go on from, with
     the same subgame, method, algorithm, precision and locks: ``iterations`` then counts the
     iterations of this call (0: none, the saved strategy re-measured), and ``n`` then ``m``
-    iterations give exactly the tables of ``n + m`` in one call. ``keep_state``: keep the tables in
-    ``Solution.state`` (always with ``resume``; the tables are then the caller's, updated in place).
+    iterations give exactly the tables of ``n + m`` in one call (a depth-limited solve's state also
+    has its leaf choices and card-sampling generator, :class:`~subgame.types.LeafState`).
+    ``keep_state``: keep the tables in ``Solution.state`` (always with ``resume``; the tables are
+    then the caller's, updated in place).
     """
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
@@ -173,8 +175,6 @@ def solve(
             f"this solve ran with {resume.algo} / {resume.precision} precision: continue it with the same, "
             f"not {algo} / {precision}"
         )
-    if resume is not None and sub.depth_limit is not None:
-        raise SubgameError("a depth-limited solve cannot be continued: its leaf choices are not kept")
     t0 = time.perf_counter()
     t = sub.public_tree()
     sub.validate()
@@ -231,6 +231,16 @@ def solve(
             raise SubgameError(
                 f"the solver state to continue has {regret.size:,} table entries and a gadget of shape "
                 f"{g_reg.shape}; this subgame's solver has {e.size:,} and {g_shape} (another subgame or method?)"
+            )
+        if isinstance(e, DepthLimitedEngine):
+            if resume.leaf is None:
+                raise SubgameError(
+                    "the solver state to continue has no leaf state: it is not of a depth-limited solve"
+                )
+            e.set_leaf_state(resume.leaf)
+        elif resume.leaf is not None:
+            raise SubgameError(
+                "the solver state to continue is of a depth-limited solve; this subgame is not depth-limited"
             )
     else:
         regret = np.zeros(e.size, np.float32)
@@ -398,7 +408,8 @@ def solve(
     def kept() -> Optional[SolveState]:
         if not keep_state and resume is None:
             return None
-        return SolveState(regret, strat_sum, g_reg, g_sum, it, next_check, prev, algo, precision)
+        leaf = e.leaf_state() if isinstance(e, DepthLimitedEngine) else None
+        return SolveState(regret, strat_sum, g_reg, g_sum, it, next_check, prev, algo, precision, leaf)
 
     state = t.memory_bytes() + bh.memory_bytes() + e.memory_bytes() + regret.nbytes + strat_sum.nbytes
     if last is None or history[-1][0] != it:

@@ -127,6 +127,20 @@ class SolveState:
     prev: Optional[tuple[int, float]]
     algo: str
     precision: str
+    leaf: Optional["LeafState"] = None  # a depth-limited solve's leaf choices (None otherwise)
+
+
+@dataclasses.dataclass
+class LeafState:
+    """A depth-limited solve's state at its leaves (:class:`~subgame.depth_engine.DepthLimitedEngine`):
+    the opponent's continuation regrets and average-choice sums (float64 ``[leaves, k, H]``), its
+    best-response picks (int64 ``[leaves, H]``: all -1 under ``leaf_choice="regret"``, else in
+    ``[0, k)``) and the generator that samples the next cards (the engine's own: it goes on)."""
+
+    reg: np.ndarray
+    sum: np.ndarray
+    pick: np.ndarray
+    rng: np.random.Generator
 
 
 @dataclasses.dataclass

@@ -406,14 +406,26 @@ def run_blueprint(context: tuple[str, str], data: bytes) -> None:
         raise WrongAnswer(f"accepted a blueprint header {str(meta)[:200]}")
 
 
+#: the blueprint the depth-limited saved solves of the corpus were solved with (their reader needs it)
+_SAVED_BP: list = []
+
+
 def saved_corpus(rng: random.Random) -> list[Seed]:
     """Saved solves (subgame.saved) of a no-limit Leduc flop subgame, solved here: unsafe with a
-    lock, and resolve (gadget tables) with random alternative values."""
+    lock, and resolve (gadget tables) with random alternative values; and from a Leduc blueprint
+    trained here, a depth-limited pre-flop solve (resolve: leaf tables, generator state) and a
+    nested one after an off-tree raise (its real path)."""
     import tempfile
 
     from abstraction.bets import load_bets
+    from blueprint.algo import get_algo
+    from blueprint.blueprint import Blueprint
+    from blueprint.trainer import RunConfig, Trainer
     from holdem.betting import CALL, Betting
     from holdem.gamedef import load_gamedef
+    from subgame.construct import from_matchstate
+    from subgame.depth import DepthLimit
+    from subgame.nested import solve_state
     from subgame.saved import save_solve
     from subgame.solver import solve
     from subgame.tree import board_hands, build_subgame_tree
@@ -432,6 +444,20 @@ def saved_corpus(rng: random.Random) -> list[Seed]:
         sub = Subgame(game, root, (0,), ranges, bets, tree=tree, alt=np.linspace(-1, 1, ranges.shape[1]))
         path = out / f"s{i}.msgpack.lz4"
         save_solve(path, solve(sub, method, iterations=3, locks=locks, keep_state=True))
+    tr = Trainer(
+        RunConfig(str(ROOT / "tests" / "data" / "leduc_nolimit.game"), "fcpa", None, get_algo("dcfr"), 0)
+    )
+    tr.run(2000)
+    bp = Blueprint(tr)
+    _SAVED_BP[:] = [bp]
+    sub, _ = from_matchstate(bp, "MATCHSTATE:1:0::|4c")
+    sub.depth_limit = DepthLimit(bp, samples=2)
+    save_solve(out / "s2.msgpack.lz4", solve(sub, "resolve", iterations=3, keep_state=True))
+    nested, _ = solve_state(
+        bp, bp.game.state("MATCHSTATE:0:0:r333:4c|"), "unsafe", iterations=3, keep_state=True
+    )
+    save_solve(out / "s3.msgpack.lz4", nested)
+    for path in sorted(out.glob("s*.msgpack.lz4")):
         data = path.read_bytes()
         seeds += [
             (("saved", "raw"), data),
@@ -443,7 +469,7 @@ def saved_corpus(rng: random.Random) -> list[Seed]:
 
 def run_saved(context: tuple[str, str], data: bytes) -> None:
     _, mode = context
-    got = fuzz_read_saved_bytes(_wrap(SAVED_MAGIC, data) if mode == "stream" else data)
+    got = fuzz_read_saved_bytes(_wrap(SAVED_MAGIC, data) if mode == "stream" else data, _SAVED_BP[0])
     if got is None:
         raise Refused()
     if got.state.regret.dtype != np.float32 or not np.isfinite(got.state.regret).all():

@@ -342,7 +342,11 @@ def serve(
 
         solving["solver_processes"] = available()
     path, responder = _load_responder(run_dir, time_budget_ms, solve_method, **solving)
-    saved = _open_saved(saved_paths, responder.game.gamedef) if saved_paths else ()
+    saved = (
+        _open_saved(saved_paths, responder.game.gamedef, getattr(responder, "bp", None))
+        if saved_paths
+        else ()
+    )
     app = create_app(responder, threads=threads, describe={"run_dir": str(path)}, saved=saved, **guard)
     try:
         sock = bind(host, port)
@@ -370,14 +374,15 @@ def serve(
     click.echo("stopped", err=True)
 
 
-def _open_saved(paths, gamedef) -> list:
-    """``--saved``'s solves, read and measured (a clear error naming a refused file)."""
+def _open_saved(paths, gamedef, bp=None) -> list:
+    """``--saved``'s solves, read and measured (a clear error naming a refused file); a
+    depth-limited one needs to be of the served blueprint ``bp``."""
     from blueprint.io.errors import CheckpointError
     from mccfr.serving.explorer import open_saved
     from subgame.tree import SubgameError
 
     try:
-        return open_saved(paths, gamedef, log=lambda msg: click.echo(msg, err=True))
+        return open_saved(paths, gamedef, log=lambda msg: click.echo(msg, err=True), blueprint=bp)
     except (CheckpointError, SubgameError, ValueError, OSError) as exc:
         raise click.BadParameter(str(exc), param_hint="--saved") from None
 

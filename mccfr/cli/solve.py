@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -122,7 +123,8 @@ from mccfr.cli.common import CLIError, json_opt, run_dir_arg, user_input
     default=None,
     metavar="FILE",
     help="Reopen a saved solve: show it (--node), or continue it (--iterations, --time-budget, "
-    "--target-pct-pot) and --save it again.",
+    "--target-pct-pot) and --save it again. A depth-limited solve needs the blueprint it was solved "
+    "with: RUN_DIR, else the blueprint file it names.",
 )
 @click.option(
     "--node",
@@ -198,7 +200,9 @@ def solve(
             opts = {"locks": lock_spec or None, "keep_state": save_path is not None}
             sub_bets = load_bets(bets) if bets is not None else None
             if load_path is not None:
-                result = _solve_saved(load_path, time_budget, iterations if continuing else 0, target_pct_pot)
+                result = _solve_saved(
+                    load_path, run_dir, time_budget, iterations if continuing else 0, target_pct_pot
+                )
             elif subgame_file is not None:
                 result = _solve_file(
                     subgame_file,
@@ -308,11 +312,24 @@ def _node_report(sol, history: str) -> dict[str, Any]:
     return freq
 
 
-def _solve_saved(path, time_budget, iterations, target) -> dict[str, Any]:
+def _solve_saved(path, run_dir, time_budget, iterations, target) -> dict[str, Any]:
     from subgame.saved import read_saved
     from subgame.solver import solve as run_solve
 
-    saved = read_saved(path)
+    def blueprint(rec: dict):
+        """A depth-limited solve's blueprint: RUN_DIR's newest, else the file the solve names."""
+        from blueprint.blueprint import Blueprint
+
+        warn = lambda msg: click.echo(f"warning: {msg}", err=True)  # noqa: E731
+        if run_dir is not None:
+            return Blueprint.load(run_dir_arg(run_dir), log=warn)
+        src = Path(str(rec.get("source")))
+        if src.is_file():
+            click.echo(f"the depth-limited solve's blueprint: {src}", err=True)
+            return Blueprint.read_file(src)
+        return None
+
+    saved = read_saved(path, blueprint=blueprint)
     before = saved.state.iterations
     sol = run_solve(
         saved.subgame,

@@ -139,18 +139,21 @@ def saved_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 
 def open_saved(
-    paths: Iterable[str | os.PathLike[str]], gamedef, log: Optional[Callable[[str], None]] = None
+    paths: Iterable[str | os.PathLike[str]],
+    gamedef,
+    log: Optional[Callable[[str], None]] = None,
+    blueprint=None,
 ) -> list[SavedEntry]:
     """Read every saved solve of ``paths`` (:func:`saved_files`) with :func:`subgame.saved.read_saved`
     (its hostile-input checks; :class:`~blueprint.io.errors.CheckpointError` naming the file) and
     measure its saved strategy (no iteration run). ``ValueError`` for a solve of another game than
-    ``gamedef`` (the server's)."""
+    ``gamedef`` (the server's); a depth-limited solve must be of ``blueprint`` (the server's)."""
     from subgame.saved import read_saved
     from subgame.solver import solve
 
     out: list[SavedEntry] = []
     for f in saved_files(paths):
-        saved = read_saved(f)
+        saved = read_saved(f, blueprint=blueprint)
         g = saved.subgame.game
         if g.to_acpc() != gamedef.to_acpc():
             raise ValueError(

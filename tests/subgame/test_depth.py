@@ -339,6 +339,8 @@ def test_solve_cli_depth_limited(bp, tmp_path, capsys):
                 "10",
                 "--leaf-cards",
                 "5",
+                "--save",
+                str(tmp_path / "dl.solve"),
                 "--json",
             ]
         )
@@ -349,6 +351,15 @@ def test_solve_cli_depth_limited(bp, tmp_path, capsys):
     assert len(out["leaf_cards"]) == 5 and any("fixed sample of 5" in ln for ln in lines)
     assert out["iterations"] == 20 and out["exploitability_pct_pot"] >= 0
     assert any("depth-limited" in ln for ln in lines)
+    # reopened and continued: with RUN_DIR, or with the blueprint file the saved solve names
+    for args in ([str(run)], []):
+        with pytest.raises(SystemExit) as e:
+            main(["solve", *args, "--load", str(tmp_path / "dl.solve"), "--iterations", "3", "--json"])
+        assert e.value.code in (0, None)
+        again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert (
+            again["iterations"] == 23 and again["depth_limited"] and again["leaf_cards"] == out["leaf_cards"]
+        )
     with pytest.raises(SystemExit) as e:
         main(
             [
@@ -622,3 +633,41 @@ def test_a_stopped_solve_ends_inside_the_subgames_construction(bp, monkeypatch):
         with pytest.raises(SolveInterrupted):
             checkpoint()
     checkpoint()
+
+
+@pytest.mark.parametrize("method,rule", [("unsafe", "regret"), ("reach-maxmargin", "best")])
+def test_a_depth_limited_solve_is_saved_and_continued_exactly(bp, tmp_path, method, rule):
+    """Saved with its leaf choices and card-sampling generator: n iterations, save, load with the
+    blueprint, m more equal n + m in one go; without the blueprint, or with another, a clear error."""
+    import copy
+
+    from blueprint.io.errors import CheckpointError
+    from subgame.saved import read_saved, save_solve
+
+    def sub():
+        s, _ = _flop_subgame(bp, DepthLimit(bp, samples=3, leaf_choice=rule, continuations=CONTS[:3]))
+        return s
+
+    first = solve(sub(), method, iterations=4, keep_state=True)
+    path = tmp_path / "dl.solve"
+    save_solve(path, first)
+    with pytest.raises(CheckpointError, match="depth-limited.*give that blueprint"):
+        read_saved(path)
+    other = copy.copy(bp)
+    other.__dict__.pop("_strategy_hash", None)
+    other.probs = bp.probs.copy()
+    other.probs.reshape(-1)[-1] += 0.25
+    with pytest.raises(CheckpointError, match="not the one it was solved with"):
+        read_saved(path, blueprint=other)
+    saved = read_saved(path, blueprint=lambda rec: bp)
+    assert saved.subgame.depth_limit.continuations == CONTS[:3]
+    for k in ("reg", "sum", "pick"):
+        np.testing.assert_array_equal(getattr(saved.state.leaf, k), getattr(first.state.leaf, k))
+    shown = solve(saved.subgame, method, iterations=0, resume=saved.state)
+    np.testing.assert_array_equal(shown.strategy, first.strategy)
+    cont = solve(saved.subgame, method, iterations=3, resume=saved.state, keep_state=True)
+    whole = solve(sub(), method, iterations=7, keep_state=True)
+    np.testing.assert_array_equal(cont.strategy, whole.strategy)
+    np.testing.assert_array_equal(cont.state.regret, whole.state.regret)
+    np.testing.assert_array_equal(cont.state.leaf.sum, whole.state.leaf.sum)
+    assert cont.exploitability == whole.exploitability

@@ -162,3 +162,32 @@ def test_solving_player_plays_a_match_and_reuses_its_subgame(bp):
     assert source == "blueprint"
     with pytest.raises(Exception, match="RUN_DIR\\+solve:METHOD"):
         player_from_spec("x+solve:", g)
+
+
+def test_a_nested_solve_is_saved_with_its_off_tree_action(bp, tmp_path):
+    """The off-tree raise the real hand put in the tree (r777, not in the bet abstraction) is
+    recorded: the reader rebuilds the same tree, and the continued solve equals an uninterrupted one."""
+    from subgame.saved import read_saved, save_solve
+
+    st2 = bp.game.state("MATCHSTATE:0:0:cc/r250r777:7c7d|/2c3c4d")
+    first, node = solve_state(bp, st2, "unsafe", iterations=6, bets=FINE, keep_state=True)
+    assert "r777" in first.tree.action_labels(int(first.tree.parent[node]))
+    path = tmp_path / "nested.solve"
+    save_solve(path, first)
+    saved = read_saved(path)
+    assert saved.subgame.public_tree().content_hash() == first.tree.content_hash()
+    assert saved.meta["subgame"]["real_path"] == "cc/r250r777"
+    cont = solve(saved.subgame, "unsafe", iterations=4, resume=saved.state, keep_state=True)
+    whole, _ = solve_state(bp, st2, "unsafe", iterations=10, bets=FINE, keep_state=True)
+    np.testing.assert_array_equal(cont.strategy, whole.strategy)
+    np.testing.assert_array_equal(cont.state.regret, whole.state.regret)
+
+
+def test_a_subgame_with_a_custom_action_filter_is_not_saved(bp, tmp_path):
+    from subgame.saved import save_solve
+
+    sub, _ = from_matchstate(bp, "MATCHSTATE:0:0:cc/:7c7d|/2c3c4d", bets=FINE)
+    sub.action_filter = lambda b, moves: moves
+    sol = solve(sub, "unsafe", iterations=2, keep_state=True)
+    with pytest.raises(SubgameError, match="custom action_filter"):
+        save_solve(tmp_path / "x", sol)

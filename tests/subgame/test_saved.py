@@ -188,3 +188,42 @@ def test_fuzz_target_runs_clean(tmp_path):
         assert r["corpus_right"] == r["corpus"] > 0 and r["inputs"] == 300
     finally:
         signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture(scope="module")
+def depth_limited_saved(tmp_path_factory):
+    """A depth-limited pre-flop solve of no-limit Leduc (leaf tables, generator state) and its blueprint."""
+    from pathlib import Path
+
+    from blueprint.algo import get_algo
+    from blueprint.blueprint import Blueprint
+    from blueprint.trainer import RunConfig, Trainer
+    from subgame.construct import from_matchstate
+    from subgame.depth import DepthLimit
+
+    game = Path(__file__).parents[1] / "data" / "leduc_nolimit.game"
+    tr = Trainer(RunConfig(str(game), "fcpa", None, get_algo("dcfr"), 0))
+    tr.run(2000)
+    bp = Blueprint(tr)
+    sub, _ = from_matchstate(bp, "MATCHSTATE:1:0::|4c")
+    sub.depth_limit = DepthLimit(bp, samples=2, leaf_choice="best")
+    path = tmp_path_factory.mktemp("dl") / "dl.solve"
+    save_solve(path, solve(sub, "resolve", iterations=3, keep_state=True))
+    return path.read_bytes(), bp
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_mutated_depth_limited_files_are_refused_or_read(depth_limited_saved, data):
+    """Edits of a depth-limited saved solve (its leaf tables, picks and generator state included),
+    read with its blueprint: read or refused with a CheckpointError; picks read back are legal."""
+    raw, bp = depth_limited_saved
+    assert read_saved_bytes(raw, blueprint=bp).state.leaf.pick.max() >= 0
+    b = bytearray(lz4.frame.decompress(raw[16:]))
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(b) - 1))
+        b[i] = data.draw(st.integers(0, 255))
+    got = fuzz_read_saved_bytes(raw[:16] + lz4.frame.compress(bytes(b), content_checksum=True), bp)
+    if got is not None:
+        pick = got.state.leaf.pick
+        assert ((pick >= 0) & (pick < got.subgame.depth_limit.k)).all()
