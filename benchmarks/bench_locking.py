@@ -1,5 +1,9 @@
 """Node locking and saved solves: a locked river solve's time per iteration against an unlocked one
-on the same subgame (interleaved, one process), and the size of a saved turn solve."""
+on the same subgame (interleaved, one process), and the size of a saved turn solve; with
+``--run RUN_DIR`` (a hold'em blueprint) also a saved depth-limited turn solve from it.
+
+    python benchmarks/bench_locking.py [REPS] [ITERATIONS] [--run RUN_DIR]
+"""
 
 import json
 import statistics
@@ -10,12 +14,18 @@ from pathlib import Path
 
 from abstraction.tree import KIND_DECISION
 from subgame.libratus import read_libratus
-from subgame.saved import save_solve
+from subgame.saved import read_saved, save_solve
 from subgame.solver import solve
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "libratus"
-reps = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-iters = int(sys.argv[2]) if len(sys.argv) > 2 else 100
+argv = sys.argv[1:]
+run_dir = None
+if "--run" in argv:
+    i = argv.index("--run")
+    run_dir = argv[i + 1]
+    del argv[i : i + 2]
+reps = int(argv[0]) if len(argv) > 0 else 5
+iters = int(argv[1]) if len(argv) > 1 else 100
 river = read_libratus(DATA / "subgame4.txt")
 t = river.public_tree()
 root = {"": {"c": 0.5, "r3750": 0.5}}
@@ -49,8 +59,6 @@ solve_s = time.perf_counter() - t0
 with tempfile.TemporaryDirectory() as d:
     n = save_solve(Path(d) / "turn.msgpack.lz4", sol)
     t1 = time.perf_counter()
-    from subgame.saved import read_saved
-
     read_saved(Path(d) / "turn.msgpack.lz4")
     load_s = time.perf_counter() - t1
 raw = sol.state.regret.nbytes + sol.state.strat_sum.nbytes
@@ -62,4 +70,37 @@ out["turn_saved"] = {
     "solve_s_10_iterations": round(solve_s, 2),
     "load_s": round(load_s, 2),
 }
+if run_dir is not None:
+    from blueprint.blueprint import Blueprint
+    from subgame.nested import solve_state
+
+    bp = Blueprint.load(run_dir)
+    state = bp.game.state("MATCHSTATE:0:0:cc/cc/:AhKd|/2c7d9s/Tc")  # the turn, checked to
+    t0 = time.perf_counter()
+    sol, _ = solve_state(bp, state, "reach-maxmargin", iterations=10, keep_state=True)
+    solve_s = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "dl.solve"
+        n = save_solve(f, sol)
+        fresh = Blueprint.load(run_dir)  # its strategy hash not yet computed
+        t1 = time.perf_counter()
+        back = read_saved(f, blueprint=fresh)
+        load_s = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        solve(back.subgame, back.method, iterations=0, resume=back.state)  # rebuilds the leaves
+        reopen_s = time.perf_counter() - t2
+    d = sol.diagnostics()
+    out["depth_limited_turn_saved"] = {
+        "bytes": n,
+        "table_entries": int(sol.state.regret.size),
+        "leaf_state_bytes": int(
+            sol.state.leaf.reg.nbytes + sol.state.leaf.sum.nbytes + sol.state.leaf.pick.nbytes
+        ),
+        "leaves": d["leaves"],
+        "continuation_nodes": d["continuation_nodes"],
+        "blueprint_entries": int(bp.probs.size),
+        "solve_s_10_iterations": round(solve_s, 2),
+        "load_s_with_strategy_hash": round(load_s, 2),
+        "reopen_s_leaves_rebuilt_and_measured": round(reopen_s, 2),
+    }
 print(json.dumps(out))
