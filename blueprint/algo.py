@@ -65,8 +65,15 @@ class AlgoConfig:
     prune_threshold_bb: float = -0.02
     floor_bb: float = -0.03
     regret_dtype: str = "float32"
+    # opponent actions in external sampling drawn from (1 - explore) * sigma + explore * uniform
+    # (blueprint.kernels: a trembling opponent, without importance weights)
+    explore: float = 0.0
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.explore < 1.0:
+            raise AlgoError(f"explore must be in [0, 1), got {self.explore}")
+        if self.explore and self.name in FULL_ALGOS:
+            raise AlgoError("explore applies to sampled algorithms only (full-traversal CFR samples nothing)")
         if self.discount not in ("none", "linear", "dcfr"):
             raise AlgoError(f"discount must be none, linear or dcfr, got {self.discount!r}")
         if self.discount_every < 1:
@@ -110,6 +117,15 @@ PRESETS = {
     "cfr": AlgoConfig("cfr"),
     "cfr+": AlgoConfig("cfr+"),
 }
+
+
+def algo_dict(a: AlgoConfig) -> dict:
+    """``a`` as the run config stores (and hashes) it: fields added later are left out at their
+    default (``explore`` 0), so runs from before them keep their config hash."""
+    d = dataclasses.asdict(a)
+    if d["explore"] == 0.0:
+        del d["explore"]
+    return d
 
 
 def get_algo(name: str, **overrides) -> AlgoConfig:

@@ -11,7 +11,9 @@ Extensive Games"): one iteration is a traversal for each seat. Chance is sampled
 iteration (the whole deal, shared by the two traversals: each seat's regrets and the other's
 strategy sums still get an unbiased sample, and hold'em's deal and buckets cost as much as a
 quarter of a traversal), the opponent's actions are sampled from the current strategy (regret
-matching), and every action of the traverser is explored. At a traverser node with strategy
+matching; with ``explore`` > 0 from its mixture with the uniform strategy, without importance
+weights: each seat then learns against an opponent that trembles, a perturbed game), and every
+action of the traverser is explored. At a traverser node with strategy
 ``sigma`` and sampled action values ``v(a)`` the regret of ``a`` grows by ``v(a) - sum sigma v``;
 at opponent nodes ``sigma`` is added to the average-strategy sum ("simple" averaging as in
 OpenSpiel). Both estimates are unbiased up to a per-information-set constant.
@@ -66,6 +68,7 @@ class ESOptions(NamedTuple):
     ceil: float  # regrets are clipped to [max(floor, -ceil), ceil]
     int_regret: bool  # int32 regrets: each update is rounded to an integer
     scale: float  # stored units per chip
+    explore: float  # opponent actions sampled from (1 - explore) * sigma + explore * uniform
 
 
 class _Stack(NamedTuple):
@@ -131,6 +134,8 @@ def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, fl
     nact, cstart, echild = tree.num_actions, tree.child_start, tree.edge_child
     row_off, regret, strat = tables.row_offset, tables.regret, tables.strat
     ceil, int_regret, scale = opts.ceil, opts.int_regret, opts.scale
+    explore = opts.explore
+    keep = 1.0 - explore
     sig, val, flag, osig, maxa, stats = st.sig, st.val, st.flag, st.osig, st.maxa, st.stats
     f_node, f_base, f_next, f_val, f_prune = st.f_node, st.f_base, st.f_next, st.f_val, st.f_prune
     visits = 0  # counted here, added to ``stats`` once per traversal
@@ -149,8 +154,9 @@ def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, fl
             u = rng_uniform(rng)
             acc = 0.0
             pick = na - 1
+            mix = explore / na
             for a in range(na):
-                acc += osig[a]
+                acc += keep * osig[a] + mix
                 if u < acc:
                     pick = a
                     break

@@ -37,7 +37,7 @@ import numpy as np
 from abstraction.bets import load_bets, parse_bets
 from abstraction.cards import CardAbstraction, CardArrays, default_card_abstraction
 from abstraction.tree import KIND_DECISION, BettingTree, TreeArrays, build_tree
-from blueprint.algo import AlgoConfig, AlgoError, get_algo
+from blueprint.algo import AlgoConfig, AlgoError, algo_dict, get_algo
 from blueprint.checkpoints import load_latest, save_checkpoint
 from blueprint.defaults import DEFAULT_ALGO, DEFAULT_GAME, DEFAULT_NOLIMIT_BETS, DEFAULT_SEED
 from blueprint.evaluate import BestResponse
@@ -88,7 +88,7 @@ class RunConfig:
             "bets": self.bets,
             "bets_toml": bets_toml,
             "cards": self.cards,
-            "algo": dataclasses.asdict(self.algo),
+            "algo": algo_dict(self.algo),
             "seed": self.seed,
         }
 
@@ -182,6 +182,7 @@ class Trainer:
             ceil=float(hi),
             int_regret=a.regret_dtype == "int32",
             scale=float(scale),
+            explore=float(a.explore),
         )
 
     def _check_full_deals(self) -> None:

@@ -90,6 +90,14 @@ from mccfr.cli.session import budget, ray_job, run_session
     default=None,
     help="Regret storage [default: the algorithm's, float32].",
 )
+@click.option(
+    "--explore",
+    type=click.FloatRange(0.0, 1.0, max_open=True),
+    default=None,
+    metavar="EPS",
+    help="Sample the opponent's actions from (1-EPS) x its strategy + EPS x uniform (a trembling "
+    "opponent, no importance weights) [default: 0].",
+)
 @with_ray_opts
 @json_opt
 def train(
@@ -109,6 +117,7 @@ def train(
     eval_every,
     report_every,
     regret_dtype,
+    explore,
     workers,
     shards,
     address,
@@ -153,7 +162,7 @@ def train(
         from abstraction.bets import load_bets
         from blueprint.algo import get_algo
 
-        algo_config = get_algo(algo, regret_dtype=regret_dtype)
+        algo_config = get_algo(algo, regret_dtype=regret_dtype, explore=explore)
         if not gd.is_limit:
             load_bets(bets)
         if algo_config.full_traversal:
@@ -168,7 +177,15 @@ def train(
                     f"{MAX_FULL_DEALS:,}); use a sampled algorithm (pluribus, dcfr, linear, vanilla)"
                 )
         _build_card_abstraction(gd, abstraction)
-        tr = make_trainer(game, bets=bets, cards=abstraction, algo=algo, seed=seed, regret_dtype=regret_dtype)
+        tr = make_trainer(
+            game,
+            bets=bets,
+            cards=abstraction,
+            algo=algo,
+            seed=seed,
+            regret_dtype=regret_dtype,
+            explore=explore,
+        )
     if target is not None and exact_eval_problem(tr):
         raise CLIError(f"--target-exploitability needs exact exploitability: {exact_eval_problem(tr)}")
     try:

@@ -138,3 +138,27 @@ def test_bad_algo_options():
         get_algo("dcfr", discount_every=0)
     with pytest.raises(AlgoError, match="regret_dtype"):
         get_algo("vanilla", regret_dtype="int8")
+
+
+def test_explore_trains_against_a_trembling_opponent(tmp_path):
+    """``explore``: the opponent's actions sampled from a mixture with the uniform strategy. The
+    plain run's config (and hash) has no such key; the perturbed game's equilibrium sits above the
+    plain one in Leduc's exploitability; the option survives a checkpoint and resumes exactly."""
+    base = make_trainer("leduc", algo="pluribus", seed=3)
+    assert "explore" not in base.config_dict["algo"]  # runs from before the option keep their hash
+    tr = make_trainer("leduc", algo="pluribus", seed=3, explore=0.3)
+    assert tr.config_dict["algo"]["explore"] == 0.3 and tr.config_hash != base.config_hash
+    base.run(60000)
+    tr.run(30000)
+    tr.save(tmp_path)
+    back = Trainer.load(tmp_path)
+    assert back.config.algo.explore == 0.3 and back.config_hash == tr.config_hash
+    back.run(30000)
+    tr.run(30000)
+    assert np.array_equal(back.regret, tr.regret) and np.array_equal(back.strat, tr.strat)
+    e0, e1 = base.exploitability()[0], tr.exploitability()[0]
+    assert e0 < 0.1 and 2 * e0 < e1 < 1.0  # uniform play is 4.75
+    with pytest.raises(AlgoError, match="explore"):
+        get_algo("pluribus", explore=1.0)
+    with pytest.raises(AlgoError, match="explore"):
+        get_algo("cfr+", explore=0.1)

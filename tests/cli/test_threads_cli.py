@@ -107,3 +107,32 @@ def test_sigkill_of_a_threaded_run_resumes_from_its_last_checkpoint(tmp_path):
     assert _complete_checkpoints(run)[-1] == last + 3000
     its = [r["iteration"] for r in read_metrics(run)]
     assert its == sorted(its) and its[-1] == last + 3000  # rows past the checkpoint were dropped
+
+
+@pytest.mark.parametrize("value", ["1", "-0.1", "x"])
+def test_bad_explore_is_one_error_naming_it(tmp_path, value):
+    result = mccfr(
+        "train", "--game", "leduc", "--iterations", "10", "--out", tmp_path / "r", "--explore", value
+    )
+    assert result.exit_code == 2 and "'--explore'" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_explore_is_recorded_in_the_run_config(tmp_path):
+    result = mccfr(
+        "train",
+        "--game",
+        "leduc",
+        "--iterations",
+        "2000",
+        "--explore",
+        "0.05",
+        "--out",
+        tmp_path / "r",
+        "--json",
+    )
+    assert result.exit_code == 0, result.stderr
+    import tomllib
+
+    cfg = tomllib.loads((tmp_path / "r" / "run.toml").read_text())
+    assert cfg["algo"]["explore"] == 0.05
