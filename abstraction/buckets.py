@@ -295,6 +295,9 @@ RECIPES = {
     "small": Recipe("ehs2", (169, 50, 50, 50)),
     "medium": Recipe("potential", (169, 100, 100, 100), SampleSpec()),
     "large": Recipe("potential", (169, 200, 200, 200), SampleSpec(sample=200_000, river_boards=1000)),
+    # finer than large: E[HS^2] percentiles, as small, 20x the buckets after the flop (the
+    # abstraction ladder in BENCHMARKS.md: the strongest at 3 minutes of the main job's training)
+    "fine": Recipe("ehs2", (169, 1000, 1000, 1000)),
 }
 
 

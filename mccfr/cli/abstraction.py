@@ -25,7 +25,8 @@ def abstraction() -> None:
     "recipe",
     default=None,
     help="A recipe name: small (E[HS^2] percentiles, 169/50/50/50), medium (potential-aware, "
-    "169/100/100/100), large (potential-aware, 169/200/200/200).",
+    "169/100/100/100), large (potential-aware, 169/200/200/200), fine (E[HS^2] percentiles, "
+    "169/1000/1000/1000).",
 )
 @click.option(
     "--buckets", default=None, help="Bucket counts per round, e.g. 169,50,50,50 (preflop 169 = lossless)."

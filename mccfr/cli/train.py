@@ -62,7 +62,7 @@ from mccfr.cli.session import budget, ray_job, run_session
 @click.option(
     "--abstraction",
     default=None,
-    help="Card abstraction: lossless, rank, a recipe (small, medium, large: built on first use and cached) or a "
+    help="Card abstraction: lossless, rank, a recipe (small, medium, large, fine: built on first use and cached) or a "
     "built directory [default: lossless for small decks, else small].",
 )
 @click.option(
