@@ -21,7 +21,8 @@ every iteration updates, merge every :func:`hot_sync_every` iterations (a few up
 their information sets); the whole table, a sweep of it, every :func:`copy_sync_every` iterations
 and at the end of the thread's share of a span. Merges run one at a time (no update is
 lost); between them a thread does not see the others' updates, as a Ray worker does not within a
-round. Smaller tables (Leduc) and bigger ones are shared by the threads directly (hogwild, above).
+round. Smaller tables (Leduc) and bigger ones are shared by the threads directly (hogwild, above),
+and so is any table in a span too short for copies to pay (:func:`copies_pay`).
 
 Barriers. The trainer splits a span of N iterations between the threads (:func:`split_span`)
 and joins them all before anything else touches the tables: discount boundaries, the pruning
@@ -100,6 +101,21 @@ iterations of 3.6 us)."""
 def use_copies(entries: int, bytes_per_entry: int) -> bool:
     """Whether threads train on copies of a table of ``entries`` (module docstring, "Copies")."""
     return COPY_MIN_ENTRIES <= entries and 2 * entries * bytes_per_entry <= COPY_MAX_BYTES
+
+
+COPY_SPAN_DIVISOR = 64
+"""...and as long as each thread's share of a span is at least ``table entries /
+COPY_SPAN_DIVISOR`` iterations (:func:`copies_pay`): a span on copies costs the thread four copies
+of the tables at its start and a merge sweep at its end, about 10 ns per entry on the 2-core VM,
+which this keeps under about 10% of the span's iterations. Shorter spans (the discounting phase's
+1,000 iterations, a big table's report-sized chunks) train on the shared table: on a 24M-entry table
+copies in such spans ran 15 iterations a second (BENCHMARKS.md, "Training speed")."""
+
+
+def copies_pay(entries: int, share: int) -> bool:
+    """Whether a thread's share of a span, ``share`` iterations, is long enough for copies of a
+    table of ``entries`` (:data:`COPY_SPAN_DIVISOR`)."""
+    return share * COPY_SPAN_DIVISOR >= entries
 
 
 HOT_SYNC_VISITS = 5

@@ -57,6 +57,7 @@ from blueprint.tables import Tables, layout, normalize_blocks, tree_depth
 from blueprint.threads import (
     ThreadTeam,
     check_threads,
+    copies_pay,
     copy_sync_every,
     hot_sync_every,
     split_span,
@@ -239,7 +240,9 @@ class Trainer:
         else:
             rngs = [self.rng, *self._thread_states(len(shares))]
             starts = self.iteration + np.cumsum([0, *shares[:-1]])
-            if use_copies(self.size, self.regret.itemsize + self.strat.itemsize):
+            if use_copies(self.size, self.regret.itemsize + self.strat.itemsize) and copies_pay(
+                self.size, min(shares)
+            ):
                 copies = self._copies(len(shares))
                 args = [
                     (k, int(t0), tree, cards, tables, rng, opts, c)

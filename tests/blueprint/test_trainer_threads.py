@@ -203,6 +203,7 @@ def test_threads_on_copies_lose_no_update(monkeypatch, game):
     import blueprint.trainer as trainer_mod
 
     monkeypatch.setattr(trainer_mod, "use_copies", lambda entries, nbytes: True)
+    monkeypatch.setattr(trainer_mod, "copies_pay", lambda entries, share: True)
     n = 40_000 if game == "leduc" else 4_000
     one, two = _one_and_two_threads(game, n)
     (_, v1), (_, v2) = _opponent_visits(one), _opponent_visits(two)
@@ -220,6 +221,7 @@ def test_threads_on_copies_learn_leduc(monkeypatch):
     import blueprint.trainer as trainer_mod
 
     monkeypatch.setattr(trainer_mod, "use_copies", lambda entries, nbytes: True)
+    monkeypatch.setattr(trainer_mod, "copies_pay", lambda entries, share: True)
     expl = {1: [], 2: []}
     for threads in (1, 2):
         for seed in range(4):
@@ -234,6 +236,7 @@ def test_copies_are_for_tables_big_enough_and_small_enough():
     from blueprint.threads import (
         COPY_MAX_BYTES,
         COPY_MIN_ENTRIES,
+        copies_pay,
         copy_sync_every,
         hot_sync_every,
         use_copies,
@@ -244,3 +247,6 @@ def test_copies_are_for_tables_big_enough_and_small_enough():
     assert not use_copies(COPY_MAX_BYTES, 8) and use_copies(COPY_MIN_ENTRIES, 8)
     assert copy_sync_every(116_463) == 116_463 // 16 and copy_sync_every(10) == 256
     assert hot_sync_every(169, 2) == 422 and hot_sync_every(6, 2) == 16
+    # a span must be long enough for the copies' four table copies and merge sweep to pay
+    assert copies_pay(116_463, 1_820) and not copies_pay(116_463, 500)  # the discounting phase's spans
+    assert not copies_pay(24_058_731, 30_000)  # a big table's report-sized spans stay shared
