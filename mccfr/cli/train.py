@@ -63,7 +63,7 @@ from mccfr.cli.session import budget, ray_job, run_session
     "--abstraction",
     default=None,
     help="Card abstraction: lossless, rank, a recipe (small, medium, large, fine: built on first use and cached) or a "
-    "built directory [default: lossless for small decks, else small].",
+    "built directory [default: lossless for small decks, else fine].",
 )
 @click.option(
     "--algo",
