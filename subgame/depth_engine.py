@@ -121,7 +121,7 @@ class DepthLimitedEngine(Engine):
             ls.reg.shape != (L, k, H)
             or ls.sum.shape != (L, k, H)
             or ls.pick.shape != (L, H)
-            or not (((ls.pick >= 0) & (ls.pick < k)).all() if best else (ls.pick == -1).all())
+            or not ls.picks_follow(k, best)
         ):
             raise SubgameError(
                 f"the leaf state to continue does not fit this depth-limited subgame ({L} leaves, {k} "

@@ -408,11 +408,10 @@ def _finish(layout: _Layout, arrays: dict[str, np.ndarray], meta: dict[str, Any]
     sched = meta["schedule"]
     leaf = None
     if b["dl"] is not None:
-        pick, k = arrays["leaf_pick"], b["dl"].k
-        ok = ((pick >= 0) & (pick < k)).all() if b["dl"].leaf_choice == "best" else (pick == -1).all()
-        if not ok:
-            raise layout.fail(f"leaf picks outside the {b['dl'].leaf_choice!r} rule's values")
-        leaf = LeafState(arrays["leaf_regret"], arrays["leaf_sum"], pick, b["rng"])
+        dl = b["dl"]
+        leaf = LeafState(arrays["leaf_regret"], arrays["leaf_sum"], arrays["leaf_pick"], b["rng"])
+        if not leaf.picks_follow(dl.k, dl.leaf_choice == "best"):
+            raise layout.fail(f"leaf picks outside the {dl.leaf_choice!r} rule's values")
     state = SolveState(
         arrays["regret"],
         arrays["strat_sum"],

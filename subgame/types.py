@@ -142,6 +142,11 @@ class LeafState:
     pick: np.ndarray
     rng: np.random.Generator
 
+    def picks_follow(self, k: int, best: bool) -> bool:
+        """Whether the picks are those of the rule: in ``[0, k)`` under the best-response rule
+        (``best``), all -1 under the regret rule (the depth-limited walk indexes with them)."""
+        return bool(((self.pick >= 0) & (self.pick < k)).all() if best else (self.pick == -1).all())
+
 
 @dataclasses.dataclass
 class Solution:

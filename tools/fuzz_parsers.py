@@ -418,9 +418,8 @@ def saved_corpus(rng: random.Random) -> list[Seed]:
     import tempfile
 
     from abstraction.bets import load_bets
-    from blueprint.algo import get_algo
     from blueprint.blueprint import Blueprint
-    from blueprint.trainer import RunConfig, Trainer
+    from blueprint.trainer import make_trainer
     from holdem.betting import CALL, Betting
     from holdem.gamedef import load_gamedef
     from subgame.construct import from_matchstate
@@ -444,9 +443,7 @@ def saved_corpus(rng: random.Random) -> list[Seed]:
         sub = Subgame(game, root, (0,), ranges, bets, tree=tree, alt=np.linspace(-1, 1, ranges.shape[1]))
         path = out / f"s{i}.msgpack.lz4"
         save_solve(path, solve(sub, method, iterations=3, locks=locks, keep_state=True))
-    tr = Trainer(
-        RunConfig(str(ROOT / "tests" / "data" / "leduc_nolimit.game"), "fcpa", None, get_algo("dcfr"), 0)
-    )
+    tr = make_trainer(str(ROOT / "tests" / "data" / "leduc_nolimit.game"), bets="fcpa", algo="dcfr")
     tr.run(2000)
     bp = Blueprint(tr)
     _SAVED_BP[:] = [bp]

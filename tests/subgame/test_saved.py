@@ -195,14 +195,13 @@ def depth_limited_saved(tmp_path_factory):
     """A depth-limited pre-flop solve of no-limit Leduc (leaf tables, generator state) and its blueprint."""
     from pathlib import Path
 
-    from blueprint.algo import get_algo
     from blueprint.blueprint import Blueprint
-    from blueprint.trainer import RunConfig, Trainer
+    from blueprint.trainer import make_trainer
     from subgame.construct import from_matchstate
     from subgame.depth import DepthLimit
 
     game = Path(__file__).parents[1] / "data" / "leduc_nolimit.game"
-    tr = Trainer(RunConfig(str(game), "fcpa", None, get_algo("dcfr"), 0))
+    tr = make_trainer(str(game), bets="fcpa", algo="dcfr")
     tr.run(2000)
     bp = Blueprint(tr)
     sub, _ = from_matchstate(bp, "MATCHSTATE:1:0::|4c")
