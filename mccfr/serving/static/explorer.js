@@ -97,10 +97,15 @@ export class Explorer {
     return out;
   }
 
-  // how many of `hands` the board does not block (their strategy is not all zeros)
+  // whether the board leaves hand `h` live in `data` (a blocked hand's strategy is all zeros)
+  static live(data, h) {
+    return data.actions.some((a, i) => data.strategy[i][h] > 0);
+  }
+
+  // how many of `hands` the board does not block
   liveCount(hands) {
     let n = 0;
-    for (const h of hands) if (this.data.actions.some((a, i) => this.data.strategy[i][h] > 0)) n += 1;
+    for (const h of hands) if (Explorer.live(this.data, h)) n += 1;
     return n;
   }
 
@@ -112,9 +117,9 @@ export class Explorer {
     let w = 0;
     let live = 0;
     const add = (h) => {
+      if (!Explorer.live(data, h)) return; // blocked by the board
       let s = 0;
       data.actions.forEach((a, i) => (s += data.strategy[i][h]));
-      if (s <= 0) return; // blocked by the board
       live += 1;
       const r = data.reach[h] > 0 ? data.reach[h] : 0;
       w += r;
