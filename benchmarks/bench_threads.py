@@ -4,8 +4,8 @@
     python benchmarks/bench_threads.py leduc --threads 16 --seeds 8 --iterations 2000,10000,50000,200000
     python benchmarks/bench_threads.py distance --reference-seconds 60 --seconds 7.4 --seeds 6
 
-speed: the main job (``make_trainer()``: hunl100, small bets, small card abstraction, pluribus;
-``--algo dcfr`` for a run whose barriers come every 1,000 iterations all along),
+speed: the main job (``make_trainer()``: hunl100, small bets, fine card abstraction, pluribus;
+``--cards small`` for another abstraction; ``--algo dcfr`` for barriers every 1,000 iterations),
 one trainer per thread count in one process, each warmed up past the pruning warm-up
 (``--warmup`` iterations), then ``--rounds`` rounds of one ``--window``-second window per thread
 count in turn, so every count sees the same machine load; per count the best round's iterations/s
@@ -21,7 +21,8 @@ RNG stream, on one table; the difference shows what the lock-free sharing costs 
 distance: the main job's game, where exact exploitability is out of reach: how far each run's
 average strategy is from a long one-thread reference run's (``--reference-seconds``), at equal
 training time (``--seconds``: iterations at each arm's measured rate) over ``--seeds`` seeds: one
-thread, T threads on copies (the default on this table), T threads on the one shared table. Two
+thread, T threads on copies (the default on this table), T threads on the one shared table
+(``--reference-threads`` for a reference of several threads, to stay ahead of many-thread arms). Two
 distances: the mean absolute difference per first-round table entry, and over every entry weighted
 by the reference's strategy sums (where the play goes). A proxy, not exploitability: it says which
 arm is further along the same road in the same time.
@@ -55,12 +56,14 @@ def machine() -> str:
     return f"{available_cores()} usable of {harness.machine()}"
 
 
-def cmd_speed(threads: list[int], window: float, rounds: int, warmup: int, game: str, algo: str) -> dict:
+def cmd_speed(
+    threads: list[int], window: float, rounds: int, warmup: int, game: str, algo: str, cards: str | None
+) -> dict:
     from blueprint.trainer import make_trainer
 
     trainers = {}
     for t in threads:
-        tr = make_trainer(game, algo=algo, threads=t)
+        tr = make_trainer(game, algo=algo, threads=t, cards=cards)
         tr.run(warmup)
         trainers[t] = tr
     rates: dict[int, list[tuple[float, float]]] = {t: [] for t in threads}
@@ -85,7 +88,9 @@ def cmd_speed(threads: list[int], window: float, rounds: int, warmup: int, game:
                 "all_node_visits_per_s": [v for _, v in rates[t]],
             }
         )
-    print(f"{game} {algo}, {rounds} rounds of {window:g} s per thread count, best round ({machine()})")
+    print(
+        f"{game} {algo} {trainers[threads[0]].cards.name} cards, {rounds} rounds of {window:g} s per thread count, best round ({machine()})"
+    )
     print(f"{'threads':>8s}{'iterations/s':>15s}{'node visits/s':>16s}{'speed-up':>10s}{'per thread':>12s}")
     for r in rows:
         print(
@@ -96,6 +101,7 @@ def cmd_speed(threads: list[int], window: float, rounds: int, warmup: int, game:
         "machine": machine(),
         "game": game,
         "algo": algo,
+        "cards": trainers[threads[0]].cards.name,
         "window_s": window,
         "rounds": rounds,
         "rows": rows,
@@ -153,14 +159,16 @@ def cmd_leduc(threads: int, seeds: int, iterations: list[int], algo: str) -> dic
     }
 
 
-def cmd_distance(ref_seconds: float, seconds: float, seeds: int, threads: int, game: str) -> dict:
+def cmd_distance(
+    ref_seconds: float, seconds: float, seeds: int, threads: int, game: str, ref_threads: int = 1
+) -> dict:
     import numpy as np
 
     import blueprint.trainer as trainer_mod
     from blueprint.threads import use_copies
     from blueprint.trainer import make_trainer
 
-    ref = make_trainer(game, seed=1_000_000, threads=1)
+    ref = make_trainer(game, seed=1_000_000, threads=ref_threads)
     ref.run_for(ref_seconds)
     distance = harness.ReferenceDistance(ref)
     arms = [("1 thread", 1, use_copies), (f"{threads} threads, copies", threads, use_copies)]
@@ -206,7 +214,13 @@ def cmd_distance(ref_seconds: float, seconds: float, seeds: int, threads: int, g
             f"{r['arm']:>26s}{r['iterations']:12,d}{r['first_round']:14.5f} +-{r['first_round_ci95']:.5f}"
             f"{r['weighted']:14.5f} +-{r['weighted_ci95']:.5f}"
         )
-    return {**harness.machine_row(), "game": game, "reference_iterations": ref.iteration, "rows": rows}
+    return {
+        **harness.machine_row(),
+        "game": game,
+        "reference_iterations": ref.iteration,
+        "reference_threads": ref_threads,
+        "rows": rows,
+    }
 
 
 def _ints(text: str) -> list[int]:
@@ -234,6 +248,7 @@ def main(argv: list[str] | None = None) -> None:
     sp.add_argument(
         "--algo", default="pluribus", help="dcfr and linear discount every 1,000 iterations all along"
     )
+    sp.add_argument("--cards", default=None, help="card abstraction (default: the main job's)")
     lp = sub.add_parser("leduc", help="Leduc exploitability per iteration, T threads against 1")
     lp.add_argument("--threads", type=int, default=cores)
     lp.add_argument("--seeds", type=int, default=8)
@@ -245,16 +260,19 @@ def main(argv: list[str] | None = None) -> None:
     dp.add_argument("--seeds", type=int, default=6)
     dp.add_argument("--threads", type=int, default=cores)
     dp.add_argument("--game", default="hunl100")
+    dp.add_argument("--reference-threads", type=int, default=1, help="threads of the reference run")
     args = ap.parse_args(argv)
     if args.cmd == "distance":
         if not 2 <= args.threads <= cores or args.seeds < 2:
             ap.error(f"distance needs --threads from 2 to {cores} and --seeds >= 2")
-        res = cmd_distance(args.reference_seconds, args.seconds, args.seeds, args.threads, args.game)
+        res = cmd_distance(
+            args.reference_seconds, args.seconds, args.seeds, args.threads, args.game, args.reference_threads
+        )
     elif args.cmd == "speed":
         if max(args.threads) > cores:
             ap.error(f"--threads {max(args.threads)}: this process may use {cores} cores")
         res = cmd_speed(
-            sorted(set(args.threads)), args.window, args.rounds, args.warmup, args.game, args.algo
+            sorted(set(args.threads)), args.window, args.rounds, args.warmup, args.game, args.algo, args.cards
         )
     else:
         if not 2 <= args.threads <= cores or args.seeds < 2:
