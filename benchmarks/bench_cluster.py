@@ -9,6 +9,7 @@
     python benchmarks/bench_cluster.py throughput [--seconds 30] [--batch 20000] [--cards small]
     python benchmarks/bench_cluster.py checkpoint [--cards small] [--iterations 200000]
     python benchmarks/bench_cluster.py calls      [--nodes 4] [--workers 4] [--shards 4] [--batch 100] [--rounds 20]
+    python benchmarks/bench_cluster.py nodes      [--nodes 2] [--seconds 30] [--cards small] [--batch N]
     python benchmarks/bench_cluster.py memory     [--cards small|synthetic] [--workers 2] [--batch 2000]
     python benchmarks/bench_cluster.py model      [--sizes 2,3,4,5] [--held-out 5] [--rounds 30] [--targets 8,64,196]
                                                [--cores 28] [--rtt-ms 0.5] [--round-trips 3] [--gbps 10] [--target 1]
@@ -33,7 +34,9 @@ share of the workers' time spent outside the kernel (snapshot copy, deltas, wait
 checkpoint: write and load times and sizes of the default game's checkpoint, one shard (single
 process) and two (the Ray job). calls: on a simulated cluster (``ray.cluster_utils.Cluster``, a head
 without CPUs plus ``--nodes`` one-CPU nodes), a Leduc job's driver calls and result bytes per round
-(``RayJob.stats()``), against the old design's ``N + N S + 2 S``. memory: per-worker memory (rss, pss:
+(``RayJob.stats()``), against the old design's ``N + N S + 2 S``. nodes: hunl100 on ``--nodes``
+simulated one-CPU nodes (one worker per node, 2 shards, the default batch) against one process on
+one thread, iterations/s. memory: per-worker memory (rss, pss:
 shared pages split among the processes mapping them, uss: private pages) of a hunl100 job with the
 card table shared through the object store and with a private copy per worker (the old design);
 ``--cards synthetic`` uses a random table of the ``small`` recipe's exact sizes (277 MB) when the
@@ -535,6 +538,48 @@ def calls(nodes: int, workers: int, shards: int, batch: int, rounds: int) -> Non
                     "worker_delta_bytes_per_batch": st["bytes_per_batch"],
                     "leader_delta_bytes_per_round": st["leader_bytes_per_round"],
                     "seconds_per_round": dt / n,
+                    "load_average": os.getloadavg(),
+                }
+            )
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def nodes(seconds: float, cards: str, n_nodes: int, batch: int | None) -> None:
+    """``n_nodes`` simulated one-CPU nodes (a head without CPU) against one process on one thread:
+    hunl100 at the job's default settings (one worker per node on the node's cores, 2 shards, the
+    default batch unless ``batch``), iterations/s after a warm-up round."""
+    from ray.cluster_utils import Cluster
+
+    single, size, _ = _single_rate((cards, 1, 20_000, seconds, 0.0))
+    emit(
+        {"bench": "nodes", "mode": "single, 1 thread", "iterations_per_second": single, "table_entries": size}
+    )
+    store = 700 << 20  # the card table (277 MB for small) once per node
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 100 << 20})
+    for _ in range(n_nodes):
+        c.add_node(num_cpus=1, object_store_memory=store)
+    c.wait_for_nodes()
+    ray.init(address=c.address, include_dashboard=False, logging_level="warning", log_to_driver=False)
+    try:
+        tr = make_trainer("hunl100", bets="small", cards=cards, seed=1)
+        with RayJob(tr, workers=n_nodes, shards=2, batch=batch, threads=None) as job:
+            job.run(n_nodes * job.batch)  # warm up: actors start, kernels and card tables load
+            it0, t = job.iteration, time.perf_counter()
+            cpu0 = _cpu_by_process()
+            while time.perf_counter() - t < seconds:
+                job.run(n_nodes * job.batch)
+            dt = time.perf_counter() - t
+            rate = (job.iteration - it0) / dt
+            emit(
+                {
+                    "bench": "nodes",
+                    "mode": f"ray, {job.num_nodes} one-CPU nodes, {n_nodes} workers, 2 shards",
+                    "batch": job.batch,
+                    "iterations_per_second": rate,
+                    "vs_single": rate / single,
+                    "cores_by_role": _cpu_share(cpu0, _cpu_by_process(), dt),
                     "load_average": os.getloadavg(),
                 }
             )
@@ -1307,7 +1352,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument(
         "what",
-        choices=["leduc", "bytime", "staleness", "throughput", "checkpoint", "calls", "memory", "model"],
+        choices=[
+            "leduc",
+            "bytime",
+            "staleness",
+            "throughput",
+            "checkpoint",
+            "calls",
+            "nodes",
+            "memory",
+            "model",
+        ],
     )
     ap.add_argument("--game", default="leduc", help="bytime: the game")
     ap.add_argument("--checks", default="1,2,5,10,20", help="bytime: training seconds to measure at")
@@ -1434,6 +1489,10 @@ def main() -> None:
             a.round_trips,
             a.target,
         )
+        return
+    if a.what == "nodes":
+        emit(machine_row())
+        nodes(a.seconds, a.cards, a.nodes if a.nodes != 4 else 2, int(a.batch) if a.batch else None)
         return
     if a.what == "calls":
         emit(machine_row())
