@@ -12,7 +12,11 @@ Settings (a comma list, run in this order):
   turn / the flop (:class:`mccfr.evaluation.solving.SolvingPlayer` with ``--method``,
   ``--solve-iterations`` per solve; the turn's and the flop's subgames are depth-limited), LBR modelling it by :class:`mccfr.evaluation.lbr_solving.SolvingOpponent`;
 * ``lb``: the four settings of the 2017 study against the blueprint: pre-flop check/call or the
-  menu x flop check/call or the menu (``menu/menu`` is ``blueprint``, not run twice).
+  menu x flop check/call or the menu (``--lbr-setting``'s is ``blueprint``, not run twice).
+
+``--lbr-setting`` picks the LBR of ``blueprint`` and the solving settings: ``menu/menu`` (the
+default) or one of the study's other three, e.g. ``call/call`` (its setting (2): check/call
+pre-flop and on the flop, the menu on the turn and river).
 
 Every setting plays the same deals (``--seed``: LBR's deals do not depend on the play), each deal
 from both seats, so each solving setting is compared with ``blueprint`` deal by deal: the paired
@@ -59,7 +63,7 @@ def deals_needed(diff: np.ndarray) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run_dir")
+    ap.add_argument("run_dir", help="a run directory, or a blueprint file (CKPT/blueprint.msgpack.lz4)")
     ap.add_argument("--hands", type=int, default=400, help="hands per setting (whole pairs: each deal twice)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument(
@@ -68,13 +72,22 @@ def main(argv=None) -> int:
     ap.add_argument("--menu", default="fcpa")
     ap.add_argument("--method", default="reach-maxmargin")
     ap.add_argument("--solve-iterations", type=int, default=150)
+    ap.add_argument(
+        "--lbr-setting",
+        default="menu/menu",
+        choices=list(LB),
+        help="the LBR of the blueprint and solving settings: pre-flop / flop check-call or the menu "
+        "(Lisy & Bowling's setting (2) is call/call)",
+    )
     ap.add_argument("--out", default=None, help="JSON file: every result with its per-deal values")
     a = ap.parse_args(argv)
+    lb_pre, lb_calls = LB[a.lbr_setting]
     settings = [s.strip() for s in a.settings.split(",") if s.strip()]
     bad = [s for s in settings if s not in ("blueprint", *SOLVE_FROM, "lb")]
     if bad:
         ap.error(f"unknown settings {bad}: use blueprint, river, turn, flop, lb")
-    bp = Blueprint.load(Path(a.run_dir))
+    src = Path(a.run_dir)
+    bp = Blueprint.read_file(src) if src.is_file() else Blueprint.load(src)
     g = bp.gamedef
     scale = mbb_per_chip(big_blind_of(g))
     fold_value = -sum(g.blind) / 2 * scale  # folding every hand: each seat's blind once per pair
@@ -118,6 +131,7 @@ def main(argv=None) -> int:
                         "run_dir": a.run_dir,
                         "seed": a.seed,
                         "menu": a.menu,
+                        "lbr_setting": a.lbr_setting,
                         "always_fold": fold_value,
                         "results": results,
                         "per_pair": {k: v.tolist() for k, v in per_pair.items()},
@@ -134,7 +148,7 @@ def main(argv=None) -> int:
 
     for s in settings:
         if s == "blueprint":
-            run("blueprint", bp)
+            run("blueprint", bp, lb_pre, lb_calls)
         elif s in SOLVE_FROM:
             sp = SolvingPlayer(
                 bp,
@@ -143,17 +157,19 @@ def main(argv=None) -> int:
                 iterations=a.solve_iterations,
                 from_round=g.num_rounds - SOLVE_FROM[s],
             )
-            run(s, sp)
+            run(s, sp, lb_pre, lb_calls)
         else:
             for name, (pre, cr) in LB.items():
-                if name == "menu/menu" and "blueprint" in per_pair:
+                if name == a.lbr_setting and "blueprint" in per_pair:
                     results[name] = dict(results["blueprint"], setting=name)
                     per_pair[name] = per_pair["blueprint"]
                     continue
                 run(name, bp, pre, cr)
 
     u = "mbb/game" if big_blind_of(g) else "chips/hand"
-    print(f"\nLBR ({a.menu}) on {a.run_dir}, seed {a.seed}, {a.hands} hands per setting ({u}):")
+    print(
+        f"\nLBR ({a.menu}, {a.lbr_setting}) on {a.run_dir}, seed {a.seed}, {a.hands} hands per setting ({u}):"
+    )
     for name, r in results.items():
         line = f"  {name:10s} {r['lbr']:+9.1f} +- {r['ci95']:7.1f}"
         if "paired_diff" in r:
