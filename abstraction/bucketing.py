@@ -163,16 +163,48 @@ class SampleSpec:
     seed: int = 0
 
 
-def percentile_thresholds(hist: np.ndarray, n_buckets: int) -> np.ndarray:
-    """Quantized values at which the cumulative weight crosses k / n_buckets, k = 1..n-1."""
+def percentile_thresholds(hist: np.ndarray, n_buckets: int, fill: bool = False) -> np.ndarray:
+    """Quantized values at which the cumulative weight crosses k / n_buckets, k = 1..n-1.
+
+    Values are never split: a value that holds more than one bucket's share of the weight, or
+    several crossings within one histogram bin, leaves buckets empty (exact river strengths tie
+    often: the ``fine`` recipe uses 787 of its 1,000 river buckets). ``fill``: when that happens,
+    deal the buckets out again from the left, each taking at least one non-empty bin and about an
+    equal share of the weight still unassigned, so that every bucket is used whenever the
+    histogram has as many non-empty bins as buckets (else one bucket per non-empty bin). Without
+    ties the thresholds are the same either way."""
     cum = np.cumsum(hist)
     total = cum[-1]
     if total <= 0:
         raise AbstractionError("empty histogram: no hand was counted")
     targets = total * np.arange(1, n_buckets) / n_buckets
     # the first bin whose cumulative weight exceeds the target starts the next bucket
-    th = np.searchsorted(cum, targets, side="right").astype(np.int64)
-    return np.minimum(th, HIST_BINS - 1)
+    th = np.minimum(np.searchsorted(cum, targets, side="right").astype(np.int64), HIST_BINS - 1)
+    if not fill or np.all(np.diff(th) > 0) and (len(th) == 0 or hist[: th[0]].sum() > 0):
+        return th
+    return _filled_thresholds(np.asarray(hist, np.float64), n_buckets)
+
+
+def _filled_thresholds(hist: np.ndarray, n_buckets: int) -> np.ndarray:
+    nz = np.flatnonzero(hist > 0)
+    out = np.full(n_buckets - 1, HIST_BINS, np.int64)  # past every value: buckets left unused
+    if len(nz) <= n_buckets:
+        out[: len(nz) - 1] = nz[1:]
+        return out
+    w = hist[nz]
+    left, k, i = float(w.sum()), n_buckets, 0
+    for b in range(n_buckets - 1):
+        share = left / k
+        end = len(nz) - (k - 1)  # leave a bin for each bucket still to come
+        acc, j = w[i], i + 1
+        while j < end and acc + w[j] <= share:
+            acc += w[j]
+            j += 1
+        out[b] = nz[j]
+        left -= acc
+        k -= 1
+        i = j
+    return out
 
 
 def run_chunks(

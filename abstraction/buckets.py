@@ -342,6 +342,7 @@ def build_buckets(
     ochs_clusters: Optional[int] = None,
     sampled: Optional[bool] = None,
     spec=None,
+    fill: bool = False,
 ) -> Path:
     """Build the abstraction into ``out_dir/abstraction.bin`` (resuming a partial build there).
 
@@ -355,6 +356,9 @@ def build_buckets(
     which lost to it in every measurement of BENCHMARKS.md, "Three-round small deck");
     ``ochs_clusters``: the number of opponent clusters of OCHS (default
     :data:`abstraction.clustering.OCHS_CLUSTERS`).
+    ``fill`` (``ehs``, ``ehs2``): percentile buckets dealt out again where tied strengths would leave
+    some empty (:func:`abstraction.bucketing.percentile_thresholds`); off by default, so the named
+    recipes keep the tables their runs were trained on.
     ``sampled`` (``potential``): k-means on samples, every class assigned
     (:mod:`abstraction.potential`, with ``spec``, a ``SampleSpec``; its last round is OCHS k-means);
     ``None``: when the exact clustering is out of reach (52-card hold'em).
@@ -564,7 +568,7 @@ def build_buckets(
             values, scale, hist = st["m1"], HS_SCALE, st["hist1"]
         else:
             values, scale, hist = st["m2"], HS_SCALE, st["hist2"]
-        th = percentile_thresholds(hist, buckets[r])
+        th = percentile_thresholds(hist, buckets[r], fill=fill)
         out = np.zeros(size, np.uint16)
         assign_buckets(values, scale, th, out)
         tables.append(out)

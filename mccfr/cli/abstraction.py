@@ -46,12 +46,20 @@ def abstraction() -> None:
 @click.option(
     "--out", "out", default=None, help="Directory to build into [default: the cache, for a recipe]."
 )
+@click.option(
+    "--fill",
+    is_flag=True,
+    help="ehs, ehs2: deal the percentile buckets out again where tied strengths would leave some "
+    "empty (exact river strengths tie often: the fine recipe uses 787 of its 1,000 river buckets).",
+)
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Threads [default: all cores].")
 @json_opt
-def abstraction_build(game, recipe, buckets, method, out, threads, seed, as_json):
+def abstraction_build(game, recipe, buckets, method, out, threads, seed, fill, as_json):
     """Build a card abstraction (resumes a partial build in the same directory)."""
     if (recipe is None) == (buckets is None):
         raise click.UsageError("give --abstraction NAME or --buckets B1,B2,... (one of them)")
+    if fill and (recipe is not None or method not in ("ehs", "ehs2")):
+        raise click.UsageError("--fill applies to --buckets with --method ehs or ehs2")
     t0 = time.perf_counter()
     with user_input():
         from abstraction.buckets import (
@@ -90,7 +98,14 @@ def abstraction_build(game, recipe, buckets, method, out, threads, seed, as_json
             if out is None:
                 raise click.UsageError("--buckets needs --out DIR")
             path = build_buckets(
-                gd, counts, method, out, threads=threads, seed=seed, log=lambda m: click.echo(m, err=True)
+                gd,
+                counts,
+                method,
+                out,
+                threads=threads,
+                seed=seed,
+                fill=fill,
+                log=lambda m: click.echo(m, err=True),
             )
         header, _ = read_abstraction(path, gd)
     res = {

@@ -254,3 +254,50 @@ def test_kernel_lookup_matches_the_indexer_on_random_deals(built, tmp_path):
                 for p in range(2)
             ]
             assert winner == (0 if s[0] > s[1] else 1 if s[1] > s[0] else -1)
+
+
+def test_the_fine_recipe_builds_on_a_small_deck_deterministic_and_filled_uses_every_bucket(tmp_path):
+    """``fine`` (the main job's default): its method with as many buckets a round as the 24-card
+    deck allows (a quarter of its classes: the recipe's 1,000 after the flop exceed them), built
+    twice: identical tables. Tied strengths leave percentile buckets empty (equal values share a
+    bucket: on 52 cards ``fine`` fills its flop and turn but uses 787 of 1,000 river buckets); with
+    ``fill`` every bucket is used, up to one per distinct strength, and ordered by strength."""
+    from abstraction.bucketing import HS_SCALE
+    from abstraction.buckets import RECIPES
+
+    rec = RECIPES["fine"]
+    ix = HandIndexer.for_game(SMALL)
+    counts = tuple(min(b, ix.size(r) // 4) for r, b in enumerate(rec.buckets[: SMALL.num_rounds]))
+    assert counts[1] > 8  # finer than the module's (10, 8, 8) build
+    quiet = dict(progress=False, log=lambda m: None, keep_stats=True)
+    for d, fill in (("a", False), ("b", False), ("f", True)):
+        build_buckets(SMALL, counts, rec.method, tmp_path / d, fill=fill, **quiet)
+    (h1, t1), (_, t2), (hf, tf) = (read_abstraction(tmp_path / d) for d in "abf")
+    assert h1["buckets"] == hf["buckets"] == list(counts) and h1["method"] == rec.method == "ehs2"
+    for r, b in enumerate(counts):
+        assert np.array_equal(t1[r], t2[r])
+        st = np.load(tmp_path / "a" / "stats" / f"round{r}.npz")
+        v = st["hs"] if "hs" in st else st["m2"]
+        distinct = len(np.unique(np.floor(v * (1 if "hs" in st else HS_SCALE) + 0.5)))
+        used, used_f = len(np.unique(t1[r])), len(np.unique(tf[r]))
+        assert used_f == min(b, distinct) >= used, f"round {r}: {used_f} / {used} of {b} ({distinct} values)"
+        order = np.argsort(v, kind="stable")
+        assert np.all(np.diff(tf[r][order].astype(int)) >= 0)  # higher strength, never a lower bucket
+    assert len(np.unique(t1[-1])) < counts[-1]  # the ties that fill is for
+
+
+def test_filled_percentiles_equal_the_plain_ones_without_ties_and_use_every_bucket_with_them():
+    from abstraction.bucketing import HIST_BINS, percentile_thresholds
+
+    rng = np.random.default_rng(3)
+    hist = np.zeros(HIST_BINS)
+    hist[rng.choice(HIST_BINS, 5000, replace=False)] = rng.random(5000) + 0.5
+    assert np.array_equal(percentile_thresholds(hist, 50), percentile_thresholds(hist, 50, fill=True))
+    hist[100] = hist.sum()  # one value with half the weight: about 25 of 50 buckets would stay empty
+    plain, filled = percentile_thresholds(hist, 50), percentile_thresholds(hist, 50, fill=True)
+    assert len(np.unique(plain)) < 30
+    assert np.all(np.diff(filled) > 0) and hist[: filled[0]].sum() > 0
+    few = np.zeros(HIST_BINS)
+    few[[5, 9, 700]] = 1.0  # three values, ten buckets: one bucket each, the rest unused
+    th = percentile_thresholds(few, 10, fill=True)
+    assert list(th[:2]) == [9, 700] and np.all(th[2:] >= HIST_BINS)
