@@ -206,6 +206,9 @@ def test_cli_build_errors(tmp_path):
         ],
     )
     assert r.exit_code != 0 and "unknown bucketing method 'kmeans'" in r.output
+    for extra in (["--abstraction", "small"], ["--buckets", "3,3", "--method", "potential"]):
+        r = CliRunner().invoke(cli, ["abstraction", "build", "--game", "leduc", "--fill", *extra])
+        assert r.exit_code == 2 and "--fill applies to --buckets with --method ehs or ehs2" in r.output
     assert not (tmp_path / "y" / "abstraction.bin").exists()
 
 
