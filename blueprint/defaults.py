@@ -2,16 +2,31 @@
 
 ``make_trainer()`` and ``mccfr train`` with no options train the same game: heads-up no-limit
 hold'em with 100 big blinds (``hunl100``), the ``small`` bet abstraction (pot and all-in, at most
-two raises a round), the ``small`` card abstraction on 52-card decks (lossless buckets on small
-decks, see :func:`abstraction.cards.default_card_abstraction`), Pluribus-style MCCFR, seed 0.
+two raises a round), the ``fine`` card abstraction on 52-card decks (lossless buckets on small
+decks, see :func:`abstraction.cards.default_card_name`), Pluribus-style MCCFR, seed 0.
 """
 
 from __future__ import annotations
 
 DEFAULT_GAME = "hunl100"  # the main job: heads-up no-limit hold'em, 100 big blinds
 DEFAULT_NOLIMIT_BETS = "small"  # pot and all-in, at most two raises a round (limit games: their own)
+# ``mccfr train`` on 52-card no-limit games with at least this many core-seconds of training (time x
+# threads) and no --bets: ``standard`` bets. The abstraction ladder (BENCHMARKS.md), head-to-head
+# with ``fine`` cards on 2 cores: standard loses to small at 3 minutes (-126 +- 48 mbb/game) and
+# beats it at 20 (+74 +- 44; at 60 against small's 20: +110 +- 44)
+STANDARD_BETS_FROM_CORE_SECONDS = 2 * 1200.0
 DEFAULT_ALGO = "pluribus"
 DEFAULT_SEED = 0
 DEFAULT_TIME_BUDGET = 30.0  # seconds of training when neither iterations nor time is given (small games)
 DEFAULT_TIME_BUDGET_HOLDEM = 180.0  # the same for 52-card games
 DEFAULT_TIME_BUDGET_MS = 2_000  # wall-time budget of one query answer (mccfr serve, mccfr play)
+
+
+def default_nolimit_bets(deck_size: int, seconds: float | None, cores: int) -> str:
+    """The bet abstraction ``mccfr train`` picks without ``--bets`` for a no-limit game: ``standard``
+    for a 52-card game trained ``seconds`` on ``cores`` threads when that is at least
+    :data:`STANDARD_BETS_FROM_CORE_SECONDS`, else :data:`DEFAULT_NOLIMIT_BETS` (also for a budget
+    in iterations, whose time is unknown)."""
+    if deck_size == 52 and seconds is not None and seconds * max(cores, 1) >= STANDARD_BETS_FROM_CORE_SECONDS:
+        return "standard"
+    return DEFAULT_NOLIMIT_BETS

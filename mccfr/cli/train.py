@@ -56,8 +56,8 @@ from mccfr.cli.session import budget, ray_job, run_session
 @click.option(
     "--bets",
     default=None,
-    help=f"Bet abstraction for no-limit games: a name (fcpa, small, standard) or a TOML file "
-    f"[default: {DEFAULT_NOLIMIT_BETS}].",
+    help=f"Bet abstraction for no-limit games: a name (fcpa, small, standard, rich) or a TOML file "
+    f"[default: {DEFAULT_NOLIMIT_BETS}; standard for 52-card games given at least 40 core-minutes of --time].",
 )
 @click.option(
     "--abstraction",
@@ -157,7 +157,17 @@ def train(
                 err=True,
             )
         if not gd.is_limit and bets is None:
-            bets = DEFAULT_NOLIMIT_BETS
+            from blueprint.defaults import default_nolimit_bets
+            from blueprint.threads import available_cores
+
+            cores = threads if threads is not None else available_cores()
+            bets = default_nolimit_bets(gd.deck_size, seconds, cores)
+            if bets != DEFAULT_NOLIMIT_BETS:
+                click.echo(
+                    f"bets: {bets} (the default for {seconds * cores / 60:,.0f} core-minutes of training; "
+                    f"--bets {DEFAULT_NOLIMIT_BETS} for the short-budget default)",
+                    err=True,
+                )
         # everything the user gave is checked before a card abstraction build (minutes)
         from abstraction.bets import load_bets
         from blueprint.algo import get_algo

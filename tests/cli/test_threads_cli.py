@@ -136,3 +136,32 @@ def test_explore_is_recorded_in_the_run_config(tmp_path):
 
     cfg = tomllib.loads((tmp_path / "r" / "run.toml").read_text())
     assert cfg["algo"]["explore"] == 0.05
+
+
+def test_the_default_bets_follow_the_budget_in_core_seconds(tmp_path, monkeypatch):
+    """Without --bets a 52-card no-limit run of at least STANDARD_BETS_FROM_CORE_SECONDS of
+    training (time x threads) gets ``standard`` bets, a shorter one or one counted in iterations
+    ``small``; --bets always wins. (The threshold is lowered here so the runs take a second.)"""
+    import tomllib
+
+    import blueprint.defaults as defaults
+
+    assert defaults.default_nolimit_bets(52, 1200.0, 2) == "standard"
+    assert (
+        defaults.default_nolimit_bets(52, 1199.0, 2) == "small" == defaults.default_nolimit_bets(52, None, 64)
+    )
+    assert defaults.default_nolimit_bets(52, 180.0, 16) == "standard"  # 48 core-minutes
+    assert defaults.default_nolimit_bets(20, 10_000.0, 2) == "small"  # short decks: not measured
+    monkeypatch.setattr(defaults, "STANDARD_BETS_FROM_CORE_SECONDS", 0.6)
+    base = ["train", "--game", "hunl100", "--abstraction", "rank"]
+    for name, extra, bets in [
+        ("long", ["--time", "0.7", "--threads", "1"], "standard"),
+        ("short", ["--time", "0.3", "--threads", "1"], "small"),
+        ("counted", ["--iterations", "2000", "--threads", "1"], "small"),
+        ("given", ["--time", "0.7", "--threads", "1", "--bets", "fcpa"], "fcpa"),
+    ]:
+        result = mccfr(*base, *extra, "--out", tmp_path / name)
+        assert result.exit_code == 0, result.stderr
+        cfg = tomllib.loads((tmp_path / name / "run.toml").read_text())
+        assert cfg["bets"] == bets, (name, cfg["bets"])
+        assert ("bets: standard (the default for" in result.stderr) == (name == "long")
