@@ -281,3 +281,19 @@ def test_cli_lbr_baseline_errors():
     assert r.exit_code == 2 and "needs --game" in r.output
     r = _cli("eval", "--game", "hunl100", "--player", "nobody", "--lbr")
     assert r.exit_code == 2 and "unknown player 'nobody'" in r.output
+
+
+def test_lbr_on_a_trained_rung_equals_lbr_on_its_blueprint_file(tmp_path):
+    """A hold'em rung (hunl100, rank cards, small bets): LBR against the trainer's blueprint in
+    memory and against the blueprint file its checkpoint wrote, same seed, same deals: the same
+    value hand for hand (the file holds the average strategy as float32)."""
+    tr = make_trainer("hunl100", cards="rank", seed=3)
+    tr.run(20_000)
+    tr.save(tmp_path / "run")
+    live, loaded = Blueprint(tr), Blueprint.load(tmp_path / "run")
+    assert loaded.iteration == live.iteration == 20_000
+    a = LocalBestResponse(live.game, live, menu="fcpa").run(60, seed=5)
+    b = LocalBestResponse(loaded.game, loaded, menu="fcpa").run(60, seed=5)
+    assert a.hands == b.hands == 60
+    np.testing.assert_allclose(b.per_pair, a.per_pair, rtol=1e-6, atol=1e-6)
+    assert np.any(a.per_pair != 0)
