@@ -112,3 +112,25 @@ def test_bad_bet_files_name_the_problem(text, msg):
 def test_unknown_bets_name():
     with pytest.raises(BetAbstractionError, match="unknown bet abstraction 'nope'"):
         load_bets("nope")
+
+
+def test_rich_is_standard_with_one_more_raise_a_round():
+    """``rich``: ``standard``'s sizes and one raise more in every round: on hunl100 a pot-raise war
+    stays on the tree one raise longer (4 pre-flop, 3 after), and the tree is a superset."""
+    from abstraction.tree import KIND_DECISION
+
+    game = PRESETS["hunl100"]
+    std, rich = build_tree(game, load_bets("standard")), build_tree(game, load_bets("rich"))
+    assert rich.num_nodes > std.num_nodes and rich.action_labels(0) == std.action_labels(0)
+
+    def longest_raises(tree, rnd):
+        best = 0
+        for n in np.flatnonzero((tree.kind == KIND_DECISION) & (tree.round == rnd)):
+            b = tree.betting_string(int(n)).split("/")[-1]
+            best = max(best, b.count("r"))
+        return best
+
+    assert [longest_raises(std, r) for r in range(4)] == [3, 2, 2, 2]
+    assert [longest_raises(rich, r) for r in range(4)] == [4, 3, 3, 3]
+    std_lines = {std.betting_string(int(n)) for n in range(std.num_nodes)}
+    assert std_lines <= {rich.betting_string(int(n)) for n in range(rich.num_nodes)}
