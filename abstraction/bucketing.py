@@ -180,7 +180,7 @@ def percentile_thresholds(hist: np.ndarray, n_buckets: int, fill: bool = False) 
     targets = total * np.arange(1, n_buckets) / n_buckets
     # the first bin whose cumulative weight exceeds the target starts the next bucket
     th = np.minimum(np.searchsorted(cum, targets, side="right").astype(np.int64), HIST_BINS - 1)
-    if not fill or np.all(np.diff(th) > 0) and (len(th) == 0 or hist[: th[0]].sum() > 0):
+    if not fill or (np.all(np.diff(th) > 0) and (len(th) == 0 or hist[: th[0]].sum() > 0)):
         return th
     return _filled_thresholds(np.asarray(hist, np.float64), n_buckets)
 

@@ -51,6 +51,7 @@ instead, fitted jointly and extrapolated with groups of about sqrt(nodes) (:func
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import tempfile
@@ -503,16 +504,28 @@ def checkpoint(cards: str, iters: int) -> None:
         )
 
 
-def calls(nodes: int, workers: int, shards: int, batch: int, rounds: int) -> None:
-    """Driver calls and bytes per round on a simulated ``nodes``-node cluster (Leduc)."""
+@contextlib.contextmanager
+def simulated_cluster(n_nodes: int, node_store: int = 80 << 20, head_store: int = 80 << 20):
+    """A simulated cluster (``ray.cluster_utils.Cluster``): a head without CPUs plus ``n_nodes``
+    one-CPU nodes with ``node_store`` bytes of object store each, with this process connected; shut
+    down on exit."""
     from ray.cluster_utils import Cluster
 
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20})
-    for _ in range(nodes):
-        c.add_node(num_cpus=1, object_store_memory=80 << 20)
-    c.wait_for_nodes()
-    ray.init(address=c.address, include_dashboard=False, logging_level="warning", log_to_driver=False)
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": head_store})
     try:
+        for _ in range(n_nodes):
+            c.add_node(num_cpus=1, object_store_memory=node_store)
+        c.wait_for_nodes()
+        ray.init(address=c.address, include_dashboard=False, logging_level="warning", log_to_driver=False)
+        yield c
+    finally:
+        ray.shutdown()
+        c.shutdown()
+
+
+def calls(nodes: int, workers: int, shards: int, batch: int, rounds: int) -> None:
+    """Driver calls and bytes per round on a simulated ``nodes``-node cluster (Leduc)."""
+    with simulated_cluster(nodes):
         with RayJob(make_trainer("leduc", seed=1), workers=workers, shards=shards, batch=batch) as job:
             job.run(workers * batch)  # warm up
             d0, b0, r0, t0 = job.driver_calls, job.driver_bytes, job.rounds, time.perf_counter()
@@ -541,28 +554,18 @@ def calls(nodes: int, workers: int, shards: int, batch: int, rounds: int) -> Non
                     "load_average": os.getloadavg(),
                 }
             )
-    finally:
-        ray.shutdown()
-        c.shutdown()
 
 
 def nodes(seconds: float, cards: str, n_nodes: int, batch: int | None) -> None:
     """``n_nodes`` simulated one-CPU nodes (a head without CPU) against one process on one thread:
     hunl100 at the job's default settings (one worker per node on the node's cores, 2 shards, the
     default batch unless ``batch``), iterations/s after a warm-up round."""
-    from ray.cluster_utils import Cluster
-
     single, size, _ = _single_rate((cards, 1, 20_000, seconds, 0.0))
     emit(
         {"bench": "nodes", "mode": "single, 1 thread", "iterations_per_second": single, "table_entries": size}
     )
-    store = 700 << 20  # the card table (277 MB for small) once per node
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 100 << 20})
-    for _ in range(n_nodes):
-        c.add_node(num_cpus=1, object_store_memory=store)
-    c.wait_for_nodes()
-    ray.init(address=c.address, include_dashboard=False, logging_level="warning", log_to_driver=False)
-    try:
+    # each node's object store holds the card table (277 MB for small) once
+    with simulated_cluster(n_nodes, node_store=700 << 20, head_store=100 << 20):
         tr = make_trainer("hunl100", bets="small", cards=cards, seed=1)
         with RayJob(tr, workers=n_nodes, shards=2, batch=batch, threads=None) as job:
             job.run(n_nodes * job.batch)  # warm up: actors start, kernels and card tables load
@@ -583,9 +586,6 @@ def nodes(seconds: float, cards: str, n_nodes: int, batch: int | None) -> None:
                     "load_average": os.getloadavg(),
                 }
             )
-    finally:
-        ray.shutdown()
-        c.shutdown()
 
 
 def _elem_cost(calls: int = 100, k: int = 100) -> dict:
@@ -643,23 +643,13 @@ def _model_measure(
     one worker per node and shards = nodes; per round over ``rounds`` rounds after ``warmup``: the
     job's counters (calls, bytes, the driver thread's CPU, wall) and the CPU time of every leader and
     shard process (``cpu_seconds``) and of the driver's, less what each uses while the job idles."""
-    from ray.cluster_utils import Cluster
-
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20})
-    for _ in range(nodes):
-        c.add_node(num_cpus=1, object_store_memory=80 << 20)
-    c.wait_for_nodes()
-    ray.init(address=c.address, include_dashboard=False, logging_level="warning", log_to_driver=False)
     rows = []
-    try:
+    with simulated_cluster(nodes):
         if elem:
             rows.append({"elem_cost": _elem_cost()})
         for mode in modes:
             rows.append(_model_job(nodes, batch, rounds, warmup, idle_seconds, mode, group_size, relay))
-        return rows
-    finally:
-        ray.shutdown()
-        c.shutdown()
+    return rows
 
 
 def _model_job(
@@ -1412,7 +1402,7 @@ def main() -> None:
         default=None,
         help="model --group-size: refit the measured rows of earlier runs' output files (comma-separated)",
     )
-    ap.add_argument("--nodes", type=int, default=4, help="calls: simulated nodes")
+    ap.add_argument("--nodes", type=int, default=None, help="calls, nodes: simulated nodes [4; nodes: 2]")
     ap.add_argument("--shards", type=int, default=4, help="calls: shards")
     ap.add_argument("--rounds", type=int, default=20, help="calls: rounds measured")
     ap.add_argument("--iterations", type=int, default=None)
@@ -1492,12 +1482,12 @@ def main() -> None:
         return
     if a.what == "nodes":
         emit(machine_row())
-        nodes(a.seconds, a.cards, a.nodes if a.nodes != 4 else 2, int(a.batch) if a.batch else None)
+        nodes(a.seconds, a.cards, a.nodes or 2, int(a.batch) if a.batch else None)
         return
     if a.what == "calls":
         emit(machine_row())
         calls(
-            a.nodes,
+            a.nodes or 4,
             int(a.workers.split(",")[-1]) if a.workers != "1,2" else 4,
             a.shards,
             int(a.batch or 100),

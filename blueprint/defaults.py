@@ -3,7 +3,9 @@
 ``make_trainer()`` and ``mccfr train`` with no options train the same game: heads-up no-limit
 hold'em with 100 big blinds (``hunl100``), the ``small`` bet abstraction (pot and all-in, at most
 two raises a round), the ``fine`` card abstraction on 52-card decks (lossless buckets on small
-decks, see :func:`abstraction.cards.default_card_name`), Pluribus-style MCCFR, seed 0.
+decks, see :func:`abstraction.cards.default_card_name`), Pluribus-style MCCFR, seed 0. ``mccfr
+train`` alone, knowing its time budget, picks ``standard`` bets instead for 52-card games given at
+least :data:`STANDARD_BETS_FROM_CORE_SECONDS` (:func:`default_nolimit_bets`).
 """
 
 from __future__ import annotations

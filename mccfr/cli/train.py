@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from blueprint.defaults import DEFAULT_GAME, DEFAULT_NOLIMIT_BETS
+from blueprint.defaults import DEFAULT_GAME, DEFAULT_NOLIMIT_BETS, default_nolimit_bets
 from blueprint.rundir import (
     METRICS_JSONL,
     METRICS_PARQUET,
@@ -157,7 +157,6 @@ def train(
                 err=True,
             )
         if not gd.is_limit and bets is None:
-            from blueprint.defaults import default_nolimit_bets
             from blueprint.threads import available_cores
 
             cores = threads if threads is not None else available_cores()
