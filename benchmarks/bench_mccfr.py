@@ -5,6 +5,7 @@
     python benchmarks/bench_mccfr.py memory  # bytes per (information set, action)
     python benchmarks/bench_mccfr.py lookup  # throughput cost of the card-abstraction tables
     python benchmarks/bench_mccfr.py lookup-kernel  # the per-deal bucket lookup against the order it replaced
+    python benchmarks/bench_mccfr.py prefetch [CARDS[:BETS][:THREADS] ...]  # the kernel's row prefetch on and off
 
 Leduc: ours is the wall time of the whole ``mccfr train --game leduc --target-exploitability
 0.03`` process (interpreter start, imports, JIT or cache load, training and the periodic exact
@@ -217,6 +218,63 @@ def cmd_lookup(window: float = 40.0, rounds: int = 8) -> dict:
     return {"machine": machine(), **res, "all": rates}
 
 
+def cmd_prefetch(window: float = 5.0, rounds: int = 5) -> dict:
+    """The kernel's prefetch of each node's children's rows (``ESOptions.prefetch``) on and off,
+    on one trainer per configuration (hunl100; ``CARDS[:BETS][:THREADS]`` arguments, default the
+    main job's ``fine`` cards, ``small`` cards, and ``small`` cards with ``standard`` bets, one
+    thread), alternating ``window``-second windows ``rounds`` times so both see the same load and
+    the same point of training; node visits/s per window, the ratio of each pair and of the best
+    windows. The switch is :data:`blueprint.trainer.PREFETCH_MIN_ENTRIES` (the default turns it on
+    from that many table entries)."""
+    import blueprint.trainer as trainer_module
+    from blueprint.trainer import make_trainer
+
+    specs = sys.argv[2:] or ["fine", "small", "small:standard"]
+    default_min = trainer_module.PREFETCH_MIN_ENTRIES
+    rows = []
+    try:
+        for spec in specs:
+            cards, bets, threads = (spec.split(":") + ["", ""])[:3]
+            tr = make_trainer(
+                "hunl100",
+                bets=bets or "small",
+                cards=cards or None,
+                algo="pluribus",
+                threads=int(threads or 1),
+            )
+            tr.run(30_000)  # past the pruning warm-up's first spans and the kernels' compilation
+            rates: dict[str, list[float]] = {"off": [], "on": []}
+            for _ in range(rounds):
+                for arm, at in (("off", 1 << 62), ("on", 0)):
+                    trainer_module.PREFETCH_MIN_ENTRIES = at
+                    v0, t0 = tr.node_visits, time.perf_counter()
+                    tr.run_for(window)
+                    rates[arm].append((tr.node_visits - v0) / (time.perf_counter() - t0))
+            pairs = sorted(on / off for on, off in zip(rates["on"], rates["off"]))
+            row = {
+                "cards": cards or "fine",
+                "bets": bets or "small",
+                "threads": int(threads or 1),
+                "entries": tr.size,
+                "default_on": tr.size >= default_min,
+                "off_best": max(rates["off"]),
+                "on_best": max(rates["on"]),
+                "ratio_best": max(rates["on"]) / max(rates["off"]),
+                "ratio_median_pair": pairs[len(pairs) // 2],
+                "all": rates,
+            }
+            rows.append(row)
+            print(
+                f"{row['cards']:>10s} {row['bets']:>9s} {row['threads']:2d} thr {row['entries']:>10,d} entries: "
+                f"off {row['off_best'] / 1e6:6.2f}M on {row['on_best'] / 1e6:6.2f}M visits/s, best {row['ratio_best']:.2f}x, "
+                f"median pair {row['ratio_median_pair']:.2f}x (default {'on' if row['default_on'] else 'off'})",
+                flush=True,
+            )
+    finally:
+        trainer_module.PREFETCH_MIN_ENTRIES = default_min
+    return {"machine": machine(), "window_s": window, "rounds": rounds, "rows": rows}
+
+
 def cmd_lookup_kernel(deals: int = 1_000_000, rounds: int = 4) -> dict:
     """``deal_buckets`` with the ``small`` tables on random ``hunl100`` deals, against the order
     it replaced (each seat and round: index, then read the entry at once), in one process:
@@ -339,5 +397,6 @@ if __name__ == "__main__":
         "memory": cmd_memory,
         "lookup": cmd_lookup,
         "lookup-kernel": cmd_lookup_kernel,
+        "prefetch": cmd_prefetch,
     }[which]
     print(json.dumps(fn()))

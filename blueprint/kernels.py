@@ -51,6 +51,7 @@ import numba
 import numpy as np
 
 from abstraction.cards import card_buckets
+from abstraction.isomorphism import prefetch
 from abstraction.tree import KIND_DECISION, KIND_FOLD
 from blueprint.numerics import rng_below, rng_uniform
 
@@ -69,6 +70,7 @@ class ESOptions(NamedTuple):
     int_regret: bool  # int32 regrets: each update is rounded to an integer
     scale: float  # stored units per chip
     explore: float  # opponent actions sampled from (1 - explore) * sigma + explore * uniform
+    prefetch: bool  # ask the cache for the children's rows at each node (tables bigger than a cache)
 
 
 class _Stack(NamedTuple):
@@ -122,6 +124,22 @@ def regret_matching(regret, base, na, out, off):
             out[off + a] = u
 
 
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _prefetch_children(n, trav, tree, tables, buckets):
+    """Ask the cache for the rows of ``n``'s decision children for this deal's buckets (the
+    regrets, and the strategy sums an opponent's node adds to), so that their misses overlap the
+    work at ``n`` and at the siblings explored first instead of stalling the walk one by one."""
+    kind, player, rnd, nact = tree.kind, tree.player, tree.round, tree.num_actions
+    cs = tree.child_start[n]
+    for a in range(nact[n]):
+        c = tree.edge_child[cs + a]
+        if kind[c] == KIND_DECISION:
+            row = tables.row_offset[c] + buckets[player[c], rnd[c]] * nact[c]
+            prefetch(tables.regret, row)
+            if player[c] != trav:
+                prefetch(tables.strat, row)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, floor, opts, last_round, st):
     """One external-sampling traversal for seat ``trav`` from the root; returns its value.
@@ -136,6 +154,7 @@ def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, fl
     ceil, int_regret, scale = opts.ceil, opts.int_regret, opts.scale
     explore = opts.explore
     keep = 1.0 - explore
+    pf = opts.prefetch
     sig, val, flag, osig, maxa, stats = st.sig, st.val, st.flag, st.osig, st.maxa, st.stats
     f_node, f_base, f_next, f_val, f_prune = st.f_node, st.f_base, st.f_next, st.f_val, st.f_prune
     visits = 0  # counted here, added to ``stats`` once per traversal
@@ -148,6 +167,8 @@ def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, fl
             visits += 1
             na = nact[cur]
             base = row_off[cur] + buckets[player[cur], rnd[cur]] * na
+            if pf:
+                _prefetch_children(cur, trav, tree, tables, buckets)
             regret_matching(regret, base, na, osig, 0)
             for a in range(na):
                 strat[base + a] += osig[a]
@@ -168,6 +189,8 @@ def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, fl
             visits += 1
             na = nact[cur]
             base = row_off[cur] + buckets[trav, rnd[cur]] * na
+            if pf:
+                _prefetch_children(cur, trav, tree, tables, buckets)
             off = sp * maxa
             regret_matching(regret, base, na, sig, off)
             prune = prune_now and rnd[cur] != last_round

@@ -70,6 +70,10 @@ MAX_FULL_DEALS = 2_000_000
 # tables at least this big are discounted by all the threads, each a slice (smaller: the sweep
 # is shorter than waking the threads)
 PARALLEL_DISCOUNT_MIN = 1 << 18
+# tables at least this big (entries; 8 bytes each) have the kernel prefetch each node's children's
+# rows: past the caches each row is a miss (fine cards: 1.3x node visits/s); smaller tables stay
+# in the caches and the prefetches only cost (small cards: 0.74x) (BENCHMARKS.md, "Training speed")
+PREFETCH_MIN_ENTRIES = 1 << 19
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,6 +188,7 @@ class Trainer:
             int_regret=a.regret_dtype == "int32",
             scale=float(scale),
             explore=float(a.explore),
+            prefetch=self.size >= PREFETCH_MIN_ENTRIES,
         )
 
     def _check_full_deals(self) -> None:

@@ -51,6 +51,21 @@ def test_same_seed_same_tables_other_seed_differs():
     assert not np.array_equal(a.regret, c.regret)
 
 
+def test_prefetching_the_childrens_rows_leaves_the_tables_bit_identical(monkeypatch):
+    import blueprint.trainer as trainer_module
+
+    assert make_trainer("leduc")._opts().prefetch is False  # 2,604 entries: in the caches, no prefetch
+    runs = []
+    for at in (1 << 62, 0):  # off, then on for any table
+        monkeypatch.setattr(trainer_module, "PREFETCH_MIN_ENTRIES", at)
+        t = make_trainer("leduc", algo="pluribus", seed=3, prune_start=500)
+        assert t._opts().prefetch == (at == 0)
+        t.run(3000)
+        runs.append(t)
+    assert runs[0].node_visits == runs[1].node_visits
+    assert np.array_equal(runs[0].regret, runs[1].regret) and np.array_equal(runs[0].strat, runs[1].strat)
+
+
 @pytest.mark.parametrize("algo", ["dcfr", "pluribus", "linear"])
 def test_chunking_does_not_change_the_result(algo):
     kw = dict(discount_every=50, prune_start=200) if algo == "pluribus" else dict(discount_every=50)
