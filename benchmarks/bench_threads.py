@@ -2,6 +2,7 @@
 
     python benchmarks/bench_threads.py speed --threads 1,2,4,8,16 --window 20 --rounds 3
     python benchmarks/bench_threads.py leduc --threads 16 --seeds 8 --iterations 2000,10000,50000,200000
+    python benchmarks/bench_threads.py exact --game small-deck --threads 2 --seeds 8 --iterations 20000,100000,500000
     python benchmarks/bench_threads.py distance --reference-seconds 60 --seconds 7.4 --seeds 6
 
 speed: the main job (``make_trainer()``: hunl100, small bets, fine card abstraction, pluribus;
@@ -13,10 +14,15 @@ and node visits/s (wall clock), and the speed-up and per-thread efficiency again
 Node visits/s is the figure to compare: a faster run is further into training, where an iteration
 visits more nodes.
 
-leduc: exploitability (chips) of the average strategy at the same iteration counts with 1 thread
-and with T, over ``--seeds`` seeds each: mean, 95% interval (Student t over seeds) and the
-difference T - 1 with its 95% interval (Welch). Threads do the same iterations, each on its own
-RNG stream, on one table; the difference shows what the lock-free sharing costs per iteration.
+leduc (``exact --game leduc``): exploitability (chips) of the average strategy at the same
+iteration counts with 1 thread and with T, over ``--seeds`` seeds each: mean, 95% interval
+(Student t over seeds) and the difference T - 1 with its 95% interval (Welch). Threads do the same
+iterations, each on its own RNG stream, on one table (or on copies, if the table is big enough for
+them: :mod:`blueprint.threads`); the difference shows what the threads cost per iteration.
+``exact --game small-deck``: the same on the three-round small-deck limit game
+(:func:`holdem.gamedef.small_deck_game`, ``--ranks`` ranks; one bucket per suit class pre-flop,
+``--buckets`` E[HS^2] buckets on the flop and the turn, built once into the temporary folder), whose
+exploitability :mod:`blueprint.vector_cfr` computes exactly (in the real game).
 
 distance: the main job's game, where exact exploitability is out of reach: how far each run's
 average strategy is from a long one-thread reference run's (``--reference-seconds``), at equal
@@ -115,16 +121,59 @@ def _mean_ci(xs: list[float]) -> tuple[float, float, float]:
     return m, var, t95(n - 1) * math.sqrt(var / n)
 
 
-def cmd_leduc(threads: int, seeds: int, iterations: list[int], algo: str) -> dict:
+def _exact_trainer(game: str, algo: str, seed: int, threads: int, ranks: int, buckets: int):
+    """A trainer for ``game`` (leduc, small-deck) and a function of it: its exact exploitability."""
     from blueprint.trainer import make_trainer
 
+    if game == "leduc":
+        tr = make_trainer("leduc", algo=algo, seed=seed, threads=threads)
+        return tr, lambda t: float(t.exploitability()[0])
+    import tempfile
+    from pathlib import Path
+
+    from abstraction.buckets import build_buckets
+    from abstraction.cards import from_file
+    from abstraction.isomorphism import HandIndexer
+    from abstraction.tree import KIND_DECISION
+    from blueprint.algo import get_algo
+    from blueprint.trainer import RunConfig, Trainer
+    from blueprint.vector_cfr import VectorCFR
+    from holdem.gamedef import small_deck_game
+
+    gd = small_deck_game(ranks)
+    # one bucket per suit class pre-flop, E[HS^2] percentiles on the flop and the turn
+    sizes = (HandIndexer.for_game(gd).size(0), buckets, buckets)
+    where = Path(tempfile.gettempdir()) / f"mccfr-bench-{gd.name}-ehs2-{buckets}"
+    if not (where / "abstraction.bin").exists():
+        build_buckets(gd, sizes, "ehs2", where, progress=False, log=lambda m: None)
+    cards = from_file(gd, where)
+    tr = Trainer(RunConfig(gd.name, None, str(where), get_algo(algo), seed), gamedef=gd, cards=cards)
+    tr.set_threads(threads)
+    exact = VectorCFR(tr.tree, cards)
+    dec = tr.tree.kind == KIND_DECISION
+    if not (exact.size == tr.size and (exact.row_offset[dec] == tr.row_offset[dec]).all()):
+        raise SystemExit("the exact evaluator's table layout differs from the trainer's")
+    return tr, lambda t: float(exact.exploitability(t.average_strategy())[0])
+
+
+def cmd_leduc(
+    threads: int,
+    seeds: int,
+    iterations: list[int],
+    algo: str,
+    game: str = "leduc",
+    ranks: int = 5,
+    buckets: int = 50,
+) -> dict:
     expl: dict[int, dict[int, list[float]]] = {t: {n: [] for n in iterations} for t in (1, threads)}
+    size = 0
     for t in (1, threads):
         for seed in range(seeds):
-            tr = make_trainer("leduc", algo=algo, seed=seed, threads=t)
+            tr, exploitability = _exact_trainer(game, algo, seed, t, ranks, buckets)
+            size = tr.size
             for n in iterations:
                 tr.run(n - tr.iteration)
-                expl[t][n].append(float(tr.exploitability()[0]))
+                expl[t][n].append(exploitability(tr))
     rows = []
     for n in iterations:
         m1, v1, c1 = _mean_ci(expl[1][n])
@@ -142,7 +191,12 @@ def cmd_leduc(threads: int, seeds: int, iterations: list[int], algo: str) -> dic
                 "difference_ci95": t95(df) * se,
             }
         )
-    print(f"Leduc {algo}: exploitability (chips) over {seeds} seeds, mean +- 95% interval ({machine()})")
+    name = (
+        "Leduc"
+        if game == "leduc"
+        else f"small deck ({ranks} ranks, {buckets} buckets, {size:,} table entries)"
+    )
+    print(f"{name} {algo}: exploitability (chips) over {seeds} seeds, mean +- 95% interval ({machine()})")
     print(f"{'iterations':>11s}{'1 thread':>20s}{f'{threads} threads':>20s}{'difference':>22s}")
     for r in rows:
         print(
@@ -152,6 +206,8 @@ def cmd_leduc(threads: int, seeds: int, iterations: list[int], algo: str) -> dic
     return {
         **harness.machine_row(),
         "usable_cores": machine(),
+        "game": game if game == "leduc" else f"small-deck {ranks} ranks {buckets} buckets",
+        "table_entries": size,
         "algo": algo,
         "seeds": seeds,
         "threads": threads,
@@ -249,11 +305,18 @@ def main(argv: list[str] | None = None) -> None:
         "--algo", default="pluribus", help="dcfr and linear discount every 1,000 iterations all along"
     )
     sp.add_argument("--cards", default=None, help="card abstraction (default: the main job's)")
-    lp = sub.add_parser("leduc", help="Leduc exploitability per iteration, T threads against 1")
-    lp.add_argument("--threads", type=int, default=cores)
-    lp.add_argument("--seeds", type=int, default=8)
-    lp.add_argument("--iterations", type=_ints, default=[2_000, 10_000, 50_000, 200_000])
-    lp.add_argument("--algo", default="pluribus")
+    for cmd in ("leduc", "exact"):
+        lp = sub.add_parser(
+            cmd, help="exact exploitability per iteration (Leduc or a small deck), T threads against 1"
+        )
+        lp.add_argument("--threads", type=int, default=cores)
+        lp.add_argument("--seeds", type=int, default=8)
+        lp.add_argument("--iterations", type=_ints, default=[2_000, 10_000, 50_000, 200_000])
+        lp.add_argument("--algo", default="pluribus")
+        if cmd == "exact":
+            lp.add_argument("--game", choices=("leduc", "small-deck"), default="leduc")
+            lp.add_argument("--ranks", type=int, default=5, help="small-deck: ranks (4 suits)")
+            lp.add_argument("--buckets", type=int, default=50, help="small-deck: flop and turn buckets")
     dp = sub.add_parser("distance", help="distance to a long reference at equal time, 1 vs T threads")
     dp.add_argument("--reference-seconds", type=float, default=60.0)
     dp.add_argument("--seconds", type=float, default=7.5, help="training time of every run")
@@ -276,8 +339,17 @@ def main(argv: list[str] | None = None) -> None:
         )
     else:
         if not 2 <= args.threads <= cores or args.seeds < 2:
-            ap.error(f"leduc needs --threads from 2 to {cores} and --seeds >= 2")
-        res = cmd_leduc(args.threads, args.seeds, sorted(set(args.iterations)), args.algo)
+            ap.error(f"{args.cmd} needs --threads from 2 to {cores} and --seeds >= 2")
+        game, ranks, buckets = (
+            getattr(args, "game", "leduc"),
+            getattr(args, "ranks", 5),
+            getattr(args, "buckets", 50),
+        )
+        if not 3 <= ranks <= 13:
+            ap.error(f"--ranks {ranks}: from 3 to 13")
+        res = cmd_leduc(
+            args.threads, args.seeds, sorted(set(args.iterations)), args.algo, game, ranks, buckets
+        )
     print(json.dumps(res))
 
 

@@ -32,26 +32,8 @@ from abstraction.cards import from_file
 from abstraction.isomorphism import HandIndexer
 from abstraction.tree import build_tree
 from blueprint.vector_cfr import VectorCFR
-from holdem.gamedef import GameDef
+from holdem.gamedef import small_deck_game
 from holdem.reporting import chips_to_mbb
-
-
-def small_game(ranks: int, max_raises: int, flop: int = 2) -> GameDef:
-    """Limit, blinds 10/5, raises 10/20/20, ``ranks`` x 4 suits, 2 hole cards, flop + 1-card turn."""
-    return GameDef(
-        "limit",
-        3,
-        (2000, 2000),
-        (10, 5),
-        (10, 20, 20),
-        (1, 0, 0),
-        (max_raises,) * 3,
-        4,
-        ranks,
-        2,
-        (0, flop, 1),
-        f"lim3r{ranks}f{flop}" + ("" if max_raises == 2 else f"m{max_raises}"),
-    )
 
 
 def solve_curve(game, cards_dir, iterations, points):
@@ -148,7 +130,7 @@ def main(argv=None):
         "there with the same iterations are skipped",
     )
     args = ap.parse_args(argv)
-    game = small_game(args.ranks, args.max_raises, args.flop)
+    game = small_deck_game(args.ranks, args.max_raises, args.flop)
     ix = HandIndexer.for_game(game)
     sizes = tuple(ix.size(r) for r in range(3))
     work = Path(args.work) / f"lim3r{args.ranks}f{args.flop}"  # buckets do not depend on the betting

@@ -12,9 +12,10 @@ import argparse
 import json
 from pathlib import Path
 
-from abstraction_quality import small_game, solve_curve
+from abstraction_quality import solve_curve
 
 from abstraction.storage import read_abstraction, write_abstraction
+from holdem.gamedef import small_deck_game
 
 
 def main() -> None:
@@ -22,7 +23,7 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/abstraction_quality3", help="abstraction_quality.py's --work")
     ap.add_argument("--out", default="/tmp/abstraction_swap", help="the swapped builds; curves in OUT.json")
     a = ap.parse_args()
-    g = small_game(5, 2, 2)
+    g = small_deck_game(5, 2, 2)
     w = Path(a.work) / g.name
     if not (w / "ehs2-10-s0").is_dir():
         ap.error(

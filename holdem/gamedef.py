@@ -534,6 +534,27 @@ PRESETS: dict[str, GameDef] = {
 }
 
 
+def small_deck_game(ranks: int, max_raises: int = 2, flop: int = 2) -> GameDef:
+    """The three-round small-deck limit hold'em of the abstraction-quality experiment and of the
+    threads' exploitability benchmark, where :mod:`blueprint.vector_cfr` measures exploitability
+    exactly: ``ranks`` x 4 suits, 2 hole cards, a ``flop``-card flop and a 1-card turn, blinds
+    10/5, raises 10/20/20, ``max_raises`` a round; named ``lim3r{ranks}f{flop}[m{max_raises}]``."""
+    return GameDef(
+        "limit",
+        3,
+        (2000, 2000),
+        (10, 5),
+        (10, 20, 20),
+        (1, 0, 0),
+        (max_raises,) * 3,
+        4,
+        ranks,
+        2,
+        (0, flop, 1),
+        f"lim3r{ranks}f{flop}" + ("" if max_raises == 2 else f"m{max_raises}"),
+    )
+
+
 def load_gamedef(name_or_path: str | os.PathLike) -> GameDef:
     """A preset by name, or a ``.game`` file by path."""
     key = str(name_or_path)
