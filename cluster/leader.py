@@ -128,7 +128,8 @@ class LeaderCore(RetainedDeltas):
         placement: ``(placement_group, bundle_index)`` or None (no placement group).
         start_timeout: seconds to wait for the workers to start; one that does not is left out.
         worker_retries: Ray's ``max_restarts`` and ``max_task_retries`` for the workers.
-        private_cards: each worker copies the card table into its own memory (measurements only).
+        private_cards: each worker copies the card table into its own memory (the job's default where
+            a node runs one worker: :class:`cluster.job.RayJob`'s ``share_cards``).
         threads: threads per worker (:class:`cluster.worker.WorkerCore`).
     """
 

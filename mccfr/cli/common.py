@@ -373,7 +373,8 @@ ray_opts = [
         default=False,
         help="Ray job: each worker copies the card table into its own memory instead of reading the "
         "node's shared copy (one table's size more memory per worker; about 12% faster where the "
-        "shared memory gets no huge pages, as on Linux by default).",
+        "shared memory gets no huge pages, as on Linux by default) [default: on where each node runs "
+        "one worker, the default layout; off where a node runs several].",
     ),
     click.option(
         "--verbose",

@@ -306,6 +306,7 @@ def test_default_batch_is_the_same_for_any_workers_and_unannounced(cluster):
     notes: list[str] = []
     with RayJob(make_trainer("leduc", seed=1), workers=2, shards=1, log=notes.append) as job:
         assert job.batch == 1_000 and not any("batch" in m for m in notes), notes
+        assert job.share_cards  # two workers on the one node: one card table for both
         job.run(4_000)
         assert job.iteration == 4_000 and job.stats()["batches"] == 4
 
@@ -422,8 +423,9 @@ def test_killed_worker_is_restarted(cluster, tmp_path):
 
 
 def test_card_table_shared_zero_copy_in_ray(cluster, tiny_cards):
-    """On Ray the workers read the driver's card table from the object store (zero-copy) and the
-    job's tables are the in-process worker's (holding its own copy), bit for bit."""
+    """On Ray the workers read the driver's card table from the object store (zero-copy) when
+    shared, or copy it (the default for one worker per node), and the job's tables are the
+    in-process worker's (holding its own copy), bit for bit, either way."""
     n = 1_500
     tr = _tiny_trainer(tiny_cards, seed=4)
     bounds = slice_bounds(tr.row_offset, tr.size, 1)
@@ -432,11 +434,16 @@ def test_card_table_shared_zero_copy_in_ray(cluster, tiny_cards):
     out = w.run_batch(1, 0, 0, n, n, 0.0, 0, sh.publish(), rng=tr.rng)
     sh.put_delta(1, 0, out[1])
     sh.end_round(1, 0, n, [0])
-    with RayJob(_tiny_trainer(tiny_cards, seed=4), workers=1, shards=1, batch=n) as job:
-        assert job.ray.get(job.leaders[0].cards_zero_copy.remote()) == [True]
-        job.run(n)
-        got = job.sync()
-    assert got.regret.tobytes() == sh.regret.tobytes() and got.strat.tobytes() == sh.strat.tobytes()
+    # one worker per node (the default layout): a private copy by default; shared on request
+    for share, zero_copy in ((None, False), (True, True)):
+        with RayJob(
+            _tiny_trainer(tiny_cards, seed=4), workers=1, shards=1, batch=n, share_cards=share
+        ) as job:
+            assert job.share_cards is zero_copy
+            assert job.ray.get(job.leaders[0].cards_zero_copy.remote()) == [zero_copy]
+            job.run(n)
+            got = job.sync()
+        assert got.regret.tobytes() == sh.regret.tobytes() and got.strat.tobytes() == sh.strat.tobytes()
 
 
 def test_worker_past_its_restarts_leaves_the_round(cluster):
