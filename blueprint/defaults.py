@@ -14,9 +14,9 @@ DEFAULT_GAME = "hunl100"  # the main job: heads-up no-limit hold'em, 100 big bli
 DEFAULT_NOLIMIT_BETS = "small"  # pot and all-in, at most two raises a round (limit games: their own)
 # ``mccfr train`` on 52-card no-limit games with at least this many core-seconds of training (time x
 # threads) and no --bets: ``standard`` bets. The abstraction ladder (BENCHMARKS.md), head-to-head
-# with ``fine`` cards on 2 cores: standard loses to small at 3 minutes (-126 +- 48 mbb/game) and
-# beats it at 20 (+74 +- 44; at 60 against small's 20: +110 +- 44)
-STANDARD_BETS_FROM_CORE_SECONDS = 2 * 1200.0
+# with ``fine`` cards on 2 cores, the kernel's row prefetch on: standard loses to small at 3 minutes
+# (-87 +- 47 mbb/game) and beats it at 10 (+58 +- 44; at 20, before the prefetch: +74 +- 44)
+STANDARD_BETS_FROM_CORE_SECONDS = 2 * 600.0
 DEFAULT_ALGO = "pluribus"
 DEFAULT_SEED = 0
 DEFAULT_TIME_BUDGET = 30.0  # seconds of training when neither iterations nor time is given (small games)

@@ -57,7 +57,7 @@ from mccfr.cli.session import budget, ray_job, run_session
     "--bets",
     default=None,
     help=f"Bet abstraction for no-limit games: a name (fcpa, small, standard, rich) or a TOML file "
-    f"[default: {DEFAULT_NOLIMIT_BETS}; standard for 52-card games given at least 40 core-minutes of --time].",
+    f"[default: {DEFAULT_NOLIMIT_BETS}; standard for 52-card games given at least 20 core-minutes of --time].",
 )
 @click.option(
     "--abstraction",

@@ -146,9 +146,9 @@ def test_the_default_bets_follow_the_budget_in_core_seconds(tmp_path, monkeypatc
 
     import blueprint.defaults as defaults
 
-    assert defaults.default_nolimit_bets(52, 1200.0, 2) == "standard"
+    assert defaults.default_nolimit_bets(52, 600.0, 2) == "standard"
     assert (
-        defaults.default_nolimit_bets(52, 1199.0, 2) == "small" == defaults.default_nolimit_bets(52, None, 64)
+        defaults.default_nolimit_bets(52, 599.0, 2) == "small" == defaults.default_nolimit_bets(52, None, 64)
     )
     assert defaults.default_nolimit_bets(52, 180.0, 16) == "standard"  # 48 core-minutes
     assert defaults.default_nolimit_bets(20, 10_000.0, 2) == "small"  # short decks: not measured
