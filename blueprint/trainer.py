@@ -71,8 +71,9 @@ MAX_FULL_DEALS = 2_000_000
 # is shorter than waking the threads)
 PARALLEL_DISCOUNT_MIN = 1 << 18
 # tables at least this big (entries; 8 bytes each) have the kernel prefetch each node's children's
-# rows: past the caches each row is a miss (fine cards: 1.3x node visits/s); smaller tables stay
-# in the caches and the prefetches only cost (small cards: 0.74x) (BENCHMARKS.md, "Training speed")
+# rows: past the caches each row is a miss (node visits/s: `fine` cards 1.26x, with `standard` bets
+# 1.65x); smaller tables stay in the caches and the prefetches only cost (`small` cards: 0.87x)
+# (BENCHMARKS.md, "Training speed and memory")
 PREFETCH_MIN_ENTRIES = 1 << 19
 
 
