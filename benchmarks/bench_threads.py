@@ -40,6 +40,7 @@ the cores, the thread counts compete with it.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import time
@@ -121,6 +122,30 @@ def _mean_ci(xs: list[float]) -> tuple[float, float, float]:
     return m, var, t95(n - 1) * math.sqrt(var / n)
 
 
+@functools.lru_cache(maxsize=None)
+def _small_deck(ranks: int, buckets: int):
+    """The small-deck game, its card abstraction (one bucket per suit class pre-flop, ``buckets``
+    E[HS^2] percentiles on the flop and the turn, built once into the temporary folder) and the
+    exact evaluator on its tree: built once per process, shared by every seed and thread count."""
+    import tempfile
+    from pathlib import Path
+
+    from abstraction.buckets import build_buckets
+    from abstraction.cards import from_file
+    from abstraction.isomorphism import HandIndexer
+    from abstraction.tree import build_tree
+    from blueprint.vector_cfr import VectorCFR
+    from holdem.gamedef import small_deck_game
+
+    gd = small_deck_game(ranks)
+    where = Path(tempfile.gettempdir()) / f"mccfr-bench-{gd.name}-ehs2-{buckets}"
+    if not (where / "abstraction.bin").exists():
+        sizes = (HandIndexer.for_game(gd).size(0), buckets, buckets)
+        build_buckets(gd, sizes, "ehs2", where, progress=False, log=lambda m: None)
+    cards = from_file(gd, where)
+    return gd, where, cards, VectorCFR(build_tree(gd), cards)
+
+
 def _exact_trainer(game: str, algo: str, seed: int, threads: int, ranks: int, buckets: int):
     """A trainer for ``game`` (leduc, small-deck) and a function of it: its exact exploitability."""
     from blueprint.trainer import make_trainer
@@ -128,35 +153,20 @@ def _exact_trainer(game: str, algo: str, seed: int, threads: int, ranks: int, bu
     if game == "leduc":
         tr = make_trainer("leduc", algo=algo, seed=seed, threads=threads)
         return tr, lambda t: float(t.exploitability()[0])
-    import tempfile
-    from pathlib import Path
-
-    from abstraction.buckets import build_buckets
-    from abstraction.cards import from_file
-    from abstraction.isomorphism import HandIndexer
     from abstraction.tree import KIND_DECISION
     from blueprint.algo import get_algo
     from blueprint.trainer import RunConfig, Trainer
-    from blueprint.vector_cfr import VectorCFR
-    from holdem.gamedef import small_deck_game
 
-    gd = small_deck_game(ranks)
-    # one bucket per suit class pre-flop, E[HS^2] percentiles on the flop and the turn
-    sizes = (HandIndexer.for_game(gd).size(0), buckets, buckets)
-    where = Path(tempfile.gettempdir()) / f"mccfr-bench-{gd.name}-ehs2-{buckets}"
-    if not (where / "abstraction.bin").exists():
-        build_buckets(gd, sizes, "ehs2", where, progress=False, log=lambda m: None)
-    cards = from_file(gd, where)
+    gd, where, cards, exact = _small_deck(ranks, buckets)
     tr = Trainer(RunConfig(gd.name, None, str(where), get_algo(algo), seed), gamedef=gd, cards=cards)
     tr.set_threads(threads)
-    exact = VectorCFR(tr.tree, cards)
     dec = tr.tree.kind == KIND_DECISION
     if not (exact.size == tr.size and (exact.row_offset[dec] == tr.row_offset[dec]).all()):
         raise SystemExit("the exact evaluator's table layout differs from the trainer's")
     return tr, lambda t: float(exact.exploitability(t.average_strategy())[0])
 
 
-def cmd_leduc(
+def cmd_exact(
     threads: int,
     seeds: int,
     iterations: list[int],
@@ -317,6 +327,8 @@ def main(argv: list[str] | None = None) -> None:
             lp.add_argument("--game", choices=("leduc", "small-deck"), default="leduc")
             lp.add_argument("--ranks", type=int, default=5, help="small-deck: ranks (4 suits)")
             lp.add_argument("--buckets", type=int, default=50, help="small-deck: flop and turn buckets")
+        else:
+            lp.set_defaults(game="leduc", ranks=5, buckets=50)
     dp = sub.add_parser("distance", help="distance to a long reference at equal time, 1 vs T threads")
     dp.add_argument("--reference-seconds", type=float, default=60.0)
     dp.add_argument("--seconds", type=float, default=7.5, help="training time of every run")
@@ -340,15 +352,16 @@ def main(argv: list[str] | None = None) -> None:
     else:
         if not 2 <= args.threads <= cores or args.seeds < 2:
             ap.error(f"{args.cmd} needs --threads from 2 to {cores} and --seeds >= 2")
-        game, ranks, buckets = (
-            getattr(args, "game", "leduc"),
-            getattr(args, "ranks", 5),
-            getattr(args, "buckets", 50),
-        )
-        if not 3 <= ranks <= 13:
-            ap.error(f"--ranks {ranks}: from 3 to 13")
-        res = cmd_leduc(
-            args.threads, args.seeds, sorted(set(args.iterations)), args.algo, game, ranks, buckets
+        if not 3 <= args.ranks <= 13 or args.buckets < 1:
+            ap.error(f"--ranks {args.ranks} (from 3 to 13) or --buckets {args.buckets} (at least 1)")
+        res = cmd_exact(
+            args.threads,
+            args.seeds,
+            sorted(set(args.iterations)),
+            args.algo,
+            args.game,
+            args.ranks,
+            args.buckets,
         )
     print(json.dumps(res))
 
