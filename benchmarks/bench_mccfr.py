@@ -12,7 +12,9 @@ Leduc: ours is the wall time of the whole ``mccfr train --game leduc --target-ex
 evaluation), once with an empty numba cache (cold) and then warm. OpenSpiel's
 ``ExternalSamplingMCCFRSolver`` on the same game (``universal_poker`` loaded from the same game
 definition) is timed for its training only: its exploitability checks (every 10,000 iterations)
-are excluded, which favours the peer.
+are excluded, which favours the peer. Beside them, the fixed costs in our figure (best of 3 warm
+runs each): the bare interpreter, ``import numpy``, a process that imports numba and calls one
+cached kernel, and ``mccfr train --game leduc --iterations 1``.
 
 hunl: the heads-up no-limit ``fcpa`` tree at 200 big blinds; ours with the simple ``rank`` card
 buckets (the peer has no card abstraction; it stores its tables in hash maps as it goes). Each side
@@ -102,11 +104,62 @@ def openspiel_leduc(target: float, check_every: int = 10_000, limit_s: float = 6
     return {"train_s": train, "iterations": it, "exploitability": e, "gave_up": True}
 
 
+_NUMBA_FLOOR = """
+import numba, numpy as np
+@numba.njit(cache=True, nogil=True)
+def add(a):
+    s = 0.0
+    for x in a:
+        s += x
+    return s
+add(np.ones(4))
+"""
+
+
+def _wall(cmd: list[str], env: dict, cwd) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr}")
+    return time.perf_counter() - t0
+
+
+def leduc_floors(cache: str, algo: str, repeats: int = 3) -> dict:
+    """The fixed cost in the whole-process figure, best of ``repeats`` warm runs each: the bare
+    interpreter, ``import numpy``, a process that imports numba and calls one cached kernel (any
+    numba program pays it), and ``mccfr train --game leduc --iterations 1`` (our imports, the
+    kernels' cache load, the tables, one evaluation and the checkpoint: everything but training)."""
+    env = dict(os.environ, MCCFR_CACHE=cache)
+    env.pop("NUMBA_CACHE_DIR", None)
+    tmp = Path(tempfile.mkdtemp(prefix="bench-floor-"))
+    (tmp / "numba_floor.py").write_text(_NUMBA_FLOOR)
+    nenv = dict(env, NUMBA_CACHE_DIR=str(tmp / "cache"))
+    one = [sys.executable, "-m", "mccfr", "train", "--game", "leduc", "--algo", algo]
+    one += ["--iterations", "1", "--json"]
+    cmds = {
+        "python": ([sys.executable, "-c", "pass"], env, ROOT),
+        "numpy": ([sys.executable, "-c", "import numpy"], env, ROOT),
+        "numba_cached_call": ([sys.executable, "numba_floor.py"], nenv, tmp),
+    }
+    out = {}
+    for name, (cmd, e, cwd) in cmds.items():
+        _wall(cmd, e, cwd)  # the numba one compiles and caches here
+        out[name] = min(_wall(cmd, e, cwd) for _ in range(repeats))
+    runs = []
+    for _ in range(repeats + 1):
+        run = tmp / f"one{len(runs)}"
+        runs.append(_wall([*one, "--out", str(run)], env, ROOT))
+    out["mccfr_train_1_iteration"] = min(runs[1:])
+    shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def cmd_leduc(target: float = 0.03, algo: str = "pluribus") -> dict:
     cache = tempfile.mkdtemp(prefix="bench-numba-")
     cold = ours_leduc(target, cache, algo)
     warm = [ours_leduc(target, cache, algo) for _ in range(3)]
     warm_best = min(warm, key=lambda r: r["wall_s"])
+    floors = leduc_floors(cache, algo)
     shutil.rmtree(cache, ignore_errors=True)
     peer = openspiel_leduc(target)
     res = {
@@ -119,6 +172,7 @@ def cmd_leduc(target: float = 0.03, algo: str = "pluribus") -> dict:
         "openspiel": peer,
         "speedup_warm": peer["train_s"] / warm_best["wall_s"],
         "speedup_cold": peer["train_s"] / cold["wall_s"],
+        "floors_s": floors,
     }
     print(f"{'':28s}{'seconds':>10s}{'iterations':>14s}{'exploitability':>16s}")
     for name, r, key in (
@@ -128,6 +182,8 @@ def cmd_leduc(target: float = 0.03, algo: str = "pluribus") -> dict:
     ):
         print(f"{name:28s}{r[key]:10.2f}{r['iterations']:14,d}{r['exploitability']:16.4f}")
     print(f"speed-up: {res['speedup_warm']:.1f}x warm, {res['speedup_cold']:.1f}x cold")
+    for name, sec in floors.items():
+        print(f"floor, {name:25s}{sec:8.3f} s  (the peer's time / 30: {peer['train_s'] / 30:.3f} s)")
     return res
 
 
