@@ -192,6 +192,11 @@ def main() -> None:
     ap.add_argument(
         "--breakdown", action="store_true", help="split LBR's winnings by the opponent's re-raises"
     )
+    ap.add_argument(
+        "--reraise",
+        action="store_true",
+        help="LBR sees the opponent's re-raises when it values a raise (per-deal files named RUN.rr...)",
+    )
     args = ap.parse_args()
     if args.validate:
         validate(args.lbr_hands, args.seed)
@@ -218,7 +223,9 @@ def main() -> None:
         for run in args.runs:
             bp = bps[run]
             if run not in lbrs:
-                lbrs[run] = LocalBestResponse(bp.game, bp, menu=args.menu, preflop=args.preflop)
+                lbrs[run] = LocalBestResponse(
+                    bp.game, bp, menu=args.menu, preflop=args.preflop, reraise=args.reraise
+                )
                 lbrs[run].run(2, seed=12345)  # compile / warm up
             lbr = lbrs[run]
             cats = instrument(lbr) if args.breakdown else None
@@ -241,7 +248,8 @@ def main() -> None:
             pairs[run].append(v)
             if args.pairs_out:
                 Path(args.pairs_out).mkdir(parents=True, exist_ok=True)
-                np.save(Path(args.pairs_out) / f"{Path(run).name}.it{bp.iteration}.seed{seed}.npy", v)
+                name = Path(run).name + (".rr" if args.reraise else "")
+                np.save(Path(args.pairs_out) / f"{name}.it{bp.iteration}.seed{seed}.npy", v)
     pairs = {run: np.concatenate(v) for run, v in pairs.items() if v}
     if len(args.runs) > 1 and not args.skip_lbr:
         # the same seed deals the same cards to every run: a paired interval for the change

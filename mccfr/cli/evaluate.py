@@ -93,6 +93,13 @@ if TYPE_CHECKING:
     "four settings are --lbr-preflop x --lbr-flop).",
 )
 @click.option(
+    "--lbr-reraise",
+    "lbr_reraise",
+    is_flag=True,
+    help="LBR values each raise seeing the opponent's re-raises (folding or calling them), not only "
+    "its folds and calls: a stronger lower bound than the 2017 study's estimate.",
+)
+@click.option(
     "--solve-from",
     "solve_from",
     type=click.Choice(["river", "turn", "flop"]),
@@ -123,6 +130,7 @@ def eval_(
     lbr_actions,
     lbr_preflop,
     lbr_flop,
+    lbr_reraise,
     solve_from,
     solve_iterations,
     as_json,
@@ -176,6 +184,7 @@ def eval_(
             lbr_flop,
             solve_from,
             solve_iterations,
+            lbr_reraise,
         )
         if result:  # both: keep exploitability's unit beside LBR's
             result["exploitability_unit"] = result["unit"]
@@ -235,6 +244,7 @@ def _eval_lbr(
     flop: str = "menu",
     solve_from: str | None = None,
     solve_iterations: int | None = None,
+    reraise: bool = False,
 ) -> dict[str, Any]:
     """Local best response against RUN_DIR's blueprint or --player SPEC (a run, a run with
     subgame solving, a baseline); keys lbr, lbr_ci95, unit."""
@@ -287,7 +297,12 @@ def _eval_lbr(
                 if solve_iterations is not None:
                     opponent.iterations = solve_iterations
         lbr = LocalBestResponse(
-            game, opponent, menu=menu, preflop=preflop, call_rounds=(1,) if flop == "call" else ()
+            game,
+            opponent,
+            menu=menu,
+            preflop=preflop,
+            call_rounds=(1,) if flop == "call" else (),
+            reraise=reraise,
         )
     show = sys.stderr.isatty()
 
@@ -301,6 +316,7 @@ def _eval_lbr(
     out = res.to_json()
     out["opponent"] = name
     out["lbr_preflop"], out["lbr_flop"] = preflop, flop
+    out["lbr_reraise"] = reraise
     solving = getattr(lbr.opp, "solves", None) is not None
     if solving:
         out["solving"] = {

@@ -15,7 +15,14 @@ its menu as if the hand were then checked and called down to a showdown:
   raise leads to, per hand) and ``E_c`` the equity against the part of the range that does not
   fold;
 
-and takes the best (ties: call, then the smaller raise, then fold). Equity is exact over every
+and takes the best (ties: call, then the smaller raise, then fold). That estimate is blind to
+re-raises: the part of the range that re-raises counts as calling to a showdown. With
+``reraise=True`` (``--lbr-reraise``) LBR looks one action further: each re-raise ``x'`` of the
+opponent's strategy, weighted by its range-weighted probability, is valued at LBR's better answer
+to it, ``max(-spent, (2 E_r - 1) * m_x')`` (fold, or call against the re-raising part of the
+range), and ``E_c`` is the equity against the calling part only (opponents that give
+``action_probs``: blueprints, blueprint + solving; card-blind baselines keep the plain estimate).
+Equity is exact over every
 remaining board when there are at most ``max_exact_boards`` of them (50: the river and the turn in
 hold'em, every round of small decks) and sampled before that (``samples`` = 500 boards: the flop
 and pre-flop in hold'em). By default LBR uses its menu in every round (``preflop="menu"``);
@@ -277,6 +284,7 @@ class LocalBestResponse:
         samples: int = SAMPLES,
         rao_blackwell: bool = True,
         call_rounds: Sequence[int] = (),
+        reraise: bool = False,
     ):
         if preflop not in ("call", "menu"):
             raise LBRError(f"preflop must be 'call' or 'menu', got {preflop!r}")
@@ -299,6 +307,7 @@ class LocalBestResponse:
         # rounds where LBR only checks or calls: the first with preflop="call", and call_rounds
         self.call_rounds = frozenset(int(r) for r in call_rounds) | ({0} if preflop == "call" else set())
         self.rao_blackwell = rao_blackwell
+        self.reraise = bool(reraise)
         self.max_exact = int(max_exact_boards)
         self.samples = int(samples)
         self.hands = Hands(game)
@@ -365,6 +374,8 @@ class LocalBestResponse:
             elif a == "c":
                 m = min(min(b.max_spent, g.stack[me]), b.spent[opp])
                 out[a] = (2.0 * E - 1.0) * m
+            elif self.reraise and hasattr(self.opp, "action_probs"):
+                out[a] = self._raise_value_seeing_reraises(state.apply(a), me, weights, W, eq)
             else:
                 after = state.apply(a)
                 to = after.betting.spent[me]
@@ -377,6 +388,38 @@ class LocalBestResponse:
                 m = min(to, g.stack[opp])
                 out[a] = fp * float(b.spent[opp]) + (1.0 - fp) * (2.0 * Ec - 1.0) * m
         return out
+
+    def _raise_value_seeing_reraises(
+        self, after: State, me: int, weights: np.ndarray, W: float, eq: np.ndarray
+    ) -> float:
+        """LBR's estimate of the raise that led to ``after``, looking one action further
+        (``reraise=True``): the opponent folds (LBR wins its chips), calls (a showdown at the
+        raise's size against the calling hands) or re-raises, each size with its probability per
+        hand, and LBR then answers that re-raise with the better of folding (losing what it has
+        put in) and calling to a showdown against the hands that re-raise so."""
+        g = self.g
+        opp = 1 - me
+        b = after.betting
+        to = float(b.spent[me])
+        keys, P = self.opp.action_probs(after)
+        value = 0.0
+        for j, k in enumerate(keys):
+            wk = weights * P[:, j]
+            Wk = float(wk.sum())
+            if Wk <= 0.0:
+                continue
+            share = Wk / W
+            if k == "f":
+                value += share * float(b.spent[opp])
+                continue
+            Ek = float(wk @ eq) / Wk
+            if k == "c":
+                value += share * (2.0 * Ek - 1.0) * min(to, float(g.stack[opp]))
+                continue
+            r = after.apply(k).betting  # a re-raise: LBR folds or calls it
+            m = min(float(r.spent[opp]), float(g.stack[me]))
+            value += share * max(-to, (2.0 * Ek - 1.0) * m)
+        return value
 
     def decide(self, state: State, weights: np.ndarray, rng: np.random.Generator) -> str:
         vals = self.action_values(state, weights, rng)

@@ -50,12 +50,14 @@ def nl_leduc():
 
 
 # -- the bound ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("reraise", [False, True])
 @pytest.mark.parametrize("iters", [0, 30])
-def test_exact_lbr_value_is_below_exact_best_response(nl_leduc, iters):
+def test_exact_lbr_value_is_below_exact_best_response(nl_leduc, iters, reraise):
     """On a small deck every equity is exact, so LBR is a deterministic strategy: its exact value
-    against the blueprint, seat by seat, can never exceed the best response's."""
+    against the blueprint, seat by seat, can never exceed the best response's (seeing re-raises
+    or not)."""
     bp, expl, brv = nl_leduc[iters]
-    lbr = LocalBestResponse(bp.game, bp, menu="fcpa", preflop="menu")
+    lbr = LocalBestResponse(bp.game, bp, menu="fcpa", preflop="menu", reraise=reraise)
     v = exact_value(bp.game, LBRPlayer(lbr), BlueprintPlayer(bp), max_states=5_000_000)
     for seat in (0, 1):
         assert v.seat_chips[seat] <= brv[seat] + 1e-9
@@ -193,6 +195,57 @@ def test_menus_and_their_actions(nl_leduc):
     assert LocalBestResponse(game, bp, menu="fcpa").candidates(state) == ["f", "c", "r600", "r1200"]
 
 
+class _Rigged:
+    """A blueprint opponent whose answer to every raise is rigged: ``answer`` maps each action key
+    of the blueprint's strategy to a probability, the same for every hand (absent keys: 0)."""
+
+    def __init__(self, inner, answer):
+        self.inner, self.answer, self.name = inner, answer, "rigged"
+
+    def action_probs(self, state):
+        keys, P = self.inner.action_probs(state)
+        Q = np.zeros_like(P)
+        for j, k in enumerate(keys):
+            Q[:, j] = self.answer(k)
+        return keys, Q
+
+    def fold_probs(self, state):
+        keys, P = self.action_probs(state)
+        return P[:, keys.index("f")] if "f" in keys else 0.0
+
+
+def test_lbr_seeing_reraises_values_a_raise_at_its_answer_to_the_reraise(nl_leduc):
+    """Without re-raises in the opponent's answer, the look-ahead estimate of a raise is the
+    2017 study's; when every hand re-raises all-in, the plain estimate counts a showdown at the
+    raise's size while the look-ahead values LBR's better answer: fold (lose what it put in) or
+    call the all-in against the whole range."""
+    bp, _, _ = nl_leduc[30]
+    game = bp.game
+    state = game.state("STATE:0:r200:2c|3d")  # LBR (seat 0) may re-raise to 600 or all-in (1200)
+    me, rng = state.current_player(), np.random.default_rng(0)
+    weights = np.ones(len(Hands(game)))
+    plain = LocalBestResponse(game, bp, menu="fcpa")
+    look = LocalBestResponse(game, bp, menu="fcpa", reraise=True)
+    for lbr in (plain, look):
+        lbr._eq_cache = {}
+        lbr.opp = _Rigged(BlueprintOpponent(bp, lbr.hands), lambda k: {"f": 0.25, "c": 0.75}.get(k, 0.0))
+    weights[[h for h, hand in enumerate(plain.hands.hands) if state.hole_cards[me][0] in hand]] = 0.0
+    a = plain.action_values(state, weights, rng)
+    b = look.action_values(state, weights, rng)
+    assert a == pytest.approx(b)  # no re-raises: the same estimate
+    allin = lambda k: 1.0 if k == "r1200" else 0.0  # noqa: E731
+    for lbr in (plain, look):
+        lbr._eq_cache = {}
+        lbr.opp = _Rigged(BlueprintOpponent(bp, lbr.hands), allin)
+    a = plain.action_values(state, weights, rng)
+    b = look.action_values(state, weights, rng)
+    edge = a["c"] / 200.0  # LBR's 2 E - 1 against the whole range (calling contests 200)
+    assert a["r600"] == pytest.approx(edge * 600.0)  # plain: a showdown at 600
+    assert b["r600"] == pytest.approx(max(-600.0, edge * 1200.0))  # fold, or call the all-in
+    assert b["r600"] != pytest.approx(a["r600"])
+    assert b["f"] == a["f"] and b["c"] == a["c"]
+
+
 def test_each_opponent_gets_its_model(nl_leduc):
     """LBR reads a blueprint (or a player of one) per hand and a card-blind baseline without range
     updates; every model follows the LBROpponent protocol."""
@@ -258,6 +311,11 @@ def test_cli_lbr_json(nl_run):
     assert out["unit"] == "mbb/game" and out["hands"] == 200 and out["lbr_ci95"] > 0
     assert out["lbr"] - out["lbr_ci95"] <= out["exploitability"]
     assert "lower bound" in r.stdout
+    rr = _cli("eval", nl_run, "--lbr", "--hands", "200", "--lbr-reraise", "--exploitability", "--json")
+    assert rr.exit_code == 0, rr.stderr
+    rro = json.loads(rr.stdout.strip().splitlines()[-1])
+    assert rro["lbr_reraise"] is True and out["lbr_reraise"] is False
+    assert rro["lbr"] - rro["lbr_ci95"] <= rro["exploitability"]
     base = _cli("eval", "--game", NL_LEDUC, "--player", "always-call", "--lbr", "--hands", "100", "--json")
     assert base.exit_code == 0, base.stderr
     assert json.loads(base.stdout.strip().splitlines()[-1])["opponent"] == "always-call"
