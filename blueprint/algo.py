@@ -18,6 +18,7 @@ buckets; they enumerate every deal, so they are for small games.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 SAMPLED_ALGOS = ("pluribus", "dcfr", "linear", "vanilla")
 FULL_ALGOS = ("cfr", "cfr+")
@@ -70,6 +71,11 @@ class AlgoConfig:
     explore: float = 0.0
 
     def __post_init__(self) -> None:
+        if not all(math.isfinite(x) for x in (self.alpha, self.beta, self.gamma)) or self.gamma < 0:
+            raise AlgoError(
+                f"DCFR's alpha and beta must be finite and gamma finite and >= 0, got "
+                f"{self.alpha}, {self.beta}, {self.gamma}"
+            )
         if not 0.0 <= self.explore < 1.0:
             raise AlgoError(f"explore must be in [0, 1), got {self.explore}")
         if self.explore and self.name in FULL_ALGOS:

@@ -98,6 +98,16 @@ from mccfr.cli.session import budget, ray_job, run_session
     help="Sample the opponent's actions from (1-EPS) x its strategy + EPS x uniform (a trembling "
     "opponent, no importance weights) [default: 0].",
 )
+@click.option(
+    "--dcfr-params",
+    "dcfr_params",
+    type=(float, float, float),
+    default=None,
+    metavar="ALPHA BETA GAMMA",
+    help="With --algo dcfr: its discounts, positive regrets by k^ALPHA/(k^ALPHA+1), negative ones by "
+    "k^BETA/(k^BETA+1), the average by (k/(k+1))^GAMMA at each boundary k [default: 1.5 0 2]. "
+    "BETA 0.5 halves the main job's LBR at 3 minutes (BENCHMARKS.md, abstraction ladder).",
+)
 @with_ray_opts
 @json_opt
 def train(
@@ -118,6 +128,7 @@ def train(
     report_every,
     regret_dtype,
     explore,
+    dcfr_params,
     workers,
     shards,
     address,
@@ -171,7 +182,12 @@ def train(
         from abstraction.bets import load_bets
         from blueprint.algo import get_algo
 
-        algo_config = get_algo(algo, regret_dtype=regret_dtype, explore=explore)
+        dcfr = {}
+        if dcfr_params is not None:
+            if algo != "dcfr":
+                raise click.BadParameter(f"applies to --algo dcfr, not {algo}", param_hint="--dcfr-params")
+            dcfr = dict(zip(("alpha", "beta", "gamma"), dcfr_params))
+        algo_config = get_algo(algo, regret_dtype=regret_dtype, explore=explore, **dcfr)
         if not gd.is_limit:
             load_bets(bets)
         if algo_config.full_traversal:
@@ -194,6 +210,7 @@ def train(
             seed=seed,
             regret_dtype=regret_dtype,
             explore=explore,
+            **dcfr,
         )
     if target is not None and exact_eval_problem(tr):
         raise CLIError(f"--target-exploitability needs exact exploitability: {exact_eval_problem(tr)}")

@@ -118,6 +118,51 @@ def test_bad_explore_is_one_error_naming_it(tmp_path, value):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--dcfr-params", "1.5", "0.5"], "'--dcfr-params'"),  # three numbers
+        (["--dcfr-params", "1.5", "x", "2"], "'--dcfr-params'"),
+        (["--algo", "pluribus", "--dcfr-params", "1.5", "0.5", "2"], "applies to --algo dcfr"),
+        (["--algo", "dcfr", "--dcfr-params", "1.5", "0.5", "-1"], "gamma finite and >= 0"),
+        (["--algo", "dcfr", "--dcfr-params", "nan", "0.5", "2"], "must be finite"),
+    ],
+)
+def test_bad_dcfr_params_are_one_error_naming_them(tmp_path, args, fragment):
+    result = mccfr("train", "--game", "leduc", "--iterations", "10", "--out", tmp_path / "r", *args)
+    assert result.exit_code != 0 and fragment in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_dcfr_params_train_and_resume_with_them(tmp_path):
+    """``--dcfr-params`` reaches the run config, and a resume continues with the run's values
+    bit for bit: two halves equal one run of the whole length."""
+    import tomllib
+
+    import numpy as np
+
+    from blueprint.checkpoints import load_latest
+
+    def train(out, its):
+        r = mccfr(
+            "train", "--game", "leduc", "--algo", "dcfr", "--dcfr-params", "1.5", "0.5", "2",
+            "--iterations", its, "--threads", "1", "--eval-every", "0", "--out", out, "--json",
+        )  # fmt: skip
+        assert r.exit_code == 0, r.stderr
+        return out
+
+    whole = train(tmp_path / "whole", 4000)
+    half = train(tmp_path / "half", 2000)
+    r = mccfr("resume", half, "--iterations", "2000", "--threads", "1", "--eval-every", "0", "--json")
+    assert r.exit_code == 0, r.stderr
+    cfg = tomllib.loads((half / "run.toml").read_text())["algo"]
+    assert (cfg["name"], cfg["alpha"], cfg["beta"], cfg["gamma"]) == ("dcfr", 1.5, 0.5, 2.0)
+    (ma, [(a, _)]), (mb, [(b, _)]) = load_latest(whole), load_latest(half)
+    assert ma["iteration"] == mb["iteration"] == 4000 and a.keys() == b.keys()
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name])
+
+
 def test_explore_is_recorded_in_the_run_config(tmp_path):
     result = mccfr(
         "train",

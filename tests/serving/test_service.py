@@ -695,6 +695,7 @@ def test_locked_queries_solve_under_the_locks_and_bad_locks_are_422(hunl_bp, res
         reach = state_subgame(hunl_bp, hunl_bp.game.state(river)).ranges[0]
         if reach[idx[tuple(sorted(hunl_bp.game.state(river).hole_cards[0]))]] > 0:
             break
+
     def idle():  # the solver thread free again (an answered solve leaves it a moment later)
         t_end = time.monotonic() + 30
         while time.monotonic() < t_end:
