@@ -10,7 +10,13 @@ from pathlib import Path
 
 import click
 
-from blueprint.defaults import DEFAULT_GAME, DEFAULT_NOLIMIT_BETS, default_nolimit_bets
+from blueprint.defaults import (
+    DEFAULT_ALGO,
+    DEFAULT_GAME,
+    DEFAULT_NOLIMIT_BETS,
+    default_algo,
+    default_nolimit_bets,
+)
 from blueprint.rundir import (
     METRICS_JSONL,
     METRICS_PARQUET,
@@ -67,9 +73,10 @@ from mccfr.cli.session import budget, ray_job, run_session
 )
 @click.option(
     "--algo",
-    default="pluribus",
-    show_default=True,
-    help="MCCFR variant: pluribus, dcfr, linear, vanilla; or full-traversal cfr, cfr+ (small games).",
+    default=None,
+    help="MCCFR variant: pluribus, dcfr, linear, vanilla; or full-traversal cfr, cfr+ (small games) "
+    "[default: pluribus; for a timed 52-card no-limit run with small bets, dcfr with "
+    "--dcfr-params 1.5 0.75 2].",
 )
 @iterations_opt
 @time_opt
@@ -142,10 +149,11 @@ def train(
     """Train a blueprint into a new run directory."""
     if seed < 0:
         raise click.BadParameter("must be >= 0", param_hint="--seed")
-    if out is None:
+    default_out = out is None
+    if default_out:  # named again below once the algorithm is known
         label = Path(game).stem if Path(game).suffix else game
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out = os.path.join("runs", f"{label}-{algo}-{stamp}")
+        out = os.path.join("runs", f"{label}-{algo or DEFAULT_ALGO}-{stamp}")
     run_dir = Path(out)
     if run_dir.exists() and not run_dir.is_dir():
         raise CLIError(f"--out {out!r} exists and is not a directory")
@@ -182,7 +190,18 @@ def train(
         from abstraction.bets import load_bets
         from blueprint.algo import get_algo
 
-        dcfr = {}
+        dcfr: dict = {}
+        if algo is None:
+            algo, dcfr = default_algo(gd.deck_size, gd.is_limit, bets, seconds)
+            if dcfr and dcfr_params is None:
+                click.echo(
+                    f"algo: dcfr --dcfr-params {' '.join(f'{x:g}' for x in dcfr.values())} (the default for a "
+                    f"timed run with {bets} bets; --algo {DEFAULT_ALGO} for Pluribus-style MCCFR)",
+                    err=True,
+                )
+            if default_out:
+                out = os.path.join("runs", f"{label}-{algo}-{stamp}")
+                run_dir = Path(out)
         if dcfr_params is not None:
             if algo != "dcfr":
                 raise click.BadParameter(f"applies to --algo dcfr, not {algo}", param_hint="--dcfr-params")

@@ -183,10 +183,12 @@ def test_explore_is_recorded_in_the_run_config(tmp_path):
     assert cfg["algo"]["explore"] == 0.05
 
 
-def test_the_default_bets_follow_the_budget_in_core_seconds(tmp_path, monkeypatch):
+def test_the_default_bets_and_algo_follow_the_budget_in_core_seconds(tmp_path, monkeypatch):
     """Without --bets a 52-card no-limit run of at least STANDARD_BETS_FROM_CORE_SECONDS of
     training (time x threads) gets ``standard`` bets, a shorter one or one counted in iterations
-    ``small``; --bets always wins. (The threshold is lowered here so the runs take a second.)"""
+    ``small``; --bets always wins. Without --algo a timed run with ``small`` bets gets ``dcfr`` with
+    SHORT_BUDGET_DCFR_PARAMS, any other ``pluribus``; --algo always wins. (The threshold is lowered
+    here so the runs take a second.)"""
     import tomllib
 
     import blueprint.defaults as defaults
@@ -197,16 +199,32 @@ def test_the_default_bets_follow_the_budget_in_core_seconds(tmp_path, monkeypatc
     )
     assert defaults.default_nolimit_bets(52, 180.0, 16) == "standard"  # 48 core-minutes
     assert defaults.default_nolimit_bets(20, 10_000.0, 2) == "small"  # short decks: not measured
+    dcfr = ("dcfr", dict(zip(("alpha", "beta", "gamma"), defaults.SHORT_BUDGET_DCFR_PARAMS)))
+    assert defaults.default_algo(52, False, "small", 180.0) == dcfr
+    assert defaults.default_algo(52, False, "small", None) == ("pluribus", {})  # counted: not measured
+    assert defaults.default_algo(52, False, "standard", 180.0) == ("pluribus", {})
+    assert defaults.default_algo(52, True, None, 180.0) == ("pluribus", {})  # limit
+    assert defaults.default_algo(6, False, "small", 180.0) == ("pluribus", {})  # Leduc-sized decks
     monkeypatch.setattr(defaults, "STANDARD_BETS_FROM_CORE_SECONDS", 0.6)
     base = ["train", "--game", "hunl100", "--abstraction", "rank"]
-    for name, extra, bets in [
-        ("long", ["--time", "0.7", "--threads", "1"], "standard"),
-        ("short", ["--time", "0.3", "--threads", "1"], "small"),
-        ("counted", ["--iterations", "2000", "--threads", "1"], "small"),
-        ("given", ["--time", "0.7", "--threads", "1", "--bets", "fcpa"], "fcpa"),
+    for name, extra, bets, algo in [
+        ("long", ["--time", "0.7", "--threads", "1"], "standard", "pluribus"),
+        ("short", ["--time", "0.3", "--threads", "1"], "small", "dcfr"),
+        ("counted", ["--iterations", "2000", "--threads", "1"], "small", "pluribus"),
+        ("given", ["--time", "0.7", "--threads", "1", "--bets", "fcpa"], "fcpa", "pluribus"),
+        ("chosen", ["--time", "0.3", "--threads", "1", "--algo", "pluribus"], "small", "pluribus"),
     ]:
         result = mccfr(*base, *extra, "--out", tmp_path / name)
         assert result.exit_code == 0, result.stderr
         cfg = tomllib.loads((tmp_path / name / "run.toml").read_text())
         assert cfg["bets"] == bets, (name, cfg["bets"])
         assert ("bets: standard (the default for" in result.stderr) == (name == "long")
+        assert cfg["algo"]["name"] == algo, (name, cfg["algo"])
+        assert ("algo: dcfr --dcfr-params 1.5 0.75 2" in result.stderr) == (algo == "dcfr")
+        if algo == "dcfr":
+            assert (cfg["algo"]["alpha"], cfg["algo"]["beta"], cfg["algo"]["gamma"]) == (1.5, 0.75, 2.0)
+    monkeypatch.chdir(tmp_path)  # the default --out is under ./runs
+    with_default_out = mccfr(*base, "--time", "0.3", "--threads", "1", "--json")
+    assert with_default_out.exit_code == 0, with_default_out.stderr
+    run_dir = json.loads(with_default_out.stdout.strip().splitlines()[-1])["run_dir"]
+    assert Path(run_dir).name.startswith("hunl100-dcfr-")  # named for the algorithm it trains
