@@ -26,6 +26,14 @@ FULL_ALGOS = ("cfr", "cfr+")
 
 #: DCFR's parameters (Brown & Sandholm 2019), the trainer's ``dcfr`` preset and the subgame solver's
 DCFR_ALPHA, DCFR_BETA, DCFR_GAMMA = 1.5, 0.0, 2.0
+DCFR_PARAMS = ("alpha", "beta", "gamma")  # their AlgoConfig fields, in that order
+
+
+def dcfr_overrides(values) -> dict[str, float]:
+    """``(alpha, beta, gamma)`` as :func:`get_algo` overrides."""
+    return dict(zip(DCFR_PARAMS, (float(v) for v in values)))
+
+
 #: the subgame solver's DCFR schedule (postflop-solver's, without its restarts of the strategy sum):
 #: the strategy sum discounted with exponent 3, and the regrets' discount boundary one iteration
 #: behind (the first iteration's regrets, those of the uniform strategy, are dropped at the second):

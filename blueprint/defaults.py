@@ -11,6 +11,8 @@ with :data:`SHORT_BUDGET_DCFR_PARAMS` instead of Pluribus-style MCCFR (:func:`de
 
 from __future__ import annotations
 
+from blueprint.algo import dcfr_overrides
+
 DEFAULT_GAME = "hunl100"  # the main job: heads-up no-limit hold'em, 100 big blinds
 DEFAULT_NOLIMIT_BETS = "small"  # pot and all-in, at most two raises a round (limit games: their own)
 # ``mccfr train`` on 52-card no-limit games with at least this many core-seconds of training (time x
@@ -46,5 +48,5 @@ def default_algo(deck_size: int, is_limit: bool, bets: str | None, seconds: floa
     count of iterations) with ``small`` bets, where the ladder measured it; else
     :data:`DEFAULT_ALGO`."""
     if deck_size == 52 and not is_limit and bets == DEFAULT_NOLIMIT_BETS and seconds is not None:
-        return "dcfr", dict(zip(("alpha", "beta", "gamma"), SHORT_BUDGET_DCFR_PARAMS))
+        return "dcfr", dcfr_overrides(SHORT_BUDGET_DCFR_PARAMS)
     return DEFAULT_ALGO, {}

@@ -188,7 +188,7 @@ def train(
                 )
         # everything the user gave is checked before a card abstraction build (minutes)
         from abstraction.bets import load_bets
-        from blueprint.algo import get_algo
+        from blueprint.algo import dcfr_overrides, get_algo
 
         dcfr: dict = {}
         if algo is None:
@@ -205,7 +205,7 @@ def train(
         if dcfr_params is not None:
             if algo != "dcfr":
                 raise click.BadParameter(f"applies to --algo dcfr, not {algo}", param_hint="--dcfr-params")
-            dcfr = dict(zip(("alpha", "beta", "gamma"), dcfr_params))
+            dcfr = dcfr_overrides(dcfr_params)
         algo_config = get_algo(algo, regret_dtype=regret_dtype, explore=explore, **dcfr)
         if not gd.is_limit:
             load_bets(bets)

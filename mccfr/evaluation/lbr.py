@@ -22,10 +22,9 @@ opponent's strategy, weighted by its range-weighted probability, is valued at LB
 to it, ``max(-spent, (2 E_r - 1) * m_x')`` (fold, or call against the re-raising part of the
 range), and ``E_c`` is the equity against the calling part only (opponents that give
 ``action_probs``: blueprints, blueprint + solving; card-blind baselines keep the plain estimate).
-Equity is exact over every
-remaining board when there are at most ``max_exact_boards`` of them (50: the river and the turn in
-hold'em, every round of small decks) and sampled before that (``samples`` = 500 boards: the flop
-and pre-flop in hold'em). By default LBR uses its menu in every round (``preflop="menu"``);
+Equity is exact over every remaining board when there are at most ``max_exact_boards`` of them
+(50: the river and the turn in hold'em, every round of small decks) and sampled before that
+(``samples`` = 500 boards: the flop and pre-flop in hold'em). By default LBR uses its menu in every round (``preflop="menu"``);
 ``preflop="call"`` makes it just check or call in the first round, the cheap setting of the 2017
 study. That setting is a poor exploiter of a weak blueprint: it calls every pre-flop all-in with
 any hand (BENCHMARKS.md measures it losing to a barely trained blueprint). ``call_rounds`` names

@@ -199,8 +199,10 @@ def test_the_default_bets_and_algo_follow_the_budget_in_core_seconds(tmp_path, m
     )
     assert defaults.default_nolimit_bets(52, 180.0, 16) == "standard"  # 48 core-minutes
     assert defaults.default_nolimit_bets(20, 10_000.0, 2) == "small"  # short decks: not measured
-    dcfr = ("dcfr", dict(zip(("alpha", "beta", "gamma"), defaults.SHORT_BUDGET_DCFR_PARAMS)))
-    assert defaults.default_algo(52, False, "small", 180.0) == dcfr
+    assert defaults.default_algo(52, False, "small", 180.0) == (
+        "dcfr",
+        {"alpha": 1.5, "beta": 0.75, "gamma": 2.0},
+    )
     assert defaults.default_algo(52, False, "small", None) == ("pluribus", {})  # counted: not measured
     assert defaults.default_algo(52, False, "standard", 180.0) == ("pluribus", {})
     assert defaults.default_algo(52, True, None, 180.0) == ("pluribus", {})  # limit

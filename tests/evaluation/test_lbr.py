@@ -195,23 +195,20 @@ def test_menus_and_their_actions(nl_leduc):
     assert LocalBestResponse(game, bp, menu="fcpa").candidates(state) == ["f", "c", "r600", "r1200"]
 
 
-class _Rigged:
+class _Rigged(BlueprintOpponent):
     """A blueprint opponent whose answer to every raise is rigged: ``answer`` maps each action key
     of the blueprint's strategy to a probability, the same for every hand (absent keys: 0)."""
 
-    def __init__(self, inner, answer):
-        self.inner, self.answer, self.name = inner, answer, "rigged"
+    def __init__(self, bp, hands, answer):
+        super().__init__(bp, hands)
+        self.answer = answer
 
     def action_probs(self, state):
-        keys, P = self.inner.action_probs(state)
+        keys, P = super().action_probs(state)
         Q = np.zeros_like(P)
         for j, k in enumerate(keys):
             Q[:, j] = self.answer(k)
         return keys, Q
-
-    def fold_probs(self, state):
-        keys, P = self.action_probs(state)
-        return P[:, keys.index("f")] if "f" in keys else 0.0
 
 
 def test_lbr_seeing_reraises_values_a_raise_at_its_answer_to_the_reraise(nl_leduc):
@@ -228,7 +225,7 @@ def test_lbr_seeing_reraises_values_a_raise_at_its_answer_to_the_reraise(nl_ledu
     look = LocalBestResponse(game, bp, menu="fcpa", reraise=True)
     for lbr in (plain, look):
         lbr._eq_cache = {}
-        lbr.opp = _Rigged(BlueprintOpponent(bp, lbr.hands), lambda k: {"f": 0.25, "c": 0.75}.get(k, 0.0))
+        lbr.opp = _Rigged(bp, lbr.hands, lambda k: {"f": 0.25, "c": 0.75}.get(k, 0.0))
     weights[[h for h, hand in enumerate(plain.hands.hands) if state.hole_cards[me][0] in hand]] = 0.0
     a = plain.action_values(state, weights, rng)
     b = look.action_values(state, weights, rng)
@@ -236,7 +233,7 @@ def test_lbr_seeing_reraises_values_a_raise_at_its_answer_to_the_reraise(nl_ledu
     allin = lambda k: 1.0 if k == "r1200" else 0.0  # noqa: E731
     for lbr in (plain, look):
         lbr._eq_cache = {}
-        lbr.opp = _Rigged(BlueprintOpponent(bp, lbr.hands), allin)
+        lbr.opp = _Rigged(bp, lbr.hands, allin)
     a = plain.action_values(state, weights, rng)
     b = look.action_values(state, weights, rng)
     edge = a["c"] / 200.0  # LBR's 2 E - 1 against the whole range (calling contests 200)
