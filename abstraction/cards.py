@@ -19,7 +19,7 @@ Kinds (``CardAbstraction.kind``):
 * ``RANK`` (1): a deliberately simple bucketing for throughput work on full hold'em: preflop the
   169 suit-isomorphic starting hands (``13 * hi + lo`` suited, ``13 * lo + hi`` offsuit and pairs),
   later rounds the made-hand category of hole + board (9) times the higher hole-card rank (13).
-  It is *not* a strong abstraction (see the card-abstraction issue for EHS and potential-aware
+  It is *not* a strong abstraction (see ``abstraction/potential.py`` for EHS and potential-aware
   buckets); it exists so that the kernels can be measured on the real no-limit tree.
 """
 

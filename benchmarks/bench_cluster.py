@@ -40,8 +40,8 @@ one thread, iterations/s. memory: per-worker memory (rss, pss:
 shared pages split among the processes mapping them, uss: private pages) of a hunl100 job with the
 card table shared through the object store and with a private copy per worker (the old design);
 ``--cards synthetic`` uses a random table of the ``small`` recipe's exact sizes (277 MB) when the
-built one is not in the cache. model: the scale model of the control overhead per round (issue 13
-item 8): calls, bytes and CPU per round of the driver, the leaders and the shards measured on
+built one is not in the cache. model: the scale model of the control overhead per round: calls,
+bytes and CPU per round of the driver, the leaders and the shards measured on
 simulated clusters of each size (three ways of passing a round's arguments), fitted without the
 held-out size, checked against it, and extrapolated to ``--targets`` nodes (see :func:`model`; a
 table, then JSON); with ``--group-size G`` the flat job and the two-level fan-out with group size G

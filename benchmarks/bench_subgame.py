@@ -1,12 +1,12 @@
 """Speed of the range-vectorized subgame solver on the two public Libratus endgames.
 
-The tree is the issue's: bets of 0.5, 1 and 2 pots and all-in; raises to 2.5x and all-in
-(``abstraction/bets/subgame.toml``). Each endgame is solved with DCFR (``--threads`` threads walk
-the boards of a chance node: default numba's count; the river has no chance node) until the
-exploitability is at most ``--target`` percent of the starting pot (checked at iteration ``--check``
-and then at most every ``--check`` iterations, the checks' cost included in the time), then the
-solve is repeated for a fixed number of iterations to give iterations/s (wall and CPU) without the
-checks.
+The tree is the speed tree of postflop-solver's examples: bets of 0.5, 1 and 2 pots and all-in;
+raises to 2.5x and all-in (``abstraction/bets/subgame.toml``). Each endgame is solved with DCFR
+(``--threads`` threads walk the boards of a chance node: default numba's count; the river has no
+chance node) until the exploitability is at most ``--target`` percent of the starting pot
+(checked at iteration ``--check`` and then at most every ``--check`` iterations, the checks' cost
+included in the time), then the solve is repeated for a fixed number of iterations to give
+iterations/s (wall and CPU) without the checks.
 
     python benchmarks/bench_subgame.py [--target 0.5] [--which river,turn] [--threads N] [--repeat N] [--json]
 

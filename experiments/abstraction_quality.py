@@ -1,5 +1,5 @@
 """Abstraction quality: exploitability in the real game of blueprints trained on each card
-abstraction, at equal bucket counts (the card-abstraction issue's experiment).
+abstraction, at equal bucket counts.
 
 The game is a small-deck *three-round* limit hold'em (``--ranks`` x 4 suits, 2 hole cards, a
 ``--flop``-card flop and a 1-card turn; blinds 10/5, raises 10/20/20, ``--max-raises`` per round),

@@ -1,4 +1,5 @@
-"""Where LBR's winnings against a blueprint come from (issue "Compute that buys strength", item 0).
+"""Where LBR's winnings against a blueprint come from (by LBR's last raise, the source of the
+opponent's answers and what it answered).
 
     python experiments/lbr_decompose.py RUN_DIR [RUN_DIR ...] [--hands 1200] [--seed 7] [--out DIR]
 

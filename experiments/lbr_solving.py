@@ -1,5 +1,5 @@
 """LBR against a blueprint alone and against blueprint + subgame solving on the same deals, and
-the four LBR settings of Lisy & Bowling 2017 against the blueprint (issue #14, item 3).
+the four LBR settings of Lisy & Bowling 2017 against the blueprint.
 
     python experiments/lbr_solving.py RUN_DIR --hands 400 --seed 1 --settings blueprint,river
         [--solve-iterations 150] [--method reach-maxmargin] [--menu fcpa] [--out FILE.json]

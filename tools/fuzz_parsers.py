@@ -1,4 +1,4 @@
-"""Long-run fuzzer for the parsers that read hostile input (issue 18).
+"""Long-run fuzzer for the parsers that read hostile input (game definitions, state strings, ...).
 
 Each target has a corpus of valid inputs, a runner and the exceptions that count as a clean
 error. The fuzzer mutates corpus inputs at random (insert, delete, replace, repeat, truncate,

@@ -1,4 +1,5 @@
-"""Soak and load tests of the query service (issue 18: "a service that runs for weeks").
+"""Soak and load tests of the query service: hours of hands under a memory budget,
+and many clients at once.
 
     python tools/soak_service.py soak RUN_DIR [--hands 10000] [--clients 10] [--memory-budget 256M]
            [--solve reach-maxmargin] [--solve-from river] [--max-solve-ms 50] [--max-minutes 15]
