@@ -49,7 +49,7 @@ suit's colex digit summed card by card into its lane. It allocates nothing, divi
 and branches only in its loops; with a single table array this lets numba prune the reference
 counting of its array arguments, atomic updates worth 15-30 ns a call (a tuple of arrays would
 cost one update per array touched). About 9M hold'em river indexes per second per
-core (``benchmarks/bench_isomorphism.py``).
+core (``scripts/benchmarks/bench_isomorphism.py``).
 
 **Table layout** (``tables``, int64). S suits, N ranks, R rounds; the groups of
 all rounds are numbered together (F of them), round r's are ``rg_base[r] .. rg_base[r + 1] - 1``.

@@ -358,7 +358,7 @@ def fuzz_read_abstraction_bytes(
     data: bytes, game: Optional[GameDef] = None
 ) -> Optional[tuple[dict, list[np.ndarray]]]:
     """Fuzzing entry point: :func:`read_abstraction` of ``data``, None when refused; any exception
-    escaping it is a bug (``tools/fuzz_parsers.py`` target ``abstraction``)."""
+    escaping it is a bug (``scripts/tools/fuzz_parsers.py`` target ``abstraction``)."""
     try:
         return read_abstraction(bytes(data), game)
     except AbstractionError:

@@ -4,7 +4,7 @@
 the same worker RNG streams, :class:`cluster.worker.WorkerCore` batches against each round's
 snapshot, deltas summed per node in worker order and per node group in node order,
 :class:`cluster.shard.ShardCore` ending each round), one batch after another. The cluster tests
-check the Ray job against it bit for bit; ``benchmarks/bench_cluster.py staleness`` uses it to measure
+check the Ray job against it bit for bit; ``scripts/benchmarks/bench_cluster.py staleness`` uses it to measure
 what staleness costs with many workers (28 simulated workers on 2 cores in minutes, where the Ray
 job's per-batch overhead makes that hours).
 """

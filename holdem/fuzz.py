@@ -1,7 +1,7 @@
 """Material for hostile-input tests of the rules' parsers: two odd but legal game definitions, the
 games a fuzzer covers, and the state strings of random legal hands.
 
-The property tests (``tests/holdem``) and the long-run fuzzer (``tools/fuzz_parsers.py``) share
+The property tests (``tests/holdem``) and the long-run fuzzer (``scripts/tools/fuzz_parsers.py``) share
 them, so a game or a kind of state string added here reaches both::
 
     import random

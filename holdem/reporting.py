@@ -4,7 +4,7 @@ A game whose two blinds differ (hold'em) reports results in mbb (1/1000 of its b
 game or hand; an ante game (equal blinds: Kuhn, Leduc) reports chips. Intervals are normal 95%
 intervals of a mean of independent samples (``Z95 * s / sqrt(n)``, ``s`` the sample standard
 deviation). It lives in ``holdem``, the base package, because every layer that reports a result
-uses it (``cli``, ``evaluation``, ``experiments``, ``serving``, ``benchmarks``, ``tools``).
+uses it (``cli``, ``evaluation``, ``serving``, ``scripts``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ is imported), as /work/shared/DESIGN.md "Layout" and docs/architecture.md state 
 Checked over every module of ``holdem abstraction blueprint cluster subgame mccfr``:
 
 (a) no import points up or sideways off an arrow, nor into a folder that is not installed
-    (``benchmarks``, ``experiments``, ``tools``, ...); function-level and ``if TYPE_CHECKING:``
+    (``scripts``, ``examples``, ``tests``); function-level and ``if TYPE_CHECKING:``
     imports count: they are dependencies all the same;
 (b) no module imports another module's private (leading underscore) name;
 (c) no import cycle between files: imports at module level and inside functions (a function-level
@@ -63,7 +63,7 @@ ALLOWED: dict[str, frozenset[str]] = {
 }
 PACKAGES = ("holdem", "abstraction", "blueprint", "cluster", "subgame", "mccfr")
 #: Folders of the repository that are not installed: no package may import them.
-NOT_INSTALLED = frozenset({"benchmarks", "examples", "experiments", "scripts", "tests", "tools"})
+NOT_INSTALLED = frozenset({"examples", "scripts", "tests"})
 
 MAX_LINES = 900
 #: Files of numba kernels, which stay whole: a kernel calls its helpers in the same compilation
@@ -385,7 +385,7 @@ def test_checker_sees_function_level_type_checking_and_relative_imports(tmp_path
         "def f():\n"
         "    from mccfr.serving.query import QueryError\n"
         "    sys.path.insert(0, '.')\n"
-        "    import experiments.kuhn_tables\n"
+        "    import scripts.experiments.kuhn_tables\n"
     )
     (pkg / "b.py").write_text("import blueprint.a\n_hidden = 1\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
@@ -407,7 +407,7 @@ def test_checker_sees_function_level_type_checking_and_relative_imports(tmp_path
     layer = layer_violations()
     assert any("blueprint/a.py:6: blueprint must not import subgame" in v for v in layer), layer
     assert any("blueprint/a.py:8: blueprint must not import mccfr.serving" in v for v in layer), layer
-    assert any("blueprint/a.py:10: experiments/ is not installed" in v for v in layer), layer
+    assert any("blueprint/a.py:10: scripts/ is not installed" in v for v in layer), layer
     assert private_violations() == [
         "private: blueprint/a.py:4: imports private _hidden: from blueprint.b import _hidden"
     ]

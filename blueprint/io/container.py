@@ -110,7 +110,7 @@ one:
 same checks; :func:`~blueprint.io.shard_file.fuzz_read_shard_bytes` /
 :func:`~blueprint.io.manifest.fuzz_read_manifest_bytes` /
 :func:`~blueprint.io.blueprint_file.fuzz_read_blueprint_bytes` are fuzzing entry points (None for a
-refused input; any exception escaping them is a bug; ``tools/fuzz_parsers.py`` targets
+refused input; any exception escaping them is a bug; ``scripts/tools/fuzz_parsers.py`` targets
 ``checkpoint`` and ``blueprint``)."""
 
 from __future__ import annotations

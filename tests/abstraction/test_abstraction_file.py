@@ -2,7 +2,7 @@
 ``abstraction.bin`` is, reading it ends in a correct load or an AbstractionError naming the file and
 the problem, fast and within a small memory bound: devices, FIFOs, lz4 bombs, truncation, counts
 that do not fit the game, a forged content hash, and (Hypothesis) mutated bytes of real small-deck
-files. The long-run fuzzer over the same reader is ``tools/fuzz_parsers.py --target abstraction``.
+files. The long-run fuzzer over the same reader is ``scripts/tools/fuzz_parsers.py --target abstraction``.
 """
 
 from __future__ import annotations

@@ -529,12 +529,12 @@ def test_in_memory_reader_matches_the_file_reader(leduc_run) -> None:
 
 
 def test_fuzz_targets_run_clean(tmp_path: Path) -> None:
-    """The ``checkpoint`` and ``blueprint`` targets of tools/fuzz_parsers.py (a few hundred inputs
+    """The ``checkpoint`` and ``blueprint`` targets of scripts/tools/fuzz_parsers.py (a few hundred inputs
     here; the long runs are in the script's docstring): the corpus is accepted, nothing escapes."""
     import argparse
     import signal
 
-    from tools import fuzz_parsers
+    from scripts.tools import fuzz_parsers
 
     args = argparse.Namespace(
         seed=1, count=300, time_limit=0, hang_s=5.0, hard_s=30.0, save=3, out=str(tmp_path)

@@ -1,4 +1,4 @@
-"""The full-game scorer of the Brown & Sandholm rebuild (experiments/fullgame.py) on a tiny deck."""
+"""The full-game scorer of the Brown & Sandholm rebuild (scripts/experiments/fullgame.py) on a tiny deck."""
 
 import numpy as np
 import pytest
@@ -9,7 +9,8 @@ from abstraction.isomorphism import HandIndexer
 from blueprint.algo import get_algo
 from blueprint.blueprint import Blueprint
 from blueprint.trainer import RunConfig, Trainer
-from experiments.fullgame import (
+from holdem.cards import cards_str
+from scripts.experiments.fullgame import (
     FLOP_BETS_TOML,
     FLOP_OFF_TREE_TOML,
     CombinedBestResponse,
@@ -22,7 +23,6 @@ from experiments.fullgame import (
     run_experiment,
     run_nested_experiment,
 )
-from holdem.cards import cards_str
 from subgame.tree import SubgameError, board_hands
 
 

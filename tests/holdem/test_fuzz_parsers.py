@@ -4,7 +4,7 @@ never another exception, a hang or memory taken on the input's word.
 
 Property-based tests (Hypothesis, bounded to a few seconds each) mutate valid game files and
 valid states from random legal play; regression tests pin the cases of the issue. The long-run
-fuzzer over the same parsers is ``tools/fuzz_parsers.py``.
+fuzzer over the same parsers is ``scripts/tools/fuzz_parsers.py``.
 """
 
 from __future__ import annotations

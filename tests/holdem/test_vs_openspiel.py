@@ -1,6 +1,6 @@
 """The rules agree with OpenSpiel's universal_poker (the ACPC reference code), state by state.
 
-The engine is ``tools/diff_openspiel.py`` (which runs more hands); here ~2,000 random hands over
+The engine is ``scripts/tools/diff_openspiel.py`` (which runs more hands); here ~2,000 random hands over
 Kuhn, Leduc, limit and no-limit hold'em (200 and 20 big blinds) and an odd no-limit game, plus
 hand-written hands replayed on OpenSpiel.
 """
@@ -14,7 +14,7 @@ from holdem import Game
 
 pyspiel = pytest.importorskip("pyspiel")
 
-from tools import diff_openspiel as diff
+from scripts.tools import diff_openspiel as diff
 
 # hands per game: ~2,000 in all; the no-limit games' raise wars make their hands slower
 HANDS = {"kuhn": 400, "leduc": 400, "hulhe": 350, "hunl": 250, "hunl20": 300, "odd-nolimit": 300}

@@ -171,12 +171,12 @@ def test_mutated_saved_files_are_refused_or_read(saved_bytes, data):
 
 
 def test_fuzz_target_runs_clean(tmp_path):
-    """The ``saved`` target of tools/fuzz_parsers.py (a few hundred inputs here): its corpus is
+    """The ``saved`` target of scripts/tools/fuzz_parsers.py (a few hundred inputs here): its corpus is
     read back, nothing escapes."""
     import argparse
     import signal
 
-    from tools import fuzz_parsers
+    from scripts.tools import fuzz_parsers
 
     args = argparse.Namespace(
         seed=1, count=300, time_limit=0, hang_s=5.0, hard_s=30.0, save=3, out=str(tmp_path)

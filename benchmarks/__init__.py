@@ -1,3 +1,0 @@
-"""One benchmark script per BENCHMARKS.md section, run from the source tree against the installed
-package (``python benchmarks/bench_mccfr.py``; not part of the installed wheel); ``harness.py``
-holds what they share."""

@@ -1,0 +1,370 @@
+"""Threads on one table: throughput at 1..N threads side by side, and what threads cost per iteration.
+
+    python scripts/benchmarks/bench_threads.py speed --threads 1,2,4,8,16 --window 20 --rounds 3
+    python scripts/benchmarks/bench_threads.py leduc --threads 16 --seeds 8 --iterations 2000,10000,50000,200000
+    python scripts/benchmarks/bench_threads.py exact --game small-deck --threads 2 --seeds 8 --iterations 20000,100000,500000
+    python scripts/benchmarks/bench_threads.py distance --reference-seconds 60 --seconds 7.4 --seeds 6
+
+speed: the main job (``make_trainer()``: hunl100, small bets, fine card abstraction, pluribus;
+``--cards small`` for another abstraction; ``--algo dcfr`` for barriers every 1,000 iterations),
+one trainer per thread count in one process, each warmed up past the pruning warm-up
+(``--warmup`` iterations), then ``--rounds`` rounds of one ``--window``-second window per thread
+count in turn, so every count sees the same machine load; per count the best round's iterations/s
+and node visits/s (wall clock), and the speed-up and per-thread efficiency against one thread.
+Node visits/s is the figure to compare: a faster run is further into training, where an iteration
+visits more nodes.
+
+leduc (``exact --game leduc``): exploitability (chips) of the average strategy at the same
+iteration counts with 1 thread and with T, over ``--seeds`` seeds each: mean, 95% interval
+(Student t over seeds) and the difference T - 1 with its 95% interval (Welch). Threads do the same
+iterations, each on its own RNG stream, on one table (or on copies, if the table is big enough for
+them: :mod:`blueprint.threads`); the difference shows what the threads cost per iteration.
+``exact --game small-deck``: the same on the three-round small-deck limit game
+(:func:`holdem.gamedef.small_deck_game`, ``--ranks`` ranks; one bucket per suit class pre-flop,
+``--buckets`` E[HS^2] buckets on the flop and the turn, built once into the temporary folder), whose
+exploitability :mod:`blueprint.vector_cfr` computes exactly (in the real game).
+
+distance: the main job's game, where exact exploitability is out of reach: how far each run's
+average strategy is from a long one-thread reference run's (``--reference-seconds``), at equal
+training time (``--seconds``: iterations at each arm's measured rate) over ``--seeds`` seeds: one
+thread, T threads on copies (the default on this table), T threads on the one shared table
+(``--reference-threads`` for a reference of several threads, to stay ahead of many-thread arms). Two
+distances: the mean absolute difference per first-round table entry, and over every entry weighted
+by the reference's strategy sums (where the play goes). A proxy, not exploitability: it says which
+arm is further along the same road in the same time.
+
+Each command prints a table and a final JSON line. Run it on an idle machine: with other work on
+the cores, the thread counts compete with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import math
+import time
+
+import harness
+
+# two-sided 95% Student t quantiles by degrees of freedom (larger: the normal's 1.96)
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+_T95.update({10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042})
+
+
+def t95(df: float) -> float:
+    keys = sorted(k for k in _T95 if k <= df)
+    return _T95[keys[-1]] if keys and df < 60 else 1.96
+
+
+def machine() -> str:
+    from blueprint.threads import available_cores
+
+    return f"{available_cores()} usable of {harness.machine()}"
+
+
+def cmd_speed(
+    threads: list[int], window: float, rounds: int, warmup: int, game: str, algo: str, cards: str | None
+) -> dict:
+    from blueprint.trainer import make_trainer
+
+    trainers = {}
+    for t in threads:
+        tr = make_trainer(game, algo=algo, threads=t, cards=cards)
+        tr.run(warmup)
+        trainers[t] = tr
+    rates: dict[int, list[tuple[float, float]]] = {t: [] for t in threads}
+    for _ in range(rounds):
+        for t, tr in trainers.items():
+            it0, v0, t0 = tr.iteration, tr.node_visits, time.perf_counter()
+            tr.run_for(window)
+            dt = time.perf_counter() - t0
+            rates[t].append(((tr.iteration - it0) / dt, (tr.node_visits - v0) / dt))
+    base = max(v for _, v in rates[threads[0]])
+    rows = []
+    for t in threads:
+        ips, vps = max(rates[t], key=lambda r: r[1])
+        rows.append(
+            {
+                "threads": t,
+                "iterations_per_s": ips,
+                "node_visits_per_s": vps,
+                "speedup": vps / base,
+                "efficiency": vps / base / (t / threads[0]),
+                "iterations": trainers[t].iteration,
+                "all_node_visits_per_s": [v for _, v in rates[t]],
+            }
+        )
+    print(
+        f"{game} {algo} {trainers[threads[0]].cards.name} cards, {rounds} rounds of {window:g} s per thread count, best round ({machine()})"
+    )
+    print(f"{'threads':>8s}{'iterations/s':>15s}{'node visits/s':>16s}{'speed-up':>10s}{'per thread':>12s}")
+    for r in rows:
+        print(
+            f"{r['threads']:8d}{r['iterations_per_s']:15,.0f}{r['node_visits_per_s']:16,.0f}"
+            f"{r['speedup']:10.2f}{r['efficiency']:12.2f}"
+        )
+    return {
+        "machine": machine(),
+        "game": game,
+        "algo": algo,
+        "cards": trainers[threads[0]].cards.name,
+        "window_s": window,
+        "rounds": rounds,
+        "rows": rows,
+    }
+
+
+def _mean_ci(xs: list[float]) -> tuple[float, float, float]:
+    n = len(xs)
+    m = sum(xs) / n
+    var = sum((x - m) ** 2 for x in xs) / (n - 1) if n > 1 else 0.0
+    return m, var, t95(n - 1) * math.sqrt(var / n)
+
+
+@functools.lru_cache(maxsize=None)
+def _small_deck(ranks: int, buckets: int):
+    """The small-deck game, its card abstraction (one bucket per suit class pre-flop, ``buckets``
+    E[HS^2] percentiles on the flop and the turn, built once into the temporary folder) and the
+    exact evaluator on its tree: built once per process, shared by every seed and thread count."""
+    import tempfile
+    from pathlib import Path
+
+    from abstraction.buckets import build_buckets
+    from abstraction.cards import from_file
+    from abstraction.isomorphism import HandIndexer
+    from abstraction.tree import build_tree
+    from blueprint.vector_cfr import VectorCFR
+    from holdem.gamedef import small_deck_game
+
+    gd = small_deck_game(ranks)
+    where = Path(tempfile.gettempdir()) / f"mccfr-bench-{gd.name}-ehs2-{buckets}"
+    if not (where / "abstraction.bin").exists():
+        sizes = (HandIndexer.for_game(gd).size(0), buckets, buckets)
+        build_buckets(gd, sizes, "ehs2", where, progress=False, log=lambda m: None)
+    cards = from_file(gd, where)
+    return gd, where, cards, VectorCFR(build_tree(gd), cards)
+
+
+def _exact_trainer(game: str, algo: str, seed: int, threads: int, ranks: int, buckets: int):
+    """A trainer for ``game`` (leduc, small-deck) and a function of it: its exact exploitability."""
+    from blueprint.trainer import make_trainer
+
+    if game == "leduc":
+        tr = make_trainer("leduc", algo=algo, seed=seed, threads=threads)
+        return tr, lambda t: float(t.exploitability()[0])
+    from abstraction.tree import KIND_DECISION
+    from blueprint.algo import get_algo
+    from blueprint.trainer import RunConfig, Trainer
+
+    gd, where, cards, exact = _small_deck(ranks, buckets)
+    tr = Trainer(RunConfig(gd.name, None, str(where), get_algo(algo), seed), gamedef=gd, cards=cards)
+    tr.set_threads(threads)
+    dec = tr.tree.kind == KIND_DECISION
+    if not (exact.size == tr.size and (exact.row_offset[dec] == tr.row_offset[dec]).all()):
+        raise SystemExit("the exact evaluator's table layout differs from the trainer's")
+    return tr, lambda t: float(exact.exploitability(t.average_strategy())[0])
+
+
+def cmd_exact(
+    threads: int,
+    seeds: int,
+    iterations: list[int],
+    algo: str,
+    game: str = "leduc",
+    ranks: int = 5,
+    buckets: int = 50,
+) -> dict:
+    expl: dict[int, dict[int, list[float]]] = {t: {n: [] for n in iterations} for t in (1, threads)}
+    size = 0
+    for t in (1, threads):
+        for seed in range(seeds):
+            tr, exploitability = _exact_trainer(game, algo, seed, t, ranks, buckets)
+            size = tr.size
+            for n in iterations:
+                tr.run(n - tr.iteration)
+                expl[t][n].append(exploitability(tr))
+    rows = []
+    for n in iterations:
+        m1, v1, c1 = _mean_ci(expl[1][n])
+        mt, vt, ct = _mean_ci(expl[threads][n])
+        se = math.sqrt(v1 / seeds + vt / seeds)
+        df = se**4 / ((v1 / seeds) ** 2 / (seeds - 1) + (vt / seeds) ** 2 / (seeds - 1)) if se > 0 else 1e9
+        rows.append(
+            {
+                "iterations": n,
+                "one_thread": m1,
+                "one_thread_ci95": c1,
+                "threads": mt,
+                "threads_ci95": ct,
+                "difference": mt - m1,
+                "difference_ci95": t95(df) * se,
+            }
+        )
+    name = (
+        "Leduc"
+        if game == "leduc"
+        else f"small deck ({ranks} ranks, {buckets} buckets, {size:,} table entries)"
+    )
+    print(f"{name} {algo}: exploitability (chips) over {seeds} seeds, mean +- 95% interval ({machine()})")
+    print(f"{'iterations':>11s}{'1 thread':>20s}{f'{threads} threads':>20s}{'difference':>22s}")
+    for r in rows:
+        print(
+            f"{r['iterations']:11,d}{r['one_thread']:12.4f} +-{r['one_thread_ci95']:.4f}"
+            f"{r['threads']:12.4f} +-{r['threads_ci95']:.4f}{r['difference']:+14.4f} +-{r['difference_ci95']:.4f}"
+        )
+    return {
+        **harness.machine_row(),
+        "usable_cores": machine(),
+        "game": game if game == "leduc" else f"small-deck {ranks} ranks {buckets} buckets",
+        "table_entries": size,
+        "algo": algo,
+        "seeds": seeds,
+        "threads": threads,
+        "rows": rows,
+    }
+
+
+def cmd_distance(
+    ref_seconds: float, seconds: float, seeds: int, threads: int, game: str, ref_threads: int = 1
+) -> dict:
+    import numpy as np
+
+    import blueprint.trainer as trainer_mod
+    from blueprint.threads import use_copies
+    from blueprint.trainer import make_trainer
+
+    ref = make_trainer(game, seed=1_000_000, threads=ref_threads)
+    ref.run_for(ref_seconds)
+    distance = harness.ReferenceDistance(ref)
+    arms = [("1 thread", 1, use_copies), (f"{threads} threads, copies", threads, use_copies)]
+    arms.append((f"{threads} threads, shared table", threads, lambda entries, nbytes: False))
+    rows = []
+    for name, th, copies in arms:
+        trainer_mod.use_copies = copies
+        try:
+            probe = make_trainer(game, seed=999, threads=th)  # this arm's rate, past the warm-up
+            probe.run(30_000)
+            i0, t0 = probe.iteration, time.perf_counter()
+            probe.run_for(min(5.0, seconds))
+            rate = (probe.iteration - i0) / (time.perf_counter() - t0)
+            n = int(rate * seconds)
+            d_first, d_all = [], []
+            for seed in range(seeds):
+                tr = make_trainer(game, seed=seed, threads=th)
+                tr.run(n)
+                d1, d2 = distance(tr)
+                d_first.append(d1)
+                d_all.append(d2)
+        finally:
+            trainer_mod.use_copies = use_copies
+        df, da = np.array(d_first), np.array(d_all)
+        h = t95(seeds - 1) / np.sqrt(seeds)
+        rows.append(
+            {
+                "arm": name,
+                "iterations": n,
+                "first_round": float(df.mean()),
+                "first_round_ci95": float(h * df.std(ddof=1)),
+                "weighted": float(da.mean()),
+                "weighted_ci95": float(h * da.std(ddof=1)),
+            }
+        )
+    print(
+        f"{game}: distance to a {ref.iteration:,}-iteration reference after {seconds:g} s of training, "
+        f"{seeds} seeds, mean +- 95% interval ({machine()})"
+    )
+    print(f"{'arm':>26s}{'iterations':>12s}{'first round':>22s}{'weighted, all':>22s}")
+    for r in rows:
+        print(
+            f"{r['arm']:>26s}{r['iterations']:12,d}{r['first_round']:14.5f} +-{r['first_round_ci95']:.5f}"
+            f"{r['weighted']:14.5f} +-{r['weighted_ci95']:.5f}"
+        )
+    return {
+        **harness.machine_row(),
+        "game": game,
+        "reference_iterations": ref.iteration,
+        "reference_threads": ref_threads,
+        "rows": rows,
+    }
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected whole numbers >= 1, got {text!r}")
+    return values
+
+
+def main(argv: list[str] | None = None) -> None:
+    from blueprint.threads import available_cores
+
+    cores = available_cores()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sp = sub.add_parser("speed", help="iterations/s and node visits/s at each thread count")
+    sp.add_argument("--threads", type=_ints, default=sorted({1, 2, *range(4, cores + 1, 4), cores}))
+    sp.add_argument("--window", type=float, default=20.0, help="seconds per window")
+    sp.add_argument("--rounds", type=int, default=3)
+    sp.add_argument("--warmup", type=int, default=30_000, help="iterations before measuring")
+    sp.add_argument("--game", default="hunl100")
+    sp.add_argument(
+        "--algo", default="pluribus", help="dcfr and linear discount every 1,000 iterations all along"
+    )
+    sp.add_argument("--cards", default=None, help="card abstraction (default: the main job's)")
+    for cmd in ("leduc", "exact"):
+        lp = sub.add_parser(
+            cmd, help="exact exploitability per iteration (Leduc or a small deck), T threads against 1"
+        )
+        lp.add_argument("--threads", type=int, default=cores)
+        lp.add_argument("--seeds", type=int, default=8)
+        lp.add_argument("--iterations", type=_ints, default=[2_000, 10_000, 50_000, 200_000])
+        lp.add_argument("--algo", default="pluribus")
+        if cmd == "exact":
+            lp.add_argument("--game", choices=("leduc", "small-deck"), default="leduc")
+            lp.add_argument("--ranks", type=int, default=5, help="small-deck: ranks (4 suits)")
+            lp.add_argument("--buckets", type=int, default=50, help="small-deck: flop and turn buckets")
+        else:
+            lp.set_defaults(game="leduc", ranks=5, buckets=50)
+    dp = sub.add_parser("distance", help="distance to a long reference at equal time, 1 vs T threads")
+    dp.add_argument("--reference-seconds", type=float, default=60.0)
+    dp.add_argument("--seconds", type=float, default=7.5, help="training time of every run")
+    dp.add_argument("--seeds", type=int, default=6)
+    dp.add_argument("--threads", type=int, default=cores)
+    dp.add_argument("--game", default="hunl100")
+    dp.add_argument("--reference-threads", type=int, default=1, help="threads of the reference run")
+    args = ap.parse_args(argv)
+    if args.cmd == "distance":
+        if not 2 <= args.threads <= cores or args.seeds < 2:
+            ap.error(f"distance needs --threads from 2 to {cores} and --seeds >= 2")
+        res = cmd_distance(
+            args.reference_seconds, args.seconds, args.seeds, args.threads, args.game, args.reference_threads
+        )
+    elif args.cmd == "speed":
+        if max(args.threads) > cores:
+            ap.error(f"--threads {max(args.threads)}: this process may use {cores} cores")
+        res = cmd_speed(
+            sorted(set(args.threads)), args.window, args.rounds, args.warmup, args.game, args.algo, args.cards
+        )
+    else:
+        if not 2 <= args.threads <= cores or args.seeds < 2:
+            ap.error(f"{args.cmd} needs --threads from 2 to {cores} and --seeds >= 2")
+        if not 3 <= args.ranks <= 13 or args.buckets < 1:
+            ap.error(f"--ranks {args.ranks} (from 3 to 13) or --buckets {args.buckets} (at least 1)")
+        res = cmd_exact(
+            args.threads,
+            args.seeds,
+            sorted(set(args.iterations)),
+            args.algo,
+            args.game,
+            args.ranks,
+            args.buckets,
+        )
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()

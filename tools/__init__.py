@@ -1,3 +1,0 @@
-"""Fuzzers, differential checks against OpenSpiel, drills and soak runs; scripts run from the source
-tree (``python tools/fuzz_parsers.py``; not part of the installed wheel). Tests import them as
-``tools.<name>``."""
