@@ -32,8 +32,11 @@ admission, time budget and memory budget)::
                      ``unknown_saved``, 422 ``not_in_subgame`` for a state outside its tree
     POST /v1/play/deal  {"hand_number": 0}                 a hand against the bot
     POST /v1/play/act   {"hand": "<token>", "action": "c"}  the person's action
-                  -> the person's view, the bot's answers (source, time); at the end the dealer's
-                     log line and the result (:mod:`mccfr.serving.play`)
+                  -> the person's view, the bot's answers (action, source, time: never its
+                     strategy while the hand runs); at the end the dealer's log line, the result,
+                     the bot's cards and each answer's strategy for review. Hands in play are
+                     capped per client address (one more drops that client's own oldest) and in
+                     all (full: 503 ``table_full``) (:mod:`mccfr.serving.play`)
     GET  /v1/run     the run's training curve (``metrics.jsonl``: iteration, seconds, exploitability)
 
 A solve for the explorer goes through the responder as a query of the seat to act holding the
@@ -41,8 +44,8 @@ first cards not on the board, in the request's ``session`` (the page keeps one p
 walks, so a later state of the same subgame reuses the solve); the whole range is then read from
 the solved subgame that the responder keeps for the session. Errors are the service's
 ``{"error", "kind"}`` with a 4xx status (``bad_history``, ``bad_board``, ``bad_action``,
-``unknown_hand`` besides the query's kinds). ``/metrics`` counts range answers by source and
-play requests as ``play``.
+``unknown_hand``, ``not_your_turn``, ``table_full`` (503), ``bot_failed`` (500) besides the query's
+kinds). ``/metrics`` counts range answers by source and play requests as ``play``.
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ from blueprint.rundir import METRICS_JSONL, read_metrics
 from holdem.betting import parse_betting
 from holdem.cards import card_name
 from holdem.reporting import big_blind_of, mbb_per_chip
-from mccfr.serving.play import PlayError, Table
+from mccfr.serving.play import PlayError, Table, bot_failed, client_of
 from mccfr.serving.query import BLUEPRINT_METHOD, QueryError
 from mccfr.serving.ranges import PublicState, blueprint_range, encode, hand_names, public_state, subgame_range
 from subgame.cache import node_in
@@ -489,9 +492,15 @@ async def _bot_turns(st, table: Table, token: str) -> None:
     turn or the hand is over."""
     while (ms := table.bot_query(token)) is not None:
         t0 = time.perf_counter()
-        ans = await st.respond(ms, f"play:{token}", None, None, t0)
-        ans["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
-        table.bot_acts(token, ans)
+        try:
+            ans = await st.respond(ms, table.bot_session(token), None, None, t0)
+            ans["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
+            table.bot_acts(token, ans)
+        except PlayError:  # (the hand is gone: unknown_hand)
+            raise
+        except Exception as exc:  # noqa: BLE001 - its message may quote the bot's match state
+            table.drop(token)
+            raise bot_failed(exc) from exc
 
 
 async def _play(request: Request, step) -> JSONResponse:
@@ -513,7 +522,8 @@ async def _play(request: Request, step) -> JSONResponse:
 @router.post("/v1/play/deal")
 async def play_deal(req: DealRequest, request: Request) -> JSONResponse:
     """Deal a hand against the bot; the bot acts until it is the person's turn."""
-    return await _play(request, lambda table: (table.deal(req.hand_number), 0))
+    client = client_of(request.scope)
+    return await _play(request, lambda table: (table.deal(req.hand_number, client), 0))
 
 
 @router.post("/v1/play/act")

@@ -213,19 +213,29 @@ def test_a_hand_against_the_bot_to_its_end(server, responder):
     assert state.hand_id == 3 and state.is_terminal() and state.names == ("mccfr", "you")
     assert state.net[1] == v["net"] == state.payoffs()[1]
     assert v["log_line"].startswith(f"STATE:3:{v['betting']}:")
-    for a in answers:  # every bot action is in the history, drawn from its strategy
-        assert a["action"] in a["strategy"] and a["strategy"][a["action"]] > 0
+    # while the hand ran no strategy was sent; the finished hand's review has every bot action,
+    # each drawn from its strategy
+    assert all("strategy" not in a for a in answers)
+    assert [a["action"] for a in v["review"]] == [a["action"] for a in answers]
+    for a in v["review"]:
+        assert a["strategy"][a["action"]] > 0
+    assert tuple(v["bot_hole"]) == tuple(state.hole_cards[0])
     status, out = _call(server.url, "/v1/play/act", {"hand": v["hand"], "action": "c"})
     assert status == 404 and out["kind"] == "unknown_hand"  # a finished hand is forgotten
 
 
 def test_the_table_is_bounded_and_refuses_out_of_turn(responder):
-    t = Table(responder.game, seed=1, max_hands=2)
+    t = Table(responder.game, seed=1, max_hands_per_client=2)
     a, b, c = (t.deal(n) for n in (0, 1, 2))
-    assert len(t) == 2
+    assert len(t) == 2  # one client: its oldest hand went
     with pytest.raises(PlayError) as info:
         t.view(a)
     assert info.value.kind == "unknown_hand"
+    t2 = Table(responder.game, seed=1, max_hands=1)  # a full table refuses another client
+    t2.deal(0, "x")
+    with pytest.raises(PlayError) as info:
+        t2.deal(1, "y")
+    assert info.value.kind == "table_full" and info.value.status == 503
     # hand 1: the person sits at position 1, who acts first before the flop
     assert t.bot_query(b) is None and t.view(b)["to_act"] == "you"
     t.act(b, "c")

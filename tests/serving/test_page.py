@@ -514,10 +514,16 @@ def test_a_hand_against_the_bot_to_its_end(page, server, bp, tmp_path):
     mean = float(page.get_attribute("#play-result", "data-mean"))
     assert mean == pytest.approx(sum(nets) / 2 * 10, abs=1e-3)  # mbb/hand: 100 chips a big blind
     assert "95%" in page.inner_text("#play-result")
-    # the last hand's bot answers (if it acted) carry their source and time
+    # the last hand's bot answers (if it acted) carry their source and time, and after the hand
+    # the review shows the strategy each was drawn from, with the bot's cards face up
+    review = page.locator("#play-log li.review")
+    assert review.count() == bot.count()
     for i in range(bot.count()):
         assert bot.nth(i).get_attribute("data-source") in ("blueprint", "translated", "subgame", "fallback")
         assert float(bot.nth(i).get_attribute("data-ms")) >= 0
+        strategy = json.loads(review.nth(i).get_attribute("data-strategy"))
+        assert strategy[review.nth(i).get_attribute("data-action")] > 0
+    assert page.locator("#bot-cards .card:not(.back)").count() == 2
 
 
 def test_the_runs_tab_draws_the_training_curve(page, leduc_server, server, hunl_run, tmp_path):

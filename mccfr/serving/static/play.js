@@ -1,5 +1,6 @@
 // Play heads-up hands against the server's bot: each of its answers with its source and time, a
-// running result in mbb/hand with its 95% interval, the match's history as the dealer's log.
+// running result in mbb/hand with its 95% interval, the match's history as the dealer's log. The
+// server sends the bot's strategies (and its cards) only with the finished hand: the review.
 
 import { api, say, sayError } from "./api.js";
 import { actionLabel } from "./colors.js";
@@ -82,9 +83,8 @@ export class Play {
     this.view = v;
     say("");
     for (const b of v.bot) {
-      const facing = "f" in b.strategy; // (fold is offered only facing a bet)
       const extra = [b.source, b.method, b.fallback ? `fallback ${b.fallback}` : null].filter(Boolean).join(", ");
-      this.log(`mccfr: ${actionLabel(b.action, facing)}  (${extra}; ${b.elapsed_ms.toFixed(1)} ms)`, "bot");
+      this.log(`mccfr: ${actionLabel(b.action, b.facing_bet)}  (${extra}; ${b.elapsed_ms.toFixed(1)} ms)`, "bot");
       const li = $("play-log").lastChild;
       li.dataset.source = b.source;
       li.dataset.ms = b.elapsed_ms.toFixed(2);
@@ -101,6 +101,7 @@ export class Play {
       this.save();
       this.log(`hand over: you ${v.net >= 0 ? "won" : "lost"} ${Math.abs(v.net)} chips`, "result");
       $("play-log").lastChild.dataset.net = String(v.net);
+      this.review(v);
       this.renderResult();
       return;
     }
@@ -129,6 +130,20 @@ export class Play {
       go.textContent = "raise to";
       go.onclick = () => input.value && this.act(`r${input.value}`);
       box.append(input, go);
+    }
+  }
+
+  review(v) {
+    // the finished hand: what the bot held and, at each of its decisions, its strategy with it
+    const held = v.bot_hole.map((c) => this.game.cards[c]).join("");
+    for (const r of v.review) {
+      const probs = Object.entries(r.strategy)
+        .map(([a, p]) => `${actionLabel(a, r.facing_bet)} ${(100 * p).toFixed(0)}%`)
+        .join(", ");
+      this.log(`review: mccfr with ${held} at "${r.betting}": ${probs}; played ${actionLabel(r.action, r.facing_bet)}`, "review");
+      const li = $("play-log").lastChild;
+      li.dataset.action = r.action;
+      li.dataset.strategy = JSON.stringify(r.strategy);
     }
   }
 
