@@ -36,6 +36,15 @@ class ExactPlayer(Player, Protocol):
     def probs(self, state: State) -> dict[str, float]: ...
 
 
+@runtime_checkable
+class KnownPlayer(Player, Protocol):
+    """A player that names, with each action, the distribution it drew the action from (at that
+    decision, after any randomness of its own that came before the draw): what AIVAT needs to
+    correct for the player's luck (:mod:`mccfr.evaluation.aivat`). ``act`` is ``decide``'s action."""
+
+    def decide(self, state: State, rng: np.random.Generator) -> tuple[str, dict[str, float]]: ...
+
+
 def sample(dist: dict[str, float], rng: np.random.Generator) -> str:
     """One action of ``dist`` (``{action: probability}``, summing to 1)."""
     acts = list(dist)

@@ -52,6 +52,7 @@ loop, about 57 million from a prebuilt cardset (see BENCHMARKS.md).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numba
@@ -60,12 +61,14 @@ import numpy as np
 __all__ = [
     "CATEGORY_NAMES",
     "CATEGORY_SHIFT",
+    "SHOWDOWN_EXACT_MAX",
     "card_bit",
     "hand_category",
     "rank_cardset",
     "rank_hand",
     "rank_hand_py",
     "rank_many",
+    "showdown_odds",
 ]
 
 CATEGORY_SHIFT = 24
@@ -247,3 +250,94 @@ def rank_hand_py(cards: Sequence[int], num_suits: int, num_ranks: int) -> int:
         raise ValueError(f"cards {list(cards)} repeat a card")
     arr = np.asarray(cards, dtype=np.int64)
     return int(rank_hand(arr, len(arr), num_suits, num_ranks))
+
+
+@numba.njit(cache=True)
+def _showdown_wins(h0, h1, shown, rest, need, samples, seed, num_suits, num_ranks):
+    """``(seat 0 wins, seat 1 wins, boards)`` over completions of the board ``shown`` by ``need``
+    cards of ``rest``: every combination when ``samples`` is 0, else ``samples`` completions drawn
+    uniformly (a partial Fisher-Yates shuffle per draw, numba's generator seeded by ``seed``)."""
+    nh, ns, nr = len(h0), len(shown), len(rest)
+    n = nh + ns + need
+    c0 = np.empty(n, np.int64)
+    c1 = np.empty(n, np.int64)
+    for i in range(nh):
+        c0[i] = h0[i]
+        c1[i] = h1[i]
+    for i in range(ns):
+        c0[nh + i] = shown[i]
+        c1[nh + i] = shown[i]
+    w0 = 0
+    w1 = 0
+    boards = 0
+    k = nh + ns
+    if need == 0:
+        a, b = rank_hand(c0, n, num_suits, num_ranks), rank_hand(c1, n, num_suits, num_ranks)
+        return (1 if a > b else 0), (1 if b > a else 0), 1
+    if samples == 0:
+        idx = np.arange(need)
+        while True:
+            for j in range(need):
+                c0[k + j] = rest[idx[j]]
+                c1[k + j] = rest[idx[j]]
+            a, b = rank_hand(c0, n, num_suits, num_ranks), rank_hand(c1, n, num_suits, num_ranks)
+            if a > b:
+                w0 += 1
+            elif b > a:
+                w1 += 1
+            boards += 1
+            j = need - 1  # the next combination in lexicographic order
+            while j >= 0 and idx[j] == nr - need + j:
+                j -= 1
+            if j < 0:
+                break
+            idx[j] += 1
+            for t in range(j + 1, need):
+                idx[t] = idx[t - 1] + 1
+        return w0, w1, boards
+    np.random.seed(seed)
+    deck = rest.copy()
+    for _ in range(samples):
+        for j in range(need):
+            t = j + np.random.randint(nr - j)
+            deck[j], deck[t] = deck[t], deck[j]
+            c0[k + j] = deck[j]
+            c1[k + j] = deck[j]
+        a, b = rank_hand(c0, n, num_suits, num_ranks), rank_hand(c1, n, num_suits, num_ranks)
+        if a > b:
+            w0 += 1
+        elif b > a:
+            w1 += 1
+    return w0, w1, samples
+
+
+SHOWDOWN_EXACT_MAX = 5_000  # board completions enumerated exactly up to this many (a flop: 990)
+
+
+def showdown_odds(
+    holes: Sequence[Sequence[int]],
+    shown: Sequence[int],
+    deck_size: int,
+    total_board_cards: int,
+    num_suits: int,
+    num_ranks: int,
+    samples: int = 2_000,
+    seed: int = 0,
+    exact_max: int = SHOWDOWN_EXACT_MAX,
+) -> tuple[float, float]:
+    """``(P(seat 0 wins), P(seat 1 wins))`` at a showdown of the hole hands ``holes`` on the board
+    ``shown`` completed to ``total_board_cards`` from the cards nobody holds: exact over every
+    completion where there are at most ``exact_max``, else over ``samples`` completions drawn with
+    ``seed`` (the same seed, the same figures). A tie is the rest."""
+    h0, h1 = (np.asarray(h, np.int64) for h in holes)
+    board = np.asarray(shown, np.int64)
+    need = total_board_cards - len(board)
+    if need < 0:
+        raise ValueError(f"{len(board)} board cards shown, but the game has {total_board_cards}")
+    seen = set(board.tolist()) | set(h0.tolist()) | set(h1.tolist())
+    rest = np.array([c for c in range(deck_size) if c not in seen], np.int64)
+    if need > len(rest):
+        raise ValueError(f"{need} board cards to deal from {len(rest)} left in the deck")
+    draws = 0 if math.comb(len(rest), need) <= exact_max else max(1, int(samples))
+    w0, w1, n = _showdown_wins(h0, h1, board, rest, need, draws, seed % (2**32), num_suits, num_ranks)
+    return w0 / n, w1 / n

@@ -53,6 +53,14 @@ if TYPE_CHECKING:
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the deals and the players.")
 @click.option(
+    "--aivat",
+    "aivat",
+    is_flag=True,
+    help="Match: also score each hand by AIVAT (the luck of the cards and of both players' mixed "
+    "choices taken out, unbiased): the same mean from several times fewer hands. Both players' "
+    "strategies must be known (runs, +solve players, baselines).",
+)
+@click.option(
     "--allin-ev",
     "allin_ev",
     is_flag=True,
@@ -125,6 +133,7 @@ def eval_(
     vs_specs,
     hands,
     seed,
+    aivat,
     allin_ev,
     lbr,
     lbr_actions,
@@ -145,6 +154,7 @@ def eval_(
     mccfr eval RUN_DIR --vs always-call --hands 20000     (the run's blueprint as player A)
     mccfr eval RUN_DIR --vs overbet:9.5 --vs minraise --vs random --hands 20000
     mccfr eval --player RUN_DIR --vs random --hands 20000
+    mccfr eval --player RUN_DIR+solve:reach-maxmargin --vs RUN_DIR --hands 2000 --aivat
 
     A match reports player A's mean result (chips/hand; mbb/game in games with a big blind) with
     a 95% interval over the duplicate pairs, its win rate (hands won), and for small games the
@@ -162,6 +172,8 @@ def eval_(
         )
     if lbr and vs_specs:
         raise click.UsageError("--lbr plays against one strategy (RUN_DIR or --player SPEC); drop --vs")
+    if aivat and not vs_specs:
+        raise click.UsageError("--aivat scores a match: give --vs SPEC (the opponent)")
     if not exploitability and not vs_specs and not lbr:
         if player_spec is not None or game_name is not None:
             raise click.UsageError("a match needs --vs SPEC (the opponent)")
@@ -192,7 +204,7 @@ def eval_(
     if vs_specs:
         if result:  # both: the match's unit takes "unit"; keep exploitability's beside it
             result["exploitability_unit"] = result["unit"]
-        matches = _eval_matches(path, game_name, player_spec, vs_specs, hands, seed, allin_ev)
+        matches = _eval_matches(path, game_name, player_spec, vs_specs, hands, seed, allin_ev, aivat)
         if len(matches) == 1:
             result.update(matches[0])
         else:
@@ -354,6 +366,7 @@ def _eval_matches(
     hands: int,
     seed: int,
     allin_ev: bool = False,
+    aivat: bool = False,
 ) -> list[dict[str, Any]]:
     """Duplicate matches of --player (or RUN_DIR) against each --vs, in order; the JSON keys of
     docs/architecture.md, "5. Contracts", one dict per opponent (with ``vs``, its SPEC, when
@@ -400,6 +413,14 @@ def _eval_matches(
             else player_from_spec(_local_spec(vs), game, log=log)
             for vs in vs_specs
         ]
+    if aivat:
+        from blueprint.player import KnownPlayer
+
+        for p in (a, *opponents):
+            if not isinstance(p, KnownPlayer):
+                raise CLIError(
+                    f"--aivat needs each player's action probabilities, and {p.name!r} does not tell them"
+                )
     show = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:
@@ -408,7 +429,7 @@ def _eval_matches(
 
     outs = []
     for b in opponents:
-        out, res = play_one_match(game, a, b, hands, seed, allin_ev=allin_ev, progress=progress)
+        out, res = play_one_match(game, a, b, hands, seed, allin_ev=allin_ev, progress=progress, aivat=aivat)
         if show:
             click.echo("", err=True)
         _echo_match(game, game_name, a, b, seed, out, res)
@@ -429,6 +450,7 @@ def play_one_match(
     allin_ev: bool = False,
     common_random: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    aivat: bool = False,
 ) -> tuple[dict[str, Any], MatchResult]:
     """One duplicate match of ``a`` against ``b`` (:func:`mccfr.evaluation.match.play_match`):
     its JSON dict (``MatchResult.to_json`` with ``seconds``, and ``exact`` / ``exact_seats`` where
@@ -437,7 +459,15 @@ def play_one_match(
 
     t0 = time.perf_counter()
     res = play_match(
-        game, a, b, hands, seed=seed, progress=progress, common_random=common_random, allin_ev=allin_ev
+        game,
+        a,
+        b,
+        hands,
+        seed=seed,
+        progress=progress,
+        common_random=common_random,
+        allin_ev=allin_ev,
+        aivat=aivat,
     )
     seconds = time.perf_counter() - t0
     out = res.to_json()
@@ -464,6 +494,11 @@ def _echo_match(
         + (f"; exact {out['exact']:+.6g}" if exact else "")
         + (f"; {res.allin_hands:,} hands scored by their all-in expectation" if res.allin_ev else "")
     )
+    if res.aivat:
+        click.echo(
+            f"  AIVAT: {res.aivat_mean:+.6g} +- {res.aivat_ci95:.3g} {unit} "
+            f"(the plain interval needs {res.aivat_hands_factor:.3g}x the hands)"
+        )
     for seat in (0, 1):
         click.echo(
             f"  {a.name} in seat {seat}: {res.seat_chips[seat] * scale:+.6g} +- {res.seat_ci95[seat] * scale:.3g} {unit}"

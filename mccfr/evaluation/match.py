@@ -41,18 +41,19 @@ the cards left) and both players' action probabilities (players must have ``prob
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
+import zlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from blueprint.player import ExactPlayer, Player
+from blueprint.player import ExactPlayer, KnownPlayer, Player
 from holdem.betting import IllegalActionError
-from holdem.evaluator import rank_many
+from holdem.evaluator import showdown_odds
 from holdem.game import Game
 from holdem.reporting import big_blind_of, ci95, mbb_per_chip
 from holdem.state import CHANCE, TERMINAL, State
+from mccfr.evaluation.aivat import AIVAT_SAMPLES, Event, ShowdownValue, aivat_value
 
 
 class MatchError(RuntimeError):
@@ -71,10 +72,14 @@ def play_hand(
     rngs: Sequence[np.random.Generator],
     deal: Sequence[int] | np.ndarray,
     hand_id: int = 0,
+    events: list[Event] | None = None,
 ) -> State:
     """Play one hand: ``seats[s]`` sits in seat ``s``; ``deal`` lists the cards in deal order.
 
     Returns the terminal state. Raises :class:`MatchError` naming the player of an illegal action.
+    ``events``: when given, every step of the hand is appended to it (:class:`~mccfr.evaluation.aivat.Event`),
+    with each decision's distribution, which the players must then tell
+    (:class:`~blueprint.player.KnownPlayer`).
     """
     g = game.gamedef
     state = game.initial_state(hand_id=hand_id)
@@ -90,15 +95,23 @@ def play_hand(
                 k = 2 * g.num_hole_cards
             else:
                 k = max(1, g.board_cards_through(state.round) - len(state.board_cards))
-            state = state.deal([int(c) for c in deal[i : i + k]])
+            before, state = state, state.deal([int(c) for c in deal[i : i + k]])
             i += k
+            if events is not None:
+                events.append(Event(before, state, None))
             continue
         view = view_of(state, who)
-        action = seats[who].act(view, rngs[who])
+        dist = None
+        if events is None:
+            action = seats[who].act(view, rngs[who])
+        else:
+            action, dist = seats[who].decide(view, rngs[who])  # type: ignore[attr-defined]
         try:
-            state = state.apply(action)
+            before, state = state, state.apply(action)
         except IllegalActionError as exc:
             raise MatchError(f"player {seats[who].name!r} in seat {who} at {view}: {exc}") from None
+        if events is not None:
+            events.append(Event(before, state, dist))
 
 
 ALLIN_EXACT_MAX = 5_000  # board completions enumerated exactly up to this many (a flop all-in: 990)
@@ -141,27 +154,19 @@ def allin_expectation(
         return None
     shown = tuple(int(c) for c in end.board_cards[:known])
     holes = [tuple(int(c) for c in h) for h in end.hole_cards]
-    need = g.total_board_cards - len(shown)
-    seen = set(shown) | set(holes[0]) | set(holes[1])
-    rest = np.array([c for c in range(g.deck_size) if c not in seen], np.int64)
-    if math.comb(len(rest), need) <= ALLIN_EXACT_MAX:
-        fills = np.array(list(itertools.combinations(rest.tolist(), need)), np.int64).reshape(-1, need)
-    else:
-        rng = np.random.default_rng([*holes[0], *holes[1], *shown, 0x411])
-        fills = rest[np.argsort(rng.random((samples, len(rest))), axis=1)[:, :need]]
-    boards = np.hstack([np.broadcast_to(np.array(shown, np.int64), (len(fills), len(shown))), fills])
-    ranks = [
-        rank_many(
-            np.ascontiguousarray(
-                np.hstack([np.broadcast_to(np.array(h, np.int64), (len(fills), len(h))), boards])
-            ),
-            g.num_suits,
-            g.num_ranks,
-        )
-        for h in holes
-    ]
-    n = float(len(fills))
-    p0, p1 = float((ranks[0] > ranks[1]).sum()) / n, float((ranks[1] > ranks[0]).sum()) / n
+    # seeded by the cards: both hands of a duplicate pair get the same estimate
+    seed = zlib.crc32(bytes([*holes[0], *holes[1], *shown, 0x41]))
+    p0, p1 = showdown_odds(
+        holes,
+        shown,
+        g.deck_size,
+        g.total_board_cards,
+        g.num_suits,
+        g.num_ranks,
+        samples,
+        seed,
+        ALLIN_EXACT_MAX,
+    )
     w0, w1, tie = (b.payoffs_given_winner(w) for w in (0, 1, -1))
     pt = 1.0 - p0 - p1
     return tuple(p0 * w0[s] + p1 * w1[s] + pt * tie[s] for s in (0, 1))  # type: ignore[return-value]
@@ -212,6 +217,12 @@ class MatchResult(InBigBlinds):
     # A's mean chips per duplicate pair, in order (for paired comparisons of two matches on the
     # same seed: mccfr.evaluation.match.paired_difference); not in to_json
     pair_chips: tuple[float, ...] = dataclasses.field(default=(), repr=False)
+    # aivat: each hand also scored by its AIVAT value (mccfr.evaluation.aivat): A's mean chips per
+    # hand and 95% half-width by it, and its per-pair means (not in to_json)
+    aivat: bool = False
+    aivat_chips_per_hand: float = math.nan
+    aivat_ci95_chips: float = math.nan
+    aivat_pair_chips: tuple[float, ...] = dataclasses.field(default=(), repr=False)
 
     @property
     def mean(self) -> float:
@@ -223,10 +234,39 @@ class MatchResult(InBigBlinds):
         """Half-width of the 95% confidence interval of :attr:`mean`."""
         return self.ci95_chips * self.scale()
 
+    @property
+    def aivat_mean(self) -> float:
+        """A's AIVAT result in :attr:`unit` (NaN unless the match was played with ``aivat``)."""
+        return self.aivat_chips_per_hand * self.scale()
+
+    @property
+    def aivat_ci95(self) -> float:
+        """Half-width of the 95% confidence interval of :attr:`aivat_mean`."""
+        return self.aivat_ci95_chips * self.scale()
+
+    @property
+    def aivat_hands_factor(self) -> float:
+        """How many times more hands the plain mean needs for AIVAT's interval: the ratio of the
+        variances, ``(ci95 / aivat_ci95) ** 2``."""
+        if not self.aivat or not self.aivat_ci95_chips > 0:
+            return math.nan
+        return (self.ci95_chips / self.aivat_ci95_chips) ** 2
+
     def to_json(self) -> dict:
-        """JSON-ready figures; ``mean``, ``ci95``, ``seat_means`` and ``seat_ci95`` in :attr:`unit`."""
+        """JSON-ready figures; ``mean``, ``ci95``, ``seat_means`` and ``seat_ci95`` in :attr:`unit`
+        (and with ``aivat``: ``aivat_mean``, ``aivat_ci95``, ``aivat_hands_factor``)."""
         k = self.scale()
+        aivat = (
+            {
+                "aivat_mean": self.aivat_mean,
+                "aivat_ci95": self.aivat_ci95,
+                "aivat_hands_factor": self.aivat_hands_factor,
+            }
+            if self.aivat
+            else {}
+        )
         return {
+            **aivat,
             "player": self.player,
             "opponent": self.opponent,
             "game": self.game,
@@ -257,15 +297,27 @@ def play_match(
     progress: Callable[[int, int], None] | None = None,
     common_random: bool = False,
     allin_ev: bool = False,
+    aivat: bool = False,
+    aivat_samples: int = AIVAT_SAMPLES,
 ) -> MatchResult:
     """Play ``hands`` hands (rounded up to whole duplicate pairs) of A against B.
 
     ``progress(hands_done, hands_total)`` is called now and then; ``common_random``: per-hand
     player streams; ``allin_ev``: hands ending all-in before the last card scored by their
-    expectation (module docstring).
+    expectation (module docstring); ``aivat``: each hand also scored by its AIVAT value
+    (:mod:`mccfr.evaluation.aivat`; both players must tell their distributions,
+    :class:`~blueprint.player.KnownPlayer`, else a :class:`ValueError` names the one that cannot).
     """
     if hands < 2:
         raise ValueError(f"a duplicate match needs at least 2 hands, got {hands}")
+    if aivat:
+        for p in (a, b):
+            if not isinstance(p, KnownPlayer):
+                raise ValueError(
+                    f"AIVAT needs each player's action probabilities, and player {p.name!r} does not tell them"
+                )
+        if not 1 <= aivat_samples <= 10_000_000:
+            raise ValueError(f"aivat_samples must be in 1..10,000,000, got {aivat_samples}")
     pairs = (hands + 1) // 2
     g = game.gamedef
     deal_rng, rng_a, rng_b = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
@@ -273,16 +325,27 @@ def play_match(
     before = [dict(getattr(p, "sources", {})) for p in (a, b)]
     every = max(1, pairs // 100)
     adjusted = 0
+    corrected = np.zeros((pairs, 2))  # A's AIVAT values, as net
     for j in range(pairs):
         deal = deal_rng.choice(g.deck_size, g.cards_per_deal, replace=False)
         ends: list[State] = []
+        # both hands of the pair hold the same cards per seat: one value function (and one
+        # sample of the pre-flop odds) for the two, drawn apart from the match's streams
+        value = None
+        if aivat:
+            odds_seed = int(np.random.SeedSequence([seed, j, 0xA17A]).generate_state(1)[0])
+            value = ShowdownValue(_holes(g, deal), seed=odds_seed, samples=aivat_samples)
         for half in (0, 1):
             if common_random:
                 rng_a, rng_b = (
                     np.random.default_rng(s) for s in np.random.SeedSequence([seed, 2 * j + half]).spawn(2)
                 )
             seats, rngs = ((a, b), (rng_a, rng_b)) if half == 0 else ((b, a), (rng_b, rng_a))
-            ends.append(play_hand(game, seats, rngs, deal, 2 * j + half))
+            events: list[Event] | None = [] if aivat else None
+            ends.append(play_hand(game, seats, rngs, deal, 2 * j + half, events))
+            if value is not None and events is not None:
+                v0 = aivat_value(events, value)
+                corrected[j, half] = v0 if half == 0 else -v0
         # both hands of a pair share the board: scored given the cards either result depends on,
         # so that the luck of the board still cancels between them (the duplicate's point)
         known = max(decided_at(e) for e in ends) if allin_ev else g.total_board_cards
@@ -314,7 +377,23 @@ def play_match(
         pair_chips=tuple(float(x) for x in per_pair),
         allin_ev=allin_ev,
         allin_hands=adjusted,
+        **(_aivat_fields(corrected.mean(axis=1)) if aivat else {}),
     )
+
+
+def _holes(g, deal) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The hole hands of seats 0 and 1 in ``deal`` (deal order: seat 0's cards, then seat 1's)."""
+    h = g.num_hole_cards
+    return tuple(int(c) for c in deal[:h]), tuple(int(c) for c in deal[h : 2 * h])
+
+
+def _aivat_fields(per_pair: np.ndarray) -> dict:
+    return {
+        "aivat": True,
+        "aivat_chips_per_hand": float(per_pair.mean()),
+        "aivat_ci95_chips": ci95(per_pair),
+        "aivat_pair_chips": tuple(float(x) for x in per_pair),
+    }
 
 
 def paired_difference(x: MatchResult, y: MatchResult) -> tuple[float, float]:

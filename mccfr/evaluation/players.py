@@ -76,6 +76,10 @@ class _DistPlayer:
     def act(self, state: State, rng: np.random.Generator) -> str:
         return sample(self.probs(state), rng)
 
+    def decide(self, state: State, rng: np.random.Generator) -> tuple[str, dict[str, float]]:
+        """:meth:`act`'s action and the distribution it was drawn from (:class:`KnownPlayer`)."""
+        return self.act(state, rng), self.probs(state)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
@@ -321,9 +325,14 @@ class BlueprintPlayer:
         return self.bp.strategy(state)
 
     def act(self, state: State, rng: np.random.Generator) -> str:
+        return self.decide(state, rng)[0]
+
+    def decide(self, state: State, rng: np.random.Generator) -> tuple[str, dict[str, float]]:
+        """The action and the strategy it was drawn from (after the random translation of an
+        off-tree raise, which comes first)."""
         ans = self.bp.answer(state, rng)
         self.sources[ans.source] = self.sources.get(ans.source, 0) + 1
-        return sample(ans.strategy, rng)
+        return sample(ans.strategy, rng), ans.strategy
 
     def __repr__(self) -> str:
         return f"<BlueprintPlayer {self.name!r}>"

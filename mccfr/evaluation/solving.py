@@ -151,11 +151,20 @@ class SolvingPlayer:
         return split is not None and split >= self.off_tree
 
     def act(self, state: State, rng: np.random.Generator) -> str:
+        return self.decide(state, rng)[0]
+
+    def decide(self, state: State, rng: np.random.Generator) -> tuple[str, dict[str, float]]:
+        """The action and the distribution over legal actions it was drawn from (the answer's
+        strategy with each action made legal by :func:`legal_action`)."""
         strat, source, solved = self._answer(state, rng)
         self.sources[source] = self.sources.get(source, 0) + 1
         if solved is not None:
             self.played.record(self._key(state), state, *solved)
-        return legal_action(sample(strat, rng), state)
+        dist: dict[str, float] = {}
+        for a, p in strat.items():
+            la = legal_action(a, state)
+            dist[la] = dist.get(la, 0.0) + p
+        return legal_action(sample(strat, rng), state), dist
 
     def __repr__(self) -> str:
         return f"<SolvingPlayer {self.name!r} {self.method}>"
