@@ -19,11 +19,11 @@ from typing import Optional
 
 import numba
 import numpy as np
-from tqdm import tqdm
 
 from holdem.evaluator import rank_hand
 from holdem.files import atomic_write_bytes, atomic_writer
 from holdem.gamedef import GameDef
+from holdem.progress import progress_bar
 
 HS_SCALE = 65535.0
 HIST_BINS = 1 << 16
@@ -217,12 +217,13 @@ def run_chunks(
     unit: str = "boards",
 ):
     """Run ``fn(lo, hi)`` over ``0..n_items`` in chunks on ``threads`` threads (the kernels
-    release the GIL) with a progress bar and an ETA."""
+    release the GIL) with progress and an ETA (:func:`holdem.progress.progress_bar`: a bar on a
+    terminal, plain lines otherwise)."""
     n_chunks = max(1, min(n_items, threads * 64))
     bounds = np.linspace(0, n_items, n_chunks + 1).astype(np.int64)
     bar = None
     if progress:
-        bar = tqdm(total=n_items, desc=desc, unit=unit, dynamic_ncols=True, leave=True)
+        bar = progress_bar(n_items, desc, unit, dynamic_ncols=True, leave=True)
     results = []
     with ThreadPoolExecutor(max_workers=threads) as pool:
         futs = [pool.submit(fn, int(bounds[i]), int(bounds[i + 1])) for i in range(n_chunks)]

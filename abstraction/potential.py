@@ -50,7 +50,6 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from tqdm import tqdm
 
 from abstraction.bucketing import (
     AbstractionError,
@@ -68,6 +67,7 @@ from abstraction.combinatorics import next_combination
 from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex, prefetch
 from holdem.evaluator import rank_hand
 from holdem.gamedef import GameDef
+from holdem.progress import progress_bar
 
 OCHS_BINS = 50  # final-strength histogram bins of the opponent clustering
 _TOL = 1e-9  # slack on the pruning bounds (rounding of the embeddings)
@@ -612,7 +612,7 @@ def _proj(E: np.ndarray):
 def _bar(total, desc, unit, progress):
     if not progress:
         return None
-    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True, leave=True)
+    return progress_bar(total, desc, unit, dynamic_ncols=True, leave=True)
 
 
 class _Stages:
@@ -665,8 +665,9 @@ def _kmeans_l2(X, k, rng, max_iter, threads, desc, progress, log):
         labels = new
         _l2_centres(X, labels, C)
         if bar is not None:
+            bar.set_postfix(changed=changed, inertia=f"{dist.mean():.4g}", refresh=False)
             bar.update(1)
-            bar.set_postfix(changed=changed, inertia=f"{dist.mean():.4g}")
+            bar.refresh()
         if changed == 0:
             break
     if bar is not None:
@@ -725,8 +726,9 @@ def _kmeans_emd(pidx, pm, nnz, E_next, k, ground, rng, max_iter, threads, desc, 
         labels = new
         C, _ = _centres_from(pidx, pm, nnz, labels, k, kn, C)
         if bar is not None:
+            bar.set_postfix(changed=changed, emd=f"{dist.mean():.4g}", refresh=False)
             bar.update(1)
-            bar.set_postfix(changed=changed, emd=f"{dist.mean():.4g}")
+            bar.refresh()
         if changed == 0:
             break
     if bar is not None:

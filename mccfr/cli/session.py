@@ -17,6 +17,7 @@ import click
 from blueprint.defaults import DEFAULT_TIME_BUDGET, DEFAULT_TIME_BUDGET_HOLDEM
 from blueprint.rundir import METRICS_JSONL, read_metrics, write_metrics_parquet
 from cluster import rss_bytes
+from holdem.progress import PLAIN_PROGRESS_SECONDS, progress_bar
 from mccfr.cli.common import CLIError, exact_eval_problem, example_matchstate, expl_unit, human_bytes, si
 
 
@@ -53,7 +54,6 @@ class Session:
         self.rows = read_metrics(run_dir)
         self.metrics_file = None
         self.bar = None
-        self.tty = sys.stderr.isatty()
         self.signal_name: str | None = None
         self.stop_reason = "iterations" if iterations is not None else "time"
         self.last_expl: float | None = None
@@ -169,15 +169,9 @@ class Session:
         self.prev_visits, self.prev_pruned = tr.node_visits, tr.pruned
         shown = dict(row, pruned_share=(d_pr / d_vis if d_vis > 0 else None))
         if self.bar is not None:
+            self.bar.set_postfix_str(self._status_text(shown), refresh=False)
             self.bar.update(tr.iteration - self.bar.n - self.start_iter)
-            self.bar.set_postfix_str(self._status_text(shown), refresh=True)
-        elif now - self.last_plain >= 60.0:
-            self.last_plain = now
-            click.echo(
-                f"iteration {tr.iteration:,}: {si(row['iterations_per_second'])} it/s, "
-                + self._status_text(shown),
-                err=True,
-            )
+            self.bar.refresh()
         return row
 
     # -- signals --------------------------------------------------------------------------------
@@ -236,24 +230,22 @@ class Session:
         self.t0 = time.perf_counter()
         self.deadline = self.t0 + self.budget_seconds if self.budget_seconds is not None else None
         self.last_report = self.last_eval = self.last_ckpt = self.t0
-        self.last_plain = self.t0
         self.start_iter, self.start_seconds, self.start_visits = tr.iteration, tr.seconds, tr.node_visits
         self.prev_seconds, self.prev_iter = tr.seconds, tr.iteration
         self.prev_visits, self.prev_pruned = tr.node_visits, tr.pruned
         self.first_chunk_done = None
         self.session_rows = 0
-        if self.tty:
-            from tqdm import tqdm
-
-            self.bar = tqdm(
-                total=self.iterations,
-                unit="it",
-                unit_scale=True,
-                dynamic_ncols=True,
-                file=sys.stderr,
-                desc=tr.game.name or "train",
-                mininterval=0.5,
-            )
+        # a live bar on a terminal; otherwise a plain line per interval (at least 20 s, at least
+        # --report-every) and one at the end
+        self.bar = progress_bar(
+            self.iterations,
+            tr.game.name or "train",
+            "it",
+            interval=max(PLAIN_PROGRESS_SECONDS, self.report_every),
+            unit_scale=True,
+            dynamic_ncols=True,
+            mininterval=0.5,
+        )
         handlers = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):

@@ -142,6 +142,19 @@ def test_train_prints_how_to_query_the_blueprint(trained):
     assert 'strategy("MATCHSTATE:0:0::4d|")' in text and "Blueprint.load(" in text
 
 
+def test_train_progress_is_plain_lines_when_stderr_is_not_a_terminal(tmp_path):
+    # CliRunner's stderr is not a terminal: no tqdm frames, one plain line per interval (20 s, far
+    # longer than this run, however often it reports) plus the last one
+    result = mccfr(
+        "train", "--game", "leduc", "--iterations", "3000", "--report-every", "0.05", "--out", tmp_path / "r"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "\r" not in result.stderr
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("leduc: ")]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("leduc: 3,000/3,000 it (100%), ") and "visits/s" in lines[0], lines
+
+
 def test_example_matchstate_is_valid_for_every_preset():
     from holdem.game import Game
     from holdem.gamedef import PRESETS
