@@ -90,17 +90,24 @@ class ShowdownValue:
         return self.edge(state) * min(state.spent)
 
     def after_action(self, state: State, action: str) -> float:
-        """Seat 0's value of ``state.apply(action)``; a no-limit raise ``r<to>`` is valued without
-        building the state (a random player's strategy names every legal raise)."""
+        """Seat 0's value of ``state.apply(action)``, without building the state (a random
+        player's strategy names every legal raise): a fold loses the folder's chips; a call or a
+        raise changes the acting seat's chips (to the other's, capped by its stack; to the
+        raise-to), valued at the same board's odds (a call that ends the hand is its showdown)."""
+        me = state.current_player()
+        spent = list(state.spent)
         if action == "f":
-            loser = state.current_player()
-            return -float(state.spent[0]) if loser == 0 else float(state.spent[1])
-        if action[0] == "r" and len(action) > 1:
-            me = state.current_player()
-            spent = list(state.spent)
+            return -float(spent[0]) if me == 0 else float(spent[1])
+        if action == "c":
+            spent[me] = min(max(spent), state.gamedef.stack[me])
+        elif action == "r":  # limit: the one raise-to
+            rr = state.betting.raise_range()
+            if rr is None:
+                raise ValueError(f"no raise is legal at {state}")
+            spent[me] = rr[0]
+        else:
             spent[me] = int(action[1:])
-            return self.edge(state) * min(spent)
-        return self(state.apply(action))
+        return self.edge(state) * min(spent)
 
 
 def aivat_value(events: Sequence[Event], value: ShowdownValue) -> float:
