@@ -14,7 +14,7 @@ state further down the hand is answered from the same solved subgame.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from subgame.construct import (
 )
 from subgame.depth import resolve_depth_limit
 from subgame.interrupt import check_interrupt, interruptible
+from subgame.limits import SolveLimits
 from subgame.solver import METHODS, solve
 from subgame.tree import SubgameError, all_hands
 from subgame.types import Solution, Subgame
@@ -179,6 +180,8 @@ def nested_subgame(
         raise SubgameError("the history is on the blueprint's tree: no nested subgame needed")
     m, i, before = off
     me = state.viewer
+    if me is None:
+        raise SubgameError("the state has no viewer: nested solving answers a seat's decision")
     if int(bp.tree.player[m]) != 1 - me:
         raise SubgameError(
             "the first off-tree action is the viewer's own; nested solving answers the opponent's"
@@ -382,42 +385,41 @@ def solve_state(
     bp: Blueprint,
     state: State | str,
     method: str = "reach-maxmargin",
+    limits: Optional[SolveLimits] = None,
     *,
-    time_budget: Optional[float] = 2.0,
-    iterations: Optional[int] = None,
-    target_pct_pot: Optional[float] = None,
     bets: Optional[BetAbstraction] = None,
     nested: bool = True,
-    deadline: Optional[float] = None,
-    stop=None,
     depth_limit=None,
     algo: str = "dcfr",
-    measure_samples: Optional[int] = None,
-    threads: Optional[int] = None,
     played: Played = None,
-    locks=None,
-    keep_state: bool = False,
+    **keywords: Any,
 ) -> tuple[Solution, int]:
     """Solve the subgame for the seat to act at ``state`` (on-tree: rooted at the state; off-tree
     opponent bet: nested, rooted after it). Returns the solution and the node of ``state`` in it.
 
-    ``deadline`` (a :func:`time.perf_counter` instant) and ``stop`` (a :class:`threading.Event`)
-    bound the whole call, the subgame's construction from the blueprint included: they are checked
-    between the construction's steps (:class:`~subgame.interrupt.SolveInterrupted` when they have
-    passed) and before every iteration of :func:`~subgame.solver.solve`.
+    ``limits`` (a :class:`~subgame.limits.SolveLimits`): when the solve stops and what it may use
+    (:func:`~subgame.solver.solve`'s); ``keywords``, its fields by name (``iterations=200``,
+    ``time_budget=None``, ...), build one or replace some of its fields. Without ``limits`` the
+    solve has :data:`STATE_LIMITS`, a 2-second budget (``time_budget=None`` drops it).
+
+    The limits' ``deadline`` (a :func:`time.perf_counter` instant) and ``stop`` (a
+    :class:`threading.Event`) bound the whole call, the subgame's construction from the blueprint
+    included: they are checked between the construction's steps
+    (:class:`~subgame.interrupt.SolveInterrupted` when they have passed) and before every iteration
+    of :func:`~subgame.solver.solve`. Their ``locks``' histories start at the subgame's root (the
+    start of the state's round on the blueprint's tree, right after the opponent's off-tree bet for
+    a nested subgame, the state itself at a dead end).
 
     ``depth_limit``: ``None`` (default) ends the subgame with its round (:mod:`subgame.depth`, with
     :func:`~subgame.depth.default_depth_limit`) when that round is not the last and the state is in
     it, else solves to the end of the hand; ``False`` always to the end of the hand; ``True`` or a
     :class:`~subgame.depth.DepthLimit` always depth-limited (a :class:`SubgameError` on the last round).
-    ``measure_samples``, ``threads``: :func:`~subgame.solver.solve`'s (a depth-limited check on a
-    sample of cards; the walk's threads). ``played``: :func:`state_subgame`'s. ``locks``,
-    ``keep_state``: :func:`~subgame.solver.solve`'s; lock histories start at the subgame's root
-    (the start of the state's round on the blueprint's tree, right after the opponent's off-tree
-    bet for a nested subgame, the state itself at a dead end)."""
+    ``played``: :func:`state_subgame`'s."""
+    lim = SolveLimits.build(limits, base=STATE_LIMITS, **keywords)
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     state = decision_state(bp, state)
+    deadline, stop = lim.deadline, lim.stop
     check_interrupt(deadline, stop)
     with interruptible(deadline, stop):  # the construction's steps check the bounds too
         sub = state_subgame(bp, state, bets, nested, depth_limit, played)
@@ -426,24 +428,16 @@ def solve_state(
         check_interrupt(deadline, stop)
         sub.public_tree()
     check_interrupt(deadline, stop)
-    sol = solve(
-        sub,
-        method,
-        iterations=iterations,
-        time_budget=time_budget,
-        target_pct_pot=target_pct_pot,
-        deadline=deadline,
-        stop=stop,
-        algo=algo,
-        measure_samples=measure_samples,
-        threads=threads,
-        locks=locks,
-        keep_state=keep_state,
-    )
+    sol = solve(sub, method, lim, algo=algo)
     return sol, node_of_state(sub.public_tree(), state)
+
+
+#: :func:`solve_state`'s limits when none are given: a 2-second budget
+STATE_LIMITS = SolveLimits(time_budget=2.0)
 
 
 def hand_strategy(sol: Solution, node: int, state: State) -> dict[str, float]:
     """``{ACPC action: probability}`` of the viewer's hand at ``node`` of the solved subgame."""
+    assert state.viewer is not None, "a viewer's decision"
     hole = tuple(sorted(int(c) for c in state.hole_cards[state.viewer]))
     return sol.hand_strategy(hole, node)

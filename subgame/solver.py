@@ -35,7 +35,7 @@ solve (its NashConv / 2); ``subgame_exploitability`` is the profile's in the pla
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from subgame.continuation import build_leaf_model
 from subgame.depth_engine import DepthLimitedEngine, make_engine
 from subgame.engine import Engine, counted_solve
 from subgame.interrupt import interruptible
+from subgame.limits import DEFAULT_ITERATIONS, SolveLimits
 from subgame.locking import resolve_locks
 from subgame.tree import SubgameError, board_hands
 from subgame.types import Solution, SolveState, Subgame
@@ -100,22 +101,18 @@ def _rm(x: np.ndarray) -> np.ndarray:
 def solve(
     sub: Subgame,
     method: str = "unsafe",
-    iterations: Optional[int] = None,
-    time_budget: Optional[float] = None,
-    target_pct_pot: Optional[float] = None,
+    limits: Optional[SolveLimits] = None,
+    *,
     algo: str = "dcfr",
-    check_every: int = 10,
     precision: str = "single",
-    deadline: Optional[float] = None,
-    stop=None,
-    threads: Optional[int] = None,
-    measure_samples: Optional[int] = None,
-    locks: Optional[Mapping[str, Any]] = None,
     resume: Optional[SolveState] = None,
-    keep_state: bool = False,
+    **keywords: Any,
 ) -> Solution:
-    """Solve ``sub`` with ``method`` until ``iterations``, ``time_budget`` seconds, or an
-    exploitability (unsafe) / gadget gap (other methods) of ``target_pct_pot`` % of the pot.
+    """Solve ``sub`` with ``method`` within ``limits`` (a :class:`~subgame.limits.SolveLimits`;
+    ``keywords``, its fields by name, e.g. ``iterations=200``, build one or replace some of its
+    fields): until ``iterations``, ``time_budget`` seconds, or an exploitability (unsafe) / gadget
+    gap (other methods) of ``target_pct_pot`` % of the pot; with none of the three,
+    :data:`~subgame.limits.DEFAULT_ITERATIONS` iterations.
 
     With a target, the exploitability is checked (two best-response walks) at iteration
     ``check_every``, then three quarters of the way to where the fall between the last two checks
@@ -164,12 +161,15 @@ def solve(
     ``keep_state``: keep the tables in ``Solution.state`` (always with ``resume``; the tables are
     then the caller's, updated in place).
     """
+    lim = SolveLimits.build(limits, **keywords)
     if method not in METHODS:
         raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     if algo not in ALGOS:
         raise SubgameError(f"unknown algorithm {algo!r}: expected one of {', '.join(ALGOS)}")
-    if iterations is None and time_budget is None and target_pct_pot is None:
-        iterations = 1000
+    iterations = lim.iterations if lim.bounded else DEFAULT_ITERATIONS
+    time_budget, target_pct_pot, check_every = lim.time_budget, lim.target_pct_pot, lim.check_every
+    deadline, stop, threads, locks = lim.deadline, lim.stop, lim.threads, lim.locks
+    measure_samples, keep_state = lim.measure_samples, lim.keep_state
     if resume is not None and (resume.algo, resume.precision) != (algo, precision):
         raise SubgameError(
             f"this solve ran with {resume.algo} / {resume.precision} precision: continue it with the same, "

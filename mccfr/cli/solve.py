@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ from mccfr.cli.common import CLIError, json_opt, run_dir_arg, user_input
     "--hand",
     default=None,
     metavar="CARDS",
-    help="With --subgame: print this hand's root strategy (e.g. AsKd).",
+    help="With --subgame or --load: print this hand's strategy at the subgame's root (e.g. AsKd).",
 )
 @click.option(
     "--depth-limit/--full-depth",
@@ -174,82 +175,22 @@ def solve(
     of seat 0 + of seat 1) / 2 in the game solved (the gadget game for the safe methods), in chips
     and in percent of the subgame's starting pot.
     """
-    if sum(x is not None for x in (matchstate, subgame_file, load_path)) != 1:
-        raise click.UsageError(
-            "give exactly one of --matchstate STR (with RUN_DIR), --subgame FILE or --load FILE"
-        )
-    if matchstate is not None and run_dir is None:
-        raise click.UsageError("--matchstate needs RUN_DIR (the blueprint to solve from)")
-    if load_path is not None and locks:
-        raise click.UsageError("--lock with --load: a saved solve keeps the locks it was solved with")
-    continuing = time_budget is not None or iterations is not None or target_pct_pot is not None
-    if time_budget is None and iterations is None and target_pct_pot is None and load_path is None:
-        time_budget = 2.0
+    _check_usage(run_dir, matchstate, subgame_file, load_path, locks, hand)
     from abstraction.bets import load_bets
-    from subgame.locking import lock_arg
     from subgame.tree import SubgameError
 
     with user_input():
         try:
-            lock_spec: dict = {}
-            for value in locks:
-                for node, strat in lock_arg(value).items():
-                    if node in lock_spec:
-                        raise SubgameError(f"--lock: node {node!r} is locked twice")
-                    lock_spec[node] = strat
-            opts = {"locks": lock_spec or None, "keep_state": save_path is not None}
+            limits = _limits(time_budget, iterations, target_pct_pot, locks, save_path, load_path)
             sub_bets = load_bets(bets) if bets is not None else None
             if load_path is not None:
-                result = _solve_saved(
-                    load_path, run_dir, time_budget, iterations if continuing else 0, target_pct_pot
-                )
+                result = _solve_saved(load_path, run_dir, limits, hand)
             elif subgame_file is not None:
-                result = _solve_file(
-                    subgame_file,
-                    method or "unsafe",
-                    sub_bets,
-                    time_budget,
-                    iterations,
-                    target_pct_pot,
-                    algo,
-                    hand,
-                    opts,
-                )
+                result = _solve_file(subgame_file, method or "unsafe", sub_bets, limits, algo, hand)
             else:
-                dl_opts = {
-                    k: v
-                    for k, v in (
-                        ("continuations", continuations),
-                        ("bias", bias),
-                        ("samples", samples),
-                        ("leaf_cards", leaf_cards),
-                        ("leaf_deals", leaf_deals),
-                    )
-                    if v is not None
-                }
-                if "leaf_deals" in dl_opts:
-                    try:
-                        dl_opts["leaf_deals"] = tuple(int(x) for x in leaf_deals.split(","))
-                    except ValueError:
-                        raise click.BadParameter(
-                            f"expected deals per later round, e.g. 32,1,1, got {leaf_deals!r}",
-                            param_hint="--leaf-deals",
-                        ) from None
-                if "continuations" in dl_opts:
-                    dl_opts["continuations"] = tuple(x.strip() for x in continuations.split(",") if x.strip())
-                result = _solve_matchstate(
-                    run_dir_arg(run_dir),
-                    matchstate,
-                    method or "reach-maxmargin",
-                    sub_bets,
-                    time_budget,
-                    iterations,
-                    target_pct_pot,
-                    algo,
-                    depth_limit,
-                    dl_opts,
-                    opts,
-                )
+                dl_opts = _depth_options(continuations, bias, samples, leaf_cards, leaf_deals)
+                how = (method or "reach-maxmargin", sub_bets, algo, depth_limit, dl_opts)
+                result = _solve_matchstate(run_dir_arg(run_dir), matchstate, how, limits)
             sol = result.pop("_solution")
             if node_history is not None:
                 result["node_strategy"] = _node_report(sol, node_history)
@@ -258,6 +199,67 @@ def solve(
             raise CLIError(str(exc)) from None
     if as_json:
         click.echo(json.dumps(result))
+
+
+def _check_usage(run_dir, matchstate, subgame_file, load_path, locks, hand) -> None:
+    """The combinations of sources and options that ``mccfr solve`` refuses (click.UsageError)."""
+    if sum(x is not None for x in (matchstate, subgame_file, load_path)) != 1:
+        raise click.UsageError(
+            "give exactly one of --matchstate STR (with RUN_DIR), --subgame FILE or --load FILE"
+        )
+    if matchstate is not None and run_dir is None:
+        raise click.UsageError("--matchstate needs RUN_DIR (the blueprint to solve from)")
+    if matchstate is not None and hand is not None:
+        raise click.UsageError("--hand with --matchstate: the match state names the hand already")
+    if load_path is not None and locks:
+        raise click.UsageError("--lock with --load: a saved solve keeps the locks it was solved with")
+
+
+def _limits(time_budget, iterations, target, locks, save_path, load_path):
+    """The solve's :class:`~subgame.limits.SolveLimits` from the options: a new solve runs 2 s
+    unless told otherwise; a loaded one runs only what is asked (none: its strategy re-measured)."""
+    from subgame.limits import SolveLimits
+    from subgame.locking import lock_arg
+    from subgame.tree import SubgameError
+
+    none = time_budget is None and iterations is None and target is None
+    if load_path is not None:
+        return SolveLimits(0 if none else iterations, time_budget, target, keep_state=True)
+    lock_spec: dict = {}
+    for value in locks:
+        for node, strat in lock_arg(value).items():
+            if node in lock_spec:
+                raise SubgameError(f"--lock: node {node!r} is locked twice")
+            lock_spec[node] = strat
+    return SolveLimits(
+        iterations,
+        2.0 if none else time_budget,
+        target,
+        locks=lock_spec or None,
+        keep_state=save_path is not None,
+    )
+
+
+def _depth_options(continuations, bias, samples, leaf_cards, leaf_deals) -> dict[str, Any]:
+    """The depth limit's options given (:class:`~subgame.depth.DepthLimit`'s fields), parsed."""
+    given = (
+        ("continuations", continuations),
+        ("bias", bias),
+        ("samples", samples),
+        ("leaf_cards", leaf_cards),
+        ("leaf_deals", leaf_deals),
+    )
+    out: dict[str, Any] = {k: v for k, v in given if v is not None}
+    if leaf_deals is not None:
+        try:
+            out["leaf_deals"] = tuple(int(x) for x in leaf_deals.split(","))
+        except ValueError:
+            raise click.BadParameter(
+                f"expected deals per later round, e.g. 32,1,1, got {leaf_deals!r}", param_hint="--leaf-deals"
+            ) from None
+    if continuations is not None:
+        out["continuations"] = tuple(x.strip() for x in continuations.split(",") if x.strip())
+    return out
 
 
 def _solve_report(sol) -> dict[str, Any]:
@@ -312,7 +314,7 @@ def _node_report(sol, history: str) -> dict[str, Any]:
     return freq
 
 
-def _solve_saved(path, run_dir, time_budget, iterations, target) -> dict[str, Any]:
+def _solve_saved(path, run_dir, limits, hand=None) -> dict[str, Any]:
     from subgame.saved import read_saved
     from subgame.solver import solve as run_solve
 
@@ -334,31 +336,47 @@ def _solve_saved(path, run_dir, time_budget, iterations, target) -> dict[str, An
     sol = run_solve(
         saved.subgame,
         saved.method,
-        iterations=iterations,
-        time_budget=time_budget,
-        target_pct_pot=target,
+        dataclasses.replace(limits, locks=saved.locks),
         algo=saved.algo,
         precision=saved.precision,
-        locks=saved.locks,
         resume=saved.state,
-        keep_state=True,
     )
     click.echo(f"{path}: {before:,} iterations saved, {sol.iterations - before:,} run now")
     d = _solve_report(sol)
-    return {**d, "loaded": str(path), "_solution": sol}
+    out = {**d, "loaded": str(path), "_solution": sol}
+    if hand is not None:
+        out["hand_strategy"] = _hand_report(sol, hand)
+    return out
 
 
-def _solve_file(path, method, bets, time_budget, iterations, target, algo, hand, opts) -> dict[str, Any]:
-    from holdem.cards import parse_cards
+def _hand_report(sol, hand: str) -> dict[str, float]:
+    """``hand``'s strategy at the root of the solved subgame, printed; a SubgameError for cards
+    that are no hand of the game or that the subgame's board holds."""
+    from holdem.cards import CardError, parse_cards
+    from subgame.tree import SubgameError
+
+    g = sol.subgame.game
+    try:
+        cards = [int(c) for c in parse_cards(hand, g.num_suits, g.num_ranks)]
+    except CardError as exc:
+        raise SubgameError(f"--hand {hand!r}: {exc}") from None
+    if len(cards) != g.num_hole_cards or len(set(cards)) != len(cards):
+        raise SubgameError(f"--hand {hand!r}: expected {g.num_hole_cards} different hole cards")
+    if set(cards) & set(int(c) for c in sol.subgame.board):
+        raise SubgameError(f"--hand {hand!r}: the subgame's board holds one of these cards")
+    hs = sol.hand_strategy(tuple(cards))
+    click.echo(f"{hand}: " + ", ".join(f"{a} {p:.3f}" for a, p in hs.items()))
+    return hs
+
+
+def _solve_file(path, method, bets, limits, algo, hand) -> dict[str, Any]:
     from subgame.libratus import read_libratus
     from subgame.solver import solve as run_solve
 
     sub = read_libratus(path, bets)
-    sol = run_solve(
-        sub, method, iterations=iterations, time_budget=time_budget, target_pct_pot=target, algo=algo, **opts
-    )
+    sol = run_solve(sub, method, limits, algo=algo)
     d = _solve_report(sol)
-    t = sub.tree
+    t = sub.public_tree()
     actor = int(t.player[0])
     w = sub.ranges[actor]
     freq = {a: float((v * w).sum() / w.sum()) for a, v in sol.root_strategy().items()}
@@ -368,26 +386,14 @@ def _solve_file(path, method, bets, time_budget, iterations, target, algo, hand,
     )
     out = {**d, "strategy": freq, "actor": actor}
     if hand is not None:
-        cards = parse_cards(hand, t.game.num_suits, t.game.num_ranks)
-        hs = sol.hand_strategy(tuple(cards))
-        click.echo(f"{hand}: " + ", ".join(f"{a} {p:.3f}" for a, p in hs.items()))
-        out["hand_strategy"] = hs
+        out["hand_strategy"] = _hand_report(sol, hand)
     return {**out, "_solution": sol}
 
 
-def _solve_matchstate(
-    path,
-    matchstate,
-    method,
-    bets,
-    time_budget,
-    iterations,
-    target,
-    algo,
-    depth_limit=None,
-    dl_opts=None,
-    opts=None,
-) -> dict[str, Any]:
+def _solve_matchstate(path, matchstate, how, limits) -> dict[str, Any]:
+    """Solve at ``matchstate`` from RUN_DIR's blueprint; ``how``: (method, the subgame's bets,
+    algorithm, the depth-limit option, the depth limit's options)."""
+    method, bets, algo, depth_limit, dl_opts = how
     from blueprint.blueprint import Blueprint
     from holdem.state import StateError
     from subgame.nested import first_off_tree, hand_strategy, solve_state
@@ -408,18 +414,7 @@ def _solve_matchstate(
             dft = default_depth_limit(bp, root_round=state.betting.round)
             dl_opts["leaf_cards"], dl_opts["leaf_deals"] = dft.leaf_cards, dft.leaf_deals
         dl = DepthLimit(bp, auto=depth_limit is None, **dl_opts)
-    sol, node = solve_state(
-        bp,
-        state,
-        method,
-        time_budget=time_budget,
-        iterations=iterations,
-        target_pct_pot=target,
-        bets=bets,
-        depth_limit=dl,
-        algo=algo,
-        **(opts or {}),
-    )
+    sol, node = solve_state(bp, state, method, limits, bets=bets, depth_limit=dl, algo=algo)
     d = _solve_report(sol)
     hs = hand_strategy(sol, node, state)
     click.echo(

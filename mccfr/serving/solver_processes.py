@@ -26,6 +26,7 @@ system (``malloc_trim``). Linux (``fork``) only; elsewhere the responder solves 
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import io
 import multiprocessing
@@ -41,8 +42,9 @@ from blueprint.blueprint import BlueprintError
 from mccfr.serving.resources import lower_priority, malloc_trim
 from subgame.bets import bp_bets
 from subgame.interrupt import SolveInterrupted
+from subgame.limits import FIELDS, SolveLimits
 from subgame.locking import LockError
-from subgame.nested import solve_state
+from subgame.nested import STATE_LIMITS, solve_state
 from subgame.tree import SubgameError
 
 POLL_S = 0.01  # how often a waiting thread relays its query's stop event
@@ -102,6 +104,14 @@ def _carried() -> tuple[type[Exception], ...]:
     return (SolveInterrupted, LockError, SubgameError, BlueprintError)
 
 
+def _limits(limits: Optional[SolveLimits], kwargs: dict) -> tuple[SolveLimits, dict]:
+    """The solve's limits (``limits`` with the fields among ``kwargs``, as
+    :func:`~subgame.nested.solve_state` builds them) and the rest of ``kwargs``."""
+    fields = {k: v for k, v in kwargs.items() if k in FIELDS}
+    rest = {k: v for k, v in kwargs.items() if k not in FIELDS}
+    return SolveLimits.build(limits, base=STATE_LIMITS, **fields), rest
+
+
 def _serve(bp, conn, stop, nice: int, others: list) -> None:
     """A solver process: solve each job read from ``conn`` until the pipe closes. ``others``: the
     server's ends of the pipes (this process's and the earlier ones'), inherited by the fork and
@@ -122,8 +132,9 @@ def _serve(bp, conn, stop, nice: int, others: list) -> None:
         except (EOFError, OSError):
             os._exit(0)
         try:
-            state, method, kwargs = codec.loads(data)
-            out: tuple = ("ok", solve_state(bp, state, method, threads=1, stop=stop, **kwargs))
+            state, method, limits, kwargs = codec.loads(data)
+            limits = dataclasses.replace(limits, stop=stop, threads=1)
+            out: tuple = ("ok", solve_state(bp, state, method, limits, **kwargs))
         except Exception as exc:  # noqa: BLE001 - every error goes back to the waiting thread
             cls = next((c for c in _carried() if isinstance(exc, c)), None)
             if cls is not None:
@@ -195,13 +206,15 @@ class SolverProcesses:
         with self._lock:
             return [int(w.proc.pid or 0) for w in self._workers]
 
-    def solve(self, state, method: str, stop: Optional[threading.Event] = None, **kwargs) -> tuple[Any, int]:
-        """``solve_state(bp, state, method, threads=1, **kwargs)`` in a solver process: the
-        solution (its shared objects this process's own) and the node of ``state`` in it.
-        ``stop`` (this process's event) is relayed to the solver while it runs."""
+    def solve(self, state, method: str, limits: Optional[SolveLimits] = None, **kwargs) -> tuple[Any, int]:
+        """``solve_state(bp, state, method, limits, **kwargs)`` in a solver process, walking on one
+        thread: the solution (its shared objects this process's own) and the node of ``state`` in
+        it. The limits' ``stop`` (this process's event) is relayed to the solver while it runs."""
         if self._closed:
             raise SolverProcessError("the solver processes are closed")
-        job = self._codec.dumps((state, method, kwargs))
+        lim, kwargs = _limits(limits, kwargs)
+        stop = lim.stop
+        job = self._codec.dumps((state, method, dataclasses.replace(lim, stop=None), kwargs))
         w = self._idle.get()
         try:
             w.stop.clear()
@@ -231,7 +244,8 @@ class SolverProcesses:
 
     def warm_up(self, state, method: str, **kwargs) -> None:
         """One solve in every process at once (loads the kernels in each); errors are ignored."""
-        job = self._codec.dumps((state, method, kwargs))
+        lim, kwargs = _limits(None, kwargs)
+        job = self._codec.dumps((state, method, dataclasses.replace(lim, stop=None), kwargs))
         taken = [self._idle.get() for _ in range(self.n)]
         try:
             for w in taken:

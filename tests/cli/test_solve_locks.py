@@ -53,3 +53,23 @@ def test_bad_locks_and_files_are_named(tmp_path):
     assert r.exit_code == 2 and "saved solve" in r.stderr and str(bad) in r.stderr
     r = mccfr("solve", "--load", bad, "--lock", "=c:1")
     assert r.exit_code == 2 and "keeps the locks" in r.stderr
+
+
+def test_a_loaded_solve_answers_for_a_hand(tmp_path):
+    """``--hand`` with ``--load``: the saved solve's strategy for that hand at the subgame's root,
+    the one the solve printed when it was saved (no iteration run in between)."""
+    saved = tmp_path / "river.msgpack.lz4"
+    out = ok("solve", "--subgame", RIVER, "--iterations", 6, "--hand", "AsAh", "--save", saved, "--json")
+    shown = ok("solve", "--load", saved, "--hand", "AsAh", "--json")
+    assert shown["iterations"] == 6 and set(shown["hand_strategy"]) == set(out["hand_strategy"])
+    for a, p in out["hand_strategy"].items():
+        assert abs(shown["hand_strategy"][a] - p) < 1e-9
+    assert abs(sum(shown["hand_strategy"].values()) - 1) < 1e-6
+    other = ok("solve", "--load", saved, "--hand", "2c2d", "--json")["hand_strategy"]
+    assert set(other) == set(out["hand_strategy"])
+    r = mccfr("solve", "--load", saved, "--hand", "KsAh")  # the board holds Ks
+    assert r.exit_code == 2 and "board holds" in r.stderr
+    r = mccfr("solve", "--load", saved, "--hand", "As")
+    assert r.exit_code == 2 and "2 different hole cards" in r.stderr
+    r = mccfr("solve", "run", "--matchstate", "MATCHSTATE:0:0::AsAh|", "--hand", "AsAh")
+    assert r.exit_code == 2 and "--hand with --matchstate" in r.stderr
