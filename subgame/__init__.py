@@ -13,6 +13,7 @@ The modules, each importing only those above it:
 ``depth_kernels``   numba: the depth-limited continuations' walk and the leaf values
 ``kernels``         numba: the range-vectorized walk (CFR, best response, values), strategy tables
 ``tree``            a subgame's public tree and the per-board hand data its walk reads
+``limits``          :class:`~subgame.limits.SolveLimits`: a solve's stop rule, checked once
 ``leaf_model``      the continuations after the depth-limit leaves as flat arrays
 ``depth``           depth-limited solving: :class:`~subgame.depth.DepthLimit`, the truncated tree
 ``locking``         node locks: a seat's strategy fixed at chosen nodes (histories, checks, tables)
@@ -26,6 +27,7 @@ The modules, each importing only those above it:
 ``nested``          nested solving of off-tree bets; :func:`~subgame.nested.solve_state`
 ``saved``           saved solves: a subgame and its solver state in one file
 ``cache``           solved subgames kept for reuse within a memory budget
+``policy``          :class:`~subgame.policy.SolvePolicy`: blueprint, then solve, then reuse
 ==================  ===========================================================================
 
 The fold and showdown terminals the walks share live below, in :mod:`blueprint.range_kernels`.
@@ -43,6 +45,8 @@ _LAZY = {
     "Solution": "subgame.types",
     "METHODS": "subgame.solver",
     "solve_state": "subgame.nested",
+    "SolveLimits": "subgame.limits",
+    "SolvePolicy": "subgame.policy",
     "hand_strategy": "subgame.nested",
     "read_libratus": "subgame.libratus",
 }

@@ -272,6 +272,12 @@ class SessionCache:
             self._entries.move_to_end(session)
             return e[0]
 
+    def size_of(self, session: str) -> Optional[int]:
+        """The bytes ``session``'s entry was stored with (its :func:`nbytes`), None without one."""
+        with self._lock:
+            e = self._entries.get(session)
+            return None if e is None else e[2] - ENTRY_OVERHEAD
+
     def store(self, session: str, sol: Any, key, size: Optional[int] = None) -> bool:
         """Cache ``sol`` (solved for ``key``; a :class:`~subgame.types.Solution`, or another record
         that :meth:`get` returns) as ``session``'s, replacing the session's previous one, evicting

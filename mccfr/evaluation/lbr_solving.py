@@ -36,6 +36,7 @@ from mccfr.evaluation.match import view_of
 from mccfr.evaluation.solving import SolvingPlayer, legal_action
 from subgame.cache import SubgameCache, node_in
 from subgame.nested import solve_state
+from subgame.policy import SolvePolicy
 from subgame.solver import METHODS
 from subgame.tree import SubgameError, all_hands, hand_index
 from subgame.types import Solution
@@ -66,7 +67,8 @@ class SolvingOpponent:
         self.hands = hands
         self.blueprint = BlueprintOpponent(bp, hands)
         self.method = method
-        self.from_round = bp.gamedef.num_rounds - 1 if from_round is None else int(from_round)
+        self.policy = SolvePolicy(bp, from_round)  # when it solves: the player's policy
+        self.from_round = self.policy.from_round
         self.iterations = int(iterations)
         self.bets = bets
         self.name = name or f"blueprint+solve:{method}"
@@ -92,7 +94,7 @@ class SolvingOpponent:
         if hit is not None:
             self.reused += 1
             return hit
-        if view.round < self.from_round and self.bp.walk(view).dead_end is None:
+        if not self.policy.solves(view):
             return None
         if self._memo_hand != hand:
             self._memo, self._memo_hand = {}, hand

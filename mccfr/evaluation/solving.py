@@ -1,31 +1,16 @@
 """A player that plays the blueprint early in the hand and re-solves subgames later (the
-``RUN_DIR+solve:METHOD`` player spec), and the per-hand reuse of a solved subgame.
+``RUN_DIR+solve:METHOD`` player spec).
 
-Where the blueprint's tree has no node for the history (a dead end:
-:meth:`blueprint.blueprint.Blueprint.walk`) it solves at any round where a subgame fits (the
-dead end's own subgame, :func:`subgame.nested.dead_end_subgame`), else plays the blueprint's
-fallback; every answer is labelled (``sources`` counts them).
-
-Before ``from_round`` (default: the last round, where a subgame has no chance nodes and solves in
-well under a second; the turn in hold'em is a 15,000-node tree) it plays the blueprint, translating
-off-tree bets. With ``off_tree`` it solves the nested subgame after an opponent's off-tree bet of
-the state's round instead (Libratus did so at every off-tree bet), where the bet lies far enough
-from the abstract sizes: where the pseudo-harmonic translation splits it between two sizes with
-at least ``off_tree`` on the less likely one (:func:`subgame.nested.opponent_off_tree_split`; default
-:data:`~subgame.nested.OFF_TREE_SPLIT`, 0 solves every off-tree bet). A bet below the smallest
-abstract size or above the largest, or near one size, is translated. From ``from_round`` on it
-solves the subgame at the state (:func:`subgame.nested.solve_state`; nested when the opponent's
-bet is off the blueprint's tree) and samples the solved strategy for its hand.
-
-Later decisions in the same hand that lie inside the solved subgame reuse it (Libratus re-solved
-at every opponent off-tree action; an on-tree continuation is answered from the solved tree). Its
-decisions answered by a solve are remembered for the hand (:class:`~subgame.cache.PlayedStrategy`):
-a later subgame of the hand gives it the range that the solved strategy played, not the one the
-blueprint would have. A subgame rooted before any board card is the same for every deal (its
-ranges come from the blueprint, the public history and the solutions that answered it, not from
-the player's cards): such solutions are kept across hands, least recently used out beyond
-``public_cache_bytes`` (:class:`~subgame.cache.SessionCache`, keyed by the seat and the public
-history).
+When it solves and what it reuses is the one solve policy, :class:`subgame.policy.SolvePolicy`
+(blueprint before ``from_round``, default the last round; then the subgame at the state,
+:func:`subgame.nested.solve_state`, nested after an opponent's off-tree bet; then that subgame
+reused within the hand; pre-flop subgames reused across hands within ``public_cache_bytes``).
+With ``off_tree`` it also solves the nested subgame after an opponent's off-tree bet of the
+state's round far enough from the abstract sizes (:func:`subgame.policy.off_tree_split`; default
+:data:`~subgame.nested.OFF_TREE_SPLIT`, 0 solves every off-tree bet) instead of translating it.
+Where no subgame fits it plays the blueprint's answer (its fallback at a dead end); every answer
+is labelled (``sources`` counts them). Solves run ``iterations`` (default 200, so that a match
+repeats) within ``time_budget`` seconds when given.
 """
 
 from __future__ import annotations
@@ -37,10 +22,15 @@ import numpy as np
 from blueprint.blueprint import Blueprint, BlueprintError
 from blueprint.player import sample
 from holdem.state import State
-from subgame.cache import PlayedStrategy, SessionCache, SubgameCache, public_key
-from subgame.nested import OFF_TREE_SPLIT, hand_strategy, opponent_off_tree_split, solve_state
+from subgame.cache import SessionCache
+from subgame.limits import SolveLimits
+from subgame.nested import hand_strategy, solve_state
+from subgame.policy import SolvePolicy
 from subgame.solver import METHODS
 from subgame.tree import SubgameError
+
+#: the player's session in its policy's store: it keeps one hand at a time
+HAND = "hand"
 
 
 class SolvingPlayer:
@@ -61,30 +51,34 @@ class SolvingPlayer:
     ):
         if method not in METHODS:
             raise SubgameError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
-        if off_tree is True:
-            off_tree = OFF_TREE_SPLIT
-        if off_tree is not False and not 0.0 <= float(off_tree) <= 0.5:  # NaN too
-            raise SubgameError(f"off_tree must be a translation split in [0, 0.5], got {off_tree!r}")
-        self.bp, self.method, self.name = bp, method, name
-        if from_round is None:
-            from_round = bp.gamedef.num_rounds - 1
-        self.time_budget, self.iterations, self.from_round, self.bets = (
-            time_budget,
-            iterations,
-            from_round,
-            bets,
-        )
-        # None: translate every off-tree bet; else solve nested where opponent_off_tree_split >= it
-        self.off_tree: Optional[float] = None if off_tree is False else float(off_tree)
-        self.cache = SubgameCache()
-        self.played = PlayedStrategy()  # the hand's decisions answered by a solve, for later subgames' ranges
-        self.public = SessionCache(public_cache_bytes)  # pre-flop solutions, kept across hands
+        self.bp, self.method, self.name, self.bets = bp, method, name, bets
+        self.limits = SolveLimits(iterations=iterations, time_budget=time_budget)
+        self.policy = SolvePolicy(bp, from_round, off_tree, public=SessionCache(public_cache_bytes))
         self.solves = 0
         self.reused = 0
         self.fallbacks = 0  # decisions it meant to solve but could not (answered by the blueprint)
         self.sources: dict[str, int] = {}
 
+    @property
+    def from_round(self) -> int:
+        return self.policy.from_round
+
+    @property
+    def iterations(self) -> Optional[int]:
+        return self.limits.iterations
+
+    @property
+    def time_budget(self) -> Optional[float]:
+        return self.limits.time_budget
+
+    @property
+    def off_tree(self) -> Optional[float]:
+        """None: it translates every off-tree bet; else it solves nested where
+        :func:`~subgame.nested.opponent_off_tree_split` is at least this."""
+        return self.policy.off_tree
+
     def _key(self, state: State):
+        assert state.viewer is not None, "a viewer's decision"
         return (state.hand_id, tuple(state.hole_cards[state.viewer]))
 
     def probs(self, state: State) -> dict[str, float]:
@@ -103,52 +97,30 @@ class SolvingPlayer:
 
     def _answer(self, state: State, rng: Optional[np.random.Generator]):
         """:meth:`strategy`'s answer and, for a subgame's, ``(solution, node)``."""
-        key = self._key(state)
-        hit = self.cache.lookup(state, key)
-        if hit is not None:
+        answer = None
+
+        def source() -> str:  # the blueprint's answer, asked only when no subgame is reused
+            nonlocal answer
+            answer = self.bp.answer(state, rng)
+            return answer.source
+
+        d = self.policy.decide(state, HAND, self._key(state), self.method, source)
+        if d.hit is not None:
             self.reused += 1
-            return hand_strategy(hit[0], hit[1], state), "subgame", hit
-        ans = self.bp.answer(state, rng)
-        if (
-            state.round < self.from_round
-            and ans.source != "fallback"
-            and not (ans.source == "translated" and self._solves_off_tree(state))
-        ):
-            return ans.strategy, ans.source, None
-        played = self.played.played(key, state)
-        public = public_key(state, played)
-        if public is not None:  # no card dealt: the subgame is the same for every deal
-            hit = self.public.lookup(public, state, public)
-            if hit is not None:
-                self.cache.store(hit[0], key)
-                self.reused += 1
-                return hand_strategy(hit[0], hit[1], state), "subgame", hit
+            return hand_strategy(d.hit[0], d.hit[1], state), "subgame", d.hit
+        assert answer is not None  # asked by decide() when it reused nothing
+        if not d.solve:
+            return answer.strategy, answer.source, None
         try:
             sol, n = solve_state(
-                self.bp,
-                state,
-                self.method,
-                time_budget=self.time_budget,
-                iterations=self.iterations,
-                bets=self.bets,
-                played=played or None,
+                self.bp, state, self.method, self.limits, bets=self.bets, played=d.played or None
             )
         except (SubgameError, BlueprintError):
             self.fallbacks += 1  # no subgame fits: the blueprint's answer (its fallback at a dead end)
-            return ans.strategy, ans.source, None
-        self.cache.store(sol, key)
-        if public is not None:
-            self.public.store(public, sol, public)
+            return answer.strategy, answer.source, None
+        self.policy.keep(d, sol)
         self.solves += 1
         return hand_strategy(sol, n, state), "subgame", (sol, n)
-
-    def _solves_off_tree(self, state: State) -> bool:
-        """Whether ``off_tree`` has the nested subgame after the opponent's off-tree bet of this
-        round solved (the bet splits between two sizes by at least ``off_tree``)."""
-        if self.off_tree is None:
-            return False
-        split = opponent_off_tree_split(self.bp, state)
-        return split is not None and split >= self.off_tree
 
     def act(self, state: State, rng: np.random.Generator) -> str:
         return self.decide(state, rng)[0]
@@ -159,7 +131,7 @@ class SolvingPlayer:
         strat, source, solved = self._answer(state, rng)
         self.sources[source] = self.sources.get(source, 0) + 1
         if solved is not None:
-            self.played.record(self._key(state), state, *solved)
+            self.policy.record(HAND, self._key(state), state, *solved)
         dist: dict[str, float] = {}
         for a, p in strat.items():
             la = legal_action(a, state)

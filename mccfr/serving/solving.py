@@ -17,7 +17,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from blueprint.blueprint import Blueprint, BlueprintError
 from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
@@ -40,10 +40,12 @@ from mccfr.serving.resources import (
 )
 from mccfr.serving.responders import BlueprintResponder
 from mccfr.serving.solver_processes import SolverProcessError, SolverProcesses
-from subgame.cache import PlayedStrategy, SessionCache, nbytes, public_key
+from subgame.cache import SessionCache, nbytes
 from subgame.interrupt import SolveInterrupted
+from subgame.limits import SolveLimits
 from subgame.locking import LockError
 from subgame.nested import solve_state
+from subgame.policy import Decision, SolvePolicy
 from subgame.tree import SubgameError, hand_index
 
 
@@ -86,27 +88,14 @@ class SolvingOptions:
 OPTION_NAMES = tuple(f.name for f in dataclasses.fields(SolvingOptions))
 
 
-def _public_key(state, method: str, played=None) -> Optional[str]:
-    """The session-cache key of a subgame the same for every deal (:func:`subgame.cache.public_key`)
-    solved with ``method``, shared by every session; None once board cards are out. It starts with
-    a character no client's session has (sessions are printable), as :func:`_played_key` does."""
-    key = public_key(state, played)
-    return None if key is None else f"\x00public:{method}:{key}"
-
-
-def _played_key(session: str) -> str:
-    """The session-cache key of ``session``'s :class:`~subgame.cache.PlayedStrategy`."""
-    return f"\x00played:{session}"
-
-
 class _Job:
-    """One admitted solve: the query, its times (``time.perf_counter`` instants) and its future."""
+    """One admitted solve: the query, the policy's decision (its session, hand key, played
+    strategies and public key), its times (``time.perf_counter`` instants) and its future."""
 
     __slots__ = (
         "state",
         "method",
-        "session",
-        "key",
+        "decision",
         "need",
         "solve_by",
         "answer_by",
@@ -125,24 +114,20 @@ class _Job:
     def __init__(
         self,
         state,
-        method,
-        session,
-        key,
-        need,
-        solve_by,
-        answer_by,
-        t0,
-        reserved,
-        raw,
+        method: str,
+        decision: Decision,
+        times: tuple[float, float, float, float],
+        memory: tuple[int, Any],
         locks=None,
-        with_solution=False,
+        with_solution: bool = False,
     ):
-        self.state, self.session, self.key = state, session, key
+        """``times``: (seconds the solve needs, solve by, answer by, the query's arrival);
+        ``memory``: (bytes reserved, the size model's raw estimate)."""
+        self.state, self.method, self.decision = state, method, decision
         self.locks = locks  # subgame.locking.LockSpec or None
         self.with_solution = with_solution  # a locked answer carries its solution (the explorer's)
-        self.method: str = method
-        self.need, self.solve_by, self.answer_by, self.t0 = need, solve_by, answer_by, t0
-        self.reserved, self.raw = reserved, raw
+        self.need, self.solve_by, self.answer_by, self.t0 = times
+        self.reserved, self.raw = memory
         self.stop = threading.Event()
         self.future: Future = Future()
         self.end: float = float("inf")  # when it stops iterating at the latest (set when it starts)
@@ -204,74 +189,14 @@ class PendingAnswer:
 
 
 class SolvingResponder(BlueprintResponder):
-    """Blueprint early in the hand; from ``from_round`` on (default: the last round, whose subgames
-    have no chance nodes and solve within the default budget) a subgame solved with the query's
-    method (default ``solve_method``) under its time budget, nested when the opponent's bet is off
-    the blueprint's tree. Queries with the same ``session`` reuse the hand's solved subgame while
-    the state stays inside it. ``method="blueprint"`` answers from the blueprint.
+    """Blueprint early in the hand; from ``from_round`` on (default: the last round) and at the
+    blueprint's dead ends, a subgame solved with the query's method (default ``solve_method``)
+    within its time budget, nested after an off-tree bet, and reused within the session's hand:
+    the solve policy of :class:`subgame.policy.SolvePolicy`. ``method="blueprint"`` answers from
+    the blueprint. Every answer comes back within its time budget, counted from ``arrived``.
 
-    **The answer comes back within the time budget**, counted from ``arrived`` (the service passes
-    the moment the request reached it; default: the call), waiting and the subgame's construction
-    included. :meth:`answer_start` decides at once, when the query arrives:
-
-    * at most ``solver_threads`` solves run at once (default: one per core), each in a solver
-      thread of its own; the solves admitted wait for one in arrival order (a queue);
-    * when solving starts before the last round (``from_round``), the last round's solves hold at
-      most ``last_round_threads`` of them (default ``solver_threads - 1``, at least 1): river
-      queries are the commonest and their solves use their whole budget, so without a thread kept
-      back a turn query would always find every solver busy; a river query beyond its share is
-      answered at once (``busy``);
-    * a solve is admitted only when it would start in time: the queue ahead is projected (each
-      running solve ends by its deadline, each waiting one starts when a thread frees and runs for
-      what it needs at least, until its own deadline at most) and the query's solve must start
-      early enough for a useful solve of its round (:class:`~mccfr.serving.admission.CostModel`, learned from earlier
-      solves) to end before its own deadline; otherwise it is answered at once (``busy``). A solve
-      that still finds itself too late when its thread frees is not started (``busy``);
-    * a solve iterates until its deadline, or for at most ``max_solve_ms`` beyond the time a
-      useful solve needs (shorter solves free the solver threads sooner: more queries get one);
-    * the solve's deadline is ``reserve_ms`` before the budget ends (plus how far solves have
-      lately run past their ends, at most a quarter of the budget), checked between the
-      construction's steps and before every solver iteration; the query waits for it until half
-      the reserve is left, then answers without it (``deadline``);
-    * a solve that cannot be useful in time (fewer than ``min_iterations``) is not used;
-    * the solver threads run at a lower CPU priority (``solver_nice``, default nice +10, Linux),
-      so that solves, which use every core they get, do not slow down the event loop that
-      parses requests, answers from the blueprint and sends answers (which are due by their
-      deadlines too): solves take the CPU the rest leaves;
-    * with ``solver_processes`` each solver thread hands its solve to one of ``solver_threads``
-      processes forked in the constructor (:mod:`mccfr.serving.solver_processes`; Linux), so that the
-      subgame's construction, mostly Python, no longer contends with the event loop for the
-      interpreter lock; a process that dies is replaced and its query answered ``unsolvable``.
-
-    **Memory**: solved subgames are kept per session (:class:`subgame.cache.SessionCache`) within
-    ``memory_budget`` bytes (default: a quarter of physical memory, :func:`~mccfr.serving.resources.default_memory_budget`),
-    least recently used first out, each counted at its real size
-    (:func:`subgame.cache.nbytes`). The budget also covers the solves in flight: before a solve
-    starts, its peak memory is estimated from the tree and hand counts (:class:`~mccfr.serving.admission.SizeModel`) and
-    reserved, evicting cached sessions as needed; a solve whose estimate cannot fit next to the
-    other solves in flight is not started (``memory``). After the solve the real size is measured
-    (the estimate learns from it) and a solution too big for the budget is answered but not kept.
-    After evictions (at most every :attr:`TRIM_EVERY_S` seconds) the C allocator is asked to give
-    the freed memory back (:func:`~mccfr.serving.resources.malloc_trim`), so that resident memory follows the cache.
-    Beside its subgame a session keeps, as a second small entry of the same cache (a few kB a
-    decision), the strategies its subgame answers played (:class:`subgame.cache.PlayedStrategy`):
-    a later subgame of the hand gives the viewer the range those answers played, not the
-    blueprint's. ``max_sessions`` bounds the entries, both kinds counted.
-
-    Instead of a subgame answer the query then gets the blueprint's (``source: "blueprint"``) with
-    ``fallback`` saying why: ``"busy"`` (the solver threads are taken, queue included, for the
-    rest of the budget), ``"budget"`` (a solve of this round has needed more than the budget
-    left), ``"deadline"`` (the solve did not finish, or reached fewer than ``min_iterations``, in
-    time), ``"memory"`` (the solve's memory does not fit the budget) and ``method`` the method
-    that was asked for. Subgame answers carry ``iterations``, ``exploitability_pct_pot`` (None when
-    there was no time to measure it), ``exploitability_cards``, ``leaf_cards`` and ``reused``.
-
-    **Depth-limited answers** (rounds before the last, :mod:`subgame.depth`): an exact check of the
-    depth-limited game walks every card of the next deal (on a hold'em turn about as long as 15
-    iterations), so these solves check on ``measure_cards`` of them (default 12, a fixed sample per
-    board): ``exploitability_pct_pot`` is then an estimate that errs high (a best response to a
-    sample of the cards tailors itself to them) and ``exploitability_cards`` says how many cards it
-    walked (None: every one, exact). ``measure_cards=None`` checks exactly."""
+    How solves are admitted, queued, timed and kept within the memory budget, and what each
+    fallback means: docs/serving.md, "The solving responder"."""
 
     methods: tuple[str, ...] = (BLUEPRINT_METHOD, *SOLVE_METHODS)
     FALLBACKS = ("busy", "budget", "deadline", "memory", "unsolvable")
@@ -299,9 +224,10 @@ class SolvingResponder(BlueprintResponder):
         opts = dataclasses.replace(options or SolvingOptions(), **overrides)
         self.options = opts  # as asked; the attributes below hold the values in effect
         last = bp.gamedef.num_rounds - 1
-        self.from_round: int = last if opts.from_round is None else opts.from_round
-        if not 0 <= self.from_round <= last:
-            raise ValueError(f"from_round must be in 0..{last}, got {opts.from_round}")
+        budget = default_memory_budget() if opts.memory_budget is None else parse_bytes(opts.memory_budget)
+        self.sessions = SessionCache(budget, max_entries=opts.max_sessions)
+        self.policy = SolvePolicy(bp, opts.from_round, hands=self.sessions)  # ValueError: from_round
+        self.from_round: int = self.policy.from_round
         self.solver_threads: int = (
             default_solver_threads() if opts.solver_threads is None else opts.solver_threads
         )
@@ -318,8 +244,6 @@ class SolvingResponder(BlueprintResponder):
         self.max_solve_ms = opts.max_solve_ms
         self.measure_cards = opts.measure_cards
         self.solver_nice = opts.solver_nice
-        budget = default_memory_budget() if opts.memory_budget is None else parse_bytes(opts.memory_budget)
-        self.sessions = SessionCache(budget, max_entries=opts.max_sessions)
         self.size = SizeModel(bp)
         self._cond = threading.Condition()
         self._running: list[_Job] = []  # solves running
@@ -357,16 +281,10 @@ class SolvingResponder(BlueprintResponder):
             out["fallback"] = fallback
         return out
 
-    def _solves(self, state) -> bool:
-        """Whether a query asking for a solve at ``state`` gets one: from ``from_round`` on, and
-        wherever the blueprint's tree has no node for the history (a dead end, which a subgame
-        answers where one fits: :func:`subgame.nested.dead_end_subgame`)."""
-        return state.round >= self.from_round or self.bp.walk(state).dead_end is not None
-
     def answer_fast(self, matchstate, session=None, time_budget_ms=None, method=None, arrived=None):
         t0 = time.perf_counter() if arrived is None else arrived
         state, _, _, method = self.validate(matchstate, session, time_budget_ms, method)
-        if method == BLUEPRINT_METHOD or not self._solves(state):
+        if method == BLUEPRINT_METHOD or not self.policy.solves(state):
             return self._blueprint_answer(state, t0)
         return None
 
@@ -434,28 +352,27 @@ class SolvingResponder(BlueprintResponder):
         t0 = time.perf_counter() if arrived is None else arrived
         state, session, budget, method = self.validate(matchstate, session, time_budget_ms, method)
         locks = check_locks(locks)
-        if locks is not None and (method == BLUEPRINT_METHOD or not self._solves(state)):
-            raise QueryError(
-                "bad_locks",
-                "locks need a subgame solve, and this query is answered from the blueprint "
-                + (
+        d = None
+        if method != BLUEPRINT_METHOD:
+            method = method or self.solve_method
+            assert state.viewer is not None  # a decision of its viewer (validated)
+            key = (state.hand_id, tuple(state.hole_cards[state.viewer]), method)
+            d = self.policy.decide(state, session, key, method, reuse=locks is None)
+        if d is None or (d.hit is None and not d.solve):  # the blueprint answers
+            if locks is not None:
+                why = (
                     "(method 'blueprint')"
-                    if method == BLUEPRINT_METHOD
+                    if d is None
                     else f"(this server solves from round {self.from_round + 1} on)"
-                ),
-                422,
-            )
-        if method == BLUEPRINT_METHOD or not self._solves(state):
+                )
+                raise QueryError(
+                    "bad_locks",
+                    f"locks need a subgame solve, and this query is answered from the blueprint {why}",
+                    422,
+                )
             return self._blueprint_answer(state, t0)
-        method = method or self.solve_method
-        assert state.viewer is not None  # a decision of its viewer (validated)
-        key = (state.hand_id, tuple(state.hole_cards[state.viewer]), method)
-        hit = self.sessions.lookup(session, state, key) if session is not None and locks is None else None
-        public = _public_key(state, method, self._played(session, key, state)) if locks is None else None
-        if hit is None and public is not None:  # a pre-flop subgame solved for another deal
-            hit = self.sessions.lookup(public, state, public)
-        if hit is not None:
-            sol, node = hit
+        if d.hit is not None:
+            sol, node = d.hit
             try:
                 strategy = self._hand_strategy(sol, node, state)
             except (SubgameError, BlueprintError) as exc:
@@ -464,19 +381,10 @@ class SolvingResponder(BlueprintResponder):
                 out["reason"] = f"{out['reason']}; " if "reason" in out else ""
                 out["reason"] += f"cannot solve a subgame here: {exc}"
                 return out
-            self._record_played(session, key, state, sol, node)
+            self.policy.record(session, d.key, state, sol, node)
             self._count("reused")
-            return {
-                "strategy": strategy,
-                "source": "subgame",
-                "method": sol.method,
-                "elapsed_ms": (time.perf_counter() - t0) * 1e3,
-                "reused": True,
-                "iterations": sol.iterations,
-                "exploitability_pct_pot": sol.exploitability_pct_pot,
-                "exploitability_cards": sol.measure_cards,
-                "leaf_cards": sol.leaf_cards,
-            }
+            ans = self._answer_of(sol, strategy)
+            return {**ans, "elapsed_ms": (time.perf_counter() - t0) * 1e3, "reused": True}
         budget_s = budget / 1e3
         reserve = self._reserve_s(budget_s)
         deadline = t0 + budget_s - max(0.0, early)  # the answer is due then
@@ -493,20 +401,8 @@ class SolvingResponder(BlueprintResponder):
             fits = start + need <= solve_by and self._within_share(state.round)
             reserved = fits and self.sessions.reserve(mem)
             if reserved:
-                job = _Job(
-                    state,
-                    method,
-                    session,
-                    key,
-                    need,
-                    solve_by,
-                    deadline - reserve / 2,
-                    t0,
-                    mem,
-                    raw,
-                    locks,
-                    with_solution and locks is not None,
-                )
+                times = (need, solve_by, deadline - reserve / 2, t0)
+                job = _Job(state, method, d, times, (mem, raw), locks, with_solution and locks is not None)
                 self._queue.append(job)
         if not fits:
             self._count("busy")
@@ -521,26 +417,6 @@ class SolvingResponder(BlueprintResponder):
             self._drop(job)
             raise
         return PendingAnswer(self, job)
-
-    def _played(self, session: str | None, key, state) -> dict:
-        """:data:`subgame.construct.Played` of ``session``'s hand at ``state``: the decisions of
-        the hand that a subgame answered, with the strategy it answered with (its sampled action
-        is read from the history), so that a later subgame gives the viewer the range it played."""
-        if session is None:
-            return {}
-        rec = self.sessions.get(_played_key(session), key)
-        return rec.played(key, state) if isinstance(rec, PlayedStrategy) else {}
-
-    def _record_played(self, session: str | None, key, state, sol, node: int) -> None:
-        """A subgame answered ``session``'s decision ``state`` (node ``node`` of ``sol``): kept for
-        :meth:`_played` in the session cache, within its byte budget (one more entry a session)."""
-        if session is None:
-            return
-        rec = self.sessions.get(_played_key(session), key)
-        if not isinstance(rec, PlayedStrategy):
-            rec = PlayedStrategy()
-        rec.record(key, state, sol, node)
-        self.sessions.store(_played_key(session), rec, key)
 
     def _hand_strategy(self, sol, node: int, state) -> dict[str, float]:
         """``subgame.nested.hand_strategy`` with the hand's index from a table built once (the
@@ -562,12 +438,12 @@ class SolvingResponder(BlueprintResponder):
                 job.reserved = 0
             self._cond.notify_all()
 
-    def _solve_state(self, state, method: str, stop=None, **kwargs):
-        """:func:`subgame.nested.solve_state` without a time budget, in a solver process when the
+    def _solve_state(self, state, method: str, limits: SolveLimits, **kwargs):
+        """:func:`subgame.nested.solve_state` within ``limits``, in a solver process when the
         responder has them (``solver_processes``), else in the calling thread."""
         if self._procs is not None:
-            return self._procs.solve(state, method, stop=stop, time_budget=None, **kwargs)
-        return solve_state(self.bp, state, method, time_budget=None, stop=stop, **kwargs)
+            return self._procs.solve(state, method, limits, **kwargs)
+        return solve_state(self.bp, state, method, limits, **kwargs)
 
     def _run(self, job: _Job) -> None:
         """In a solver thread: solve ``job`` (unless too late by now), set its future."""
@@ -597,18 +473,16 @@ class SolvingResponder(BlueprintResponder):
             return "busy"
         state = job.state
         useful, iterated = False, False
-        played = self._played(job.session, job.key, state)
+        played = job.decision.played
         try:
             last = state.round >= self.bp.gamedef.num_rounds - 1
-            sol, node = self._solve_state(
-                state,
-                job.method,
+            limits = SolveLimits(
                 deadline=job.end,
                 stop=job.stop,
                 measure_samples=None if last else self.measure_cards,
-                played=played or None,
-                **({"locks": job.locks} if job.locks is not None else {}),
+                locks=job.locks,
             )
+            sol, node = self._solve_state(state, job.method, limits, played=played or None)
             iterated = sol.iterations > 0
             if sol.iterations >= self.min_iterations:
                 useful = True
@@ -649,16 +523,11 @@ class SolvingResponder(BlueprintResponder):
             if job.with_solution:
                 out["solution"] = (sol, node)
             return out
-        public = _public_key(state, job.method, played)
-        self._record_played(job.session, job.key, state, sol, node)
-        if job.session is not None or public is not None:
-            evicted = self.sessions.evictions
-            if job.session is not None:
-                self.sessions.store(job.session, sol, job.key, size)
-            if public is not None:  # counted twice when in both: the budget errs safe
-                self.sessions.store(public, sol, public, size)
+        d = job.decision
+        self.policy.record(d.session, d.key, state, sol, node)
+        if self.policy.keep(d, sol, size):
             now = time.perf_counter()
-            if self.sessions.evictions != evicted and now - self._trimmed > self.TRIM_EVERY_S:
+            if now - self._trimmed > self.TRIM_EVERY_S:
                 self._trimmed = now  # in this (low-priority) solver thread, off the event loop
                 malloc_trim()
         return self._answer_of(sol, strategy)

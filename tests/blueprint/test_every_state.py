@@ -183,7 +183,7 @@ def test_off_tree_opens_are_solved_nested_and_pre_flop_solutions_serve_every_dea
     the abstraction has pot raises and all-in) from the nested subgame rooted right after it instead
     of translating it; that subgame has no board card, so its solution answers the same public state
     in later hands with other cards without a new solve. Without ``off_tree`` the open is translated."""
-    from mccfr.evaluation.solving import SolvingPlayer
+    from mccfr.evaluation.solving import HAND, SolvingPlayer
     from subgame.nested import opponent_off_tree_split
 
     game = hunl100_bp.game
@@ -193,14 +193,17 @@ def test_off_tree_opens_are_solved_nested_and_pre_flop_solutions_serve_every_dea
     player = SolvingPlayer(hunl100_bp, iterations=10, off_tree=True)
     first = player.strategy(game.state("MATCHSTATE:0:0:r700:AhKd|"))
     assert first[1] == "subgame" and player.solves == 1
-    sol = player.cache.sol
+    ahkd = game.state("MATCHSTATE:0:0:r700:AhKd|")
+    sol = player.policy.hands.get(HAND, player._key(ahkd))  # the hand's solved subgame
     assert sol.subgame.alt is not None and sol.diagnostics()["depth_limited"]  # nested: safe, at the flop
     other = player.strategy(game.state("MATCHSTATE:0:1:r700:7h2c|"))
     assert other[1] == "subgame" and player.solves == 1 and player.reused == 1
-    assert player.cache.sol is sol and hand_strategy_of(sol, game, "MATCHSTATE:0:1:r700:7h2c|") == other[0]
+    seven_deuce = game.state("MATCHSTATE:0:1:r700:7h2c|")
+    assert player.policy.hands.get(HAND, player._key(seven_deuce)) is sol  # the public one, now the hand's
+    assert hand_strategy_of(sol, game, "MATCHSTATE:0:1:r700:7h2c|") == other[0]
     # on the tree, and after a board card, nothing is shared across hands
     assert player.strategy(game.state("MATCHSTATE:0:2:r300:AhKd|"))[1] == "blueprint"
-    assert player.public.snapshot()["cache_entries"] == 1
+    assert player.policy.public.snapshot()["cache_entries"] == 1
     # an open close to an abstract size is translated: a min-raise (below the pot raise, the
     # smallest size) and an open to 4,000 (94% of it mapped to the all-in); 0 solves every one
     for ms, split in (("MATCHSTATE:0:3:r200:AhKd|", 0.0), ("MATCHSTATE:0:3:r4000:AhKd|", 0.06)):
@@ -218,7 +221,7 @@ def test_later_subgames_give_the_player_the_range_it_really_played(hunl100_bp):
     """The solving player called the off-tree open to 700 from the nested solve. The hand's later
     subgames (the river's, a dead end rooted at the state) weigh its range by what it played there,
     the solve's call for every hand, not by what the blueprint does at the translated open."""
-    from mccfr.evaluation.solving import SolvingPlayer
+    from mccfr.evaluation.solving import HAND, SolvingPlayer
     from subgame.construct import history_ranges
     from subgame.nested import node_of_state
     from subgame.tree import all_hands
@@ -230,11 +233,11 @@ def test_later_subgames_give_the_player_the_range_it_really_played(hunl100_bp):
     opened = game.state("MATCHSTATE:0:0:r700:Kc9d|")
     acts = [player.act(opened, np.random.default_rng(seed)) for seed in range(40)]
     assert player.solves == 1 and "c" in acts  # the solve calls with Kc9d (about 3/4 of the time)
-    sol = player.cache.sol
+    sol = player.policy.hands.get(HAND, player._key(opened))  # the hand's solved subgame
     call = sol.node_strategy(node_of_state(sol.tree, opened))["c"].astype(np.float64)
     called = game.state("MATCHSTATE:0:0:r700c/:Kc9d|/Ks9c2d")
     key = player._key(called)
-    played = player.played.played(key, called)
+    played = player.policy.played(HAND, key, called)
     assert list(played) == [1]
     np.testing.assert_array_equal(played[1], call)
     # the range after the call is the solve's call, not the blueprint's at the translated open
@@ -249,16 +252,16 @@ def test_later_subgames_give_the_player_the_range_it_really_played(hunl100_bp):
     assert np.abs(translated / translated.sum() - want / want.sum()).sum() > 0.1  # they differ
     # another action the solve has is weighed by its own probabilities; one it lacks is left to
     # the blueprint's model
-    shove = player.played.played(key, game.state("MATCHSTATE:0:0:r700r10000:Kc9d|"))
+    shove = player.policy.played(HAND, key, game.state("MATCHSTATE:0:0:r700r10000:Kc9d|"))
     np.testing.assert_array_equal(shove[1], sol.node_strategy(node_of_state(sol.tree, opened))["r10000"])
-    assert player.played.played(key, game.state("MATCHSTATE:0:0:r700r5000:Kc9d|")) == {}
+    assert player.policy.played(HAND, key, game.state("MATCHSTATE:0:0:r700r5000:Kc9d|")) == {}
     # ... and another hand of the match starts afresh
-    assert player.played.played(("other", key[1]), called) == {}
+    assert player.policy.played(HAND, ("other", key[1]), called) == {}
     # the river's subgame (a dead end: the off-tree open was pre-flop) starts from that range
     river = game.state("MATCHSTATE:0:0:r700c/cc/cc/:Kc9d|/Ks9c2d/4h/5s")
     assert player.strategy(river)[1] == "subgame" and player.solves == 2
     np.testing.assert_allclose(
-        player.cache.sol.subgame.ranges[0],
+        player.policy.hands.get(HAND, player._key(river)).subgame.ranges[0],
         history_ranges(bp, river, hands, played=played)[0],
         rtol=1e-12,
     )

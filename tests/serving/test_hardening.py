@@ -140,13 +140,13 @@ def test_no_client_session_names_the_services_own_entries():
     """The shared pre-flop subgames and the sessions' played strategies are kept under keys no
     client's session can be (sessions are printable; the keys start with a NUL)."""
     from holdem.game import Game
-    from mccfr.serving.solving import _played_key, _public_key
+    from subgame.policy import SolvePolicy
 
     state = Game.load("hunl20").state("MATCHSTATE:0:0:r300r900r1500:AhKd|")
     keys = (
-        _public_key(state, "unsafe"),
-        _played_key("public:unsafe:0:r300r900r1500"),
-        _public_key(state, "unsafe", {1: 0}),
+        SolvePolicy.public_key(state, "unsafe"),
+        SolvePolicy.played_key("public:unsafe:0:r300r900r1500"),
+        SolvePolicy.public_key(state, "unsafe", {1: 0}),
     )
     for key in keys:
         assert key is not None and not key.isprintable()
@@ -237,7 +237,8 @@ def fake_slow_solve(monkeypatch, river_solution):
     state = {"running": 0, "peak": 0, "calls": 0}
     lock = threading.Lock()
 
-    def slow(bp, st, method, *, deadline=None, stop=None, **kw):
+    def slow(bp, st, method, limits, **kw):
+        deadline, stop = limits.deadline, limits.stop
         t = time.perf_counter()
         with lock:
             state["running"] += 1

@@ -515,8 +515,8 @@ def test_a_solve_that_overran_its_end_until_its_query_gave_up_backs_off(hunl_bp)
 
     r = SolvingResponder(hunl_bp, "reach-maxmargin", from_round=2, solver_threads=1, min_iterations=10)
 
-    def overrun(state, method, deadline=None, stop=None, **kwargs):
-        while not stop.is_set():  # blind to its deadline, like one long construction step
+    def overrun(state, method, limits, **kwargs):
+        while not limits.stop.is_set():  # blind to its deadline, like one long construction step
             time.sleep(0.005)
         raise SolveInterrupted("deadline")
 
@@ -662,7 +662,7 @@ def test_a_later_subgame_of_the_session_gives_the_viewer_the_range_its_answers_p
         later_ms = "MATCHSTATE:0:3:cc/cc/cc/cr333:AsKd|/2c7h9s/Td/3c"
         later = hunl_bp.game.state(later_ms)
         assert r.sessions.lookup("p1", later, key) is None  # not in the solved subgame: a new solve
-        played = r._played("p1", key, later)
+        played = r.policy.played("p1", key, later)
         assert list(played) == [6]
         np.testing.assert_array_equal(played[6], check)
         b = r.answer(later_ms, session="p1")
@@ -673,7 +673,7 @@ def test_a_later_subgame_of_the_session_gives_the_viewer_the_range_its_answers_p
         plain = nested_subgame(hunl_bp, later).ranges
         assert np.abs(want[0] / want[0].sum() - plain[0] / plain[0].sum()).sum() > 0.05
         np.testing.assert_array_equal(want[1], plain[1])
-        assert r._played(None, key, later) == {} and r._played("p2", key, later) == {}
+        assert r.policy.played(None, key, later) == {} and r.policy.played("p2", key, later) == {}
     finally:
         r.close()
 
