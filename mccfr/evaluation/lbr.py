@@ -67,9 +67,15 @@ computations are numba kernels over flat arrays (:func:`equity_vs_range`,
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
+import multiprocessing
+import os
+import signal
 import time
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, cast
 
 import numba
 import numpy as np
@@ -83,6 +89,7 @@ from holdem.evaluator import card_bit, rank_cardset
 from holdem.game import Game
 from holdem.reporting import big_blind_of, ci95
 from holdem.state import CHANCE, TERMINAL, State
+from mccfr.evaluation.lbr_log import COUNTERS, open_log, pair_record
 from mccfr.evaluation.lbr_opponents import (
     BlueprintOpponent,
     CardBlindOpponent,
@@ -90,7 +97,7 @@ from mccfr.evaluation.lbr_opponents import (
     LBRError,
     LBROpponent,
 )
-from mccfr.evaluation.lbr_solving import solving_opponent
+from mccfr.evaluation.lbr_solving import SolvingOpponent, solving_opponent
 from mccfr.evaluation.match import InBigBlinds
 from mccfr.evaluation.players import AlwaysCall, AlwaysRaise, RandomPlayer
 from mccfr.evaluation.solving import SolvingPlayer
@@ -100,6 +107,8 @@ MENUS: dict[str, tuple[float, ...]] = {
     "fcpa": (1.0, ALLIN),
     "pot-fractions": (0.5, 0.75, 1.0, 1.5, 2.0, ALLIN),
 }
+MAX_HANDS = 10_000_000  # one run's hands (the deals are drawn up front)
+MAX_JOBS = 1024
 MAX_EXACT_BOARDS = 50  # hold'em: river 1 and turn 44-46 boards exact; flop (990-1,081) and pre-flop sampled
 SAMPLES = 500
 
@@ -205,7 +214,13 @@ def _remove_cards(weights, hands_mask, mask):
 
 
 def _opponent(opponent, hands: Hands) -> LBROpponent:
-    """LBR's model of ``opponent`` (a blueprint, a player): its strategy for every hand at once."""
+    """LBR's model of ``opponent`` (a blueprint, a player, or a model already made): its strategy
+    for every hand at once."""
+    if isinstance(opponent, (BlueprintOpponent, CardBlindOpponent, SolvingOpponent)):
+        own = getattr(opponent, "hands", None)
+        if own is not None and len(own) != len(hands):
+            raise LBRError(f"the opponent model {opponent.name!r} was made for another game's hands")
+        return opponent
     if isinstance(opponent, Blueprint):
         return BlueprintOpponent(opponent, hands)
     if isinstance(opponent, (AlwaysCall, AlwaysRaise, RandomPlayer)):
@@ -240,8 +255,21 @@ class LBRResult(InBigBlinds):
     seconds: float
     decisions: int
     per_pair: np.ndarray = dataclasses.field(
-        default=None, repr=False, compare=False
+        default_factory=lambda: np.zeros(0), repr=False, compare=False
     )  # chips per deal (both seats)
+    jobs: int = 1  # processes that played the pairs
+    hands_played: int | None = None  # by this call (fewer than hands when a log had some): None, all
+    pair_seconds: float | None = None  # the pairs' own seconds, summed (every pair, logged ones too)
+    opponent_counters: dict = dataclasses.field(default_factory=dict, compare=False)  # a solver's solves...
+
+    @property
+    def hands_per_cpu_hour(self) -> float | None:
+        """Hands this call played per hour of one core: ``played / (seconds * jobs) * 3600``
+        (None when it played none)."""
+        played = self.hands if self.hands_played is None else self.hands_played
+        if played <= 0 or self.seconds <= 0:
+            return None
+        return played / (self.seconds * self.jobs) * 3600.0
 
     @property
     def lbr(self) -> float:
@@ -267,6 +295,10 @@ class LBRResult(InBigBlinds):
             "opponent": self.opponent,
             "seed": self.seed,
             "seconds": self.seconds,
+            "decisions": self.decisions,
+            "jobs": self.jobs,
+            "hands_played": self.hands if self.hands_played is None else self.hands_played,
+            "hands_per_cpu_hour": self.hands_per_cpu_hour,
         }
 
 
@@ -400,7 +432,7 @@ class LocalBestResponse:
         opp = 1 - me
         b = after.betting
         to = float(b.spent[me])
-        keys, P = self.opp.action_probs(after)
+        keys, P = cast(Any, self.opp).action_probs(after)  # opponents with action_probs only
         value = 0.0
         for j, k in enumerate(keys):
             wk = weights * P[:, j]
@@ -445,6 +477,9 @@ class LocalBestResponse:
         state = self.game.initial_state(hand_id=hand_id).deal([int(c) for c in deal[: 2 * h]])
         i = 2 * h
         opp = 1 - seat
+        new_hand = getattr(self.opp, "new_hand", None)
+        if new_hand is not None:
+            new_hand()  # nothing carries over from the hand played before
         weights = np.ones(len(self.hands))
         self._eq_cache: dict[int, np.ndarray] = {}  # board length -> LBR's equity vector this hand
         mine = 0
@@ -540,23 +575,129 @@ class LocalBestResponse:
         m = float(min(state.betting.spent))
         return float(weights @ (2.0 * eq - 1.0)) / float(weights.sum()) * m
 
-    def run(self, hands: int, seed: int = 0, progress: Callable[[int, int], None] | None = None) -> LBRResult:
-        """LBR over ``hands`` hands (whole duplicate pairs: each deal with LBR in both seats)."""
+    # -- a run ------------------------------------------------------------------------------------
+    def log_header(self, hands: int, seed: int, opponent_spec: str | None = None) -> dict[str, Any]:
+        """What names a run in its log (:mod:`mccfr.evaluation.lbr_log`): a log continues only
+        a run with all of these the same."""
+        g = self.g
+        opp: dict[str, Any] = {"name": getattr(self.opp, "name", "?"), "spec": opponent_spec}
+        for k in ("method", "from_round", "iterations"):
+            if hasattr(self.opp, k):
+                opp[k] = getattr(self.opp, k)
+        bets = getattr(self.opp, "bets", None)
+        if bets is not None:
+            opp["bets"] = getattr(bets, "name", str(bets))
+        bp = getattr(self.opp, "bp", None)
+        if isinstance(bp, Blueprint):
+            opp["blueprint"] = {"iteration": bp.iteration, "config_hash": bp.config_hash}
+        return {
+            "game": g.name or hashlib.sha256(g.to_acpc().encode()).hexdigest()[:16],
+            "opponent": opp,
+            "menu": self.menu_name,
+            "preflop": self.preflop,
+            "call_rounds": sorted(self.call_rounds),
+            "reraise": self.reraise,
+            "samples": self.samples,
+            "max_exact_boards": self.max_exact,
+            "rao_blackwell": self.rao_blackwell,
+            "seed": int(seed),
+            "hands": 2 * ((int(hands) + 1) // 2),
+        }
+
+    def play_pair(self, j: int, deal: Sequence[int], seed: int) -> dict[str, Any]:
+        """Deal ``j`` (its cards ``deal``) with LBR in seat 0, then in seat 1: its log record
+        (:func:`mccfr.evaluation.lbr_log.pair_record`). The pair's two random streams (the
+        opponent's choices, LBR's equity samples) come from ``SeedSequence([seed, j])`` alone, so
+        a pair's values do not depend on which pairs were played before it, or where."""
+        rng_opp, rng_lbr = (np.random.default_rng(s) for s in np.random.SeedSequence([seed, j]).spawn(2))
+        before = {k: getattr(self.opp, k) for k in COUNTERS if hasattr(self.opp, k)}
+        d0 = self.decisions
+        t0 = time.perf_counter()
+        chips = (
+            self.play_hand(deal, 0, rng_opp, rng_lbr, 2 * j),
+            self.play_hand(deal, 1, rng_opp, rng_lbr, 2 * j + 1),
+        )
+        counters = {k: getattr(self.opp, k) - v for k, v in before.items()}
+        return pair_record(j, chips, self.decisions - d0, time.perf_counter() - t0, counters)
+
+    def run(
+        self,
+        hands: int,
+        seed: int = 0,
+        progress: Callable[[int, int], None] | None = None,
+        jobs: int | None = None,
+        log: str | os.PathLike | None = None,
+        opponent_spec: str | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> LBRResult:
+        """LBR over ``hands`` hands (whole duplicate pairs: each deal with LBR in both seats).
+
+        Pair ``j`` is dealt the ``j``-th draw of the seed's deal stream and plays with its own
+        random streams (:meth:`play_pair`): a run's values are the same whatever the order of its
+        pairs. ``jobs``: worker processes that play pairs at once (default: every core this
+        process may use; 1: in this process). They are forked, so they start with this process's
+        blueprint and opponent, and each solves on one thread. ``log``: the run's log
+        (:mod:`mccfr.evaluation.lbr_log`), a header then a line per finished pair, written as
+        they finish; given again, the run plays only the pairs the log does not have, and its
+        result is the unbroken run's. ``opponent_spec`` goes into the log's header (how the
+        opponent was named, e.g. a run directory). ``warn``: told of a damaged last log line
+        (default :func:`warnings.warn`). ``progress(done, total)``: hands finished so far."""
+        if isinstance(hands, bool) or not isinstance(hands, (int, np.integer)):
+            raise LBRError(f"hands must be a whole number, got {hands!r}")
         if hands < 2:
             raise LBRError(f"LBR needs at least 2 hands (one duplicate pair), got {hands}")
+        if hands > MAX_HANDS:
+            raise LBRError(f"LBR plays at most {MAX_HANDS:,} hands in one run, got {hands:,}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise LBRError(f"the seed must be a whole number >= 0, got {seed!r}")
+        jobs = default_jobs() if jobs is None else jobs
+        if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or not 1 <= jobs <= MAX_JOBS:
+            raise LBRError(f"jobs must be a number of processes from 1 to {MAX_JOBS}, got {jobs!r}")
         pairs = (hands + 1) // 2
         g = self.g
-        deal_rng, rng_opp, rng_lbr = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
-        net = np.zeros((pairs, 2))
-        every = max(1, pairs // 100)
-        t0 = time.perf_counter()
-        self.decisions = 0
+        deal_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[0])
+        deals = np.empty((pairs, g.cards_per_deal), np.int8)
         for j in range(pairs):
-            deal = deal_rng.choice(g.deck_size, g.cards_per_deal, replace=False)
-            for seat in (0, 1):
-                net[j, seat] = self.play_hand(deal, seat, rng_opp, rng_lbr, 2 * j + seat)
-            if progress is not None and (j + 1) % every == 0:
-                progress(2 * (j + 1), 2 * pairs)
+            deals[j] = deal_rng.choice(g.deck_size, g.cards_per_deal, replace=False)
+        book = (
+            open_log(log, self.log_header(hands, seed, opponent_spec), pairs, warn or _warn)
+            if log is not None
+            else None
+        )
+        try:
+            done: dict[int, dict] = dict(book.done) if book is not None else {}
+            todo = [j for j in range(pairs) if j not in done]
+            jobs = max(1, min(int(jobs), len(todo)))
+            every = max(1, pairs // 100)
+            t0 = time.perf_counter()
+
+            def finished(rec: dict) -> None:
+                done[rec["pair"]] = rec
+                if book is not None:
+                    book.write(rec)
+                if progress is not None and (len(done) % every == 0 or len(done) == pairs):
+                    progress(2 * len(done), 2 * pairs)
+
+            if jobs == 1:
+                for j in todo:
+                    finished(self.play_pair(j, deals[j], seed))
+            else:
+                played = _play_in_processes(self, deals, seed, todo, jobs)
+                try:
+                    for rec in played:
+                        finished(rec)
+                finally:
+                    played.close()  # an error or Ctrl-C here ends the workers at once
+            seconds = time.perf_counter() - t0
+        finally:
+            if book is not None:
+                book.close()
+        recs = [done[j] for j in range(pairs)]
+        net = np.array([r["chips"] for r in recs], np.float64).reshape(pairs, 2)
+        counters = {k: sum(r.get(k, 0) for r in recs) for k in COUNTERS if hasattr(self.opp, k)}
+        for k, v in counters.items():  # the run's totals, whichever process played the pairs
+            setattr(self.opp, k, v)
+        self.decisions = sum(r["decisions"] for r in recs)
         per_pair = net.mean(axis=1)
         return LBRResult(
             opponent=getattr(self.opp, "name", "?"),
@@ -570,10 +711,56 @@ class LocalBestResponse:
             seat_ci95=(ci95(net[:, 0]), ci95(net[:, 1])),
             big_blind=big_blind_of(self.game.gamedef),
             seed=seed,
-            seconds=time.perf_counter() - t0,
+            seconds=seconds,
             decisions=self.decisions,
             per_pair=per_pair,
+            jobs=jobs,
+            hands_played=2 * len(todo),
+            pair_seconds=float(sum(r["seconds"] for r in recs)),
+            opponent_counters=counters,
         )
+
+
+def default_jobs() -> int:
+    """Every core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity on this platform
+        return max(1, os.cpu_count() or 1)
+
+
+def _warn(msg: str) -> None:
+    warnings.warn(msg, stacklevel=3)
+
+
+_WORK: dict[str, Any] = {}  # what forked workers inherit: the LBR, the deals, the seed
+
+
+def _worker_init() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the parent, which ends the pool
+    numba.set_num_threads(1)  # processes use the cores; each solve walks on one thread
+
+
+def _worker_pair(j: int) -> dict[str, Any]:
+    w = _WORK
+    return w["lbr"].play_pair(j, w["deals"][j], w["seed"])
+
+
+def _play_in_processes(
+    lbr: LocalBestResponse, deals: np.ndarray, seed: int, todo: list[int], jobs: int
+) -> Generator[dict[str, Any], None, None]:
+    """Play pairs ``todo`` in ``jobs`` forked processes, yielding each record as it finishes.
+    Fork (not spawn): the workers inherit the loaded blueprint and opponent; numba's default
+    ``workqueue`` threading layer is fork-safe, and workers start no threads before they solve."""
+    if _WORK:
+        raise LBRError("an LBR run with jobs > 1 is already running in this process")
+    ctx = multiprocessing.get_context("fork")
+    _WORK.update(lbr=lbr, deals=deals, seed=seed)
+    try:
+        with ctx.Pool(jobs, initializer=_worker_init) as pool:
+            yield from pool.imap_unordered(_worker_pair, todo, chunksize=1)
+    finally:
+        _WORK.clear()
 
 
 class LBRPlayer:
@@ -591,6 +778,8 @@ class LBRPlayer:
         """The opponent's range (normalised weights over all hands) at ``view``."""
         L, g = self.lbr, self.lbr.g
         seat = view.viewer
+        if seat is None:
+            raise LBRError("LBRPlayer decides from a seat's view, not the dealer's")
         w = np.ones(len(L.hands))
         m = 0
         for c in tuple(view.hole_cards[seat]) + tuple(view.board_cards):
@@ -635,11 +824,13 @@ def local_best_response(
     seed: int = 0,
     preflop: str = "menu",
     progress=None,
+    jobs: int | None = None,
+    log: str | os.PathLike | None = None,
     **kw,
 ) -> LBRResult:
     """LBR of ``opponent`` (a :class:`Blueprint`, a BlueprintPlayer, or a card-blind baseline)."""
     return LocalBestResponse(game, opponent, menu=menu, preflop=preflop, **kw).run(
-        hands, seed=seed, progress=progress
+        hands, seed=seed, progress=progress, jobs=jobs, log=log
     )
 
 
@@ -649,6 +840,7 @@ __all__ = [
     "LBRPlayer",
     "LBRResult",
     "LocalBestResponse",
+    "default_jobs",
     "equity_vs_range",
     "local_best_response",
     "parse_menu",

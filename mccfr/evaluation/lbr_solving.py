@@ -53,7 +53,7 @@ class SolvingOpponent:
         hands: Hands,
         method: str = "reach-maxmargin",
         from_round: Optional[int] = None,
-        iterations: int = 200,
+        iterations: Optional[int] = 200,
         bets=None,
         name: Optional[str] = None,
     ):
@@ -84,6 +84,12 @@ class SolvingOpponent:
         self.solves = 0
         self.reused = 0
         self.fallbacks = 0
+
+    def new_hand(self) -> None:
+        """Forget the last hand's subgames (its cache and memo): a hand's strategy depends on that
+        hand alone, whatever was played before it (LBR plays pairs in any order, in any process)."""
+        self.cache = SubgameCache()
+        self._memo, self._memo_hand = {}, None
 
     # -- the strategy -----------------------------------------------------------------------------
     def _solution(self, view: State, real: bool) -> Optional[tuple[Solution, int]]:

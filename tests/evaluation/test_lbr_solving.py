@@ -3,6 +3,8 @@ blueprint: the opponent model matches the solving player, and LBR runs repeat.""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -118,13 +120,61 @@ def test_lbr_against_solving_repeats(bp):
     def run():
         sp = SolvingPlayer(bp, "reach-maxmargin", iterations=ITERS, from_round=3)
         lbr = LocalBestResponse(bp.game, sp, menu="fcpa", preflop="call", call_rounds=(1, 2))
-        return lbr, lbr.run(6, seed=11)
+        return lbr, lbr.run(6, seed=13, jobs=1)
 
     l1, r1 = run()
     l2, r2 = run()
-    assert l1.opp.solves > 0
+    assert l1.opp.solves > 0 and r1.opponent_counters["solves"] == l1.opp.solves
     np.testing.assert_array_equal(r1.per_pair, r2.per_pair)
     assert r1.opponent.endswith("+solve") or "solve" in r1.opponent
+
+
+def test_lbr_against_solving_in_processes_is_the_same(bp):
+    """Pairs played in two worker processes (each solving on one thread): the same values and
+    the same solve counts as in one process."""
+    sp = SolvingPlayer(bp, "reach-maxmargin", iterations=ITERS, from_round=3)
+    lbr = LocalBestResponse(bp.game, sp, menu="fcpa", preflop="call", call_rounds=(1, 2))
+    one = lbr.run(10, seed=13, jobs=1)
+    two = lbr.run(10, seed=13, jobs=2)
+    assert two.jobs == 2 and one.opponent_counters["solves"] > 0
+    np.testing.assert_array_equal(one.per_pair, two.per_pair)
+    assert one.opponent_counters == two.opponent_counters and one.decisions == two.decisions
+    assert lbr.opp.solves == two.opponent_counters["solves"]  # the workers' solves, counted here
+
+
+def test_one_solve_per_public_state_answers_every_probe(bp, monkeypatch):
+    """Within a hand, each public state the opponent meets or LBR probes (the opponent's answer
+    to each raise LBR weighs, re-raises included) is solved once: LBR's probes, the opponent's
+    real decision there and the all-in answers all read the same solve."""
+    import mccfr.evaluation.lbr_solving as ls
+
+    solved: list[tuple] = []
+    real_solve = ls.solve_state
+
+    def counting(bp_, view, *a, **kw):
+        solved.append((view.hand_id, view.viewer, view.betting.actions, tuple(view.board_cards)))
+        return real_solve(bp_, view, *a, **kw)
+
+    monkeypatch.setattr(ls, "solve_state", counting)
+    sp = SolvingPlayer(bp, "reach-maxmargin", iterations=ITERS, from_round=3)
+    lbr = LocalBestResponse(bp.game, sp, menu="fcpa", preflop="call", call_rounds=(1, 2), reraise=True)
+    opp = lbr.opp
+    asked: list[tuple] = []
+    real_probs = opp._probs
+
+    def probs(state, real):
+        if state.round >= opp.from_round:
+            asked.append((state.hand_id, state.betting.actions, tuple(state.board_cards)))
+        return real_probs(state, real)
+
+    monkeypatch.setattr(opp, "_probs", probs)
+    res = lbr.run(10, seed=13, jobs=1)
+    assert len(solved) == len(set(solved)) == res.opponent_counters["solves"] > 0
+    # the states solved are states asked about, and some were asked about more than once (a
+    # probe, then the real decision or the all-in answer there) yet solved once
+    assert {(h, a, b) for h, _, a, b in solved} <= set(asked)
+    again = {k for k, n in Counter(asked).items() if n > 1}
+    assert again and again & {(h, a, b) for h, _, a, b in solved}
 
 
 def test_call_rounds(bp):
