@@ -26,11 +26,22 @@ threshold and the regret floor are ``c * W`` where ``W`` is the effective number
 under the discounting of negative regrets, so they keep their meaning (an average regret per
 iteration, in chips) when regrets are discounted.
 
-Discounting (linear CFR and DCFR, Brown & Sandholm 2019) is not done here: the trainer calls
-:func:`discount_tables` every ``discount_every`` iterations, so no iteration sweeps the table.
+Discounting (linear CFR and DCFR, Brown & Sandholm 2019) is lazy: nothing sweeps the table at a
+discount boundary. Each information set's row (its ``A_n`` entries) records in ``Rows.epoch`` how
+many boundaries it has been through, and a traversal that touches a row first applies the
+boundaries it missed (:func:`settle_row`), one after another, each as the eager sweep did it
+(positive and negative regrets by their factors, rounded to an integer for int32 regrets, then
+the strategy sums): a row's values are bit for bit those of a table discounted in full at every
+boundary. The factors come from a :class:`Schedule` over a window of boundaries; the trainer
+settles every row (:func:`settle_tables`) only where the tables are read whole: checkpoints,
+exports, strategies, the end of a run. Iteration ``t`` has seen the boundaries ``b <= t``
+(:func:`epoch_at`), and its pruning threshold and regret floor scale with the effective iteration
+count ``W(t)`` that the schedule carries (:func:`effective_iterations`).
 
-Threads: :func:`es_iterations`, :func:`discount_tables` and :func:`merge_copy` release the GIL, so
+Threads: :func:`es_iterations`, :func:`settle_tables` and :func:`merge_copy` release the GIL, so
 the trainer runs them on several threads over the same tables (:mod:`blueprint.threads`).
+:func:`discount_tables` (the eager sweep) is left to the Ray job's shards, which discount a round's
+boundaries before adding its deltas (:func:`blueprint.trainer.discount_span`).
 
 The full-traversal kernel (:func:`cfr_full_iteration`) runs vanilla CFR or CFR+ (Tammelin 2014)
 over an explicit list of deals with the same tree, tables and card buckets, for small games.
@@ -64,13 +75,33 @@ class ESOptions(NamedTuple):
     prune_prob: float  # probability that a traversal prunes (0 disables pruning)
     prune_c: float  # pruning threshold per effective iteration (negative)
     floor_c: float  # regret floor per effective iteration (negative)
-    w_base: float  # the effective iteration count W at iteration t_base: W(t) = w_base + t - t_base
-    t_base: float
     ceil: float  # regrets are clipped to [max(floor, -ceil), ceil]
     int_regret: bool  # int32 regrets: each update is rounded to an integer
     scale: float  # stored units per chip
     explore: float  # opponent actions sampled from (1 - explore) * sigma + explore * uniform
     prefetch: bool  # ask the cache for the children's rows at each node (tables bigger than a cache)
+
+
+class Schedule(NamedTuple):
+    """The discount schedule over a window of boundaries, for :func:`settle_row` and the
+    thresholds: boundary ``j`` (the ``j``-th, at iteration count ``j * every``) has index
+    ``j - base`` in the arrays; index 0 is the window's first epoch (its factors unused)."""
+
+    every: int  # discount_every; 0: no discounting (every row stays at epoch 0)
+    until: int  # boundaries fall at iteration counts <= until; -1: for the whole run
+    base: int  # the epoch of index 0 (every row's epoch is >= base)
+    pos: np.ndarray  # float64 [K]: positive-regret factor of boundary base + i
+    neg: np.ndarray  # float64 [K]: negative-regret factor
+    avg: np.ndarray  # float64 [K]: strategy-sum factor
+    w: np.ndarray  # float64 [K]: the effective iteration count W at iteration count t_at[i]
+    t_at: np.ndarray  # int64 [K]: the iteration count of boundary base + i (W(t) = w + t - t_at)
+
+
+class Rows(NamedTuple):
+    """Information-set rows: their ids and how many discount boundaries each has been through."""
+
+    node_row: np.ndarray  # int64 [N]: the row of (node, bucket 0); row (n, b) is node_row[n] + b
+    epoch: np.ndarray  # int32 [rows]: the boundaries applied to each row
 
 
 class _Stack(NamedTuple):
@@ -125,29 +156,82 @@ def regret_matching(regret, base, na, out, off):
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _prefetch_children(n, trav, tree, tables, buckets):
+def epoch_at(t, sched):
+    """The boundaries iteration ``t`` (0-based; ``t`` iterations done before it) has seen."""
+    if sched.every <= 0:
+        return 0
+    if 0 <= sched.until < t:
+        t = sched.until
+    return t // sched.every
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def effective_iterations(t, sched):
+    """``W(t)``: iterations counted with the negative regrets' discounting (the thresholds' unit)."""
+    i = epoch_at(t, sched) - sched.base
+    return sched.w[i] + float(t - sched.t_at[i])
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def settle_row(row, base, na, regret, strat, epoch, to, sched, int_regret):
+    """Bring row ``row`` (entries ``base .. base + na - 1``) through the boundaries up to epoch
+    ``to`` it has not seen: each in turn, as :func:`discount_tables` sweeps the whole table
+    (bit-identical: the same float64 products, rounded to the tables' types at each boundary). A
+    row already at ``to`` or past it (another thread's later iteration on shared tables) is left
+    alone. The row's epoch is written first, which narrows the window in which two threads on
+    shared tables could both discount it to a few instructions (as rare as a lost update)."""
+    e = epoch[row]
+    if e >= to:
+        return
+    epoch[row] = to
+    for j in range(e + 1 - sched.base, to + 1 - sched.base):
+        pf = sched.pos[j]
+        nf = sched.neg[j]
+        af = sched.avg[j]
+        for a in range(na):
+            r = float(regret[base + a])
+            r = r * pf if r > 0.0 else r * nf
+            if int_regret:
+                r = np.floor(r + 0.5)
+            regret[base + a] = r
+        if af != 1.0:
+            for a in range(na):
+                strat[base + a] *= af
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _prefetch_children(n, trav, tree, tables, rows, buckets, lazy):
     """Ask the cache for the rows of ``n``'s decision children for this deal's buckets (the
-    regrets, and the strategy sums an opponent's node adds to), so that their misses overlap the
-    work at ``n`` and at the siblings explored first instead of stalling the walk one by one."""
+    regrets, the strategy sums an opponent's node adds to, and the rows' epochs under
+    discounting), so that their misses overlap the work at ``n`` and at the siblings explored
+    first instead of stalling the walk one by one."""
     kind, player, rnd, nact = tree.kind, tree.player, tree.round, tree.num_actions
     cs = tree.child_start[n]
     for a in range(nact[n]):
         c = tree.edge_child[cs + a]
         if kind[c] == KIND_DECISION:
-            row = tables.row_offset[c] + buckets[player[c], rnd[c]] * nact[c]
+            b = buckets[player[c], rnd[c]]
+            row = tables.row_offset[c] + b * nact[c]
             prefetch(tables.regret, row)
             if player[c] != trav:
                 prefetch(tables.strat, row)
+            if lazy:
+                prefetch(rows.epoch, rows.node_row[c] + b)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, floor, opts, last_round, st):
+def _es_traverse(
+    trav, tree, tables, rows, sched, now, buckets, winner, rng, prune_now, thresh, floor, opts, last_round, st
+):
     """One external-sampling traversal for seat ``trav`` from the root; returns its value.
 
     Iterative depth-first search: a frame per traverser node on the current path (``st`` a
     :class:`_Stack`: ``f_*`` arrays, strategy in ``sig[d * maxa:]``, child values in ``val``,
-    explored flags in ``flag``); opponent nodes need no frame (one sampled child).
+    explored flags in ``flag``); opponent nodes need no frame (one sampled child). Every row is
+    brought to epoch ``now`` (:func:`settle_row`) before it is read.
     """
+    node_row, epoch = rows.node_row, rows.epoch
+    lazy = sched.every > 0
     kind, player, rnd, spent = tree.kind, tree.player, tree.round, tree.spent
     nact, cstart, echild = tree.num_actions, tree.child_start, tree.edge_child
     row_off, regret, strat = tables.row_offset, tables.regret, tables.strat
@@ -166,9 +250,12 @@ def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, fl
         while kind[cur] == KIND_DECISION and player[cur] != trav:
             visits += 1
             na = nact[cur]
-            base = row_off[cur] + buckets[player[cur], rnd[cur]] * na
+            b = buckets[player[cur], rnd[cur]]
+            base = row_off[cur] + b * na
             if pf:
-                _prefetch_children(cur, trav, tree, tables, buckets)
+                _prefetch_children(cur, trav, tree, tables, rows, buckets, lazy)
+            if lazy:
+                settle_row(node_row[cur] + b, base, na, regret, strat, epoch, now, sched, int_regret)
             regret_matching(regret, base, na, osig, 0)
             for a in range(na):
                 strat[base + a] += osig[a]
@@ -188,9 +275,12 @@ def _es_traverse(trav, tree, tables, buckets, winner, rng, prune_now, thresh, fl
         else:
             visits += 1
             na = nact[cur]
-            base = row_off[cur] + buckets[trav, rnd[cur]] * na
+            b = buckets[trav, rnd[cur]]
+            base = row_off[cur] + b * na
             if pf:
-                _prefetch_children(cur, trav, tree, tables, buckets)
+                _prefetch_children(cur, trav, tree, tables, rows, buckets, lazy)
+            if lazy:
+                settle_row(node_row[cur] + b, base, na, regret, strat, epoch, now, sched, int_regret)
             off = sp * maxa
             regret_matching(regret, base, na, sig, off)
             prune = prune_now and rnd[cur] != last_round
@@ -270,14 +360,18 @@ def sample_deal(rng, perm, deck_size, deal):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
-    """Run ``n_iters`` external-sampling iterations starting at iteration ``t0`` (0-based).
+def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, opts, max_depth, maxa):
+    """Run ``n_iters`` external-sampling iterations: iterations ``t0, t0 + stride, ...`` (0-based;
+    one thread runs ``stride`` 1, ``T`` threads interleave their iterations with stride ``T``, so
+    that they cross the discount boundaries together).
 
     ``tree``: :class:`abstraction.tree.TreeArrays`; ``cards``: :class:`abstraction.cards.CardArrays`;
     ``tables``: :class:`blueprint.tables.Tables` (``regret`` and ``strat`` are updated in place);
-    ``rng``: the xoshiro state (advanced in place); ``opts``: :class:`ESOptions`; ``max_depth`` and
-    ``maxa``: the tree's depth (:func:`blueprint.tables.tree_depth`) and the most actions of a node,
-    which size the traversal's stack.
+    ``rows``: :class:`Rows` (their epochs advance in place); ``sched``: :class:`Schedule` covering
+    the iterations' epochs; ``rng``: the xoshiro state (advanced in place); ``opts``:
+    :class:`ESOptions`; ``max_depth`` and ``maxa``: the tree's depth
+    (:func:`blueprint.tables.tree_depth`) and the most actions of a node, which size the
+    traversal's stack.
     Returns int64 [2]: decision nodes visited, actions pruned.
 
     Releases the GIL: several threads may run it at once on the same ``tables``, each with its own
@@ -307,11 +401,12 @@ def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
         np.zeros(2, np.int64),
     )
     prune_start, prune_prob, prune_c, floor_c = opts.prune_start, opts.prune_prob, opts.prune_c, opts.floor_c
-    w_base, t_base, ceil = opts.w_base, opts.t_base, opts.ceil
+    ceil = opts.ceil
     last_round = num_rounds - 1
     for it in range(n_iters):
-        t = t0 + it
-        w = w_base + (t - t_base)
+        t = t0 + it * stride
+        now = epoch_at(t, sched)
+        w = effective_iterations(t, sched)
         thresh = prune_c * w
         floor = floor_c * w
         if floor < -ceil:
@@ -326,50 +421,124 @@ def es_iterations(n_iters, t0, tree, cards, tables, rng, opts, max_depth, maxa):
             if prune_prob > 0.0 and t >= prune_start:
                 prune_now = rng_uniform(rng) < prune_prob
             _es_traverse(
-                trav, tree, tables, buckets, winner, rng, prune_now, thresh, floor, opts, last_round, st
+                trav,
+                tree,
+                tables,
+                rows,
+                sched,
+                now,
+                buckets,
+                winner,
+                rng,
+                prune_now,
+                thresh,
+                floor,
+                opts,
+                last_round,
+                st,
             )
     return st.stats
 
 
+class Copy(NamedTuple):
+    """A thread's copy of the tables and its base: the shared tables as of its last merge
+    (:mod:`blueprint.threads`, "Copies"), each with its rows' epochs."""
+
+    regret: np.ndarray
+    strat: np.ndarray
+    epoch: np.ndarray
+    base_regret: np.ndarray
+    base_strat: np.ndarray
+    base_epoch: np.ndarray
+
+
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _merge_entry(i, regret, strat, c_reg, c_str, b_reg, b_str, floor, ceil, int_regret):
-    if c_reg[i] != b_reg[i]:
-        x = float(regret[i]) + (float(c_reg[i]) - float(b_reg[i]))
-        if x < floor:
-            x = floor
-        elif x > ceil:
-            x = ceil
-        if int_regret:
-            x = np.floor(x + 0.5)
-        regret[i] = x
-    if c_str[i] != b_str[i]:
-        strat[i] += c_str[i] - b_str[i]
-    c_reg[i] = regret[i]
-    b_reg[i] = c_reg[i]
-    c_str[i] = strat[i]
-    b_str[i] = c_str[i]
+def _merge_row(r, e, na, regret, strat, epoch, cp, sched, floor, ceil, int_regret):
+    c_reg, c_str, c_ep, b_reg, b_str, b_ep = cp
+    changed = c_ep[r] != b_ep[r]
+    if not changed:
+        for a in range(na):
+            if c_reg[e + a] != b_reg[e + a] or c_str[e + a] != b_str[e + a]:
+                changed = True
+                break
+    if changed:
+        if sched.every > 0:
+            # the shared row, the base and the copy through the same boundaries: the thread's
+            # update is the copy minus its base discounted as the shared row is
+            to = max(epoch[r], c_ep[r])
+            settle_row(r, e, na, regret, strat, epoch, to, sched, int_regret)
+            settle_row(r, e, na, b_reg, b_str, b_ep, to, sched, int_regret)
+            settle_row(r, e, na, c_reg, c_str, c_ep, to, sched, int_regret)
+        for i in range(e, e + na):
+            if c_reg[i] != b_reg[i]:
+                x = float(regret[i]) + (float(c_reg[i]) - float(b_reg[i]))
+                if x < floor:
+                    x = floor
+                elif x > ceil:
+                    x = ceil
+                if int_regret:
+                    x = np.floor(x + 0.5)
+                regret[i] = x
+            if c_str[i] != b_str[i]:
+                strat[i] += c_str[i] - b_str[i]
+    for i in range(e, e + na):
+        c_reg[i] = regret[i]
+        b_reg[i] = c_reg[i]
+        c_str[i] = strat[i]
+        b_str[i] = c_str[i]
+    c_ep[r] = epoch[r]
+    b_ep[r] = c_ep[r]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def merge_copy(regret, strat, c_reg, c_str, b_reg, b_str, floor, ceil, int_regret):
-    """Add a thread's updates of its copy of the tables since the last merge (``c - b``) to the
-    shared ``regret`` and ``strat``, the regrets clipped to ``[floor, ceil]`` as a traversal clips
-    them, then take the shared tables (every other thread's merged updates with them) as the copy
-    and its new base (:mod:`blueprint.threads`, "Copies")."""
-    for i in range(regret.shape[0]):
-        _merge_entry(i, regret, strat, c_reg, c_str, b_reg, b_str, floor, ceil, int_regret)
+def merge_copy(nodes, layout, regret, strat, epoch, cp, sched, floor, ceil, int_regret):
+    """Add a thread's updates of its copy of the tables since the last merge (copy minus base) to
+    the shared ``regret`` and ``strat``, the regrets clipped to ``[floor, ceil]`` as a traversal
+    clips them, then take the shared tables (every other thread's merged updates with them) as the
+    copy and its new base (:mod:`blueprint.threads`, "Copies"); the rows of the decision nodes
+    ``nodes`` (indices into ``layout``, a :class:`blueprint.tables.RowLayout`) only. ``cp``: a :class:`Copy`.
+
+    Discounting folds into the merge: a row the thread changed is brought, in the shared tables,
+    the copy and the base alike, through every boundary either the copy or the shared row has seen
+    (:func:`settle_row`) before the copy's update is added; a row it left alone is handed back as
+    the shared tables hold it, epoch and all, with no discounting."""
+    for k in range(nodes.shape[0]):
+        d = nodes[k]
+        na = layout.width[d]
+        for b in range(layout.rows[d]):
+            _merge_row(
+                layout.row[d] + b,
+                layout.entry[d] + b * na,
+                na,
+                regret,
+                strat,
+                epoch,
+                cp,
+                sched,
+                floor,
+                ceil,
+                int_regret,
+            )
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def merge_copy_rows(rows, regret, strat, c_reg, c_str, b_reg, b_str, floor, ceil, int_regret):
-    """:func:`merge_copy` of the entries ``rows`` only (the first round's, merged more often)."""
-    for k in range(rows.shape[0]):
-        _merge_entry(rows[k], regret, strat, c_reg, c_str, b_reg, b_str, floor, ceil, int_regret)
+def settle_tables(nodes, layout, regret, strat, epoch, to, sched, int_regret):
+    """Bring every row of the decision nodes ``nodes`` (indices into ``layout``) through the
+    boundaries up to epoch ``to`` (:func:`settle_row`): where the tables are read whole."""
+    for k in range(nodes.shape[0]):
+        d = nodes[k]
+        na = layout.width[d]
+        for b in range(layout.rows[d]):
+            settle_row(
+                layout.row[d] + b, layout.entry[d] + b * na, na, regret, strat, epoch, to, sched, int_regret
+            )
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def discount_tables(regret, strat, pos_f, neg_f, avg_f, int_regret):
-    """Scale positive regrets by ``pos_f``, negative by ``neg_f`` and strategy sums by ``avg_f``."""
+    """Scale positive regrets by ``pos_f``, negative by ``neg_f`` and strategy sums by ``avg_f``: a
+    whole table's (or a slice's) discount at one boundary, as the Ray job's shards apply it (the
+    trainer discounts lazily, row by row: :func:`settle_row`)."""
     for i in range(regret.shape[0]):
         r = float(regret[i])
         r = r * pos_f if r > 0.0 else r * neg_f

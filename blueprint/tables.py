@@ -4,7 +4,9 @@
 ``row_offset`` (int64 ``[N]``, -1 for terminals) gives each decision node's block in the flat
 tables (see :mod:`blueprint.kernels`); ``size`` is the total number of (information set, action)
 entries. Storage is 4 bytes of regret (float32 or int32) plus 4 bytes of float32 strategy sum per
-entry; the per-node ``row_offset`` (8 bytes per node) is the only metadata.
+entry; the per-node ``row_offset`` (8 bytes per node) is the only metadata of the layout. The
+trainer adds 4 bytes per information set (row), the discount boundaries it has been through
+(:func:`row_layout`, :mod:`blueprint.kernels`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,39 @@ class Tables(NamedTuple):
     row_offset: np.ndarray  # int64 [N]: each decision node's first entry (see :func:`layout`)
     regret: np.ndarray  # [size]: float32 or int32 (sampled MCCFR), float64 (full traversal, vector CFR)
     strat: np.ndarray  # [size]: average-strategy sums, float32 (MCCFR) or float64 (vector CFR)
+
+
+class RowLayout(NamedTuple):
+    """The information sets' rows node by node, for the kernels' sweeps (settling discounts,
+    merging a thread's copy): the ``d``-th decision node (in layout order) owns rows
+    ``row[d] .. row[d] + rows[d] - 1``, row ``row[d] + b`` the ``width[d]`` entries from
+    ``entry[d] + b * width[d]``."""
+
+    entry: np.ndarray  # int64 [D]: the node's first entry (its row_offset)
+    row: np.ndarray  # int64 [D]: the node's first row
+    rows: np.ndarray  # int64 [D]: the card buckets of its round
+    width: np.ndarray  # int64 [D]: its actions
+
+
+def row_layout(
+    tree: BettingTree, num_buckets: np.ndarray, row_offset: np.ndarray
+) -> tuple[RowLayout, np.ndarray, int]:
+    """``(layout, node_row, rows)``: the :class:`RowLayout` of the tables :func:`layout` lays out,
+    each node's first row id (int64 ``[N]``, -1 for terminals; the row of (node ``n``, bucket
+    ``b``) is ``node_row[n] + b``), and the number of rows (information sets)."""
+    dec = np.flatnonzero(tree.kind == KIND_DECISION)
+    dec = dec[np.argsort(row_offset[dec], kind="stable")]
+    rows = np.asarray(num_buckets, np.int64)[tree.round[dec].astype(np.int64)]
+    first = np.cumsum(rows) - rows
+    node_row = np.full(tree.num_nodes, -1, np.int64)
+    node_row[dec] = first
+    lay = RowLayout(
+        np.asarray(row_offset, np.int64)[dec].copy(),
+        first.astype(np.int64),
+        rows,
+        tree.num_actions[dec].astype(np.int64),
+    )
+    return lay, node_row, int(rows.sum())
 
 
 def layout(tree: BettingTree, num_buckets: np.ndarray) -> tuple[np.ndarray, int]:

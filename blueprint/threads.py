@@ -25,10 +25,13 @@ round. Smaller tables (Leduc) and bigger ones are shared by the threads directly
 and so is any table in a span too short for copies to pay (:func:`copies_pay`).
 
 Barriers. The trainer splits a span of N iterations between the threads (:func:`split_span`)
-and joins them all before anything else touches the tables: discount boundaries, the pruning
-warm-up (a span never crosses ``discount_every``; each thread's share knows its own iteration
-numbers), checkpoints, progress reports and stopping checks all happen between spans, so a
-checkpoint holds exactly the tables at its barrier. The trainer's ``iteration`` advances by N.
+and joins them all before anything else touches the tables: checkpoints, progress reports and
+stopping checks happen between spans, so a checkpoint holds exactly the tables at its barrier
+(settled: every discount boundary applied). Discount boundaries are no barriers: discounting is
+lazy (:mod:`blueprint.kernels`), each row discounted when a thread touches it, and in a merge the
+shared row, the copy and its base alike; the threads interleave their iteration numbers (thread
+``k`` of ``T`` runs the span's iterations ``k, k + T, ...``), so that they cross each boundary and
+the pruning warm-up together. The trainer's ``iteration`` advances by N.
 
 Randomness. Thread 0 continues the trainer's own xoshiro stream (``Trainer.rng``, saved in every
 checkpoint), so one thread is exactly the single-threaded trainer: bit-exact and deterministic.
@@ -107,9 +110,9 @@ COPY_SPAN_DIVISOR = 64
 """...and as long as each thread's share of a span is at least ``table entries /
 COPY_SPAN_DIVISOR`` iterations (:func:`copies_pay`): a span on copies costs the thread four copies
 of the tables at its start and a merge sweep at its end, about 10 ns per entry on the 2-core VM,
-which this keeps under about 10% of the span's iterations. Shorter spans (the discounting phase's
-1,000 iterations, a big table's report-sized chunks) train on the shared table: on a 24M-entry table
-copies in such spans ran 15 iterations a second (BENCHMARKS.md, "Training speed")."""
+which this keeps under about 10% of the span's iterations. Shorter spans (a run's first chunks, a
+big table's report-sized chunks) train on the shared table: on a 24M-entry table copies in such
+spans ran 15 iterations a second (BENCHMARKS.md, "Training speed")."""
 
 
 def copies_pay(entries: int, share: int) -> bool:

@@ -2,14 +2,16 @@
 
 :class:`Trainer` owns everything a run needs and advances it with the numba kernels of
 :mod:`blueprint.kernels`. All schedules count iterations: discount boundaries fall at multiples of
-``discount_every``; progress reporting may split the work into chunks of any size without
-changing the result, so the same seed gives the same tables and a resumed run is bit-identical to
-an uninterrupted one.
+``discount_every``, applied lazily (a row through the boundaries it missed when a traversal
+touches it, every row at checkpoints, strategy reads and the end of :meth:`Trainer.run`: bit for
+bit a discount of the whole tables at each boundary, without the sweep); progress reporting may
+split the work into chunks of any size without changing the result, so the same seed gives the
+same tables and a resumed run is bit-identical to an uninterrupted one.
 
 Threads (:mod:`blueprint.threads`): with ``threads`` T > 1 the sampled kernel runs on T threads
 on the same tables (lock-free, or each on a copy merged into them on a mid-sized table); every
-span between barriers (discount boundaries, reports,
-checkpoints) is split between them. One thread (the default of :func:`make_trainer`) is the
+span between barriers (reports, checkpoints; never discount boundaries) is split between them,
+their iterations interleaved. One thread (the default of :func:`make_trainer`) is the
 deterministic trainer described above, and its exact-resume guarantee; with T > 1 a run is not
 bit-reproducible, but a checkpoint still holds exactly the tables at its barrier. Full-traversal
 CFR / CFR+ runs on one thread whatever T is.
@@ -40,20 +42,23 @@ from abstraction.tree import KIND_DECISION, BettingTree, TreeArrays, build_tree
 from blueprint.algo import AlgoConfig, AlgoError, algo_dict, get_algo
 from blueprint.checkpoints import load_latest, save_checkpoint
 from blueprint.defaults import DEFAULT_ALGO, DEFAULT_GAME, DEFAULT_NOLIMIT_BETS, DEFAULT_SEED
+from blueprint.discount import MAX_WINDOW, DiscountWindow
 from blueprint.evaluate import BestResponse
 from blueprint.io.blueprint_file import abstraction_hash, blueprint_file_payload
 from blueprint.io.container import ArraySpec
 from blueprint.io.errors import CheckpointError
 from blueprint.kernels import (
+    Copy,
     ESOptions,
+    Rows,
     cfr_full_iteration,
     discount_tables,
     es_iterations,
     merge_copy,
-    merge_copy_rows,
+    settle_tables,
 )
 from blueprint.numerics import REGRET_DTYPES, regret_bounds, regret_scale, seed_rng_state
-from blueprint.tables import Tables, layout, normalize_blocks, tree_depth
+from blueprint.tables import Tables, layout, normalize_blocks, row_layout, tree_depth
 from blueprint.threads import (
     ThreadTeam,
     check_threads,
@@ -67,9 +72,9 @@ from blueprint.threads import (
 from holdem.gamedef import GameDef, load_gamedef, parse_gamedef
 
 MAX_FULL_DEALS = 2_000_000
-# tables at least this big are discounted by all the threads, each a slice (smaller: the sweep
-# is shorter than waking the threads)
-PARALLEL_DISCOUNT_MIN = 1 << 18
+# tables at least this big are settled (every row through its pending discounts) by all the
+# threads, each a slice (smaller: the sweep is shorter than waking the threads)
+PARALLEL_SETTLE_MIN = 1 << 18
 # tables at least this big (entries; 8 bytes each) have the kernel prefetch each node's children's
 # rows: past the caches each row is a miss (node visits/s: `fine` cards 1.26x, with `standard` bets
 # 1.65x); smaller tables stay in the caches and the prefetches only cost (`small` cards: 0.87x)
@@ -120,8 +125,10 @@ class Trainer:
     stream_worker: Optional[int] = None  # a Ray worker's trainer: its threads' streams are its own
     _team: Optional[ThreadTeam] = None
     _thread_rngs: Optional[list[np.ndarray]] = None  # xoshiro states of threads 1..T-1
-    _copy_arrays: Optional[list[tuple[np.ndarray, ...]]] = None  # per thread: its copy and base
+    _copy_arrays: Optional[list[Copy]] = None  # per thread: its copy and base
     _hot_rows: Optional[np.ndarray] = None  # the first round's table entries
+    _hot_nodes: Optional[np.ndarray] = None  # the first round's decision nodes (RowLayout indices)
+    _window: Optional[DiscountWindow] = None  # None: every row has seen every boundary (settled)
     _merge_lock = threading.Lock()  # merges of the threads' copies, one at a time
 
     def __init__(
@@ -147,9 +154,16 @@ class Trainer:
         )
         self.num_buckets = self.cards.buckets_array()
         self.row_offset, self.size = layout(self.tree, self.num_buckets)
+        self.row_layout, self.node_row, self.num_rows = row_layout(
+            self.tree, self.num_buckets, self.row_offset
+        )
+        self._all_nodes = np.arange(len(self.row_layout.entry), dtype=np.int64)
         algo = config.algo
         self.regret = np.zeros(self.size, REGRET_DTYPES[algo.regret_dtype])
         self.strat = np.zeros(self.size, np.float32)
+        # per information set, the discount boundaries its row has been through (lazy discounting:
+        # blueprint.kernels); equal to every boundary so far outside run()
+        self.row_epoch = np.zeros(self.num_rows, np.int32)
         self.iteration = 0
         self.rng = seed_rng_state(np.random.SeedSequence(config.seed))
         self.w_base = 0.0  # effective iteration count at t_base (for thresholds)
@@ -183,8 +197,6 @@ class Trainer:
             prune_prob=float(prune_prob),
             prune_c=float(prune_c),
             floor_c=float(floor_c),
-            w_base=float(self.w_base),
-            t_base=float(self.t_base),
             ceil=float(hi),
             int_regret=a.regret_dtype == "int32",
             scale=float(scale),
@@ -237,40 +249,79 @@ class Trainer:
                 self.iteration += 1
             self.node_visits += n * 2 * len(deals) * int((self.tree.kind == KIND_DECISION).sum())
             return
+        window = self._lazy_window()
+        window.cover(window.epoch(self.iteration + n))
+        sched = window.kernel()
+        rows = Rows(self.node_row, self.row_epoch)
         opts = self._opts()
         shares = split_span(n, self.threads)
         if len(shares) == 1:
             stats = es_iterations(
-                n, self.iteration, tree, cards, tables, self.rng, opts, self.max_depth, self.max_actions
+                n,
+                self.iteration,
+                1,
+                tree,
+                cards,
+                tables,
+                rows,
+                sched,
+                self.rng,
+                opts,
+                self.max_depth,
+                self.max_actions,
             )
         else:
-            rngs = [self.rng, *self._thread_states(len(shares))]
-            starts = self.iteration + np.cumsum([0, *shares[:-1]])
-            if use_copies(self.size, self.regret.itemsize + self.strat.itemsize) and copies_pay(
-                self.size, min(shares)
-            ):
-                copies = self._copies(len(shares))
-                args = [
-                    (k, int(t0), tree, cards, tables, rng, opts, c)
+            # the threads interleave their iterations (thread k runs iteration + k, + k + T, ...):
+            # they cross each discount boundary together, and their shares cover the span exactly
+            threads = len(shares)
+            rngs = [self.rng, *self._thread_states(threads)]
+            starts = [self.iteration + k for k in range(threads)]
+            if self.copies_used(min(shares)):
+                copies = self._copies(threads)
+                copy_args = [
+                    (k, t0, threads, tree, cards, tables, rows, sched, rng, opts, c)
                     for k, t0, rng, c in zip(shares, starts, rngs, copies)
                 ]
-                stats = np.sum(self._thread_team().map(self._run_on_copy, args), axis=0)
+                stats = np.sum(self._thread_team().map(self._run_on_copy, copy_args), axis=0)
             else:
                 args = [
-                    (k, int(t0), tree, cards, tables, rng, opts, self.max_depth, self.max_actions)
+                    (
+                        k,
+                        t0,
+                        threads,
+                        tree,
+                        cards,
+                        tables,
+                        rows,
+                        sched,
+                        rng,
+                        opts,
+                        self.max_depth,
+                        self.max_actions,
+                    )
                     for k, t0, rng in zip(shares, starts, rngs)
                 ]
                 stats = np.sum(self._thread_team().map(es_iterations, args), axis=0)
         self.iteration += n
+        self.w_base, self.t_base = window.state(self.iteration)
         self.node_visits += int(stats[0])
         self.pruned += int(stats[1])
 
-    def _copies(self, threads: int) -> list[tuple[np.ndarray, ...]]:
+    def copies_used(self, share: int) -> bool:
+        """Whether threads whose shares of a span are at least ``share`` iterations each train on
+        a copy of the tables (:mod:`blueprint.threads`, "Copies"): under every algorithm, spans run
+        across discount boundaries (discounting is lazy), so only the table's size and the
+        span's length decide."""
+        return use_copies(self.size, self.regret.itemsize + self.strat.itemsize) and copies_pay(
+            self.size, share
+        )
+
+    def _copies(self, threads: int) -> list[Copy]:
         """Per thread, its copy of the tables and their base (:mod:`blueprint.threads`,
         "Copies"), allocated once."""
         have = self._copy_arrays if self._copy_arrays is not None else []
         while len(have) < threads:
-            have.append(tuple(np.empty_like(x) for x in (self.regret, self.strat, self.regret, self.strat)))
+            have.append(Copy(*(np.empty_like(x) for x in (self.regret, self.strat, self.row_epoch) * 2)))
         self._copy_arrays = have
         return have[:threads]
 
@@ -286,38 +337,68 @@ class Trainer:
             self._hot_rows = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
         return self._hot_rows
 
-    def _run_on_copy(self, n, t0, tree, cards, tables, rng, opts, copy) -> np.ndarray:
+    def first_round_nodes(self) -> np.ndarray:
+        """The first betting round's decision nodes as indices into ``row_layout`` (their rows are
+        merged most often)."""
+        if self._hot_nodes is None:
+            t = self.tree
+            dec = np.flatnonzero(t.kind == KIND_DECISION)
+            dec = dec[np.argsort(self.row_offset[dec], kind="stable")]  # row_layout's order
+            self._hot_nodes = np.flatnonzero(t.round[dec] == 0).astype(np.int64)
+        return self._hot_nodes
+
+    def _run_on_copy(self, n, t0, stride, tree, cards, tables, rows, sched, rng, opts, cp) -> np.ndarray:
         """One thread's share of a span on its own copy of the tables (:mod:`blueprint.threads`,
-        "Copies"): its first-round entries merged into the shared tables every
-        :func:`~blueprint.threads.hot_sync_every` iterations, the whole table every
-        :func:`~blueprint.threads.copy_sync_every` and at its end."""
-        c_reg, c_str, b_reg, b_str = copy
-        np.copyto(c_reg, tables.regret)
-        np.copyto(c_str, tables.strat)
-        np.copyto(b_reg, c_reg)
-        np.copyto(b_str, c_str)
-        mine = Tables(tables.row_offset, c_reg, c_str)
-        hot = self.first_round_entries()
+        "Copies"): its iterations ``t0, t0 + stride, ...``; its first-round rows merged into the
+        shared tables every :func:`~blueprint.threads.hot_sync_every` iterations, the whole table
+        every :func:`~blueprint.threads.copy_sync_every` and at its end."""
+        np.copyto(cp.regret, tables.regret)
+        np.copyto(cp.strat, tables.strat)
+        np.copyto(cp.epoch, rows.epoch)
+        np.copyto(cp.base_regret, cp.regret)
+        np.copyto(cp.base_strat, cp.strat)
+        np.copyto(cp.base_epoch, cp.epoch)
+        mine = Tables(tables.row_offset, cp.regret, cp.strat)
+        my_rows = Rows(rows.node_row, cp.epoch)
+        hot = self.first_round_nodes()
         every = hot_sync_every(int(self.num_buckets[0]), self.threads)
         full = max(1, copy_sync_every(self.size) // every) * every
+        window = self._window
+        assert window is not None
         stats = np.zeros(2, np.int64)
         done = 0
         while done < n:
             m = min(every, n - done)
             stats += es_iterations(
-                m, t0 + done, tree, cards, mine, rng, opts, self.max_depth, self.max_actions
+                m,
+                t0 + done * stride,
+                stride,
+                tree,
+                cards,
+                mine,
+                my_rows,
+                sched,
+                rng,
+                opts,
+                self.max_depth,
+                self.max_actions,
             )
             done += m
-            w = opts.w_base + (t0 + done - 1 - opts.t_base)
-            floor = max(opts.floor_c * w, -opts.ceil)
-            everything = done == n or done % full == 0
+            floor = max(opts.floor_c * window.w_at(t0 + (done - 1) * stride), -opts.ceil)
+            nodes = self._all_nodes if done == n or done % full == 0 else hot
             with self._merge_lock:  # one merge at a time: no update is lost
-                if everything:
-                    merge_copy(tables.regret, tables.strat, *copy, floor, opts.ceil, opts.int_regret)
-                else:
-                    merge_copy_rows(
-                        hot, tables.regret, tables.strat, *copy, floor, opts.ceil, opts.int_regret
-                    )
+                merge_copy(
+                    nodes,
+                    self.row_layout,
+                    tables.regret,
+                    tables.strat,
+                    rows.epoch,
+                    cp,
+                    sched,
+                    floor,
+                    opts.ceil,
+                    opts.int_regret,
+                )
         return stats
 
     def set_threads(self, threads: int) -> None:
@@ -343,22 +424,46 @@ class Trainer:
         self._thread_rngs = have
         return have[: threads - 1]
 
-    def _discount(self, factors: tuple[float, float, float]) -> None:
-        """Apply discount ``factors`` to the whole tables; with several threads each sweeps a slice
-        (elementwise, so the result is the one-thread sweep's, bit for bit)."""
-        int_regret = self.config.algo.regret_dtype == "int32"
-        parts = split_span(self.size, self.threads) if self.size >= PARALLEL_DISCOUNT_MIN else [self.size]
-        if len(parts) == 1:
-            discount_tables(self.regret, self.strat, *factors, int_regret)
+    # -- lazy discounting ---------------------------------------------------------------------
+    def _lazy_window(self) -> DiscountWindow:
+        """The discount window of the rows' pending boundaries, opened at the current iteration
+        with every row taken as settled there (outside :meth:`run` the tables are; whoever
+        replaces them, as the Ray job's workers do, writes settled tables)."""
+        if self._window is None:
+            a = self.config.algo
+            self._window = DiscountWindow.at(a, self.iteration, self.w_base, self.t_base)
+            self.row_epoch.fill(self._window.base)
+        return self._window
+
+    def settle(self) -> None:
+        """Bring every row through the discount boundaries it has not seen, so that the tables
+        hold what discounting the whole tables at every boundary would (bit for bit); with several
+        threads on a big table each settles a slice. Checkpoints, exports, strategies and the end
+        of :meth:`run` call it; a trainer without pending boundaries returns at once."""
+        window = self._window
+        if window is None:
             return
-        ends = np.cumsum(parts)
-        self._thread_team().map(
-            discount_tables,
-            [
-                (self.regret[e - p : e], self.strat[e - p : e], *factors, int_regret)
-                for p, e in zip(parts, ends)
-            ],
-        )
+        self._window = None
+        to = window.epoch(self.iteration)
+        if window.every <= 0 or to == window.base:
+            return
+        window.cover(to)
+        sched = window.kernel()
+        int_regret = self.config.algo.regret_dtype == "int32"
+        parts = [self._all_nodes]
+        if self.size >= PARALLEL_SETTLE_MIN and self.threads > 1:
+            cuts = np.searchsorted(
+                self.row_layout.entry, [self.size * k // self.threads for k in range(1, self.threads)]
+            )
+            parts = [p for p in np.split(self._all_nodes, cuts) if len(p)]
+        args = [
+            (p, self.row_layout, self.regret, self.strat, self.row_epoch, to, sched, int_regret)
+            for p in parts
+        ]
+        if len(args) == 1:
+            settle_tables(*args[0])
+        else:
+            self._thread_team().map(settle_tables, args)
 
     def discount_factors(self) -> Optional[tuple[float, float, float]]:
         """At a discount boundary: the (positive regret, negative regret, strategy sum) factors,
@@ -372,27 +477,28 @@ class Trainer:
         self.t_base = self.iteration
         return factors
 
-    def _boundary(self) -> None:
-        factors = self.discount_factors()
-        if factors is not None:
-            self._discount(factors)
-
     def skip_to(self, iteration: int, tables: bool = True) -> None:
         """Move the schedule to ``iteration`` without training: every discount boundary on the way
-        moves ``w_base``/``t_base`` and, if ``tables``, discounts the tables (the Ray job's workers
-        skip the other workers' iterations of a round this way; its driver with ``tables=False``)."""
+        moves ``w_base``/``t_base`` and, if ``tables``, discounts the tables, settled at the end
+        (the Ray job's workers skip the other workers' iterations of a round this way; its driver
+        with ``tables=False``)."""
         if iteration < self.iteration:
             raise ValueError(f"cannot move the schedule back from {self.iteration} to {iteration}")
+        if tables:
+            window = self._lazy_window()
+            window.cover(window.epoch(iteration))
+            self.iteration = iteration
+            self.w_base, self.t_base = window.state(iteration)
+            self.settle()
+            return
+        self.settle()
         a = self.config.algo
         while self.iteration < iteration:
             nxt = iteration
             if a.discount != "none":
                 nxt = min(nxt, (self.iteration // a.discount_every + 1) * a.discount_every)
             self.iteration = nxt
-            if tables:
-                self._boundary()
-            else:
-                self.discount_factors()
+            self.discount_factors()
 
     def run(
         self,
@@ -402,29 +508,30 @@ class Trainer:
     ) -> None:
         """Advance by ``iterations``; ``callback(self)`` about every ``report_seconds``.
 
-        The callback may return True to stop early (at a chunk boundary).
+        The callback may return True to stop early (at a chunk boundary). Spans run across
+        discount boundaries (discounting is lazy); the tables are settled when it returns, and
+        whenever the callback reads them through :meth:`save`, :meth:`average_strategy` and the like.
         """
         end = self.iteration + iterations
         chunk = 1
-        a = self.config.algo
-        while self.iteration < end:
-            n = min(chunk, end - self.iteration)
-            if a.discount != "none":
-                nxt = (self.iteration // a.discount_every + 1) * a.discount_every
-                if a.discounts_at(nxt):  # a span ends where the tables are discounted (a barrier),
-                    n = min(n, nxt - self.iteration)  # not at the boundaries past discount_until
-            t0 = time.perf_counter()
-            self._step(n)
-            dt = time.perf_counter() - t0
-            self.seconds += dt
-            self._boundary()
-            if dt < report_seconds / 4:
-                if n == chunk:  # a span cut short by a boundary says nothing about a whole chunk
+        try:
+            while self.iteration < end:
+                n = min(chunk, end - self.iteration)
+                t0 = time.perf_counter()
+                self._step(n)
+                dt = time.perf_counter() - t0
+                self.seconds += dt
+                window = self._window
+                if window is not None and window.epoch(self.iteration) - window.base >= MAX_WINDOW:
+                    self.settle()
+                if dt < report_seconds / 4:
                     chunk *= 2
-            elif dt > report_seconds and chunk > 1:
-                chunk //= 2
-            if callback is not None and callback(self):
-                break
+                elif dt > report_seconds and chunk > 1:
+                    chunk //= 2
+                if callback is not None and callback(self):
+                    break
+        finally:
+            self.settle()
 
     def run_for(self, seconds: float, callback=None, report_seconds: float = 0.5) -> None:
         """Train for about ``seconds`` of wall time (stops at a chunk boundary)."""
@@ -433,9 +540,11 @@ class Trainer:
     # -- strategies ---------------------------------------------------------------------------
     def average_strategy(self) -> np.ndarray:
         """float64 probabilities in the table layout (uniform where never reached)."""
+        self.settle()
         return normalize_blocks(self.tree, self.row_offset, self.num_buckets, self.strat)
 
     def current_strategy(self) -> np.ndarray:
+        self.settle()
         return normalize_blocks(self.tree, self.row_offset, self.num_buckets, self.regret)
 
     def exploitability(self) -> tuple[float, list[float]]:
@@ -446,6 +555,8 @@ class Trainer:
 
     # -- checkpoints --------------------------------------------------------------------------
     def state_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays a checkpoint holds: the tables settled (every boundary applied), the RNG."""
+        self.settle()
         return {"regret": self.regret, "strat": self.strat, "rng": self.rng}
 
     def manifest(self) -> dict:
@@ -464,7 +575,8 @@ class Trainer:
 
     def save(self, run_dir: Path, keep: Optional[int] = None) -> Path:
         """Checkpoint: the tables (one shard), the blueprint file (average strategy for queries),
-        then the manifest."""
+        then the manifest. The tables are settled first (every discount boundary applied)."""
+        self.settle()
         meta = {"shard": 0, "of": 1, "layout_size": self.size}
         return save_checkpoint(
             Path(run_dir),
@@ -604,7 +716,8 @@ class Trainer:
 
 def discount_span(algo: AlgoConfig, regret: np.ndarray, strat: np.ndarray, t: int, t_end: int) -> int:
     """Discount tables (or slices of them) at every boundary in ``(t, t_end]``, in order, with the
-    factors ``Trainer._boundary`` uses there. Returns the number of boundaries applied."""
+    factors the trainer's lazy discounting applies there (the Ray job's shards and workers discount
+    a round's snapshot this way). Returns the number of boundaries applied."""
     n = 0
     if algo.discount == "none":
         return n

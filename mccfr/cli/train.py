@@ -115,6 +115,15 @@ from mccfr.cli.session import budget, ray_job, run_session
     "k^BETA/(k^BETA+1), the average by (k/(k+1))^GAMMA at each boundary k [default: 1.5 0 2]. "
     "BETA 0.5 halves the main job's LBR at 3 minutes (BENCHMARKS.md, abstraction ladder).",
 )
+@click.option(
+    "--prune/--no-prune",
+    "prune",
+    default=None,
+    help="Regret-based pruning as in Pluribus: after a warm-up (20,000 iterations for dcfr and "
+    "pluribus, none for linear and vanilla), 95% of traversals skip the actions whose regret is below "
+    "-0.02 big blinds per effective iteration (never on the last round, never an action that ends the "
+    "hand, never all of a node's), with a regret floor [default: on for dcfr and pluribus].",
+)
 @with_ray_opts
 @json_opt
 def train(
@@ -136,6 +145,7 @@ def train(
     regret_dtype,
     explore,
     dcfr_params,
+    prune,
     workers,
     shards,
     address,
@@ -206,7 +216,9 @@ def train(
             if algo != "dcfr":
                 raise click.BadParameter(f"applies to --algo dcfr, not {algo}", param_hint="--dcfr-params")
             dcfr = dcfr_overrides(dcfr_params)
-        algo_config = get_algo(algo, regret_dtype=regret_dtype, explore=explore, **dcfr)
+        if prune and algo in ("cfr", "cfr+"):
+            raise click.BadParameter(f"applies to sampled algorithms, not {algo}", param_hint="--prune")
+        algo_config = get_algo(algo, regret_dtype=regret_dtype, explore=explore, prune=prune, **dcfr)
         if not gd.is_limit:
             load_bets(bets)
         if algo_config.full_traversal:
@@ -229,6 +241,7 @@ def train(
             seed=seed,
             regret_dtype=regret_dtype,
             explore=explore,
+            prune=prune,
             **dcfr,
         )
     if target is not None and exact_eval_problem(tr):

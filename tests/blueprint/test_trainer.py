@@ -41,6 +41,102 @@ def test_discount_tables_scales_signs_separately():
     assert ri.tolist() == [2, -1]  # rounded half up
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_settling_a_row_is_the_eager_sweep_at_each_boundary_bit_for_bit(dtype):
+    """settle_row through boundaries 1..6 equals discount_tables applied at each in turn (the
+    whole-table pass the trainer no longer makes), for both regret types; a row already there
+    is left alone."""
+    from blueprint.discount import DiscountWindow
+    from blueprint.kernels import settle_row
+
+    rng = np.random.default_rng(0)
+    algo = get_algo("dcfr", beta=0.75)
+    w = DiscountWindow.at(algo, 0, 0.0, 0)
+    w.cover(6)
+    r0 = (rng.standard_normal(12) * 1e4).astype(dtype)
+    s0 = (rng.random(12) * 1e3).astype(np.float32)
+    eager_r, eager_s = r0.copy(), s0.copy()
+    for k in range(1, 7):
+        discount_tables(eager_r, eager_s, *algo.factors(k), dtype == np.int32)
+    lazy_r, lazy_s, epoch = r0.copy(), s0.copy(), np.zeros(4, np.int32)
+    for row in range(4):  # rows of 3 entries; row 1 goes 0 -> 2 -> 6, the others 0 -> 6
+        if row == 1:
+            settle_row(row, 3 * row, 3, lazy_r, lazy_s, epoch, 2, w.kernel(), dtype == np.int32)
+        settle_row(row, 3 * row, 3, lazy_r, lazy_s, epoch, 6, w.kernel(), dtype == np.int32)
+    assert epoch.tolist() == [6] * 4
+    assert lazy_r.tobytes() == eager_r.tobytes() and lazy_s.tobytes() == eager_s.tobytes()
+    settle_row(0, 0, 3, lazy_r, lazy_s, epoch, 5, w.kernel(), dtype == np.int32)
+    assert lazy_r.tobytes() == eager_r.tobytes() and epoch[0] == 6
+
+
+@pytest.mark.parametrize(
+    "algo, kw",
+    [
+        ("dcfr", {}),
+        ("dcfr", {"beta": 0.75, "regret_dtype": "int32", "prune_start": 1_000}),
+        ("linear", {}),
+        ("pluribus", {"discount_until": 1_500, "prune_start": 1_000}),
+    ],
+)
+def test_lazy_discounting_equals_discounting_the_whole_table_at_each_boundary(algo, kw):
+    """One thread, 3,000 iterations, a boundary every 50: in one run (rows discounted when
+    touched, spans across boundaries) and in runs of 50 (each run settles every row at its end,
+    so every boundary is applied to the whole table as it falls, as the eager trainer did): the
+    same tables bit for bit, the same schedule state, the same visits and pruned actions."""
+    lazy = make_trainer("leduc", algo=algo, seed=6, discount_every=50, **kw)
+    lazy.run(3_000)
+    eager = make_trainer("leduc", algo=algo, seed=6, discount_every=50, **kw)
+    for _ in range(60):
+        eager.run(50)
+        assert (
+            eager.row_epoch.tolist()
+            == [min(eager.iteration, 1_500 if algo == "pluribus" else 3_000) // 50] * eager.num_rows
+        )
+    assert lazy.regret.tobytes() == eager.regret.tobytes() and lazy.strat.tobytes() == eager.strat.tobytes()
+    assert (lazy.w_base, lazy.t_base, lazy.node_visits, lazy.pruned) == (
+        eager.w_base,
+        eager.t_base,
+        eager.node_visits,
+        eager.pruned,
+    )
+
+
+def test_dcfr_resumes_exactly_from_a_checkpoint_written_mid_run_between_boundaries(tmp_path):
+    """DCFR with pruning: a checkpoint written by the run's callback (rows lagging behind the
+    boundaries until it settles them) at an iteration between two boundaries holds the settled
+    tables, the writing run goes on unperturbed, and the run resumed from it equals the
+    unbroken one."""
+    kw = dict(discount_every=100, prune_start=500)
+    full = make_trainer("leduc", algo="dcfr", seed=5, **kw)
+    full.run(4_000)
+    saved = []
+
+    def save_once(tr):
+        if not saved and tr.iteration >= 2_050:
+            assert tr.iteration % 100 and tr._window is not None  # between boundaries, rows pending
+            saved.append(tr.save(tmp_path))
+        return False
+
+    writer = make_trainer("leduc", algo="dcfr", seed=5, **kw)
+    writer.run(4_000, save_once, report_seconds=1e-9)
+    assert saved and writer.regret.tobytes() == full.regret.tobytes()
+    resumed = Trainer.load(tmp_path)
+    assert 2_000 <= resumed.iteration < 4_000 and resumed.iteration % 100
+    straight = make_trainer("leduc", algo="dcfr", seed=5, **kw)
+    straight.run(resumed.iteration)
+    assert resumed.regret.tobytes() == straight.regret.tobytes()
+    assert resumed.strat.tobytes() == straight.strat.tobytes()
+    resumed.run(4_000 - resumed.iteration)
+    assert (
+        resumed.regret.tobytes() == full.regret.tobytes() and resumed.strat.tobytes() == full.strat.tobytes()
+    )
+    assert np.array_equal(resumed.rng, full.rng) and (resumed.w_base, resumed.t_base) == (
+        full.w_base,
+        full.t_base,
+    )
+    assert full.pruned > 0
+
+
 def test_same_seed_same_tables_other_seed_differs():
     a = make_trainer("leduc", algo="pluribus", seed=7, prune_start=100)
     b = make_trainer("leduc", algo="pluribus", seed=7, prune_start=100)
@@ -177,3 +273,40 @@ def test_explore_trains_against_a_trembling_opponent(tmp_path):
         get_algo("pluribus", explore=1.0)
     with pytest.raises(AlgoError, match="explore"):
         get_algo("cfr+", explore=0.1)
+
+
+def test_the_default_dcfr_prunes_after_its_warm_up():
+    """dcfr, the main job's algorithm, prunes as Pluribus does: nothing in its first 20,000
+    iterations, then actions skipped; the main job's default (``mccfr train``'s pick for a timed
+    hunl100 run) is that dcfr."""
+    from blueprint.defaults import default_algo
+
+    tr = make_trainer("leduc", algo="dcfr", seed=2)
+    assert tr.config.algo.prune and tr.config.algo.prune_start == 20_000
+    tr.run(20_000)
+    assert tr.pruned == 0
+    tr.run(10_000)
+    assert tr.pruned > 0
+    name, overrides = default_algo(52, False, "small", 30.0)
+    assert name == "dcfr" and get_algo(name, **overrides).prune
+
+
+def test_pruning_under_dcfr_learns_leduc_as_well_as_without():
+    """DCFR with the main job's discounts (negative regrets by k^0.75 / (k^0.75 + 1) at each
+    boundary), 40,000 iterations from a warm-up of 5,000, 4 seeds: the threshold, scaled by the
+    discounted iteration count W, keeps pruning sound (measured: 0.1147 chips mean against 0.1149
+    unpruned here, 5% fewer node visits; 0.0945 against 0.1004 over 8 seeds at 50,000; uniform
+    play is 4.75): within 20% of the unpruned runs' exploitability, with fewer node visits."""
+    expl, visits = {}, {}
+    for prune in (False, True):
+        runs = [
+            make_trainer("leduc", algo="dcfr", seed=s, beta=0.75, prune=prune, prune_start=5_000)
+            for s in range(4)
+        ]
+        for tr in runs:
+            tr.run(40_000)
+        expl[prune] = np.mean([tr.exploitability()[0] for tr in runs])
+        visits[prune] = sum(tr.node_visits for tr in runs)
+        assert (sum(tr.pruned for tr in runs) > 0) == prune
+    assert expl[True] <= 1.2 * expl[False], expl
+    assert visits[True] < 0.97 * visits[False]

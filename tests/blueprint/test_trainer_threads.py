@@ -143,52 +143,101 @@ def test_checkpoint_of_a_threaded_run_holds_the_tables_at_its_barrier(tmp_path):
     assert got.iteration == 3_000 and got.exploitability()[0] < 1.0
 
 
-def test_spans_stop_only_at_boundaries_that_discount():
-    """Barriers (where all threads join) fall at every discount boundary up to discount_until and
-    nowhere else: past it, spans grow beyond discount_every (a barrier every 1,000 iterations left
-    16 threads half idle)."""
-    tr = make_trainer("leduc", seed=1, threads=2, discount_every=100, discount_until=1_000)
-    spans = []
-    step = tr._step
+@pytest.mark.parametrize("algo", ["dcfr", "linear", "pluribus", "vanilla"])
+def test_threads_train_on_copies_across_discount_boundaries_under_every_algorithm(monkeypatch, algo):
+    """Discounting is lazy, so no span stops at a discount boundary: with a table big enough for
+    copies (Leduc, with the size rule's minimum lowered to it), two threads train on copies of
+    their own in nearly every span under every algorithm, spans run across many boundaries, and
+    the threads interleave their iteration numbers (they cross each boundary together)."""
+    import blueprint.threads as threads_mod
+
+    monkeypatch.setattr(threads_mod, "COPY_MIN_ENTRIES", 1_000)
+    tr = make_trainer("leduc", algo=algo, seed=1, threads=2, discount_every=100)
+    assert threads_mod.use_copies(tr.size, 8)
+    spans, on_copies = [], []
+    step, on_copy = tr._step, tr._run_on_copy
 
     def record(n):
         spans.append((tr.iteration, tr.iteration + n))
         step(n)
 
-    tr._step = record
-    tr.run(6_000, report_seconds=1e9)
-    assert tr.iteration == 6_000
-    for lo, hi in spans:  # no span crosses a boundary that discounts
-        assert not any(lo < b < hi for b in range(100, 1_001, 100)), (lo, hi)
-    assert {hi for _, hi in spans} >= set(range(100, 1_001, 100))
-    late = [hi - lo for lo, hi in spans if lo >= 1_000]
-    assert max(late) > 100 and len(late) < 10
-    # chunks grow only when a whole chunk ran: the short spans before discount_until leave no
-    # runaway chunk behind (one span of all the remaining iterations, past any report or deadline)
-    assert late[0] <= 4 * 100
+    def record_copy(n, t0, stride, *rest):
+        on_copies.append((n, t0, stride))
+        return on_copy(n, t0, stride, *rest)
+
+    monkeypatch.setattr(tr, "_step", record)
+    monkeypatch.setattr(tr, "_run_on_copy", record_copy)
+    tr.run(20_000, report_seconds=1e9)
+    assert tr.iteration == 20_000
+    crossing = [(lo, hi) for lo, hi in spans if hi // 100 - lo // 100 > 1]
+    assert max(hi - lo for lo, hi in spans) >= 5_000 and crossing
+    assert sum(n for n, _, _ in on_copies) >= 0.95 * 20_000
+    for lo, hi in crossing:  # thread k of a span runs lo + k, lo + k + 2, ...
+        assert sorted((t0, stride) for n, t0, stride in on_copies if lo <= t0 < hi) == [(lo, 2), (lo + 1, 2)]
+
+
+def _no_discount():
+    from blueprint.algo import get_algo
+    from blueprint.discount import DiscountWindow
+
+    return DiscountWindow.at(get_algo("vanilla"), 0, 0.0, 0).kernel()
 
 
 def test_a_merge_adds_the_copys_updates_clipped_and_hands_back_the_shared_tables():
     """merge_copy: shared + (copy - base), regrets clipped to [floor, ceil] (int32 rounded), the
-    copy and its base then the merged tables; merge_copy_rows touches its rows only."""
-    from blueprint.kernels import merge_copy, merge_copy_rows
+    copy and its base then the merged tables; given some nodes, it touches their rows only."""
+    from blueprint.kernels import Copy, merge_copy
+    from blueprint.tables import RowLayout
 
+    # four rows of one entry each, in two nodes of two rows
+    lay = RowLayout(*(np.array(x, np.int64) for x in ([0, 2], [0, 2], [2, 2], [1, 1])))
+    sched = _no_discount()
     for dtype in (np.float32, np.int32):
         shared_r = np.array([10, -5, 0, 7], dtype)
         shared_s = np.array([1, 2, 3, 4], np.float32)
+        epoch = np.zeros(4, np.int32)
         base_r = np.array([8, -5, 0, 7], dtype)
         copy_r = np.array([12, -50, 0, 100], dtype)  # +4, -45, 0, +93
         base_s = np.array([0, 2, 3, 1], np.float32)
         copy_s = np.array([0.5, 2, 3, 1], np.float32)
-        c = [copy_r.copy(), copy_s.copy(), base_r.copy(), base_s.copy()]
-        merge_copy(shared_r, shared_s, *c, -20.0, 50.0, dtype == np.int32)
+        c = Copy(copy_r.copy(), copy_s.copy(), epoch.copy(), base_r.copy(), base_s.copy(), epoch.copy())
+        merge_copy(np.arange(2), lay, shared_r, shared_s, epoch, c, sched, -20.0, 50.0, dtype == np.int32)
         assert shared_r.tolist() == [14, -20, 0, 50]  # -50 floored at -20, 100 capped at 50
         assert shared_s.tolist() == [1.5, 2, 3, 4]
-        for got, want in zip(c, (shared_r, shared_s, shared_r, shared_s)):
+        for got, want in zip(c, (shared_r, shared_s, epoch, shared_r, shared_s, epoch)):
             assert np.array_equal(got, want)
-        c[0][:] = c[0] + 1  # +1 everywhere, but only rows 1 and 3 merge
-        merge_copy_rows(np.array([1, 3]), shared_r, shared_s, *c, -20.0, 60.0, dtype == np.int32)
-        assert shared_r.tolist() == [14, -19, 0, 51] and c[0].tolist() == [15, -19, 1, 51]
+        c.regret[:] = c.regret + 1  # +1 everywhere, but only node 1's rows (entries 2, 3) merge
+        merge_copy(np.array([1]), lay, shared_r, shared_s, epoch, c, sched, -20.0, 60.0, dtype == np.int32)
+        assert shared_r.tolist() == [14, -20, 1, 51] and c.regret.tolist() == [15, -19, 1, 51]
+
+
+def test_a_merge_discounts_the_shared_row_the_copy_and_its_base_alike():
+    """Under discounting a merge brings a row the thread changed through the boundaries that the
+    copy or the shared row has seen, in all three tables, before adding copy - base: with the
+    thread's update and no other, the shared row ends as the copy; a row the thread left alone is
+    handed back as the shared tables hold it, its epoch with it."""
+    from blueprint.algo import get_algo
+    from blueprint.discount import DiscountWindow
+    from blueprint.kernels import Copy, merge_copy, settle_row
+    from blueprint.tables import RowLayout
+
+    w = DiscountWindow.at(get_algo("dcfr"), 0, 0.0, 0)
+    w.cover(3)
+    sched = w.kernel()
+    lay = RowLayout(*(np.array(x, np.int64) for x in ([0], [0], [2], [2])))  # two rows of 2 entries
+    shared_r = np.array([8.0, -4.0, 6.0, -2.0], np.float32)
+    shared_s = np.array([1.0, 3.0, 5.0, 7.0], np.float32)
+    epoch = np.zeros(2, np.int32)
+    c = Copy(shared_r.copy(), shared_s.copy(), epoch.copy(), shared_r.copy(), shared_s.copy(), epoch.copy())
+    # the thread, at epoch 3, settles row 0 and adds to it; row 1 it never touches
+    settle_row(0, 0, 2, c.regret, c.strat, c.epoch, 3, sched, False)
+    c.regret[0] += 1.0
+    c.strat[1] += 0.5
+    want_r, want_s = c.regret[:2].copy(), c.strat[:2].copy()
+    merge_copy(np.arange(1), lay, shared_r, shared_s, epoch, c, sched, -1e9, 1e9, False)
+    assert epoch.tolist() == [3, 0] and c.epoch.tolist() == [3, 0] and c.base_epoch.tolist() == [3, 0]
+    assert shared_r[:2].tolist() == want_r.tolist() and shared_s[:2].tolist() == want_s.tolist()
+    assert shared_r[2:].tolist() == [6.0, -2.0] and shared_s[2:].tolist() == [5.0, 7.0]
 
 
 @two_cores
@@ -248,5 +297,5 @@ def test_copies_are_for_tables_big_enough_and_small_enough():
     assert copy_sync_every(116_463) == 116_463 // 16 and copy_sync_every(10) == 256
     assert hot_sync_every(169, 2) == 422 and hot_sync_every(6, 2) == 16
     # a span must be long enough for the copies' four table copies and merge sweep to pay
-    assert copies_pay(116_463, 1_820) and not copies_pay(116_463, 500)  # the discounting phase's spans
+    assert copies_pay(116_463, 1_820) and not copies_pay(116_463, 500)  # 1,000 iterations on 2 threads
     assert not copies_pay(24_058_731, 30_000)  # a big table's report-sized spans stay shared

@@ -225,8 +225,34 @@ def test_the_default_bets_and_algo_follow_the_budget_in_core_seconds(tmp_path, m
         assert ("algo: dcfr --dcfr-params 1.5 0.75 2" in result.stderr) == (algo == "dcfr")
         if algo == "dcfr":
             assert (cfg["algo"]["alpha"], cfg["algo"]["beta"], cfg["algo"]["gamma"]) == (1.5, 0.75, 2.0)
+            assert cfg["algo"]["prune"] and cfg["algo"]["prune_start"] == 20_000  # the default prunes
     monkeypatch.chdir(tmp_path)  # the default --out is under ./runs
     with_default_out = mccfr(*base, "--time", "0.3", "--threads", "1", "--json")
     assert with_default_out.exit_code == 0, with_default_out.stderr
     run_dir = json.loads(with_default_out.stdout.strip().splitlines()[-1])["run_dir"]
     assert Path(run_dir).name.startswith("hunl100-dcfr-")  # named for the algorithm it trains
+
+
+def test_no_prune_switches_pruning_off_and_prune_is_refused_for_full_traversal(tmp_path):
+    """dcfr prunes by default (after its 20,000-iteration warm-up); ``--no-prune`` turns it off
+    (recorded in the run config, nothing pruned); full-traversal CFR refuses ``--prune``."""
+    import tomllib
+
+    runs = {}
+    for name, extra in [("default", []), ("off", ["--no-prune"])]:
+        r = mccfr(
+            "train", "--game", "leduc", "--algo", "dcfr", "--iterations", "30000", "--threads", "1",
+            "--eval-every", "0", "--out", tmp_path / name, "--json", *extra,
+        )  # fmt: skip
+        assert r.exit_code == 0, r.stderr
+        runs[name] = tomllib.loads((tmp_path / name / "run.toml").read_text())["algo"]["prune"]
+        pruned = [
+            json.loads(line)["pruned"]
+            for line in (tmp_path / name / "metrics.jsonl").read_text().splitlines()
+        ]
+        assert (pruned[-1] > 0) == (name == "default"), (name, pruned)
+    assert runs == {"default": True, "off": False}
+    r = mccfr(
+        "train", "--game", "kuhn", "--algo", "cfr", "--prune", "--iterations", "10", "--out", tmp_path / "c"
+    )
+    assert r.exit_code == 2 and "--prune: applies to sampled" in r.stderr and not (tmp_path / "c").exists()
