@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -108,6 +108,22 @@ if TYPE_CHECKING:
     "its folds and calls: a stronger lower bound than the 2017 study's estimate.",
 )
 @click.option(
+    "--lbr-jobs",
+    "lbr_jobs",
+    type=click.IntRange(min=1, max=1024),
+    default=None,
+    help="LBR: processes that play deals at once (default: every core this process may use).",
+)
+@click.option(
+    "--lbr-log",
+    "lbr_log",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="LBR: write each finished deal's values to FILE (JSON lines) as the run goes; given "
+    "again with the same settings, the run plays only the deals FILE does not have.",
+)
+@click.option(
     "--solve-from",
     "solve_from",
     type=click.Choice(["river", "turn", "flop"]),
@@ -119,7 +135,7 @@ if TYPE_CHECKING:
 @click.option(
     "--solve-iterations",
     "solve_iterations",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=100_000),
     default=None,
     help="With --lbr --player RUN_DIR+solve:METHOD: iterations per solve (default 200; a fixed "
     "count, so runs repeat).",
@@ -140,6 +156,8 @@ def eval_(
     lbr_preflop,
     lbr_flop,
     lbr_reraise,
+    lbr_jobs,
+    lbr_log,
     solve_from,
     solve_iterations,
     as_json,
@@ -150,6 +168,7 @@ def eval_(
     mccfr eval RUN_DIR --exploitability
     mccfr eval RUN_DIR --lbr --lbr-actions fcpa --hands 4000
     mccfr eval RUN_DIR --lbr --player RUN_DIR+solve:reach-maxmargin --solve-from river --hands 400
+    mccfr eval RUN_DIR --lbr --hands 20000 --lbr-jobs 2 --lbr-log lbr.jsonl   (again: continues)
     mccfr eval --game kuhn --player kuhn-fixed --vs random --hands 20000
     mccfr eval RUN_DIR --vs always-call --hands 20000     (the run's blueprint as player A)
     mccfr eval RUN_DIR --vs overbet:9.5 --vs minraise --vs random --hands 20000
@@ -170,6 +189,8 @@ def eval_(
         raise click.UsageError(
             "--solve-from and --solve-iterations go with --lbr --player RUN_DIR+solve:METHOD"
         )
+    if (lbr_jobs is not None or lbr_log is not None) and not lbr:
+        raise click.UsageError("--lbr-jobs and --lbr-log go with --lbr")
     if lbr and vs_specs:
         raise click.UsageError("--lbr plays against one strategy (RUN_DIR or --player SPEC); drop --vs")
     if aivat and not vs_specs:
@@ -197,6 +218,9 @@ def eval_(
             solve_from,
             solve_iterations,
             lbr_reraise,
+            lbr_jobs,
+            lbr_log,
+            player_spec,
         )
         if result:  # both: keep exploitability's unit beside LBR's
             result["exploitability_unit"] = result["unit"]
@@ -257,11 +281,17 @@ def _eval_lbr(
     solve_from: str | None = None,
     solve_iterations: int | None = None,
     reraise: bool = False,
+    jobs: int | None = None,
+    log_path: Path | None = None,
+    spec: str | None = None,
 ) -> dict[str, Any]:
     """Local best response against RUN_DIR's blueprint or --player SPEC (a run, a run with
-    subgame solving, a baseline); keys lbr, lbr_ci95, unit."""
+    subgame solving, a baseline) on ``jobs`` processes, logged to ``log_path`` (continued when it
+    holds some of the run's deals); keys lbr, lbr_ci95, unit, hands_per_cpu_hour."""
     from holdem.game import Game
-    from mccfr.evaluation.lbr import LocalBestResponse, parse_menu
+    from mccfr.evaluation.lbr import LBRError, LocalBestResponse, default_jobs, parse_menu
+    from mccfr.evaluation.lbr_opponents import Hands
+    from mccfr.evaluation.lbr_solving import SolvingOpponent
     from mccfr.evaluation.players import BlueprintPlayer, player_from_spec
     from mccfr.evaluation.solving import SolvingPlayer
 
@@ -271,9 +301,13 @@ def _eval_lbr(
     def log(msg: str) -> None:
         click.echo(f"warning: {msg}", err=True)
 
+    named = _spec_for_log(spec if spec is not None else str(path))  # the opponent, for the log
+    opponent: Any
+    game: Game
     with user_input():
         parse_menu(menu)  # a bad menu fails before anything loads
         if path is None and game_name is None:
+            assert player_spec is not None  # checked above
             run_part = player_spec.partition("+")[0]
             if not Path(run_part).is_dir():
                 raise click.UsageError("--lbr against a baseline needs --game G")
@@ -293,21 +327,31 @@ def _eval_lbr(
                 )
             opponent, name = bp, path.name or str(path)
         else:
-            game = Game.load(game_name) if game_name is not None else None
-            if game is None:
+            assert player_spec is not None  # RUN_DIR alone took the branch above
+            if game_name is not None:
+                game = Game.load(game_name)
+            else:
                 from blueprint.blueprint import Blueprint
 
+                assert path is not None  # no --game: a run gives the game
                 game = Blueprint.load(path, log=log).game
             opponent = player_from_spec(_local_spec(player_spec), game, log=log)
             name = opponent.name
             if isinstance(opponent, BlueprintPlayer):
                 opponent = opponent.bp
-            if isinstance(opponent, SolvingPlayer):
+            if isinstance(opponent, SolvingPlayer):  # LBR's model of it, with the options' settings
                 g = opponent.bp.gamedef
-                if solve_from is not None:
-                    opponent.from_round = g.num_rounds - {"river": 1, "turn": 2, "flop": 3}[solve_from]
-                if solve_iterations is not None:
-                    opponent.iterations = solve_iterations
+                opponent = SolvingOpponent(
+                    opponent.bp,
+                    Hands(game),
+                    opponent.method,
+                    from_round=opponent.from_round
+                    if solve_from is None
+                    else g.num_rounds - {"river": 1, "turn": 2, "flop": 3}[solve_from],
+                    iterations=opponent.iterations if solve_iterations is None else solve_iterations,
+                    bets=opponent.bets,
+                    name=opponent.name,
+                )
         lbr = LocalBestResponse(
             game,
             opponent,
@@ -322,22 +366,43 @@ def _eval_lbr(
         if show:
             click.echo(f"\r  LBR {done:,}/{total:,} hands", err=True, nl=False)
 
-    res = lbr.run(hands, seed=seed, progress=progress)
+    cores = default_jobs()
+    if jobs is not None and jobs > cores:
+        log(
+            f"--lbr-jobs {jobs} is more than the {cores} cores this process may use: the processes share them"
+        )
+    try:
+        res = lbr.run(
+            hands, seed=seed, progress=progress, jobs=jobs, log=log_path, opponent_spec=named, warn=log
+        )
+    except LBRError as exc:
+        raise CLIError(str(exc)) from None
+    except KeyboardInterrupt:
+        if show:
+            click.echo("", err=True)
+        if log_path is not None:
+            click.echo(
+                f"stopped: the deals finished so far are in {log_path}; the same command continues", err=True
+            )
+        raise
     if show:
         click.echo("", err=True)
     out = res.to_json()
     out["opponent"] = name
     out["lbr_preflop"], out["lbr_flop"] = preflop, flop
     out["lbr_reraise"] = reraise
-    solving = getattr(lbr.opp, "solves", None) is not None
+    if log_path is not None:
+        out["lbr_log"] = str(log_path)
+    solving = "solves" in res.opponent_counters
     if solving:
+        sopp = cast(SolvingOpponent, lbr.opp)
         out["solving"] = {
-            "method": lbr.opp.method,
-            "from_round": lbr.opp.from_round,
-            "iterations": lbr.opp.iterations,
-            "solves": lbr.opp.solves,
-            "reused": lbr.opp.reused,
-            "blueprint_fallbacks": lbr.opp.fallbacks,
+            "method": sopp.method,
+            "from_round": sopp.from_round,
+            "iterations": sopp.iterations,
+            "solves": res.opponent_counters["solves"],
+            "reused": res.opponent_counters["reused"],
+            "blueprint_fallbacks": res.opponent_counters["fallbacks"],
         }
     click.echo(
         f"LBR ({menu}, pre-flop {preflop}, flop {flop}) against {name} on {game.gamedef.name or game_name}: "
@@ -347,6 +412,14 @@ def _eval_lbr(
     for seat in (0, 1):
         click.echo(
             f"  LBR in seat {seat}: {out['lbr_seats'][seat]:+.6g} +- {out['lbr_seats_ci95'][seat]:.3g} {res.unit}"
+        )
+    played = out["hands_played"]
+    if played < res.hands:
+        click.echo(f"  {res.hands - played:,} hands read from {log_path}, {played:,} played now")
+    if res.hands_per_cpu_hour is not None:
+        click.echo(
+            f"  {res.hands_per_cpu_hour:,.0f} hands per CPU-hour ({played:,} hands in {res.seconds:.0f} s "
+            f"on {res.jobs} process{'es' if res.jobs > 1 else ''})"
         )
     if solving:
         sv = out["solving"]
@@ -554,6 +627,15 @@ def export(run_dir, out, as_json):
     click.echo(f"wrote {rows:,} rows to {out}")
     if as_json:
         click.echo(json.dumps({"rows": rows, "out": str(out), "run_dir": str(path)}))
+
+
+def _spec_for_log(spec: str) -> str:
+    """The opponent's spec as an LBR log's header keeps it: a run directory's absolute path (the
+    same run however the command names it), the rest as given."""
+    run_part, plus, rest = spec.partition("+")
+    if run_part and Path(run_part).is_dir():
+        return str(Path(run_part).resolve()) + plus + rest
+    return spec
 
 
 def _local_spec(spec: str) -> str:

@@ -324,11 +324,56 @@ def test_cli_lbr_json(nl_run):
         (["--lbr", "--lbr-actions", "bogus"], "unknown LBR action menu"),
         (["--lbr", "--vs", "random"], "drop --vs"),
         (["--lbr", "--game", "leduc"], "trained on"),
+        (["--lbr", "--lbr-jobs", "0"], "--lbr-jobs"),
+        (["--lbr", "--lbr-jobs", "-3"], "--lbr-jobs"),
+        (["--lbr", "--lbr-jobs", "100000"], "--lbr-jobs"),
+        (["--lbr", "--hands", "-5"], "--hands"),
+        (["--lbr", "--hands", "0"], "--hands"),
+        (["--lbr", "--hands", "100000000000"], "at most 10,000,000 hands"),
+        (["--lbr", "--seed", "-1"], "seed must be"),
+        (["--lbr-jobs", "2", "--exploitability"], "go with --lbr"),
+        (["--lbr-log", "x.jsonl", "--exploitability"], "go with --lbr"),
+        (
+            ["--lbr", "--player", "{run}+solve:reach-maxmargin", "--solve-iterations", "0"],
+            "--solve-iterations",
+        ),
+        (
+            ["--lbr", "--player", "{run}+solve:reach-maxmargin", "--solve-iterations", "10000000"],
+            "--solve-iterations",
+        ),
     ],
 )
 def test_cli_lbr_errors(nl_run, args, message):
-    r = _cli("eval", nl_run, *args)
+    r = _cli("eval", nl_run, *[a.format(run=nl_run) for a in args])
     assert r.exit_code == 2 and message in r.output
+    assert "Traceback" not in r.output
+
+
+def test_cli_lbr_jobs_and_log(nl_run, tmp_path):
+    """--lbr-jobs plays deals in processes, --lbr-log writes them as they finish; the same
+    command with the log continues (here: has nothing left to play), a changed one is refused."""
+    log = tmp_path / "lbr.jsonl"
+    args = ["eval", nl_run, "--lbr", "--hands", "40", "--seed", "2", "--lbr-log", log, "--json"]
+    r = _cli(*args, "--lbr-jobs", "2")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["jobs"] == 2 and out["hands_played"] == 40 and out["hands_per_cpu_hour"] > 0
+    assert out["lbr_log"] == str(log) and "hands per CPU-hour" in r.stdout
+    lines = log.read_text().splitlines()
+    assert len(lines) == 21 and json.loads(lines[0])["opponent"]["spec"] == str(Path(nl_run).resolve())
+    ref = _cli("eval", nl_run, "--lbr", "--hands", "40", "--seed", "2", "--lbr-jobs", "1", "--json")
+    assert json.loads(ref.stdout.strip().splitlines()[-1])["lbr"] == out["lbr"]
+    again = _cli(*args, "--lbr-jobs", "1")
+    assert again.exit_code == 0, again.output
+    a = json.loads(again.stdout.strip().splitlines()[-1])
+    assert a["lbr"] == out["lbr"] and a["hands_played"] == 0 and a["hands_per_cpu_hour"] is None
+    assert "40 hands read from" in again.stdout
+    other = _cli("eval", nl_run, "--lbr", "--hands", "40", "--seed", "3", "--lbr-log", log)
+    assert other.exit_code == 2 and "its seed is 2, this run's is 3" in other.output
+    assert "Traceback" not in other.output
+    log.write_text(lines[0] + "\n" + lines[1][:-3] + "\n" + "\n".join(lines[2:]) + "\n")  # line 2 broken
+    broken = _cli(*args)
+    assert broken.exit_code == 2 and "line 2" in broken.output
 
 
 def test_cli_lbr_baseline_errors():
