@@ -307,6 +307,70 @@ class Trainer:
         self.node_visits += int(stats[0])
         self.pruned += int(stats[1])
 
+    def warm_up(self) -> float:
+        """Compile (or load from numba's cache) every kernel a run of this trainer calls, on empty
+        inputs of the run's types, and build the arrays they take, so that training time counts
+        training only (``mccfr train --time`` starts after this). Returns the seconds it took.
+        Leaves the tables, the RNG and the schedule as they were."""
+        t = time.perf_counter()
+        a = self.config.algo
+        tree, cards, tables = self._kernel_args()
+        if a.full_traversal:
+            deals = self._full_deals()
+            scratch = Tables(self.row_offset, self.regret.copy(), self.strat.copy())  # one deal, thrown away
+            cfr_full_iteration(
+                self.iteration,
+                tree,
+                cards,
+                scratch,
+                deals[:1],
+                self._delta,
+                a.name == "cfr+",
+                self.max_depth,
+                self.max_actions,
+            )
+            return time.perf_counter() - t
+        window = DiscountWindow.at(a, self.iteration, self.w_base, self.t_base)
+        sched = window.kernel()
+        rows = Rows(self.node_row, self.row_epoch)
+        opts = self._opts()
+        es_iterations(
+            0,
+            self.iteration,
+            1,
+            tree,
+            cards,
+            tables,
+            rows,
+            sched,
+            self.rng.copy(),
+            opts,
+            self.max_depth,
+            self.max_actions,
+        )
+        none = np.zeros(0, np.int64)
+        settle_tables(
+            none, self.row_layout, self.regret, self.strat, self.row_epoch, 0, sched, opts.int_regret
+        )
+        if self.threads > 1:
+            self._thread_team()
+            self._thread_states(self.threads)
+            if use_copies(self.size, self.regret.itemsize + self.strat.itemsize):
+                cp = self._copies(self.threads)[0]
+                merge_copy(
+                    none,
+                    self.row_layout,
+                    self.regret,
+                    self.strat,
+                    self.row_epoch,
+                    cp,
+                    sched,
+                    0.0,
+                    1.0,
+                    opts.int_regret,
+                )
+        return time.perf_counter() - t
+
     def copies_used(self, share: int) -> bool:
         """Whether threads whose shares of a span are at least ``share`` iterations each train on
         a copy of the tables (:mod:`blueprint.threads`, "Copies"): under every algorithm, spans run

@@ -61,6 +61,7 @@ class Session:
         self.last_ckpt_iter = tr.iteration
         self.last_ckpt_path: Path | str | None = None
         self.ckpt_pause: float | None = None
+        self.compile_seconds: float | None = None  # the kernels' compile before the clock starts
 
     # -- output ---------------------------------------------------------------------------------
     def note(self, msg: str) -> None:
@@ -188,8 +189,9 @@ class Session:
     def callback(self, tr) -> bool:
         now = time.perf_counter()
         if self.first_chunk_done is None:
-            # The first chunk (one iteration) includes compiling or loading the numba kernels: it
-            # counts neither in the session's rates nor against --time.
+            # The Ray job compiles on its workers: its first chunk (one iteration) includes
+            # compiling or loading the numba kernels, and counts neither in the session's rates
+            # nor against --time.
             self.first_chunk_done = (tr.iteration, tr.seconds, tr.node_visits)
             if self.budget_seconds is not None:
                 self.deadline = now + self.budget_seconds
@@ -227,6 +229,12 @@ class Session:
 
     def run(self) -> dict[str, Any]:
         tr = self.tr
+        warm_up = getattr(tr, "warm_up", None)  # one process: its kernels compile before the clock
+        if warm_up is not None:
+            start = time.perf_counter()
+            warm_up()
+            self.compile_seconds = time.perf_counter() - start
+            self.note(f"kernels compiled or loaded in {self.compile_seconds:.1f} s (not counted in --time)")
         self.t0 = time.perf_counter()
         self.deadline = self.t0 + self.budget_seconds if self.budget_seconds is not None else None
         self.last_report = self.last_eval = self.last_ckpt = self.t0
@@ -234,6 +242,8 @@ class Session:
         self.prev_seconds, self.prev_iter = tr.seconds, tr.iteration
         self.prev_visits, self.prev_pruned = tr.node_visits, tr.pruned
         self.first_chunk_done = None
+        if self.compile_seconds is not None:  # nothing to leave out of the rates and --time
+            self.first_chunk_done = (self.start_iter, self.start_seconds, self.start_visits)
         self.session_rows = 0
         # a live bar on a terminal; otherwise a plain line per interval (at least 20 s, at least
         # --report-every) and one at the end
@@ -276,7 +286,7 @@ class Session:
 
     def summary(self, wall: float) -> dict[str, Any]:
         tr = self.tr
-        # Rates over this session, leaving out the first chunk (it includes the numba compile).
+        # Rates over this session, leaving out the Ray job's first chunk (its workers' compile).
         base_it, base_sec, base_vis = self.first_chunk_done or (
             self.start_iter,
             self.start_seconds,
@@ -293,6 +303,8 @@ class Session:
             "iterations_per_second": (tr.iteration - base_it) / d_sec if d_sec > 0 else 0.0,
             "node_visits_per_second": (tr.node_visits - base_vis) / d_sec if d_sec > 0 else 0.0,
         }
+        if self.compile_seconds is not None:
+            out["compile_seconds"] = self.compile_seconds
         if getattr(tr, "threads", None) is not None:
             out["threads"] = tr.threads
         if self.last_expl is not None and self.last_expl_iter == tr.iteration:
@@ -331,7 +343,13 @@ def finish(tr, result: dict[str, Any], as_json: bool, sess: Session) -> None:
     lines = [
         (
             f"trained {result['iterations_run']:,} iterations (total {tr.iteration:,}) in "
-            f"{result['wall_seconds']:.1f} s: {si(result['iterations_per_second'])} it/s, "
+            f"{result['wall_seconds']:.1f} s"
+            + (
+                f" (+ {result['compile_seconds']:.1f} s compiling the kernels)"
+                if "compile_seconds" in result
+                else ""
+            )
+            + f": {si(result['iterations_per_second'])} it/s, "
             f"{si(result['node_visits_per_second'])} node visits/s"
         ),
     ]

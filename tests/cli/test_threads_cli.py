@@ -256,3 +256,29 @@ def test_no_prune_switches_pruning_off_and_prune_is_refused_for_full_traversal(t
         "train", "--game", "kuhn", "--algo", "cfr", "--prune", "--iterations", "10", "--out", tmp_path / "c"
     )
     assert r.exit_code == 2 and "--prune: applies to sampled" in r.stderr and not (tmp_path / "c").exists()
+
+
+def test_time_counts_training_and_the_compile_is_reported_apart(tmp_path, monkeypatch):
+    """The kernels are compiled (or loaded from numba's cache) before the clock starts: with a
+    warm-up made to take 3 s, ``--time 0.5`` still trains about half a second, and the summary
+    and ``--json`` report the warm-up as ``compile_seconds``."""
+    from blueprint.trainer import Trainer
+
+    warm_up = Trainer.warm_up
+    called = []
+
+    def slow_warm_up(self):
+        called.append(self.threads)
+        time.sleep(3.0)
+        return warm_up(self)
+
+    monkeypatch.setattr(Trainer, "warm_up", slow_warm_up)
+    r = mccfr(
+        "train", "--game", "leduc", "--algo", "dcfr", "--time", "0.5", "--threads", "1", "--eval-every", "0",
+        "--out", tmp_path / "r", "--json",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert called == [1] and out["compile_seconds"] >= 3.0 and out["iterations_run"] > 1_000
+    assert 0.5 <= out["wall_seconds"] < 3.0 and out["seconds"] < 3.0
+    assert "compiling the kernels)" in r.stdout and "not counted in --time" in r.stderr
