@@ -530,6 +530,11 @@ def play_one_match(
     the game tree is small enough to value the pair exactly) and the result itself."""
     from mccfr.evaluation.match import exact_value, play_match
 
+    scorer = None
+    if aivat:
+        from mccfr.evaluation.aivat import AIVAT
+
+        scorer = AIVAT(game, a, b, seed=seed)
     t0 = time.perf_counter()
     res = play_match(
         game,
@@ -540,7 +545,7 @@ def play_one_match(
         progress=progress,
         common_random=common_random,
         allin_ev=allin_ev,
-        aivat=aivat,
+        aivat=scorer,
     )
     seconds = time.perf_counter() - t0
     out = res.to_json()

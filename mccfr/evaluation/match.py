@@ -44,16 +44,16 @@ import dataclasses
 import math
 import zlib
 from collections.abc import Callable, Sequence
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from blueprint.player import ExactPlayer, KnownPlayer, Player
+from blueprint.player import ExactPlayer, Player
 from holdem.betting import IllegalActionError
 from holdem.evaluator import showdown_odds
 from holdem.game import Game
 from holdem.reporting import big_blind_of, ci95, mbb_per_chip
 from holdem.state import CHANCE, TERMINAL, State
-from mccfr.evaluation.aivat import AIVAT_SAMPLES, Event, ShowdownValue, aivat_value
 
 
 class MatchError(RuntimeError):
@@ -64,6 +64,24 @@ def view_of(state: State, seat: int) -> State:
     """``seat``'s view of a dealer state: its MATCHSTATE as a State (the opponent's cards hidden)."""
     hole = (state.hole_cards[0], ()) if seat == 0 else ((), state.hole_cards[1])
     return State(state.game, state.betting, hole, state.board_cards, state.hand_id, seat)
+
+
+class Event(NamedTuple):
+    """One step of a hand: ``before`` -> ``after`` by ``action`` (an ACPC action string) with the
+    distribution the player drew it from (``dist``: ``{action: probability}``), or a chance deal
+    (``action`` and ``dist`` None)."""
+
+    before: State
+    after: State
+    action: str | None
+    dist: dict[str, float] | None
+
+
+class HandScorer(Protocol):
+    """Scores a finished hand from its events (:class:`mccfr.evaluation.aivat.AIVAT`): seat 0's
+    value, with ``seats`` the players in seat 0 and 1 and ``pair`` the duplicate pair's index."""
+
+    def score(self, events: Sequence[Event], seats: Sequence[Player], pair: int) -> float: ...
 
 
 def play_hand(
@@ -77,7 +95,7 @@ def play_hand(
     """Play one hand: ``seats[s]`` sits in seat ``s``; ``deal`` lists the cards in deal order.
 
     Returns the terminal state. Raises :class:`MatchError` naming the player of an illegal action.
-    ``events``: when given, every step of the hand is appended to it (:class:`~mccfr.evaluation.aivat.Event`),
+    ``events``: when given, every step of the hand is appended to it (:class:`Event`),
     with each decision's distribution, which the players must then tell
     (:class:`~blueprint.player.KnownPlayer`).
     """
@@ -98,7 +116,7 @@ def play_hand(
             before, state = state, state.deal([int(c) for c in deal[i : i + k]])
             i += k
             if events is not None:
-                events.append(Event(before, state, None))
+                events.append(Event(before, state, None, None))
             continue
         view = view_of(state, who)
         dist = None
@@ -111,7 +129,7 @@ def play_hand(
         except IllegalActionError as exc:
             raise MatchError(f"player {seats[who].name!r} in seat {who} at {view}: {exc}") from None
         if events is not None:
-            events.append(Event(before, state, dist))
+            events.append(Event(before, state, action, dist))
 
 
 ALLIN_EXACT_MAX = 5_000  # board completions enumerated exactly up to this many (a flop all-in: 990)
@@ -297,27 +315,18 @@ def play_match(
     progress: Callable[[int, int], None] | None = None,
     common_random: bool = False,
     allin_ev: bool = False,
-    aivat: bool = False,
-    aivat_samples: int = AIVAT_SAMPLES,
+    aivat: HandScorer | None = None,
 ) -> MatchResult:
     """Play ``hands`` hands (rounded up to whole duplicate pairs) of A against B.
 
     ``progress(hands_done, hands_total)`` is called now and then; ``common_random``: per-hand
     player streams; ``allin_ev``: hands ending all-in before the last card scored by their
-    expectation (module docstring); ``aivat``: each hand also scored by its AIVAT value
-    (:mod:`mccfr.evaluation.aivat`; both players must tell their distributions,
-    :class:`~blueprint.player.KnownPlayer`, else a :class:`ValueError` names the one that cannot).
+    expectation (module docstring); ``aivat``: each hand also scored by it
+    (:class:`mccfr.evaluation.aivat.AIVAT`, built for these players), A's mean and interval by it
+    reported beside the plain ones.
     """
     if hands < 2:
         raise ValueError(f"a duplicate match needs at least 2 hands, got {hands}")
-    if aivat:
-        for p in (a, b):
-            if not isinstance(p, KnownPlayer):
-                raise ValueError(
-                    f"AIVAT needs each player's action probabilities, and player {p.name!r} does not tell them"
-                )
-        if not 1 <= aivat_samples <= 10_000_000:
-            raise ValueError(f"aivat_samples must be in 1..10,000,000, got {aivat_samples}")
     pairs = (hands + 1) // 2
     g = game.gamedef
     deal_rng, rng_a, rng_b = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
@@ -329,22 +338,16 @@ def play_match(
     for j in range(pairs):
         deal = deal_rng.choice(g.deck_size, g.cards_per_deal, replace=False)
         ends: list[State] = []
-        # both hands of the pair hold the same cards per seat: one value function (and one
-        # sample of the pre-flop odds) for the two, drawn apart from the match's streams
-        value = None
-        if aivat:
-            odds_seed = int(np.random.SeedSequence([seed, j, 0xA17A]).generate_state(1)[0])
-            value = ShowdownValue(_holes(g, deal), seed=odds_seed, samples=aivat_samples)
         for half in (0, 1):
             if common_random:
                 rng_a, rng_b = (
                     np.random.default_rng(s) for s in np.random.SeedSequence([seed, 2 * j + half]).spawn(2)
                 )
             seats, rngs = ((a, b), (rng_a, rng_b)) if half == 0 else ((b, a), (rng_b, rng_a))
-            events: list[Event] | None = [] if aivat else None
+            events: list[Event] | None = [] if aivat is not None else None
             ends.append(play_hand(game, seats, rngs, deal, 2 * j + half, events))
-            if value is not None and events is not None:
-                v0 = aivat_value(events, value)
+            if aivat is not None and events is not None:
+                v0 = aivat.score(events, seats, j)
                 corrected[j, half] = v0 if half == 0 else -v0
         # both hands of a pair share the board: scored given the cards either result depends on,
         # so that the luck of the board still cancels between them (the duplicate's point)
@@ -377,14 +380,8 @@ def play_match(
         pair_chips=tuple(float(x) for x in per_pair),
         allin_ev=allin_ev,
         allin_hands=adjusted,
-        **(_aivat_fields(corrected.mean(axis=1)) if aivat else {}),
+        **(_aivat_fields(corrected.mean(axis=1)) if aivat is not None else {}),
     )
-
-
-def _holes(g, deal) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The hole hands of seats 0 and 1 in ``deal`` (deal order: seat 0's cards, then seat 1's)."""
-    h = g.num_hole_cards
-    return tuple(int(c) for c in deal[:h]), tuple(int(c) for c in deal[h : 2 * h])
 
 
 def _aivat_fields(per_pair: np.ndarray) -> dict:
@@ -471,7 +468,9 @@ def exact_value(
 __all__ = [
     "ALLIN_EXACT_MAX",
     "ALLIN_SAMPLES",
+    "Event",
     "ExactValue",
+    "HandScorer",
     "InBigBlinds",
     "MatchError",
     "MatchResult",

@@ -55,12 +55,13 @@ _JOB: dict = {}
 
 def _play(args: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, float]:
     """One job's match: its per-pair plain and AIVAT means (chips) and its seconds."""
+    from mccfr.evaluation.aivat import AIVAT
     from mccfr.evaluation.match import play_match
 
     hands, seed = args
     game, a, b = _JOB["players"]
     t0 = time.perf_counter()
-    r = play_match(game, a, b, hands, seed=seed, aivat=True)
+    r = play_match(game, a, b, hands, seed=seed, aivat=AIVAT(game, a, b, seed=seed))
     return np.asarray(r.pair_chips), np.asarray(r.aivat_pair_chips), time.perf_counter() - t0
 
 
