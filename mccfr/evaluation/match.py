@@ -393,12 +393,18 @@ def _aivat_fields(per_pair: np.ndarray) -> dict:
     }
 
 
-def paired_difference(x: MatchResult, y: MatchResult) -> tuple[float, float]:
+def paired_difference(x: MatchResult, y: MatchResult, aivat: bool = False) -> tuple[float, float]:
     """``(mean, ci95)`` in ``x``'s unit of ``x - y`` per duplicate pair, for two matches played on
-    the same deals (same seed and hands; ``common_random=True`` for a small variance)."""
+    the same deals (same seed and hands; ``common_random=True`` for a small variance); ``aivat``:
+    of their AIVAT values (both played with it). Against a match of B against itself (whose
+    expectation is 0), the difference is A's result against B with the hands where A plays as B
+    taken out: a solving player against its own blueprint."""
     if x.pairs != y.pairs or x.seed != y.seed or len(x.pair_chips) != x.pairs or len(y.pair_chips) != y.pairs:
         raise ValueError("a paired difference needs two matches of the same seed and number of hands")
-    d = np.asarray(x.pair_chips) - np.asarray(y.pair_chips)
+    if aivat and not (x.aivat and y.aivat):
+        raise ValueError("an AIVAT paired difference needs two matches played with AIVAT")
+    px, py = (x.aivat_pair_chips, y.aivat_pair_chips) if aivat else (x.pair_chips, y.pair_chips)
+    d = np.asarray(px) - np.asarray(py)
     return float(d.mean()) * x.scale(), ci95(d) * x.scale()
 
 

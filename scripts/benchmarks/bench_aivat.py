@@ -9,10 +9,14 @@ AIVAT's interval).
 
 ``match``: any two players of a game (``--player SPEC --vs SPEC``: runs, ``RUN+solve:METHOD``,
 baselines) over ``--hands`` hands, in ``--jobs`` processes: the plain and AIVAT means and
-intervals, the ratio of their standard deviations and of the hands they need.
+intervals, the ratio of their standard deviations and of the hands they need. ``--paired``
+subtracts, pair by pair, B against itself on the same deals with the same per-hand player
+streams (``common_random``): its expectation is 0, and where A plays as B (a solving player
+before its first solve) the two hands are the same, so only the hands A plays differently vary.
 
     python scripts/benchmarks/bench_aivat.py bias --hands 1000000 --jobs 2
     python scripts/benchmarks/bench_aivat.py match --game hunl100 --player RUN_A --vs RUN_B --hands 20000 --jobs 2
+    python scripts/benchmarks/bench_aivat.py match --player RUN+solve:reach-maxmargin --vs RUN --paired --hands 400
 
 Each job prints one JSON line with ``--json``.
 """
@@ -54,15 +58,21 @@ _JOB: dict = {}
 
 
 def _play(args: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, float]:
-    """One job's match: its per-pair plain and AIVAT means (chips) and its seconds."""
+    """One job's match: its per-pair plain and AIVAT means (chips) and its seconds; with
+    ``--paired``, less those of B against itself on the same deals and player streams."""
     from mccfr.evaluation.aivat import AIVAT
     from mccfr.evaluation.match import play_match
 
     hands, seed = args
     game, a, b = _JOB["players"]
+    paired = _JOB.get("paired", False)
     t0 = time.perf_counter()
-    r = play_match(game, a, b, hands, seed=seed, aivat=AIVAT(game, a, b, seed=seed))
-    return np.asarray(r.pair_chips), np.asarray(r.aivat_pair_chips), time.perf_counter() - t0
+    r = play_match(game, a, b, hands, seed=seed, aivat=AIVAT(game, a, b, seed=seed), common_random=paired)
+    plain, aivat = np.asarray(r.pair_chips), np.asarray(r.aivat_pair_chips)
+    if paired:
+        r0 = play_match(game, b, b, hands, seed=seed, aivat=AIVAT(game, b, b, seed=seed), common_random=True)
+        plain, aivat = plain - np.asarray(r0.pair_chips), aivat - np.asarray(r0.aivat_pair_chips)
+    return plain, aivat, time.perf_counter() - t0
 
 
 def _run(players, hands: int, jobs: int, seed: int) -> tuple[np.ndarray, np.ndarray, float]:
@@ -105,6 +115,12 @@ def main() -> None:
     m.add_argument("--game", default="hunl100")
     m.add_argument("--player", required=True)
     m.add_argument("--vs", required=True)
+    m.add_argument(
+        "--paired",
+        action="store_true",
+        help="less B against itself on the same deals and player streams (expectation 0): for a "
+        "player that plays as B in most hands, e.g. RUN+solve:METHOD against RUN",
+    )
     for p in (b, m):
         p.add_argument("--hands", type=int, default=1_000_000 if p is b else 20_000)
         p.add_argument("--jobs", type=int, default=len(__import__("os").sched_getaffinity(0)))
@@ -137,6 +153,7 @@ def main() -> None:
     else:
         players = _spec_players(args.game, args.player, args.vs)
         game, a, vs = players
+        _JOB["paired"] = args.paired
         from holdem.reporting import big_blind_of, mbb_per_chip
 
         plain, aivat, seconds = _run(players, args.hands, args.jobs, args.seed)

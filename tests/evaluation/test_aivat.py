@@ -13,7 +13,7 @@ from blueprint.trainer import make_trainer
 from holdem.game import Game
 from holdem.state import CHANCE, TERMINAL, State
 from mccfr.evaluation.aivat import AIVAT, ShowdownValue, aivat_value
-from mccfr.evaluation.match import Event, exact_value, play_hand, play_match, view_of
+from mccfr.evaluation.match import Event, exact_value, paired_difference, play_hand, play_match, view_of
 from mccfr.evaluation.players import BlueprintPlayer, RandomPlayer, player_from_spec
 
 LEDUC = Game.load("leduc")
@@ -169,3 +169,14 @@ def test_aivat_refuses_a_player_that_cannot_tell_its_probabilities():
         AIVAT(LEDUC, Opaque(), RandomPlayer())
     with pytest.raises(ValueError, match="samples"):
         AIVAT(LEDUC, RandomPlayer(), RandomPlayer(), samples=0)
+
+
+def test_a_paired_aivat_difference_against_the_opponent_playing_itself(leduc_bp):
+    rand = RandomPlayer()
+    x = play_match(LEDUC, leduc_bp, rand, 400, seed=4, common_random=True, aivat=AIVAT(LEDUC, leduc_bp, rand))
+    y = play_match(LEDUC, rand, rand, 400, seed=4, common_random=True, aivat=AIVAT(LEDUC, rand, rand))
+    mean, ci = paired_difference(x, y, aivat=True)
+    d = np.asarray(x.aivat_pair_chips) - np.asarray(y.aivat_pair_chips)
+    assert mean == pytest.approx(d.mean()) and ci > 0
+    with pytest.raises(ValueError, match="AIVAT"):
+        paired_difference(x, play_match(LEDUC, rand, rand, 400, seed=4), aivat=True)
