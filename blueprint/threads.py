@@ -121,6 +121,12 @@ def copies_pay(entries: int, share: int) -> bool:
     return share * COPY_SPAN_DIVISOR >= entries
 
 
+def copy_span(entries: int, threads: int) -> int:
+    """The shortest span whose shares :func:`copies_pay` for ``threads`` threads on a table of
+    ``entries`` (the trainer stretches its spans to it when that fits in a report interval)."""
+    return threads * -(-entries // COPY_SPAN_DIVISOR)
+
+
 HOT_SYNC_VISITS = 5
 """A thread merges its copy's first-round entries every ``HOT_SYNC_VISITS x first-round buckets /
 threads`` iterations (at least 16): each thread then updates a first-round information set about

@@ -286,6 +286,7 @@ def test_copies_are_for_tables_big_enough_and_small_enough():
         COPY_MAX_BYTES,
         COPY_MIN_ENTRIES,
         copies_pay,
+        copy_span,
         copy_sync_every,
         hot_sync_every,
         use_copies,
@@ -299,3 +300,7 @@ def test_copies_are_for_tables_big_enough_and_small_enough():
     # a span must be long enough for the copies' four table copies and merge sweep to pay
     assert copies_pay(116_463, 1_820) and not copies_pay(116_463, 500)  # 1,000 iterations on 2 threads
     assert not copies_pay(24_058_731, 30_000)  # a big table's report-sized spans stay shared
+    # the shortest span whose shares pay: the trainer stretches its chunks to it when it fits in a
+    # report interval (the main job's 2.24M-entry table on 2 threads: 70,082 iterations)
+    assert copy_span(2_242_563, 2) == 70_082 and copies_pay(2_242_563, 70_082 // 2)
+    assert not copies_pay(2_242_563, 70_082 // 2 - 1)
