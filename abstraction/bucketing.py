@@ -1,8 +1,9 @@
 """What the bucket builders share: the base of :mod:`abstraction.buckets`,
-:mod:`abstraction.clustering` and :mod:`abstraction.potential`.
+:mod:`abstraction.clustering`, :mod:`abstraction.potential` and its kernels
+(:mod:`abstraction.potential_kernels`).
 
-Imports go one way: ``buckets`` -> ``potential`` -> ``clustering`` -> ``bucketing`` (and each of
-them -> ``bucketing``); this module imports none of them. Here: the error type, the hand-strength
+Imports go one way: ``buckets`` -> ``potential`` -> ``clustering``, ``potential_kernels`` ->
+``bucketing`` (and each of them -> ``bucketing``); this module imports none of them. Here: the error type, the hand-strength
 quantization (``HS_SCALE``, ``HIST_BINS``), the last-round hand-strength kernels, equal-probability
 percentile buckets, the sample settings of sampled builds, the chunked thread runner, the stage
 files of a resumable build and the card structure that keys a build.

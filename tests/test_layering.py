@@ -68,7 +68,7 @@ NOT_INSTALLED = frozenset({"examples", "scripts", "tests"})
 MAX_LINES = 900
 #: Files of numba kernels, which stay whole: a kernel calls its helpers in the same compilation
 #: unit, and splitting them buys nothing for a reader.
-KERNEL_FILES = frozenset({"abstraction/potential.py", "subgame/kernels.py"})
+KERNEL_FILES = frozenset({"subgame/kernels.py"})
 
 
 def layer_of(module: str) -> str | None:

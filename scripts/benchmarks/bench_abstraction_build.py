@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from abstraction import potential as P
+from abstraction import potential_kernels as PK
 from abstraction.isomorphism import HandIndexer
 from holdem.gamedef import load_gamedef
 
@@ -39,7 +40,7 @@ res = {"load_before": os.getloadavg()}
 boards = P._random_hands(rng, 300, deck, 5)
 X = np.empty((300 * 1081, K))
 rows = np.arange(300, dtype=np.int64) * 1081
-P._river_sample_chunk(boards, 5, hk, hole_lab, K, S, N, 0, 300, rows, X)
+PK.river_sample_chunk(boards, 5, hk, hole_lab, K, S, N, 0, 300, rows, X)
 
 
 def seeds(X, k):
@@ -56,11 +57,11 @@ C200 = seeds(X, 200)
 lo, hi = 50_000, 50_600
 for name, C in (("river k=100", C3), ("river k=200", C200), ("river k=100 again", C3)):
     u, cps, corder = P._proj(C)
-    P._river_assign_chunk(
+    PK.river_assign_chunk(
         bi.tables, ix.tables, 3, 5, hk, hole_lab, K, S, N, C, cps, corder, u, lo, lo + 5, out
     )
     t = time.process_time()
-    P._river_assign_chunk(bi.tables, ix.tables, 3, 5, hk, hole_lab, K, S, N, C, cps, corder, u, lo, hi, out)
+    PK.river_assign_chunk(bi.tables, ix.tables, 3, 5, hk, hole_lab, K, S, N, C, cps, corder, u, lo, hi, out)
     res[name] = (hi - lo) / (time.process_time() - t)
     print(name, f"{res[name]:.0f} canonical boards per CPU second", flush=True)
 # turn: histograms over the 100 river buckets; 100 vs 200 turn centres (k-means++ seeds from 20k sample hands)
@@ -73,7 +74,7 @@ pidx = np.zeros((n, 46), np.int64)
 pm = np.zeros((n, 46))
 nnz = np.zeros(n, np.int64)
 t = time.process_time()
-P._sample_hists_chunk(ix.tables, 2, hands, 6, 1, deck, lab3, 100, 0, n, pidx, pm, nnz)
+PK.sample_hists_chunk(ix.tables, 2, hands, 6, 1, deck, lab3, 100, 0, n, pidx, pm, nnz)
 res["turn sample histograms"] = n / (time.process_time() - t)
 print("turn sample histograms", f"{res['turn sample histograms']:.0f} hands per CPU second", flush=True)
 Cm = np.load(part + "round2_centres.npz")["centres"]
@@ -86,7 +87,7 @@ def seeds_emd(k):
     for j in range(k):
         i = rng.integers(n) if j == 0 else rng.choice(n, p=D / D.sum())
         C[j, pidx[i, : nnz[i]]] = pm[i, : nnz[i]]
-        P._seed_update_emd(pidx, pm, nnz, EP, C[j], C[j] @ E, ground, gorder, D)
+        PK.seed_update_emd(pidx, pm, nnz, EP, C[j], C[j] @ E, ground, gorder, D)
     return C
 
 
@@ -96,11 +97,11 @@ lo, hi = 3_000_000, 3_020_000
 for name, C in (("turn assign k=100", Cm), ("turn assign k=200", C2_200), ("turn assign k=100 again", Cm)):
     Ec = C @ E
     u, cps, corder = P._proj(Ec)
-    P._round_assign_chunk(
+    PK.round_assign_chunk(
         ix.tables, 2, 6, 1, deck, lab3, E, C, Ec, cps, corder, u, ground, gorder, lo, lo + 10, lab2
     )
     t = time.process_time()
-    P._round_assign_chunk(
+    PK.round_assign_chunk(
         ix.tables, 2, 6, 1, deck, lab3, E, C, Ec, cps, corder, u, ground, gorder, lo, hi, lab2
     )
     res[name] = (hi - lo) / (time.process_time() - t)
@@ -109,7 +110,7 @@ for name, C in (("turn assign k=100", Cm), ("turn assign k=200", C2_200), ("turn
     labels = np.empty(n, np.int64)
     dist = np.empty(n)
     t = time.process_time()
-    P._assign_emd_chunk(pidx, pm, nnz, E, C, Ec, cps, corder, u, ground, gorder, 0, n, labels, dist)
+    PK.assign_emd_chunk(pidx, pm, nnz, E, C, Ec, cps, corder, u, ground, gorder, 0, n, labels, dist)
     res[name + " (Lloyd step, sample)"] = n / (time.process_time() - t)
     print(name, "Lloyd step", f"{res[name + ' (Lloyd step, sample)']:.0f} points per CPU second", flush=True)
 res["load_after"] = os.getloadavg()

@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: the machine row every result starts with.
+"""What the benchmark scripts share: the machine row every result starts with, the JSON row
+printer (:func:`emit`) and a simulated Ray cluster on this machine (:func:`simulated_cluster`).
 
 The scripts run against the installed package (``pip install -e .``) from the repository root,
 ``python scripts/benchmarks/bench_x.py``; a script imports this module as a sibling (``from harness
@@ -12,10 +13,17 @@ waiting for it in :mod:`mccfr.serving.launch`, nearest-rank percentiles in
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import platform
 import sys
 import time
+
+
+def emit(row: dict) -> None:
+    """Print one result row as a line of JSON, flushed."""
+    print(json.dumps(row), flush=True)
 
 
 def cpu_model() -> str:
@@ -80,3 +88,23 @@ class ReferenceDistance:
         first = float(np.abs(avg[self.first] - self.avg[self.first]).mean())
         weighted = float((np.abs(avg - self.avg) * self.weight).sum() / self.weight.sum())
         return first, weighted
+
+
+@contextlib.contextmanager
+def simulated_cluster(n_nodes: int, node_store: int = 80 << 20, head_store: int = 80 << 20):
+    """A simulated cluster (``ray.cluster_utils.Cluster``): a head without CPUs plus ``n_nodes``
+    one-CPU nodes with ``node_store`` bytes of object store each, with this process connected; shut
+    down on exit."""
+    import ray  # the Ray benchmarks' dependency, not every script's
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": head_store})
+    try:
+        for _ in range(n_nodes):
+            c.add_node(num_cpus=1, object_store_memory=node_store)
+        c.wait_for_nodes()
+        ray.init(address=c.address, include_dashboard=False, logging_level="warning", log_to_driver=False)
+        yield c
+    finally:
+        ray.shutdown()
+        c.shutdown()

@@ -1,5 +1,5 @@
-"""Sampled potential-aware buckets (abstraction.potential): kernels against oracles, builds on small
-decks (valid, deterministic, resumable), and the refusals."""
+"""Sampled potential-aware buckets (abstraction.potential and its abstraction.potential_kernels):
+kernels against oracles, builds on small decks (valid, deterministic, resumable), and the refusals."""
 
 import itertools
 
@@ -10,13 +10,8 @@ from abstraction.buckets import AbstractionError, SampleSpec, build_buckets
 from abstraction.cards import TABLE, from_file
 from abstraction.clustering import _emd_greedy, ochs_features
 from abstraction.isomorphism import HandIndexer
-from abstraction.potential import (
-    _assign_emd_chunk,
-    _assign_l2_chunk,
-    _board_ochs,
-    _emd_sparse,
-    _proj,
-)
+from abstraction.potential import _proj
+from abstraction.potential_kernels import assign_emd_chunk, assign_l2_chunk, board_ochs, emd_sparse
 from abstraction.storage import read_abstraction
 from holdem.gamedef import PRESETS, GameDef
 
@@ -46,7 +41,7 @@ def test_board_ochs_matches_the_direct_count():
         board = rng.choice(24, 4, replace=False).astype(np.int64)
         holes = np.array([h for h in holes_all if not set(h) & set(board)], np.int64)
         out = np.empty((len(holes), K))
-        _board_ochs(board, 4, holes, hole_lab, K, 4, 6, 24, out)
+        board_ochs(board, 4, holes, hole_lab, K, 4, 6, 24, out)
         cls = ix.index_many(np.concatenate([holes, np.repeat(board[None], len(holes), 0)], 1), 2)
         assert np.allclose(out, ref[cls], atol=1e-12)
 
@@ -76,25 +71,25 @@ def test_sparse_greedy_emd_and_pruned_nearest_centre_are_exact():
             brute[i, j] = _emd_greedy(p, C[j], ground, gorder)
             used, stamp = np.zeros(kn), np.zeros(kn, np.int64)
             assert (
-                abs(_emd_sparse(pidx[i], pm[i], nnz[i], C[j], ground, gorder, used, stamp, 1) - brute[i, j])
+                abs(emd_sparse(pidx[i], pm[i], nnz[i], C[j], ground, gorder, used, stamp, 1) - brute[i, j])
                 < 1e-12
             )
             # stopped at a limit below the full cost: more than the limit; at or above it: the full cost
             full = brute[i, j]
             for limit in (0.0, full / 3, full * (1 - 1e-9), full, full * 2):
                 used, stamp = np.zeros(kn), np.zeros(kn, np.int64)
-                got = _emd_sparse(pidx[i], pm[i], nnz[i], C[j], ground, gorder, used, stamp, 1, limit)
+                got = emd_sparse(pidx[i], pm[i], nnz[i], C[j], ground, gorder, used, stamp, 1, limit)
                 assert got > limit if full > limit else abs(got - full) < 1e-12
     Ec = C @ E
     u, cps, corder = _proj(Ec)
     labels, dist = np.empty(n, np.int64), np.empty(n)
-    _assign_emd_chunk(pidx, pm, nnz, E, C, Ec, cps, corder, u, ground, gorder, 0, n, labels, dist)
+    assign_emd_chunk(pidx, pm, nnz, E, C, Ec, cps, corder, u, ground, gorder, 0, n, labels, dist)
     assert np.array_equal(labels, brute.argmin(1)) and np.allclose(dist, brute.min(1))
     assert not np.any(labels == 3)
     # the same search in squared L2
     X = rng.random((n, d))
     u, cps, corder = _proj(E)
-    _assign_l2_chunk(X, E, cps, corder, u, 0, n, labels, dist)
+    assign_l2_chunk(X, E, cps, corder, u, 0, n, labels, dist)
     full = ((X[:, None] - E[None]) ** 2).sum(2)
     assert np.array_equal(labels, full.argmin(1)) and np.allclose(dist, full.min(1))
 
@@ -135,7 +130,7 @@ def test_sampled_build_resumes_and_is_deterministic(tmp_path, built, monkeypatch
         raise RuntimeError("interrupted")
 
     with monkeypatch.context() as m:
-        m.setattr(pot, "_round_assign_chunk", boom)
+        m.setattr(pot, "round_assign_chunk", boom)
         with pytest.raises(RuntimeError, match="interrupted"):
             build_buckets(
                 SMALL, BUCKETS, "potential", d, progress=False, log=lambda s: None, sampled=True, spec=SPEC
