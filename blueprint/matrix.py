@@ -1,5 +1,7 @@
 """Regret matching on two-player zero-sum matrix games, with the production regret-matching kernel.
 
+Installed for ``mccfr matrix`` (:mod:`mccfr.cli.matrix`), which runs it; ``examples/rps.py`` uses it too.
+
 The game is a payoff matrix ``A`` (float64 ``[m, n]``): the row player picks row ``i``, the column
 player column ``j``, the row player receives ``A[i, j]`` and the column player ``-A[i, j]``.
 

@@ -1,5 +1,10 @@
 """Full-width CFR+ and exact best response vectorized over private hands, on the public tree.
 
+Installed although no installed module runs it: a benchmark (``scripts/benchmarks/bench_threads.py``)
+and an experiment (``scripts/experiments/abstraction_quality.py``) share it, and a script imports
+only its own folder and the package (``scripts/benchmarks/harness.py``); the tests use it as an
+exact reference (``tests/subgame/test_locking.py``, ``tests/blueprint/test_vector_cfr.py``).
+
 For small-deck games with a few rounds (the card-abstraction quality experiment), where walking
 every deal (:func:`blueprint.kernels.cfr_full_iteration`) or the dict-based exact best response
 (:mod:`blueprint.evaluate`) is too slow. One numba walk serves three modes:
