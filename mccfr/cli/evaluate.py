@@ -419,7 +419,7 @@ def _eval_lbr(
     if res.hands_per_cpu_hour is not None:
         click.echo(
             f"  {res.hands_per_cpu_hour:,.0f} hands per CPU-hour ({played:,} hands in {res.seconds:.0f} s "
-            f"on {res.jobs} process{'es' if res.jobs > 1 else ''})"
+            f"on {res.jobs} process{'es' if res.jobs > 1 else ''}, {res.cpu_seconds or 0:.0f} s of CPU)"
         )
     if solving:
         sv = out["solving"]

@@ -75,6 +75,8 @@ import signal
 import time
 import warnings
 from collections.abc import Callable, Generator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, cast
 
 import numba
@@ -260,6 +262,7 @@ class LBRResult(InBigBlinds):
     jobs: int = 1  # processes that played the pairs
     hands_played: int | None = None  # by this call (fewer than hands when a log had some): None, all
     pair_seconds: float | None = None  # the pairs' own seconds, summed (every pair, logged ones too)
+    cpu_seconds: float | None = None  # CPU time of the pairs this call played, summed over processes
     opponent_counters: dict = dataclasses.field(default_factory=dict, compare=False)  # a solver's solves...
 
     @property
@@ -299,6 +302,7 @@ class LBRResult(InBigBlinds):
             "jobs": self.jobs,
             "hands_played": self.hands if self.hands_played is None else self.hands_played,
             "hands_per_cpu_hour": self.hands_per_cpu_hour,
+            "cpu_seconds": self.cpu_seconds,
         }
 
 
@@ -612,13 +616,14 @@ class LocalBestResponse:
         rng_opp, rng_lbr = (np.random.default_rng(s) for s in np.random.SeedSequence([seed, j]).spawn(2))
         before = {k: getattr(self.opp, k) for k in COUNTERS if hasattr(self.opp, k)}
         d0 = self.decisions
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         chips = (
             self.play_hand(deal, 0, rng_opp, rng_lbr, 2 * j),
             self.play_hand(deal, 1, rng_opp, rng_lbr, 2 * j + 1),
         )
         counters = {k: getattr(self.opp, k) - v for k, v in before.items()}
-        return pair_record(j, chips, self.decisions - d0, time.perf_counter() - t0, counters)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        return pair_record(j, chips, self.decisions - d0, wall, counters, cpu)
 
     def run(
         self,
@@ -717,6 +722,7 @@ class LocalBestResponse:
             jobs=jobs,
             hands_played=2 * len(todo),
             pair_seconds=float(sum(r["seconds"] for r in recs)),
+            cpu_seconds=float(sum(r.get("cpu_seconds", 0.0) for r in (done[j] for j in todo))),
             opponent_counters=counters,
         )
 
@@ -751,15 +757,40 @@ def _play_in_processes(
 ) -> Generator[dict[str, Any], None, None]:
     """Play pairs ``todo`` in ``jobs`` forked processes, yielding each record as it finishes.
     Fork (not spawn): the workers inherit the loaded blueprint and opponent; numba's default
-    ``workqueue`` threading layer is fork-safe, and workers start no threads before they solve."""
+    ``workqueue`` threading layer is fork-safe, and workers start no threads before they solve.
+    At most ``2 * jobs`` pairs wait at a time. A worker that dies (killed, out of memory) is an
+    :class:`LBRError`; an error or Ctrl-C in this process ends the workers at once."""
     if _WORK:
         raise LBRError("an LBR run with jobs > 1 is already running in this process")
-    ctx = multiprocessing.get_context("fork")
     _WORK.update(lbr=lbr, deals=deals, seed=seed)
+    ex = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=_worker_init)
+    clean = False
     try:
-        with ctx.Pool(jobs, initializer=_worker_init) as pool:
-            yield from pool.imap_unordered(_worker_pair, todo, chunksize=1)
+        left = iter(todo)
+        pending: set[Future] = set()
+        while True:
+            for j in left:
+                pending.add(ex.submit(_worker_pair, j))
+                if len(pending) >= 2 * jobs:
+                    break
+            if not pending:
+                break
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in finished:
+                try:
+                    rec = f.result()
+                except BrokenProcessPool:
+                    raise LBRError(
+                        "an LBR worker process died (killed, or out of memory?); the pairs finished "
+                        "before it are kept in the log, if the run has one"
+                    ) from None
+                yield rec
+        clean = True
     finally:
+        if not clean:
+            for proc in list((getattr(ex, "_processes", None) or {}).values()):
+                proc.terminate()  # a pair can take minutes: do not wait for it
+        ex.shutdown(wait=True, cancel_futures=True)
         _WORK.clear()
 
 

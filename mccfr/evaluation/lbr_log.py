@@ -7,7 +7,7 @@ opponent (its name, the spec it was given by, its model's settings: a solver's m
 round and iterations, the blueprint's iteration and config hash), LBR's menu and settings
 (pre-flop, check/call rounds, re-raises, equity samples), the seed and the number of hands. Each
 later line is one pair, ``{"pair": j, "chips": [seat 0, seat 1], "decisions": n, "seconds": s,
-...}`` (the opponent's solve counters when it solves), in the order the pairs finished.
+"cpu_seconds": c, ...}`` (the opponent's solve counters when it solves), in the order the pairs finished.
 
 :func:`open_log` reads a log that exists: a header that differs from the run's is an
 :class:`LBRLogError` naming the first field that differs; a last line that is cut short or
@@ -41,15 +41,23 @@ def canonical(header: dict[str, Any]) -> dict[str, Any]:
 
 
 def pair_record(
-    pair: int, chips: tuple[float, float], decisions: int, seconds: float, counters: dict
+    pair: int,
+    chips: tuple[float, float],
+    decisions: int,
+    seconds: float,
+    counters: dict,
+    cpu_seconds: float | None = None,
 ) -> dict:
-    """The log line of one finished pair."""
+    """The log line of one finished pair (``seconds``: its wall time; ``cpu_seconds``: the CPU
+    time of the process that played it, which a busy machine does not inflate)."""
     rec: dict[str, Any] = {
         "pair": int(pair),
         "chips": [float(chips[0]), float(chips[1])],
         "decisions": int(decisions),
         "seconds": round(float(seconds), 6),
     }
+    if cpu_seconds is not None:
+        rec["cpu_seconds"] = round(float(cpu_seconds), 6)
     rec.update({k: int(v) for k, v in counters.items()})
     return rec
 
@@ -74,9 +82,10 @@ def _check_pair(rec: Any, pairs: int) -> str | None:
         v = rec.get(k, 0)
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             return f"{k!r} must be a count, got {v!r}"
-    s = rec.get("seconds")
-    if not isinstance(s, (int, float)) or isinstance(s, bool) or not (math.isfinite(s) and s >= 0):
-        return f"'seconds' must be a duration, got {s!r}"
+    for k in ("seconds", "cpu_seconds"):
+        s = rec.get(k, 0.0)
+        if not isinstance(s, (int, float)) or isinstance(s, bool) or not (math.isfinite(s) and s >= 0):
+            return f"{k!r} must be a duration, got {s!r}"
     return None
 
 

@@ -358,6 +358,7 @@ def test_cli_lbr_jobs_and_log(nl_run, tmp_path):
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["jobs"] == 2 and out["hands_played"] == 40 and out["hands_per_cpu_hour"] > 0
+    assert out["cpu_seconds"] > 0
     assert out["lbr_log"] == str(log) and "hands per CPU-hour" in r.stdout
     lines = log.read_text().splitlines()
     assert len(lines) == 21 and json.loads(lines[0])["opponent"]["spec"] == str(Path(nl_run).resolve())

@@ -5,6 +5,7 @@ log (:mod:`mccfr.evaluation.lbr_log`) to the unbroken run's result."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -58,6 +59,7 @@ def test_processes_give_the_same_values(bp, unbroken):
     assert res.seat_chips == unbroken.seat_chips and res.decisions == unbroken.decisions > 0
     assert np.any(res.per_pair != 0)
     assert res.hands_played == HANDS and res.hands_per_cpu_hour > 0
+    assert res.cpu_seconds > 0 and unbroken.cpu_seconds > 0  # the workers' CPU time comes back
 
 
 def test_a_pair_does_not_depend_on_the_pairs_before_it(bp, unbroken):
@@ -88,7 +90,7 @@ def test_a_stopped_run_continues_from_its_log(bp, unbroken, tmp_path, jobs):
     assert 3 <= len(recs) < HANDS // 2
     for r in recs:  # each logged pair has the unbroken run's values
         assert np.mean(r["chips"]) == unbroken.per_pair[r["pair"]]
-        assert r["decisions"] > 0 and r["seconds"] >= 0
+        assert r["decisions"] > 0 and r["seconds"] >= 0 and r["cpu_seconds"] >= 0
     res = _lbr(bp).run(HANDS, seed=SEED, jobs=jobs, log=log)
     np.testing.assert_array_equal(res.per_pair, unbroken.per_pair)
     assert res.decisions == unbroken.decisions
@@ -170,6 +172,24 @@ def test_damaged_logs_are_clear_errors(bp, unbroken, tmp_path):
         _lbr(bp).run(HANDS, seed=SEED, jobs=1, log=tmp_path)
     with pytest.raises(LBRLogError, match="cannot open"):
         _lbr(bp).run(HANDS, seed=SEED, jobs=1, log=tmp_path / "no" / "such" / "dir.jsonl")
+
+
+def test_a_dead_worker_is_a_clear_error_and_the_log_keeps_the_rest(bp, unbroken, tmp_path, monkeypatch):
+    log = tmp_path / "lbr.jsonl"
+    lbr = _lbr(bp)
+    real = lbr.play_pair
+
+    def dying(j, deal, seed):
+        if j == 5:
+            os._exit(1)  # a worker killed mid-pair (the OOM killer, say)
+        return real(j, deal, seed)
+
+    monkeypatch.setattr(lbr, "play_pair", dying)  # the forked workers inherit it
+    with pytest.raises(LBRError, match="worker process died"):
+        lbr.run(HANDS, seed=SEED, jobs=2, log=log)
+    assert 5 not in {r["pair"] for r in _lines(log)[1:]}
+    res = _lbr(bp).run(HANDS, seed=SEED, jobs=2, log=log)
+    np.testing.assert_array_equal(res.per_pair, unbroken.per_pair)
 
 
 def test_one_log_one_writer(bp, tmp_path):
