@@ -41,7 +41,7 @@ from typing import Callable, Optional
 import numba
 import numpy as np
 
-from abstraction.bucketing import (
+from abstraction.bucket_common import (
     HIST_BINS,
     HS_SCALE,
     AbstractionError,
@@ -357,7 +357,7 @@ def build_buckets(
     ``ochs_clusters``: the number of opponent clusters of OCHS (default
     :data:`abstraction.clustering.OCHS_CLUSTERS`).
     ``fill`` (``ehs``, ``ehs2``): percentile buckets dealt out again where tied strengths would leave
-    some empty (:func:`abstraction.bucketing.percentile_thresholds`); off by default, so the named
+    some empty (:func:`abstraction.bucket_common.percentile_thresholds`); off by default, so the named
     recipes keep the tables their runs were trained on.
     ``sampled`` (``potential``): k-means on samples, every class assigned
     (:mod:`abstraction.potential`, with ``spec``, a ``SampleSpec``; its last round is OCHS k-means);

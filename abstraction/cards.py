@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from abstraction.bucketing import AbstractionError
+from abstraction.bucket_common import AbstractionError
 from abstraction.buckets import RECIPES, ensure_recipe
 from abstraction.isomorphism import HandIndexer, iso_index_masks, prefetch
 from abstraction.storage import read_abstraction_flat

@@ -64,7 +64,7 @@ from math import comb
 import numba
 import numpy as np
 
-from abstraction.bucketing import HIST_BINS, AbstractionError, assign_buckets, percentile_thresholds
+from abstraction.bucket_common import HIST_BINS, AbstractionError, assign_buckets, percentile_thresholds
 from abstraction.combinatorics import next_combination
 from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex
 from holdem.evaluator import rank_hand

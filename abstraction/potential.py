@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from abstraction.bucketing import (
+from abstraction.bucket_common import (
     AbstractionError,
     SampleSpec,
     card_structure,

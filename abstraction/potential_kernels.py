@@ -21,7 +21,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from abstraction.bucketing import board_hs, holes_of, rest_of
+from abstraction.bucket_common import board_hs, holes_of, rest_of
 from abstraction.combinatorics import next_combination
 from abstraction.isomorphism import iso_index, iso_unindex, prefetch
 from holdem.evaluator import rank_hand

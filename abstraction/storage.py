@@ -4,7 +4,7 @@ or through a blueprint).
 
 Format (version 1): magic ``MCCFRABS``, uint32 LE version, then one lz4 frame holding the msgpack
 map ``{"header": {...}, "tables": [bin, ...]}``: the header's ``version``, ``cards`` (the card
-structure, :func:`abstraction.bucketing.card_structure`), ``method``, ``buckets`` (per round),
+structure, :func:`abstraction.bucket_common.card_structure`), ``method``, ``buckets`` (per round),
 ``sizes`` (per round: the deal's number of hand classes), ``hash`` (:func:`content_hash`, 16 hex
 digits) and optional extras (``sampling``); per round the uint16 LE bucket of every class. Written
 atomically (:mod:`holdem.files`). How it is read: :func:`read_abstraction`.
@@ -25,7 +25,7 @@ import lz4.frame
 import msgpack
 import numpy as np
 
-from abstraction.bucketing import AbstractionError, card_structure
+from abstraction.bucket_common import AbstractionError, card_structure
 from abstraction.isomorphism import HandIndexer, IsomorphismError
 from holdem.files import LZ4_MAX_RATIO, Lz4FrameReader, atomic_write_bytes, lz4_content_size, open_regular
 from holdem.gamedef import GameDef

@@ -15,7 +15,7 @@ _LAZY = {
     "make_trainer": "blueprint.trainer",
     "Player": "blueprint.player",
     "CheckpointError": "blueprint.io.errors",
-    "exploitability": "blueprint.evaluate",
+    "exploitability": "blueprint.best_response",
 }
 __all__ = sorted(_LAZY)
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -40,10 +40,10 @@ from abstraction.bets import load_bets, parse_bets
 from abstraction.cards import CardAbstraction, CardArrays, default_card_abstraction
 from abstraction.tree import KIND_DECISION, BettingTree, TreeArrays, build_tree
 from blueprint.algo import AlgoConfig, AlgoError, algo_dict, get_algo
+from blueprint.best_response import BestResponse
 from blueprint.checkpoints import load_latest, save_checkpoint
 from blueprint.defaults import DEFAULT_ALGO, DEFAULT_GAME, DEFAULT_NOLIMIT_BETS, DEFAULT_SEED
 from blueprint.discount import MAX_WINDOW, DiscountWindow
-from blueprint.evaluate import BestResponse
 from blueprint.io.blueprint_file import abstraction_hash, blueprint_file_payload
 from blueprint.io.container import ArraySpec
 from blueprint.io.errors import CheckpointError

@@ -7,7 +7,7 @@ exact reference (``tests/subgame/test_locking.py``, ``tests/blueprint/test_vecto
 
 For small-deck games with a few rounds (the card-abstraction quality experiment), where walking
 every deal (:func:`blueprint.kernels.cfr_full_iteration`) or the dict-based exact best response
-(:mod:`blueprint.evaluate`) is too slow. One numba walk serves three modes:
+(:mod:`blueprint.best_response`) is too slow. One numba walk serves three modes:
 
 * ``CFR``: one CFR+ traversal for the traverser (alternating updates): regrets per (node, bucket)
   accumulate ``sum_h w * (v_a(h) - v(h))`` over the hands ``h`` in the bucket and the boards on
@@ -56,7 +56,7 @@ import numpy as np
 from abstraction.cards import CardAbstraction
 from abstraction.isomorphism import HandIndexer
 from abstraction.tree import KIND_DECISION, KIND_FOLD, BettingTree
-from blueprint.evaluate import hand_buckets, hand_strengths
+from blueprint.best_response import hand_buckets, hand_strengths
 from blueprint.range_kernels import fold_values_all, showdown_values_all
 from blueprint.tables import Tables, normalize_blocks
 

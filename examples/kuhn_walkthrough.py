@@ -44,8 +44,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/ is not an installed package
 
+from blueprint.best_response import expected_value
 from blueprint.blueprint import hand_bucket
-from blueprint.evaluate import expected_value
 from blueprint.trainer import make_trainer
 from examples.walkthrough import (
     DealSet,

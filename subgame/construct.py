@@ -28,8 +28,8 @@ import numpy as np
 
 from abstraction.bets import BetAbstraction
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, BettingTree, build_tree
+from blueprint.best_response import hand_buckets
 from blueprint.blueprint import Blueprint, BlueprintError, NotADecisionError, viewer_decision
-from blueprint.evaluate import hand_buckets
 from holdem.betting import CALL, FOLD, RAISE, Betting, action_string
 from holdem.state import State
 from subgame import kernels as K

@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_SHOWDOWN, BettingTree, build_tree
-from blueprint.evaluate import hand_buckets
+from blueprint.best_response import hand_buckets
 from holdem.betting import CALL, FOLD, RAISE, Betting
 from holdem.evaluator import rank_many
 from holdem.gamedef import GameDef

@@ -159,7 +159,7 @@ def _parse(path: Path) -> Module:
 
     visit(tree, "module")
     private_attrs = []
-    for node in ast.walk(tree):  # ``import blueprint.evaluate as ev; ev._x``
+    for node in ast.walk(tree):  # ``import blueprint.best_response as ev; ev._x``
         if (
             isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)

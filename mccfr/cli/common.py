@@ -206,7 +206,7 @@ def exact_eval_cost(game) -> float:
 
 def exact_eval_problem(tr) -> str | None:
     """Why exact exploitability is out of reach for this trainer's game, or None."""
-    from blueprint.evaluate import MAX_HANDS
+    from blueprint.best_response import MAX_HANDS
 
     g = tr.game
     hands = comb(g.deck_size, g.num_hole_cards)

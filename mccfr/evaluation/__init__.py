@@ -3,7 +3,7 @@ SPEC parser (:mod:`mccfr.evaluation.players`), the blueprint + solving player
 (:mod:`mccfr.evaluation.solving`), local best response (:mod:`mccfr.evaluation.lbr`; its models
 of the opponent in :mod:`mccfr.evaluation.lbr_opponents` and, for the solving player,
 :mod:`mccfr.evaluation.lbr_solving`) and OpenSpiel as an exploitability oracle (:mod:`mccfr.evaluation.oracle`). Exact best response lives with the
-trainer that uses it (:mod:`blueprint.evaluate`). Names load on first use (:mod:`holdem.lazy`)."""
+trainer that uses it (:mod:`blueprint.best_response`). Names load on first use (:mod:`holdem.lazy`)."""
 
 from holdem.lazy import lazy_exports
 

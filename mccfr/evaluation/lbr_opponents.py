@@ -16,8 +16,8 @@ from typing import Protocol, runtime_checkable
 import numba
 import numpy as np
 
+from blueprint.best_response import hand_buckets
 from blueprint.blueprint import Blueprint
-from blueprint.evaluate import hand_buckets
 from blueprint.player import ExactPlayer, sample
 from holdem.evaluator import card_bit
 from holdem.game import Game

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 
-from blueprint.evaluate import expected_value
+from blueprint.best_response import expected_value
 from blueprint.trainer import make_trainer
 from mccfr.evaluation.oracle import openspiel_exploitability
 

@@ -34,8 +34,8 @@ import numpy as np
 
 from abstraction.bets import BetAbstraction
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_SHOWDOWN, BettingTree
+from blueprint.best_response import TreeEvaluator
 from blueprint.blueprint import Blueprint
-from blueprint.evaluate import TreeEvaluator
 from holdem.gamedef import GameDef
 from holdem.reporting import chips_to_mbb
 from subgame import kernels as K
@@ -239,7 +239,7 @@ class FullGame:
         """[H, H]: ``E_board[sign(s(h) - s(h'))]`` for compatible hands (0 otherwise), the board drawn
         uniformly from the cards neither hand holds."""
         if self._equity is None:
-            from blueprint.evaluate import hand_strengths
+            from blueprint.best_response import hand_strengths
 
             g = self.g
             H = len(self.hands)

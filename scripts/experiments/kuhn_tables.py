@@ -186,7 +186,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(REPO / "docs" / "kuhn_players.md"))
     args = ap.parse_args()
 
-    from blueprint.evaluate import expected_value
+    from blueprint.best_response import expected_value
     from blueprint.trainer import make_trainer
 
     t0 = time.perf_counter()

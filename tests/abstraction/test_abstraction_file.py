@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from abstraction.bucketing import card_structure
+from abstraction.bucket_common import card_structure
 from abstraction.buckets import AbstractionError, build_buckets
 from abstraction.cards import default_card_abstraction, from_file
 from abstraction.isomorphism import HandIndexer

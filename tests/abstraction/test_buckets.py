@@ -265,7 +265,7 @@ def test_the_fine_recipe_builds_on_a_small_deck_deterministic_and_filled_uses_ev
     twice: identical tables. Tied strengths leave percentile buckets empty (equal values share a
     bucket: on 52 cards ``fine`` fills its flop and turn but uses 787 of 1,000 river buckets); with
     ``fill`` every bucket is used, up to one per distinct strength, and ordered by strength."""
-    from abstraction.bucketing import HS_SCALE
+    from abstraction.bucket_common import HS_SCALE
     from abstraction.buckets import RECIPES
 
     rec = RECIPES["fine"]
@@ -290,7 +290,7 @@ def test_the_fine_recipe_builds_on_a_small_deck_deterministic_and_filled_uses_ev
 
 
 def test_filled_percentiles_equal_the_plain_ones_without_ties_and_use_every_bucket_with_them():
-    from abstraction.bucketing import HIST_BINS, percentile_thresholds
+    from abstraction.bucket_common import HIST_BINS, percentile_thresholds
 
     rng = np.random.default_rng(3)
     hist = np.zeros(HIST_BINS)

@@ -114,7 +114,7 @@ def test_converges_to_the_value_minus_one_eighteenth(run, ex):
 def test_exact_values_agree_with_expected_value_and_are_general():
     """The per-information-set routine on Leduc: game value = the evaluator's, and every
     information set's counterfactual regrets average to zero under the strategy."""
-    from blueprint.evaluate import expected_value
+    from blueprint.best_response import expected_value
 
     tr = make_trainer("leduc", algo="cfr")
     rng = np.random.default_rng(0)

@@ -6,7 +6,7 @@ import pytest
 from abstraction.buckets import build_buckets
 from abstraction.cards import from_file
 from abstraction.tree import build_tree
-from blueprint.evaluate import BestResponse
+from blueprint.best_response import BestResponse
 from blueprint.tables import normalize_blocks
 from blueprint.vector_cfr import VectorCFR
 from holdem.gamedef import GameDef

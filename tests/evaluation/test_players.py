@@ -6,8 +6,8 @@ from fractions import Fraction as F
 import numpy as np
 import pytest
 
+from blueprint.best_response import expected_value
 from blueprint.blueprint import Blueprint
-from blueprint.evaluate import expected_value
 from blueprint.trainer import make_trainer
 from holdem.game import Game
 from mccfr.evaluation.match import MatchError, exact_value, play_hand, play_match, view_of

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from abstraction.bucketing import run_chunks
+from abstraction.bucket_common import run_chunks
 from holdem.progress import PlainProgress, progress_bar
 
 

@@ -196,7 +196,7 @@ def test_leduc_a_whole_locked_seat_gets_the_exact_best_response_of_the_game(seat
     value in the real game, from the blueprint's exact best response on the game's own tree."""
     from abstraction.cards import lossless
     from abstraction.tree import build_tree
-    from blueprint.evaluate import BestResponse
+    from blueprint.best_response import BestResponse
     from blueprint.vector_cfr import VectorCFR
     from holdem.betting import Betting
     from holdem.gamedef import PRESETS

@@ -3,7 +3,7 @@
 (:mod:`abstraction.potential_kernels`).
 
 Imports go one way: ``buckets`` -> ``potential`` -> ``clustering``, ``potential_kernels`` ->
-``bucketing`` (and each of them -> ``bucketing``); this module imports none of them. Here: the error type, the hand-strength
+``bucket_common`` (and each of them -> ``bucket_common``); this module imports none of them. Here: the error type, the hand-strength
 quantization (``HS_SCALE``, ``HIST_BINS``), the last-round hand-strength kernels, equal-probability
 percentile buckets, the sample settings of sampled builds, the chunked thread runner, the stage
 files of a resumable build and the card structure that keys a build.
