@@ -34,6 +34,7 @@ from blueprint.io.errors import CheckpointError
 from blueprint.io.manifest import write_manifest
 from blueprint.tables import average_strategy32
 from blueprint.trainer import Trainer
+from cluster.config import RayJobConfig
 from cluster.storage import Storage, write_blueprint_task, write_manifest_task, write_slice_task
 
 __all__ = ["CheckpointingMixin"]
@@ -224,19 +225,7 @@ class CheckpointingMixin:
         shards, batch, nodes, round, worker RNG states and batch numbers (a single-process
         checkpoint: one worker continuing the trainer's RNG). ``overrides`` (None values ignored)
         replace them."""
-        job = manifest.get("job") or {}
-        kw = {
-            "workers": job.get("workers", 1),
-            "shards": job.get("shards", 1),
-            "batch": job.get("batch"),
-            "worker_rng": job.get("worker_rng", [manifest["rng_state"]]),
-            "worker_seq": job.get("worker_seq"),
-            "round": job.get("round", 0),
-        }
-        if job.get("group_size"):
-            kw["group_size"] = job["group_size"]
-        kw.update({k: v for k, v in overrides.items() if v is not None})
-        return kw
+        return RayJobConfig.resume_options(manifest, **overrides)
 
     @classmethod
     def load(cls, run_dir: Path, log: Callable[[str], Any] | None = None, storage=None, **kwargs) -> Self:
@@ -251,4 +240,4 @@ class CheckpointingMixin:
             manifest, shards = load_latest(Path(run_dir), log=log)
         tr = Trainer.from_checkpoint(Path(run_dir), manifest, shards)
         del shards
-        return cls(tr, log=log, **cls.resume_kwargs(manifest, **kwargs))
+        return cls(tr, RayJobConfig.of(**cls.resume_kwargs(manifest, **kwargs)), log=log)

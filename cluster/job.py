@@ -27,6 +27,7 @@ from ray.util.placement_group import placement_group, remove_placement_group
 
 from blueprint.trainer import Trainer
 from cluster.checkpointing import CheckpointingMixin
+from cluster.config import RayJobConfig
 from cluster.errors import JobError
 from cluster.group import GroupLeaderCore
 from cluster.leader import LeaderCore
@@ -45,135 +46,74 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
     Args:
         trainer: a fresh :class:`Trainer` (or one loaded from a checkpoint): tree, cards, config,
             schedule counters and the starting tables.
-        workers: N worker actors.
-        shards: S shard actors.
-        batch: B iterations per worker per round (default: :func:`default_batch`).
-        address: ``ray.init`` address (None: join a running local Ray or start one; "auto": join
-            the cluster started with ``ray start``).
-        worker_cpus: CPUs each worker actor reserves (leaders and shards reserve none; default:
-            its ``threads``).
-        threads: T threads per worker, training each batch on the worker's one copy of the
-            tables (:mod:`blueprint.threads`): one worker per node with a thread per core keeps
-            rounds, snapshots and deltas between nodes only. 1 (the default) is bit-exact; None:
-            the CPUs of the smallest alive node shared among a node's workers.
-        worker_rng: per worker, a uint64[4] RNG state (a resumed job); default from the seed.
-        worker_seq: per worker, the last batch sequence number used (a resumed job).
+        config: the job's shape and knobs (:class:`cluster.config.RayJobConfig`, its fields
+            described there). Or give its fields as keywords instead (``RayJob(trainer,
+            workers=4, shards=2)``), which build one; not both.
         log: called with human-readable notes (warnings: workers leaving a round, restores, ...).
-        ray_init: extra keyword arguments for ``ray.init``.
-        max_replay_bytes: the most retained delta bytes per leader since the last checkpoint (what
-            a dead shard is restored from; past that a dead shard stops the job).
-        nodes: placement-group bundles, one per node (default: the alive nodes with CPUs, at most
-            ``workers``); the workers are split evenly over them (first nodes get more).
-        shard_nodes: per shard, the node (bundle) it starts on (default ``k mod nodes``).
-        timeout: seconds any wait may take (start, a round's batches, a shard call) before the
-            job acts on it (a worker leaves the round, a node is counted down, a shard restored).
-        round: the last round ended (a resumed job).
-        share_cards: the workers read the node's one copy of the card table in Ray's object store
-            (False: each copies it into its own memory). Default (None): shared where a node runs
-            several workers (one copy instead of one each), private where each node runs one
-            worker (the default layout: one worker of many threads per node), since the object
-            store's shared memory gets no huge pages and the lookups then cost 12% more.
-        worker_retries: Ray's ``max_restarts`` / ``max_task_retries`` of each worker (past them a
-            worker is gone for good and its batches run on the node's other workers).
-        box_round_args: the leaders' calls carry one reference to the list of snapshot references
-            and one to the list of shard handles instead of the lists (S of each per call); measured
-            dearer up to 5 simulated nodes (the driver owns one more object a round, fetched by
-            every node), see :meth:`_round_args`.
-        pack_round_args: a leader's call carries its eleven arguments as one tuple instead of
-            apart (measured no cheaper on 2 to 5 simulated nodes; for measurements).
-        group_size: the two-level fan-out (:mod:`cluster.group`): nodes per node group, each with
-            a group leader that the driver calls instead of the node leaders, which pre-sums its
-            nodes' deltas per shard and ends its nodes' shards; a round then costs the driver
-            ``2 x ceil(nodes / group_size)`` calls and a shard receives one delta per node group.
-            None or 0 (the default): off, the driver calls every node leader and every shard.
-            The tables depend on the grouping (the deltas of a node group are summed before they
-            reach a shard), not on timing or failures.
-        relay_snapshot: with group leaders, each fetches the round's snapshot once and relays it
-            to its nodes as one object (a shard's object is fetched by the group leaders, not by
-            every node; one more copy of the table per node a round). False: every node leader
-            fetches every shard's object (for measurements).
-        ray_log: a file that takes Ray's own messages in this process while the job runs (its
-            Python logger's and the lines its C++ core writes to standard error; our output stays
-            on the terminal), with the path of Ray's session logs (:mod:`cluster.ray_logs`). None
-            (the default): Ray prints them to the terminal, as it does.
     """
 
     def __init__(
         self,
         trainer: Trainer,
-        workers: int = 2,
-        shards: int = 2,
-        batch: int | None = None,
-        address: str | None = None,
-        worker_cpus: float | None = None,
-        threads: int | None = 1,
-        worker_rng: list | None = None,
-        worker_seq: list[int] | None = None,
+        config: RayJobConfig | None = None,
+        *,
         log: Callable[[str], Any] | None = None,
-        ray_init: dict | None = None,
-        max_replay_bytes: int = 1 << 30,
-        nodes: int | None = None,
-        shard_nodes: list[int] | None = None,
-        timeout: float = 300.0,
-        round: int = 0,
-        share_cards: bool | None = None,
-        worker_retries: int = 3,
-        box_round_args: bool = False,
-        pack_round_args: bool = False,
-        group_size: int | None = None,
-        relay_snapshot: bool = True,
-        ray_log: str | os.PathLike[str] | None = None,
+        **options: Any,
     ):
-        if workers < 1 or shards < 1 or (batch is not None and batch < 1):
-            raise JobError("workers, shards and batch must be >= 1")
-        if threads is not None and (
-            isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1
-        ):
-            raise JobError(f"threads (per worker) must be a whole number >= 1, got {threads!r}")
-        self.threads = int(threads) if threads is not None else 0  # 0: chosen once Ray is up
-        if group_size is not None and group_size < 0:
-            raise JobError("group_size must be >= 1 (or 0/None: no group leaders)")
-        self.group_size = int(group_size or 0)
-        self.relay_snapshot = relay_snapshot
+        if config is None:
+            config = RayJobConfig.of(**options)
+        elif options:
+            raise TypeError(
+                f"RayJob takes a config or its fields as keywords, not both ({', '.join(options)})"
+            )
+        self.job_config = config  # (a job is also trainer-like: `config` would read as the run's)
+        self.threads = int(config.threads) if config.threads is not None else 0  # 0: chosen once Ray is up
+        self.group_size = int(config.group_size or 0)
+        self.relay_snapshot = config.relay_snapshot
         self.gleaders: list = []
-        if batch is None:
-            batch = default_batch(trainer.size)
+        batch = config.batch if config.batch is not None else default_batch(trainer.size)
         if trainer.config.algo.full_traversal:
             raise JobError(
                 f"--algo {trainer.config.algo.name} enumerates every deal; the Ray job runs sampled MCCFR"
             )
         self.ray = ray
         self.tr = trainer
-        self.num_workers, self.num_shards, self.batch = workers, shards, batch
-        self._worker_cpus = worker_cpus
-        self.timeout = float(timeout)
-        self.share_cards = share_cards
-        self.box_round_args = box_round_args
-        self.pack_round_args = pack_round_args
+        self.num_workers, self.num_shards, self.batch = config.workers, config.shards, batch
+        self._worker_cpus = config.worker_cpus
+        self.timeout = float(config.timeout)
+        self.share_cards = config.share_cards
+        self.box_round_args = config.box_round_args
+        self.pack_round_args = config.pack_round_args
         self._shards_box: tuple[list, Any] | None = None
-        self.worker_retries = worker_retries
+        self.worker_retries = config.worker_retries
         self.log = log or (lambda msg: None)
         self.own_ray = False
         self.pg = None
         self.leaders: list = []
         self.shards: list = []
-        self.ray_log = RayLogFile(ray_log) if ray_log is not None else None
+        self.ray_log = RayLogFile(config.ray_log) if config.ray_log is not None else None
         try:
             if not ray.is_initialized():
                 kw = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": False}
-                kw.update(ray_init or {})
-                context = ray.init(address=address, **kw)
+                kw.update(config.ray_init or {})
+                context = ray.init(address=config.address, **kw)
                 self.own_ray = True
                 session = getattr(context, "address_info", {}).get("session_dir")
                 if self.ray_log is not None and session:
                     self.ray_log.write(f"Ray's own logs of this job: {os.path.join(session, 'logs')}")
-            self._start(trainer, worker_rng, worker_seq, max_replay_bytes, nodes, shard_nodes, round)
+            self._start(trainer, config)
         except BaseException:
             self.close()
             raise
 
-    def _start(self, trainer, worker_rng, worker_seq, max_replay_bytes, nodes, shard_nodes, round_id) -> None:
+    def _start(self, trainer: Trainer, config: RayJobConfig) -> None:
         ray = self.ray
+        worker_rng, worker_seq, nodes, shard_nodes = (
+            config.worker_rng,
+            config.worker_seq,
+            config.nodes,
+            config.shard_nodes,
+        )
         workers, shards = self.num_workers, self.num_shards
         self.bounds = slice_bounds(trainer.row_offset, trainer.size, shards)
         seed = trainer.config.seed
@@ -235,11 +175,11 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
         self._alive_cache: set[str] | None = None
         self._blueprint_static = None  # ref: (header, arrays, tree) of the blueprint file, no probs
         self._replay_resume: int | None = None
-        self.round = int(round_id)
+        self.round = int(config.round)
         self.ckpt_round = self.round
         self.round_log: list[tuple[int, int, int, list[int]]] = []
         self.replay_ok = True
-        self.max_replay_bytes = max_replay_bytes
+        self.max_replay_bytes = config.max_replay_bytes
         self._loads: list = []
         self.shards = [self._new_shard(k, self.shard_nodes[k]) for k in range(shards)]
         self._LeaderActor = ray.remote(LeaderCore)
