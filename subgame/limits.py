@@ -66,7 +66,11 @@ class SolveLimits:
     ``is_set()``) that ends the solve at its next check. ``threads``: the walk's threads (None:
     numba's). ``measure_samples``: a depth-limited solve's exploitability check on this many of the
     next deal's cards (at least 2). ``locks``: node locks (:mod:`subgame.locking`).
-    ``keep_state``: keep the solver's tables in ``Solution.state`` (to continue or save it)."""
+    ``keep_state``: keep the solver's tables in ``Solution.state`` (to continue or save it).
+    ``min_iterations``: with a ``deadline``, the iterations that come before the final
+    exploitability check (0 to 10**9): until the solve has run this many, it keeps iterating while
+    an iteration fits before the deadline, without keeping back the check's time (a solve its caller
+    cannot use with fewer iterations should not stop early to measure itself)."""
 
     iterations: Optional[int] = None
     time_budget: Optional[float] = None
@@ -78,6 +82,7 @@ class SolveLimits:
     check_every: int = 10
     locks: Optional[Mapping[str, Any]] = dataclasses.field(default=None, compare=False)
     keep_state: bool = False
+    min_iterations: int = 0
 
     def __post_init__(self) -> None:
         fix = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 - frozen
@@ -108,6 +113,7 @@ class SolveLimits:
             raise SubgameError(f"locks must be a mapping of node histories to strategies, got {self.locks!r}")
         if not isinstance(self.keep_state, bool):
             raise SubgameError(f"keep_state must be True or False, got {self.keep_state!r}")
+        fix("min_iterations", _count("min_iterations", self.min_iterations, 0, MAX_ITERATIONS))
 
     @property
     def bounded(self) -> bool:

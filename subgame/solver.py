@@ -124,10 +124,12 @@ def solve(
     final exploitability check (two or, for the gadget methods, three best-response walks: one or
     one and a half mean iterations, times the engine's ``measure_factor``) still fit, and stops
     otherwise (possibly after zero iterations: the strategy is then uniform); once the check could
-    no longer fit at all, the loop iterates up to the deadline instead. The final check is skipped
-    when it no longer fits, and the exploitability fields are then None. ``stop`` (a :class:`threading.Event`) ends
-    the loop at the next iteration, also skipping the final check. ``Solution.timing`` has the
-    seconds spent building the tree, per iteration and in the final check.
+    no longer fit at all, and before ``min_iterations`` iterations, the loop iterates up to the
+    deadline instead. The final check is skipped when it no longer fits, and the exploitability
+    fields are then None. ``stop`` (a :class:`threading.Event`) ends the loop at the next
+    iteration, also skipping the final check. ``Solution.timing`` has the seconds spent building
+    the tree (``tree_s``) and the solver's engine (``engine_s``: a depth-limited subgame's leaf
+    model), per iteration (``iter_s``) and in the final check (``measure_s``).
 
     ``precision``: ``single`` keeps the walk's reach and value vectors in float32 (terminal sums in
     float64), ``double`` in float64; regrets and average strategies are float32 either way.
@@ -169,6 +171,7 @@ def solve(
     iterations = lim.iterations if lim.bounded else DEFAULT_ITERATIONS
     time_budget, target_pct_pot, check_every = lim.time_budget, lim.target_pct_pot, lim.check_every
     deadline, stop, threads, locks = lim.deadline, lim.stop, lim.threads, lim.locks
+    min_iterations = lim.min_iterations
     measure_samples, keep_state = lim.measure_samples, lim.keep_state
     if resume is not None and (resume.algo, resume.precision) != (algo, precision):
         raise SubgameError(
@@ -208,8 +211,10 @@ def solve(
     support = np.stack([ranges[0] > 0, ranges[1] > 0]) & valid0
     if method not in ("unsafe", "resolve"):
         support[o] = elig
+    t_engine = time.perf_counter()
     with interruptible(deadline, stop):  # a depth-limited engine builds its continuations
         e = subgame_engine(sub, np.float32 if precision == "single" else np.float64, support, threads)
+    engine_s = time.perf_counter() - t_engine
     measure_cards = None  # the cards a sampled check walks (None: exact)
 
     def sample_check() -> None:
@@ -325,6 +330,8 @@ def solve(
         final = check_s()
         if now + iter_est + final <= deadline:
             return False  # another iteration and the final check fit
+        if it < min_iterations:  # too few to be of use: iterate while one fits, the check or not
+            return now + iter_est > deadline
         if now + final <= deadline:
             return True  # stop: the final check still fits
         return now + iter_est > deadline  # the check no longer fits anyway: iterate to the deadline
@@ -397,7 +404,8 @@ def solve(
                 prev = (it, crit)
         if out_of_time(time.perf_counter()):
             done = True
-    iter_s = (time.perf_counter() - t0 - tree_s) / (it - it0) if it > it0 else 0.0
+    iter_s = (time.perf_counter() - t0 - tree_s - engine_s) / (it - it0) if it > it0 else 0.0
+    timing = {"tree_s": tree_s, "engine_s": engine_s, "iter_s": iter_s}
 
     def full_strategy(compact: np.ndarray) -> np.ndarray:
         """The solution's strategy for every hand: expanded, the locks over it (hands outside the
@@ -438,7 +446,7 @@ def solve(
                 None,
                 history,
                 state,
-                {"tree_s": tree_s, "iter_s": iter_s, "measure_s": None},
+                {**timing, "measure_s": None},
                 None,
                 kept(),
                 lk,
@@ -464,7 +472,7 @@ def solve(
         brv,
         history,
         state,
-        {"tree_s": tree_s, "iter_s": iter_s, "measure_s": measure_s},
+        {**timing, "measure_s": measure_s},
         measure_cards,
         kept(),
         lk,

@@ -172,7 +172,7 @@ class Solution:
     ]  # each seat's best-response values per hand (cf; 0 outside its support)
     history: list  # (iteration, seconds, exploitability chips)
     state_bytes: int = 0  # the solver's memory: tree, hand lists, work arrays, regret and average tables
-    timing: dict = dataclasses.field(default_factory=dict)  # tree_s, iter_s, measure_s (seconds)
+    timing: dict = dataclasses.field(default_factory=dict)  # tree_s, engine_s, iter_s, measure_s (seconds)
     # depth-limited subgames checked on a sample of the next deal's cards (solve's measure_samples):
     # how many; None when the check walked every card (exact) or there was none
     measure_cards: Optional[int] = None

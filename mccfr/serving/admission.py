@@ -20,8 +20,9 @@ if TYPE_CHECKING:
 
 
 class CostModel:
-    """Per betting round, the seconds a solve takes to become useful (construction, tree, the
-    minimum iterations, final check): a moving average of the solves that were useful; one that was
+    """Per betting round, the seconds a solve takes to become useful (construction, tree, engine
+    and the minimum iterations; not the final exploitability check, which a solve skips when its
+    deadline leaves no time for it): a moving average of the solves that were useful; one that was
     not (too few iterations) raises it to at least the time it ran, one that never iterated (its
     construction outlasted the budget) to at least twice that time and twice the estimate
     (exponential back-off); each query it turns away lowers it by 1%."""

@@ -611,6 +611,37 @@ def test_cost_model_learns_backs_off_and_decays():
     assert c.get(2) == pytest.approx(9.9)
 
 
+def test_the_learned_cost_leaves_out_the_final_check(hunl_bp, monkeypatch):
+    """What a useful solve needs is its setup (construction, tree, engine) and ``min_iterations``
+    iterations: not the final exploitability check, which a solve short of time skips. The solve is
+    asked for the minimum iterations before that check (``SolveLimits.min_iterations``)."""
+    import dataclasses
+
+    import mccfr.serving.solving
+    from mccfr.serving.solving import SolvingResponder
+    from subgame.nested import solve_state
+
+    sol0, node = solve_state(hunl_bp, RIVER, "reach-maxmargin", time_budget=None, iterations=3)
+    seen = []
+
+    def fake(bp, st, method, limits, **kw):
+        seen.append(limits)
+        timing = {"tree_s": 0.0, "engine_s": 0.05, "iter_s": 0.01, "measure_s": 30.0}
+        return dataclasses.replace(sol0, iterations=20, elapsed_s=0.0, timing=timing), node
+
+    monkeypatch.setattr(mccfr.serving.solving, "solve_state", fake)
+    r = SolvingResponder(hunl_bp, "reach-maxmargin", solver_threads=1, min_iterations=7)
+    try:
+        a = r.answer(RIVER, session="cost", time_budget_ms=5000)
+        r._wait_idle()
+    finally:
+        r.close()
+    assert a["source"] == "subgame"
+    assert seen[0].min_iterations == 7
+    # setup 0.05 s (plus the little the fake's call took) and 7 x 0.01 s; the 30 s check left out
+    assert 0.05 + 7 * 0.01 <= r.cost.get(3) < 0.5, r.cost.snapshot()
+
+
 def test_serve_solving_flags_are_checked(tmp_path):
     from click.testing import CliRunner
 

@@ -33,6 +33,8 @@ from subgame.tree import SubgameError
         ({"stop": "now"}, "stop"),
         ({"locks": ["c"]}, "locks"),
         ({"keep_state": 1}, "keep_state"),
+        ({"min_iterations": -1}, "min_iterations"),
+        ({"min_iterations": 2.5}, "min_iterations"),
     ],
 )
 def test_a_bad_limit_is_a_clear_error_naming_the_field(fields, name):

@@ -204,6 +204,47 @@ def test_target_and_time_budget_stop():
     assert s.iterations >= 1
 
 
+class _Clock:
+    """A fake :func:`time.perf_counter` for the solver: every walk of the engine takes one second."""
+
+    def __init__(self):
+        self.t = 0.0
+
+    def perf_counter(self) -> float:
+        return self.t
+
+
+@pytest.mark.parametrize(
+    "min_iterations, iterations, measured",
+    # an iteration is 2 walks (2 s), the final check 2 s too (unsafe: two best-response walks);
+    # deadline 10 s: the solver keeps the check's time back and stops after 4 iterations (8 s; the
+    # check ends at 10 s); asked for at least 5 it iterates while one fits (5 x 2 s = 10 s), the
+    # check skipped; asked for at least 4 it stops as before
+    [(0, 4, True), (4, 4, True), (5, 5, False)],
+)
+def test_min_iterations_come_before_the_final_check(monkeypatch, min_iterations, iterations, measured):
+    import types
+
+    from subgame import interrupt, solver
+
+    clock = _Clock()
+    fake = types.SimpleNamespace(perf_counter=clock.perf_counter)
+    monkeypatch.setattr(solver, "time", fake)
+    monkeypatch.setattr(interrupt, "time", fake)
+    walk = Engine.walk_compact
+
+    def slow_walk(self, *a, **k):
+        clock.t += 1.0
+        return walk(self, *a, **k)
+
+    monkeypatch.setattr(Engine, "walk_compact", slow_walk)
+    s = solve(river_subgame(), "unsafe", deadline=10.0, min_iterations=min_iterations)
+    assert s.iterations == iterations
+    assert (s.exploitability is not None) is measured
+    assert clock.t <= 10.0  # within the deadline either way
+    assert s.timing["iter_s"] == pytest.approx(2.0) and "engine_s" in s.timing
+
+
 def _blueprint_values(sub, rng):
     """A deliberately poor 'blueprint' in the subgame, and the opponent's values against it."""
     t = sub.public_tree()
