@@ -25,10 +25,12 @@ and ``worker_rss_bytes`` (the largest worker's resident memory).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
 import tomllib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -171,3 +173,134 @@ def quarantine_newer(run_dir: Path, iteration: int, log=None) -> None:
         os.replace(info.path, dest)
         if log is not None:
             log(f"moved the unusable checkpoint {info.path} to {dest}")
+
+
+# -- the run's checkpoints in a storage path (``--storage``: :class:`cluster.storage.Storage`) ----
+def recorded_storage(run_dir: Path) -> str | None:
+    """The storage target recorded in the run's ``run.toml``, or None."""
+    target = read_run_toml(run_dir).get("storage")
+    return target if isinstance(target, str) and target else None
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's message on one line."""
+    return " ".join(str(exc).split())
+
+
+def sync_from_storage(
+    run_dir: Path, storage, required: bool = True, log: Callable[[str], Any] | None = None
+) -> Path | None:
+    """Fetch the newest complete checkpoint of ``storage`` (a :class:`cluster.storage.Storage`)
+    into ``run_dir/checkpoints`` when it is newer than the local ones (which are then pruned to the
+    newest that verifies); returns its local directory, or None when the local one is as new.
+
+    Storage that cannot be read raises its :class:`blueprint.io.errors.CheckpointError`
+    (``StorageError``), or, with ``required`` False and a complete local checkpoint there, is a
+    warning to ``log``; what was fetched is reported to ``log`` too."""
+    from blueprint.checkpoints import list_checkpoints, prune_checkpoints  # numpy: see quarantine_newer
+    from blueprint.io.errors import CheckpointError
+
+    log = log or (lambda msg: None)
+    try:
+        fetched = storage.sync(run_dir)
+    except CheckpointError as exc:
+        if required or not any(i.complete for i in list_checkpoints(run_dir)):
+            raise
+        log(f"warning: {one_line(exc)}; using the newest checkpoint in {run_dir}")
+        return None
+    if fetched is not None:
+        log(f"fetched {storage.describe(int(fetched.name))} into {fetched}")
+        # the local copies older than it are stale (storage keeps the run's own --keep); one that
+        # fails to verify is not counted, so the newest good one stays
+        with contextlib.suppress(CheckpointError, OSError, ValueError):
+            prune_checkpoints(run_dir, 1)
+    return fetched
+
+
+def fill_storage_cache(cache: Path, storage, target: str, log: Callable[[str], Any] | None = None) -> Path:
+    """A local directory (``cache``) holding the newest complete checkpoint of ``storage`` (whose
+    target is ``target``), fetched when newer, with a ``run.toml`` written from its manifest;
+    storage that cannot be read is a warning while a complete checkpoint is in the cache."""
+    from blueprint.checkpoints import list_checkpoints
+    from blueprint.io.errors import CheckpointError
+    from blueprint.io.manifest import read_manifest
+
+    fetched = sync_from_storage(cache, storage, required=False, log=log)
+    if fetched is not None or not (cache / RUN_TOML).exists():
+        newest = next((i for i in list_checkpoints(cache) if i.complete), None)
+        if newest is not None:
+            with contextlib.suppress(CheckpointError, OSError):
+                manifest = read_manifest(newest.path)
+                write_run_toml_from_manifest(cache, manifest, {"storage": target})
+    return cache
+
+
+def summarize_run(
+    rows: list[dict[str, Any]],
+    infos: list,
+    stored: Sequence[tuple[int, bool]] = (),
+    stored_manifest: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What ``mccfr status`` says of a run: from its metrics ``rows``, its local checkpoints
+    (``infos``: :class:`blueprint.checkpoints.CheckpointInfo`, newest first) and those in its
+    storage (``stored``: (iteration, complete); ``stored_manifest``: the newest complete one's).
+
+    Keys: ``iterations``, ``seconds``, ``iterations_per_second``, ``node_visits_per_second``,
+    ``exploitability`` (and ``exploitability_iteration``), with metrics ``checkpoint_pause_seconds``,
+    ``rss_bytes`` and for Ray runs ``workers``, ``staleness``, ``bytes_per_batch``,
+    ``worker_rss_bytes``; ``checkpoints`` and ``resume_from`` (the newest complete iteration)."""
+    from blueprint.io.errors import CheckpointError
+    from blueprint.io.manifest import read_manifest  # numpy: see quarantine_newer
+
+    stored_manifest = stored_manifest or {}
+    complete = [i for i in infos if i.complete]
+    summary: dict[str, Any] = {
+        "iterations": None,
+        "seconds": None,
+        "iterations_per_second": None,
+        "node_visits_per_second": None,
+        "exploitability": None,
+    }
+    if rows:
+        last = rows[-1]
+        summary.update({k: last.get(k) for k in ("iterations_per_second", "node_visits_per_second")})
+        summary["iterations"], summary["seconds"] = last["iteration"], last.get("seconds")
+        expl = [r for r in rows if r.get("exploitability") is not None]
+        if expl:
+            summary["exploitability"] = expl[-1]["exploitability"]
+            summary["exploitability_iteration"] = expl[-1]["iteration"]
+    if complete:
+        try:
+            manifest = read_manifest(complete[0].path)
+        except CheckpointError:
+            manifest = {}
+        if summary["iterations"] is None or manifest.get("iteration", -1) > summary["iterations"]:
+            summary["iterations"] = manifest.get("iteration")
+            summary["seconds"] = manifest.get("seconds")
+    if stored_manifest and (
+        summary["iterations"] is None or stored_manifest.get("iteration", -1) > summary["iterations"]
+    ):
+        summary["iterations"] = stored_manifest.get("iteration")
+        summary["seconds"] = stored_manifest.get("seconds")
+    checkpoints = [
+        {
+            "iteration": i.iteration,
+            "complete": i.complete,
+            "bytes": i.bytes,
+            "problem": i.problem,
+            "path": str(i.path),
+        }
+        for i in infos
+    ]
+    if rows:
+        pauses = [r["checkpoint_seconds"] for r in rows if r.get("checkpoint_seconds") is not None]
+        summary["checkpoint_pause_seconds"] = max(pauses) if pauses else None
+        summary["rss_bytes"] = max((r.get("rss_bytes") or 0) for r in rows)
+        job_rows = [r for r in rows if r.get("workers") is not None]
+        if job_rows:
+            summary.update({k: job_rows[-1].get(k) for k in ("workers", "staleness", "bytes_per_batch")})
+            summary["worker_rss_bytes"] = max((r.get("worker_rss_bytes") or 0) for r in job_rows)
+    summary["checkpoints"] = checkpoints
+    done = [i.iteration for i in complete] + [it for it, ok in stored if ok]
+    summary["resume_from"] = max(done) if done else None
+    return summary

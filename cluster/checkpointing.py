@@ -11,7 +11,7 @@ directory and uploads it, and a last task uploads the manifest once they all ret
 only submits them (the pause: ``stats()["checkpoint_pause_seconds"]``), and the checkpoint becomes
 the restore base when a later round sees it complete. ``RayJob.load(run_dir, storage=...)`` fetches
 the newest complete one into ``run_dir/checkpoints`` and resumes. ``mccfr train --storage TARGET``
-checkpoints this way (``mccfr/cli/session.py``; the target is recorded in ``run.toml``, where ``mccfr
+checkpoints this way (:mod:`blueprint.session`; the target is recorded in ``run.toml``, where ``mccfr
 resume`` and the commands that read a run find it).
 
 :class:`CheckpointingMixin` holds these methods of :class:`cluster.job.RayJob` (one class, split

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from blueprint.memory import memory_bytes
 from blueprint.trainer import Trainer, discount_span
-from cluster import memory_bytes
 from cluster.shard import pack_delta
 
 MEMORY_EVERY_S = 2.0
@@ -190,7 +190,7 @@ class WorkerCore:
         return [stats, *payloads]
 
     def _memory(self, now: float) -> dict[str, int]:
-        """:func:`cluster.memory_bytes`, read at most every ``MEMORY_EVERY_S`` seconds: reading
+        """:func:`blueprint.memory.memory_bytes`, read at most every ``MEMORY_EVERY_S`` seconds: reading
         /proc/self/smaps_rollup takes about 3 ms, more than a small batch's whole compute."""
         if self._mem is None or now - self._mem_at >= MEMORY_EVERY_S:
             self._mem, self._mem_at = memory_bytes(), now

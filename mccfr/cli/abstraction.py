@@ -9,7 +9,15 @@ from pathlib import Path
 
 import click
 
+from abstraction.buckets import (
+    RECIPES,
+    AbstractionError,
+    build_buckets,
+    ensure_recipe,
+)
+from abstraction.storage import read_abstraction
 from blueprint.defaults import DEFAULT_GAME
+from holdem.gamedef import load_gamedef
 from mccfr.cli.common import json_opt, user_input
 
 
@@ -62,15 +70,6 @@ def abstraction_build(game, recipe, buckets, method, out, threads, seed, fill, a
         raise click.UsageError("--fill applies to --buckets with --method ehs or ehs2")
     t0 = time.perf_counter()
     with user_input():
-        from abstraction.buckets import (
-            RECIPES,
-            AbstractionError,
-            build_buckets,
-            ensure_recipe,
-        )
-        from abstraction.storage import read_abstraction
-        from holdem.gamedef import load_gamedef
-
         gd = load_gamedef(game)
         if recipe is not None:
             if recipe not in RECIPES:

@@ -4,24 +4,24 @@ common options, and small formatting helpers."""
 from __future__ import annotations
 
 import contextlib
-from math import comb
+import hashlib
+import os
 from pathlib import Path
 
 import click
 
+from abstraction.bets import BetAbstractionError
+from blueprint import rundir
+from blueprint.algo import AlgoError
 from blueprint.defaults import DEFAULT_TIME_BUDGET, DEFAULT_TIME_BUDGET_HOLDEM
-
-EXIT_USER_ERROR = 2
-EXIT_INTERRUPTED = 130
-
-
-# Exact best response walks every public state with [H, H] matrix products; above this many
-# H^2 * public-board operations the evaluation would take minutes (hold'em never qualifies).
-EXACT_EVAL_MAX_COST = 1e9
-
-
-class CLIError(Exception):
-    """A problem with what the user asked for: printed as ``error: <message>``, exit status 2."""
+from blueprint.io.errors import CheckpointError
+from blueprint.rundir import one_line, recorded_storage
+from blueprint.threads import available_cores
+from cluster.storage import Storage, StorageError
+from holdem.cards import cards_str
+from holdem.gamedef import GameDefError
+from holdem.reporting import big_blind_of, mbb_per_chip
+from mccfr.cli.errors import CLIError
 
 
 @contextlib.contextmanager
@@ -33,34 +33,11 @@ def user_input():
     for a request that cannot be met (an unknown card abstraction, a deck too big for lossless
     buckets, full-traversal CFR on a big game); use this only around loading and building.
     """
-    from abstraction.bets import BetAbstractionError
-    from blueprint.algo import AlgoError
-    from blueprint.io.errors import CheckpointError
-    from holdem.gamedef import GameDefError
 
     try:
         yield
     except (GameDefError, BetAbstractionError, AlgoError, CheckpointError, ValueError) as exc:
         raise CLIError(str(exc)) from None
-
-
-def fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
-def si(x: float) -> str:
-    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= div:
-            return f"{x / div:.2f}{suffix}"
-    return f"{x:.1f}"
 
 
 def run_dir_arg(run_dir: str, fetch: bool = True) -> Path:
@@ -90,10 +67,6 @@ def is_storage_uri(value: str) -> bool:
     return "://" in str(value)
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
-
-
 storage_opt = click.option(
     "--storage",
     "storage",
@@ -109,7 +82,6 @@ def open_storage(target: str, writable: bool = False):
     """The :class:`cluster.storage.Storage` of a ``--storage`` value (or a run's), listed once (and
     with ``writable``, written to once) so that a bad one is one ``error:`` line here rather than a
     failure mid-run."""
-    from cluster.storage import Storage, StorageError
 
     try:
         storage = Storage(target)
@@ -117,51 +89,27 @@ def open_storage(target: str, writable: bool = False):
         if writable:
             storage.check_writable()
     except StorageError as exc:
-        raise CLIError(_one_line(exc)) from None
+        raise CLIError(one_line(exc)) from None
     return storage
 
 
 def run_storage(run_dir: Path) -> str | None:
     """The storage target recorded in the run's ``run.toml``, or None."""
-    from blueprint.rundir import read_run_toml
-
-    target = read_run_toml(run_dir).get("storage")
-    return target if isinstance(target, str) and target else None
+    return recorded_storage(run_dir)
 
 
 def sync_from_storage(run_dir: Path, target, required: bool = True) -> Path | None:
-    """Fetch the newest complete checkpoint of ``target`` (a target string or a Storage) into
-    ``run_dir/checkpoints`` when it is newer than the local ones (which are then pruned to the
-    newest that verifies); returns its local directory, or None when the local one is as new.
-    Storage that cannot be read raises :class:`CLIError`, or (``required`` False and a complete
-    local checkpoint there) is a warning."""
-    from blueprint.checkpoints import list_checkpoints
-    from cluster.storage import Storage, StorageError
-
+    """:func:`blueprint.rundir.sync_from_storage` from ``target`` (a target string or a Storage),
+    its notes on stderr; storage that cannot be read is one ``error:`` line."""
     try:
         storage = target if isinstance(target, Storage) else Storage(target)
-        fetched = storage.sync(run_dir)
+        return rundir.sync_from_storage(run_dir, storage, required=required, log=_note)
     except StorageError as exc:
-        if required or not any(i.complete for i in list_checkpoints(run_dir)):
-            raise CLIError(_one_line(exc)) from None
-        click.echo(f"warning: {_one_line(exc)}; using the newest checkpoint in {run_dir}", err=True)
-        return None
-    if fetched is not None:
-        click.echo(f"fetched {storage.describe(int(fetched.name))} into {fetched}", err=True)
-        # the local copies older than it are stale (storage keeps the run's own --keep); one that
-        # fails to verify is not counted, so the newest good one stays
-        from blueprint.checkpoints import prune_checkpoints
-        from blueprint.io.errors import CheckpointError
-
-        with contextlib.suppress(CheckpointError, OSError, ValueError):
-            prune_checkpoints(run_dir, 1)
-    return fetched
+        raise CLIError(one_line(exc)) from None
 
 
 def storage_cache_dir(target: str) -> Path:
     """The local directory a storage URI's checkpoints are fetched into (one per target)."""
-    import hashlib
-    import os
 
     base = Path(os.environ.get("MCCFR_CACHE", Path.home() / ".cache" / "mccfr"))
     digest = hashlib.blake2b(target.rstrip("/").encode(), digest_size=8).hexdigest()
@@ -171,55 +119,24 @@ def storage_cache_dir(target: str) -> Path:
 def _storage_cache(target: str) -> Path:
     """A storage URI given where a run directory is expected: its newest complete checkpoint in
     the cache directory (with a ``run.toml`` from its manifest)."""
-    from blueprint.checkpoints import list_checkpoints
-    from blueprint.io.errors import CheckpointError
-    from blueprint.io.manifest import read_manifest
-    from blueprint.rundir import RUN_TOML, write_run_toml_from_manifest
-
-    open_storage(target)  # a bad URI: one error line
+    storage = open_storage(target)  # a bad URI: one error line
     cache = storage_cache_dir(target)
     try:
         cache.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CLIError(f"cannot create the storage cache {cache}: {exc}") from None
-    fetched = sync_from_storage(cache, target, required=False)
-    if fetched is not None or not (cache / RUN_TOML).exists():
-        newest = next((i for i in list_checkpoints(cache) if i.complete), None)
-        if newest is not None:
-            with contextlib.suppress(CheckpointError, OSError):
-                manifest = read_manifest(newest.path)
-                write_run_toml_from_manifest(cache, manifest, {"storage": target})
-    return cache
+    try:
+        return rundir.fill_storage_cache(cache, storage, target, log=_note)
+    except StorageError as exc:
+        raise CLIError(one_line(exc)) from None
 
 
-def exact_eval_cost(game) -> float:
-    """Rough work of one exact best response: private hands^2 x public boards (all rounds)."""
-    hands = comb(game.deck_size, game.num_hole_cards)
-    remaining = game.deck_size - 2 * game.num_hole_cards
-    boards, total = 1, 0
-    for k in game.num_board_cards:
-        boards *= comb(remaining, k)
-        remaining -= k
-        total += boards
-    return float(hands) ** 2 * total
-
-
-def exact_eval_problem(tr) -> str | None:
-    """Why exact exploitability is out of reach for this trainer's game, or None."""
-    from blueprint.best_response import MAX_HANDS
-
-    g = tr.game
-    hands = comb(g.deck_size, g.num_hole_cards)
-    if hands > MAX_HANDS:
-        return f"exact best response needs <= {MAX_HANDS} private hands, {g.name or 'this game'} has {hands}"
-    if exact_eval_cost(g) > EXACT_EVAL_MAX_COST:
-        return f"{g.name or 'this game'} has too many public boards for an exact best response"
-    return None
+def _note(msg: str) -> None:
+    click.echo(msg, err=True)
 
 
 def expl_unit(game) -> tuple[str, float]:
     """(unit, chips -> unit factor): mbb/game for games with a big blind, else chips."""
-    from holdem.reporting import big_blind_of, mbb_per_chip
 
     bb = big_blind_of(game)
     return ("mbb/game", mbb_per_chip(bb)) if bb else ("chips", 1.0)
@@ -227,7 +144,6 @@ def expl_unit(game) -> tuple[str, float]:
 
 def example_matchstate(game) -> str:
     """A valid MATCHSTATE for the first seat to act in round 0, holding the deck's top cards."""
-    from holdem.cards import cards_str
 
     seat = game.first_player[0]
     top = list(range(game.deck_size - 1, -1, -1))
@@ -296,7 +212,6 @@ def _threads_value(ctx, param, value):
     """``--threads``: a whole number from 1 to the cores this process may use (None: all of them)."""
     if value is None:
         return None
-    from blueprint.threads import available_cores  # numpy and numba: not at the CLI's import
 
     cores = available_cores()
     try:

@@ -11,7 +11,19 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from mccfr.cli.common import CLIError, exact_eval_problem, expl_unit, json_opt, run_dir_arg, user_input
+from blueprint.blueprint import Blueprint
+from blueprint.player import KnownPlayer
+from blueprint.session import exact_eval_problem
+from blueprint.trainer import Trainer
+from holdem.game import Game
+from mccfr.cli.common import CLIError, expl_unit, is_storage_uri, json_opt, run_dir_arg, user_input
+from mccfr.evaluation.aivat import AIVAT
+from mccfr.evaluation.lbr import LBRError, LocalBestResponse, default_jobs, parse_menu
+from mccfr.evaluation.lbr_opponents import Hands
+from mccfr.evaluation.lbr_solving import SolvingOpponent
+from mccfr.evaluation.match import exact_value, play_match
+from mccfr.evaluation.players import BlueprintPlayer, player_from_spec
+from mccfr.evaluation.solving import SolvingPlayer
 
 if TYPE_CHECKING:
     from blueprint.player import Player
@@ -238,7 +250,6 @@ def eval_(
 
 
 def _eval_exploitability(path: Path) -> dict[str, Any]:
-    from blueprint.trainer import Trainer
 
     with user_input():
         tr = Trainer.load(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
@@ -288,12 +299,6 @@ def _eval_lbr(
     """Local best response against RUN_DIR's blueprint or --player SPEC (a run, a run with
     subgame solving, a baseline) on ``jobs`` processes, logged to ``log_path`` (continued when it
     holds some of the run's deals); keys lbr, lbr_ci95, unit, hands_per_cpu_hour."""
-    from holdem.game import Game
-    from mccfr.evaluation.lbr import LBRError, LocalBestResponse, default_jobs, parse_menu
-    from mccfr.evaluation.lbr_opponents import Hands
-    from mccfr.evaluation.lbr_solving import SolvingOpponent
-    from mccfr.evaluation.players import BlueprintPlayer, player_from_spec
-    from mccfr.evaluation.solving import SolvingPlayer
 
     if path is None and player_spec is None:
         raise click.UsageError("--lbr needs RUN_DIR (the blueprint to evaluate) or --player SPEC")
@@ -316,8 +321,6 @@ def _eval_lbr(
             else:
                 path, player_spec = Path(player_spec), None
         if path is not None and player_spec is None:
-            from blueprint.blueprint import Blueprint
-
             bp = Blueprint.load(path, log=log)
             game = Game.load(game_name) if game_name is not None else bp.game
             if bp.gamedef.to_acpc() != game.gamedef.to_acpc():
@@ -331,8 +334,6 @@ def _eval_lbr(
             if game_name is not None:
                 game = Game.load(game_name)
             else:
-                from blueprint.blueprint import Blueprint
-
                 assert path is not None  # no --game: a run gives the game
                 game = Blueprint.load(path, log=log).game
             opponent = player_from_spec(_local_spec(player_spec), game, log=log)
@@ -457,8 +458,6 @@ def _eval_matches(
             raise click.UsageError(
                 "a match needs a game: give --game G or RUN_DIR (or a run directory as a player)"
             )
-    from holdem.game import Game
-    from mccfr.evaluation.players import BlueprintPlayer, player_from_spec
 
     def log(msg: str) -> None:
         click.echo(f"warning: {msg}", err=True)
@@ -466,8 +465,6 @@ def _eval_matches(
     with user_input():
         run_player = None
         if path is not None and (game_name is None or player_spec is None):
-            from blueprint.blueprint import Blueprint
-
             run_player = BlueprintPlayer(Blueprint.load(path, log=log), name=path.name or str(path))
         game = Game.load(game_name) if game_name is not None else run_player.bp.game
         if run_player is not None and run_player.bp.gamedef.to_acpc() != game.gamedef.to_acpc():
@@ -487,8 +484,6 @@ def _eval_matches(
             for vs in vs_specs
         ]
     if aivat:
-        from blueprint.player import KnownPlayer
-
         for p in (a, *opponents):
             if not isinstance(p, KnownPlayer):
                 raise CLIError(
@@ -528,12 +523,9 @@ def play_one_match(
     """One duplicate match of ``a`` against ``b`` (:func:`mccfr.evaluation.match.play_match`):
     its JSON dict (``MatchResult.to_json`` with ``seconds``, and ``exact`` / ``exact_seats`` where
     the game tree is small enough to value the pair exactly) and the result itself."""
-    from mccfr.evaluation.match import exact_value, play_match
 
     scorer = None
     if aivat:
-        from mccfr.evaluation.aivat import AIVAT
-
         scorer = AIVAT(game, a, b, seed=seed)
     t0 = time.perf_counter()
     res = play_match(
@@ -617,16 +609,12 @@ def export(run_dir, out, as_json):
     parent = Path(out).resolve().parent
     if not parent.is_dir():
         raise CLIError(f"cannot write --out {out!r}: directory {str(parent)!r} does not exist")
-    try:
-        from blueprint.blueprint import Blueprint
-    except ImportError as exc:
-        raise CLIError(f"export is not available in this build: {exc}") from None
     with user_input():
         bp = Blueprint.load(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
     written = bp.export(out)
     rows = written if isinstance(written, int) and not isinstance(written, bool) else None
     if rows is None:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # pyarrow: only a writer that does not count its rows needs it
 
         rows = pq.ParquetFile(out).metadata.num_rows
     click.echo(f"wrote {rows:,} rows to {out}")
@@ -647,7 +635,6 @@ def _local_spec(spec: str) -> str:
     """A player SPEC whose run directory part (``RUN_DIR`` or ``RUN_DIR+solve:METHOD``) is a run
     with checkpoints in a storage path, or a storage URI, with that part made local first
     (:func:`mccfr.cli.common.run_dir_arg`); other specs unchanged."""
-    from mccfr.cli.common import is_storage_uri
 
     run, sep, rest = spec.partition("+")
     if is_storage_uri(run) or Path(run).is_dir():

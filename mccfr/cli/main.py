@@ -25,12 +25,13 @@ One module per command group: :mod:`mccfr.cli.train` (train, resume), :mod:`mccf
 :mod:`mccfr.cli.evaluate` (eval, export), :mod:`mccfr.cli.matrix`, :mod:`mccfr.cli.abstraction`, :mod:`mccfr.cli.serve`
 (serve, play: :mod:`mccfr.serving.service` and :mod:`mccfr.serving.acpc_client`; FastAPI and uvicorn are
 imported only by ``serve``), :mod:`mccfr.cli.solve`. The training session shared by train and resume
-is :mod:`mccfr.cli.session`; the run directory's layout and files are :mod:`blueprint.rundir`; defaults
+is :mod:`blueprint.session` (what it prints: :mod:`mccfr.cli.session`); the run directory's layout,
+files and storage sync are :mod:`blueprint.rundir`; defaults
 shared with the library are :mod:`blueprint.defaults`; what every command shares is
 :mod:`mccfr.cli.common`. This is the only package that parses arguments.
 
 Training runs in one process (:class:`blueprint.trainer.Trainer`), or as a Ray job
-(:class:`cluster.job.RayJob`) with ``--workers``/``--shards``/``--address``; ``resume`` continues a
+(:class:`cluster.job.RayJob`, its options a :class:`cluster.config.RayJobConfig`) with ``--workers``/``--shards``/``--address``; ``resume`` continues a
 Ray run as a Ray run (same workers, shards, batch unless given). A run directory holds (:mod:`blueprint.rundir`)::
 
     RUN_DIR/run.toml            resolved config: game (+ its ACPC text), bets, card abstraction,
@@ -76,18 +77,23 @@ drops metrics rows past the resumed iteration (those iterations are trained agai
 Errors in what the user gave (unknown game, bet abstraction or algorithm, a malformed file, a
 missing run directory, no usable checkpoint) print one line ``error: ...`` on stderr and exit 2.
 
-Import cost: this module imports only the standard library and click at the top; numpy, numba,
-the trainer and pyarrow are imported inside the commands that need them, so ``mccfr --help`` and
-argument errors are instant.
+Import cost: this module imports only the standard library and click. The commands load lazily
+(:class:`_Group`, click's lazy-group pattern): ``mccfr COMMAND`` imports that command's module
+alone, which imports what it uses at its top; ``mccfr --help`` lists the commands from
+:data:`COMMANDS` without importing any. Ray, pyarrow, matplotlib and the HTTP libraries
+(FastAPI, uvicorn) are imported only inside the functions that need them, each import with a
+comment naming it.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 import click
 
-from mccfr.cli.common import EXIT_INTERRUPTED, EXIT_USER_ERROR, CLIError, fail
+from mccfr.cli.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, CLIError, fail
 
 _NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
 
@@ -95,8 +101,6 @@ _NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (E
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         v = version("mccfr")
     except PackageNotFoundError:
@@ -105,8 +109,75 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
     ctx.exit()
 
 
+#: The commands: name -> (module, attribute, short help). The short help is the first sentence of
+#: the command's docstring (tests/cli/test_cli.py checks that they agree), so ``mccfr --help``
+#: lists them without importing a command's module.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "train": ("mccfr.cli.train", "train", "Train a blueprint into a new run directory."),
+    "resume": (
+        "mccfr.cli.train",
+        "resume",
+        "Continue a run from its newest complete checkpoint (N more iterations).",
+    ),
+    "status": (
+        "mccfr.cli.status",
+        "status",
+        "List a run's checkpoints and summarise its metrics (and draw its exploitability curve).",
+    ),
+    "eval": (
+        "mccfr.cli.evaluate",
+        "eval_",
+        "Evaluate a run's blueprint (exact exploitability, local best response) or play a duplicate match.",
+    ),
+    "export": ("mccfr.cli.evaluate", "export", "Write the blueprint's average strategy as Parquet."),
+    "matrix": ("mccfr.cli.matrix", "matrix", "Regret matching for both players of a zero-sum matrix game."),
+    "abstraction": (
+        "mccfr.cli.abstraction",
+        "abstraction",
+        "Card abstractions: build hand-strength buckets (cached, reused by training).",
+    ),
+    "serve": ("mccfr.cli.serve", "serve", "Serve strategy queries over HTTP + JSON."),
+    "play": (
+        "mccfr.cli.serve",
+        "play",
+        "Play a match against an ACPC dealer (protocol 2.0.0) with the run's blueprint (or a service).",
+    ),
+    "solve": (
+        "mccfr.cli.solve",
+        "solve",
+        "Re-solve a subgame: the strategy for the seat to act, and how well it was solved.",
+    ),
+}
+
+
 class _Group(click.Group):
-    """A click group whose usage errors and project errors print one ``error:`` line, exit 2."""
+    """The ``mccfr`` group: its commands load on demand (click's lazy-group pattern, from
+    :data:`COMMANDS`), and its usage errors and project errors print one ``error:`` line, exit 2."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[cmd_name]
+        command = getattr(importlib.import_module(module), attr)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module}.{attr} is not a click command")
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``mccfr --help``, from :data:`COMMANDS` (no command is imported)."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        # a bare command of that help shortens it as the command itself would
+        rows = [
+            (name, click.Command(name, help=COMMANDS[name][2]).get_short_help_str(limit)) for name in names
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
@@ -132,9 +203,15 @@ class _Group(click.Group):
             rv = EXIT_INTERRUPTED
         except Exception as exc:
             # A checkpoint that cannot be written (disk full, ...) or read: the message names the
-            # file and says which checkpoint is kept; a traceback would add nothing.
+            # file and says which checkpoint is kept; a Ray job that stops (a shard died and could
+            # not be restored) says why and where to resume: a traceback would add nothing. Their
+            # modules are loaded by the commands that raise them.
             errors = sys.modules.get("blueprint.io.errors")
-            if errors is None or not isinstance(exc, errors.CheckpointError):
+            job_errors = sys.modules.get("cluster.errors")
+            if not (
+                (errors is not None and isinstance(exc, errors.CheckpointError))
+                or (job_errors is not None and isinstance(exc, job_errors.JobError))
+            ):
                 raise
             fail(str(exc))
             rv = EXIT_USER_ERROR
@@ -159,24 +236,3 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point (``mccfr = "mccfr.cli.main:main"``)."""
     cli.main(args=argv, prog_name="mccfr")
-
-
-def _register() -> None:
-    from mccfr.cli import abstraction, evaluate, matrix, serve, solve, status, train
-
-    for command in (
-        train.train,
-        train.resume,
-        status.status,
-        evaluate.eval_,
-        evaluate.export,
-        matrix.matrix,
-        abstraction.abstraction,
-        serve.serve,
-        serve.play,
-        solve.solve,
-    ):
-        cli.add_command(command)
-
-
-_register()

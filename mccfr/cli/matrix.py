@@ -6,6 +6,7 @@ import json
 
 import click
 
+from blueprint.matrix import MatrixGameError, RegretMatching, load_csv, report_points
 from mccfr.cli.common import CLIError, json_opt
 
 
@@ -48,7 +49,6 @@ def matrix(csv_file, iterations, positive_only, fixed_row, fixed_column, as_json
     the row player's payoff. Prints the average strategies, the value (row player's payoff) and
     the exploitability (NashConv / 2) as they converge.
     """
-    from blueprint.matrix import MatrixGameError, RegretMatching, load_csv, report_points
 
     try:
         game = load_csv(csv_file)

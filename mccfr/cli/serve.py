@@ -3,19 +3,30 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import signal
 import sys
+import threading
+import tomllib
 from pathlib import Path
 
 import click
 
 from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
+from blueprint.io.errors import CheckpointError
+from holdem.gamedef import parse_gamedef
 from mccfr.cli.common import CLIError, json_opt, run_dir_arg, user_input
+from mccfr.serving.acpc_client import AcpcClient, parse_address
+from mccfr.serving.query import SOLVE_METHODS, QueryError, check_method
+from mccfr.serving.resources import default_memory_budget, default_solver_threads, parse_bytes
+from mccfr.serving.responders import HttpResponder
+from mccfr.serving.solver_processes import available
+from mccfr.serving.solving import make_responder
+from subgame.tree import SubgameError
 
 
 def _load_responder(run_dir: str, time_budget_ms: int, solve_method: str | None = None, **solving):
-    from mccfr.serving.query import QueryError
-    from mccfr.serving.solving import make_responder
 
     path = run_dir_arg(run_dir)
     with user_input():
@@ -32,7 +43,6 @@ def _load_responder(run_dir: str, time_budget_ms: int, solve_method: str | None 
     warm_up = getattr(responder, "warm_up", None)
     if warm_up is not None:  # compile / load the numba kernels before the first real query
         warm_up()
-    import gc
 
     # what is loaded now (the blueprint, the compiled kernels, the libraries) lives as long as the
     # process: moved out of the collector's sight, a full collection no longer walks it (about
@@ -61,7 +71,6 @@ class ByteCount(click.ParamType):
     name = "BYTES"
 
     def convert(self, value, param, ctx):
-        from mccfr.serving.resources import parse_bytes
 
         try:
             return parse_bytes(value)
@@ -113,8 +122,6 @@ def _solving_options(
     if solver_threads is not None:
         out["solver_threads"] = solver_threads
     if solver_processes is not None:
-        from mccfr.serving.solver_processes import available
-
         if solver_processes and not available():
             raise click.BadParameter("needs the 'fork' start method (Linux)", param_hint="--solver-processes")
         out["solver_processes"] = solver_processes
@@ -126,10 +133,6 @@ def _solving_options(
             )
         out["last_round_threads"] = last_round_threads
     if solve_from is not None:
-        import tomllib
-
-        from holdem.gamedef import parse_gamedef
-
         path = run_dir_arg(run_dir)
         with user_input():
             g = parse_gamedef(tomllib.loads((path / "run.toml").read_text())["gamedef"])
@@ -334,12 +337,10 @@ def serve(
             run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas or 1, address, guard
         )
     try:
-        from mccfr.serving.service import bind, create_app, make_server
+        from mccfr.serving.service import bind, create_app, make_server  # FastAPI and uvicorn: serve only
     except ImportError as exc:
         raise CLIError(f"serve needs fastapi and uvicorn ({exc}); pip install fastapi uvicorn") from None
     if solve_method is not None and "solver_processes" not in solving:
-        from mccfr.serving.solver_processes import available
-
         solving["solver_processes"] = available()
     path, responder = _load_responder(run_dir, time_budget_ms, solve_method, **solving)
     saved = (
@@ -352,7 +353,13 @@ def serve(
         sock = bind(host, port)
     except OSError as exc:
         raise CLIError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    bound = sock.getsockname()[1]
+    click.echo(_serving_line(path, responder, host, sock.getsockname()[1], bool(guard["api_key"])), err=True)
+    make_server(app, sock, access_log=access_log).run(sockets=[sock])  # returns on Ctrl-C / SIGTERM
+    click.echo("stopped", err=True)
+
+
+def _serving_line(path, responder, host: str, bound: int, api_key: bool) -> str:
+    """What ``serve`` says once it listens: the run, the game, the address and its notes."""
     shown = f"[{host}]" if ":" in host else host
     bp = getattr(responder, "bp", None)
     what = f"{responder.game.gamedef.name or 'game'}" + (
@@ -361,25 +368,20 @@ def serve(
     budget = getattr(responder, "memory_budget", None)
     notes = [
         f"memory budget {budget / 2**20:,.0f} MiB" if budget is not None else "",
-        "bearer token required" if guard["api_key"] else "",
+        "bearer token required" if api_key else "",
     ]
-    notes = "; ".join(n for n in notes if n)
-    click.echo(
+    note = "; ".join(n for n in notes if n)
+    return (
         f"serving {path} ({what}) on http://{shown}:{bound}  "
         "(the web page at /; POST /v1/strategy, GET /healthz /metrics /openapi.json); Ctrl-C stops"
-        + (f"  [{notes}]" if notes else ""),
-        err=True,
+        + (f"  [{note}]" if note else "")
     )
-    make_server(app, sock, access_log=access_log).run(sockets=[sock])  # returns on Ctrl-C / SIGTERM
-    click.echo("stopped", err=True)
 
 
 def _open_saved(paths, gamedef, bp=None) -> list:
     """``--saved``'s solves, read and measured (a clear error naming a refused file); a
     depth-limited one needs to be of the served blueprint ``bp``."""
-    from blueprint.io.errors import CheckpointError
-    from mccfr.serving.explorer import open_saved
-    from subgame.tree import SubgameError
+    from mccfr.serving.explorer import open_saved  # FastAPI (its routes): only --saved needs it
 
     try:
         return open_saved(paths, gamedef, log=lambda msg: click.echo(msg, err=True), blueprint=bp)
@@ -388,9 +390,7 @@ def _open_saved(paths, gamedef, bp=None) -> list:
 
 
 def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solving, replicas, address, guard):
-    import signal
-    import threading
-
+    # Ray Serve (and FastAPI): only serve --ray needs them
     from mccfr.serving.ray_serve import RayServeMissing, build_app, import_serve, run, shutdown
 
     if port == 0:
@@ -402,16 +402,10 @@ def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solvi
     path = run_dir_arg(run_dir)
     opts = {"solve_method": solve_method, "default_time_budget_ms": time_budget_ms, **solving}
     if solve_method is not None and "solver_threads" not in solving:
-        from mccfr.serving.resources import default_solver_threads
-
         opts["solver_threads"] = max(1, default_solver_threads() // replicas)
     if solve_method is not None and "memory_budget" not in solving:
-        from mccfr.serving.resources import default_memory_budget
-
         opts["memory_budget"] = default_memory_budget() // replicas
     with user_input():
-        from mccfr.serving.solving import make_responder
-
         make_responder(path, **opts).close()  # fail here, with a clear message, not inside a replica
     app = build_app(str(path), replicas, threads=threads, responder_options=opts, app_options=guard)
     url = run(app, host=host, port=port, address=address)
@@ -511,7 +505,6 @@ def play(
     games with a big blind). Exit status 1 when the match ended early (a disconnect, a protocol
     error, a timeout).
     """
-    from mccfr.serving.acpc_client import AcpcClient, parse_address
 
     try:
         host, port = parse_address(dealer)
@@ -523,25 +516,8 @@ def play(
         raise click.UsageError(
             "give RUN_DIR (play its blueprint) or --server URL (ask a running service), one of them"
         )
-    if server is not None:
-        from mccfr.serving.responders import HttpResponder
-
-        try:
-            responder = HttpResponder(server, api_key=api_key or None)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc), param_hint="--server") from None
-        except OSError as exc:
-            raise CLIError(f"cannot reach the query service at {server}: {exc.strerror or exc}") from None
-        path = server
-    else:
-        from mccfr.serving.query import SOLVE_METHODS
-
-        path, responder = _load_responder(
-            run_dir, time_budget_ms, method if method in SOLVE_METHODS else None
-        )
+    path, responder = _play_responder(run_dir, server, api_key, time_budget_ms, method)
     if method is not None:
-        from mccfr.serving.query import QueryError, check_method
-
         try:
             check_method(method, tuple(responder.methods))
         except QueryError as exc:
@@ -582,3 +558,15 @@ def play(
         click.echo(json.dumps(out))
     if not rep.complete:
         sys.exit(1)
+
+
+def _play_responder(run_dir, server, api_key, time_budget_ms, method):
+    """``play``'s responder: a running service's (``--server``) or the run's own."""
+    if server is None:
+        return _load_responder(run_dir, time_budget_ms, method if method in SOLVE_METHODS else None)
+    try:
+        return server, HttpResponder(server, api_key=api_key or None)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--server") from None
+    except OSError as exc:
+        raise CLIError(f"cannot reach the query service at {server}: {exc.strerror or exc}") from None

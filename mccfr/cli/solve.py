@@ -9,7 +9,19 @@ from typing import Any
 
 import click
 
+from abstraction.bets import load_bets
+from blueprint.blueprint import Blueprint
+from holdem.cards import CardError, cards_str, parse_cards
+from holdem.state import StateError
 from mccfr.cli.common import CLIError, json_opt, run_dir_arg, user_input
+from subgame.depth import DepthLimit, default_depth_limit
+from subgame.libratus import read_libratus
+from subgame.limits import SolveLimits
+from subgame.locking import lock_arg, node_frequencies
+from subgame.nested import first_off_tree, hand_strategy, solve_state
+from subgame.saved import read_saved, save_solve
+from subgame.solver import solve as run_solve
+from subgame.tree import SubgameError
 
 
 @click.command()
@@ -176,8 +188,6 @@ def solve(
     and in percent of the subgame's starting pot.
     """
     _check_usage(run_dir, matchstate, subgame_file, load_path, locks, hand)
-    from abstraction.bets import load_bets
-    from subgame.tree import SubgameError
 
     with user_input():
         try:
@@ -218,9 +228,6 @@ def _check_usage(run_dir, matchstate, subgame_file, load_path, locks, hand) -> N
 def _limits(time_budget, iterations, target, locks, save_path, load_path):
     """The solve's :class:`~subgame.limits.SolveLimits` from the options: a new solve runs 2 s
     unless told otherwise; a loaded one runs only what is asked (none: its strategy re-measured)."""
-    from subgame.limits import SolveLimits
-    from subgame.locking import lock_arg
-    from subgame.tree import SubgameError
 
     none = time_budget is None and iterations is None and target is None
     if load_path is not None:
@@ -280,8 +287,6 @@ def _solve_report(sol) -> dict[str, Any]:
             f"nodes built in {d['leaf_build_ms'] / 1000:.2f} s; the exploitability is the depth-limited game's"
         )
         if d.get("leaf_cards"):
-            from holdem.cards import cards_str
-
             click.echo(
                 f"  the later cards dealt from a fixed sample of {len(d['leaf_cards'])}: "
                 f"{cards_str(d['leaf_cards'], sol.subgame.game.num_suits)} (an unbiased estimate of every card's values)"
@@ -299,7 +304,6 @@ def _saved(sol, save_path) -> dict[str, Any]:
     """Save ``sol`` when asked; the report's keys."""
     if save_path is None:
         return {}
-    from subgame.saved import save_solve
 
     n = save_solve(save_path, sol)
     click.echo(f"saved to {save_path} ({n:,} bytes)")
@@ -307,7 +311,6 @@ def _saved(sol, save_path) -> dict[str, Any]:
 
 
 def _node_report(sol, history: str) -> dict[str, Any]:
-    from subgame.locking import node_frequencies
 
     freq = node_frequencies(sol, history)
     click.echo(f"node {history!r}: " + ", ".join(f"{a} {p:.1%}" for a, p in freq["strategy"].items()))
@@ -315,12 +318,9 @@ def _node_report(sol, history: str) -> dict[str, Any]:
 
 
 def _solve_saved(path, run_dir, limits, hand=None) -> dict[str, Any]:
-    from subgame.saved import read_saved
-    from subgame.solver import solve as run_solve
 
     def blueprint(rec: dict):
         """A depth-limited solve's blueprint: RUN_DIR's newest, else the file the solve names."""
-        from blueprint.blueprint import Blueprint
 
         warn = lambda msg: click.echo(f"warning: {msg}", err=True)  # noqa: E731
         if run_dir is not None:
@@ -352,8 +352,6 @@ def _solve_saved(path, run_dir, limits, hand=None) -> dict[str, Any]:
 def _hand_report(sol, hand: str) -> dict[str, float]:
     """``hand``'s strategy at the root of the solved subgame, printed; a SubgameError for cards
     that are no hand of the game or that the subgame's board holds."""
-    from holdem.cards import CardError, parse_cards
-    from subgame.tree import SubgameError
 
     g = sol.subgame.game
     try:
@@ -370,8 +368,6 @@ def _hand_report(sol, hand: str) -> dict[str, float]:
 
 
 def _solve_file(path, method, bets, limits, algo, hand) -> dict[str, Any]:
-    from subgame.libratus import read_libratus
-    from subgame.solver import solve as run_solve
 
     sub = read_libratus(path, bets)
     sol = run_solve(sub, method, limits, algo=algo)
@@ -394,10 +390,6 @@ def _solve_matchstate(path, matchstate, how, limits) -> dict[str, Any]:
     """Solve at ``matchstate`` from RUN_DIR's blueprint; ``how``: (method, the subgame's bets,
     algorithm, the depth-limit option, the depth limit's options)."""
     method, bets, algo, depth_limit, dl_opts = how
-    from blueprint.blueprint import Blueprint
-    from holdem.state import StateError
-    from subgame.nested import first_off_tree, hand_strategy, solve_state
-    from subgame.tree import SubgameError
 
     bp = Blueprint.load(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
     try:
@@ -405,7 +397,6 @@ def _solve_matchstate(path, matchstate, how, limits) -> dict[str, Any]:
     except StateError as exc:
         raise SubgameError(f"bad match state: {exc}") from None
     off = first_off_tree(bp, state) if state.viewer is not None and not state.is_terminal() else None
-    from subgame.depth import DepthLimit, default_depth_limit
 
     dl = depth_limit
     if dl_opts and depth_limit is not False:

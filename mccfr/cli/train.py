@@ -6,10 +6,17 @@ import datetime
 import json
 import os
 import shlex
+from dataclasses import dataclass
+from math import perm
 from pathlib import Path
 
 import click
 
+from abstraction import buckets
+from abstraction.bets import load_bets
+from abstraction.cards import default_card_name
+from blueprint.algo import dcfr_overrides, get_algo
+from blueprint.checkpoints import list_checkpoints
 from blueprint.defaults import (
     DEFAULT_ALGO,
     DEFAULT_GAME,
@@ -27,13 +34,17 @@ from blueprint.rundir import (
     update_run_toml,
     write_run_toml,
 )
+from blueprint.session import SessionConfig, exact_eval_problem, human_bytes
+from blueprint.threads import available_cores
+from blueprint.trainer import MAX_FULL_DEALS, Trainer, make_trainer
+from cluster.config import RayJobConfig
+from cluster.storage import is_uri, normalize_target
 from holdem.files import atomic_write_bytes
+from holdem.gamedef import load_gamedef
 from mccfr.cli.common import (
     CLIError,
     ckpt_opt,
     eval_opt,
-    exact_eval_problem,
-    human_bytes,
     iterations_opt,
     json_opt,
     keep_opt,
@@ -49,7 +60,7 @@ from mccfr.cli.common import (
     user_input,
     with_ray_opts,
 )
-from mccfr.cli.session import budget, ray_job, run_session
+from mccfr.cli.session import budget, ray_job, train_session
 
 
 @click.command()
@@ -126,138 +137,110 @@ from mccfr.cli.session import budget, ray_job, run_session
 )
 @with_ray_opts
 @json_opt
-def train(
-    game,
-    bets,
-    abstraction,
-    algo,
-    iterations,
-    seconds,
-    out,
-    checkpoint_every,
-    keep,
-    storage,
-    seed,
-    threads,
-    target,
-    eval_every,
-    report_every,
-    regret_dtype,
-    explore,
-    dcfr_params,
-    prune,
-    workers,
-    shards,
-    address,
-    batch,
-    group_size,
-    local_ray,
-    private_cards,
-    verbose,
-    as_json,
-):
+def train(**options):
     """Train a blueprint into a new run directory."""
-    if seed < 0:
+    _train(TrainOptions(**options))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """The options ``train`` and ``resume`` share: the budget, checkpoints, evaluation, threads,
+    storage and the Ray job's shape."""
+
+    iterations: int | None
+    seconds: float | None
+    checkpoint_every: float
+    keep: int
+    storage: str | None
+    threads: int | None
+    target: float | None
+    eval_every: float
+    report_every: float
+    workers: int | None
+    shards: int | None
+    address: str | None
+    batch: int | None
+    group_size: int | None
+    local_ray: bool
+    private_cards: bool
+    verbose: bool
+    as_json: bool
+
+    def session(self, iterations: int | None, seconds: float | None) -> SessionConfig:
+        """The session's config, with the budget resolved (:func:`mccfr.cli.session.budget`)."""
+        return SessionConfig(
+            iterations=iterations,
+            seconds=seconds,
+            checkpoint_every=self.checkpoint_every,
+            keep=self.keep,
+            eval_every=self.eval_every,
+            report_every=self.report_every,
+            target=self.target,
+        )
+
+    def runs_ray(self, was_ray: bool = False) -> bool:
+        return _runs_ray(self.workers, self.shards, self.address, self.group_size, self.local_ray, was_ray)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainOptions(RunOptions):
+    """``mccfr train``'s options: the run's game, abstractions, algorithm and seed, and where."""
+
+    game: str
+    bets: str | None
+    abstraction: str | None
+    algo: str | None
+    out: str | None
+    seed: int
+    regret_dtype: str | None
+    explore: float | None
+    dcfr_params: tuple[float, float, float] | None
+    prune: bool | None
+
+
+def _train(o: TrainOptions) -> None:
+    if o.seed < 0:
         raise click.BadParameter("must be >= 0", param_hint="--seed")
-    default_out = out is None
-    if default_out:  # named again below once the algorithm is known
-        label = Path(game).stem if Path(game).suffix else game
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        out = os.path.join("runs", f"{label}-{algo or DEFAULT_ALGO}-{stamp}")
+    label = Path(o.game).stem if Path(o.game).suffix else o.game
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = o.out if o.out is not None else os.path.join("runs", f"{label}-{o.algo or DEFAULT_ALGO}-{stamp}")
     run_dir = Path(out)
     if run_dir.exists() and not run_dir.is_dir():
         raise CLIError(f"--out {out!r} exists and is not a directory")
     with user_input():
-        from blueprint.checkpoints import list_checkpoints
-        from blueprint.trainer import make_trainer
-        from holdem.gamedef import load_gamedef
-
         if list_checkpoints(run_dir):
             raise CLIError(
                 f"{out} already has checkpoints; continue it with 'mccfr resume {shlex.quote(out)}' "
                 f"or choose another --out"
             )
-        store = _new_storage(storage, run_dir, out)
-        gd = load_gamedef(game)
-        iterations, seconds = budget(iterations, seconds, big=gd.deck_size > 16)
-        if gd.is_limit and bets is not None:
-            click.echo(
-                f"warning: --bets is ignored: {gd.name or game} is a limit game (its own bet abstraction)",
-                err=True,
-            )
-        if not gd.is_limit and bets is None:
-            from blueprint.threads import available_cores
-
-            cores = threads if threads is not None else available_cores()
-            bets = default_nolimit_bets(gd.deck_size, seconds, cores)
-            if bets != DEFAULT_NOLIMIT_BETS:
-                click.echo(
-                    f"bets: {bets} (the default for {seconds * cores / 60:,.0f} core-minutes of training; "
-                    f"--bets {DEFAULT_NOLIMIT_BETS} for the short-budget default)",
-                    err=True,
-                )
+        store = _new_storage(o.storage, run_dir, out)
+        gd = load_gamedef(o.game)
+        iterations, seconds = budget(o.iterations, o.seconds, big=gd.deck_size > 16)
+        bets = _choose_bets(gd, o, seconds)
         # everything the user gave is checked before a card abstraction build (minutes)
-        from abstraction.bets import load_bets
-        from blueprint.algo import dcfr_overrides, get_algo
-
-        dcfr: dict = {}
-        if algo is None:
-            algo, dcfr = default_algo(gd.deck_size, gd.is_limit, bets, seconds)
-            if dcfr and dcfr_params is None:
-                click.echo(
-                    f"algo: dcfr --dcfr-params {' '.join(f'{x:g}' for x in dcfr.values())} (the default for a "
-                    f"timed run with {bets} bets; --algo {DEFAULT_ALGO} for Pluribus-style MCCFR)",
-                    err=True,
-                )
-            if default_out:
-                out = os.path.join("runs", f"{label}-{algo}-{stamp}")
-                run_dir = Path(out)
-        if dcfr_params is not None:
-            if algo != "dcfr":
-                raise click.BadParameter(f"applies to --algo dcfr, not {algo}", param_hint="--dcfr-params")
-            dcfr = dcfr_overrides(dcfr_params)
-        if prune and algo in ("cfr", "cfr+"):
-            raise click.BadParameter(f"applies to sampled algorithms, not {algo}", param_hint="--prune")
-        algo_config = get_algo(algo, regret_dtype=regret_dtype, explore=explore, prune=prune, **dcfr)
-        if not gd.is_limit:
-            load_bets(bets)
-        if algo_config.full_traversal:
-            from math import perm
-
-            from blueprint.trainer import MAX_FULL_DEALS
-
-            deals = perm(gd.deck_size, gd.cards_per_deal)
-            if deals > MAX_FULL_DEALS:
-                raise CLIError(
-                    f"--algo {algo} enumerates every deal: {deals:,} for {gd.name or game} (at most "
-                    f"{MAX_FULL_DEALS:,}); use a sampled algorithm (pluribus, dcfr, linear, vanilla)"
-                )
-        _build_card_abstraction(gd, abstraction)
+        algo, dcfr = _choose_algo(gd, o, bets, seconds)
+        if o.out is None:  # named again once the algorithm is known
+            out = os.path.join("runs", f"{label}-{algo}-{stamp}")
+            run_dir = Path(out)
+        _build_card_abstraction(gd, o.abstraction)
         tr = make_trainer(
-            game,
+            o.game,
             bets=bets,
-            cards=abstraction,
+            cards=o.abstraction,
             algo=algo,
-            seed=seed,
-            regret_dtype=regret_dtype,
-            explore=explore,
-            prune=prune,
+            seed=o.seed,
+            regret_dtype=o.regret_dtype,
+            explore=o.explore,
+            prune=o.prune,
             **dcfr,
         )
-    if target is not None and exact_eval_problem(tr):
+    if o.target is not None and exact_eval_problem(tr):
         raise CLIError(f"--target-exploitability needs exact exploitability: {exact_eval_problem(tr)}")
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CLIError(f"cannot create run directory {out!r}: {exc}") from None
-    for stale in (METRICS_JSONL, METRICS_PARQUET):  # leftovers of a run that never checkpointed
-        (run_dir / stale).unlink(missing_ok=True)
-    created = {"created": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
-    write_run_toml(run_dir, tr, {**created, **({"storage": store.target} if store is not None else {})})
-    ray = _runs_ray(workers, shards, address, group_size, local_ray, False)
-    _set_threads(tr, threads, ray)
+    _new_run_dir(run_dir, out, tr, store)
+    ray = o.runs_ray()
+    _set_threads(tr, o.threads, ray)
     click.echo(
-        f"training {gd.name or game} with {algo} (seed {seed}, {_threads_text(tr)}) into {run_dir}: "
+        f"training {gd.name or o.game} with {algo} (seed {o.seed}, {_threads_text(tr)}) into {run_dir}: "
         f"{tr.size:,} table entries, "
         f"{human_bytes(tr.regret.nbytes + tr.strat.nbytes)}"
         + (f"; checkpoints to {store.target}" if store is not None else ""),
@@ -269,33 +252,90 @@ def train(
             raise CLIError(
                 f"--algo {algo} enumerates every deal and runs in one process; drop --workers/--shards"
             )
-        job = ray_job(
-            tr,
-            {
-                "workers": workers,
-                "threads": threads,
-                "shards": shards,
-                "batch": batch,
-                "address": address,
-                "group_size": group_size or None,
-                "share_cards": False if private_cards else None,
-                "ray_log": None if verbose else run_dir / RAY_LOG,
-            },
+        job = ray_job(tr, _job_options(o, run_dir, group_size=o.group_size or None))
+    train_session(tr, job, run_dir, o.as_json, o.session(iterations, seconds), storage=store)
+
+
+def _choose_bets(gd, o: TrainOptions, seconds: float | None) -> str | None:
+    """``--bets``, or the default for a no-limit game and this budget (said on stderr)."""
+    bets = o.bets
+    if gd.is_limit and bets is not None:
+        click.echo(
+            f"warning: --bets is ignored: {gd.name or o.game} is a limit game (its own bet abstraction)",
+            err=True,
         )
-    run_session(
-        tr,
-        job,
-        run_dir,
-        as_json,
-        iterations=iterations,
-        seconds=seconds,
-        checkpoint_every=checkpoint_every,
-        keep=keep,
-        eval_every=eval_every,
-        report_every=report_every,
-        target=target,
-        storage=store,
-    )
+    if not gd.is_limit and bets is None:
+        cores = o.threads if o.threads is not None else available_cores()
+        bets = default_nolimit_bets(gd.deck_size, seconds, cores)
+        if bets != DEFAULT_NOLIMIT_BETS:
+            click.echo(
+                f"bets: {bets} (the default for {(seconds or 0) * cores / 60:,.0f} core-minutes of training; "
+                f"--bets {DEFAULT_NOLIMIT_BETS} for the short-budget default)",
+                err=True,
+            )
+    if bets is not None and not gd.is_limit:
+        load_bets(bets)
+    return bets
+
+
+def _choose_algo(gd, o: TrainOptions, bets: str | None, seconds: float | None) -> tuple[str, dict]:
+    """``--algo`` (or the default for this game, bets and budget, said on stderr) and its DCFR
+    discounts, checked: ``--dcfr-params`` and ``--prune`` apply, full traversal fits."""
+    algo = o.algo
+    dcfr: dict = {}
+    if algo is None:
+        algo, dcfr = default_algo(gd.deck_size, gd.is_limit, bets, seconds)
+        if dcfr and o.dcfr_params is None:
+            click.echo(
+                f"algo: dcfr --dcfr-params {' '.join(f'{x:g}' for x in dcfr.values())} (the default for a "
+                f"timed run with {bets} bets; --algo {DEFAULT_ALGO} for Pluribus-style MCCFR)",
+                err=True,
+            )
+    if o.dcfr_params is not None:
+        if algo != "dcfr":
+            raise click.BadParameter(f"applies to --algo dcfr, not {algo}", param_hint="--dcfr-params")
+        dcfr = dcfr_overrides(o.dcfr_params)
+    if o.prune and algo in ("cfr", "cfr+"):
+        raise click.BadParameter(f"applies to sampled algorithms, not {algo}", param_hint="--prune")
+    algo_config = get_algo(algo, regret_dtype=o.regret_dtype, explore=o.explore, prune=o.prune, **dcfr)
+    if algo_config.full_traversal:
+        deals = perm(gd.deck_size, gd.cards_per_deal)
+        if deals > MAX_FULL_DEALS:
+            raise CLIError(
+                f"--algo {algo} enumerates every deal: {deals:,} for {gd.name or o.game} (at most "
+                f"{MAX_FULL_DEALS:,}); use a sampled algorithm (pluribus, dcfr, linear, vanilla)"
+            )
+    return algo, dcfr
+
+
+def _new_run_dir(run_dir: Path, out: str, tr, store) -> None:
+    """Create the run directory (clearing metrics left by a run that never checkpointed) and write
+    its ``run.toml``."""
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CLIError(f"cannot create run directory {out!r}: {exc}") from None
+    for stale in (METRICS_JSONL, METRICS_PARQUET):  # leftovers of a run that never checkpointed
+        (run_dir / stale).unlink(missing_ok=True)
+    created = {"created": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
+    write_run_toml(run_dir, tr, {**created, **({"storage": store.target} if store is not None else {})})
+
+
+def _job_options(o: RunOptions, run_dir: Path, **shape) -> dict:
+    """The Ray job's options from the command's (``shape``: workers, shards, ... when not the
+    command's own, as a resumed job's)."""
+    options = {
+        "workers": o.workers,
+        "threads": o.threads,
+        "shards": o.shards,
+        "batch": o.batch,
+        "address": o.address,
+        "group_size": o.group_size,
+        "share_cards": False if o.private_cards else None,
+        "ray_log": None if o.verbose else run_dir / RAY_LOG,
+    }
+    options.update(shape)
+    return options
 
 
 def _runs_ray(workers, shards, address, group_size, local_ray: bool, was_ray: bool) -> bool:
@@ -318,7 +358,6 @@ def _set_threads(tr, threads: int | None, ray: bool) -> None:
     """The threads a single-process run trains on: ``--threads``, else every core. Full-traversal
     CFR trains on one; so does the Ray job's driver (its workers take ``--threads``, by default
     their node's cores shared among its workers: :class:`cluster.job.RayJob`)."""
-    from blueprint.threads import available_cores  # numpy and numba: not at the CLI's import
 
     if tr.config.algo.full_traversal:
         if threads is not None and threads > 1:
@@ -340,7 +379,6 @@ def _new_storage(target: str | None, run_dir: Path, out: str):
     error line before anything is built), holding no checkpoint yet, and not the run directory."""
     if target is None:
         return None
-    from cluster.storage import is_uri, normalize_target
 
     if not is_uri(target) and Path(target).expanduser().resolve() == run_dir.resolve():
         raise CLIError(f"--storage {target!r} is the run directory itself; leave --storage out")
@@ -357,15 +395,14 @@ def _build_card_abstraction(gd, name) -> None:
     """A card abstraction recipe that is not in the cache is built here, explicitly (with its
     progress), before anything else of the run: nothing else ever builds one on first use for
     queries (``Blueprint.load`` only loads)."""
-    from abstraction.buckets import RECIPES, ensure_recipe, recipe_dir
-    from abstraction.cards import default_card_name
 
     name = default_card_name(gd, name)
-    if name in RECIPES and not (recipe_dir(gd, name) / "abstraction.bin").is_file():
+    if name in buckets.RECIPES and not (buckets.recipe_dir(gd, name) / "abstraction.bin").is_file():
         click.echo(
             f"the {name!r} card abstraction is not in the cache yet: building it first (once)", err=True
         )
-        ensure_recipe(gd, name, log=lambda m: click.echo(m, err=True))
+        # looked up at call time: a test replaces buckets.ensure_recipe
+        buckets.ensure_recipe(gd, name, log=lambda m: click.echo(m, err=True))
 
 
 @click.command()
@@ -381,33 +418,57 @@ def _build_card_abstraction(gd, name) -> None:
 @report_opt
 @with_ray_opts
 @json_opt
-def resume(
-    run_dir,
-    iterations,
-    seconds,
-    checkpoint_every,
-    keep,
-    storage,
-    threads,
-    target,
-    eval_every,
-    report_every,
-    workers,
-    shards,
-    address,
-    batch,
-    group_size,
-    local_ray,
-    private_cards,
-    verbose,
-    as_json,
-):
+def resume(run_dir, **options):
     """Continue a run from its newest complete checkpoint (N more iterations). A Ray run goes on as a
     Ray run with the same workers, shards and batch (unless given). A run with checkpoints in
     storage (``--storage``, or the one its run.toml records) resumes from the newest there when it
     is newer than the run directory's, and goes on writing there."""
-    if iterations is not None and seconds is not None:
+    _resume(run_dir, RunOptions(**options))
+
+
+def _resume(run_dir: str, o: RunOptions) -> None:
+    if o.iterations is not None and o.seconds is not None:
         raise click.UsageError("give --iterations or --time, not both")
+    path, store = _resume_storage(run_dir, o.storage)
+    with user_input():
+        # the run's layout (from each manifest's config) is checked before any table is read;
+        # damaged newer checkpoints are reported and skipped, then quarantined below
+        tr, manifest = Trainer.load_checkpoint(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
+    iterations, seconds = budget(o.iterations, o.seconds, big=tr.game.deck_size > 16)
+    ray = o.runs_ray(bool(manifest.get("job")))
+    _set_threads(tr, o.threads, ray)
+    click.echo(
+        f"resuming {path} from the checkpoint at iteration {tr.iteration:,} ({_threads_text(tr)})", err=True
+    )
+    quarantine_newer(path, tr.iteration)
+    _drop_metrics_past(path, tr.iteration)
+    if not (path / RUN_TOML).exists():
+        write_run_toml(
+            path,
+            tr,
+            {"created": "unknown (rewritten by resume)", **({"storage": store.target} if store else {})},
+        )
+    elif store is not None and store.target != run_storage(path):
+        update_run_toml(path, storage=store.target)
+    if store is not None:
+        click.echo(f"checkpoints to {store.target}", err=True)
+    job = None
+    if ray:
+        shape = RayJobConfig.resume_options(
+            manifest,
+            workers=o.workers,
+            shards=o.shards,
+            batch=o.batch,
+            address=o.address,
+            group_size=o.group_size,
+        )
+        job = ray_job(tr, _job_options(o, path, **shape))
+    train_session(tr, job, path, o.as_json, o.session(iterations, seconds), storage=store)
+
+
+def _resume_storage(run_dir: str, storage: str | None):
+    """The local run directory of a resume and its storage (``--storage``, else the one its
+    run.toml records; None without one), with the newest checkpoint there fetched."""
     if "://" in run_dir:
         raise CLIError(
             f"resume needs a local run directory (its run.toml and metrics), not {run_dir!r}; "
@@ -415,8 +476,6 @@ def resume(
         )
     store = None
     if storage is not None:
-        from cluster.storage import normalize_target
-
         store = open_storage(normalize_target(storage), writable=True)
         if not os.path.exists(run_dir):  # a fresh directory on this machine for a run kept in storage
             try:
@@ -429,62 +488,17 @@ def resume(
         store = open_storage(recorded, writable=True)
     if store is not None:
         sync_from_storage(path, store)
-    from blueprint.trainer import Trainer
+    return path, store
 
-    with user_input():
-        # the run's layout (from each manifest's config) is checked before any table is read;
-        # damaged newer checkpoints are reported and skipped, then quarantined below
-        tr, manifest = Trainer.load_checkpoint(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
-    iterations, seconds = budget(iterations, seconds, big=tr.game.deck_size > 16)
-    ray = _runs_ray(workers, shards, address, group_size, local_ray, bool(manifest.get("job")))
-    _set_threads(tr, threads, ray)
-    click.echo(
-        f"resuming {path} from the checkpoint at iteration {tr.iteration:,} ({_threads_text(tr)})", err=True
-    )
-    quarantine_newer(path, tr.iteration)
+
+def _drop_metrics_past(path: Path, iteration: int) -> None:
+    """Drop the metrics rows past the resumed checkpoint (the run died after it: those iterations
+    are trained again)."""
     rows = read_metrics(path)
-    kept = [r for r in rows if r["iteration"] <= tr.iteration]
-    if len(kept) != len(rows):  # the run died after its last checkpoint: those iterations are redone
+    kept = [r for r in rows if r["iteration"] <= iteration]
+    if len(kept) != len(rows):
         click.echo(
-            f"dropping {len(rows) - len(kept)} metrics rows past iteration {tr.iteration:,} "
-            f"(after the checkpoint)",
+            f"dropping {len(rows) - len(kept)} metrics rows past iteration {iteration:,} (after the checkpoint)",
             err=True,
         )
         atomic_write_bytes(path / METRICS_JSONL, "".join(json.dumps(r) + "\n" for r in kept).encode())
-    if not (path / RUN_TOML).exists():
-        write_run_toml(
-            path,
-            tr,
-            {"created": "unknown (rewritten by resume)", **({"storage": store.target} if store else {})},
-        )
-    elif store is not None and store.target != recorded:
-        update_run_toml(path, storage=store.target)
-    if store is not None:
-        click.echo(f"checkpoints to {store.target}", err=True)
-    job = None
-    if ray:
-        from cluster.job import RayJob
-
-        kwargs = RayJob.resume_kwargs(
-            manifest, workers=workers, shards=shards, batch=batch, address=address, group_size=group_size
-        )
-        if private_cards:
-            kwargs["share_cards"] = False
-        if not verbose:
-            kwargs["ray_log"] = path / RAY_LOG
-        kwargs["threads"] = threads
-        job = ray_job(tr, kwargs)
-    run_session(
-        tr,
-        job,
-        path,
-        as_json,
-        iterations=iterations,
-        seconds=seconds,
-        checkpoint_every=checkpoint_every,
-        keep=keep,
-        eval_every=eval_every,
-        report_every=report_every,
-        target=target,
-        storage=store,
-    )

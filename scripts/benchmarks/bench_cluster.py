@@ -64,8 +64,8 @@ from cluster_scale_model import model, model_grouped
 from harness import ReferenceDistance, emit, machine_row, simulated_cluster
 
 from blueprint.checkpoints import load_latest
+from blueprint.memory import rss_bytes
 from blueprint.trainer import Trainer, make_trainer
-from cluster import rss_bytes
 from cluster.job import RayJob
 
 
@@ -136,8 +136,8 @@ def bytime(
     workers: int,
     reference_seconds: float,
 ) -> None:
+    from blueprint.session import exact_eval_problem
     from blueprint.threads import available_cores
-    from mccfr.cli.common import exact_eval_problem
 
     cores = available_cores()
     exact = exact_eval_problem(make_trainer(game, seed=0)) is None

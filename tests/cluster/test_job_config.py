@@ -50,7 +50,14 @@ def test_defaults_and_replacing_fields():
 def test_resume_options_continue_the_manifest_job():
     manifest = {
         "rng_state": [1, 2, 3, 4],
-        "job": {"workers": 3, "shards": 2, "batch": 500, "round": 7, "group_size": 2, "worker_seq": [1, 2, 3]},
+        "job": {
+            "workers": 3,
+            "shards": 2,
+            "batch": 500,
+            "round": 7,
+            "group_size": 2,
+            "worker_seq": [1, 2, 3],
+        },
     }
     options = RayJobConfig.resume_options(manifest, batch=None, shards=4)
     config = RayJobConfig.of(**options)
