@@ -223,6 +223,7 @@ def _board_mask(state: State) -> np.int64:
 
 
 MISMATCH_TOL = 1e-6
+MEMO_STATES = 20_000  # public states whose blueprint strategies AIVAT keeps
 _BLIND = "blind"  # a model that ignores its cards: the range stays uniform
 
 
@@ -247,6 +248,7 @@ class AIVAT:
         self.mismatches = 0  # decisions where a model disagreed with the player (that seat: its hand)
         self.point_hands = 0  # hands scored with a seat's cards as dealt
         self._value: tuple[tuple, ShowdownValue] | None = None
+        self._memo: dict = {}  # blueprint models' action_probs by public state
 
     def _model(self, p: Player):
         """The strategy of every hand of ``p``: a blueprint's, a solving player's (a fixed
@@ -281,7 +283,7 @@ class AIVAT:
             m = models[who]
             col = None
             if m is not None and m is not _BLIND:
-                col = m.likelihood(ev.before, ev.action)  # as the player: its subgame kept for the hand
+                col = self._likelihood(m, ev.before, ev.action)
                 if abs(float(col[actual[who]]) - ev.dist.get(ev.action, 0.0)) > MISMATCH_TOL:
                     self.mismatches += 1
                     keep[who] = False
@@ -298,7 +300,7 @@ class AIVAT:
             assert dist is not None and ev.action is not None
             ranged = keep[who] and models[who] is not _BLIND
             if ranged:
-                keys, P = models[who].action_probs(ev.before)
+                keys, P = self._action_probs(models[who], ev.before)
                 mass = w[who] * compatible_mass(w[other], H.mask, H.hands, _board_mask(ev.before))
                 total = float(mass.sum())
                 probs = {k: float(mass @ P[:, j]) / total for j, k in enumerate(keys)} if total > 0 else dist
@@ -326,6 +328,27 @@ class AIVAT:
         if not den > 0.0:  # cannot happen with faithful models (the hands dealt have weight)
             return float(end.payoffs()[0]) - correction
         return num / den * min(end.spent) - correction
+
+    def _action_probs(self, m, state: State) -> tuple[list[str], np.ndarray]:
+        """``m.action_probs(state)``; a blueprint's, a function of the betting and the board alone,
+        is kept (up to :data:`MEMO_STATES` public states, then the memo starts afresh)."""
+        if not isinstance(m, BlueprintOpponent):
+            return m.action_probs(state)
+        key = (id(m), state.betting.actions, state.board_cards)
+        hit = self._memo.get(key)
+        if hit is None:
+            if len(self._memo) >= MEMO_STATES:
+                self._memo.clear()
+            hit = self._memo[key] = m.action_probs(state)
+        return hit
+
+    def _likelihood(self, m, state: State, action: str) -> np.ndarray:
+        """The probability of ``action`` at ``state`` for every hand, asked as the player asks it
+        (a solving player's model keeps the hand's subgame, as the player does)."""
+        if not isinstance(m, BlueprintOpponent):
+            return m.likelihood(state, action)
+        keys, P = self._action_probs(m, state)
+        return P[:, keys.index(action)] if action in keys else np.zeros(P.shape[0])
 
     def _child_value(
         self, state: State, action: str, who: int, w_actor: np.ndarray, w_other: np.ndarray
