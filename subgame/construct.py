@@ -28,7 +28,6 @@ import numpy as np
 
 from abstraction.bets import BetAbstraction
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, BettingTree, build_tree
-from blueprint.best_response import hand_buckets
 from blueprint.blueprint import Blueprint, BlueprintError, NotADecisionError, viewer_decision
 from holdem.betting import CALL, FOLD, RAISE, Betting, action_string
 from holdem.state import State
@@ -39,42 +38,29 @@ from subgame.depth import build_depth_limited_tree
 from subgame.depth_engine import DepthLimitedEngine, make_engine
 from subgame.engine import Engine
 from subgame.interrupt import checkpoint
+from subgame.tables import board_buckets, hand_buckets_for
 from subgame.tree import MAX_NODES, SubgameError, all_hands, blocked_by, board_hands, build_subgame_tree
 from subgame.types import Subgame
 
 
-def _hand_buckets_for(bp: Blueprint, hands: np.ndarray, board: tuple[int, ...], r: int) -> np.ndarray:
-    g = bp.gamedef
-    kind, iso, table, offsets = bp.cards.kernel_args()
-    return hand_buckets(
-        kind,
-        hands.astype(np.int64),
-        np.array(board, np.int64),
-        r,
-        g.num_hole_cards,
-        np.array(g.num_board_cards, np.int64),
-        g.deck_size,
-        g.num_suits,
-        g.num_ranks,
-        iso,
-        table,
-        offsets,
-    )
-
-
 class BucketCache:
-    """Card buckets of every hand for (board, round), computed once."""
+    """Card buckets of every hand for (board, round), computed once (for every hand of the game:
+    once per process, :func:`board_buckets`)."""
 
     def __init__(self, bp: Blueprint, hands: np.ndarray):
         self.bp, self.hands = bp, hands
+        every = all_hands(bp.gamedef)
+        self._shared = hands.shape == every.shape and bool(np.array_equal(hands, every))
         self._c: dict = {}
 
     def __call__(self, board: tuple[int, ...], r: int) -> tuple[np.ndarray, np.ndarray]:
         """(indices of hands not blocked by ``board``, their buckets)."""
+        if self._shared:
+            return board_buckets(self.bp, board, r)
         key = (tuple(sorted(board)), r)
         if key not in self._c:
             idx = np.nonzero(~blocked_by(self.hands, board))[0]
-            self._c[key] = (idx, _hand_buckets_for(self.bp, self.hands[idx], tuple(board), r))
+            self._c[key] = (idx, hand_buckets_for(self.bp, self.hands[idx], tuple(board), r))
         return self._c[key]
 
 

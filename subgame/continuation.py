@@ -19,7 +19,6 @@ from typing import Optional
 import numpy as np
 
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_SHOWDOWN, BettingTree, build_tree
-from blueprint.best_response import hand_buckets
 from holdem.betting import CALL, FOLD, RAISE, Betting
 from holdem.evaluator import rank_many
 from holdem.gamedef import GameDef
@@ -28,6 +27,7 @@ from subgame.bets import bp_bets
 from subgame.depth import MAX_CONTINUATION_NODES, DepthLimit, replay
 from subgame.interrupt import checkpoint
 from subgame.leaf_model import LeafModel, LeafWork
+from subgame.tables import board_buckets, tables_of
 from subgame.tree import SubgameError, all_hands
 
 _CLASS = {"fold": FOLD, "call": CALL, "raise": RAISE}
@@ -141,6 +141,28 @@ def _bucket_rows(bp, b: Betting, player: int, kinds: list, tos: list) -> np.ndar
     return rows
 
 
+def leaf_rows(bp, leaf_betting: Betting, board) -> tuple[BettingTree, list]:
+    """(the leaf's :func:`continuation_template`, ``(node, edge kinds, player, [A, B] rows)`` of each
+    of its decisions: :func:`_bucket_rows`), computed once per process and blueprint for each leaf
+    betting (:mod:`subgame.tables`: the template has no cards, and the bettings of the leaves recur
+    from one solve to the next; the arrays are shared, read only)."""
+
+    def make() -> tuple[BettingTree, list]:
+        tpl = continuation_template(bp, leaf_betting, board)
+        out = []
+        for u in np.nonzero(tpl.kind == KIND_DECISION)[0]:
+            s, A = int(tpl.child_start[u]), int(tpl.num_actions[u])
+            kinds = [int(x) for x in tpl.edge_kind[s : s + A]]
+            tos = [int(x) for x in tpl.edge_to[s : s + A]]
+            q = int(tpl.player[u])
+            rows = _bucket_rows(bp, tpl.betting(int(u)), q, kinds, tos)
+            rows.flags.writeable = False
+            out.append((int(u), kinds, q, rows))
+        return tpl, out
+
+    return tables_of(bp).leaf_rows.get((leaf_betting.actions, leaf_betting.actors), make)
+
+
 def _biased(rows: np.ndarray, kinds: list, which: str, bias: float) -> np.ndarray:
     if which == "blueprint":
         return rows
@@ -176,8 +198,16 @@ def build_leaf_model(
     leaf_of[leaves] = np.arange(len(leaves))
     board0 = tuple(int(c) for c in tree.root_board)
     deck, hole = game.deck_size, game.num_hole_cards
-    kind, player, spent, board, dealc, srow, dealt = [], [], [], [], [], [], []
-    child_start, num_actions, edge_child = [], [], []
+    kind: list[int] = []
+    player: list[int] = []
+    spent: list = []
+    board: list[int] = []
+    dealc: list[float] = []
+    srow: list[int] = []
+    dealt: list[int] = []
+    child_start: list[int] = []
+    num_actions: list[int] = []
+    edge_child: list[int] = []
     boards: dict = {}
     rows_me: list = []
     rows_op: list = [[] for _ in range(dl.k)]
@@ -201,10 +231,11 @@ def build_leaf_model(
             pick = np.random.default_rng([dl.seed, 2]).choice(left, dl.leaf_cards, replace=False)
             sample = np.sort(pick).astype(np.int64)
     pool = list(range(deck)) if sample is None else sample.tolist()
-    tpls = []
+    tpls, decs = [], []
     for n in leaves:
-        rb = replay(tree.betting(int(n)), game)
-        tpls.append(continuation_template(bp, rb, board0))
+        tpl, dec = leaf_rows(bp, replay(tree.betting(int(n)), game), board0)
+        tpls.append(tpl)
+        decs.append(dec)
     deals = dl.leaf_deals if sample is None else None
     size = sum(
         expanded_nodes(game, tpl, len(board0), None if sample is None else len(sample), deals) for tpl in tpls
@@ -246,12 +277,8 @@ def build_leaf_model(
         checkpoint()
         tpl = tpls[li]
         row_of = np.full(tpl.num_nodes, -1, np.int64)
-        for u in np.nonzero(tpl.kind == KIND_DECISION)[0]:
-            s, A = int(tpl.child_start[u]), int(tpl.num_actions[u])
-            kinds = [int(x) for x in tpl.edge_kind[s : s + A]]
-            tos = [int(x) for x in tpl.edge_to[s : s + A]]
-            q = int(tpl.player[u])
-            rows = _bucket_rows(bp, tpl.betting(int(u)), q, kinds, tos)
+        for u, kinds, q, rows in decs[li]:
+            A = len(kinds)
             row_of[u] = nrows
             nrows += A
             rows_me.append(rows)
@@ -380,26 +407,12 @@ def build_leaf_model(
     board_a = np.array(board, np.int32)
     dec_boards = set(np.unique(board_a[kind_a == KIND_DECISION]).tolist())
     sd_boards = set(np.unique(board_a[kind_a == KIND_SHOWDOWN]).tolist())
-    kind_c, iso, table, offsets = bp.cards.kernel_args()
     through = [game.board_cards_through(r) for r in range(game.num_rounds)]
     for b, cards in enumerate(blist):
         idx = np.nonzero(valid[b])[0]
         if b in dec_boards:
-            r = through.index(len(cards))
-            bucket[b, idx] = hand_buckets(
-                kind_c,
-                hands[idx].astype(np.int64),
-                np.array(cards, np.int64),
-                r,
-                hole,
-                np.array(game.num_board_cards, np.int64),
-                deck,
-                game.num_suits,
-                game.num_ranks,
-                iso,
-                table,
-                offsets,
-            )
+            ib, bk = board_buckets(bp, cards, through.index(len(cards)))  # shared with blueprint_values
+            bucket[b, ib] = bk
         if b in sd_boards:
             mat = np.empty((len(idx), hole + len(cards)), np.int64)
             mat[:, :hole] = hands[idx]

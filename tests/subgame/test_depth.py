@@ -671,3 +671,31 @@ def test_a_depth_limited_solve_is_saved_and_continued_exactly(bp, tmp_path, meth
     np.testing.assert_array_equal(cont.state.regret, whole.state.regret)
     np.testing.assert_array_equal(cont.state.leaf.sum, whole.state.leaf.sum)
     assert cont.exploitability == whole.exploitability
+
+
+def test_the_blueprint_tables_are_reused_and_change_nothing(bp):
+    """The leaves' continuation rows and the hands' card buckets are computed once per blueprint
+    (:mod:`subgame.tables`): a second solve's leaf model reads them, equal to one built afresh."""
+    from subgame.continuation import build_leaf_model
+    from subgame.tables import LRU, tables_of
+
+    tb = tables_of(bp)
+    tb.clear()
+    sub, _ = _flop_subgame(bp, DepthLimit(bp))
+    t = sub.public_tree()
+    fresh = build_leaf_model(t, bp, sub.seat, sub.depth_limit)
+    rows, buckets = tb.leaf_rows.misses, tb.buckets.misses
+    assert len(tb.leaf_rows) > 0 and len(tb.buckets) > 0
+    again = build_leaf_model(t, bp, sub.seat, sub.depth_limit)
+    assert (tb.leaf_rows.misses, tb.buckets.misses) == (rows, buckets)  # all from the tables
+    assert tb.leaf_rows.hits >= len(fresh.leaf_nodes)
+    for name in ("s_me", "s_op", "bucket", "order", "kind", "child_start", "edge_child", "srow"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(fresh, name), err_msg=name)
+    # a table holds at most its bytes, least recently used out first
+    lru = LRU(3 * 800)
+    for k in range(5):
+        assert lru.get(k, lambda: np.zeros(100)).nbytes == 800
+    assert len(lru) == 3 and lru.bytes <= 3 * 800 and lru.misses == 5
+    lru.get(2, lambda: None)
+    assert lru.hits == 1
+    assert lru.get(9, lambda: np.zeros(1000)).shape == (1000,) and 9 not in lru._d  # too big: not kept
