@@ -25,22 +25,35 @@ class CostModel:
     deadline leaves no time for it): a moving average of the solves that were useful; one that was
     not (too few iterations) raises it to at least the time it ran, one that never iterated (its
     construction outlasted the budget) to at least twice that time and twice the estimate
-    (exponential back-off); each query it turns away lowers it by 1%."""
+    (exponential back-off); each query it turns away lowers it by 1%.
+
+    Solves of one round differ in size (a turn subgame first to act has several times the
+    continuations of one facing a bet): given ``units`` (a measure of the solve's size, the
+    :class:`SizeModel`'s uncorrected estimate), the model learns, by the same rules, the seconds
+    per unit as well, and :meth:`get` with ``units`` scales that rate to the solve at hand (the
+    round's plain figure where no rate has been learned yet)."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._est: dict[int, float] = {}
+        self._rate: dict[int, float] = {}  # seconds per unit of size
 
-    def get(self, rnd: int) -> float:
+    def get(self, rnd: int, units: float | None = None) -> float:
         with self._lock:
+            if units and rnd in self._rate:
+                return self._rate[rnd] * units
             return self._est.get(rnd, 0.0)
 
-    def finished(self, rnd: int, seconds: float) -> None:
+    def finished(self, rnd: int, seconds: float, units: float | None = None) -> None:
         with self._lock:
             old = self._est.get(rnd)
             self._est[rnd] = seconds if old is None else 0.7 * old + 0.3 * seconds
+            if units:
+                r = seconds / units
+                old = self._rate.get(rnd)
+                self._rate[rnd] = r if old is None else 0.7 * old + 0.3 * r
 
-    def failed(self, rnd: int, seconds: float, backoff: bool) -> None:
+    def failed(self, rnd: int, seconds: float, backoff: bool, units: float | None = None) -> None:
         """A solve that was not useful after ``seconds``: a useful one takes longer than that;
         with ``backoff`` (it never reached an iteration in its whole budget) twice the time it ran
         and twice the estimate that let it start: a round too slow to solve at all is tried again
@@ -50,6 +63,9 @@ class CostModel:
             # a solve that never iterated in its whole budget was cut off in its construction (the
             # construction's checkpoints): a useful one takes longer than the time it had, so back off
             self._est[rnd] = max(2.0 * seconds, 2.0 * old) if backoff else max(seconds, old)
+            if units:
+                r, old = seconds / units, self._rate.get(rnd, 0.0)
+                self._rate[rnd] = max(2.0 * r, 2.0 * old) if backoff else max(r, old)
 
     def decay(self, rnd: int, factor: float = 0.99) -> None:
         """A query refused on the estimate: lower it a little (after enough refusals the round is
@@ -57,10 +73,13 @@ class CostModel:
         with self._lock:
             if rnd in self._est:
                 self._est[rnd] *= factor
+            if rnd in self._rate:
+                self._rate[rnd] *= factor
 
     def clear(self) -> None:
         with self._lock:
             self._est.clear()
+            self._rate.clear()
 
     def snapshot(self) -> dict[int, float]:
         with self._lock:

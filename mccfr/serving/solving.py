@@ -389,13 +389,13 @@ class SolvingResponder(BlueprintResponder):
         reserve = self._reserve_s(budget_s)
         deadline = t0 + budget_s - max(0.0, early)  # the answer is due then
         solve_by = deadline - self._stop_early_s(budget_s)  # the solve stops iterating by then (>= reserve)
-        need = max(self.cost.get(state.round), 0.005)
+        mem, raw = self.size.estimate(state)  # raw: the solve's size, which its cost scales with
+        need = max(self.cost.get(state.round, raw), 0.005)
         now = time.perf_counter()
         if need > solve_by - now:
             self.cost.decay(state.round)  # so that a round refused long enough is tried again
             self._count("budget")
             return self._blueprint_answer(state, t0, "budget", method)
-        mem, raw = self.size.estimate(state)
         with self._cond:
             start = self._projected_start(now)
             fits = start + need <= solve_by and self._within_share(state.round)
@@ -492,7 +492,7 @@ class SolvingResponder(BlueprintResponder):
                 # minimum iterations; not the final exploitability check, which the solver skips when
                 # it no longer fits (diagnostics: the answer reports it when it was measured)
                 setup = (time.perf_counter() - t) - sol.elapsed_s + tm["tree_s"] + tm.get("engine_s", 0.0)
-                self.cost.finished(state.round, setup + self.min_iterations * tm["iter_s"])
+                self.cost.finished(state.round, setup + self.min_iterations * tm["iter_s"], job.raw)
         except SolveInterrupted:
             return "deadline"
         except LockError as exc:
@@ -509,7 +509,9 @@ class SolvingResponder(BlueprintResponder):
                 # by its query before its end, or cut short by max_solve_ms, it only says a useful one
                 # takes longer; a query that gave up because the solve ran past its end cut nothing short)
                 whole = job.end >= job.solve_by - 1e-3 and job.given_up_at >= job.end
-                self.cost.failed(state.round, time.perf_counter() - t, backoff=not iterated and whole)
+                self.cost.failed(
+                    state.round, time.perf_counter() - t, backoff=not iterated and whole, units=job.raw
+                )
         size = nbytes(sol)
         self.size.observe(state.round, job.raw, job.reserved, int(getattr(sol, "state_bytes", 0)) + size)
         if not useful:

@@ -611,6 +611,25 @@ def test_cost_model_learns_backs_off_and_decays():
     assert c.get(2) == pytest.approx(9.9)
 
 
+def test_cost_model_scales_with_the_size_of_the_solve():
+    """With sizes, a round's cost is learned per unit of size: a small subgame of a round whose big
+    ones are too slow is still admitted; without a size (or before any rate) the round's figure."""
+    from mccfr.serving.admission import CostModel
+
+    c = CostModel()
+    c.finished(2, 2.0, units=10.0)  # a big turn subgame: 2 s
+    assert c.get(2, 10.0) == pytest.approx(2.0) and c.get(2, 2.5) == pytest.approx(0.5)
+    assert c.get(2) == pytest.approx(2.0) and c.get(3, 5.0) == 0.0
+    c.finished(2, 0.5, units=5.0)
+    assert c.get(2, 10.0) == pytest.approx(10 * (0.7 * 0.2 + 0.3 * 0.1))
+    c.failed(2, 1.5, backoff=False, units=5.0)  # a mid-sized one that ran 1.5 s and was not useful
+    assert c.get(2, 5.0) == pytest.approx(1.5) and c.get(2, 2.0) == pytest.approx(0.6)
+    c.decay(2)
+    assert c.get(2, 5.0) == pytest.approx(1.5 * 0.99)
+    c.clear()
+    assert c.get(2, 5.0) == 0.0
+
+
 def test_the_learned_cost_leaves_out_the_final_check(hunl_bp, monkeypatch):
     """What a useful solve needs is its setup (construction, tree, engine) and ``min_iterations``
     iterations: not the final exploitability check, which a solve short of time skips. The solve is
@@ -640,6 +659,8 @@ def test_the_learned_cost_leaves_out_the_final_check(hunl_bp, monkeypatch):
     assert seen[0].min_iterations == 7
     # setup 0.05 s (plus the little the fake's call took) and 7 x 0.01 s; the 30 s check left out
     assert 0.05 + 7 * 0.01 <= r.cost.get(3) < 0.5, r.cost.snapshot()
+    raw = r.size.estimate(hunl_bp.game.state(RIVER))[1]
+    assert raw and r.cost.get(3, raw) == pytest.approx(r.cost.get(3))  # per unit of its size too
 
 
 def test_serve_solving_flags_are_checked(tmp_path):
