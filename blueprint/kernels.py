@@ -28,15 +28,19 @@ iteration, in chips) when regrets are discounted.
 
 Discounting (linear CFR and DCFR, Brown & Sandholm 2019) is lazy: nothing sweeps the table at a
 discount boundary. Each information set's row (its ``A_n`` entries) records in ``Rows.epoch`` how
-many boundaries it has been through, and a traversal that touches a row first applies the
-boundaries it missed (:func:`settle_row`), one after another, each as the eager sweep did it
-(positive and negative regrets by their factors, rounded to an integer for int32 regrets, then
-the strategy sums): a row's values are bit for bit those of a table discounted in full at every
-boundary. The factors come from a :class:`Schedule` over a window of boundaries; the trainer
-settles every row (:func:`settle_tables`) only where the tables are read whole: checkpoints,
-exports, strategies, the end of a run. Iteration ``t`` has seen the boundaries ``b <= t``
-(:func:`epoch_at`), and its pruning threshold and regret floor scale with the effective iteration
-count ``W(t)`` that the schedule carries (:func:`effective_iterations`).
+many boundaries its regrets and, apart, its strategy sums have been through, and a traversal that
+touches a row first applies the boundaries it missed at once (:func:`settle_row`; the
+traverser's rows only their regrets, which it alone reads, the opponent's both): positive regrets times the product of their
+factors, negative regrets times theirs, strategy sums times theirs, each product one ``exp`` of a
+difference of the schedule's cumulative logs (a regret cannot change sign between two touches, so
+one factor per sign class is right). The values differ from a whole-table sweep at each boundary
+only in the rounding (one rounding to float32, or to an integer for int32 regrets, instead of one
+per boundary; docs/training.md has the figures). The factors come from a :class:`Schedule` over a
+window of boundaries. Only what the run itself does touches the rows, so a checkpoint holds the
+rows with their epochs and a resumed run is the unbroken one bit for bit; whole-table reads
+(strategies, blueprint files) settle a copy (:func:`settle_tables`). Iteration ``t`` has seen the
+boundaries ``b <= t`` (:func:`epoch_at`), and its pruning threshold and regret floor scale with
+the effective iteration count ``W(t)`` that the schedule carries (:func:`effective_iterations`).
 
 Threads: :func:`es_iterations`, :func:`settle_tables` and :func:`merge_copy` release the GIL, so
 the trainer runs them on several threads over the same tables (:mod:`blueprint.threads`).
@@ -83,9 +87,10 @@ class ESOptions(NamedTuple):
 
 
 class Schedule(NamedTuple):
-    """The discount schedule over a window of boundaries, for :func:`settle_row` and the
-    thresholds: boundary ``j`` (the ``j``-th, at iteration count ``j * every``) has index
-    ``j - base`` in the arrays; index 0 is the window's first epoch (its factors unused)."""
+    """The discount schedule over a window of boundaries (:class:`blueprint.discount.DiscountWindow`),
+    for :func:`settle_row` and the thresholds: boundary ``j`` (the ``j``-th, at iteration count
+    ``j * every``) has index ``j - base`` in the factor arrays (index 0 is the window's first
+    epoch: its factors unused, its cumulative logs 0) and ``j - wbase`` in ``w`` and ``t_at``."""
 
     every: int  # discount_every; 0: no discounting (every row stays at epoch 0)
     until: int  # boundaries fall at iteration counts <= until; -1: for the whole run
@@ -93,15 +98,21 @@ class Schedule(NamedTuple):
     pos: np.ndarray  # float64 [K]: positive-regret factor of boundary base + i
     neg: np.ndarray  # float64 [K]: negative-regret factor
     avg: np.ndarray  # float64 [K]: strategy-sum factor
-    w: np.ndarray  # float64 [K]: the effective iteration count W at iteration count t_at[i]
-    t_at: np.ndarray  # int64 [K]: the iteration count of boundary base + i (W(t) = w + t - t_at)
+    lpos: np.ndarray  # float64 [K]: sum of log(pos) over boundaries base + 1 .. base + i, in order
+    lneg: np.ndarray  # float64 [K]: the same for the negative-regret factors
+    lavg: np.ndarray  # float64 [K]: the same for the strategy-sum factors
+    wbase: int  # the epoch of index 0 of w and t_at (>= base)
+    w: np.ndarray  # float64 [KW]: the effective iteration count W at iteration count t_at[i]
+    t_at: np.ndarray  # int64 [KW]: the iteration count of boundary wbase + i (W(t) = w + t - t_at)
 
 
 class Rows(NamedTuple):
     """Information-set rows: their ids and how many discount boundaries each has been through."""
 
     node_row: np.ndarray  # int64 [N]: the row of (node, bucket 0); row (n, b) is node_row[n] + b
-    epoch: np.ndarray  # int32 [rows]: the boundaries applied to each row
+    epoch: (
+        np.ndarray
+    )  # int32 [2 * rows]: the boundaries applied to each row's regrets (2 * row), sums (2 * row + 1)
 
 
 class _Stack(NamedTuple):
@@ -168,35 +179,106 @@ def epoch_at(t, sched):
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def effective_iterations(t, sched):
     """``W(t)``: iterations counted with the negative regrets' discounting (the thresholds' unit)."""
-    i = epoch_at(t, sched) - sched.base
+    i = epoch_at(t, sched) - sched.wbase
     return sched.w[i] + float(t - sched.t_at[i])
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _scale_regrets(base, na, regret, pf, nf, int_regret):
+    for a in range(na):
+        r = float(regret[base + a])
+        r = r * pf if r > 0.0 else r * nf
+        if int_regret:
+            r = np.floor(r + 0.5)
+        regret[base + a] = r
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _scale_sums(base, na, strat, af):
+    if af != 1.0:
+        for a in range(na):
+            strat[base + a] = float(strat[base + a]) * af
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def settle_row(row, base, na, regret, strat, epoch, to, sched, int_regret):
     """Bring row ``row`` (entries ``base .. base + na - 1``) through the boundaries up to epoch
-    ``to`` it has not seen: each in turn, as :func:`discount_tables` sweeps the whole table
-    (bit-identical: the same float64 products, rounded to the tables' types at each boundary). A
-    row already at ``to`` or past it (another thread's later iteration on shared tables) is left
-    alone. The row's epoch is written first, which narrows the window in which two threads on
-    shared tables could both discount it to a few instructions (as rare as a lost update)."""
-    e = epoch[row]
-    if e >= to:
-        return
-    epoch[row] = to
-    for j in range(e + 1 - sched.base, to + 1 - sched.base):
-        pf = sched.pos[j]
-        nf = sched.neg[j]
-        af = sched.avg[j]
-        for a in range(na):
-            r = float(regret[base + a])
-            r = r * pf if r > 0.0 else r * nf
-            if int_regret:
-                r = np.floor(r + 0.5)
-            regret[base + a] = r
-        if af != 1.0:
-            for a in range(na):
-                strat[base + a] *= af
+    ``to`` it has not seen, all at once: positive regrets times the product of their factors,
+    negative ones times theirs (a regret keeps its sign between touches, so one factor per sign
+    class is exact up to rounding), rounded to an integer for int32 regrets, strategy sums times
+    theirs; each product is ``exp(L[to] - L[e])`` of the schedule's cumulative logs, so the cost
+    does not grow with the boundaries missed. The regrets' epoch is ``epoch[2 * row]``, the
+    strategy sums' ``epoch[2 * row + 1]`` (a traverser's visit settles the regrets only). A part
+    already at ``to`` or past it (another thread's later iteration on shared tables) is left
+    alone. Its epoch is written first, which narrows the window in which two threads on shared
+    tables could both discount it to a few instructions (as rare as a lost update)."""
+    e = epoch[2 * row]
+    if e < to:
+        epoch[2 * row] = to
+        i = e - sched.base
+        j = to - sched.base
+        pf = np.exp(sched.lpos[j] - sched.lpos[i])
+        nf = np.exp(sched.lneg[j] - sched.lneg[i])
+        _scale_regrets(base, na, regret, pf, nf, int_regret)
+    e = epoch[2 * row + 1]
+    if e < to:
+        epoch[2 * row + 1] = to
+        _scale_sums(base, na, strat, np.exp(sched.lavg[to - sched.base] - sched.lavg[e - sched.base]))
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def fill_factors(now, sched, fac):
+    """``fac[k, i]`` (float64 ``[3, K]``): the factor from epoch ``base + i`` to ``now`` for
+    positive regrets (k = 0), negative ones (1) and strategy sums (2), for every ``i`` up to
+    ``now``'s index: the very values :func:`settle_row` computes (the same ``exp`` of the same
+    difference), so a traversal looks them up instead of computing three ``exp`` per row. At most
+    :data:`blueprint.discount.MAX_WINDOW` of each, once per epoch a traversal reaches."""
+    j = now - sched.base
+    lp, ln, la = sched.lpos[j], sched.lneg[j], sched.lavg[j]
+    for i in range(j + 1):
+        fac[0, i] = np.exp(lp - sched.lpos[i])
+        fac[1, i] = np.exp(ln - sched.lneg[i])
+        fac[2, i] = np.exp(la - sched.lavg[i])
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def settle_regrets_at(row, base, na, regret, epoch, to, sched, fac, int_regret):
+    """:func:`settle_row`'s regrets to ``to`` with the factors looked up in ``fac``
+    (:func:`fill_factors` for ``to``): bit for bit the same values."""
+    e = epoch[2 * row]
+    if e < to:
+        epoch[2 * row] = to
+        _scale_regrets(base, na, regret, fac[0, e - sched.base], fac[1, e - sched.base], int_regret)
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def settle_sums_at(row, base, na, strat, epoch, to, sched, fac):
+    """:func:`settle_row`'s strategy sums to ``to``, the factor looked up in ``fac``."""
+    e = epoch[2 * row + 1]
+    if e < to:
+        epoch[2 * row + 1] = to
+        _scale_sums(base, na, strat, fac[2, e - sched.base])
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def settle_row_chain(row, base, na, regret, strat, epoch, to, sched, int_regret):
+    """:func:`settle_row` one boundary after another, each as :func:`discount_tables` sweeps the
+    whole table (bit for bit: the same float64 products, rounded to the tables' types at each
+    boundary): for whole-table settling where the result must equal the Ray job's eager
+    discounting (:meth:`blueprint.trainer.Trainer.settle`)."""
+    e = epoch[2 * row]
+    if e < to:
+        epoch[2 * row] = to
+        for j in range(e + 1 - sched.base, to + 1 - sched.base):
+            _scale_regrets(base, na, regret, sched.pos[j], sched.neg[j], int_regret)
+    e = epoch[2 * row + 1]
+    if e < to:
+        epoch[2 * row + 1] = to
+        for j in range(e + 1 - sched.base, to + 1 - sched.base):
+            af = sched.avg[j]
+            if af != 1.0:
+                for a in range(na):
+                    strat[base + a] *= af
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -216,19 +298,35 @@ def _prefetch_children(n, trav, tree, tables, rows, buckets, lazy):
             if player[c] != trav:
                 prefetch(tables.strat, row)
             if lazy:
-                prefetch(rows.epoch, rows.node_row[c] + b)
+                prefetch(rows.epoch, 2 * (rows.node_row[c] + b))
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _es_traverse(
-    trav, tree, tables, rows, sched, now, buckets, winner, rng, prune_now, thresh, floor, opts, last_round, st
+    trav,
+    tree,
+    tables,
+    rows,
+    sched,
+    fac,
+    now,
+    buckets,
+    winner,
+    rng,
+    prune_now,
+    thresh,
+    floor,
+    opts,
+    last_round,
+    st,
 ):
     """One external-sampling traversal for seat ``trav`` from the root; returns its value.
 
     Iterative depth-first search: a frame per traverser node on the current path (``st`` a
     :class:`_Stack`: ``f_*`` arrays, strategy in ``sig[d * maxa:]``, child values in ``val``,
     explored flags in ``flag``); opponent nodes need no frame (one sampled child). Every row is
-    brought to epoch ``now`` (:func:`settle_row`) before it is read.
+    brought to epoch ``now`` (:func:`settle_row`) before it is read: the traverser's rows their
+    regrets, the opponent's their regrets and strategy sums (the only ones it adds to).
     """
     node_row, epoch = rows.node_row, rows.epoch
     lazy = sched.every > 0
@@ -255,7 +353,8 @@ def _es_traverse(
             if pf:
                 _prefetch_children(cur, trav, tree, tables, rows, buckets, lazy)
             if lazy:
-                settle_row(node_row[cur] + b, base, na, regret, strat, epoch, now, sched, int_regret)
+                settle_regrets_at(node_row[cur] + b, base, na, regret, epoch, now, sched, fac, int_regret)
+                settle_sums_at(node_row[cur] + b, base, na, strat, epoch, now, sched, fac)
             regret_matching(regret, base, na, osig, 0)
             for a in range(na):
                 strat[base + a] += osig[a]
@@ -280,7 +379,7 @@ def _es_traverse(
             if pf:
                 _prefetch_children(cur, trav, tree, tables, rows, buckets, lazy)
             if lazy:
-                settle_row(node_row[cur] + b, base, na, regret, strat, epoch, now, sched, int_regret)
+                settle_regrets_at(node_row[cur] + b, base, na, regret, epoch, now, sched, fac, int_regret)
             off = sp * maxa
             regret_matching(regret, base, na, sig, off)
             prune = prune_now and rnd[cur] != last_round
@@ -403,9 +502,14 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
     prune_start, prune_prob, prune_c, floor_c = opts.prune_start, opts.prune_prob, opts.prune_c, opts.floor_c
     ceil = opts.ceil
     last_round = num_rounds - 1
+    fac = np.ones((3, sched.lpos.shape[0]), np.float64)
+    have = -1  # the epoch fac holds the factors to
     for it in range(n_iters):
         t = t0 + it * stride
         now = epoch_at(t, sched)
+        if now != have and sched.every > 0:
+            fill_factors(now, sched, fac)
+            have = now
         w = effective_iterations(t, sched)
         thresh = prune_c * w
         floor = floor_c * w
@@ -426,6 +530,7 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
                 tables,
                 rows,
                 sched,
+                fac,
                 now,
                 buckets,
                 winner,
@@ -455,7 +560,7 @@ class Copy(NamedTuple):
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def _merge_row(r, e, na, regret, strat, epoch, cp, sched, floor, ceil, int_regret):
     c_reg, c_str, c_ep, b_reg, b_str, b_ep = cp
-    changed = c_ep[r] != b_ep[r]
+    changed = c_ep[2 * r] != b_ep[2 * r] or c_ep[2 * r + 1] != b_ep[2 * r + 1]
     if not changed:
         for a in range(na):
             if c_reg[e + a] != b_reg[e + a] or c_str[e + a] != b_str[e + a]:
@@ -465,7 +570,7 @@ def _merge_row(r, e, na, regret, strat, epoch, cp, sched, floor, ceil, int_regre
         if sched.every > 0:
             # the shared row, the base and the copy through the same boundaries: the thread's
             # update is the copy minus its base discounted as the shared row is
-            to = max(epoch[r], c_ep[r])
+            to = max(max(epoch[2 * r], epoch[2 * r + 1]), max(c_ep[2 * r], c_ep[2 * r + 1]))
             settle_row(r, e, na, regret, strat, epoch, to, sched, int_regret)
             settle_row(r, e, na, b_reg, b_str, b_ep, to, sched, int_regret)
             settle_row(r, e, na, c_reg, c_str, c_ep, to, sched, int_regret)
@@ -486,8 +591,9 @@ def _merge_row(r, e, na, regret, strat, epoch, cp, sched, floor, ceil, int_regre
         b_reg[i] = c_reg[i]
         c_str[i] = strat[i]
         b_str[i] = c_str[i]
-    c_ep[r] = epoch[r]
-    b_ep[r] = c_ep[r]
+    for k in range(2 * r, 2 * r + 2):
+        c_ep[k] = epoch[k]
+        b_ep[k] = c_ep[k]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -522,16 +628,20 @@ def merge_copy(nodes, layout, regret, strat, epoch, cp, sched, floor, ceil, int_
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def settle_tables(nodes, layout, regret, strat, epoch, to, sched, int_regret):
+def settle_tables(nodes, layout, regret, strat, epoch, to, sched, int_regret, chain):
     """Bring every row of the decision nodes ``nodes`` (indices into ``layout``) through the
-    boundaries up to epoch ``to`` (:func:`settle_row`): where the tables are read whole."""
+    boundaries up to epoch ``to``: at once (:func:`settle_row`, as a traversal would), or with
+    ``chain`` one boundary after another (:func:`settle_row_chain`, as the eager sweep)."""
     for k in range(nodes.shape[0]):
         d = nodes[k]
         na = layout.width[d]
         for b in range(layout.rows[d]):
-            settle_row(
-                layout.row[d] + b, layout.entry[d] + b * na, na, regret, strat, epoch, to, sched, int_regret
-            )
+            r = layout.row[d] + b
+            e = layout.entry[d] + b * na
+            if chain:
+                settle_row_chain(r, e, na, regret, strat, epoch, to, sched, int_regret)
+            else:
+                settle_row(r, e, na, regret, strat, epoch, to, sched, int_regret)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -43,7 +43,7 @@ from blueprint.algo import AlgoConfig, AlgoError, algo_dict, get_algo
 from blueprint.best_response import BestResponse
 from blueprint.checkpoints import load_latest, save_checkpoint
 from blueprint.defaults import DEFAULT_ALGO, DEFAULT_GAME, DEFAULT_NOLIMIT_BETS, DEFAULT_SEED
-from blueprint.discount import MAX_WINDOW, DiscountWindow
+from blueprint.discount import MAX_WINDOW, DiscountWindow, window_base
 from blueprint.io.blueprint_file import abstraction_hash, blueprint_file_payload
 from blueprint.io.container import ArraySpec
 from blueprint.io.errors import CheckpointError
@@ -73,6 +73,13 @@ from blueprint.threads import (
 from holdem.gamedef import GameDef, load_gamedef, parse_gamedef
 
 MAX_FULL_DEALS = 2_000_000
+#: what a single-process checkpoint's shard holds: 1, the tables settled (every row through every
+#: boundary so far) and the RNG; 2 (the manifest's ``tables_format``), also the rows' epochs
+#: (``epoch``, int32 ``[information sets, 2]``: the discount boundaries each row's regrets and its
+#: strategy sums have been through, between the window's first and the iteration's), the tables
+#: as the run held them. Both are read. The Ray job's checkpoints (a ``job`` in the manifest) hold
+#: settled slices under either.
+TABLES_FORMAT = 2
 # tables at least this big are settled (every row through its pending discounts) by all the
 # threads, each a slice (smaller: the sweep is shorter than waking the threads)
 PARALLEL_SETTLE_MIN = 1 << 18
@@ -162,9 +169,9 @@ class Trainer:
         algo = config.algo
         self.regret = np.zeros(self.size, REGRET_DTYPES[algo.regret_dtype])
         self.strat = np.zeros(self.size, np.float32)
-        # per information set, the discount boundaries its row has been through (lazy discounting:
-        # blueprint.kernels); equal to every boundary so far outside run()
-        self.row_epoch = np.zeros(self.num_rows, np.int32)
+        # per information set, the discount boundaries its regrets (2 * row) and its strategy sums
+        # (2 * row + 1) have been through (lazy discounting: blueprint.kernels)
+        self.row_epoch = np.zeros(2 * self.num_rows, np.int32)
         self.iteration = 0
         self.rng = seed_rng_state(np.random.SeedSequence(config.seed))
         self.w_base = 0.0  # effective iteration count at t_base (for thresholds)
@@ -251,6 +258,15 @@ class Trainer:
             self.node_visits += n * 2 * len(deals) * int((self.tree.kind == KIND_DECISION).sum())
             return
         window = self._lazy_window()
+        if window.every > 0:
+            # a span ends where the run reaches the next window's first boundary: every row is
+            # brought there (_rebase), at the same iteration however the run is chunked
+            nxt = (window.base + MAX_WINDOW) * window.every
+            if self.iteration < nxt < self.iteration + n and (window.until < 0 or nxt <= window.until):
+                first = nxt - self.iteration
+                self._step(first)
+                self._step(n - first)
+                return
         window.cover(window.epoch(self.iteration + n))
         sched = window.kernel()
         rows = Rows(self.node_row, self.row_epoch)
@@ -307,6 +323,8 @@ class Trainer:
         self.w_base, self.t_base = window.state(self.iteration)
         self.node_visits += int(stats[0])
         self.pruned += int(stats[1])
+        if window.epoch(self.iteration) - window.base >= MAX_WINDOW:
+            self._rebase()
 
     def warm_up(self) -> float:
         """Compile (or load from numba's cache) every kernel a run of this trainer calls, on empty
@@ -350,9 +368,18 @@ class Trainer:
             self.max_actions,
         )
         none = np.zeros(0, np.int64)
-        settle_tables(
-            none, self.row_layout, self.regret, self.strat, self.row_epoch, 0, sched, opts.int_regret
-        )
+        for chain in (False, True):
+            settle_tables(
+                none,
+                self.row_layout,
+                self.regret,
+                self.strat,
+                self.row_epoch,
+                0,
+                sched,
+                opts.int_regret,
+                chain,
+            )
         if self.threads > 1:
             self._thread_team()
             self._thread_states(self.threads)
@@ -499,29 +526,24 @@ class Trainer:
 
     # -- lazy discounting ---------------------------------------------------------------------
     def _lazy_window(self) -> DiscountWindow:
-        """The discount window of the rows' pending boundaries, opened at the current iteration
-        with every row taken as settled there (outside :meth:`run` the tables are; whoever
-        replaces them, as the Ray job's workers do, writes settled tables)."""
+        """The discount window of the rows' pending boundaries. Opened (``_window`` None) with
+        every row taken as settled at the current iteration: a new trainer, one loaded from a
+        checkpoint of settled tables, or one whose tables were settled or replaced (the Ray job's
+        workers write settled tables)."""
         if self._window is None:
             a = self.config.algo
             self._window = DiscountWindow.at(a, self.iteration, self.w_base, self.t_base)
-            self.row_epoch.fill(self._window.base)
+            self.row_epoch.fill(self._window.wbase)
         return self._window
 
-    def settle(self) -> None:
-        """Bring every row through the discount boundaries it has not seen, so that the tables
-        hold what discounting the whole tables at every boundary would (bit for bit); with several
-        threads on a big table each settles a slice. Checkpoints, exports, strategies and the end
-        of :meth:`run` call it; a trainer without pending boundaries returns at once."""
-        window = self._window
-        if window is None:
-            return
-        self._window = None
-        to = window.epoch(self.iteration)
-        if window.every <= 0 or to == window.base:
-            return
-        window.cover(to)
-        sched = window.kernel()
+    def _open_window(self, epochs: np.ndarray) -> None:
+        """Take ``epochs`` as the rows' epochs (a checkpoint's) under the window of the current
+        iteration (:func:`blueprint.discount.window_base`: the one the unbroken run had)."""
+        self._window = DiscountWindow.at(self.config.algo, self.iteration, self.w_base, self.t_base)
+        self.row_epoch = np.ascontiguousarray(epochs, np.int32).reshape(-1)
+        self._copy_arrays = None
+
+    def _settle_args(self, regret, strat, epoch, to, sched, chain: bool) -> list[tuple]:
         int_regret = self.config.algo.regret_dtype == "int32"
         parts = [self._all_nodes]
         if self.size >= PARALLEL_SETTLE_MIN and self.threads > 1:
@@ -529,14 +551,65 @@ class Trainer:
                 self.row_layout.entry, [self.size * k // self.threads for k in range(1, self.threads)]
             )
             parts = [p for p in np.split(self._all_nodes, cuts) if len(p)]
-        args = [
-            (p, self.row_layout, self.regret, self.strat, self.row_epoch, to, sched, int_regret)
-            for p in parts
-        ]
+        return [(p, self.row_layout, regret, strat, epoch, to, sched, int_regret, chain) for p in parts]
+
+    def _settle_into(self, regret, strat, epoch, to, sched, chain: bool) -> None:
+        args = self._settle_args(regret, strat, epoch, to, sched, chain)
         if len(args) == 1:
             settle_tables(*args[0])
         else:
             self._thread_team().map(settle_tables, args)
+
+    def pending(self) -> bool:
+        """Whether some row has discount boundaries still to apply."""
+        window = self._window
+        if window is None or window.every <= 0:
+            return False
+        return bool((self.row_epoch != window.epoch(self.iteration)).any())
+
+    def _rebase(self) -> None:
+        """Bring every row to the current epoch, a multiple of :data:`MAX_WINDOW` the run has just
+        reached, each at once as a traversal would (the unbroken run and a resumed one alike),
+        and open the window that starts there."""
+        window = self._window
+        assert window is not None
+        to = window.epoch(self.iteration)
+        window.cover(to)
+        self._settle_into(self.regret, self.strat, self.row_epoch, to, window.kernel(), False)
+        self._window = DiscountWindow.at(self.config.algo, self.iteration, self.w_base, self.t_base)
+        assert self._window.base == to
+
+    def settled_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(regret, strat)`` with every row through the boundaries so far, for whole-table reads
+        (strategies, blueprint files): the tables themselves when no row is pending, else settled
+        copies (each row at once, as its next touch would settle it). The run's own tables are
+        left as they are, so reading them never changes what the run computes next."""
+        if not self.pending():
+            return self.regret, self.strat
+        window = self._window
+        assert window is not None
+        to = window.epoch(self.iteration)
+        window.cover(to)
+        regret, strat, epoch = self.regret.copy(), self.strat.copy(), self.row_epoch.copy()
+        self._settle_into(regret, strat, epoch, to, window.kernel(), False)
+        return regret, strat
+
+    def settle(self) -> None:
+        """Bring every row, in place, through the discount boundaries it has not seen, one
+        boundary after another as the eager sweep applies them (so that tables settled at a
+        boundary and then discounted by :func:`discount_span` equal the Ray job's shards bit for
+        bit). For the Ray job's workers and :meth:`skip_to`; this changes the rounding of what the
+        run computes next (a run that settles is not the run that does not, in the last bits),
+        which is why checkpoints and reads never call it."""
+        window = self._window
+        if window is None:
+            return
+        self._window = None
+        to = window.epoch(self.iteration)
+        if window.every <= 0:
+            return
+        window.cover(to)
+        self._settle_into(self.regret, self.strat, self.row_epoch, to, window.kernel(), True)
 
     def discount_factors(self) -> Optional[tuple[float, float, float]]:
         """At a discount boundary: the (positive regret, negative regret, strategy sum) factors,
@@ -552,19 +625,15 @@ class Trainer:
 
     def skip_to(self, iteration: int, tables: bool = True) -> None:
         """Move the schedule to ``iteration`` without training: every discount boundary on the way
-        moves ``w_base``/``t_base`` and, if ``tables``, discounts the tables, settled at the end
-        (the Ray job's workers skip the other workers' iterations of a round this way; its driver
-        with ``tables=False``)."""
+        moves ``w_base``/``t_base`` and, if ``tables``, discounts the tables, which are settled
+        first (:meth:`settle`) and then discounted at each boundary as :func:`discount_span` does
+        (the Ray job's workers skip the other workers' iterations of a round this way, equal to
+        its shards bit for bit; its driver with ``tables=False``)."""
         if iteration < self.iteration:
             raise ValueError(f"cannot move the schedule back from {self.iteration} to {iteration}")
-        if tables:
-            window = self._lazy_window()
-            window.cover(window.epoch(iteration))
-            self.iteration = iteration
-            self.w_base, self.t_base = window.state(iteration)
-            self.settle()
-            return
         self.settle()
+        if tables:
+            discount_span(self.config.algo, self.regret, self.strat, self.iteration, iteration)
         a = self.config.algo
         while self.iteration < iteration:
             nxt = iteration
@@ -582,34 +651,29 @@ class Trainer:
         """Advance by ``iterations``; ``callback(self)`` about every ``report_seconds``.
 
         The callback may return True to stop early (at a chunk boundary). Spans run across
-        discount boundaries (discounting is lazy); the tables are settled when it returns, and
-        whenever the callback reads them through :meth:`save`, :meth:`average_strategy` and the like.
+        discount boundaries (discounting is lazy); rows keep their pending boundaries when it
+        returns (:meth:`settled_tables`, :meth:`save` and the strategies read them settled), so
+        ``run(a)`` then ``run(b)`` is ``run(a + b)`` bit for bit.
         """
         end = self.iteration + iterations
         chunk = 1
-        try:
-            while self.iteration < end:
-                n = min(chunk, end - self.iteration)
-                t0 = time.perf_counter()
-                self._step(n)
-                dt = time.perf_counter() - t0
-                self.seconds += dt
-                window = self._window
-                if window is not None and window.epoch(self.iteration) - window.base >= MAX_WINDOW:
-                    self.settle()
-                if dt < report_seconds / 4:
-                    chunk *= 2
-                elif dt > report_seconds and chunk > 1:
-                    chunk //= 2
-                least = self._copy_span()
-                if chunk < least and least * dt <= 2 * report_seconds * n:
-                    # spans long enough for the threads' copies to pay, when one takes at most two
-                    # report intervals (the main job on 2 threads: 70,082 iterations, about 0.3 s)
-                    chunk = least
-                if callback is not None and callback(self):
-                    break
-        finally:
-            self.settle()
+        while self.iteration < end:
+            n = min(chunk, end - self.iteration)
+            t0 = time.perf_counter()
+            self._step(n)
+            dt = time.perf_counter() - t0
+            self.seconds += dt
+            if dt < report_seconds / 4:
+                chunk *= 2
+            elif dt > report_seconds and chunk > 1:
+                chunk //= 2
+            least = self._copy_span()
+            if chunk < least and least * dt <= 2 * report_seconds * n:
+                # spans long enough for the threads' copies to pay, when one takes at most two
+                # report intervals (the main job on 2 threads: 70,082 iterations, about 0.3 s)
+                chunk = least
+            if callback is not None and callback(self):
+                break
 
     def run_for(self, seconds: float, callback=None, report_seconds: float = 0.5) -> None:
         """Train for about ``seconds`` of wall time (stops at a chunk boundary)."""
@@ -618,12 +682,10 @@ class Trainer:
     # -- strategies ---------------------------------------------------------------------------
     def average_strategy(self) -> np.ndarray:
         """float64 probabilities in the table layout (uniform where never reached)."""
-        self.settle()
-        return normalize_blocks(self.tree, self.row_offset, self.num_buckets, self.strat)
+        return normalize_blocks(self.tree, self.row_offset, self.num_buckets, self.settled_tables()[1])
 
     def current_strategy(self) -> np.ndarray:
-        self.settle()
-        return normalize_blocks(self.tree, self.row_offset, self.num_buckets, self.regret)
+        return normalize_blocks(self.tree, self.row_offset, self.num_buckets, self.settled_tables()[0])
 
     def exploitability(self) -> tuple[float, list[float]]:
         """Exact exploitability of the average strategy (small games; ValueError otherwise)."""
@@ -633,9 +695,11 @@ class Trainer:
 
     # -- checkpoints --------------------------------------------------------------------------
     def state_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays a checkpoint holds: the tables settled (every boundary applied), the RNG."""
-        self.settle()
-        return {"regret": self.regret, "strat": self.strat, "rng": self.rng}
+        """The arrays a checkpoint holds (:data:`TABLES_FORMAT`): the tables as the run holds
+        them, each row's epoch (the discount boundaries it has been through), the RNG."""
+        self._lazy_window()
+        epoch = self.row_epoch.reshape(self.num_rows, 2)
+        return {"regret": self.regret, "strat": self.strat, "epoch": epoch, "rng": self.rng}
 
     def manifest(self) -> dict:
         return {
@@ -646,6 +710,7 @@ class Trainer:
             "rng_state": [int(x) for x in self.rng],
             "w_base": self.w_base,
             "t_base": self.t_base,
+            "tables_format": TABLES_FORMAT,
             "node_visits": self.node_visits,
             "pruned": self.pruned,
             "seconds": self.seconds,
@@ -653,8 +718,9 @@ class Trainer:
 
     def save(self, run_dir: Path, keep: Optional[int] = None) -> Path:
         """Checkpoint: the tables (one shard), the blueprint file (average strategy for queries),
-        then the manifest. The tables are settled first (every discount boundary applied)."""
-        self.settle()
+        then the manifest. The tables are saved as the run holds them, rows with pending
+        discount boundaries and their epochs (so the resumed run is the unbroken one); the
+        blueprint file's strategy from the settled sums (:meth:`settled_tables`)."""
         meta = {"shard": 0, "of": 1, "layout_size": self.size}
         return save_checkpoint(
             Path(run_dir),
@@ -665,6 +731,22 @@ class Trainer:
             replace=True,
             blueprint=blueprint_file_payload(self),
         )
+
+    def epoch_bounds(self, iteration: int) -> tuple[int, int]:
+        """The epochs a checkpoint's rows may have at ``iteration``: from its window's first
+        (:func:`blueprint.discount.window_base`) to the boundaries seen."""
+        e = DiscountWindow.at(self.config.algo, 0, 0.0, 0).epoch(iteration)
+        return window_base(e), e
+
+    @staticmethod
+    def tables_format(manifest: dict) -> int:
+        """The manifest's ``tables_format`` (:data:`TABLES_FORMAT`; 1 when absent)."""
+        fmt = manifest.get("tables_format", 1)
+        if type(fmt) is not int or not 1 <= fmt <= TABLES_FORMAT:
+            raise CheckpointError(
+                f"manifest: tables_format {fmt!r} is not one this build reads (1 to {TABLES_FORMAT})"
+            )
+        return fmt
 
     @classmethod
     def from_manifest_config(cls, cfg: dict, cards: Optional[CardAbstraction] = None) -> "Trainer":
@@ -682,13 +764,15 @@ class Trainer:
         regret, strat = self.regret.dtype, self.strat.dtype
         job = manifest.get("job")
         if not job:
-            return [
-                {
-                    "regret": ArraySpec(regret, (self.size,)),
-                    "strat": ArraySpec(strat, (self.size,), min=0.0),
-                    "rng": ArraySpec(self.rng.dtype, self.rng.shape),
-                }
-            ]
+            spec = {
+                "regret": ArraySpec(regret, (self.size,)),
+                "strat": ArraySpec(strat, (self.size,), min=0.0),
+                "rng": ArraySpec(self.rng.dtype, self.rng.shape),
+            }
+            if self.tables_format(manifest) >= 2:
+                lo, hi = self.epoch_bounds(manifest["iteration"])
+                spec["epoch"] = ArraySpec(np.dtype(np.int32), (self.num_rows, 2), min=lo, max=hi)
+            return [spec]
         bounds = job.get("bounds") if isinstance(job, dict) else None
         ok = isinstance(bounds, list) and len(bounds) > 0
         at = 0
@@ -758,6 +842,18 @@ class Trainer:
                 f"abstraction ({tr.abstraction_hash}); the checkpoint was made with other abstractions"
             )
         arrays, meta = shards[0]
+        fmt = cls.tables_format(manifest)
+        job = bool(manifest.get("job"))  # the Ray job's shards hold settled slices, whatever fmt
+        epochs = None if job else arrays.get("epoch")
+        if not job and (epochs is not None) != (fmt >= 2):
+            raise CheckpointError(
+                f"{run_dir}: tables_format {fmt} "
+                + (
+                    "needs the rows' epochs, which the shard lacks"
+                    if fmt >= 2
+                    else "has no rows' epochs, but the shard holds some"
+                )
+            )
         if len(shards) > 1 or "rng" not in arrays:
             rng = manifest.get("rng_state")
             if not (
@@ -789,6 +885,20 @@ class Trainer:
         tr.node_visits = int(manifest["node_visits"])
         tr.pruned = int(manifest["pruned"])
         tr.seconds = float(manifest["seconds"])
+        tr._window = None  # format 1: the tables are settled at the iteration
+        if epochs is not None:
+            lo, hi = tr.epoch_bounds(tr.iteration)
+            if epochs.shape != (tr.num_rows, 2) or epochs.dtype != np.int32:
+                raise CheckpointError(
+                    f"{run_dir}: array 'epoch' is {epochs.dtype}{list(epochs.shape)}, "
+                    f"expected int32[{tr.num_rows}, 2]"
+                )
+            if len(epochs) and (int(epochs.min()) < lo or int(epochs.max()) > hi):
+                raise CheckpointError(
+                    f"{run_dir}: array 'epoch' holds epochs in [{int(epochs.min())}, {int(epochs.max())}], "
+                    f"outside [{lo}, {hi}] at iteration {tr.iteration}"
+                )
+            tr._open_window(epochs)
         return tr
 
 

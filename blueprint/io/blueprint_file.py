@@ -301,14 +301,16 @@ def abstraction_hash(tree_hash: str, cards_hash: str) -> str:
 def blueprint_file_payload(trainer, probs: np.ndarray | None = None) -> tuple[dict, dict[str, np.ndarray]]:
     """``(header, arrays)`` of the blueprint file for ``trainer`` (a :class:`blueprint.trainer.Trainer`)
     at its iteration, for :func:`write_blueprint` (:mod:`blueprint.io.container` has the format). ``probs``: the average
-    strategy in the table layout if already computed (default: from ``trainer.strat``, as
+    strategy in the table layout if already computed (default: from the trainer's strategy sums
+    with every row through its pending discount boundaries, ``trainer.settled_tables()``, as
     ``trainer.average_strategy()`` computes it, by :func:`average_strategy32`)."""
     tr = trainer
     t = tr.tree
     cfg = tr.config_dict
     cards = tr.cards
     if probs is None:
-        probs = average_strategy32(t, tr.row_offset, tr.num_buckets, tr.strat)
+        strat = tr.settled_tables()[1] if hasattr(tr, "settled_tables") else tr.strat
+        probs = average_strategy32(t, tr.row_offset, tr.num_buckets, strat)
     header = {
         "iteration": int(tr.iteration),
         "config_hash": tr.config_hash,

@@ -200,11 +200,14 @@ class ArraySpec:
         dtype: the exact dtype (byte order included).
         shape: the exact shape.
         min: if set, the smallest value allowed (e.g. 0 for strategy sums).
+        max: if set, the largest value allowed (e.g. the discount boundaries a row's epoch may
+            have reached).
     """
 
     dtype: np.dtype
     shape: tuple[int, ...]
     min: float | None = None
+    max: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", np.dtype(self.dtype))
@@ -403,10 +406,12 @@ def _check_header(
 
 
 def check_values(arr: np.ndarray, path: str, name: str, spec: ArraySpec | None, fmt: FileFormat) -> None:
-    """Refuse NaN / inf (a checkpoint's tables are always finite) and values below ``spec.min``."""
+    """Refuse NaN / inf (a checkpoint's tables are always finite) and values below ``spec.min``
+    or above ``spec.max``."""
     kind = arr.dtype.kind
     lowest = spec.min if spec is not None else None
-    if kind not in "fc" and (lowest is None or kind == "b"):
+    highest = spec.max if spec is not None else None
+    if kind not in "fc" and ((lowest is None and highest is None) or kind == "b"):
         return
     flat = arr.reshape(-1)
     for start in range(0, flat.size, _VALUE_BLOCK):
@@ -427,6 +432,14 @@ def check_values(arr: np.ndarray, path: str, name: str, spec: ArraySpec | None, 
                 first = start + int(np.argmax(low))
                 raise CheckpointError(
                     f"{fmt.label} {path}: array {name!r} holds values below {lowest} (the first at "
+                    f"index {first}: {flat[first]}), impossible for this table"
+                )
+        if highest is not None and kind != "c":
+            high = block > highest
+            if high.any():
+                first = start + int(np.argmax(high))
+                raise CheckpointError(
+                    f"{fmt.label} {path}: array {name!r} holds values above {highest} (the first at "
                     f"index {first}: {flat[first]}), impossible for this table"
                 )
 

@@ -16,7 +16,9 @@ Targets (``TARGETS`` below): ``gamedef`` (bytes of a ``.game`` file through
 ``holdem.gamedef.parse_gamedef_bytes``: size cap, UTF-8, ACPC limits), ``matchstate``
 (``STATE``/``MATCHSTATE`` strings through ``Game.state`` on kuhn, leduc, hulhe, hunl, hunl20, a
 no-limit leduc and two odd test games; corpus from random legal play), ``checkpoint`` (shard files
-and manifests through ``blueprint.io.shard_file.fuzz_read_shard_bytes`` / ``blueprint.io.manifest.fuzz_read_manifest_bytes``),
+and manifests through ``blueprint.io.shard_file.fuzz_read_shard_bytes`` / ``blueprint.io.manifest.fuzz_read_manifest_bytes``,
+and shard files against their run's layout as ``Trainer.load`` reads them: an accepted file holds
+the layout's arrays, the rows' epochs of the right length and in range),
 ``blueprint`` (blueprint files through ``fuzz_read_blueprint_bytes``), ``saved`` (saved solves
 through ``subgame.saved.fuzz_read_saved_bytes``) and ``abstraction`` (built card-abstraction
 files, ``abstraction.bin``, through ``abstraction.storage.fuzz_read_abstraction_bytes``, with and
@@ -69,8 +71,9 @@ from blueprint.io.blueprint_file import (
     BLUEPRINT_ROW_TOLERANCE,
     fuzz_read_blueprint_bytes,
 )
-from blueprint.io.manifest import MANIFEST_NAME, fuzz_read_manifest_bytes, manifest_digest
-from blueprint.io.shard_file import SHARD_MAGIC, fuzz_read_shard_bytes, shard_name
+from blueprint.io.errors import CheckpointError
+from blueprint.io.manifest import MANIFEST_NAME, fuzz_read_manifest_bytes, manifest_digest, read_manifest
+from blueprint.io.shard_file import SHARD_MAGIC, fuzz_read_shard_bytes, read_shard_bytes, shard_name
 from holdem import Game, GameDefError, StateError
 from holdem.fuzz import ODD_LIMIT, ODD_NOLIMIT, fuzz_games, random_play, state_strings
 from holdem.gamedef import PRESETS, parse_gamedef, parse_gamedef_bytes
@@ -331,13 +334,19 @@ def _small_run_checkpoints() -> list[Path]:
                 dict(game="kuhn", algo="cfr+"),
                 dict(game="leduc", algo="pluribus", seed=1),
                 dict(game=str(ROOT / "tests" / "data" / "leduc_nolimit.game"), bets="fcpa"),
+                dict(game="leduc", algo="dcfr", seed=2, discount_every=10),  # rows' epochs 0 to 5
             )
         ):
             tr = make_trainer(**kw)
             tr.run(50)
             dirs.append(tr.save(root / f"run{i}"))
+            # the shard's layout as Trainer.load checks it (the rows' epochs' length and range)
+            _LAYOUTS.append(tr.checkpoint_layout(read_manifest(dirs[-1]))[0])
         _RUNS["dirs"] = dirs
     return _RUNS["dirs"]
+
+
+_LAYOUTS: list[dict] = []  # per small run, its shard's layout (ArraySpec by name)
 
 
 def checkpoint_corpus(rng: random.Random) -> list[Seed]:
@@ -351,6 +360,9 @@ def checkpoint_corpus(rng: random.Random) -> list[Seed]:
             (("manifest", "raw"), manifest),
             (("manifest", "reseal"), manifest),
         ]
+    for k, d in enumerate(_small_run_checkpoints()):
+        shard = (d / shard_name(0)).read_bytes()
+        seeds += [(("layout", "raw", k), shard), (("layout", "stream", k), _stream(shard))]
     return seeds
 
 
@@ -374,8 +386,26 @@ def _check_arrays(arrays: Any) -> None:
             raise WrongAnswer(f"accepted array {name!r} with non-finite values")
 
 
-def run_checkpoint(context: tuple[str, str], data: bytes) -> None:
-    kind, mode = context
+def run_checkpoint(context: tuple, data: bytes) -> None:
+    kind, mode = context[:2]
+    if kind == "layout":  # read against the run's layout, as Trainer.load does
+        spec = _LAYOUTS[context[2]]
+        try:
+            arrays, _ = read_shard_bytes(
+                _wrap(SHARD_MAGIC, data) if mode == "stream" else data, "<fuzz>", spec
+            )
+        except CheckpointError:
+            raise Refused() from None
+        _check_arrays(arrays)
+        for name, want in spec.items():
+            a = arrays.get(name)
+            if a is None or a.dtype != want.dtype or a.shape != want.shape:
+                raise WrongAnswer(f"accepted array {name!r} off the layout: {None if a is None else a.dtype}")
+            if a.size and want.min is not None and a.min() < want.min:
+                raise WrongAnswer(f"accepted array {name!r} below {want.min}")
+            if a.size and want.max is not None and a.max() > want.max:
+                raise WrongAnswer(f"accepted array {name!r} above {want.max}")
+        return
     if kind == "shard":
         got = fuzz_read_shard_bytes(_wrap(SHARD_MAGIC, data) if mode == "stream" else data)
         if got is None:

@@ -278,7 +278,12 @@ def test_array_larger_than_the_layout_is_refused_before_allocating(run: Path, pr
     tr = pristine[1]
     big = np.zeros(tr.size * 2, np.float32)
     path = shard0(run)
-    path.write_bytes(forge_shard({"regret": tr.regret, "strat": big, "rng": tr.rng}, {"shard": 0}))
+    path.write_bytes(
+        forge_shard(
+            {"regret": tr.regret, "strat": big, "rng": tr.rng, "epoch": tr.row_epoch.reshape(-1, 2)},
+            {"shard": 0},
+        )
+    )
     reseal_manifest(ckpt_dir(run, NEW))
     assert_older_loaded(
         run, lambda r, log: Trainer.load(r, log=log), str(path), "'strat'", f"layout needs <f4[{tr.size}]"
@@ -375,7 +380,12 @@ def test_non_finite_tables_are_refused(
     run: Path, pristine, array: str, value: float, name_loader: int
 ) -> None:
     tr = pristine[1]
-    tables = {"regret": tr.regret.copy(), "strat": tr.strat.copy(), "rng": tr.rng.copy()}
+    tables = {
+        "regret": tr.regret.copy(),
+        "strat": tr.strat.copy(),
+        "rng": tr.rng.copy(),
+        "epoch": tr.row_epoch.reshape(-1, 2).copy(),
+    }
     tables[array][[5, 17]] = value
     path = shard0(run)
     path.write_bytes(forge_shard(tables, {"shard": 0, "of": 1, "layout_size": tr.size}))
@@ -392,6 +402,7 @@ def test_non_finite_only_checkpoint_never_answers(run: Path, pristine) -> None:
         "regret": np.full(tr.size, np.inf, np.float32),
         "strat": np.full(tr.size, np.nan, np.float32),
         "rng": tr.rng.copy(),
+        "epoch": tr.row_epoch.reshape(-1, 2).copy(),
     }
     shutil.rmtree(ckpt_dir(run, OLD))
     drop_blueprint_files(run)  # (a blueprint file is read alone: tests/blueprint/test_blueprint_file.py)
@@ -407,9 +418,79 @@ def test_negative_strategy_sums_are_refused_by_the_layout(run: Path, pristine) -
     tr = pristine[1]
     strat = tr.strat.copy()
     strat[3] = -1.0
-    shard0(run).write_bytes(forge_shard({"regret": tr.regret, "strat": strat, "rng": tr.rng}, {"shard": 0}))
+    shard0(run).write_bytes(
+        forge_shard(
+            {"regret": tr.regret, "strat": strat, "rng": tr.rng, "epoch": tr.row_epoch.reshape(-1, 2)},
+            {"shard": 0},
+        )
+    )
     reseal_manifest(ckpt_dir(run, NEW))
     assert_older_loaded(run, lambda r, log: Trainer.load(r, log=log), "'strat' holds values below 0.0")
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        (lambda e: e[:-1], "array 'epoch' is <i4["),
+        (lambda e: e.reshape(-1), "array 'epoch' is <i4["),
+        (lambda e: e.astype(np.int64), "array 'epoch' is <i8["),
+        (
+            lambda e: np.where(np.arange(e.size) == 7, -1, e.reshape(-1)).reshape(e.shape).astype(np.int32),
+            "below 0",
+        ),
+        (
+            lambda e: (
+                np.where(np.arange(e.size) == 7, 10**6, e.reshape(-1)).reshape(e.shape).astype(np.int32)
+            ),
+            "above 0",
+        ),
+    ],
+)
+def test_rows_epochs_of_the_wrong_length_type_or_range_are_refused(
+    run: Path, pristine, change, reason
+) -> None:
+    """The rows' epochs (tables_format 2): one per information set, int32, between the window's
+    first epoch and the iteration's; anything else is refused, by the layout (the older
+    checkpoint is loaded) and on the resume path (a clear error)."""
+    tr = pristine[1]
+    tables = {
+        "regret": tr.regret,
+        "strat": tr.strat,
+        "rng": tr.rng,
+        "epoch": change(tr.row_epoch.reshape(-1, 2).copy()),
+    }
+    shard0(run).write_bytes(forge_shard(tables, {"shard": 0}))
+    reseal_manifest(ckpt_dir(run, NEW))
+    assert_older_loaded(run, lambda r, log: Trainer.load(r, log=log), reason)
+    with pytest.raises(CheckpointError, match="'epoch'"):
+        resume_path(run, lambda m: None)
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        (lambda f: f.update(tables_format=3), "tables_format 3 is not one this build reads"),
+        (lambda f: f.update(tables_format="2"), "tables_format '2' is not one this build reads"),
+        (lambda f: f.pop("tables_format"), "has no rows' epochs, but the shard holds some"),
+    ],
+)
+def test_a_tables_format_that_does_not_match_the_shard_is_refused(run: Path, change, reason) -> None:
+    reseal_manifest(ckpt_dir(run, NEW), change)
+    with pytest.raises(CheckpointError, match=re.escape(reason)):
+        resume_path(run, lambda m: None)
+    if "not one this build reads" in reason:
+        assert_older_loaded(run, lambda r, log: Trainer.load(r, log=log), reason)
+
+
+def test_a_format_2_shard_without_epochs_is_refused(run: Path, pristine) -> None:
+    tr = pristine[1]
+    shard0(run).write_bytes(
+        forge_shard({"regret": tr.regret, "strat": tr.strat, "rng": tr.rng}, {"shard": 0})
+    )
+    reseal_manifest(ckpt_dir(run, NEW))
+    assert_older_loaded(run, lambda r, log: Trainer.load(r, log=log), "lacks the array(s) ['epoch']")
+    with pytest.raises(CheckpointError, match="needs the rows' epochs, which the shard lacks"):
+        resume_path(run, lambda m: None)
 
 
 def test_writer_refuses_non_finite_tables(tmp_path: Path) -> None:
@@ -474,7 +555,15 @@ def test_damaged_newest_falls_back_through_several(run: Path, pristine) -> None:
         shutil.copytree(ckpt_dir(run, NEW), d)
         if damage == "nan":
             (d / shard_name(0)).write_bytes(
-                forge_shard({"regret": tr.regret, "strat": tr.strat * np.nan, "rng": tr.rng}, {"shard": 0})
+                forge_shard(
+                    {
+                        "regret": tr.regret,
+                        "strat": tr.strat * np.nan,
+                        "rng": tr.rng,
+                        "epoch": tr.row_epoch.reshape(-1, 2),
+                    },
+                    {"shard": 0},
+                )
             )
         elif damage == "zero":
             (d / shard_name(0)).unlink()

@@ -195,7 +195,7 @@ def test_a_merge_adds_the_copys_updates_clipped_and_hands_back_the_shared_tables
     for dtype in (np.float32, np.int32):
         shared_r = np.array([10, -5, 0, 7], dtype)
         shared_s = np.array([1, 2, 3, 4], np.float32)
-        epoch = np.zeros(4, np.int32)
+        epoch = np.zeros(8, np.int32)  # each row's regrets' and sums' epochs
         base_r = np.array([8, -5, 0, 7], dtype)
         copy_r = np.array([12, -50, 0, 100], dtype)  # +4, -45, 0, +93
         base_s = np.array([0, 2, 3, 1], np.float32)
@@ -227,7 +227,7 @@ def test_a_merge_discounts_the_shared_row_the_copy_and_its_base_alike():
     lay = RowLayout(*(np.array(x, np.int64) for x in ([0], [0], [2], [2])))  # two rows of 2 entries
     shared_r = np.array([8.0, -4.0, 6.0, -2.0], np.float32)
     shared_s = np.array([1.0, 3.0, 5.0, 7.0], np.float32)
-    epoch = np.zeros(2, np.int32)
+    epoch = np.zeros(4, np.int32)  # each row's regrets' and sums' epochs
     c = Copy(shared_r.copy(), shared_s.copy(), epoch.copy(), shared_r.copy(), shared_s.copy(), epoch.copy())
     # the thread, at epoch 3, settles row 0 and adds to it; row 1 it never touches
     settle_row(0, 0, 2, c.regret, c.strat, c.epoch, 3, sched, False)
@@ -235,7 +235,11 @@ def test_a_merge_discounts_the_shared_row_the_copy_and_its_base_alike():
     c.strat[1] += 0.5
     want_r, want_s = c.regret[:2].copy(), c.strat[:2].copy()
     merge_copy(np.arange(1), lay, shared_r, shared_s, epoch, c, sched, -1e9, 1e9, False)
-    assert epoch.tolist() == [3, 0] and c.epoch.tolist() == [3, 0] and c.base_epoch.tolist() == [3, 0]
+    assert (
+        epoch.tolist() == [3, 3, 0, 0]
+        and c.epoch.tolist() == [3, 3, 0, 0]
+        and c.base_epoch.tolist() == [3, 3, 0, 0]
+    )
     assert shared_r[:2].tolist() == want_r.tolist() and shared_s[:2].tolist() == want_s.tolist()
     assert shared_r[2:].tolist() == [6.0, -2.0] and shared_s[2:].tolist() == [5.0, 7.0]
 
