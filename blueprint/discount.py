@@ -29,12 +29,13 @@ from blueprint.kernels import Schedule
 
 __all__ = ["DiscountWindow", "MAX_WINDOW", "window_base"]
 
-MAX_WINDOW = 1 << 10
+MAX_WINDOW = 255
 """Boundaries a window spans before the trainer brings every row to its next multiple and starts
-a new one (1M iterations at the default ``discount_every``, seconds of the main job; the sweep
-costs about as much as 200 iterations of it). A traversal's factor tables
-(:func:`blueprint.kernels.fill_factors`) hold one entry per boundary of the window, refilled at
-each boundary: about 3,000 ``exp`` at most, against one per row touched."""
+a new one (255,000 iterations at the default ``discount_every``, seconds of the main job; the
+sweep costs about as much as 100 iterations of it). The rows' epochs count from the window's first
+in one byte each (``uint8``: the epoch array stays in the caches), and a traversal's factor
+tables (:func:`blueprint.kernels.fill_factors`) hold one entry per boundary of the window,
+refilled at each boundary: at most 765 ``exp``, against three per row touched."""
 
 _TINY = 1e-300  # a factor below this (it underflows float32 tables anyway) counts as this
 

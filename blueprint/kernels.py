@@ -110,9 +110,9 @@ class Rows(NamedTuple):
     """Information-set rows: their ids and how many discount boundaries each has been through."""
 
     node_row: np.ndarray  # int64 [N]: the row of (node, bucket 0); row (n, b) is node_row[n] + b
-    epoch: (
-        np.ndarray
-    )  # int32 [2 * rows]: the boundaries applied to each row's regrets (2 * row), sums (2 * row + 1)
+    # uint8 [2 * rows]: the boundaries applied to each row's regrets (2 * row) and strategy sums
+    # (2 * row + 1), counted from the window's first (Schedule.base; at most MAX_WINDOW)
+    epoch: np.ndarray
 
 
 class _Stack(NamedTuple):
@@ -215,15 +215,13 @@ def settle_row(row, base, na, regret, strat, epoch, to, sched, int_regret):
     e = epoch[2 * row]
     if e < to:
         epoch[2 * row] = to
-        i = e - sched.base
-        j = to - sched.base
-        pf = np.exp(sched.lpos[j] - sched.lpos[i])
-        nf = np.exp(sched.lneg[j] - sched.lneg[i])
+        pf = np.exp(sched.lpos[to] - sched.lpos[e])
+        nf = np.exp(sched.lneg[to] - sched.lneg[e])
         _scale_regrets(base, na, regret, pf, nf, int_regret)
     e = epoch[2 * row + 1]
     if e < to:
         epoch[2 * row + 1] = to
-        _scale_sums(base, na, strat, np.exp(sched.lavg[to - sched.base] - sched.lavg[e - sched.base]))
+        _scale_sums(base, na, strat, np.exp(sched.lavg[to] - sched.lavg[e]))
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -233,7 +231,7 @@ def fill_factors(now, sched, fac):
     ``now``'s index: the very values :func:`settle_row` computes (the same ``exp`` of the same
     difference), so a traversal looks them up instead of computing three ``exp`` per row. At most
     :data:`blueprint.discount.MAX_WINDOW` of each, once per epoch a traversal reaches."""
-    j = now - sched.base
+    j = now
     lp, ln, la = sched.lpos[j], sched.lneg[j], sched.lavg[j]
     for i in range(j + 1):
         fac[0, i] = np.exp(lp - sched.lpos[i])
@@ -248,7 +246,7 @@ def settle_regrets_at(row, base, na, regret, epoch, to, sched, fac, int_regret):
     e = epoch[2 * row]
     if e < to:
         epoch[2 * row] = to
-        _scale_regrets(base, na, regret, fac[0, e - sched.base], fac[1, e - sched.base], int_regret)
+        _scale_regrets(base, na, regret, fac[0, e], fac[1, e], int_regret)
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -257,7 +255,7 @@ def settle_sums_at(row, base, na, strat, epoch, to, sched, fac):
     e = epoch[2 * row + 1]
     if e < to:
         epoch[2 * row + 1] = to
-        _scale_sums(base, na, strat, fac[2, e - sched.base])
+        _scale_sums(base, na, strat, fac[2, e])
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -269,12 +267,12 @@ def settle_row_chain(row, base, na, regret, strat, epoch, to, sched, int_regret)
     e = epoch[2 * row]
     if e < to:
         epoch[2 * row] = to
-        for j in range(e + 1 - sched.base, to + 1 - sched.base):
+        for j in range(e + 1, to + 1):
             _scale_regrets(base, na, regret, sched.pos[j], sched.neg[j], int_regret)
     e = epoch[2 * row + 1]
     if e < to:
         epoch[2 * row + 1] = to
-        for j in range(e + 1 - sched.base, to + 1 - sched.base):
+        for j in range(e + 1, to + 1):
             af = sched.avg[j]
             if af != 1.0:
                 for a in range(na):
@@ -506,7 +504,7 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
     have = -1  # the epoch fac holds the factors to
     for it in range(n_iters):
         t = t0 + it * stride
-        now = epoch_at(t, sched)
+        now = epoch_at(t, sched) - sched.base  # epochs count from the window's first
         if now != have and sched.every > 0:
             fill_factors(now, sched, fac)
             have = now

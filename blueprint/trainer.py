@@ -170,8 +170,9 @@ class Trainer:
         self.regret = np.zeros(self.size, REGRET_DTYPES[algo.regret_dtype])
         self.strat = np.zeros(self.size, np.float32)
         # per information set, the discount boundaries its regrets (2 * row) and its strategy sums
-        # (2 * row + 1) have been through (lazy discounting: blueprint.kernels)
-        self.row_epoch = np.zeros(2 * self.num_rows, np.int32)
+        # (2 * row + 1) have been through, counted from the window's first (lazy discounting:
+        # blueprint.kernels; one byte each, the window being at most MAX_WINDOW = 255 long)
+        self.row_epoch = np.zeros(2 * self.num_rows, np.uint8)
         self.iteration = 0
         self.rng = seed_rng_state(np.random.SeedSequence(config.seed))
         self.w_base = 0.0  # effective iteration count at t_base (for thresholds)
@@ -533,14 +534,14 @@ class Trainer:
         if self._window is None:
             a = self.config.algo
             self._window = DiscountWindow.at(a, self.iteration, self.w_base, self.t_base)
-            self.row_epoch.fill(self._window.wbase)
+            self.row_epoch.fill(self._window.wbase - self._window.base)
         return self._window
 
     def _open_window(self, epochs: np.ndarray) -> None:
         """Take ``epochs`` as the rows' epochs (a checkpoint's) under the window of the current
         iteration (:func:`blueprint.discount.window_base`: the one the unbroken run had)."""
         self._window = DiscountWindow.at(self.config.algo, self.iteration, self.w_base, self.t_base)
-        self.row_epoch = np.ascontiguousarray(epochs, np.int32).reshape(-1)
+        self.row_epoch = (np.asarray(epochs, np.int64).reshape(-1) - self._window.base).astype(np.uint8)
         self._copy_arrays = None
 
     def _settle_args(self, regret, strat, epoch, to, sched, chain: bool) -> list[tuple]:
@@ -565,7 +566,7 @@ class Trainer:
         window = self._window
         if window is None or window.every <= 0:
             return False
-        return bool((self.row_epoch != window.epoch(self.iteration)).any())
+        return bool((self.row_epoch != window.epoch(self.iteration) - window.base).any())
 
     def _rebase(self) -> None:
         """Bring every row to the current epoch, a multiple of :data:`MAX_WINDOW` the run has just
@@ -575,7 +576,8 @@ class Trainer:
         assert window is not None
         to = window.epoch(self.iteration)
         window.cover(to)
-        self._settle_into(self.regret, self.strat, self.row_epoch, to, window.kernel(), False)
+        self._settle_into(self.regret, self.strat, self.row_epoch, to - window.base, window.kernel(), False)
+        self.row_epoch.fill(0)  # the new window's first epoch
         self._window = DiscountWindow.at(self.config.algo, self.iteration, self.w_base, self.t_base)
         assert self._window.base == to
 
@@ -591,7 +593,7 @@ class Trainer:
         to = window.epoch(self.iteration)
         window.cover(to)
         regret, strat, epoch = self.regret.copy(), self.strat.copy(), self.row_epoch.copy()
-        self._settle_into(regret, strat, epoch, to, window.kernel(), False)
+        self._settle_into(regret, strat, epoch, to - window.base, window.kernel(), False)
         return regret, strat
 
     def settle(self) -> None:
@@ -609,7 +611,7 @@ class Trainer:
         if window.every <= 0:
             return
         window.cover(to)
-        self._settle_into(self.regret, self.strat, self.row_epoch, to, window.kernel(), True)
+        self._settle_into(self.regret, self.strat, self.row_epoch, to - window.base, window.kernel(), True)
 
     def discount_factors(self) -> Optional[tuple[float, float, float]]:
         """At a discount boundary: the (positive regret, negative regret, strategy sum) factors,
@@ -697,8 +699,8 @@ class Trainer:
     def state_arrays(self) -> dict[str, np.ndarray]:
         """The arrays a checkpoint holds (:data:`TABLES_FORMAT`): the tables as the run holds
         them, each row's epoch (the discount boundaries it has been through), the RNG."""
-        self._lazy_window()
-        epoch = self.row_epoch.reshape(self.num_rows, 2)
+        base = self._lazy_window().base  # the epochs in the file count from 0
+        epoch = (self.row_epoch.astype(np.int32) + base).reshape(self.num_rows, 2)
         return {"regret": self.regret, "strat": self.strat, "epoch": epoch, "rng": self.rng}
 
     def manifest(self) -> dict:

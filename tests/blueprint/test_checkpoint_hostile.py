@@ -280,7 +280,7 @@ def test_array_larger_than_the_layout_is_refused_before_allocating(run: Path, pr
     path = shard0(run)
     path.write_bytes(
         forge_shard(
-            {"regret": tr.regret, "strat": big, "rng": tr.rng, "epoch": tr.row_epoch.reshape(-1, 2)},
+            {"regret": tr.regret, "strat": big, "rng": tr.rng, "epoch": tr.state_arrays()["epoch"]},
             {"shard": 0},
         )
     )
@@ -384,7 +384,7 @@ def test_non_finite_tables_are_refused(
         "regret": tr.regret.copy(),
         "strat": tr.strat.copy(),
         "rng": tr.rng.copy(),
-        "epoch": tr.row_epoch.reshape(-1, 2).copy(),
+        "epoch": tr.state_arrays()["epoch"].copy(),
     }
     tables[array][[5, 17]] = value
     path = shard0(run)
@@ -402,7 +402,7 @@ def test_non_finite_only_checkpoint_never_answers(run: Path, pristine) -> None:
         "regret": np.full(tr.size, np.inf, np.float32),
         "strat": np.full(tr.size, np.nan, np.float32),
         "rng": tr.rng.copy(),
-        "epoch": tr.row_epoch.reshape(-1, 2).copy(),
+        "epoch": tr.state_arrays()["epoch"].copy(),
     }
     shutil.rmtree(ckpt_dir(run, OLD))
     drop_blueprint_files(run)  # (a blueprint file is read alone: tests/blueprint/test_blueprint_file.py)
@@ -420,7 +420,7 @@ def test_negative_strategy_sums_are_refused_by_the_layout(run: Path, pristine) -
     strat[3] = -1.0
     shard0(run).write_bytes(
         forge_shard(
-            {"regret": tr.regret, "strat": strat, "rng": tr.rng, "epoch": tr.row_epoch.reshape(-1, 2)},
+            {"regret": tr.regret, "strat": strat, "rng": tr.rng, "epoch": tr.state_arrays()["epoch"]},
             {"shard": 0},
         )
     )
@@ -457,7 +457,7 @@ def test_rows_epochs_of_the_wrong_length_type_or_range_are_refused(
         "regret": tr.regret,
         "strat": tr.strat,
         "rng": tr.rng,
-        "epoch": change(tr.row_epoch.reshape(-1, 2).copy()),
+        "epoch": change(tr.state_arrays()["epoch"].copy()),
     }
     shard0(run).write_bytes(forge_shard(tables, {"shard": 0}))
     reseal_manifest(ckpt_dir(run, NEW))
@@ -560,7 +560,7 @@ def test_damaged_newest_falls_back_through_several(run: Path, pristine) -> None:
                         "regret": tr.regret,
                         "strat": tr.strat * np.nan,
                         "rng": tr.rng,
-                        "epoch": tr.row_epoch.reshape(-1, 2),
+                        "epoch": tr.state_arrays()["epoch"],
                     },
                     {"shard": 0},
                 )

