@@ -13,6 +13,7 @@ The modules, each importing only those above it:
 ``depth_kernels``   numba: the depth-limited continuations' walk and the leaf values
 ``kernels``         numba: the range-vectorized walk (CFR, best response, values), strategy tables
 ``tree``            a subgame's public tree and the per-board hand data its walk reads
+``tables``          per-blueprint tables kept across solves (buckets per board, leaf templates)
 ``limits``          :class:`~subgame.limits.SolveLimits`: a solve's stop rule, checked once
 ``leaf_model``      the continuations after the depth-limit leaves as flat arrays
 ``depth``           depth-limited solving: :class:`~subgame.depth.DepthLimit`, the truncated tree
