@@ -103,20 +103,33 @@ class ShowdownValue:
         player's strategy names every legal raise): a fold loses the folder's chips; a call or a
         raise changes the acting seat's chips (to the other's, capped by its stack; to the
         raise-to), valued at the same board's odds (a call that ends the hand is its showdown)."""
-        me = state.current_player()
-        spent = list(state.spent)
         if action == "f":
-            return -float(spent[0]) if me == 0 else float(spent[1])
-        if action == "c":
-            spent[me] = min(max(spent), state.gamedef.stack[me])
-        elif action == "r":  # limit: the one raise-to
-            rr = state.betting.raise_range()
-            if rr is None:
-                raise ValueError(f"no raise is legal at {state}")
-            spent[me] = rr[0]
-        else:
-            spent[me] = int(action[1:])
-        return self.edge(state) * min(spent)
+            return fold_value(state)
+        return self.edge(state) * contested_after(state, action)
+
+
+def fold_value(state: State) -> float:
+    """Seat 0's payoff when the seat to act at ``state`` folds: the folder loses its chips."""
+    spent = state.spent
+    return -float(spent[0]) if state.current_player() == 0 else float(spent[1])
+
+
+def contested_after(state: State, action: str) -> int:
+    """The contested chips, ``min(spent)``, after the seat to act calls (matching the other's
+    chips, capped by its stack) or raises (``r<to>``, or limit's one raise-to) at ``state``,
+    without building the state."""
+    me = state.current_player()
+    spent = list(state.spent)
+    if action == "c":
+        spent[me] = min(max(spent), state.gamedef.stack[me])
+    elif action == "r":  # limit: the one raise-to
+        rr = state.betting.raise_range()
+        if rr is None:
+            raise ValueError(f"no raise is legal at {state}")
+        spent[me] = rr[0]
+    else:
+        spent[me] = int(action[1:])
+    return min(spent)
 
 
 def aivat_value(events: Sequence[Event], value: ShowdownValue) -> float:
@@ -356,26 +369,19 @@ class AIVAT:
         """Seat 0's value of ``state.apply(action)`` with the actor's range ``w_actor`` after it:
         a fold's payoff; on the last round the ranges' showdown on the board; earlier 0 (the
         control variate takes out the luck of folds and of the last round's actions)."""
-        spent = list(state.spent)
         if action == "f":
-            return -float(spent[0]) if who == 0 else float(spent[1])
+            return fold_value(state)
         g = state.gamedef
         if len(state.board_cards) < g.total_board_cards:
             return 0.0
-        if action == "c":
-            spent[who] = min(max(spent), g.stack[who])
-        elif action == "r":
-            rr = state.betting.raise_range()
-            spent[who] = rr[0] if rr is not None else spent[who]
-        else:
-            spent[who] = int(action[1:])
+        contested = contested_after(state, action)
         ws = (w_actor, w_other) if who == 0 else (w_other, w_actor)
         H = self.hands
         assert H is not None
         num, den = range_showdown(
             np.asarray(state.board_cards, np.int64), H.cs, H.mask, ws[0], ws[1], g.num_suits
         )
-        return num / den * min(spent) if den > 0.0 else 0.0
+        return num / den * contested if den > 0.0 else 0.0
 
     def _per_hand(self, events: Sequence[Event], pair: int) -> float:
         """The control-variate score (:func:`aivat_value`), one value function per duplicate pair
