@@ -1,7 +1,7 @@
 """Card abstraction (hand isomorphism, buckets) and bet abstraction (with action translation); the
-betting tree that the trainer and the solver share. Names load on first use (:mod:`holdem.lazy`)."""
+betting tree that the trainer and the solver share. Names load on first use (:mod:`mccfr_util.lazy`)."""
 
-from holdem.lazy import lazy_exports
+from mccfr_util.lazy import lazy_exports
 
 _LAZY = {
     "BetAbstraction": "abstraction.bets",

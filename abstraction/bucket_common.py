@@ -22,9 +22,9 @@ import numba
 import numpy as np
 
 from holdem.evaluator import rank_hand
-from holdem.files import atomic_write_bytes, atomic_writer
 from holdem.gamedef import GameDef
-from holdem.progress import progress_bar
+from mccfr_util.files import atomic_write_bytes, atomic_writer
+from mccfr_util.progress import progress_bar
 
 HS_SCALE = 65535.0
 HIST_BINS = 1 << 16
@@ -218,7 +218,7 @@ def run_chunks(
     unit: str = "boards",
 ):
     """Run ``fn(lo, hi)`` over ``0..n_items`` in chunks on ``threads`` threads (the kernels
-    release the GIL) with progress and an ETA (:func:`holdem.progress.progress_bar`: a bar on a
+    release the GIL) with progress and an ETA (:func:`mccfr_util.progress.progress_bar`: a bar on a
     terminal, plain lines otherwise)."""
     n_chunks = max(1, min(n_items, threads * 64))
     bounds = np.linspace(0, n_items, n_chunks + 1).astype(np.int64)
@@ -238,7 +238,7 @@ def run_chunks(
 
 
 def save_npz_atomic(path: Path, **arrays) -> None:
-    """``np.savez`` of ``arrays`` to ``path``, written atomically (:mod:`holdem.files`)."""
+    """``np.savez`` of ``arrays`` to ``path``, written atomically (:mod:`mccfr_util.files`)."""
     with atomic_writer(path) as f:
         np.savez(f, **arrays)
 

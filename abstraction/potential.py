@@ -69,7 +69,7 @@ from abstraction.potential_kernels import (
     seed_update_emd,
 )
 from holdem.gamedef import GameDef
-from holdem.progress import progress_bar
+from mccfr_util.progress import progress_bar
 
 # ---------------------------------------------------------------------------------------------
 # driving

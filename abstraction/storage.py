@@ -7,7 +7,7 @@ map ``{"header": {...}, "tables": [bin, ...]}``: the header's ``version``, ``car
 structure, :func:`abstraction.bucket_common.card_structure`), ``method``, ``buckets`` (per round),
 ``sizes`` (per round: the deal's number of hand classes), ``hash`` (:func:`content_hash`, 16 hex
 digits) and optional extras (``sampling``); per round the uint16 LE bucket of every class. Written
-atomically (:mod:`holdem.files`). How it is read: :func:`read_abstraction`.
+atomically (:mod:`mccfr_util.files`). How it is read: :func:`read_abstraction`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import numpy as np
 
 from abstraction.bucket_common import AbstractionError, card_structure
 from abstraction.isomorphism import HandIndexer, IsomorphismError
-from holdem.files import LZ4_MAX_RATIO, Lz4FrameReader, atomic_write_bytes, lz4_content_size, open_regular
 from holdem.gamedef import GameDef
+from mccfr_util.files import LZ4_MAX_RATIO, Lz4FrameReader, atomic_write_bytes, lz4_content_size, open_regular
 
 __all__ = [
     "MAGIC",

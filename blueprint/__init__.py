@@ -1,10 +1,10 @@
 """The trainer on one machine: numba MCCFR kernels over flat regret and strategy tables,
 checkpoints, and the :class:`Blueprint` (load a run, query its strategy, export it).
 
-Names load on first use (:mod:`holdem.lazy`), so importing one module of this package does not
+Names load on first use (:mod:`mccfr_util.lazy`), so importing one module of this package does not
 load the others' kernels."""
 
-from holdem.lazy import lazy_exports
+from mccfr_util.lazy import lazy_exports
 
 _LAZY = {
     "Blueprint": "blueprint.blueprint",

@@ -65,10 +65,10 @@ from blueprint.io.errors import CheckpointError
 from blueprint.io.manifest import read_manifest
 from blueprint.tables import layout as table_layout
 from holdem.betting import CALL, FOLD, RAISE, Betting
-from holdem.files import atomic_path
 from holdem.game import Game
 from holdem.gamedef import GameDefError, parse_gamedef
 from holdem.state import CHANCE, TERMINAL, State, StateError
+from mccfr_util.files import atomic_path
 
 _log = logging.getLogger(__name__)
 

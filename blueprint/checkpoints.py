@@ -36,7 +36,7 @@ from blueprint.io.errors import CheckpointError
 from blueprint.io.manifest import MANIFEST_NAME, read_manifest, write_manifest
 from blueprint.io.shard_file import SHARD_FORMAT, shard_index, write_shard
 from blueprint.io.streams import IO_BUFFER, digest_problem, open_regular
-from holdem.files import BoundedReader, file_kind, fsync_dir
+from mccfr_util.files import BoundedReader, file_kind, fsync_dir
 
 __all__ = [
     "CHECKPOINTS_DIRNAME",

@@ -36,7 +36,7 @@ from typing import Any
 
 import tomli_w
 
-from holdem.files import atomic_path, atomic_write_bytes
+from mccfr_util.files import atomic_path, atomic_write_bytes
 
 RUN_TOML = "run.toml"
 METRICS_JSONL = "metrics.jsonl"

@@ -25,7 +25,7 @@ from blueprint.defaults import DEFAULT_TIME_BUDGET, DEFAULT_TIME_BUDGET_HOLDEM
 from blueprint.io.errors import CheckpointError
 from blueprint.memory import rss_bytes
 from blueprint.rundir import METRICS_JSONL, read_metrics, write_metrics_parquet
-from holdem.progress import PLAIN_PROGRESS_SECONDS, progress_bar
+from mccfr_util.progress import PLAIN_PROGRESS_SECONDS, progress_bar
 
 __all__ = [
     "EXACT_EVAL_MAX_COST",
@@ -177,7 +177,7 @@ class Session:
             raise SessionError(f"--target-exploitability needs exact exploitability: {self.eval_problem}")
         self.rows = read_metrics(run_dir)
         self.metrics_file: IO[str] | None = None
-        self.bar: Any = None  # a progress bar while the session runs (holdem.progress)
+        self.bar: Any = None  # a progress bar while the session runs (mccfr_util.progress)
         self.signal_name: str | None = None
         self.stop_reason = "iterations" if config.iterations is not None else "time"
         self.last_expl: float | None = None

@@ -4,7 +4,7 @@ This process's memory figures (``rss_bytes``, ``memory_bytes``) are in :mod:`blu
 
 from __future__ import annotations
 
-from holdem.lazy import lazy_exports
+from mccfr_util.lazy import lazy_exports
 
 _LAZY = {
     "RayJob": "cluster.job",

@@ -1,8 +1,8 @@
 """The rules of two-player ACPC poker: game definitions, cards, betting, states."""
 
-from holdem import _numba_cache
+from mccfr_util import numba_cache
 
-_numba_cache.configure()
+numba_cache.configure()
 
 from holdem.betting import Betting, IllegalActionError  # noqa: E402
 from holdem.cards import CardError  # noqa: E402

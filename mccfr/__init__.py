@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from holdem.lazy import lazy_exports
+from mccfr_util.lazy import lazy_exports
 
 __version__ = "0.1.0"
 

@@ -2,7 +2,7 @@
 
 ``subgame.solve(sub, method=..., time_budget=..., iterations=...) -> Solution`` solves an explicit
 subgame; ``subgame.solve_state(bp, state, method)`` the subgame at a blueprint's match state. Names
-load on first use (:mod:`holdem.lazy`), so importing a light module of this package (the service,
+load on first use (:mod:`mccfr_util.lazy`), so importing a light module of this package (the service,
 the ACPC client) does not load the solver's numba kernels.
 
 The modules, each importing only those above it:
@@ -34,7 +34,7 @@ The modules, each importing only those above it:
 The fold and showdown terminals the walks share live below, in :mod:`blueprint.range_kernels`.
 """
 
-from holdem.lazy import lazy_exports
+from mccfr_util.lazy import lazy_exports
 
 _LAZY = {
     "solve": "subgame.solver",

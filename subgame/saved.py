@@ -56,8 +56,8 @@ from blueprint.io.container import ArraySpec, FileFormat, decode_container, read
 from blueprint.io.errors import CheckpointError
 from blueprint.io.rng_state import decode_rng_state, encode_rng_state
 from holdem.betting import parse_betting
-from holdem.files import BoundedReader
 from holdem.gamedef import GameDefError, parse_gamedef
+from mccfr_util.files import BoundedReader
 from subgame.depth import DEFAULT_CONTINUATIONS, DepthLimit, build_depth_limited_tree
 from subgame.locking import check_lock_spec
 from subgame.nested import real_path_filter

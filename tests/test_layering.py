@@ -1,11 +1,13 @@
 """The import arrows of the installed packages, checked by reading the source (``ast``; nothing
 is imported), as /work/shared/DESIGN.md "Layout" and docs/architecture.md state them:
 
-    holdem <- abstraction <- blueprint <- subgame <- mccfr.evaluation / mccfr.serving <- mccfr.cli
-    cluster drives blueprint (it may import blueprint and below); ``mccfr`` (the facade) and
-    ``mccfr.cli`` sit on top and may import everything.
+    mccfr_util <- holdem <- abstraction <- blueprint <- subgame <- mccfr.evaluation / mccfr.serving
+    <- mccfr.cli; cluster drives blueprint (it may import blueprint and below); ``mccfr`` (the facade)
+    and ``mccfr.cli`` sit on top and may import everything. ``mccfr_util`` (files, lazy exports,
+    reporting, progress, the numba cache) is under every layer: all may import it, it imports
+    nothing of the project.
 
-Checked over every module of ``holdem abstraction blueprint cluster subgame mccfr``:
+Checked over every module of ``mccfr_util holdem abstraction blueprint cluster subgame mccfr``:
 
 (a) no import points up or sideways off an arrow, nor into a folder that is not installed
     (``scripts``, ``examples``, ``tests``); function-level and ``if TYPE_CHECKING:``
@@ -40,6 +42,7 @@ KNOWN_VIOLATIONS: frozenset[str] = frozenset()
 
 #: The layers, lowest first: a module may import its own layer and the ones ``ALLOWED`` names.
 LAYERS = (
+    "mccfr_util",
     "holdem",
     "abstraction",
     "blueprint",
@@ -51,17 +54,18 @@ LAYERS = (
     "mccfr",
 )
 ALLOWED: dict[str, frozenset[str]] = {
-    "holdem": frozenset(),
-    "abstraction": frozenset({"holdem"}),
-    "blueprint": frozenset({"holdem", "abstraction"}),
-    "cluster": frozenset({"holdem", "abstraction", "blueprint"}),
-    "subgame": frozenset({"holdem", "abstraction", "blueprint"}),
-    "mccfr.evaluation": frozenset({"holdem", "abstraction", "blueprint", "subgame"}),
-    "mccfr.serving": frozenset({"holdem", "abstraction", "blueprint", "subgame"}),
+    "mccfr_util": frozenset(),
+    "holdem": frozenset({"mccfr_util"}),
+    "abstraction": frozenset({"mccfr_util", "holdem"}),
+    "blueprint": frozenset({"mccfr_util", "holdem", "abstraction"}),
+    "cluster": frozenset({"mccfr_util", "holdem", "abstraction", "blueprint"}),
+    "subgame": frozenset({"mccfr_util", "holdem", "abstraction", "blueprint"}),
+    "mccfr.evaluation": frozenset({"mccfr_util", "holdem", "abstraction", "blueprint", "subgame"}),
+    "mccfr.serving": frozenset({"mccfr_util", "holdem", "abstraction", "blueprint", "subgame"}),
     "mccfr.cli": frozenset(LAYERS) - {"mccfr.cli"},
     "mccfr": frozenset(LAYERS) - {"mccfr"},  # the lazy facade (mccfr/__init__.py, mccfr/__main__.py)
 }
-PACKAGES = ("holdem", "abstraction", "blueprint", "cluster", "subgame", "mccfr")
+PACKAGES = ("mccfr_util", "holdem", "abstraction", "blueprint", "cluster", "subgame", "mccfr")
 #: Folders of the repository that are not installed: no package may import them.
 NOT_INSTALLED = frozenset({"examples", "scripts", "tests"})
 

@@ -6,9 +6,9 @@
 (atomic writes, readers that trust nothing). Whole checkpoint directories are
 :mod:`blueprint.checkpoints`.
 
-Names load on first use (:mod:`holdem.lazy`)."""
+Names load on first use (:mod:`mccfr_util.lazy`)."""
 
-from holdem.lazy import lazy_exports
+from mccfr_util.lazy import lazy_exports
 
 _LAZY = {
     "CheckpointError": "blueprint.io.errors",

@@ -26,7 +26,7 @@ from blueprint.io.container import (
 )
 from blueprint.io.errors import CheckpointError
 from blueprint.tables import average_strategy32
-from holdem.files import BoundedReader
+from mccfr_util.files import BoundedReader
 
 __all__ = [
     "BLUEPRINT_ARRAYS",

@@ -145,7 +145,7 @@ from blueprint.io.streams import (
     open_regular,
     write_failed,
 )
-from holdem.files import BoundedReader, Lz4FrameReader, lz4_content_size
+from mccfr_util.files import BoundedReader, Lz4FrameReader, lz4_content_size
 
 __all__ = [
     "CHUNK_BYTES",

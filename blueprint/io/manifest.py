@@ -15,7 +15,7 @@ from blueprint.io.codec import DECODE_ERRORS, is_int, is_real, normalized, packb
 from blueprint.io.container import MAX_ITERATION
 from blueprint.io.errors import CheckpointError
 from blueprint.io.streams import atomic_write, open_regular, write_failed
-from holdem.files import BoundedReader
+from mccfr_util.files import BoundedReader
 
 __all__ = [
     "ITERATION_SLACK",

@@ -15,7 +15,7 @@ import numpy as np
 
 from blueprint.io.container import ArraySpec, FileFormat, decode_container, read_container, write_container
 from blueprint.io.errors import CheckpointError
-from holdem.files import BoundedReader
+from mccfr_util.files import BoundedReader
 
 __all__ = [
     "SHARD_FORMAT",

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from blueprint.io.errors import CheckpointError
-from holdem.files import atomic_writer, file_kind
+from mccfr_util.files import atomic_writer, file_kind
 
 __all__ = [
     "IO_BUFFER",
@@ -50,7 +50,7 @@ class HashingWriter:
 
 
 def atomic_write(directory: Path, name: str, body: Callable[[HashingWriter], None]) -> dict[str, Any]:
-    """Write ``directory/name`` atomically (:func:`holdem.files.atomic_writer`: a temporary name,
+    """Write ``directory/name`` atomically (:func:`mccfr_util.files.atomic_writer`: a temporary name,
     fsync, rename, fsync of the directory); ``body`` writes the content. Returns the file entry.
 
     OSError propagates after the temporary file is removed; the final name is untouched.

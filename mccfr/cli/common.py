@@ -20,8 +20,8 @@ from blueprint.threads import available_cores
 from cluster.storage import Storage, StorageError
 from holdem.cards import cards_str
 from holdem.gamedef import GameDefError
-from holdem.reporting import big_blind_of, mbb_per_chip
 from mccfr.cli.errors import CLIError
+from mccfr_util.reporting import big_blind_of, mbb_per_chip
 
 
 @contextlib.contextmanager

@@ -39,7 +39,6 @@ from blueprint.threads import available_cores
 from blueprint.trainer import MAX_FULL_DEALS, Trainer, make_trainer
 from cluster.config import RayJobConfig
 from cluster.storage import is_uri, normalize_target
-from holdem.files import atomic_write_bytes
 from holdem.gamedef import load_gamedef
 from mccfr.cli.common import (
     CLIError,
@@ -61,6 +60,7 @@ from mccfr.cli.common import (
     with_ray_opts,
 )
 from mccfr.cli.session import budget, ray_job, train_session
+from mccfr_util.files import atomic_write_bytes
 
 
 @click.command()

@@ -3,9 +3,9 @@ SPEC parser (:mod:`mccfr.evaluation.players`), the blueprint + solving player
 (:mod:`mccfr.evaluation.solving`), local best response (:mod:`mccfr.evaluation.lbr`; its models
 of the opponent in :mod:`mccfr.evaluation.lbr_opponents` and, for the solving player,
 :mod:`mccfr.evaluation.lbr_solving`) and OpenSpiel as an exploitability oracle (:mod:`mccfr.evaluation.oracle`). Exact best response lives with the
-trainer that uses it (:mod:`blueprint.best_response`). Names load on first use (:mod:`holdem.lazy`)."""
+trainer that uses it (:mod:`blueprint.best_response`). Names load on first use (:mod:`mccfr_util.lazy`)."""
 
-from holdem.lazy import lazy_exports
+from mccfr_util.lazy import lazy_exports
 
 _LAZY = {
     "play_match": "mccfr.evaluation.match",

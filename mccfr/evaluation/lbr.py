@@ -89,7 +89,6 @@ from blueprint.player import sample
 from holdem.betting import Betting
 from holdem.evaluator import card_bit, rank_cardset
 from holdem.game import Game
-from holdem.reporting import big_blind_of, ci95
 from holdem.state import CHANCE, TERMINAL, State
 from mccfr.evaluation.lbr_log import COUNTERS, open_log, pair_record
 from mccfr.evaluation.lbr_opponents import (
@@ -103,6 +102,7 @@ from mccfr.evaluation.lbr_solving import SolvingOpponent, solving_opponent
 from mccfr.evaluation.match import InBigBlinds
 from mccfr.evaluation.players import AlwaysCall, AlwaysRaise, RandomPlayer
 from mccfr.evaluation.solving import SolvingPlayer
+from mccfr_util.reporting import big_blind_of, ci95
 
 MENUS: dict[str, tuple[float, ...]] = {
     "fc": (),

@@ -15,7 +15,7 @@ hand those decisions do not reach identically, so the difference of their result
 seed has a far smaller variance than either result (common random numbers).
 
 Results are from player A's side. ``chips_per_hand`` is A's mean net chips per hand; its 95%
-confidence interval is ``1.96 * s / sqrt(pairs)`` (:func:`holdem.reporting.ci95`) with ``s`` the standard deviation of the
+confidence interval is ``1.96 * s / sqrt(pairs)`` (:func:`mccfr_util.reporting.ci95`) with ``s`` the standard deviation of the
 per-pair means (the pairs are independent; the two hands of a pair are not). Games with a big
 blind (blinds that differ, as in hold'em) also report milli-big-blinds per game (``mbb/game``,
 ``1000 * chips / big blind``); ante games such as Kuhn and Leduc report chips per hand. The win
@@ -52,8 +52,8 @@ from blueprint.player import ExactPlayer, Player
 from holdem.betting import IllegalActionError
 from holdem.evaluator import showdown_odds
 from holdem.game import Game
-from holdem.reporting import big_blind_of, ci95, mbb_per_chip
 from holdem.state import CHANCE, TERMINAL, State
+from mccfr_util.reporting import big_blind_of, ci95, mbb_per_chip
 
 
 class MatchError(RuntimeError):
@@ -200,7 +200,7 @@ class InBigBlinds:
         return "mbb/game" if self.big_blind else "chips/hand"
 
     def scale(self) -> float:
-        """Chips -> :attr:`unit` (:func:`holdem.reporting.mbb_per_chip`)."""
+        """Chips -> :attr:`unit` (:func:`mccfr_util.reporting.mbb_per_chip`)."""
         return mbb_per_chip(self.big_blind)
 
 

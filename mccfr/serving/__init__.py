@@ -19,10 +19,10 @@ module                               what it holds
 :mod:`mccfr.serving.fuzz`            request-body fuzzing of the service
 ===================================  =============================================================
 
-Names load on first use (:mod:`holdem.lazy`): ``from mccfr.serving import make_responder``.
+Names load on first use (:mod:`mccfr_util.lazy`): ``from mccfr.serving import make_responder``.
 """
 
-from holdem.lazy import lazy_exports
+from mccfr_util.lazy import lazy_exports
 
 _LAZY = {
     "QueryError": "mccfr.serving.query",

@@ -49,9 +49,9 @@ from typing import Any, TextIO
 import numpy as np
 
 from blueprint.player import sample
-from holdem.reporting import ci95, mbb_per_chip
 from holdem.state import CHANCE, TERMINAL, State, StateError
 from mccfr.serving.query import DEFAULT_TIME_BUDGET_MS, MAX_TIME_BUDGET_MS, QueryError, Responder
+from mccfr_util.reporting import ci95, mbb_per_chip
 
 VERSION = "VERSION:2.0.0"
 MAX_LINE = 4096  # the reference code's MAX_LINE_LEN is 3000 (with the action); be generous

@@ -66,10 +66,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 from blueprint.rundir import METRICS_JSONL, read_metrics
 from holdem.betting import parse_betting
 from holdem.cards import card_name
-from holdem.reporting import big_blind_of, mbb_per_chip
 from mccfr.serving.play import PlayError, Table, bot_failed, client_of
 from mccfr.serving.query import BLUEPRINT_METHOD, QueryError
 from mccfr.serving.ranges import PublicState, blueprint_range, encode, hand_names, public_state, subgame_range
+from mccfr_util.reporting import big_blind_of, mbb_per_chip
 from subgame.cache import node_in
 from subgame.types import Solution
 

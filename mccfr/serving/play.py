@@ -39,8 +39,8 @@ from typing import Any, Optional
 import numpy as np
 
 from holdem.game import Game
-from holdem.reporting import big_blind_of, mbb_per_chip
 from holdem.state import CHANCE, TERMINAL, State
+from mccfr_util.reporting import big_blind_of, mbb_per_chip
 
 MAX_HANDS = 4096  # hands in play at once, over every client: the memory bound (full: 503)
 MAX_HANDS_PER_CLIENT = 32  # hands one client may have in play (one more drops its own oldest)

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from holdem.reporting import ci95
+from mccfr_util.reporting import ci95
 
 
 def _leduc_players(iterations: int, vs: str):
@@ -154,7 +154,7 @@ def main() -> None:
         players = _spec_players(args.game, args.player, args.vs)
         game, a, vs = players
         _JOB["paired"] = args.paired
-        from holdem.reporting import big_blind_of, mbb_per_chip
+        from mccfr_util.reporting import big_blind_of, mbb_per_chip
 
         plain, aivat, seconds = _run(players, args.hands, args.jobs, args.seed)
         bb = big_blind_of(game.gamedef)

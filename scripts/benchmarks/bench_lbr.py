@@ -41,10 +41,10 @@ import numpy as np
 from harness import load, machine
 
 from blueprint.blueprint import Blueprint
-from holdem.reporting import chips_to_mbb, ci95, mbb_per_chip
 from mccfr.evaluation.lbr import LocalBestResponse
 from mccfr.evaluation.match import play_match
 from mccfr.evaluation.players import BlueprintPlayer, player_from_spec
+from mccfr_util.reporting import chips_to_mbb, ci95, mbb_per_chip
 
 
 def emit(rows: list, row: dict, out: str | None) -> None:

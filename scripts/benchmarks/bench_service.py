@@ -43,12 +43,12 @@ from harness import machine_row
 
 from blueprint.player import self_play_states
 from holdem.game import Game
-from holdem.reporting import chips_to_mbb, ci95, percentile
 from mccfr.evaluation.players import player_from_spec
 from mccfr.serving.acpc_client import AcpcClient
 from mccfr.serving.acpc_dealer import AcpcDealer
 from mccfr.serving.launch import mccfr_command, start_server
 from mccfr.serving.responders import PlayerResponder
+from mccfr_util.reporting import chips_to_mbb, ci95, percentile
 
 
 def run_game(run_dir: str) -> Game:

@@ -31,7 +31,7 @@ from harness import emit, machine_row
 
 from blueprint.blueprint import Blueprint
 from blueprint.player import self_play_states
-from holdem.reporting import percentile
+from mccfr_util.reporting import percentile
 
 
 def turn_states(bp: Blueprint, count: int, seed: int) -> list[str]:

@@ -7,7 +7,7 @@ import machine_row``: the script's folder is ``sys.path[0]``).
 
 Helpers that scripts in other folders need too live in the package: starting ``mccfr serve`` and
 waiting for it in :mod:`mccfr.serving.launch`, nearest-rank percentiles in
-:func:`holdem.reporting.percentile`, self-play match states in
+:func:`mccfr_util.reporting.percentile`, self-play match states in
 :func:`blueprint.player.self_play_states`.
 """
 

@@ -33,7 +33,7 @@ from abstraction.isomorphism import HandIndexer
 from abstraction.tree import build_tree
 from blueprint.vector_cfr import VectorCFR
 from holdem.gamedef import small_deck_game
-from holdem.reporting import chips_to_mbb
+from mccfr_util.reporting import chips_to_mbb
 
 
 def solve_curve(game, cards_dir, iterations, points):

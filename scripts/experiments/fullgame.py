@@ -37,7 +37,7 @@ from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_SHOWDOWN, BettingT
 from blueprint.best_response import TreeEvaluator
 from blueprint.blueprint import Blueprint
 from holdem.gamedef import GameDef
-from holdem.reporting import chips_to_mbb
+from mccfr_util.reporting import chips_to_mbb
 from subgame import kernels as K
 from subgame.bets import bp_bets
 from subgame.construct import (

@@ -21,8 +21,8 @@ import time
 import numpy as np
 
 from blueprint.blueprint import Blueprint
-from holdem.reporting import chips_to_mbb, ci95
 from mccfr.evaluation.lbr import LocalBestResponse
+from mccfr_util.reporting import chips_to_mbb, ci95
 
 
 def blend_nodes(bp: Blueprint, where: str) -> list[int]:

@@ -36,8 +36,8 @@ import numpy as np
 
 from abstraction.tree import KIND_DECISION
 from blueprint.blueprint import Blueprint
-from holdem.reporting import ci95, mbb_per_chip
 from mccfr.evaluation.lbr import LocalBestResponse
+from mccfr_util.reporting import ci95, mbb_per_chip
 
 ROUNDS = ("pre", "flop", "turn", "river")
 

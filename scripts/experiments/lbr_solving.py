@@ -39,9 +39,9 @@ from pathlib import Path
 import numpy as np
 
 from blueprint.blueprint import Blueprint
-from holdem.reporting import Z95, big_blind_of, ci95, mbb_per_chip
 from mccfr.evaluation.lbr import LocalBestResponse
 from mccfr.evaluation.solving import SolvingPlayer
+from mccfr_util.reporting import Z95, big_blind_of, ci95, mbb_per_chip
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -44,7 +44,7 @@ from abstraction.isomorphism import HandIndexer
 from blueprint.algo import get_algo
 from blueprint.blueprint import Blueprint
 from blueprint.trainer import RunConfig, Trainer
-from holdem.reporting import chips_to_mbb
+from mccfr_util.reporting import chips_to_mbb
 from subgame.solver import METHODS
 
 

@@ -75,9 +75,13 @@ from blueprint.io.errors import CheckpointError
 from blueprint.io.manifest import MANIFEST_NAME, fuzz_read_manifest_bytes, manifest_digest, read_manifest
 from blueprint.io.shard_file import SHARD_MAGIC, fuzz_read_shard_bytes, read_shard_bytes, shard_name
 from holdem import Game, GameDefError, StateError
-from holdem.fuzz import ODD_LIMIT, ODD_NOLIMIT, fuzz_games, random_play, state_strings
 from holdem.gamedef import PRESETS, parse_gamedef, parse_gamedef_bytes
 from subgame.saved import SAVED_MAGIC, fuzz_read_saved_bytes
+
+if __package__:  # imported as scripts.tools.fuzz_parsers (the tests)
+    from .fuzz_games import ODD_LIMIT, ODD_NOLIMIT, fuzz_games, random_play, state_strings
+else:  # run as a script: this folder is sys.path[0]
+    from fuzz_games import ODD_LIMIT, ODD_NOLIMIT, fuzz_games, random_play, state_strings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -43,8 +43,8 @@ import time
 
 import numpy as np
 
-from holdem.reporting import percentile
 from mccfr.serving.launch import start_server
+from mccfr_util.reporting import percentile
 
 ROUNDS = ("preflop", "flop", "turn", "river")
 

@@ -416,7 +416,7 @@ def test_failed_periodic_checkpoint_warns_and_training_goes_on(tmp_path, monkeyp
 
 
 def test_training_leduc_imports_no_scipy_ray_or_web_stack(tmp_path):
-    """The training path loads numba without scipy (holdem._numba_cache), and nothing of Ray or
+    """The training path loads numba without scipy (mccfr_util.numba_cache), and nothing of Ray or
     the query service."""
     code = (
         "import sys, runpy\n"

@@ -449,7 +449,7 @@ def test_self_play_states_are_decisions_of_the_acting_seat():
 
 
 def test_percentile_is_the_nearest_rank():
-    from holdem.reporting import percentile
+    from mccfr_util.reporting import percentile
 
     x = [5.0, 1.0, 3.0, 2.0, 4.0]
     assert [percentile(x, p) for p in (0.0, 0.2, 0.21, 0.5, 0.99, 1.0)] == [1.0, 1.0, 2.0, 3.0, 5.0, 5.0]

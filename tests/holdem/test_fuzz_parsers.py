@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from holdem import Game, GameDef, GameDefError, StateError
-from holdem.fuzz import ODD_LIMIT, ODD_NOLIMIT, fuzz_games, random_play, state_strings
 from holdem.gamedef import (
     INT32_MAX,
     MAX_BOARD_CARDS,
@@ -33,6 +32,7 @@ from holdem.gamedef import (
     parse_gamedef_bytes,
 )
 from holdem.state import MAX_STATE_CHARS
+from scripts.tools.fuzz_games import ODD_LIMIT, ODD_NOLIMIT, fuzz_games, random_play, state_strings
 
 # bounded: every property below runs in a few seconds; no example database in the working tree
 FUZZ = settings(

@@ -7,9 +7,9 @@ import pytest
 
 import holdem
 from holdem import Game, IllegalActionError, State, StateError
-from holdem.fuzz import ODD_LIMIT, ODD_NOLIMIT
 from holdem.gamedef import parse_gamedef
 from holdem.state import CHANCE, TERMINAL
+from scripts.tools.fuzz_games import ODD_LIMIT, ODD_NOLIMIT
 
 LOG = "STATE:0:r300c/cc/cc/cc:Kh2s|Ac5d/8h6c4c/Qs/6h:-300|300:alice|bob"
 
@@ -318,7 +318,7 @@ def _random_states(game, rng, hands):
             yield s
 
 
-# odd but legal games (holdem/fuzz.py): a board card in round 1, a round without board cards,
+# odd but legal games (scripts/tools/fuzz_games.py): a board card in round 1, a round without board cards,
 # unequal blinds and stacks, a 3-suit deck
 def _game(name):
     if name.startswith("odd"):

@@ -3,17 +3,16 @@
 A game whose two blinds differ (hold'em) reports results in mbb (1/1000 of its big blind) per
 game or hand; an ante game (equal blinds: Kuhn, Leduc) reports chips. Intervals are normal 95%
 intervals of a mean of independent samples (``Z95 * s / sqrt(n)``, ``s`` the sample standard
-deviation). It lives in ``holdem``, the base package, because every layer that reports a result
-uses it (``cli``, ``evaluation``, ``serving``, ``scripts``).
+deviation). It lives in :mod:`mccfr_util`, the lowest layer, because every layer that reports a
+result uses it (``cli``, ``evaluation``, ``serving``, ``scripts``).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 import numpy as np
-
-from holdem.gamedef import GameDef
 
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 MBB_PER_BB = 1000.0
@@ -21,7 +20,14 @@ MBB_PER_BB = 1000.0
 __all__ = ["MBB_PER_BB", "Z95", "big_blind_of", "chips_to_mbb", "ci95", "mbb_per_chip", "percentile"]
 
 
-def big_blind_of(gamedef: GameDef) -> int | None:
+class _Blinds(Protocol):
+    """What :func:`big_blind_of` reads of a game definition (:class:`holdem.GameDef`)."""
+
+    @property
+    def blind(self) -> tuple[int, ...]: ...
+
+
+def big_blind_of(gamedef: _Blinds) -> int | None:
     """The big blind of a blinds game; None for an ante game (equal blinds: Kuhn, Leduc)."""
     b = gamedef.blind
     return max(b) if b[0] != b[1] else None

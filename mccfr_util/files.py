@@ -26,7 +26,7 @@ Reading a file that may be hostile (a file a user was given):
 
 They raise the caller's error type (``error(message)``), with the message naming the file.
 
-It lives in ``holdem``, the base package, so every package can use it.
+It lives in :mod:`mccfr_util`, the lowest layer, so every package can use it.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from abstraction.bucket_common import run_chunks
-from holdem.progress import PlainProgress, progress_bar
+from mccfr_util.progress import PlainProgress, progress_bar
 
 
 class Clock:

@@ -2,10 +2,11 @@
 games a fuzzer covers, and the state strings of random legal hands.
 
 The property tests (``tests/holdem``) and the long-run fuzzer (``scripts/tools/fuzz_parsers.py``) share
-them, so a game or a kind of state string added here reaches both::
+them, so a game or a kind of state string added here reaches both. It is test material, not part of
+the installed package; the tests import it as ``scripts.tools.fuzz_games``, the fuzzer as a sibling::
 
     import random
-    from holdem.fuzz import fuzz_games, random_play, state_strings
+    from scripts.tools.fuzz_games import fuzz_games, random_play, state_strings
 
     rng = random.Random(0)
     for name, game in fuzz_games().items():

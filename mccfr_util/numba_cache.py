@@ -1,10 +1,15 @@
-"""Point numba's on-disk cache at a directory keyed by this package's source.
+"""Process-wide numba settings, applied by the entry points (the ``mccfr`` command, ``python -m
+mccfr``, the tests' conftest, the scripts, and every process the project starts that runs kernels),
+never on import: :func:`configure`, once, before the first kernel compiles.
+
+It points numba's on-disk cache at a directory keyed by the project's source, and loads numba
+without its probes of scipy (:class:`_SkipScipyProbes`).
 
 numba invalidates a cached function only when its own file changes, not when a function it calls
 in another module does; a stale cache then runs old machine code against new data layouts. Keying
-the cache directory by a hash of every source file of the project's packages makes any edit or
-upgrade start from a clean cache. ``$MCCFR_CACHE`` (default ``~/.cache/mccfr``) is the root;
-``NUMBA_CACHE_DIR``, when set by the user, wins.
+the cache directory by a hash of every source file of the project's packages (found beside this
+one's) makes any edit or upgrade start from a clean cache. ``$MCCFR_CACHE`` (default
+``~/.cache/mccfr``) is the root; ``NUMBA_CACHE_DIR``, when set by the user, wins.
 """
 
 from __future__ import annotations
@@ -100,6 +105,10 @@ def skip_scipy_probes() -> None:
 
 
 def configure() -> None:
+    """Set ``NUMBA_CACHE_DIR`` (and numba's ``CACHE_DIR``, if numba is loaded) to this source
+    version's cache directory, unless the user set ``NUMBA_CACHE_DIR``, and install the import hook
+    of :func:`skip_scipy_probes`. Idempotent; processes started later inherit the environment
+    variable (the hook they install themselves, by calling this)."""
     skip_scipy_probes()
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
