@@ -36,6 +36,7 @@ from cluster.ray_logs import RayLogFile
 from cluster.recovery import RecoveryMixin
 from cluster.rounds import RoundsMixin, default_batch, split_round, worker_seed_state
 from cluster.shard import ShardCore, slice_bounds
+from mccfr_util.numba_cache import ray_runtime_env
 
 __all__ = ["RayJob"]
 
@@ -96,6 +97,7 @@ class RayJob(PlacementMixin, RoundsMixin, RecoveryMixin, CheckpointingMixin):
             if not ray.is_initialized():
                 kw = {"include_dashboard": False, "logging_level": "warning", "log_to_driver": False}
                 kw.update(config.ray_init or {})
+                kw["runtime_env"] = ray_runtime_env(kw.get("runtime_env"))  # workers set the numba cache
                 context = ray.init(address=config.address, **kw)
                 self.own_ray = True
                 session = getattr(context, "address_info", {}).get("session_dir")

@@ -44,6 +44,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/ is not an installed package
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.best_response import expected_value
 from blueprint.blueprint import hand_bucket
 from blueprint.trainer import make_trainer

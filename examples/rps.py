@@ -28,6 +28,10 @@ from fractions import Fraction
 
 import numpy as np
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.matrix import MatrixGame, RegretMatching, report_points
 
 ACTIONS = ("rock", "paper", "scissors")

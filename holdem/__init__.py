@@ -1,14 +1,14 @@
-"""The rules of two-player ACPC poker: game definitions, cards, betting, states."""
+"""The rules of two-player ACPC poker: game definitions, cards, betting, states.
 
-from mccfr_util import numba_cache
+Importing it changes nothing in the process; the numba cache is set by the entry points
+(:func:`mccfr_util.numba_cache.configure`).
+"""
 
-numba_cache.configure()
-
-from holdem.betting import Betting, IllegalActionError  # noqa: E402
-from holdem.cards import CardError  # noqa: E402
-from holdem.game import Game  # noqa: E402
-from holdem.gamedef import GameDef, GameDefError  # noqa: E402
-from holdem.state import State, StateError  # noqa: E402
+from holdem.betting import Betting, IllegalActionError
+from holdem.cards import CardError
+from holdem.game import Game
+from holdem.gamedef import GameDef, GameDefError
+from holdem.state import State, StateError
 
 __all__ = [
     "Betting",

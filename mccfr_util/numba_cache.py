@@ -22,7 +22,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 _PACKAGES = ("holdem", "abstraction", "blueprint", "subgame")  # where numba kernels live
 
@@ -104,22 +104,42 @@ def skip_scipy_probes() -> None:
         sys.meta_path.insert(0, _SkipScipyProbes())
 
 
+def cache_dir() -> Path:
+    """This source version's numba cache directory: ``$MCCFR_CACHE/numba/<hash of the source>``
+    (``$MCCFR_CACHE`` defaults to ``~/.cache/mccfr``)."""
+    base = Path(os.environ.get("MCCFR_CACHE", Path.home() / ".cache" / "mccfr"))
+    return base / "numba" / _source_hash()
+
+
 def configure() -> None:
-    """Set ``NUMBA_CACHE_DIR`` (and numba's ``CACHE_DIR``, if numba is loaded) to this source
-    version's cache directory, unless the user set ``NUMBA_CACHE_DIR``, and install the import hook
-    of :func:`skip_scipy_probes`. Idempotent; processes started later inherit the environment
-    variable (the hook they install themselves, by calling this)."""
+    """Point numba's cache at :func:`cache_dir` (``NUMBA_CACHE_DIR``, which processes started later
+    inherit), unless the user set ``NUMBA_CACHE_DIR``, and install the import hook of
+    :func:`skip_scipy_probes`. Idempotent.
+
+    Call it once at a process's start, before importing the project's packages: numba picks a
+    kernel's cache directory when the kernel's module is imported, so kernels imported earlier
+    keep numba's default (a ``__pycache__`` beside their source, which numba does not invalidate
+    when a kernel that they call changes). It does not import numba."""
     skip_scipy_probes()
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
-    base = Path(os.environ.get("MCCFR_CACHE", Path.home() / ".cache" / "mccfr"))
-    path = base / "numba" / _source_hash()
+    path = cache_dir()
     if not path.exists():  # a new source version: drop caches of old versions beyond the newest few
-        _prune(base / "numba", path)
+        _prune(path.parent, path)
     os.environ["NUMBA_CACHE_DIR"] = str(path)
-    try:
-        import numba.core.config as cfg
+    cfg = sys.modules.get("numba.core.config")
+    if cfg is not None:  # numba read its settings already: kernels imported from now on use it
+        cfg.CACHE_DIR = str(path)  # type: ignore[attr-defined]
 
-        cfg.CACHE_DIR = str(path)
-    except ImportError:  # numba not installed yet: nothing to configure
-        pass
+
+#: What Ray runs in each worker process it starts, before the worker loads an actor or a task
+#: (``runtime_env["worker_process_setup_hook"]``): the same settings, computed on the worker's node.
+RAY_SETUP_HOOK = "mccfr_util.numba_cache.configure"
+
+
+def ray_runtime_env(runtime_env: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``runtime_env`` for ``ray.init``, with :data:`RAY_SETUP_HOOK` as its worker setup hook
+    unless it names one already (a copy; ``None``: only the hook)."""
+    env = dict(runtime_env or {})
+    env.setdefault("worker_process_setup_hook", RAY_SETUP_HOOK)
+    return env

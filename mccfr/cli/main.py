@@ -77,9 +77,11 @@ drops metrics rows past the resumed iteration (those iterations are trained agai
 Errors in what the user gave (unknown game, bet abstraction or algorithm, a malformed file, a
 missing run directory, no usable checkpoint) print one line ``error: ...`` on stderr and exit 2.
 
-Import cost: this module imports only the standard library and click. The commands load lazily
-(:class:`_Group`, click's lazy-group pattern): ``mccfr COMMAND`` imports that command's module
-alone, which imports what it uses at its top; ``mccfr --help`` lists the commands from
+Import cost: this module imports only the standard library, click and
+:mod:`mccfr_util.numba_cache`. The commands load lazily (:class:`_Group`, click's lazy-group
+pattern): ``mccfr COMMAND`` sets the process's numba settings
+(:func:`mccfr_util.numba_cache.configure`: the cache directory, the import hook), then imports that
+command's module alone, which imports what it uses at its top; ``mccfr --help`` lists the commands from
 :data:`COMMANDS` without importing any. Ray, pyarrow, matplotlib and the HTTP libraries
 (FastAPI, uvicorn) are imported only inside the functions that need them, each import with a
 comment naming it.
@@ -94,6 +96,7 @@ from importlib.metadata import PackageNotFoundError, version
 import click
 
 from mccfr.cli.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR, CLIError, fail
+from mccfr_util import numba_cache
 
 _NoArgsIsHelp = getattr(click.exceptions, "NoArgsIsHelpError", type("_Never", (Exception,), {}))
 
@@ -161,6 +164,7 @@ class _Group(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module, attr, _ = COMMANDS[cmd_name]
+        numba_cache.configure()  # before the command's module imports kernels (not for --help)
         command = getattr(importlib.import_module(module), attr)
         if not isinstance(command, click.Command):
             raise TypeError(f"{module}.{attr} is not a click command")

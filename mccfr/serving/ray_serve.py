@@ -17,6 +17,7 @@ from typing import Any
 
 from mccfr.serving.service import create_app
 from mccfr.serving.solving import make_responder
+from mccfr_util.numba_cache import ray_runtime_env
 
 SERVE_EXTRA = (
     'the Ray Serve deployment needs ray[serve]: pip install "mccfr[serve]" (or pip install "ray[serve]")'
@@ -97,7 +98,13 @@ def run(app, host: str = "127.0.0.1", port: int = 8000, address: str | None = No
 
     serve = import_serve()
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, logging_level="warning", log_to_driver=False)
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            logging_level="warning",
+            log_to_driver=False,
+            runtime_env=ray_runtime_env(),  # replicas set the numba cache before loading kernels
+        )
     serve.start(http_options={"host": host, "port": port})
     serve.run(app, name=APP_NAME, route_prefix="/", blocking=blocking)
     shown = f"[{host}]" if ":" in host else host

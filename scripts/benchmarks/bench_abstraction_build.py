@@ -13,6 +13,10 @@ import time
 
 import numpy as np
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from abstraction import potential as P
 from abstraction import potential_kernels as PK
 from abstraction.isomorphism import HandIndexer

@@ -31,6 +31,10 @@ import time
 
 import numpy as np
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from mccfr_util.reporting import ci95
 
 

@@ -122,6 +122,12 @@ PRELUDE = """
 import json, sys, time
 ROOT = sys.argv[1]
 sys.path.insert(0, ROOT)
+try:  # numba's cache (a revision before mccfr_util set it on `import holdem`)
+    from mccfr_util.numba_cache import configure
+except ImportError:
+    pass
+else:
+    configure()
 def out(value, unit):
     print(json.dumps({"value": value, "unit": unit}))
 def self_play(bp, game, n, only_round=None):

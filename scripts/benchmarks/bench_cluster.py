@@ -63,6 +63,10 @@ import ray
 from cluster_scale_model import model, model_grouped
 from harness import ReferenceDistance, emit, machine_row, simulated_cluster
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.checkpoints import load_latest
 from blueprint.memory import rss_bytes
 from blueprint.trainer import Trainer, make_trainer

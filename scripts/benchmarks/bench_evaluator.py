@@ -21,6 +21,10 @@ import numba
 import numpy as np
 from harness import machine_row
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from holdem.cards import card_name
 from holdem.evaluator import rank_hand, rank_many
 

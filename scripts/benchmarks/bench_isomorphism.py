@@ -24,6 +24,10 @@ from itertools import permutations
 import numba
 import numpy as np
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from abstraction.isomorphism import HandIndexer, iso_index, iso_unindex
 
 PERMS = np.array(list(permutations(range(4))), np.int64)  # [24, 4]

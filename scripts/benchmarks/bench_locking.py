@@ -12,6 +12,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from abstraction.tree import KIND_DECISION
 from subgame.libratus import read_libratus
 from subgame.saved import read_saved, save_solve

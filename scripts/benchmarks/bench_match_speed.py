@@ -8,6 +8,10 @@ from __future__ import annotations
 import argparse
 import time
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 import blueprint
 from blueprint.blueprint import Blueprint
 from mccfr.evaluation.match import play_match

@@ -36,6 +36,8 @@ from pathlib import Path
 
 from harness import machine
 
+from mccfr_util.numba_cache import configure
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -446,6 +448,7 @@ def cmd_memory() -> dict:
 
 
 if __name__ == "__main__":
+    configure()  # numba's cache, before the project's kernels load (docs/training.md)
     which = sys.argv[1] if len(sys.argv) > 1 else "leduc"
     fn = {
         "leduc": cmd_leduc,

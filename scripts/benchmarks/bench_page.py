@@ -15,6 +15,10 @@ import argparse
 import json
 import statistics
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.blueprint import Blueprint
 from mccfr.serving.service import ThreadedServer, create_app
 from mccfr.serving.solving import SolvingResponder

@@ -41,6 +41,10 @@ from pathlib import Path
 import numpy as np
 from harness import machine_row
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.player import self_play_states
 from holdem.game import Game
 from mccfr.evaluation.players import player_from_spec

@@ -16,6 +16,10 @@ from __future__ import annotations
 import json
 import time
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.best_response import expected_value
 from blueprint.trainer import make_trainer
 from mccfr.evaluation.oracle import openspiel_exploitability

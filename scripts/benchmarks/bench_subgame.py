@@ -23,6 +23,10 @@ import statistics
 import time
 from pathlib import Path
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from subgame.libratus import read_libratus
 from subgame.solver import solve
 

@@ -29,6 +29,10 @@ import time
 import numpy as np
 from harness import emit, machine_row
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.blueprint import Blueprint
 from blueprint.player import self_play_states
 from mccfr_util.reporting import percentile

@@ -22,6 +22,10 @@ import numpy as np
 import ray
 from harness import emit, simulated_cluster
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.trainer import make_trainer
 from cluster.job import RayJob
 

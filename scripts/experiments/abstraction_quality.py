@@ -27,6 +27,10 @@ import sys
 import time
 from pathlib import Path
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from abstraction.buckets import build_buckets
 from abstraction.cards import from_file
 from abstraction.isomorphism import HandIndexer

@@ -14,6 +14,10 @@ from pathlib import Path
 
 from abstraction_quality import solve_curve
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from abstraction.storage import read_abstraction, write_abstraction
 from holdem.gamedef import small_deck_game
 

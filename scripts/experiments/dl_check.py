@@ -16,6 +16,10 @@ from __future__ import annotations
 import argparse
 import statistics
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.blueprint import Blueprint
 from blueprint.player import self_play_states
 from subgame.nested import solve_state

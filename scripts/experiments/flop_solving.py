@@ -32,6 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.blueprint import Blueprint
 from blueprint.player import self_play_states
 from subgame import kernels as K

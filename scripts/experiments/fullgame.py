@@ -32,6 +32,10 @@ from typing import Callable, Optional
 import numba
 import numpy as np
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from abstraction.bets import BetAbstraction
 from abstraction.tree import KIND_CHANCE, KIND_DECISION, KIND_SHOWDOWN, BettingTree
 from blueprint.best_response import TreeEvaluator

@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mccfr_util.numba_cache import configure
+
 REPO = Path(__file__).resolve().parents[2]
 
 BASELINES = ["random", "always-call", "always-raise", "kuhn-fixed", "kuhn-greedy"]
@@ -185,6 +187,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--out", default=str(REPO / "docs" / "kuhn_players.md"))
     args = ap.parse_args()
+    configure()  # numba's cache, before the project's kernels load (docs/training.md)
 
     from blueprint.best_response import expected_value
     from blueprint.trainer import make_trainer

@@ -20,6 +20,10 @@ import time
 
 import numpy as np
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.blueprint import Blueprint
 from mccfr.evaluation.lbr import LocalBestResponse
 from mccfr_util.reporting import chips_to_mbb, ci95

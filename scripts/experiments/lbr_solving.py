@@ -38,6 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.blueprint import Blueprint
 from mccfr.evaluation.lbr import LocalBestResponse
 from mccfr.evaluation.solving import SolvingPlayer

@@ -33,6 +33,10 @@ from pathlib import Path
 import numpy as np
 from flop_solving import opponent_br_pct
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.blueprint import Blueprint
 from holdem.betting import CALL, FOLD
 from subgame.depth import DepthLimit

@@ -18,6 +18,10 @@ import json
 
 import numpy as np
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.trainer import make_trainer
 
 

@@ -31,6 +31,8 @@ from pathlib import Path
 import ray
 from ray.cluster_utils import Cluster
 
+from mccfr_util.numba_cache import configure
+
 REPO = Path(__file__).resolve().parents[2]
 FAST_HEALTH = {
     "health_check_period_ms": 500,
@@ -174,6 +176,7 @@ def main() -> None:
     ap.add_argument("--drills", default="worker,shard,both-shards,no-spare")
     ap.add_argument("--shards-default", dest="shards", type=int, default=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    configure()  # numba's cache, before the project's kernels load (docs/training.md; Ray's nodes inherit it)
     c = Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20, "_system_config": FAST_HEALTH},

@@ -42,6 +42,10 @@ from collections import Counter
 
 import numpy as np
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from holdem import Game
 from holdem.betting import MAX_NUM_ACTIONS, RAISE, parse_action_token
 from holdem.cards import parse_card

@@ -64,6 +64,10 @@ import lz4.frame
 import msgpack
 import numpy as np
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from blueprint.io.blueprint_file import (
     BLUEPRINT_FORMAT_NAME,
     BLUEPRINT_MAGIC,
