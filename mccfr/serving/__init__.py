@@ -31,6 +31,7 @@ _LAZY = {
     "BlueprintResponder": "mccfr.serving.responders",
     "HttpResponder": "mccfr.serving.responders",
     "PlayerResponder": "mccfr.serving.responders",
+    "SolverResources": "mccfr.serving.solving",
     "SolvingOptions": "mccfr.serving.solving",
     "SolvingResponder": "mccfr.serving.solving",
     "make_responder": "mccfr.serving.solving",

@@ -50,28 +50,42 @@ from subgame.tree import SubgameError, hand_index
 
 
 @dataclasses.dataclass(frozen=True)
-class SolvingOptions:
-    """How a :class:`SolvingResponder` solves (its docstring tells what each option does). None
-    stands for a default that depends on the game or the machine, which the responder fills in
-    (its attributes of the same names hold the values in effect). Out-of-range values raise
-    ValueError when the options are made."""
+class SolverResources:
+    """What a :class:`SolvingResponder`'s solves may use of the machine: threads, memory, CPU
+    priority, processes. None stands for a default that depends on the machine, which the
+    responder fills in. Out-of-range values raise ValueError when the record is made."""
 
-    from_round: int | None = None  # the first round solved; None: the last
     solver_threads: int | None = None  # solves running at once; None: one per core
     # of those, the last round's at most; None: all but one when an earlier round is solved, else all
     last_round_threads: int | None = None
-    min_iterations: int = 10  # a solve with fewer is not used
-    reserve_ms: float = 100.0  # a solve stops this long before the budget's end
-    max_solve_ms: float | None = None  # iterate at most this long beyond what a useful solve needs
     memory_budget: int | str | None = None  # bytes, or "512M", "2G"; None: a quarter of physical memory
     max_sessions: int | None = None  # session-cache entries at most
     solver_nice: int = 10  # how much lower the solver threads' (and processes') CPU priority is
-    measure_cards: int | None = 12  # depth-limited solves check on this many cards; None: every one
     solver_processes: bool = False  # solve in processes forked at start (mccfr.serving.solver_processes)
 
     def __post_init__(self) -> None:
         if self.solver_threads is not None and self.solver_threads < 1:
             raise ValueError(f"solver_threads must be >= 1, got {self.solver_threads}")
+        if self.memory_budget is not None:
+            parse_bytes(self.memory_budget)  # ValueError naming a text that is no byte count
+
+
+@dataclasses.dataclass(frozen=True)
+class SolvingOptions:
+    """How a :class:`SolvingResponder` solves (its docstring tells what each option does): which
+    rounds, how long a solve runs, and the machine's share (:class:`SolverResources`). None stands
+    for a default that depends on the game or the machine, which the responder fills in (its
+    attributes of the same names hold the values in effect). Out-of-range values raise ValueError
+    when the options are made. :meth:`replace` takes any option by name, the resources' included."""
+
+    from_round: int | None = None  # the first round solved; None: the last
+    min_iterations: int = 10  # a solve with fewer is not used
+    reserve_ms: float = 100.0  # a solve stops this long before the budget's end
+    max_solve_ms: float | None = None  # iterate at most this long beyond what a useful solve needs
+    measure_cards: int | None = 12  # depth-limited solves check on this many cards; None: every one
+    resources: SolverResources = dataclasses.field(default_factory=SolverResources)
+
+    def __post_init__(self) -> None:
         if self.min_iterations < 1:
             raise ValueError(f"min_iterations must be >= 1, got {self.min_iterations}")
         if self.reserve_ms < 0:
@@ -80,12 +94,28 @@ class SolvingOptions:
             raise ValueError(f"max_solve_ms must be > 0, got {self.max_solve_ms}")
         if self.measure_cards is not None and self.measure_cards < 2:
             raise ValueError(f"measure_cards must be >= 2 (or None: every card), got {self.measure_cards}")
-        if self.memory_budget is not None:
-            parse_bytes(self.memory_budget)  # ValueError naming a text that is no byte count
+
+    def replace(self, **options: Any) -> SolvingOptions:
+        """A copy with ``options`` (any of :data:`OPTION_NAMES`, e.g. ``solver_threads=2``)
+        replaced; TypeError for an unknown name, ValueError for a value out of range."""
+        unknown = sorted(set(options) - set(OPTION_NAMES))
+        if unknown:
+            raise TypeError(
+                f"unknown solving option(s) {', '.join(unknown)}: expected {', '.join(OPTION_NAMES)}"
+            )
+        res = {k: v for k, v in options.items() if k in _RESOURCE_NAMES}
+        own = {k: v for k, v in options.items() if k not in _RESOURCE_NAMES}
+        if res:
+            own["resources"] = dataclasses.replace(self.resources, **res)
+        return dataclasses.replace(self, **own)
 
 
-#: The names of the solving options (:class:`SolvingOptions`'s fields).
-OPTION_NAMES = tuple(f.name for f in dataclasses.fields(SolvingOptions))
+_RESOURCE_NAMES = tuple(f.name for f in dataclasses.fields(SolverResources))
+#: The names of the solving options: :class:`SolvingOptions`'s own and its :class:`SolverResources`'.
+OPTION_NAMES = (
+    *(f.name for f in dataclasses.fields(SolvingOptions) if f.name != "resources"),
+    *_RESOURCE_NAMES,
+)
 
 
 class _Job:
@@ -210,28 +240,24 @@ class SolvingResponder(BlueprintResponder):
         options: SolvingOptions | None = None,
         **overrides: Any,
     ):
-        """``options`` (:class:`SolvingOptions`), with ``overrides`` (its fields by name, e.g.
-        ``solver_threads=2``) replacing some. TypeError for an unknown option, ValueError for a
-        value out of range."""
-        unknown = sorted(set(overrides) - set(OPTION_NAMES))
-        if unknown:
-            raise TypeError(
-                f"unknown solving option(s) {', '.join(unknown)}: expected {', '.join(OPTION_NAMES)}"
-            )
+        """``options`` (:class:`SolvingOptions`), with ``overrides`` (any option by name, those
+        of its :class:`SolverResources` included, e.g. ``solver_threads=2``) replacing some.
+        TypeError for an unknown option, ValueError for a value out of range."""
+        opts = (options or SolvingOptions()).replace(**overrides)  # TypeError: an unknown option
         super().__init__(bp, default_time_budget_ms)
         check_method(solve_method, SOLVE_METHODS)
         self.solve_method: str = solve_method
-        opts = dataclasses.replace(options or SolvingOptions(), **overrides)
         self.options = opts  # as asked; the attributes below hold the values in effect
+        res = opts.resources
         last = bp.gamedef.num_rounds - 1
-        budget = default_memory_budget() if opts.memory_budget is None else parse_bytes(opts.memory_budget)
-        self.sessions = SessionCache(budget, max_entries=opts.max_sessions)
+        budget = default_memory_budget() if res.memory_budget is None else parse_bytes(res.memory_budget)
+        self.sessions = SessionCache(budget, max_entries=res.max_sessions)
         self.policy = SolvePolicy(bp, opts.from_round, hands=self.sessions)  # ValueError: from_round
         self.from_round: int = self.policy.from_round
         self.solver_threads: int = (
-            default_solver_threads() if opts.solver_threads is None else opts.solver_threads
+            default_solver_threads() if res.solver_threads is None else res.solver_threads
         )
-        threads = opts.last_round_threads
+        threads = res.last_round_threads
         if threads is None:  # a thread kept back for the earlier rounds' solves, when there are any
             threads = max(1, self.solver_threads - 1) if self.from_round < last else self.solver_threads
         if not 1 <= threads <= self.solver_threads:
@@ -243,7 +269,7 @@ class SolvingResponder(BlueprintResponder):
         self.reserve_ms = float(opts.reserve_ms)
         self.max_solve_ms = opts.max_solve_ms
         self.measure_cards = opts.measure_cards
-        self.solver_nice = opts.solver_nice
+        self.solver_nice = res.solver_nice
         self.size = SizeModel(bp)
         self._cond = threading.Condition()
         self._running: list[_Job] = []  # solves running
@@ -255,7 +281,7 @@ class SolvingResponder(BlueprintResponder):
             initargs=(self.solver_nice,),
         )
         self._procs: SolverProcesses | None = None
-        if opts.solver_processes:  # forked now, before the server's threads start
+        if res.solver_processes:  # forked now, before the server's threads start
             self._procs = SolverProcesses(bp, self.solver_threads, self.solver_nice)
         self.cost = CostModel()
         self._counts: dict[str, int] = {}
@@ -673,7 +699,7 @@ def make_responder(
 ) -> Responder:
     """The responder for a run: the blueprint alone (``solve_method=None``), or blueprint plus
     subgame solving with ``solve_method`` as the default method (``solving``: ``options``, a
-    :class:`SolvingOptions`, and its fields by name, e.g. ``from_round``, ``solver_threads``).
+    :class:`SolvingOptions`, and any option by name, e.g. ``from_round``, ``solver_threads``).
 
     Raises:
         QueryError: ``solve_method`` names no method (``bad_method``).
@@ -691,4 +717,11 @@ def make_responder(
     return BlueprintResponder(Blueprint.load(Path(run_dir), log=log), default_time_budget_ms)
 
 
-__all__ = ["OPTION_NAMES", "PendingAnswer", "SolvingOptions", "SolvingResponder", "make_responder"]
+__all__ = [
+    "OPTION_NAMES",
+    "PendingAnswer",
+    "SolverResources",
+    "SolvingOptions",
+    "SolvingResponder",
+    "make_responder",
+]

@@ -18,7 +18,7 @@ import pytest
 from mccfr.serving.query import QueryError, check_session
 from mccfr.serving.resources import parse_bytes
 from mccfr.serving.service import ThreadedServer, create_app
-from mccfr.serving.solving import SolvingOptions, SolvingResponder
+from mccfr.serving.solving import SolverResources, SolvingOptions, SolvingResponder
 from subgame.cache import ENTRY_OVERHEAD, SessionCache, nbytes
 
 PREFLOP = "MATCHSTATE:1:0::|AhAd"
@@ -394,24 +394,30 @@ def test_the_last_round_keeps_a_solver_thread_for_earlier_rounds(hunl_bp, fake_s
 
 
 def test_solving_options_are_checked_and_combine_with_keywords(hunl_bp):
-    """SolvingOptions refuses bad values when made; the responder takes them, a keyword overrides
-    one of them, and an unknown keyword (a typo) is a TypeError naming it."""
-    for bad, match in (
-        ({"min_iterations": 0}, "min_iterations"),
-        ({"reserve_ms": -1}, "reserve_ms"),
-        ({"max_solve_ms": 0}, "max_solve_ms"),
-        ({"measure_cards": 1}, "measure_cards"),
-        ({"solver_threads": 0}, "solver_threads"),
-        ({"memory_budget": "lots"}, "not a byte count"),
+    """SolvingOptions and its SolverResources refuse bad values when made; the responder takes
+    them, a keyword overrides one of them (the resources' by name too), and an unknown keyword (a
+    typo) is a TypeError naming it."""
+    for record, bad, match in (
+        (SolvingOptions, {"min_iterations": 0}, "min_iterations"),
+        (SolvingOptions, {"reserve_ms": -1}, "reserve_ms"),
+        (SolvingOptions, {"max_solve_ms": 0}, "max_solve_ms"),
+        (SolvingOptions, {"measure_cards": 1}, "measure_cards"),
+        (SolverResources, {"solver_threads": 0}, "solver_threads"),
+        (SolverResources, {"memory_budget": "lots"}, "not a byte count"),
     ):
         with pytest.raises(ValueError, match=match):
-            SolvingOptions(**bad)
+            record(**bad)
+        with pytest.raises(ValueError, match=match):
+            SolvingOptions().replace(**bad)
     with pytest.raises(TypeError, match="solver_thread"):
         SolvingResponder(hunl_bp, solver_thread=2)
-    opts = SolvingOptions(solver_threads=3, memory_budget="64M", min_iterations=4)
+    opts = SolvingOptions(min_iterations=4, resources=SolverResources(solver_threads=3, memory_budget="64M"))
     r = SolvingResponder(hunl_bp, options=opts, from_round=2, solver_threads=2)
     try:
-        assert r.options == dataclasses.replace(opts, from_round=2, solver_threads=2)
+        assert r.options == dataclasses.replace(
+            opts, from_round=2, resources=dataclasses.replace(opts.resources, solver_threads=2)
+        )
+        assert r.options == opts.replace(from_round=2, solver_threads=2)
         assert (r.from_round, r.solver_threads, r.last_round_threads, r.min_iterations) == (2, 2, 1, 4)
         assert r.memory_budget == 64 << 20
         d = r.describe()
