@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import ray
@@ -112,6 +112,18 @@ class RetainedDeltas:
         return sent
 
 
+class WorkerSettings(NamedTuple):
+    """How a node's leader starts its workers (the job's settings, the same on every node)."""
+
+    cpus: float = 1  # CPUs per worker
+    start_timeout: float = 300.0  # seconds to wait for the workers to start; one that does not is left out
+    retries: int = 3  # Ray's ``max_restarts`` and ``max_task_retries`` for the workers
+    # each worker copies the card table into its own memory (the job's default where a node runs one
+    # worker: :class:`cluster.job.RayJob`'s ``share_cards``)
+    private_cards: bool = False
+    threads: int = 1  # threads per worker (:class:`cluster.worker.WorkerCore`)
+
+
 class LeaderCore(RetainedDeltas):
     """One node's leader (see the module docstring).
 
@@ -124,13 +136,8 @@ class LeaderCore(RetainedDeltas):
             read zero-copy from this node's object store).
         abstraction_hash: the job's abstraction hash (checked by each worker).
         worker_ids: the job's numbers of this node's workers.
-        worker_cpus: CPUs per worker.
         placement: ``(placement_group, bundle_index)`` or None (no placement group).
-        start_timeout: seconds to wait for the workers to start; one that does not is left out.
-        worker_retries: Ray's ``max_restarts`` and ``max_task_retries`` for the workers.
-        private_cards: each worker copies the card table into its own memory (the job's default where
-            a node runs one worker: :class:`cluster.job.RayJob`'s ``share_cards``).
-        threads: threads per worker (:class:`cluster.worker.WorkerCore`).
+        workers: how the workers start (:class:`WorkerSettings`).
     """
 
     def __init__(
@@ -141,12 +148,8 @@ class LeaderCore(RetainedDeltas):
         cards_box: list,
         abstraction_hash: str | None,
         worker_ids: list[int],
-        worker_cpus: float = 1,
         placement: tuple | None = None,
-        start_timeout: float = 300.0,
-        worker_retries: int = 3,
-        private_cards: bool = False,
-        threads: int = 1,
+        workers: WorkerSettings = WorkerSettings(),
     ):
         self.ray = ray
         self.node = node
@@ -155,9 +158,9 @@ class LeaderCore(RetainedDeltas):
         self.worker_ids = list(worker_ids)
         self.notes: list[str] = []
         opts: dict[str, Any] = {
-            "num_cpus": worker_cpus,
-            "max_restarts": worker_retries,
-            "max_task_retries": worker_retries,
+            "num_cpus": workers.cpus,
+            "max_restarts": workers.retries,
+            "max_task_retries": workers.retries,
         }
         if placement is not None:
             pg, bundle = placement
@@ -166,14 +169,23 @@ class LeaderCore(RetainedDeltas):
             )
         actor = ray.remote(WorkerCore).options(**opts)
         self.workers = [
-            actor.remote(w, config, self.bounds, None, abstraction_hash, cards_box[0], private_cards, threads)
+            actor.remote(
+                w,
+                config,
+                self.bounds,
+                None,
+                abstraction_hash,
+                cards_box[0],
+                workers.private_cards,
+                workers.threads,
+            )
             for w in worker_ids
         ]
         self.live = [False] * len(self.workers)
         self.pids: list[int | None] = [None] * len(self.workers)
         if self.workers:
             pings = {w.pid.remote(): i for i, w in enumerate(self.workers)}
-            ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=start_timeout)
+            ready, _ = ray.wait(list(pings), num_returns=len(pings), timeout=workers.start_timeout)
             for ref in ready:
                 i = pings[ref]
                 try:
@@ -186,7 +198,7 @@ class LeaderCore(RetainedDeltas):
             for ref, i in pings.items():
                 if not self.live[i] and ref not in ready:
                     self.notes.append(
-                        f"node {node}: worker {worker_ids[i]} did not start within {start_timeout:.0f} s; "
+                        f"node {node}: worker {worker_ids[i]} did not start within {workers.start_timeout:.0f} s; "
                         "it is left out"
                     )
         self._init_retention()

@@ -26,6 +26,7 @@ from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from blueprint.io.shard_file import shard_name
 from cluster.errors import JobError
+from cluster.leader import WorkerSettings
 
 __all__ = ["PlacementMixin", "alive_cpu_nodes"]
 
@@ -53,12 +54,10 @@ class PlacementMixin:
             [self.cards_ref],
             self.tr.abstraction_hash,
             self.groups[g],
-            self.worker_cpus,
             (self.pg, g),
-            self.timeout,
-            self.worker_retries,
-            not self.share_cards,
-            self.threads,
+            WorkerSettings(
+                self.worker_cpus, self.timeout, self.worker_retries, not self.share_cards, self.threads
+            ),
         )
 
     def _new_group_leader(self, j: int):

@@ -17,7 +17,7 @@ from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
 from blueprint.io.errors import CheckpointError
 from holdem.gamedef import parse_gamedef
 from mccfr.cli.common import CLIError, json_opt, run_dir_arg, user_input
-from mccfr.serving.acpc_client import AcpcClient, parse_address
+from mccfr.serving.acpc_client import AcpcClient, TimeBank, parse_address
 from mccfr.serving.query import SOLVE_METHODS, QueryError, check_method
 from mccfr.serving.resources import default_memory_budget, default_solver_threads, parse_bytes
 from mccfr.serving.responders import HttpResponder
@@ -533,9 +533,7 @@ def play(
         seed=seed,
         log=log_file,
         method=method,
-        time_budget_ms=time_budget_ms,
-        time_per_hand_ms=time_per_hand_ms,
-        response_limit_ms=response_limit_ms,
+        bank=TimeBank(time_per_hand_ms, response_limit_ms, budget_ms=time_budget_ms),
         idle_timeout_s=idle_timeout,
         progress=progress,
     )

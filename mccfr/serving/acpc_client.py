@@ -201,7 +201,9 @@ class ClientReport:
 
 
 class AcpcClient:
-    """Plays one seat of an ACPC match with a responder (module docstring)."""
+    """Plays one seat of an ACPC match with a responder (module docstring). ``bank``: the
+    dealer's time limits and the answers' own budget (:class:`TimeBank`; its defaults: the
+    reference dealer's)."""
 
     def __init__(
         self,
@@ -210,10 +212,7 @@ class AcpcClient:
         seed: int = 0,
         log: str | Path | TextIO | None = None,
         method: str | None = None,
-        time_budget_ms: int = DEFAULT_TIME_BUDGET_MS,
-        time_per_hand_ms: float = 7_000.0,
-        response_limit_ms: float = 600_000.0,
-        hand_limit_ms: float = 600_000.0,
+        bank: TimeBank | None = None,
         idle_timeout_s: float | None = 900.0,
         name: str = "mccfr",
         progress: Callable[[ClientReport], None] | None = None,
@@ -223,7 +222,8 @@ class AcpcClient:
         self.rng = np.random.default_rng(seed)
         self.seed = seed
         self.method = method
-        self.bank = TimeBank(time_per_hand_ms, response_limit_ms, hand_limit_ms, time_budget_ms)
+        # the dealer's time limits and the answers' budget (a copy: the client spends from it)
+        self.bank = dataclasses.replace(bank) if bank is not None else TimeBank()
         self.idle_timeout_s = idle_timeout_s
         self.name = name
         self.progress = progress

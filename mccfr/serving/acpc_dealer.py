@@ -72,6 +72,19 @@ class DealerResult:
         return self.error is None
 
 
+@dataclasses.dataclass(frozen=True)
+class DealerLimits:
+    """What an :class:`AcpcDealer` allows a seat (module docstring): the time limits of the
+    reference dealer's ``--t_response``, ``--t_hand`` and ``--t_per_hand``, how long it waits for
+    both seats to connect (None: for ever) and the invalid actions it forgives."""
+
+    t_response_ms: float = 600_000
+    t_hand_ms: float = 600_000
+    t_per_hand_ms: float = 7_000
+    start_timeout_s: float | None = 60.0
+    max_invalid_actions: int = 0
+
+
 class AcpcDealer:
     """A two-player ACPC dealer (module docstring). ``ports`` after construction are the bound
     ports, seat 0 first."""
@@ -84,12 +97,8 @@ class AcpcDealer:
         names: tuple[str, str] = ("p1", "p2"),
         host: str = "127.0.0.1",
         ports: tuple[int, int] = (0, 0),
-        t_response_ms: float = 600_000,
-        t_hand_ms: float = 600_000,
-        t_per_hand_ms: float = 7_000,
-        start_timeout_s: float | None = 60.0,
+        limits: DealerLimits = DealerLimits(),
         fixed_seats: bool = False,
-        max_invalid_actions: int = 0,
         log_path: str | Path | None = None,
         transcript: bool = False,
     ):
@@ -99,13 +108,14 @@ class AcpcDealer:
         self.hands = hands
         self.seed = seed
         self.names = tuple(names)
-        self.t_response_ms = t_response_ms
-        self.t_hand_ms = t_hand_ms
-        self.t_match_ms = t_per_hand_ms * hands
-        self.t_per_hand_ms = t_per_hand_ms
-        self.start_timeout_s = start_timeout_s
+        self.limits = limits
+        self.t_response_ms = limits.t_response_ms
+        self.t_hand_ms = limits.t_hand_ms
+        self.t_match_ms = limits.t_per_hand_ms * hands
+        self.t_per_hand_ms = limits.t_per_hand_ms
+        self.start_timeout_s = limits.start_timeout_s
         self.fixed_seats = fixed_seats
-        self.max_invalid_actions = max_invalid_actions
+        self.max_invalid_actions = limits.max_invalid_actions
         self.log_path = log_path
         self.transcript: list[tuple[int, str, str]] | None = (
             [] if transcript else None
@@ -308,4 +318,4 @@ def _num(x: float) -> str:
     return "0" if text == "-0" else text
 
 
-__all__ = ["AcpcDealer", "DealerError", "DealerResult"]
+__all__ = ["AcpcDealer", "DealerError", "DealerLimits", "DealerResult"]

@@ -49,7 +49,7 @@ from blueprint.player import self_play_states
 from holdem.game import Game
 from mccfr.evaluation.players import player_from_spec
 from mccfr.serving.acpc_client import AcpcClient
-from mccfr.serving.acpc_dealer import AcpcDealer
+from mccfr.serving.acpc_dealer import AcpcDealer, DealerLimits
 from mccfr.serving.launch import mccfr_command, start_server
 from mccfr.serving.responders import PlayerResponder
 from mccfr_util.reporting import chips_to_mbb, ci95, percentile
@@ -250,7 +250,7 @@ def one_match(args, game: Game, vs: str, seed: int, mccfr_seat: int, tmp: Path) 
         args.hands,
         seed=seed,
         names=tuple(names),
-        start_timeout_s=600,
+        limits=DealerLimits(start_timeout_s=600),
         log_path=tmp / f"dealer-{vs}-{mccfr_seat}.log",
     ).start()
     opp = PlayerResponder(player_from_spec(vs, game), game, seed=seed + 7)

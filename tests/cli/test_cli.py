@@ -456,27 +456,3 @@ def test_the_command_list_agrees_with_the_commands():
     assert result.exit_code == 0
     listed = result.output.split("Commands:")[1]
     assert all(f"  {name} " in listed for name in COMMANDS)
-
-
-def test_function_level_imports_in_the_cli_name_their_dependency():
-    """``mccfr/cli`` imports at function level only a heavy optional dependency (Ray, pyarrow,
-    matplotlib, FastAPI), at most 10 times, each with a comment saying which."""
-    import ast
-
-    lines_of = {}
-    found = []
-    for path in sorted((REPO / "mccfr" / "cli").glob("*.py")):
-        text = path.read_text()
-        lines_of[path.name] = text.splitlines()
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found += [
-                    (path.name, sub.lineno)
-                    for sub in ast.walk(node)
-                    if isinstance(sub, (ast.Import, ast.ImportFrom))
-                ]
-    found = sorted(set(found))
-    assert len(found) <= 10, found
-    for name, line in found:
-        here, above = lines_of[name][line - 1], lines_of[name][line - 2]
-        assert "#" in here or above.strip().startswith("#"), f"{name}:{line} has no comment"

@@ -15,7 +15,7 @@ from holdem.game import Game
 from mccfr.cli import cli
 from mccfr.evaluation.players import AlwaysCall, RandomPlayer
 from mccfr.serving.acpc_client import AcpcClient, LineReader, TimeBank, parse_address, send_line
-from mccfr.serving.acpc_dealer import AcpcDealer
+from mccfr.serving.acpc_dealer import AcpcDealer, DealerLimits
 from mccfr.serving.responders import PlayerResponder
 
 HANDS = 40
@@ -130,7 +130,7 @@ def test_dealer_enforces_legality():
         s.close()
 
     for max_invalid, action in ((0, "r5"), (0, "x"), (1000, "r5")):
-        dealer = AcpcDealer(game, 4, seed=1, max_invalid_actions=max_invalid).start()
+        dealer = AcpcDealer(game, 4, seed=1, limits=DealerLimits(max_invalid_actions=max_invalid)).start()
         out: list = []
         threads = [
             threading.Thread(target=bad_client, args=(dealer.ports[0], action, out)),
@@ -159,7 +159,7 @@ def test_a_slow_player_loses_the_match_cleanly(responder):
             time.sleep(0.5)
             return {"strategy": {"c": 1.0}, "source": "blueprint", "method": None, "elapsed_ms": 500.0}
 
-    dealer = AcpcDealer(responder.game, 5, seed=1, t_response_ms=200).start()
+    dealer = AcpcDealer(responder.game, 5, seed=1, limits=DealerLimits(t_response_ms=200)).start()
     slow, other, res = _match(dealer, [Slow(), responder])
     assert not res.ok and "ran out of time" in res.error and "p1" in res.error
     for r in (slow, other):
