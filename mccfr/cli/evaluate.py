@@ -261,7 +261,7 @@ def _eval_exploitability(path: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     chips, br = tr.exploitability()
     unit, factor = expl_unit(tr.game)
-    result = {
+    result: dict[str, Any] = {
         "exploitability": chips * factor,
         "unit": unit,
         "br_values": [v * factor for v in br],
@@ -463,17 +463,18 @@ def _eval_matches(
         click.echo(f"warning: {msg}", err=True)
 
     with user_input():
-        run_player = None
+        run_player: BlueprintPlayer | None = None
         if path is not None and (game_name is None or player_spec is None):
             run_player = BlueprintPlayer(Blueprint.load(path, log=log), name=path.name or str(path))
-        game = Game.load(game_name) if game_name is not None else run_player.bp.game
+        # without --game, RUN_DIR was given or found above, and run_player holds its blueprint
+        game = Game.load(game_name) if game_name is not None else cast(BlueprintPlayer, run_player).bp.game
         if run_player is not None and run_player.bp.gamedef.to_acpc() != game.gamedef.to_acpc():
             raise CLIError(
                 f"{path} was trained on {run_player.bp.gamedef.name or 'another game'}, "
                 f"not {game.gamedef.name or game_name}"
             )
-        a = (
-            run_player
+        a: Player = (
+            cast(BlueprintPlayer, run_player)  # without --player, RUN_DIR is player A
             if player_spec is None or (run_player and Path(player_spec) == path)
             else player_from_spec(_local_spec(player_spec), game, log=log)
         )
