@@ -7,11 +7,21 @@ decks, see :func:`abstraction.cards.default_card_name`), Pluribus-style MCCFR, s
 train`` alone, knowing its time budget, picks ``standard`` bets instead for 52-card games given at
 least :data:`STANDARD_BETS_FROM_CORE_SECONDS` (:func:`default_nolimit_bets`), and below that DCFR
 with :data:`SHORT_BUDGET_DCFR_PARAMS` instead of Pluribus-style MCCFR (:func:`default_algo`).
+
+:func:`run_config` fills them in: both build a run's :class:`blueprint.runconfig.RunConfig` there,
+the one place a run's game is parsed, its bets loaded and its algorithm resolved.
 """
 
 from __future__ import annotations
 
-from blueprint.algo import dcfr_overrides
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from abstraction.bets import load_bets
+from blueprint.algo import dcfr_overrides, get_algo
+from blueprint.runconfig import RunConfig
+from holdem.gamedef import GameDef, load_gamedef
 
 DEFAULT_GAME = "hunl100"  # the main job: heads-up no-limit hold'em, 100 big blinds
 DEFAULT_NOLIMIT_BETS = "small"  # pot and all-in, at most two raises a round (limit games: their own)
@@ -50,3 +60,62 @@ def default_algo(deck_size: int, is_limit: bool, bets: str | None, seconds: floa
     if deck_size == 52 and not is_limit and bets == DEFAULT_NOLIMIT_BETS and seconds is not None:
         return "dcfr", dcfr_overrides(SHORT_BUDGET_DCFR_PARAMS)
     return DEFAULT_ALGO, {}
+
+
+def run_config(
+    game: str,
+    gamedef: GameDef | None = None,
+    *,
+    bets: str | None = None,
+    cards: str | None = None,
+    algo: str | None = None,
+    seed: int = DEFAULT_SEED,
+    seconds: float | None = None,
+    cores: int = 1,
+    log: Callable[[str], Any] | None = None,
+    **algo_options,
+) -> RunConfig:
+    """A new run's config, the defaults filled in, everything parsed and checked once.
+
+    ``game``: a preset or ``.game`` path as given (recorded); ``gamedef``: that game, if already
+    parsed. ``bets`` (ignored for a limit game, with a note), ``cards`` and ``algo``: None for the
+    default, which for bets and the algorithm follows the training budget: ``seconds`` of training
+    (None: counted in iterations) on ``cores`` threads (:func:`default_nolimit_bets`,
+    :func:`default_algo`). ``algo_options``: fields of :class:`blueprint.algo.AlgoConfig` (None:
+    the algorithm's own); the DCFR discounts of the default algorithm apply unless they are among
+    them. ``log`` gets a note for each default chosen by the budget (None: no notes). Raises
+    :class:`holdem.gamedef.GameDefError`, :class:`abstraction.bets.BetAbstractionError` or
+    :class:`blueprint.algo.AlgoError` for what cannot be trained."""
+    note = log if log is not None else (lambda _msg: None)
+    gd = gamedef if gamedef is not None else load_gamedef(game)
+    if gd.is_limit:
+        if bets is not None:
+            note(f"warning: --bets is ignored: {gd.name or game} is a limit game (its own bet abstraction)")
+        bets = None
+    elif bets is None:
+        bets = default_nolimit_bets(gd.deck_size, seconds, cores)
+        if bets != DEFAULT_NOLIMIT_BETS:
+            note(
+                f"bets: {bets} (the default for {(seconds or 0) * cores / 60:,.0f} core-minutes of training; "
+                f"--bets {DEFAULT_NOLIMIT_BETS} for the short-budget default)"
+            )
+    if cards is not None and Path(cards).exists():  # a built directory: resume must find it from anywhere
+        cards = str(Path(cards).resolve())
+    options = {k: v for k, v in algo_options.items() if v is not None}
+    if algo is None:
+        algo, discounts = default_algo(gd.deck_size, gd.is_limit, bets, seconds)
+        if discounts and not discounts.keys() & options.keys():
+            note(
+                f"algo: dcfr --dcfr-params {' '.join(f'{x:g}' for x in discounts.values())} (the default for a "
+                f"timed run with {bets} bets; --algo {DEFAULT_ALGO} for Pluribus-style MCCFR)"
+            )
+            options.update(discounts)
+    return RunConfig(
+        game=game,
+        gamedef=gd,
+        bets=bets,
+        bet_abstraction=load_bets(bets) if bets is not None else None,
+        cards=cards,
+        algo=get_algo(algo, **options),
+        seed=seed,
+    )

@@ -1,9 +1,12 @@
 """A training session: drives ``Trainer.run`` (or a Ray job, which has the trainer's interface)
 with progress, metrics, exact evaluation, checkpoints and signals, and returns the result.
 
-The command line (``mccfr train`` / ``resume``) parses its options into a :class:`SessionConfig`,
-builds the trainer (and, for a Ray run, the job), calls :func:`run_session` and prints what it
-returns; notes for the user go through the ``log`` callback it passes (default: standard error).
+The command line (``mccfr train`` / ``resume``) parses its options into a :class:`SessionConfig`
+and, for a new run, the run's config (:func:`blueprint.defaults.run_config`); runs the step that
+may take minutes, :func:`card_abstraction` (a card abstraction recipe not in the cache is built
+there, explicitly, never by a constructor); builds the trainer over them (and, for a Ray run, the
+job), calls :func:`run_session` and prints what it returns; notes for the user go through the
+``log`` callback it passes (default: standard error).
 This module imports neither the command line nor Ray: a Ray job is handed in, built by the caller.
 """
 
@@ -20,11 +23,14 @@ from math import comb
 from pathlib import Path
 from typing import IO, Any
 
+from abstraction import buckets
+from abstraction.cards import CardAbstraction, default_card_abstraction, default_card_name
 from blueprint.best_response import MAX_HANDS
 from blueprint.defaults import DEFAULT_TIME_BUDGET, DEFAULT_TIME_BUDGET_HOLDEM
 from blueprint.io.errors import CheckpointError
 from blueprint.memory import rss_bytes
 from blueprint.rundir import METRICS_JSONL, read_metrics, write_metrics_parquet
+from holdem.gamedef import GameDef
 from mccfr_util.progress import PLAIN_PROGRESS_SECONDS, progress_bar
 
 __all__ = [
@@ -33,6 +39,7 @@ __all__ = [
     "Session",
     "SessionConfig",
     "SessionError",
+    "card_abstraction",
     "default_budget",
     "exact_eval_cost",
     "exact_eval_problem",
@@ -100,6 +107,18 @@ def default_budget(
     if iterations is None and seconds is None:
         seconds = DEFAULT_TIME_BUDGET_HOLDEM if big else DEFAULT_TIME_BUDGET
     return iterations, seconds
+
+
+def card_abstraction(game: GameDef, name: str | None, log: Callable[[str], Any] = print) -> CardAbstraction:
+    """A run's card abstraction, the step before its trainer: ``name`` (None: the game's default,
+    :func:`abstraction.cards.default_card_name`) loaded, a recipe that is not in the cache built
+    first, explicitly and once (minutes; a note and its progress through ``log``). Queries never
+    come here: ``Blueprint.load`` only loads."""
+    name = default_card_name(game, name)
+    if name in buckets.RECIPES and not (buckets.recipe_dir(game, name) / "abstraction.bin").is_file():
+        log(f"the {name!r} card abstraction is not in the cache yet: building it first (once)")
+        buckets.ensure_recipe(game, name, log=log)  # looked up at call time: a test replaces it
+    return default_card_abstraction(game, name, log=log, build=False)
 
 
 def exact_eval_cost(game) -> float:

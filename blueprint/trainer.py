@@ -24,26 +24,22 @@ part of the config: a run may resume with another), and the blueprint file
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import itertools
 import json
 import threading
 import time
-from math import perm
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 import numpy as np
 
-from abstraction.bets import load_bets, parse_bets
-from abstraction.cards import CardAbstraction, CardArrays, default_card_abstraction
+from abstraction.cards import CardAbstraction, CardArrays
 from abstraction.tree import KIND_DECISION, BettingTree, TreeArrays, build_tree
 from blueprint import trainer_checkpoint
-from blueprint.algo import AlgoConfig, AlgoError, algo_dict, get_algo
+from blueprint.algo import AlgoConfig
 from blueprint.best_response import BestResponse
 from blueprint.checkpoints import load_latest, save_checkpoint
-from blueprint.defaults import DEFAULT_ALGO, DEFAULT_GAME, DEFAULT_NOLIMIT_BETS, DEFAULT_SEED
+from blueprint.defaults import DEFAULT_ALGO, DEFAULT_GAME, DEFAULT_SEED, run_config
 from blueprint.discount import MAX_WINDOW, DiscountWindow, window_base
 from blueprint.io.blueprint_file import abstraction_hash, blueprint_file_payload
 from blueprint.io.container import ArraySpec
@@ -59,6 +55,8 @@ from blueprint.kernels import (
     settle_tables,
 )
 from blueprint.numerics import REGRET_DTYPES, regret_bounds, regret_scale, seed_rng_state
+from blueprint.runconfig import MAX_FULL_DEALS, RunConfig, config_hash
+from blueprint.session import card_abstraction
 from blueprint.tables import Tables, layout, normalize_blocks, row_layout, tree_depth
 from blueprint.threads import (
     ThreadTeam,
@@ -71,9 +69,20 @@ from blueprint.threads import (
     thread_rng_state,
     use_copies,
 )
-from holdem.gamedef import GameDef, load_gamedef, parse_gamedef
+from holdem.gamedef import GameDef
 
-MAX_FULL_DEALS = 2_000_000
+__all__ = [
+    "MAX_FULL_DEALS",
+    "PARALLEL_SETTLE_MIN",
+    "PREFETCH_MIN_ENTRIES",
+    "TABLES_FORMAT",
+    "RunConfig",
+    "Trainer",
+    "config_hash",
+    "discount_span",
+    "make_trainer",
+    "run_for",
+]
 #: what a single-process checkpoint's shard holds: 1, the tables settled (every row through every
 #: boundary so far) and the RNG; 2 (the manifest's ``tables_format``), also the rows' epochs
 #: (``epoch``, int32 ``[information sets, 2]``: the discount boundaries each row's regrets and its
@@ -91,43 +100,19 @@ PARALLEL_SETTLE_MIN = 1 << 18
 PREFETCH_MIN_ENTRIES = 1 << 19
 
 
-@dataclasses.dataclass(frozen=True)
-class RunConfig:
-    """Everything that determines a run's result."""
-
-    game: str  # preset name or .game path as given
-    bets: Optional[str]  # bet abstraction name/path (None for limit games)
-    cards: Optional[str]  # card abstraction name (None: the game's default)
-    algo: AlgoConfig
-    seed: int = 0
-
-    def to_dict(self, gamedef: GameDef, bets_toml: Optional[str]) -> dict:
-        return {
-            "game": self.game,
-            "gamedef": gamedef.to_acpc(),
-            "bets": self.bets,
-            "bets_toml": bets_toml,
-            "cards": self.cards,
-            "algo": algo_dict(self.algo),
-            "seed": self.seed,
-        }
-
-
-def config_hash(d: dict) -> str:
-    return hashlib.blake2b(json.dumps(d, sort_keys=True).encode(), digest_size=8).hexdigest()
-
-
 class Trainer:
     """Single-process MCCFR over one game, bet abstraction and card abstraction, on ``threads``
     threads (:meth:`set_threads`; 1 unless set).
 
+    The constructor parses, loads and builds nothing: it takes the run's config with its game and
+    bets parsed (:func:`blueprint.defaults.run_config`, or :meth:`RunConfig.from_manifest`) and the
+    card abstraction already built or loaded (:func:`blueprint.session.card_abstraction`, which
+    may take minutes for a recipe not in the cache; the Ray job's workers get the driver's).
+    :func:`make_trainer` and :meth:`from_manifest_config` do all three steps.
+
     Args:
-        config: what determines the run's result.
-        gamedef: the game, if already parsed (default: loaded from ``config.game``).
-        bets_toml: the bet abstraction's TOML text (default: loaded by ``config.bets``' name).
-        cards: the card abstraction, if already built or loaded (the Ray job's workers get the
-            driver's); default: ``config.cards`` loaded, or built when missing
-            (:func:`abstraction.cards.default_card_abstraction`).
+        config: what determines the run's result, parsed.
+        cards: the card abstraction of ``config.cards``, built or loaded.
     """
 
     threads: int = 1
@@ -140,27 +125,12 @@ class Trainer:
     _window: Optional[DiscountWindow] = None  # None: every row has seen every boundary (settled)
     _merge_lock = threading.Lock()  # merges of the threads' copies, one at a time
 
-    def __init__(
-        self,
-        config: RunConfig,
-        gamedef: Optional[GameDef] = None,
-        bets_toml: Optional[str] = None,
-        cards: Optional[CardAbstraction] = None,
-    ):
+    def __init__(self, config: RunConfig, cards: CardAbstraction):
         self.config = config
-        self.game = gamedef or load_gamedef(config.game)
-        if self.game.is_limit:
-            self.bets = None
-        elif bets_toml is not None:
-            self.bets = parse_bets(bets_toml, config.bets or "bets")
-        else:
-            self.bets = load_bets(config.bets or "fcpa")
+        self.game: GameDef = config.gamedef
+        self.bets = config.bet_abstraction
         self.tree: BettingTree = build_tree(self.game, self.bets)
-        if config.algo.full_traversal:
-            self._check_full_deals()  # before building any card abstraction
-        self.cards: CardAbstraction = (
-            cards if cards is not None else default_card_abstraction(self.game, config.cards)
-        )
+        self.cards = cards
         self.num_buckets = self.cards.buckets_array()
         self.row_offset, self.size = layout(self.tree, self.num_buckets)
         self.row_layout, self.node_row, self.num_rows = row_layout(
@@ -188,8 +158,7 @@ class Trainer:
         self._deals = None
         self._delta = None
         self._best_response = None
-        bets_text = self.bets.to_toml() if self.bets is not None else None
-        self.config_dict = config.to_dict(self.game, bets_text)
+        self.config_dict = config.to_dict()
         self.config_hash = config_hash(self.config_dict)
         self.abstraction_hash = abstraction_hash(self.tree.content_hash(), self.cards.content_hash())
 
@@ -213,14 +182,6 @@ class Trainer:
             explore=float(a.explore),
             prefetch=self.size >= PREFETCH_MIN_ENTRIES,
         )
-
-    def _check_full_deals(self) -> None:
-        count = perm(self.game.deck_size, self.game.cards_per_deal)
-        if count > MAX_FULL_DEALS:
-            raise AlgoError(
-                f"--algo {self.config.algo.name} enumerates every deal: {count:,} here is too many; "
-                "use a sampled algorithm (pluribus, dcfr, linear, vanilla)"
-            )
 
     def _full_deals(self) -> np.ndarray:
         if self._deals is None:
@@ -764,11 +725,11 @@ class Trainer:
 
     @classmethod
     def from_manifest_config(cls, cfg: dict, cards: Optional[CardAbstraction] = None) -> "Trainer":
-        """A fresh trainer for a checkpoint's resolved config (``cards``: as for the constructor)."""
-        algo = AlgoConfig(**cfg["algo"])
-        rc = RunConfig(game=cfg["game"], bets=cfg["bets"], cards=cfg["cards"], algo=algo, seed=cfg["seed"])
-        gamedef = parse_gamedef(cfg["gamedef"], name=Path(str(cfg["game"])).stem)
-        return cls(rc, gamedef=gamedef, bets_toml=cfg.get("bets_toml"), cards=cards)
+        """A fresh trainer for a checkpoint's resolved config (:meth:`RunConfig.from_manifest`)
+        over ``cards`` (the Ray job's workers get the driver's), else over its card abstraction
+        loaded (:func:`blueprint.session.card_abstraction`: built first if not in the cache)."""
+        config = RunConfig.from_manifest(cfg)
+        return cls(config, cards if cards is not None else card_abstraction(config.gamedef, config.cards))
 
     def checkpoint_layout(self, manifest: dict) -> list[dict[str, ArraySpec]]:
         """Per shard, the arrays a checkpoint of this run must hold
@@ -839,7 +800,7 @@ def run_for(runner, seconds: float, callback=None, report_seconds: float = 0.5) 
 
 
 def make_trainer(
-    game: str = DEFAULT_GAME,
+    game: Union[str, GameDef] = DEFAULT_GAME,
     bets: Optional[str] = None,
     cards: Optional[str] = None,
     algo: str = DEFAULT_ALGO,
@@ -847,20 +808,18 @@ def make_trainer(
     threads: int = 1,
     **algo_overrides,
 ) -> Trainer:
-    """A trainer for ``game`` (the main job's defaults). ``threads``: how many threads train on
+    """A trainer for ``game`` (a preset, a ``.game`` path or a parsed game; the main job's
+    defaults), in the steps ``mccfr train`` takes: the config (:func:`blueprint.defaults.run_config`:
+    the game parsed, the bets loaded, the algorithm with ``algo_overrides`` resolved), the card
+    abstraction (:func:`blueprint.session.card_abstraction`: built first, which may take minutes,
+    when a recipe is not in the cache), then the trainer. ``threads``: how many threads train on
     its tables (:meth:`Trainer.set_threads`); 1, the default, is bit-exact and deterministic, more
     are faster but not reproducible (``mccfr train`` defaults to every core)."""
     threads = check_threads(threads)
-    gd = load_gamedef(game)
-    if gd.is_limit:
-        bets = None
-    elif bets is None:
-        bets = DEFAULT_NOLIMIT_BETS
-    if cards is not None and Path(cards).exists():  # a built directory: resume must find it from anywhere
-        cards = str(Path(cards).resolve())
-    tr = Trainer(
-        RunConfig(game=game, bets=bets, cards=cards, algo=get_algo(algo, **algo_overrides), seed=seed),
-        gamedef=gd,
-    )
+    if isinstance(game, GameDef):
+        config = run_config(game.name, game, bets=bets, cards=cards, algo=algo, seed=seed, **algo_overrides)
+    else:
+        config = run_config(game, bets=bets, cards=cards, algo=algo, seed=seed, **algo_overrides)
+    tr = Trainer(config, card_abstraction(config.gamedef, config.cards))
     tr.set_threads(threads)
     return tr

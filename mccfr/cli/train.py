@@ -7,23 +7,14 @@ import json
 import os
 import shlex
 from dataclasses import dataclass
-from math import perm
 from pathlib import Path
 
 import click
 
-from abstraction import buckets
-from abstraction.bets import load_bets
-from abstraction.cards import default_card_name
-from blueprint.algo import dcfr_overrides, get_algo
+from blueprint.algo import dcfr_overrides
 from blueprint.checkpoints import list_checkpoints
-from blueprint.defaults import (
-    DEFAULT_ALGO,
-    DEFAULT_GAME,
-    DEFAULT_NOLIMIT_BETS,
-    default_algo,
-    default_nolimit_bets,
-)
+from blueprint.defaults import DEFAULT_ALGO, DEFAULT_GAME, DEFAULT_NOLIMIT_BETS, run_config
+from blueprint.runconfig import RunConfig
 from blueprint.rundir import (
     METRICS_JSONL,
     METRICS_PARQUET,
@@ -34,9 +25,9 @@ from blueprint.rundir import (
     update_run_toml,
     write_run_toml,
 )
-from blueprint.session import SessionConfig, exact_eval_problem, human_bytes
+from blueprint.session import SessionConfig, card_abstraction, exact_eval_problem, human_bytes
 from blueprint.threads import available_cores
-from blueprint.trainer import MAX_FULL_DEALS, Trainer, make_trainer
+from blueprint.trainer import Trainer
 from cluster.config import RayJobConfig
 from cluster.storage import is_uri, normalize_target
 from holdem.gamedef import load_gamedef
@@ -214,98 +205,66 @@ def _train(o: TrainOptions) -> None:
                 f"or choose another --out"
             )
         store = _new_storage(o.storage, run_dir, out)
-        gd = load_gamedef(o.game)
+        gd = load_gamedef(o.game)  # the game, parsed once: the config and the budget take it
         iterations, seconds = budget(o.iterations, o.seconds, big=gd.deck_size > 16)
-        bets = _choose_bets(gd, o, seconds)
-        # everything the user gave is checked before a card abstraction build (minutes)
-        algo, dcfr = _choose_algo(gd, o, bets, seconds)
+        # everything the user gave is checked before the card abstraction's step (minutes)
+        config = _run_config(o, gd, seconds)
         if o.out is None:  # named again once the algorithm is known
-            out = os.path.join("runs", f"{label}-{algo}-{stamp}")
+            out = os.path.join("runs", f"{label}-{config.algo.name}-{stamp}")
             run_dir = Path(out)
-        _build_card_abstraction(gd, o.abstraction)
-        tr = make_trainer(
-            o.game,
-            bets=bets,
-            cards=o.abstraction,
-            algo=algo,
-            seed=o.seed,
-            regret_dtype=o.regret_dtype,
-            explore=o.explore,
-            prune=o.prune,
-            **dcfr,
-        )
+        tr = Trainer(config, card_abstraction(gd, config.cards, log=_note))
     if o.target is not None and exact_eval_problem(tr):
         raise CLIError(f"--target-exploitability needs exact exploitability: {exact_eval_problem(tr)}")
     _new_run_dir(run_dir, out, tr, store)
     ray = o.runs_ray()
     _set_threads(tr, o.threads, ray)
     click.echo(
-        f"training {gd.name or o.game} with {algo} (seed {o.seed}, {_threads_text(tr)}) into {run_dir}: "
-        f"{tr.size:,} table entries, "
-        f"{human_bytes(tr.regret.nbytes + tr.strat.nbytes)}"
+        f"training {gd.name or o.game} with {config.algo.name} (seed {o.seed}, {_threads_text(tr)}) into "
+        f"{run_dir}: {tr.size:,} table entries, {human_bytes(tr.regret.nbytes + tr.strat.nbytes)}"
         + (f"; checkpoints to {store.target}" if store is not None else ""),
         err=True,
     )
     job = None
     if ray:
-        if tr.config.algo.full_traversal:
+        if config.algo.full_traversal:
             raise CLIError(
-                f"--algo {algo} enumerates every deal and runs in one process; drop --workers/--shards"
+                f"--algo {config.algo.name} enumerates every deal and runs in one process; drop --workers/--shards"
             )
         job = ray_job(tr, _job_options(o, run_dir, group_size=o.group_size or None))
     train_session(tr, job, run_dir, o.as_json, o.session(iterations, seconds), storage=store)
 
 
-def _choose_bets(gd, o: TrainOptions, seconds: float | None) -> str | None:
-    """``--bets``, or the default for a no-limit game and this budget (said on stderr)."""
-    bets = o.bets
-    if gd.is_limit and bets is not None:
-        click.echo(
-            f"warning: --bets is ignored: {gd.name or o.game} is a limit game (its own bet abstraction)",
-            err=True,
+def _note(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+def _run_config(o: TrainOptions, gd, seconds: float | None) -> RunConfig:
+    """The run's config, built once by :func:`blueprint.defaults.run_config` (the bets loaded,
+    the algorithm resolved and checked; the defaults the budget chose said on stderr), and the
+    flags that apply to some algorithms only checked (``--prune`` first, as the default algorithm
+    is never full traversal)."""
+    if o.prune and o.algo in ("cfr", "cfr+"):
+        raise click.BadParameter(f"applies to sampled algorithms, not {o.algo}", param_hint="--prune")
+    config = run_config(
+        o.game,
+        gd,
+        bets=o.bets,
+        cards=o.abstraction,
+        algo=o.algo,
+        seed=o.seed,
+        seconds=seconds,
+        cores=o.threads if o.threads is not None else available_cores(),
+        log=_note,
+        regret_dtype=o.regret_dtype,
+        explore=o.explore,
+        prune=o.prune,
+        **(dcfr_overrides(o.dcfr_params) if o.dcfr_params is not None else {}),
+    )
+    if o.dcfr_params is not None and config.algo.name != "dcfr":
+        raise click.BadParameter(
+            f"applies to --algo dcfr, not {config.algo.name}", param_hint="--dcfr-params"
         )
-    if not gd.is_limit and bets is None:
-        cores = o.threads if o.threads is not None else available_cores()
-        bets = default_nolimit_bets(gd.deck_size, seconds, cores)
-        if bets != DEFAULT_NOLIMIT_BETS:
-            click.echo(
-                f"bets: {bets} (the default for {(seconds or 0) * cores / 60:,.0f} core-minutes of training; "
-                f"--bets {DEFAULT_NOLIMIT_BETS} for the short-budget default)",
-                err=True,
-            )
-    if bets is not None and not gd.is_limit:
-        load_bets(bets)
-    return bets
-
-
-def _choose_algo(gd, o: TrainOptions, bets: str | None, seconds: float | None) -> tuple[str, dict]:
-    """``--algo`` (or the default for this game, bets and budget, said on stderr) and its DCFR
-    discounts, checked: ``--dcfr-params`` and ``--prune`` apply, full traversal fits."""
-    algo = o.algo
-    dcfr: dict = {}
-    if algo is None:
-        algo, dcfr = default_algo(gd.deck_size, gd.is_limit, bets, seconds)
-        if dcfr and o.dcfr_params is None:
-            click.echo(
-                f"algo: dcfr --dcfr-params {' '.join(f'{x:g}' for x in dcfr.values())} (the default for a "
-                f"timed run with {bets} bets; --algo {DEFAULT_ALGO} for Pluribus-style MCCFR)",
-                err=True,
-            )
-    if o.dcfr_params is not None:
-        if algo != "dcfr":
-            raise click.BadParameter(f"applies to --algo dcfr, not {algo}", param_hint="--dcfr-params")
-        dcfr = dcfr_overrides(o.dcfr_params)
-    if o.prune and algo in ("cfr", "cfr+"):
-        raise click.BadParameter(f"applies to sampled algorithms, not {algo}", param_hint="--prune")
-    algo_config = get_algo(algo, regret_dtype=o.regret_dtype, explore=o.explore, prune=o.prune, **dcfr)
-    if algo_config.full_traversal:
-        deals = perm(gd.deck_size, gd.cards_per_deal)
-        if deals > MAX_FULL_DEALS:
-            raise CLIError(
-                f"--algo {algo} enumerates every deal: {deals:,} for {gd.name or o.game} (at most "
-                f"{MAX_FULL_DEALS:,}); use a sampled algorithm (pluribus, dcfr, linear, vanilla)"
-            )
-    return algo, dcfr
+    return config
 
 
 def _new_run_dir(run_dir: Path, out: str, tr, store) -> None:
@@ -389,20 +348,6 @@ def _new_storage(target: str | None, run_dir: Path, out: str):
             f"or continue that run with 'mccfr resume {shlex.quote(out)} --storage {shlex.quote(target)}'"
         )
     return store
-
-
-def _build_card_abstraction(gd, name) -> None:
-    """A card abstraction recipe that is not in the cache is built here, explicitly (with its
-    progress), before anything else of the run: nothing else ever builds one on first use for
-    queries (``Blueprint.load`` only loads)."""
-
-    name = default_card_name(gd, name)
-    if name in buckets.RECIPES and not (buckets.recipe_dir(gd, name) / "abstraction.bin").is_file():
-        click.echo(
-            f"the {name!r} card abstraction is not in the cache yet: building it first (once)", err=True
-        )
-        # looked up at call time: a test replaces buckets.ensure_recipe
-        buckets.ensure_recipe(gd, name, log=lambda m: click.echo(m, err=True))
 
 
 @click.command()

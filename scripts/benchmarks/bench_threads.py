@@ -154,11 +154,11 @@ def _exact_trainer(game: str, algo: str, seed: int, threads: int, ranks: int, bu
         tr = make_trainer("leduc", algo=algo, seed=seed, threads=threads)
         return tr, lambda t: float(t.exploitability()[0])
     from abstraction.tree import KIND_DECISION
-    from blueprint.algo import get_algo
-    from blueprint.trainer import RunConfig, Trainer
+    from blueprint.defaults import run_config
+    from blueprint.trainer import Trainer
 
     gd, where, cards, exact = _small_deck(ranks, buckets)
-    tr = Trainer(RunConfig(gd.name, None, str(where), get_algo(algo), seed), gamedef=gd, cards=cards)
+    tr = Trainer(run_config(gd.name, gd, cards=str(where), algo=algo, seed=seed), cards)
     tr.set_threads(threads)
     dec = tr.tree.kind == KIND_DECISION
     if not (exact.size == tr.size and (exact.row_offset[dec] == tr.row_offset[dec]).all()):

@@ -41,9 +41,8 @@ from fullgame import (
 from abstraction.bets import parse_bets
 from abstraction.buckets import build_buckets, cache_root
 from abstraction.isomorphism import HandIndexer
-from blueprint.algo import get_algo
 from blueprint.blueprint import Blueprint
-from blueprint.trainer import RunConfig, Trainer
+from blueprint.trainer import make_trainer
 from mccfr_util.reporting import chips_to_mbb
 from subgame.solver import METHODS
 
@@ -79,7 +78,7 @@ def blueprint_for(game, flop_buckets: int, iterations: int, seed: int, work: Pat
     )
     bets = work / "bets.toml"
     bets.write_text(FLOP_BETS_TOML)
-    tr = Trainer(RunConfig(game.name, str(bets), str(ab), get_algo("dcfr"), seed), gamedef=game)
+    tr = make_trainer(game, bets=str(bets), cards=str(ab), algo="dcfr", seed=seed)
     t0 = time.perf_counter()
     tr.run(iterations)
     train_s = time.perf_counter() - t0

@@ -93,13 +93,12 @@ def test_percentile_buckets_are_balanced_and_ordered(built):
 
 
 def test_table_abstraction_in_the_kernels(built):
-    from blueprint.algo import get_algo
-    from blueprint.trainer import RunConfig, Trainer
+    from blueprint.trainer import make_trainer
 
     d, _ = built
     ab = from_file(SMALL, d)
     assert ab.kind == TABLE and ab.num_buckets == (10, 8, 8)
-    tr = Trainer(RunConfig("tiny", "small", str(d), get_algo("pluribus"), 0), gamedef=SMALL)
+    tr = make_trainer(SMALL, bets="small", cards=str(d), algo="pluribus", seed=0)
     tr.run(2000)
     assert tr.node_visits > 0 and np.any(tr.strat != 0)
     # the kernel's bucket of a dealt hand is the table's

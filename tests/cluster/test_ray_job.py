@@ -238,11 +238,10 @@ def tiny_cards():
 
 
 def _tiny_trainer(cards, seed=0):
-    from blueprint.algo import get_algo
-    from blueprint.trainer import RunConfig
+    from blueprint.defaults import run_config
 
-    base = Trainer(RunConfig("tiny", "small", "lossless", get_algo("pluribus"), seed), gamedef=_tiny_game())
-    return Trainer.from_manifest_config(base.config_dict, cards=cards)
+    config = run_config("tiny", _tiny_game(), bets="small", cards="lossless", algo="pluribus", seed=seed)
+    return Trainer.from_manifest_config(config.to_dict(), cards=cards)
 
 
 def _read_only_cards(cards):
@@ -263,6 +262,7 @@ def test_worker_reads_the_drivers_card_table_and_builds_nothing(tiny_cards, monk
     import abstraction.buckets
     import abstraction.cards
     import abstraction.storage
+    import blueprint.session
     import blueprint.trainer
 
     tr = _tiny_trainer(tiny_cards)
@@ -272,7 +272,8 @@ def test_worker_reads_the_drivers_card_table_and_builds_nothing(tiny_cards, monk
         raise AssertionError("a worker built or loaded a card abstraction")
 
     for mod, name in (
-        (blueprint.trainer, "default_card_abstraction"),
+        (blueprint.trainer, "card_abstraction"),
+        (blueprint.session, "default_card_abstraction"),
         (abstraction.cards, "default_card_abstraction"),
         (abstraction.cards, "from_file"),
         (abstraction.cards, "lossless"),

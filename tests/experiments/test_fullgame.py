@@ -6,9 +6,8 @@ import pytest
 from abstraction.bets import parse_bets
 from abstraction.buckets import build_buckets
 from abstraction.isomorphism import HandIndexer
-from blueprint.algo import get_algo
 from blueprint.blueprint import Blueprint
-from blueprint.trainer import RunConfig, Trainer
+from blueprint.trainer import make_trainer
 from holdem.cards import cards_str
 from scripts.experiments.fullgame import (
     FLOP_BETS_TOML,
@@ -33,7 +32,7 @@ def tiny(tmp_path_factory):
     ix = HandIndexer.for_game(g)
     ab = build_buckets(g, (ix.size(0), 3), "ehs", d / "ab", progress=False, log=lambda s: None)
     (d / "bets.toml").write_text(FLOP_BETS_TOML)
-    tr = Trainer(RunConfig(g.name, str(d / "bets.toml"), str(ab), get_algo("dcfr"), 0), gamedef=g)
+    tr = make_trainer(g, bets=str(d / "bets.toml"), cards=str(ab), algo="dcfr", seed=0)
     tr.run(5000)
     return tr, Blueprint(tr), FullGame(Blueprint(tr))
 

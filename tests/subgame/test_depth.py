@@ -7,9 +7,8 @@ import pytest
 from abstraction.buckets import build_buckets
 from abstraction.isomorphism import HandIndexer
 from abstraction.tree import KIND_DECISION, KIND_SHOWDOWN
-from blueprint.algo import get_algo
 from blueprint.blueprint import Blueprint
-from blueprint.trainer import RunConfig, Trainer
+from blueprint.trainer import make_trainer
 from holdem.betting import CALL, FOLD, RAISE
 from holdem.gamedef import GameDef
 from subgame import kernels as K
@@ -47,7 +46,7 @@ def bp(tmp_path_factory):
     ix = HandIndexer.for_game(GAME)
     ab = build_buckets(GAME, (ix.size(0), 6, 6), "ehs", d / "ab", progress=False, log=lambda s: None)
     (d / "bets.toml").write_text(BETS_TOML)
-    tr = Trainer(RunConfig("dl3", str(d / "bets.toml"), str(ab), get_algo("dcfr"), 0), gamedef=GAME)
+    tr = make_trainer(GAME, bets=str(d / "bets.toml"), cards=str(ab), algo="dcfr", seed=0)
     tr.run(3000)
     return Blueprint(tr)
 
@@ -317,7 +316,7 @@ def test_solve_cli_depth_limited(bp, tmp_path, capsys):
     run = tmp_path / "run"
     ix = HandIndexer.for_game(GAME)
     ab = build_buckets(GAME, (ix.size(0), 6, 6), "ehs", tmp_path / "ab", progress=False, log=lambda s: None)
-    tr = Trainer(RunConfig("dl3", str(tmp_path / "bets.toml"), str(ab), get_algo("dcfr"), 0), gamedef=GAME)
+    tr = make_trainer(GAME, bets=str(tmp_path / "bets.toml"), cards=str(ab), algo="dcfr", seed=0)
     tr.run(500)
     tr.save(run)
     with pytest.raises(SystemExit) as e:
@@ -400,7 +399,7 @@ def bp4(tmp_path_factory):
     ix = HandIndexer.for_game(G4)
     ab = build_buckets(G4, (ix.size(0), 4, 4, 4), "ehs", tmp_path / "ab", progress=False, log=lambda s: None)
     (tmp_path / "bets.toml").write_text(BETS_TOML)
-    tr = Trainer(RunConfig("dl4", str(tmp_path / "bets.toml"), str(ab), get_algo("dcfr"), 0), gamedef=G4)
+    tr = make_trainer(G4, bets=str(tmp_path / "bets.toml"), cards=str(ab), algo="dcfr", seed=0)
     tr.run(500)
     return Blueprint(tr)
 

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 from abstraction.bets import parse_bets
-from blueprint.algo import get_algo
 from blueprint.blueprint import Blueprint
-from blueprint.trainer import RunConfig, Trainer
+from blueprint.trainer import make_trainer
 from holdem.gamedef import GameDef
 from subgame import kernels as K
 from subgame.construct import blueprint_values, from_matchstate
@@ -29,7 +28,7 @@ FINE = parse_bets("[[round]]\nfirst_sizes = [0.5, 0.75, 1.0]\nsizes = [1.0]\nall
 def bp(tmp_path_factory):
     d = tmp_path_factory.mktemp("bp")
     (d / "bets.toml").write_text(BETS_TOML)
-    tr = Trainer(RunConfig("tiny2", str(d / "bets.toml"), None, get_algo("dcfr"), 0), gamedef=GAME)
+    tr = make_trainer(GAME, bets=str(d / "bets.toml"), algo="dcfr", seed=0)
     tr.run(20000)
     return Blueprint(tr)
 
@@ -105,12 +104,11 @@ def test_bad_states_are_named(bp):
 
 
 def test_solve_cli(bp, tmp_path, capsys):
-    from blueprint.trainer import Trainer
     from mccfr.cli import main
 
     (tmp_path / "bets.toml").write_text(BETS_TOML)
     run = tmp_path / "run"
-    tr = Trainer(RunConfig("tiny2", str(tmp_path / "bets.toml"), None, get_algo("dcfr"), 0), gamedef=GAME)
+    tr = make_trainer(GAME, bets=str(tmp_path / "bets.toml"), algo="dcfr", seed=0)
     tr.run(2000)
     tr.save(run)
     with pytest.raises(SystemExit) as e:
