@@ -54,7 +54,6 @@ KNOWN_WIDE: dict[str, str] = {
     "subgame/tree.py::HandLists": "per-board hand data of a subgame tree",
     "subgame/types.py::Subgame": "an explicit subgame's arrays and ranges",
     "subgame/types.py::Solution": "a solve's result",
-    "mccfr/cli/train.py::RunOptions": "mccfr train's options (another change is reworking train)",
     "mccfr/evaluation/lbr.py::LBRResult": "an LBR run's result",
     "mccfr/evaluation/match.py::MatchResult": "a match's result",
     "mccfr/serving/acpc_client.py::ClientReport": "an ACPC client's report",

@@ -6,7 +6,7 @@ import datetime
 import json
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import click
@@ -25,7 +25,7 @@ from blueprint.rundir import (
     update_run_toml,
     write_run_toml,
 )
-from blueprint.session import SessionConfig, card_abstraction, exact_eval_problem, human_bytes
+from blueprint.session import SessionConfig, SessionError, card_abstraction, exact_eval_problem, human_bytes
 from blueprint.threads import available_cores
 from blueprint.trainer import Trainer
 from cluster.config import RayJobConfig
@@ -130,23 +130,18 @@ from mccfr_util.files import atomic_write_bytes
 @json_opt
 def train(**options):
     """Train a blueprint into a new run directory."""
-    _train(TrainOptions(**options))
+    _train(TrainOptions.of(options))
+
+
+def _take(cls, options: dict):
+    """A record of ``cls`` from the command's options its fields name (taken out of ``options``)."""
+    return cls(**{f.name: options.pop(f.name) for f in fields(cls)})
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunOptions:
-    """The options ``train`` and ``resume`` share: the budget, checkpoints, evaluation, threads,
-    storage and the Ray job's shape."""
+class RayOptions:
+    """The Ray job's shape as given (None: the job's own, or a resumed job's)."""
 
-    iterations: int | None
-    seconds: float | None
-    checkpoint_every: float
-    keep: int
-    storage: str | None
-    threads: int | None
-    target: float | None
-    eval_every: float
-    report_every: float
     workers: int | None
     shards: int | None
     address: str | None
@@ -155,38 +150,78 @@ class RunOptions:
     local_ray: bool
     private_cards: bool
     verbose: bool
-    as_json: bool
-
-    def session(self, iterations: int | None, seconds: float | None) -> SessionConfig:
-        """The session's config, with the budget resolved (:func:`mccfr.cli.session.budget`)."""
-        return SessionConfig(
-            iterations=iterations,
-            seconds=seconds,
-            checkpoint_every=self.checkpoint_every,
-            keep=self.keep,
-            eval_every=self.eval_every,
-            report_every=self.report_every,
-            target=self.target,
-        )
 
     def runs_ray(self, was_ray: bool = False) -> bool:
-        return _runs_ray(self.workers, self.shards, self.address, self.group_size, self.local_ray, was_ray)
+        """Whether this run trains on Ray: with ``--address``, ``--ray``, ``--group-size``, or a
+        Ray run resumed. ``--workers``/``--shards`` alone on one machine train in one process on
+        its cores instead, with a note: threads on one table beat Ray workers there (rounds,
+        snapshots and staleness cost exploitability per second; BENCHMARKS.md, "Ray job")."""
+        ray = self.address is not None or self.local_ray or bool(self.group_size) or was_ray
+        if not ray and ((self.workers or 1) > 1 or (self.shards or 1) > 1):
+            click.echo(
+                "note: --workers/--shards without --address: training in one process on this machine's "
+                "cores (threads on one table are faster than Ray workers on one machine); pass --address "
+                "to train on a cluster, or --ray to run the Ray job here anyway",
+                err=True,
+            )
+        return ray
 
 
 @dataclass(frozen=True, kw_only=True)
-class TrainOptions(RunOptions):
-    """``mccfr train``'s options: the run's game, abstractions, algorithm and seed, and where."""
+class RunOptions:
+    """The options ``train`` and ``resume`` share: the session's (the budget as given, checkpoints,
+    evaluation, reports), threads, storage, the Ray job's shape, ``--json``."""
+
+    session: SessionConfig
+    threads: int | None
+    storage: str | None
+    ray: RayOptions
+    as_json: bool
+
+    @classmethod
+    def of(cls, options: dict) -> RunOptions:
+        """The shared options, taken out of the command's ``options``."""
+        try:
+            session = _take(SessionConfig, options)
+        except SessionError as exc:  # both budgets
+            raise click.UsageError(str(exc)) from None
+        ray = _take(RayOptions, options)
+        return cls(session=session, ray=ray, **{k: options.pop(k) for k in ("threads", "storage", "as_json")})
+
+    def session_for(self, iterations: int | None, seconds: float | None) -> SessionConfig:
+        """The session's config with the budget resolved (:func:`mccfr.cli.session.budget`)."""
+        return replace(self.session, iterations=iterations, seconds=seconds)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlgoOptions:
+    """The algorithm's flags as given (None: the algorithm's own)."""
+
+    regret_dtype: str | None
+    explore: float | None
+    dcfr_params: tuple[float, float, float] | None
+    prune: bool | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainOptions:
+    """``mccfr train``'s options: the run's game, abstractions, algorithm and seed, where it goes,
+    and how it runs."""
 
     game: str
     bets: str | None
     abstraction: str | None
     algo: str | None
-    out: str | None
+    algo_options: AlgoOptions
     seed: int
-    regret_dtype: str | None
-    explore: float | None
-    dcfr_params: tuple[float, float, float] | None
-    prune: bool | None
+    out: str | None
+    run: RunOptions
+
+    @classmethod
+    def of(cls, options: dict) -> TrainOptions:
+        options = dict(options)
+        run, algo_options = RunOptions.of(options), _take(AlgoOptions, options)
+        return cls(run=run, algo_options=algo_options, **options)
 
 
 def _train(o: TrainOptions) -> None:
@@ -204,20 +239,20 @@ def _train(o: TrainOptions) -> None:
                 f"{out} already has checkpoints; continue it with 'mccfr resume {shlex.quote(out)}' "
                 f"or choose another --out"
             )
-        store = _new_storage(o.storage, run_dir, out)
+        store = _new_storage(o.run.storage, run_dir, out)
         gd = load_gamedef(o.game)  # the game, parsed once: the config and the budget take it
-        iterations, seconds = budget(o.iterations, o.seconds, big=gd.deck_size > 16)
+        iterations, seconds = budget(o.run.session.iterations, o.run.session.seconds, big=gd.deck_size > 16)
         # everything the user gave is checked before the card abstraction's step (minutes)
         config = _run_config(o, gd, seconds)
         if o.out is None:  # named again once the algorithm is known
             out = os.path.join("runs", f"{label}-{config.algo.name}-{stamp}")
             run_dir = Path(out)
         tr = Trainer(config, card_abstraction(gd, config.cards, log=_note))
-    if o.target is not None and exact_eval_problem(tr):
+    if o.run.session.target is not None and exact_eval_problem(tr):
         raise CLIError(f"--target-exploitability needs exact exploitability: {exact_eval_problem(tr)}")
     _new_run_dir(run_dir, out, tr, store)
-    ray = o.runs_ray()
-    _set_threads(tr, o.threads, ray)
+    ray = o.run.ray.runs_ray()
+    _set_threads(tr, o.run.threads, ray)
     click.echo(
         f"training {gd.name or o.game} with {config.algo.name} (seed {o.seed}, {_threads_text(tr)}) into "
         f"{run_dir}: {tr.size:,} table entries, {human_bytes(tr.regret.nbytes + tr.strat.nbytes)}"
@@ -230,8 +265,8 @@ def _train(o: TrainOptions) -> None:
             raise CLIError(
                 f"--algo {config.algo.name} enumerates every deal and runs in one process; drop --workers/--shards"
             )
-        job = ray_job(tr, _job_options(o, run_dir, group_size=o.group_size or None))
-    train_session(tr, job, run_dir, o.as_json, o.session(iterations, seconds), storage=store)
+        job = ray_job(tr, _job_options(o.run, run_dir, group_size=o.run.ray.group_size or None))
+    train_session(tr, job, run_dir, o.run.as_json, o.run.session_for(iterations, seconds), storage=store)
 
 
 def _note(msg: str) -> None:
@@ -243,7 +278,8 @@ def _run_config(o: TrainOptions, gd, seconds: float | None) -> RunConfig:
     the algorithm resolved and checked; the defaults the budget chose said on stderr), and the
     flags that apply to some algorithms only checked (``--prune`` first, as the default algorithm
     is never full traversal)."""
-    if o.prune and o.algo in ("cfr", "cfr+"):
+    a = o.algo_options
+    if a.prune and o.algo in ("cfr", "cfr+"):
         raise click.BadParameter(f"applies to sampled algorithms, not {o.algo}", param_hint="--prune")
     config = run_config(
         o.game,
@@ -253,14 +289,14 @@ def _run_config(o: TrainOptions, gd, seconds: float | None) -> RunConfig:
         algo=o.algo,
         seed=o.seed,
         seconds=seconds,
-        cores=o.threads if o.threads is not None else available_cores(),
+        cores=o.run.threads if o.run.threads is not None else available_cores(),
         log=_note,
-        regret_dtype=o.regret_dtype,
-        explore=o.explore,
-        prune=o.prune,
-        **(dcfr_overrides(o.dcfr_params) if o.dcfr_params is not None else {}),
+        regret_dtype=a.regret_dtype,
+        explore=a.explore,
+        prune=a.prune,
+        **(dcfr_overrides(a.dcfr_params) if a.dcfr_params is not None else {}),
     )
-    if o.dcfr_params is not None and config.algo.name != "dcfr":
+    if a.dcfr_params is not None and config.algo.name != "dcfr":
         raise click.BadParameter(
             f"applies to --algo dcfr, not {config.algo.name}", param_hint="--dcfr-params"
         )
@@ -284,33 +320,17 @@ def _job_options(o: RunOptions, run_dir: Path, **shape) -> dict:
     """The Ray job's options from the command's (``shape``: workers, shards, ... when not the
     command's own, as a resumed job's)."""
     options = {
-        "workers": o.workers,
+        "workers": o.ray.workers,
         "threads": o.threads,
-        "shards": o.shards,
-        "batch": o.batch,
-        "address": o.address,
-        "group_size": o.group_size,
-        "share_cards": False if o.private_cards else None,
-        "ray_log": None if o.verbose else run_dir / RAY_LOG,
+        "shards": o.ray.shards,
+        "batch": o.ray.batch,
+        "address": o.ray.address,
+        "group_size": o.ray.group_size,
+        "share_cards": False if o.ray.private_cards else None,
+        "ray_log": None if o.ray.verbose else run_dir / RAY_LOG,
     }
     options.update(shape)
     return options
-
-
-def _runs_ray(workers, shards, address, group_size, local_ray: bool, was_ray: bool) -> bool:
-    """Whether this run trains on Ray: with ``--address``, ``--ray``, ``--group-size``, or a Ray
-    run resumed. ``--workers``/``--shards`` alone on one machine train in one process on its
-    cores instead, with a note: threads on one table beat Ray workers there (rounds, snapshots
-    and staleness cost exploitability per second; BENCHMARKS.md, "Ray job")."""
-    ray = address is not None or local_ray or bool(group_size) or was_ray
-    if not ray and ((workers or 1) > 1 or (shards or 1) > 1):
-        click.echo(
-            "note: --workers/--shards without --address: training in one process on this machine's "
-            "cores (threads on one table are faster than Ray workers on one machine); pass --address "
-            "to train on a cluster, or --ray to run the Ray job here anyway",
-            err=True,
-        )
-    return ray
 
 
 def _set_threads(tr, threads: int | None, ray: bool) -> None:
@@ -368,19 +388,17 @@ def resume(run_dir, **options):
     Ray run with the same workers, shards and batch (unless given). A run with checkpoints in
     storage (``--storage``, or the one its run.toml records) resumes from the newest there when it
     is newer than the run directory's, and goes on writing there."""
-    _resume(run_dir, RunOptions(**options))
+    _resume(run_dir, RunOptions.of(dict(options)))
 
 
 def _resume(run_dir: str, o: RunOptions) -> None:
-    if o.iterations is not None and o.seconds is not None:
-        raise click.UsageError("give --iterations or --time, not both")
     path, store = _resume_storage(run_dir, o.storage)
     with user_input():
         # the run's layout (from each manifest's config) is checked before any table is read;
         # damaged newer checkpoints are reported and skipped, then quarantined below
         tr, manifest = Trainer.load_checkpoint(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
-    iterations, seconds = budget(o.iterations, o.seconds, big=tr.game.deck_size > 16)
-    ray = o.runs_ray(bool(manifest.get("job")))
+    iterations, seconds = budget(o.session.iterations, o.session.seconds, big=tr.game.deck_size > 16)
+    ray = o.ray.runs_ray(bool(manifest.get("job")))
     _set_threads(tr, o.threads, ray)
     click.echo(
         f"resuming {path} from the checkpoint at iteration {tr.iteration:,} ({_threads_text(tr)})", err=True
@@ -401,14 +419,14 @@ def _resume(run_dir: str, o: RunOptions) -> None:
     if ray:
         shape = RayJobConfig.resume_options(
             manifest,
-            workers=o.workers,
-            shards=o.shards,
-            batch=o.batch,
-            address=o.address,
-            group_size=o.group_size,
+            workers=o.ray.workers,
+            shards=o.ray.shards,
+            batch=o.ray.batch,
+            address=o.ray.address,
+            group_size=o.ray.group_size,
         )
         job = ray_job(tr, _job_options(o, path, **shape))
-    train_session(tr, job, path, o.as_json, o.session(iterations, seconds), storage=store)
+    train_session(tr, job, path, o.as_json, o.session_for(iterations, seconds), storage=store)
 
 
 def _resume_storage(run_dir: str, storage: str | None):
