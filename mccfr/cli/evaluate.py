@@ -352,6 +352,7 @@ def _eval_lbr(
                     iterations=opponent.iterations if solve_iterations is None else solve_iterations,
                     bets=opponent.bets,
                     name=opponent.name,
+                    off_tree=opponent.off_tree,
                 )
         lbr = LocalBestResponse(
             game,

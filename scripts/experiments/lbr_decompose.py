@@ -71,6 +71,7 @@ from abstraction.tree import KIND_DECISION
 from blueprint.blueprint import Blueprint
 from mccfr.evaluation.lbr import LocalBestResponse
 from mccfr_util.reporting import Z95, ci95, mbb_per_chip
+from subgame.cache import node_in
 
 if __package__:  # imported as scripts.experiments.lbr_decompose
     from .lbr_solving import LB
@@ -147,11 +148,10 @@ class SourceLabels:
         orig = opp._solution
 
         def labelled(view, real: bool):
-            hand = (view.hand_id, view.viewer)
-            if opp.cache.lookup(view, hand) is not None:
+            prior = opp.subgame((view.hand_id, view.viewer))  # the hand's subgame, if any
+            if prior is not None and node_in(prior, view) is not None:
                 self.last = "subgame reused"
                 return orig(view, real)
-            prior = opp.cache.sol if opp.cache.key == hand else None
             if not opp.policy.solves(view):
                 self.last = source_of(bp, view.betting)[0]
                 return orig(view, real)

@@ -12,9 +12,9 @@ from blueprint.blueprint import Blueprint
 from blueprint.trainer import make_trainer
 from mccfr.evaluation.lbr import LBRError, LocalBestResponse
 from mccfr.evaluation.lbr_opponents import BlueprintOpponent, Hands, LBROpponent
-from mccfr.evaluation.lbr_solving import SolvingOpponent
+from mccfr.evaluation.lbr_solving import SESSION, SolvingOpponent
 from mccfr.evaluation.match import view_of
-from mccfr.evaluation.solving import SolvingPlayer
+from mccfr.evaluation.solving import HAND, SolvingPlayer
 from subgame.nested import solve_state
 
 ITERS = 20
@@ -77,6 +77,55 @@ def test_matches_the_solving_player(bp, hands, bet):
     np.testing.assert_array_equal(lik, P[:, keys.index(a)])
 
 
+def _turn_then_river(bp):
+    """The first seat to act after the flop, at its turn decision (every street checked so far)
+    and then at its river decision after it and the other seat checked the turn."""
+    deal = [20, 13, 22, 40, 5, 18, 31, 44, 9]  # 7c5d against 7hQc
+    s = bp.game.initial_state(hand_id=11).deal(deal[:4])
+    i = 4
+    while s.round < 2 or s.current_player() < 0:
+        if s.current_player() < 0:  # chance
+            k = 3 if s.round == 0 else 1
+            s = s.deal(deal[i : i + k])
+            i += k
+        else:
+            s = s.apply("c")
+    river = s.apply("c").apply("c").deal(deal[i : i + 1])
+    assert river.round == 3 and river.current_player() == s.current_player()
+    return s, river
+
+
+@pytest.mark.parametrize("path", ["act", "likelihood"])
+def test_later_solves_use_the_ranges_earlier_solves_played(bp, hands, path):
+    """Solving from the turn, the player's river subgame gives it the range its own turn subgame
+    played (``played``), not the blueprint's: LBR's model (after the opponent's real turn decision,
+    as LBR's ``act`` or as a range rebuilt by ``likelihood``) answers the river exactly as the
+    player's ``decide`` does."""
+    turn, river = _turn_then_river(bp)
+    seat = turn.current_player()
+    h = hands.of(turn.hole_cards[seat])
+    sp = SolvingPlayer(bp, "reach-maxmargin", iterations=ITERS, from_round=2)
+    rng = np.random.default_rng(0)
+    opp = SolvingOpponent(bp, hands, "reach-maxmargin", from_round=2, iterations=ITERS)
+    opp.new_hand()
+    for state in (turn, river):
+        _, dist = sp.decide(view_of(state, seat), rng)
+        keys, P = opp.action_probs(state)
+        total = sum(dist.values())  # the player's float32 answer, as the probabilities it samples
+        assert set(keys) == set(dist)
+        for j, a in enumerate(keys):
+            assert abs(P[h, j] - dist[a] / total) <= 1e-9, (state, a)
+        if state is turn:  # the opponent's real decision there (the turn is checked either way)
+            if path == "act":
+                opp.act(turn, h, np.random.default_rng(1))
+            else:
+                opp.likelihood(turn, "c")
+    assert sp.solves == opp.solves == 2 and sp.policy.played(
+        HAND, sp._key(view_of(river, seat)), view_of(river, seat)
+    )
+    assert opp.policy.played(SESSION, (river.hand_id, seat), view_of(river, seat))
+
+
 def test_solution_ignores_the_solvers_own_cards(bp):
     state = _river(bp, False)
     seat = state.current_player()
@@ -114,6 +163,11 @@ def test_lbr_models_the_solving_player_by_solving(bp):
     opp = LocalBestResponse(bp.game, sp).opp
     assert isinstance(opp, SolvingOpponent) and isinstance(opp, LBROpponent)
     assert (opp.method, opp.from_round, opp.iterations, opp.name) == ("reach-maxmargin", 3, ITERS, sp.name)
+    assert opp.off_tree is None  # it translates off-tree bets, as the player does
+    # the player's off-tree solving too (the same policy): nested after far off-tree bets
+    sp = SolvingPlayer(bp, "reach-maxmargin", iterations=ITERS, from_round=3, off_tree=0.2)
+    opp = LocalBestResponse(bp.game, sp).opp
+    assert opp.off_tree == sp.off_tree == 0.2 and opp.policy.off_tree == sp.policy.off_tree
 
 
 def test_lbr_against_solving_repeats(bp):
