@@ -22,9 +22,9 @@ Regret-based pruning (Brown & Sandholm; as in Pluribus): when a traversal is cho
 (after ``prune_start`` iterations, with probability ``prune_prob``), traverser actions whose
 regret is below ``threshold`` are skipped and their regret left alone, except on the last round,
 for actions that end the hand (their child is terminal), and never all actions of a node. The
-threshold and the regret floor are ``c * W`` where ``W`` is the effective number of iterations
-under the discounting of negative regrets, so they keep their meaning (an average regret per
-iteration, in chips) when regrets are discounted.
+threshold and the regret floor at node ``n`` are ``c_pot * pot(n) + c_w * W``: a multiple of the
+chips in the node's pot (the presets; :mod:`blueprint.algo` says why), or, in runs from before,
+of the effective number of iterations ``W`` under the discounting of negative regrets.
 
 Discounting (linear CFR and DCFR, Brown & Sandholm 2019) is lazy: nothing sweeps the table at a
 discount boundary. Each information set's row (its ``A_n`` entries) records in ``Rows.epoch`` how
@@ -39,8 +39,9 @@ per boundary; docs/training.md has the figures). The factors come from a :class:
 window of boundaries. Only what the run itself does touches the rows, so a checkpoint holds the
 rows with their epochs and a resumed run is the unbroken one bit for bit; whole-table reads
 (strategies, blueprint files) settle a copy (:func:`settle_tables`). Iteration ``t`` has seen the
-boundaries ``b <= t`` (:func:`epoch_at`), and its pruning threshold and regret floor scale with
-the effective iteration count ``W(t)`` that the schedule carries (:func:`effective_iterations`).
+boundaries ``b <= t`` (:func:`epoch_at`), and the ``W`` of its pruning threshold and regret
+floor is the effective iteration count ``W(t)`` that the schedule carries
+(:func:`effective_iterations`).
 
 Threads: :func:`es_iterations`, :func:`settle_tables` and :func:`merge_copy` release the GIL, so
 the trainer runs them on several threads over the same tables (:mod:`blueprint.threads`).
@@ -77,8 +78,10 @@ class ESOptions(NamedTuple):
 
     prune_start: float  # iteration from which traversals may prune
     prune_prob: float  # probability that a traversal prunes (0 disables pruning)
-    prune_c: float  # pruning threshold per effective iteration (negative)
-    floor_c: float  # regret floor per effective iteration (negative)
+    prune_c: float  # pruning threshold per effective iteration (negative; 0 with prune_pot)
+    floor_c: float  # regret floor per effective iteration (negative; 0 with floor_pot)
+    prune_pot: float  # pruning threshold per chip in the node's pot (negative; 0: per iteration)
+    floor_pot: float  # regret floor per chip in the node's pot (negative; 0: per iteration)
     ceil: float  # regrets are clipped to [max(floor, -ceil), ceil]
     int_regret: bool  # int32 regrets: each update is rounded to an integer
     scale: float  # stored units per chip
@@ -164,6 +167,21 @@ def regret_matching(regret, base, na, out, off):
         u = 1.0 / na
         for a in range(na):
             out[off + a] = u
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _drop_pruned(sig, off, regret, base, na, th, kind, echild, cs):
+    """The strategy a pruning traversal values the node by: no weight on the actions it skips
+    (their regrets are negative, so regret matching gave them none unless every regret is <= 0
+    and it played uniformly: then uniformly over the explored actions). Without this, the node's
+    value would count a skipped action's unexplored value as 0."""
+    total = 0.0
+    for a in range(na):
+        if regret[base + a] < th and kind[echild[cs + a]] == KIND_DECISION:
+            sig[off + a] = 0.0
+        total += sig[off + a]
+    for a in range(na):
+        sig[off + a] /= total
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -332,6 +350,7 @@ def _es_traverse(
     nact, cstart, echild = tree.num_actions, tree.child_start, tree.edge_child
     row_off, regret, strat = tables.row_offset, tables.regret, tables.strat
     ceil, int_regret, scale = opts.ceil, opts.int_regret, opts.scale
+    prune_pot, floor_pot = opts.prune_pot, opts.floor_pot
     explore = opts.explore
     keep = 1.0 - explore
     pf = opts.prefetch
@@ -383,11 +402,14 @@ def _es_traverse(
             prune = prune_now and rnd[cur] != last_round
             if prune:
                 cs = cstart[cur]
+                th = thresh + prune_pot * float(spent[cur, 0] + spent[cur, 1])
                 prunable = 0
                 for a in range(na):
-                    if regret[base + a] < thresh and kind[echild[cs + a]] == KIND_DECISION:
+                    if regret[base + a] < th and kind[echild[cs + a]] == KIND_DECISION:
                         prunable += 1
                 prune = prunable < na
+                if prune and prunable > 0:
+                    _drop_pruned(sig, off, regret, base, na, th, kind, echild, cs)
             f_node[sp] = cur
             f_base[sp] = base
             f_next[sp] = 0
@@ -415,12 +437,12 @@ def _es_traverse(
             base = f_base[f]
             off = f * maxa
             a = f_next[f]
-            while (
-                a < na and f_prune[f] and regret[base + a] < thresh and kind[echild[cs + a]] == KIND_DECISION
-            ):
-                flag[off + a] = 0
-                npruned += 1
-                a += 1
+            if f_prune[f]:
+                th = thresh + prune_pot * float(spent[n, 0] + spent[n, 1])
+                while a < na and regret[base + a] < th and kind[echild[cs + a]] == KIND_DECISION:
+                    flag[off + a] = 0
+                    npruned += 1
+                    a += 1
             f_next[f] = a
             if a < na:
                 flag[off + a] = 1
@@ -428,11 +450,14 @@ def _es_traverse(
                 break
             # all children done: update regrets, pop the frame
             v = f_val[f]
+            fl = floor + floor_pot * float(spent[n, 0] + spent[n, 1])
+            if fl < -ceil:
+                fl = -ceil
             for b in range(na):
                 if flag[off + b]:
                     r = float(regret[base + b]) + (val[off + b] - v) * scale
-                    if r < floor:
-                        r = floor
+                    if r < fl:
+                        r = fl
                     elif r > ceil:
                         r = ceil
                     if int_regret:
@@ -498,7 +523,6 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
         np.zeros(2, np.int64),
     )
     prune_start, prune_prob, prune_c, floor_c = opts.prune_start, opts.prune_prob, opts.prune_c, opts.floor_c
-    ceil = opts.ceil
     last_round = num_rounds - 1
     fac = np.ones((3, sched.lpos.shape[0]), np.float64)
     have = -1  # the epoch fac holds the factors to
@@ -510,9 +534,7 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
             have = now
         w = effective_iterations(t, sched)
         thresh = prune_c * w
-        floor = floor_c * w
-        if floor < -ceil:
-            floor = -ceil
+        floor = floor_c * w  # plus the node's pot term, clipped at -ceil, in _es_traverse
         # one deal for both traversals: each is still a chance sample of its own (the seats'
         # updates touch different information sets), and the deal and its buckets cost about a
         # quarter of a hold'em traversal
@@ -597,8 +619,8 @@ def _merge_row(r, e, na, regret, strat, epoch, cp, sched, floor, ceil, int_regre
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def merge_copy(nodes, layout, regret, strat, epoch, cp, sched, floor, ceil, int_regret):
     """Add a thread's updates of its copy of the tables since the last merge (copy minus base) to
-    the shared ``regret`` and ``strat``, the regrets clipped to ``[floor, ceil]`` as a traversal
-    clips them, then take the shared tables (every other thread's merged updates with them) as the
+    the shared ``regret`` and ``strat``, the regrets clipped to ``[floor[d], ceil]`` as a traversal
+    clips them (``floor``: float64 ``[D]``, each node's regret floor, >= ``-ceil``), then take the shared tables (every other thread's merged updates with them) as the
     copy and its new base (:mod:`blueprint.threads`, "Copies"); the rows of the decision nodes
     ``nodes`` (indices into ``layout``, a :class:`blueprint.tables.RowLayout`) only. ``cp``: a :class:`Copy`.
 
@@ -619,7 +641,7 @@ def merge_copy(nodes, layout, regret, strat, epoch, cp, sched, floor, ceil, int_
                 epoch,
                 cp,
                 sched,
-                floor,
+                floor[d],
                 ceil,
                 int_regret,
             )

@@ -45,8 +45,7 @@ def row_layout(
     """``(layout, node_row, rows)``: the :class:`RowLayout` of the tables :func:`layout` lays out,
     each node's first row id (int64 ``[N]``, -1 for terminals; the row of (node ``n``, bucket
     ``b``) is ``node_row[n] + b``), and the number of rows (information sets)."""
-    dec = np.flatnonzero(tree.kind == KIND_DECISION)
-    dec = dec[np.argsort(row_offset[dec], kind="stable")]
+    dec = layout_nodes(tree, row_offset)
     rows = np.asarray(num_buckets, np.int64)[tree.round[dec].astype(np.int64)]
     first = np.cumsum(rows) - rows
     node_row = np.full(tree.num_nodes, -1, np.int64)
@@ -58,6 +57,12 @@ def row_layout(
         tree.num_actions[dec].astype(np.int64),
     )
     return lay, node_row, int(rows.sum())
+
+
+def layout_nodes(tree: BettingTree, row_offset: np.ndarray) -> np.ndarray:
+    """The decision nodes in :class:`RowLayout` order (int64 ``[D]``): ``d`` is node ``[d]``."""
+    dec = np.flatnonzero(tree.kind == KIND_DECISION)
+    return dec[np.argsort(row_offset[dec], kind="stable")].astype(np.int64)
 
 
 def layout(tree: BettingTree, num_buckets: np.ndarray) -> tuple[np.ndarray, int]:

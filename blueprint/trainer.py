@@ -57,7 +57,7 @@ from blueprint.kernels import (
 from blueprint.numerics import REGRET_DTYPES, regret_bounds, regret_scale, seed_rng_state
 from blueprint.runconfig import MAX_FULL_DEALS, RunConfig, config_hash
 from blueprint.session import card_abstraction
-from blueprint.tables import Tables, layout, normalize_blocks, row_layout, tree_depth
+from blueprint.tables import Tables, layout, layout_nodes, normalize_blocks, row_layout, tree_depth
 from blueprint.threads import (
     ThreadTeam,
     check_threads,
@@ -137,6 +137,7 @@ class Trainer:
             self.tree, self.num_buckets, self.row_offset
         )
         self._all_nodes = np.arange(len(self.row_layout.entry), dtype=np.int64)
+        self._layout_pot: Optional[np.ndarray] = None  # chips in the pot of each, layout order
         algo = config.algo
         self.regret = np.zeros(self.size, REGRET_DTYPES[algo.regret_dtype])
         self.strat = np.zeros(self.size, np.float32)
@@ -171,11 +172,18 @@ class Trainer:
         prune_prob = a.prune_prob if a.prune else 0.0
         prune_c = a.prune_threshold_bb * bb * scale
         floor_c = a.floor_bb * bb * scale if a.prune else lo
+        prune_pot = floor_pot = 0.0
+        if a.prune_threshold_pots is not None and a.floor_pots is not None:  # per pot, not per W
+            prune_c, prune_pot = 0.0, a.prune_threshold_pots * scale
+            if a.prune:
+                floor_c, floor_pot = 0.0, a.floor_pots * scale
         return ESOptions(
             prune_start=float(a.prune_start),
             prune_prob=float(prune_prob),
             prune_c=float(prune_c),
             floor_c=float(floor_c),
+            prune_pot=float(prune_pot),
+            floor_pot=float(floor_pot),
             ceil=float(hi),
             int_regret=a.regret_dtype == "int32",
             scale=float(scale),
@@ -356,11 +364,19 @@ class Trainer:
                     self.row_epoch,
                     cp,
                     sched,
-                    0.0,
+                    np.zeros(len(self.row_layout.entry)),
                     1.0,
                     opts.int_regret,
                 )
         return time.perf_counter() - t
+
+    def _merge_floor(self, opts: ESOptions, w: float) -> np.ndarray:
+        """Each decision node's regret floor (float64 ``[D]``, layout order) at effective
+        iteration count ``w``, as :func:`blueprint.kernels.es_iterations` floors its regrets."""
+        if self._layout_pot is None:
+            nodes = layout_nodes(self.tree, self.row_offset)
+            self._layout_pot = self.tree.spent[nodes].sum(axis=1).astype(np.float64)
+        return np.maximum(opts.floor_c * w + opts.floor_pot * self._layout_pot, -opts.ceil)
 
     def copies_used(self, share: int) -> bool:
         """Whether threads whose shares of a span are at least ``share`` iterations each train on
@@ -458,7 +474,7 @@ class Trainer:
                 self.max_actions,
             )
             done += m
-            floor = max(opts.floor_c * window.w_at(t0 + (done - 1) * stride), -opts.ceil)
+            floor = self._merge_floor(opts, window.w_at(t0 + (done - 1) * stride))
             nodes = self._all_nodes if done == n or done % full == 0 else hot
             with self._merge_lock:  # one merge at a time: no update is lost
                 merge_copy(

@@ -47,7 +47,7 @@ KERNEL_RECORDS = frozenset(
 KNOWN_WIDE: dict[str, str] = {
     "holdem/gamedef.py::GameDef": "the ACPC game definition's fields, as the .game file has them",
     "abstraction/tree.py::BettingTree": "the flat betting tree's arrays, built by build_tree",
-    "blueprint/algo.py::AlgoConfig": "an algorithm's settings (another change is reworking algo.py)",
+    "blueprint/algo.py::AlgoConfig": "an algorithm's settings, flat as run.toml stores and hashes them (old runs' hashes)",
     "cluster/config.py::RayJobConfig": "the Ray job's settings: placement, rounds, recovery, logs",
     "subgame/depth.py::DepthLimit": "a depth limit's settings: continuations, leaf sampling",
     "subgame/limits.py::SolveLimits": "a solve's stop rule and run settings",

@@ -123,7 +123,7 @@ from mccfr_util.files import atomic_write_bytes
     default=None,
     help="Regret-based pruning as in Pluribus: after a warm-up (20,000 iterations for dcfr and "
     "pluribus, none for linear and vanilla), 95% of traversals skip the actions whose regret is below "
-    "-0.02 big blinds per effective iteration (never on the last round, never an action that ends the "
+    "-64 times the pot at the node (never on the last round, never an action that ends the "
     "hand, never all of a node's), with a regret floor [default: on for dcfr and pluribus].",
 )
 @with_ray_opts

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from abstraction.tree import KIND_DECISION
-from blueprint.algo import AlgoError, get_algo
+from blueprint.algo import AlgoConfig, AlgoError, get_algo
 from blueprint.kernels import discount_tables, regret_matching, terminal_utility
 from blueprint.trainer import Trainer, make_trainer
 
@@ -152,7 +152,7 @@ def test_dcfr_resumes_exactly_from_a_checkpoint_written_mid_run_between_boundari
     """DCFR with pruning: a checkpoint written by the run's callback at an iteration between two
     boundaries holds the tables with rows lagging behind the boundaries and their epochs, the
     writing run goes on unperturbed, and the run resumed from it equals the unbroken one."""
-    kw = dict(discount_every=100, prune_start=500)
+    kw = dict(discount_every=100, prune_start=500, prune_threshold_pots=-1.0, floor_pots=-2.0)
     full = make_trainer("leduc", algo="dcfr", seed=5, **kw)
     full.run(4_000)
     saved = []
@@ -310,8 +310,8 @@ def test_pruning_never_skips_the_last_round_or_hand_ending_actions():
         seed=4,
         prune_start=0,
         prune_prob=1.0,
-        prune_threshold_bb=-1e-6,
-        floor_bb=-1e-5,
+        prune_threshold_pots=-0.5,
+        floor_pots=-1.0,
     )
     tr.run(5000)
     t = tr.tree
@@ -358,6 +358,12 @@ def test_bad_algo_options():
         get_algo("dcfr", discount_every=0)
     with pytest.raises(AlgoError, match="regret_dtype"):
         get_algo("vanilla", regret_dtype="int8")
+    with pytest.raises(AlgoError, match="floor_pots <= prune_threshold_pots < 0, got -1.0, -2.0"):
+        get_algo("dcfr", prune_threshold_pots=-2.0, floor_pots=-1.0)
+    with pytest.raises(AlgoError, match="prune_threshold_pots < 0"):
+        get_algo("dcfr", prune_threshold_pots=float("nan"), floor_pots=-1.0)
+    with pytest.raises(AlgoError, match="go together"):
+        AlgoConfig("vanilla", prune_threshold_pots=-2.0)
 
 
 def test_explore_trains_against_a_trembling_opponent(tmp_path):
@@ -447,3 +453,48 @@ def test_warm_up_compiles_the_kernels_and_leaves_the_run_alone(game, algo, threa
         plain = make_trainer(game, algo=algo, seed=3, threads=1, discount_every=50)
         plain.run(1_000)
         assert plain.regret.tobytes() == tr.regret.tobytes()
+
+
+def test_the_pot_threshold_prunes_below_it_and_explores_above_it():
+    """The threshold is ``prune_threshold_pots`` times the chips in the node's pot, whatever the
+    iteration count: an action whose regret sits just below it is skipped (its regret left as it
+    was), just above it explored (its regret updated)."""
+    k = -2.0
+    tr = make_trainer(
+        "leduc", algo="dcfr", seed=1, prune_start=0, prune_prob=1.0, prune_threshold_pots=k, floor_pots=2 * k
+    )
+    t = tr.tree
+    root = 0
+    assert t.kind[root] == KIND_DECISION and t.round[root] == 0
+    pot = float(t.spent[root].sum())
+    na, nb = int(t.num_actions[root]), int(tr.num_buckets[0])
+    assert all(t.kind[t.edge_child[t.child_start[root] + a]] == KIND_DECISION for a in range(na))
+    block = tr.regret[tr.row_offset[root] : tr.row_offset[root] + nb * na].reshape(nb, na)
+    for offset, pruned in ((-0.5, True), (+0.5, False)):
+        block[:, 0] = k * pot + offset
+        block[:, 1:] = 1.0
+        before, was = block[:, 0].copy(), tr.pruned
+        tr.run(1)
+        assert (tr.pruned > was) == pruned, offset
+        assert np.array_equal(block[:, 0], before) == pruned, (offset, block[:, 0], before)
+    # every regret <= 0: regret matching plays uniformly, and the traversal that skips action 0
+    # values the node by the action it explored alone, whose regret therefore gains exactly 0
+    block[:, 0] = k * pot - 0.5
+    block[:, 1] = -1.0
+    was = tr.pruned
+    tr.run(1)
+    assert tr.pruned > was and np.all(block[:, 0] == k * pot - 0.5) and np.all(block[:, 1] == -1.0), block
+
+
+def test_the_default_prunes_a_big_game_after_warm_up():
+    """The main job's algorithm (dcfr) prunes on hunl100 once warmed up: about a tenth of the
+    actions at the nodes it visits (the threshold per effective iteration pruned 0.5%)."""
+    from blueprint.defaults import default_algo
+
+    name, over = default_algo(52, False, "small", 180.0)
+    tr = make_trainer("hunl100", bets="small", cards="rank", algo=name, seed=3, prune_start=0, **over)
+    tr.run(30_000)
+    visits, pruned = tr.node_visits, tr.pruned
+    tr.run(30_000)
+    share = (tr.pruned - pruned) / (tr.node_visits - visits)
+    assert share > 0.03, share

@@ -205,13 +205,26 @@ def test_a_merge_adds_the_copys_updates_clipped_and_hands_back_the_shared_tables
         base_s = np.array([0, 2, 3, 1], np.float32)
         copy_s = np.array([0.5, 2, 3, 1], np.float32)
         c = Copy(copy_r.copy(), copy_s.copy(), epoch.copy(), base_r.copy(), base_s.copy(), epoch.copy())
-        merge_copy(np.arange(2), lay, shared_r, shared_s, epoch, c, sched, -20.0, 50.0, dtype == np.int32)
+        merge_copy(
+            np.arange(2), lay, shared_r, shared_s, epoch, c, sched, np.full(2, -20.0), 50.0, dtype == np.int32
+        )
         assert shared_r.tolist() == [14, -20, 0, 50]  # -50 floored at -20, 100 capped at 50
         assert shared_s.tolist() == [1.5, 2, 3, 4]
         for got, want in zip(c, (shared_r, shared_s, epoch, shared_r, shared_s, epoch)):
             assert np.array_equal(got, want)
         c.regret[:] = c.regret + 1  # +1 everywhere, but only node 1's rows (entries 2, 3) merge
-        merge_copy(np.array([1]), lay, shared_r, shared_s, epoch, c, sched, -20.0, 60.0, dtype == np.int32)
+        merge_copy(
+            np.array([1]),
+            lay,
+            shared_r,
+            shared_s,
+            epoch,
+            c,
+            sched,
+            np.full(2, -20.0),
+            60.0,
+            dtype == np.int32,
+        )
         assert shared_r.tolist() == [14, -20, 1, 51] and c.regret.tolist() == [15, -19, 1, 51]
 
 
@@ -238,7 +251,7 @@ def test_a_merge_discounts_the_shared_row_the_copy_and_its_base_alike():
     c.regret[0] += 1.0
     c.strat[1] += 0.5
     want_r, want_s = c.regret[:2].copy(), c.strat[:2].copy()
-    merge_copy(np.arange(1), lay, shared_r, shared_s, epoch, c, sched, -1e9, 1e9, False)
+    merge_copy(np.arange(1), lay, shared_r, shared_s, epoch, c, sched, np.full(1, -1e9), 1e9, False)
     assert (
         epoch.tolist() == [3, 3, 0, 0]
         and c.epoch.tolist() == [3, 3, 0, 0]
