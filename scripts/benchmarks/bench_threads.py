@@ -45,6 +45,10 @@ import json
 import math
 import time
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 import harness
 
 # two-sided 95% Student t quantiles by degrees of freedom (larger: the normal's 1.96)

@@ -67,6 +67,10 @@ from typing import Optional
 
 import numpy as np
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from abstraction.tree import KIND_DECISION
 from blueprint.blueprint import Blueprint
 from mccfr.evaluation.lbr import LocalBestResponse

@@ -28,6 +28,10 @@ import sys
 import time
 from pathlib import Path
 
+from mccfr_util.numba_cache import configure
+
+configure()  # numba's cache, before the project's kernels load (docs/training.md)
+
 from fullgame import (
     FLOP_BETS_TOML,
     FullGame,
