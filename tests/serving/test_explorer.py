@@ -266,7 +266,8 @@ def test_no_run_dir_is_a_404(responder):
 def test_a_subgame_range_is_the_solution_the_responder_keeps(hunl_bp):
     from subgame.nested import hand_strategy
 
-    r = SolvingResponder(hunl_bp, solver_threads=1, max_solve_ms=1000)
+    # 3 s: under a loaded CI machine 1 s ran out before the first iterations (fallback: deadline)
+    r = SolvingResponder(hunl_bp, solver_threads=1, max_solve_ms=3000)
     r.warm_up()  # (the solver's kernels compile or load here, not in the query's budget)
     try:
         with ThreadedServer(create_app(r)) as srv:
