@@ -24,7 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-_PACKAGES = ("holdem", "abstraction", "blueprint", "subgame")  # where numba kernels live
+# where numba kernels live, and what they call (tests/mccfr_util/test_numba_cache.py checks the list)
+_PACKAGES = ("holdem", "abstraction", "blueprint", "subgame", "mccfr", "cluster", "mccfr_util")
 
 
 def _source_hash() -> str:

@@ -85,3 +85,21 @@ def test_ray_workers_get_the_setup_hook():
     }
     module, name = RAY_SETUP_HOOK.rsplit(".", 1)
     assert callable(getattr(importlib.import_module(module), name))
+
+
+def test_the_cache_key_covers_every_package_with_kernels():
+    """The cache directory is keyed by the source of every installed package whose modules compile
+    numba kernels: an edit to a kernel (or to what it calls) anywhere starts a clean cache, never
+    old machine code against a new layout."""
+    from mccfr_util import numba_cache
+
+    pkgs = {p.parent.name for p in REPO.glob("*/__init__.py")} - {"tests", "scripts"}
+    with_kernels = {
+        pkg
+        for pkg in pkgs
+        for f in (REPO / pkg).glob("**/*.py")
+        if "numba.njit" in f.read_text() or "@njit" in f.read_text()
+    }
+    assert with_kernels >= {"blueprint", "subgame", "mccfr"}, with_kernels
+    assert with_kernels <= set(numba_cache._PACKAGES), with_kernels - set(numba_cache._PACKAGES)
+    assert set(numba_cache._PACKAGES) <= pkgs
