@@ -91,6 +91,9 @@ class AlgoConfig:
     # opponent actions in external sampling drawn from (1 - explore) * sigma + explore * uniform
     # (blueprint.kernels: a trembling opponent, without importance weights)
     explore: float = 0.0
+    # 32: float32 (or int32) regrets and float32 strategy sums; 16: both as bfloat16 (the upper
+    # half of a float32) with stochastic rounding (blueprint.numerics, "Compact tables")
+    table_bits: int = 32
 
     def __post_init__(self) -> None:
         if not all(math.isfinite(x) for x in (self.alpha, self.beta, self.gamma)) or self.gamma < 0:
@@ -124,6 +127,17 @@ class AlgoConfig:
             raise AlgoError(f"regret_dtype must be float32 or int32, got {self.regret_dtype!r}")
         if self.name in FULL_ALGOS and self.regret_dtype != "float32":
             raise AlgoError("full-traversal CFR keeps float32 regrets")
+        if self.table_bits not in (16, 32):
+            raise AlgoError(f"table_bits must be 16 or 32, got {self.table_bits!r}")
+        if self.table_bits == 16 and (self.name in FULL_ALGOS or self.regret_dtype != "float32"):
+            raise AlgoError(
+                "16-bit tables (bfloat16) are for sampled algorithms with float32 regrets, not "
+                + (
+                    f"--algo {self.name}"
+                    if self.name in FULL_ALGOS
+                    else f"--regret-dtype {self.regret_dtype}"
+                )
+            )
 
     @property
     def full_traversal(self) -> bool:
@@ -163,10 +177,12 @@ PRESETS = {
 
 def algo_dict(a: AlgoConfig) -> dict:
     """``a`` as the run config stores (and hashes) it: fields added later are left out at their
-    default (``explore`` 0), so runs from before them keep their config hash."""
+    default (``explore`` 0, ``table_bits`` 32), so runs from before them keep their config hash."""
     d = dataclasses.asdict(a)
     if d["explore"] == 0.0:
         del d["explore"]
+    if d["table_bits"] == 32:
+        del d["table_bits"]
     for k in ("prune_threshold_pots", "floor_pots"):
         if d[k] is None:  # TOML has no null, and runs from before keep their hash
             del d[k]

@@ -69,7 +69,17 @@ import numpy as np
 from abstraction.cards import card_buckets
 from abstraction.isomorphism import prefetch
 from abstraction.tree import KIND_DECISION, KIND_FOLD
-from blueprint.numerics import rng_below, rng_uniform
+from blueprint.numerics import (
+    rng_below,
+    rng_uniform,
+    sr_seed,
+    sums_add,
+    sums_prefetch,
+    sums_scale,
+    tload,
+    tstore_rn,
+    tstore_sr,
+)
 
 
 class ESOptions(NamedTuple):
@@ -132,7 +142,10 @@ class _Stack(NamedTuple):
     f_val: np.ndarray  # float64 [depth]: the strategy-weighted value so far
     f_prune: np.ndarray  # bool [depth]: prune this node's actions
     maxa: int
-    stats: np.ndarray  # int64 [2]: decision nodes visited, actions pruned
+    # int64 [4]: decision nodes visited, actions pruned, and with 16-bit tables the updates that
+    # saturated at the largest bfloat16 and the nonzero ones that underflowed to zero
+    stats: np.ndarray
+    srng: np.ndarray  # uint64 [1]: 16-bit tables' rounding stream, seeded per traversal
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -154,7 +167,7 @@ def regret_matching(regret, base, na, out, off):
     """Current strategy of the block at ``base`` into ``out[off:off+na]``."""
     total = 0.0
     for a in range(na):
-        r = float(regret[base + a])
+        r = tload(regret, base + a)
         if r > 0.0:
             out[off + a] = r
             total += r
@@ -177,7 +190,7 @@ def _drop_pruned(sig, off, regret, base, na, th, kind, echild, cs):
     value would count a skipped action's unexplored value as 0."""
     total = 0.0
     for a in range(na):
-        if regret[base + a] < th and kind[echild[cs + a]] == KIND_DECISION:
+        if tload(regret, base + a) < th and kind[echild[cs + a]] == KIND_DECISION:
             sig[off + a] = 0.0
         total += sig[off + a]
     for a in range(na):
@@ -204,18 +217,17 @@ def effective_iterations(t, sched):
 @numba.njit(cache=True, inline="always", error_model="numpy")
 def _scale_regrets(base, na, regret, pf, nf, int_regret):
     for a in range(na):
-        r = float(regret[base + a])
+        r = tload(regret, base + a)
         r = r * pf if r > 0.0 else r * nf
         if int_regret:
             r = np.floor(r + 0.5)
-        regret[base + a] = r
+        tstore_rn(regret, base + a, r)
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _scale_sums(base, na, strat, af):
+def _scale_sums(row, base, na, strat, af):
     if af != 1.0:
-        for a in range(na):
-            strat[base + a] = float(strat[base + a]) * af
+        sums_scale(strat, row, base, na, af)
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -239,7 +251,7 @@ def settle_row(row, base, na, regret, strat, epoch, to, sched, int_regret):
     e = epoch[2 * row + 1]
     if e < to:
         epoch[2 * row + 1] = to
-        _scale_sums(base, na, strat, np.exp(sched.lavg[to] - sched.lavg[e]))
+        _scale_sums(row, base, na, strat, np.exp(sched.lavg[to] - sched.lavg[e]))
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -273,7 +285,7 @@ def settle_sums_at(row, base, na, strat, epoch, to, sched, fac):
     e = epoch[2 * row + 1]
     if e < to:
         epoch[2 * row + 1] = to
-        _scale_sums(base, na, strat, fac[2, e])
+        _scale_sums(row, base, na, strat, fac[2, e])
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -291,10 +303,7 @@ def settle_row_chain(row, base, na, regret, strat, epoch, to, sched, int_regret)
     if e < to:
         epoch[2 * row + 1] = to
         for j in range(e + 1, to + 1):
-            af = sched.avg[j]
-            if af != 1.0:
-                for a in range(na):
-                    strat[base + a] *= af
+            _scale_sums(row, base, na, strat, sched.avg[j])
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -312,7 +321,7 @@ def _prefetch_children(n, trav, tree, tables, rows, buckets, lazy):
             row = tables.row_offset[c] + b * nact[c]
             prefetch(tables.regret, row)
             if player[c] != trav:
-                prefetch(tables.strat, row)
+                sums_prefetch(tables.strat, row)
             if lazy:
                 prefetch(rows.epoch, 2 * (rows.node_row[c] + b))
 
@@ -356,6 +365,9 @@ def _es_traverse(
     pf = opts.prefetch
     sig, val, flag, osig, maxa, stats = st.sig, st.val, st.flag, st.osig, st.maxa, st.stats
     f_node, f_base, f_next, f_val, f_prune = st.f_node, st.f_base, st.f_next, st.f_val, st.f_prune
+    cnt = stats[2:4]  # 16-bit tables: values saturated, values underflowed to zero
+    srng = st.srng
+    sr_seed(regret, rng, srng)  # 16-bit tables: the stochastic rounding's stream (32: nothing)
     visits = 0  # counted here, added to ``stats`` once per traversal
     npruned = 0
     sp = 0
@@ -373,8 +385,7 @@ def _es_traverse(
                 settle_regrets_at(node_row[cur] + b, base, na, regret, epoch, now, sched, fac, int_regret)
                 settle_sums_at(node_row[cur] + b, base, na, strat, epoch, now, sched, fac)
             regret_matching(regret, base, na, osig, 0)
-            for a in range(na):
-                strat[base + a] += osig[a]
+            sums_add(strat, node_row[cur] + b, base, na, osig, srng, cnt)
             u = rng_uniform(rng)
             acc = 0.0
             pick = na - 1
@@ -405,7 +416,7 @@ def _es_traverse(
                 th = thresh + prune_pot * float(spent[cur, 0] + spent[cur, 1])
                 prunable = 0
                 for a in range(na):
-                    if regret[base + a] < th and kind[echild[cs + a]] == KIND_DECISION:
+                    if tload(regret, base + a) < th and kind[echild[cs + a]] == KIND_DECISION:
                         prunable += 1
                 prune = prunable < na
                 if prune and prunable > 0:
@@ -439,7 +450,7 @@ def _es_traverse(
             a = f_next[f]
             if f_prune[f]:
                 th = thresh + prune_pot * float(spent[n, 0] + spent[n, 1])
-                while a < na and regret[base + a] < th and kind[echild[cs + a]] == KIND_DECISION:
+                while a < na and tload(regret, base + a) < th and kind[echild[cs + a]] == KIND_DECISION:
                     flag[off + a] = 0
                     npruned += 1
                     a += 1
@@ -455,14 +466,14 @@ def _es_traverse(
                 fl = -ceil
             for b in range(na):
                 if flag[off + b]:
-                    r = float(regret[base + b]) + (val[off + b] - v) * scale
+                    r = tload(regret, base + b) + (val[off + b] - v) * scale
                     if r < fl:
                         r = fl
                     elif r > ceil:
                         r = ceil
                     if int_regret:
                         r = np.floor(r + 0.5)
-                    regret[base + b] = r
+                    tstore_sr(regret, base + b, r, srng, cnt)
             sp -= 1
             ret = v
             have_ret = True
@@ -494,7 +505,8 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
     :class:`ESOptions`; ``max_depth`` and ``maxa``: the tree's depth
     (:func:`blueprint.tables.tree_depth`) and the most actions of a node, which size the
     traversal's stack.
-    Returns int64 [2]: decision nodes visited, actions pruned.
+    Returns int64 [4]: decision nodes visited, actions pruned, updates saturated and updates
+    underflowed (16-bit tables: :mod:`blueprint.numerics`, "Compact tables"; 0 otherwise).
 
     Releases the GIL: several threads may run it at once on the same ``tables``, each with its own
     ``rng`` (:mod:`blueprint.threads`); its scratch arrays are allocated per call.
@@ -520,7 +532,8 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
         np.zeros(depth, np.float64),
         np.zeros(depth, np.bool_),
         maxa,
-        np.zeros(2, np.int64),
+        np.zeros(4, np.int64),
+        np.zeros(1, np.uint64),
     )
     prune_start, prune_prob, prune_c, floor_c = opts.prune_start, opts.prune_prob, opts.prune_c, opts.floor_c
     last_round = num_rounds - 1

@@ -138,6 +138,10 @@ METRIC_FIELDS = (
     ("bytes_per_batch", "float64"),
     ("worker_rss_bytes", "int64"),
     ("threads", "int64"),  # one process: the threads it trained on (the Ray job: null)
+    # 16-bit tables: updates saturated at the largest bfloat16 and nonzero ones rounded to zero,
+    # since the run began (32-bit tables: null)
+    ("saturated", "int64"),
+    ("underflowed", "int64"),
 )
 
 

@@ -227,6 +227,8 @@ class Session:
         if row["pruned_share"] is not None:
             parts.append(f"pruned {100 * row['pruned_share']:.1f}%")
         parts.append(f"mem {human_bytes(row['rss_bytes'])}")
+        if row.get("saturated") is not None:  # 16-bit tables
+            parts.append(f"16-bit saturated {row['saturated']:,} underflowed {row['underflowed']:,}")
         if row.get("threads") is not None:  # one process
             parts.append("1 thread" if row["threads"] == 1 else f"{row['threads']} threads")
         if row.get("workers") is not None:  # the Ray job
@@ -302,11 +304,13 @@ class Session:
             "node_visits_per_second": vps,
             "exploitability": expl,
             "pruned": tr.pruned,
-            "table_bytes": int(tr.regret.nbytes + tr.strat.nbytes),
+            "table_bytes": int(getattr(tr, "table_bytes", tr.regret.nbytes + tr.strat.nbytes)),
             "rss_bytes": rss_bytes(),
             "time": time.time(),
             "checkpoint_seconds": self.ckpt_pause,
             "threads": getattr(tr, "threads", None),  # one process: its threads (the Ray job: None)
+            "saturated": getattr(tr, "saturated", None) if getattr(tr, "table_bits", 32) == 16 else None,
+            "underflowed": getattr(tr, "underflowed", None) if getattr(tr, "table_bits", 32) == 16 else None,
         }
         self.ckpt_pause = None
         if hasattr(tr, "stats"):  # the Ray job

@@ -54,7 +54,16 @@ from blueprint.kernels import (
     merge_copy,
     settle_tables,
 )
-from blueprint.numerics import REGRET_DTYPES, regret_bounds, regret_scale, seed_rng_state
+from blueprint.numerics import (
+    SUM_EXP_INIT,
+    Sums,
+    regret_bounds,
+    regret_scale,
+    seed_rng_state,
+    sums_values,
+    table_dtypes,
+    table_values,
+)
 from blueprint.runconfig import MAX_FULL_DEALS, RunConfig, config_hash
 from blueprint.session import card_abstraction
 from blueprint.tables import Tables, layout, layout_nodes, normalize_blocks, row_layout, tree_depth
@@ -88,8 +97,9 @@ __all__ = [
 #: (``epoch``, int32 ``[information sets, 2]``: the discount boundaries each row's regrets and its
 #: strategy sums have been through, between the window's first and the iteration's), the tables
 #: as the run held them. Both are read. The Ray job's checkpoints (a ``job`` in the manifest) hold
-#: settled slices under either.
-TABLES_FORMAT = 2
+#: settled slices under either. 3: format 2 with 16-bit tables (``table_bits`` 16: regret and
+#: strat as bfloat16 bits, ``uint16``); a 32-bit run still writes 2, which builds from before read.
+TABLES_FORMAT = 3
 # tables at least this big are settled (every row through its pending discounts) by all the
 # threads, each a slice (smaller: the sweep is shorter than waking the threads)
 PARALLEL_SETTLE_MIN = 1 << 18
@@ -139,8 +149,12 @@ class Trainer:
         self._all_nodes = np.arange(len(self.row_layout.entry), dtype=np.int64)
         self._layout_pot: Optional[np.ndarray] = None  # chips in the pot of each, layout order
         algo = config.algo
-        self.regret = np.zeros(self.size, REGRET_DTYPES[algo.regret_dtype])
-        self.strat = np.zeros(self.size, np.float32)
+        regret_dtype, strat_dtype = table_dtypes(algo.table_bits, algo.regret_dtype)
+        self.regret = np.zeros(self.size, regret_dtype)
+        self.strat = np.zeros(self.size, strat_dtype)
+        # 16-bit tables: each row's strategy-sum exponent (block floating point, blueprint.numerics);
+        # 32-bit tables: empty
+        self.strat_exp = np.full(self.num_rows if algo.table_bits == 16 else 0, SUM_EXP_INIT, np.int8)
         # per information set, the discount boundaries its regrets (2 * row) and its strategy sums
         # (2 * row + 1) have been through, counted from the window's first (lazy discounting:
         # blueprint.kernels; one byte each, the window being at most MAX_WINDOW = 255 long)
@@ -151,6 +165,9 @@ class Trainer:
         self.t_base = 0
         self.node_visits = 0
         self.pruned = 0
+        # 16-bit tables: updates saturated at the largest bfloat16, nonzero ones rounded to zero
+        self.saturated = 0
+        self.underflowed = 0
         self.seconds = 0.0
         self.max_depth = tree_depth(self.tree)
         self.max_actions = int(self.tree.num_actions.max())
@@ -206,7 +223,23 @@ class Trainer:
         if self._tree_arrays is None:
             self._tree_arrays = self.tree.kernel_arrays()
             self._card_arrays = self.cards.kernel_arrays(self.game)
-        return self._tree_arrays, self._card_arrays, Tables(self.row_offset, self.regret, self.strat)
+        return (
+            self._tree_arrays,
+            self._card_arrays,
+            Tables(self.row_offset, self.regret, self.sums(self.strat)),
+        )
+
+    def sums(self, strat: np.ndarray, exp: Optional[np.ndarray] = None):
+        """The strategy sums as the kernels take them: ``strat`` itself (32-bit tables), or with
+        the rows' exponents (``exp``, default the trainer's) as :class:`blueprint.numerics.Sums`."""
+        if self.table_bits == 32:
+            return strat
+        return Sums(strat, self.strat_exp if exp is None else exp)
+
+    @property
+    def table_bytes(self) -> int:
+        """The tables' bytes: regrets, strategy sums and (16-bit tables) the rows' exponents."""
+        return int(self.regret.nbytes + self.strat.nbytes + self.strat_exp.nbytes)
 
     def _step(self, n: int) -> None:
         a = self.config.algo
@@ -294,6 +327,8 @@ class Trainer:
         self.w_base, self.t_base = window.state(self.iteration)
         self.node_visits += int(stats[0])
         self.pruned += int(stats[1])
+        self.saturated += int(stats[2])
+        self.underflowed += int(stats[3])
         if window.epoch(self.iteration) - window.base >= MAX_WINDOW:
             self._rebase()
 
@@ -344,7 +379,7 @@ class Trainer:
                 none,
                 self.row_layout,
                 self.regret,
-                self.strat,
+                self.sums(self.strat),
                 self.row_epoch,
                 0,
                 sched,
@@ -354,7 +389,7 @@ class Trainer:
         if self.threads > 1:
             self._thread_team()
             self._thread_states(self.threads)
-            if use_copies(self.size, self.regret.itemsize + self.strat.itemsize):
+            if self.table_bits == 32 and use_copies(self.size, self.regret.itemsize + self.strat.itemsize):
                 cp = self._copies(self.threads)[0]
                 merge_copy(
                     none,
@@ -378,12 +413,20 @@ class Trainer:
             self._layout_pot = self.tree.spent[nodes].sum(axis=1).astype(np.float64)
         return np.maximum(opts.floor_c * w + opts.floor_pot * self._layout_pot, -opts.ceil)
 
+    @property
+    def table_bits(self) -> int:
+        """16 (bfloat16 regrets and strategy sums) or 32 (:class:`blueprint.algo.AlgoConfig`)."""
+        return self.config.algo.table_bits
+
     def copies_used(self, share: int) -> bool:
         """Whether threads whose shares of a span are at least ``share`` iterations each train on
-        a copy of the tables (:mod:`blueprint.threads`, "Copies"): not while the run discounts
-        (:meth:`discounting`), else by the table's size and the span's length."""
+        a copy of the tables (:mod:`blueprint.threads`, "Copies"): never with 16-bit tables (their
+        threads share the one table: a copy's merge would round each thread's update to the
+        shared value's spacing), not while the run discounts (:meth:`discounting`), else by the
+        table's size and the span's length."""
         return (
-            not self.discounting()
+            self.table_bits == 32
+            and not self.discounting()
             and use_copies(self.size, self.regret.itemsize + self.strat.itemsize)
             and copies_pay(self.size, share)
         )
@@ -400,7 +443,7 @@ class Trainer:
 
     def _copy_span(self) -> int:
         """The shortest span on which this trainer's threads train on copies (0: never)."""
-        if self.threads < 2 or self.config.algo.full_traversal:
+        if self.threads < 2 or self.config.algo.full_traversal or self.table_bits == 16:
             return 0
         if self.discounting() or not use_copies(self.size, self.regret.itemsize + self.strat.itemsize):
             return 0
@@ -455,7 +498,7 @@ class Trainer:
         full = max(1, copy_sync_every(self.size) // every) * every
         window = self._window
         assert window is not None
-        stats = np.zeros(2, np.int64)
+        stats = np.zeros(4, np.int64)
         done = 0
         while done < n:
             m = min(every, n - done)
@@ -543,8 +586,8 @@ class Trainer:
             parts = [p for p in np.split(self._all_nodes, cuts) if len(p)]
         return [(p, self.row_layout, regret, strat, epoch, to, sched, int_regret, chain) for p in parts]
 
-    def _settle_into(self, regret, strat, epoch, to, sched, chain: bool) -> None:
-        args = self._settle_args(regret, strat, epoch, to, sched, chain)
+    def _settle_into(self, regret, strat, epoch, to, sched, chain: bool, exp=None) -> None:
+        args = self._settle_args(regret, self.sums(strat, exp), epoch, to, sched, chain)
         if len(args) == 1:
             settle_tables(*args[0])
         else:
@@ -574,16 +617,24 @@ class Trainer:
         """``(regret, strat)`` with every row through the boundaries so far, for whole-table reads
         (strategies, blueprint files): the tables themselves when no row is pending, else settled
         copies (each row at once, as its next touch would settle it). The run's own tables are
-        left as they are, so reading them never changes what the run computes next."""
+        left as they are, so reading them never changes what the run computes next. 16-bit
+        tables are read as float32 values (decoded copies)."""
         if not self.pending():
-            return self.regret, self.strat
+            return table_values(self.regret), self._sum_values(self.strat, self.strat_exp)
         window = self._window
         assert window is not None
         to = window.epoch(self.iteration)
         window.cover(to)
         regret, strat, epoch = self.regret.copy(), self.strat.copy(), self.row_epoch.copy()
-        self._settle_into(regret, strat, epoch, to - window.base, window.kernel(), False)
-        return regret, strat
+        exp = self.strat_exp.copy()
+        self._settle_into(regret, strat, epoch, to - window.base, window.kernel(), False, exp)
+        return table_values(regret), self._sum_values(strat, exp)
+
+    def _sum_values(self, strat: np.ndarray, exp: np.ndarray) -> np.ndarray:
+        """Strategy sums as values: 16-bit tables' decoded to float32, else ``strat`` itself."""
+        if self.table_bits == 32:
+            return strat
+        return sums_values(strat, exp, self.row_layout.width, self.row_layout.rows)
 
     def settle(self) -> None:
         """Bring every row, in place, through the discount boundaries it has not seen, one
@@ -690,7 +741,10 @@ class Trainer:
         them, each row's epoch (the discount boundaries it has been through), the RNG."""
         base = self._lazy_window().base  # the epochs in the file count from 0
         epoch = (self.row_epoch.astype(np.int32) + base).reshape(self.num_rows, 2)
-        return {"regret": self.regret, "strat": self.strat, "epoch": epoch, "rng": self.rng}
+        out = {"regret": self.regret, "strat": self.strat, "epoch": epoch, "rng": self.rng}
+        if self.table_bits == 16:
+            out["strat_exp"] = self.strat_exp
+        return out
 
     def manifest(self) -> dict:
         return {
@@ -701,10 +755,15 @@ class Trainer:
             "rng_state": [int(x) for x in self.rng],
             "w_base": self.w_base,
             "t_base": self.t_base,
-            "tables_format": TABLES_FORMAT,
+            "tables_format": TABLES_FORMAT if self.table_bits == 16 else 2,
             "node_visits": self.node_visits,
             "pruned": self.pruned,
             "seconds": self.seconds,
+            **(
+                {"saturated": self.saturated, "underflowed": self.underflowed}
+                if self.table_bits == 16
+                else {}
+            ),
         }
 
     def save(self, run_dir: Path, keep: Optional[int] = None) -> Path:
@@ -792,7 +851,9 @@ class Trainer:
 def discount_span(algo: AlgoConfig, regret: np.ndarray, strat: np.ndarray, t: int, t_end: int) -> int:
     """Discount tables (or slices of them) at every boundary in ``(t, t_end]``, in order, with the
     factors the trainer's lazy discounting applies there (the Ray job's shards and workers discount
-    a round's snapshot this way). Returns the number of boundaries applied."""
+    a round's snapshot this way). Returns the number of boundaries applied. 32-bit tables only."""
+    if algo.table_bits != 32:
+        raise ValueError("16-bit tables are discounted lazily only (the Ray job keeps 32-bit tables)")
     n = 0
     if algo.discount == "none":
         return n

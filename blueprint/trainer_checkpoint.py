@@ -12,6 +12,7 @@ import numpy as np
 
 from blueprint.io.container import ArraySpec
 from blueprint.io.errors import CheckpointError
+from blueprint.numerics import BF16_MAX_BITS
 
 if TYPE_CHECKING:
     from blueprint.trainer import Trainer
@@ -21,7 +22,10 @@ def checkpoint_layout(self: Trainer, manifest: dict) -> list[dict[str, ArraySpec
     """Per shard, the arrays a checkpoint of this run must hold (``layout`` of
     ``load_latest``): the trainer's one shard (regret, strat, rng), or the Ray job's
     slices of regret and strat at the row bounds its manifest records, which must cover
-    ``[0, size)`` in order. Strategy sums are never negative."""
+    ``[0, size)`` in order. Strategy sums are never negative (16-bit tables: unsigned mantissas,
+    and each row's exponent, ``strat_exp``). A checkpoint whose table width (``tables_format`` 3:
+    16 bits) is not its config's is refused first, naming both."""
+    check_table_bits(self, manifest)
     regret, strat = self.regret.dtype, self.strat.dtype
     job = manifest.get("job")
     if not job:
@@ -33,6 +37,8 @@ def checkpoint_layout(self: Trainer, manifest: dict) -> list[dict[str, ArraySpec
         if self.tables_format(manifest) >= 2:
             lo, hi = self.epoch_bounds(manifest["iteration"])
             spec["epoch"] = ArraySpec(np.dtype(np.int32), (self.num_rows, 2), min=lo, max=hi)
+        if self.table_bits == 16:
+            spec["strat_exp"] = ArraySpec(np.dtype(np.int8), (self.num_rows,))
         return [spec]
     bounds = job.get("bounds") if isinstance(job, dict) else None
     ok = isinstance(bounds, list) and len(bounds) > 0
@@ -55,6 +61,23 @@ def checkpoint_layout(self: Trainer, manifest: dict) -> list[dict[str, ArraySpec
         }
         for lo, hi in bounds
     ]
+
+
+def manifest_table_bits(manifest: dict) -> int:
+    """The table width a checkpoint's manifest says its shard holds: 16 for ``tables_format`` 3,
+    else 32."""
+    return 16 if manifest.get("tables_format") == 3 else 32
+
+
+def check_table_bits(tr: Trainer, manifest: dict) -> None:
+    """Refuse a checkpoint whose tables' width is not the one of ``tr`` (built from its config):
+    nothing is silently mixed or converted."""
+    have = manifest_table_bits(manifest)
+    if have != tr.table_bits:
+        raise CheckpointError(
+            f"manifest: tables_format {manifest.get('tables_format')!r} holds {have}-bit tables, but "
+            f"its config asks for {tr.table_bits}-bit tables (--table-bits {tr.table_bits})"
+        )
 
 
 def restore(run_dir: Path, manifest: dict, shards: list, tr: Trainer) -> Trainer:
@@ -101,7 +124,10 @@ def restore(run_dir: Path, manifest: dict, shards: list, tr: Trainer) -> Trainer
             "strat": np.concatenate([a["strat"] for a, _ in shards]),
             "rng": np.array(rng, np.uint64),
         }
-    for name in ("regret", "strat", "rng"):
+    names = ("regret", "strat", "rng") + (("strat_exp",) if tr.table_bits == 16 else ())
+    for name in names:
+        if name not in arrays:
+            raise CheckpointError(f"{run_dir}: the shard lacks array {name!r}")
         have = getattr(tr, name)
         got = arrays[name]
         if got.shape != have.shape or got.dtype != have.dtype:
@@ -109,6 +135,13 @@ def restore(run_dir: Path, manifest: dict, shards: list, tr: Trainer) -> Trainer
                 f"{run_dir}: array {name!r} is {got.dtype}{list(got.shape)}, expected {have.dtype}{list(have.shape)}"
             )
         setattr(tr, name, got)
+    if tr.table_bits == 16:
+        bad = (tr.regret & np.uint16(0x7FFF)) > np.uint16(BF16_MAX_BITS)
+        if bad.any():
+            raise CheckpointError(
+                f"{run_dir}: array 'regret' holds {int(bad.sum()):,} non-finite bfloat16 values "
+                f"(the first at index {int(np.argmax(bad))}); checkpoint tables are always finite"
+            )
     if not tr.rng.any():  # xoshiro256** never reaches the all-zero state
         raise CheckpointError(f"{run_dir}: the checkpoint's RNG state is all zero, which no run reaches")
     tr.iteration = int(manifest["iteration"])
@@ -117,6 +150,8 @@ def restore(run_dir: Path, manifest: dict, shards: list, tr: Trainer) -> Trainer
     tr.node_visits = int(manifest["node_visits"])
     tr.pruned = int(manifest["pruned"])
     tr.seconds = float(manifest["seconds"])
+    tr.saturated = int(manifest.get("saturated", 0))
+    tr.underflowed = int(manifest.get("underflowed", 0))
     tr._window = None  # format 1: the tables are settled at the iteration
     if epochs is not None:
         lo, hi = tr.epoch_bounds(tr.iteration)

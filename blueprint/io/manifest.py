@@ -57,7 +57,7 @@ def _progress_problem(fields: Mapping[str, Any]) -> str | None:
             return f"iteration {it!r} is not an iteration count (an int >= 0)"
         if it > MAX_ITERATION:
             return f"iteration {it:,} is impossible: more than 2**53"
-    for key in ("t_base", "node_visits", "pruned"):
+    for key in ("t_base", "node_visits", "pruned", "saturated", "underflowed"):
         if key in fields and (not is_int(fields[key]) or fields[key] < 0):
             return f"{key} {fields[key]!r} is not a count (an int >= 0)"
     for key in ("seconds", "w_base"):

@@ -100,6 +100,15 @@ from mccfr_util.files import atomic_write_bytes
     help="Regret storage [default: the algorithm's, float32].",
 )
 @click.option(
+    "--table-bits",
+    "table_bits",
+    type=click.Choice(["16", "32"]),
+    default=None,
+    help="Table width: 32 (float32 regrets and strategy sums, 8 bytes per entry) or 16 (bfloat16 "
+    "with stochastic rounding, 4 bytes per entry: half the memory; threads share one table; not on "
+    "Ray) [default: 32].",
+)
+@click.option(
     "--explore",
     type=click.FloatRange(0.0, 1.0, max_open=True),
     default=None,
@@ -198,6 +207,7 @@ class AlgoOptions:
     """The algorithm's flags as given (None: the algorithm's own)."""
 
     regret_dtype: str | None
+    table_bits: str | None
     explore: float | None
     dcfr_params: tuple[float, float, float] | None
     prune: bool | None
@@ -255,12 +265,14 @@ def _train(o: TrainOptions) -> None:
     _set_threads(tr, o.run.threads, ray)
     click.echo(
         f"training {gd.name or o.game} with {config.algo.name} (seed {o.seed}, {_threads_text(tr)}) into "
-        f"{run_dir}: {tr.size:,} table entries, {human_bytes(tr.regret.nbytes + tr.strat.nbytes)}"
+        f"{run_dir}: {tr.size:,} table entries, {human_bytes(tr.table_bytes)}"
         + (f"; checkpoints to {store.target}" if store is not None else ""),
         err=True,
     )
     job = None
     if ray:
+        if config.algo.table_bits == 16:
+            raise CLIError("--table-bits 16 trains in one process; the Ray job's shards keep 32-bit tables")
         if config.algo.full_traversal:
             raise CLIError(
                 f"--algo {config.algo.name} enumerates every deal and runs in one process; drop --workers/--shards"
@@ -292,6 +304,7 @@ def _run_config(o: TrainOptions, gd, seconds: float | None) -> RunConfig:
         cores=o.run.threads if o.run.threads is not None else available_cores(),
         log=_note,
         regret_dtype=a.regret_dtype,
+        table_bits=int(a.table_bits) if a.table_bits is not None else None,
         explore=a.explore,
         prune=a.prune,
         **(dcfr_overrides(a.dcfr_params) if a.dcfr_params is not None else {}),
@@ -381,22 +394,34 @@ def _new_storage(target: str | None, run_dir: Path, out: str):
 @target_opt
 @eval_opt
 @report_opt
+@click.option(
+    "--table-bits",
+    "table_bits",
+    type=click.Choice(["16", "32"]),
+    default=None,
+    help="The table width the run must have (a check: a run keeps its width) [default: the run's].",
+)
 @with_ray_opts
 @json_opt
-def resume(run_dir, **options):
+def resume(run_dir, table_bits, **options):
     """Continue a run from its newest complete checkpoint (N more iterations). A Ray run goes on as a
     Ray run with the same workers, shards and batch (unless given). A run with checkpoints in
     storage (``--storage``, or the one its run.toml records) resumes from the newest there when it
     is newer than the run directory's, and goes on writing there."""
-    _resume(run_dir, RunOptions.of(dict(options)))
+    _resume(run_dir, RunOptions.of(dict(options)), table_bits)
 
 
-def _resume(run_dir: str, o: RunOptions) -> None:
+def _resume(run_dir: str, o: RunOptions, table_bits: str | None = None) -> None:
     path, store = _resume_storage(run_dir, o.storage)
     with user_input():
         # the run's layout (from each manifest's config) is checked before any table is read;
         # damaged newer checkpoints are reported and skipped, then quarantined below
         tr, manifest = Trainer.load_checkpoint(path, log=lambda msg: click.echo(f"warning: {msg}", err=True))
+    if table_bits is not None and int(table_bits) != tr.table_bits:
+        raise CLIError(
+            f"{path} holds {tr.table_bits}-bit tables; --table-bits {table_bits} cannot resume it "
+            f"(a run keeps its table width; nothing converts {tr.table_bits}-bit tables to {table_bits}-bit)"
+        )
     iterations, seconds = budget(o.session.iterations, o.session.seconds, big=tr.game.deck_size > 16)
     ray = o.ray.runs_ray(bool(manifest.get("job")))
     _set_threads(tr, o.threads, ray)

@@ -646,8 +646,21 @@ def test_in_memory_parsers_match_the_file_readers(pristine) -> None:
 
 
 @pytest.fixture(scope="module")
-def material(pristine, tmp_path_factory):
-    run, tr = pristine
+def pristine16(tmp_path_factory) -> tuple[Path, Trainer]:
+    """:func:`pristine` with 16-bit tables (bfloat16 regrets and sums, ``tables_format`` 3)."""
+    run = tmp_path_factory.mktemp("pristine16") / "run"
+    tr = make_trainer("leduc", algo="pluribus", seed=3, prune_start=100, table_bits=16)
+    tr.run(OLD)
+    tr.save(run)
+    tr.run(NEW - OLD)
+    tr.save(run)
+    return run, tr
+
+
+@pytest.fixture(scope="module", params=[32, 16], ids=["bits32", "bits16"])
+def material(request, tmp_path_factory):
+    """The fuzz tests' material: a checkpoint of 32-bit tables, and one of 16-bit tables."""
+    run, tr = request.getfixturevalue("pristine" if request.param == 32 else "pristine16")
     ckpt = ckpt_dir(run, NEW)
     shard_bytes = (ckpt / shard_name(0)).read_bytes()
     _, head_bytes, rest = split_shard(shard_bytes)
