@@ -16,7 +16,9 @@ from cluster.job import RayJob
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning", log_to_driver=False)
+    ray.init(
+        address="local", num_cpus=2, include_dashboard=False, logging_level="warning", log_to_driver=False
+    )
     yield
     ray.shutdown()
 

@@ -47,6 +47,9 @@ def _tables(job) -> tuple[bytes, bytes]:
     return tr.regret.tobytes(), tr.strat.tobytes()
 
 
+# slow: two jobs and a cluster of its own; the default run has it with one job on
+# tests/cluster/test_ray_nodes.py's cluster (test_node_groups_exact_with_two_calls_per_group)
+@pytest.mark.slow
 def test_groups_exact_deterministic_and_two_calls_per_group(nodes):
     """4 nodes, 4 workers, 4 shards, group size 2: the driver makes 2 x 2 calls a round (run and
     end through the 2 group leaders); two runs give the same tables, those of the grouped

@@ -297,11 +297,16 @@ def test_worker_reads_the_drivers_card_table_and_builds_nothing(tiny_cards, monk
 # -- on a local Ray cluster -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning", log_to_driver=False)
+    # address="local": a Ray of its own, never a cluster another process started on this machine
+    # (another xdist worker's simulated nodes, say), which ray.init would join and then refuse
+    ray.init(
+        address="local", num_cpus=2, include_dashboard=False, logging_level="warning", log_to_driver=False
+    )
     yield
     ray.shutdown()
 
 
+@pytest.mark.slow  # by default in test_the_default_batch_then_a_worker_past_its_restarts
 def test_default_batch_is_the_same_for_any_workers_and_unannounced(cluster):
     """Leduc with 2 workers gets the default batch, 1,000, with no note; the job runs on it."""
     notes: list[str] = []
@@ -312,6 +317,26 @@ def test_default_batch_is_the_same_for_any_workers_and_unannounced(cluster):
         assert job.iteration == 4_000 and job.stats()["batches"] == 4
 
 
+def test_a_worker_trains_on_the_nodes_cpus_as_threads(cluster):
+    """The default run's brief version of the next test (one job, one round): one worker given
+    ``threads=None`` on the fixture's 2-CPU node trains on 2 threads, reserves both CPUs, and its
+    second thread really ran (the tables differ from the one-thread run of the same seed)."""
+    tr = make_trainer("leduc", seed=1)
+    with RayJob(tr, workers=1, shards=1, threads=None, batch=2_000) as job:
+        assert job.threads == 2 and job.worker_cpus == 2
+        job.run(2_000)
+        regret = job.sync().regret.copy()
+        st = job.stats()
+    single = make_trainer("leduc", seed=1)
+    single.run(2_000)
+    assert st["threads_per_worker"] == 2 and job.iteration == 2_000
+    assert not np.array_equal(regret, single.regret)
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(JobError, match="threads"):
+            RayJob(make_trainer("leduc", seed=1), workers=1, shards=1, threads=bad)
+
+
+@pytest.mark.slow  # 3 jobs and 20,000 iterations; in brief above
 def test_a_worker_trains_on_threads(cluster):
     """One worker of 2 threads on one copy of the tables (the node's one trainer): it reserves 2
     CPUs, says so, converges like one process, and its second thread really ran (the tables
@@ -353,6 +378,31 @@ def test_worker_threads_draw_their_own_streams(leduc):
     assert not np.array_equal(sa, make_trainer("leduc", seed=3)._thread_states(2)[0])
 
 
+def test_two_workers_two_shards_converge_in_process():
+    """The job's arithmetic for 2 workers and 2 shards (:func:`cluster.simulate.simulate_job`,
+    which the Ray job equals bit for bit: the default run's
+    ``test_a_failed_storage_write_then_a_killed_worker_lose_nothing``) converges like one
+    process, with the staleness of half a batch."""
+    from cluster.simulate import simulate_job
+
+    iters = 20_000
+    tr = make_trainer("leduc", seed=1)
+    uniform, _ = tr.exploitability()
+    figures = simulate_job(tr, 2, 100, iters, shards=2)
+    expl, _ = tr.exploitability()
+    single = make_trainer("leduc", seed=1)
+    single.run(iters)
+    ref, _ = single.exploitability()
+    assert tr.iteration == iters
+    assert expl < 0.2 * uniform
+    assert expl < 2.0 * ref, (expl, ref)
+    assert figures["batches"] == iters // 100
+    assert 0 < figures["staleness"] <= 100
+
+
+# slow: the Ray job equals the arithmetic above bit for bit (by default in
+# test_a_failed_storage_write_then_a_killed_worker_lose_nothing)
+@pytest.mark.slow
 def test_two_workers_two_shards_converge(cluster):
     iters = 20_000
     tr = make_trainer("leduc", seed=1)
@@ -371,6 +421,7 @@ def test_two_workers_two_shards_converge(cluster):
     assert 0 < stats["staleness"] <= 100  # half the batches saw the other worker's delta lag
 
 
+@pytest.mark.slow  # three jobs; by default test_a_killed_shard_then_a_loaded_job_end_exactly
 def test_resume_identity_one_worker(cluster, tmp_path):
     n, b = 2_000, 250
     a = make_trainer("leduc", seed=5)
@@ -398,6 +449,7 @@ def test_resume_identity_one_worker(cluster, tmp_path):
     assert len(shards) == 2 and manifest["job"]["workers"] == 1
 
 
+@pytest.mark.slow  # by default in test_a_failed_storage_write_then_a_killed_worker_lose_nothing
 def test_killed_worker_is_restarted(cluster, tmp_path):
     """kill -9 of a worker: Ray restarts it and re-runs its batch from the same RNG state (the
     state travels with the batch), so nothing is lost and the tables are the uninterrupted run's."""
@@ -415,6 +467,44 @@ def test_killed_worker_is_restarted(cluster, tmp_path):
         stats = job.stats()
         killed = job.sync()
         job.save(tmp_path / "run")
+    straight_r, straight_s = reference(2, 2, 1, 2, 250, 4_000)  # what the uninterrupted job gives
+    assert killed.iteration == 4_000
+    assert stats["lost_batches"] == 0 and stats["worker_restarts"] == 1 and stats["lost_iterations"] == 0
+    assert any("worker 1 was restarted" in m for m in notes), notes
+    assert killed.regret.tobytes() == straight_r.tobytes() and killed.strat.tobytes() == straight_s.tobytes()
+    assert load_latest(tmp_path / "run")[0]["job"]["lost_batches"] == 0
+
+
+def test_a_failed_storage_write_then_a_killed_worker_lose_nothing(cluster, tmp_path):
+    """The default run's one job for two slow-pass tests: tests/cluster/test_storage.py's
+    test_job_storage_write_failure_keeps_previous (there on two simulated nodes) and
+    test_killed_worker_is_restarted. A storage checkpoint that cannot be written (the path is a
+    file) raises with ``wait=True``, is reported without it, and the job goes on with the previous
+    restore base; then kill -9 of a worker: Ray restarts it and re-runs its batch from the same RNG
+    state (the state travels with the batch), so nothing is lost and the tables are the
+    uninterrupted run's, bit for bit."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    notes: list[str] = []
+    with RayJob(make_trainer("leduc", seed=2), workers=2, shards=2, batch=250, log=notes.append) as job:
+        job.run(1_000)
+        with pytest.raises(CheckpointError):
+            job.save_to_storage(str(blocker / "store"), wait=True)
+        job.save_to_storage(str(blocker / "store"))
+        rounds = []
+
+        def cb(j):
+            rounds.append(j.iteration)
+            if len(rounds) == 2:
+                j.kill_worker(1)
+            return False
+
+        job.run(3_000, cb)
+        assert job.base_storage is None
+        stats = job.stats()
+        killed = job.sync()
+        job.save(tmp_path / "run")
+    assert any("failed" in m for m in notes), notes
     straight_r, straight_s = reference(2, 2, 1, 2, 250, 4_000)  # what the uninterrupted job gives
     assert killed.iteration == 4_000
     assert stats["lost_batches"] == 0 and stats["worker_restarts"] == 1 and stats["lost_iterations"] == 0
@@ -447,6 +537,7 @@ def test_card_table_shared_zero_copy_in_ray(cluster, tiny_cards):
         assert got.regret.tobytes() == sh.regret.tobytes() and got.strat.tobytes() == sh.strat.tobytes()
 
 
+@pytest.mark.slow  # by default in test_the_default_batch_then_a_worker_past_its_restarts
 def test_worker_past_its_restarts_leaves_the_round(cluster):
     """A worker killed more often than Ray restarts it (here 0 restarts) fails for good: it leaves
     the round with a warning and its batch runs on the node's other worker from the same RNG state,
@@ -466,6 +557,30 @@ def test_worker_past_its_restarts_leaves_the_round(cluster):
         job.run(2_000)
         got = job.sync()
     ref_r, ref_s = reference(6, 2, 1, 1, 250, 3_000)
+    assert got.regret.tobytes() == ref_r.tobytes() and got.strat.tobytes() == ref_s.tobytes()
+    assert any("worker 1 died" in m and "leaves the round" in m for m in notes), notes
+
+
+def test_the_default_batch_then_a_worker_past_its_restarts(cluster):
+    """The default run's one job for two slow-pass tests (each a job of its own):
+    test_default_batch_is_the_same_for_any_workers_and_unannounced, then
+    test_worker_past_its_restarts_leaves_the_round. Leduc with 2 workers gets the default batch,
+    1,000, with no note, and one card table for both; then a worker killed more often than Ray
+    restarts it (here 0 restarts) fails for good: it leaves the round with a warning and its batch
+    runs on the node's other worker from the same RNG state, so the tables are still those of an
+    uninterrupted run."""
+    notes: list[str] = []
+    with RayJob(
+        make_trainer("leduc", seed=6), workers=2, shards=1, log=notes.append, timeout=60, worker_retries=0
+    ) as job:
+        assert job.batch == 1_000 and not any("batch" in m for m in notes), notes
+        assert job.share_cards  # two workers on the one node: one card table for both
+        job.run(2_000)
+        assert job.iteration == 2_000 and job.stats()["batches"] == 2
+        job.kill_worker(1)
+        job.run(1_000)
+        got = job.sync()
+    ref_r, ref_s = reference(6, 2, 1, 1, 1_000, 3_000)
     assert got.regret.tobytes() == ref_r.tobytes() and got.strat.tobytes() == ref_s.tobytes()
     assert any("worker 1 died" in m and "leaves the round" in m for m in notes), notes
 
@@ -496,6 +611,7 @@ def test_cli_train_with_workers(cluster, tmp_path):
     assert Trainer.load(out).iteration == 2000
 
 
+@pytest.mark.slow  # by default in test_a_killed_shard_then_a_loaded_job_end_exactly
 def test_killed_shard_is_restored_exactly(cluster, tmp_path):
     """A shard killed before any checkpoint is rebuilt from the job's starting slices, one killed
     after a checkpoint from that checkpoint, each plus the logged calls since: with one worker the
@@ -532,6 +648,59 @@ def test_killed_shard_is_restored_exactly(cluster, tmp_path):
     assert restored.strat.tobytes() == np.concatenate([s.strat for s in shards]).tobytes()
     assert any("shard 0 died" in m and "the job's start" in m for m in notes)
     assert any("shard 1 died" in m and "000000002100" in m for m in notes)
+
+
+def test_a_killed_shard_then_a_loaded_job_end_exactly(cluster, tmp_path):
+    """The default run's version of two slow-pass tests: test_killed_shard_is_restored_exactly,
+    then test_resume_identity_one_worker's load and continue (there against a third, uninterrupted
+    job). A shard killed before any checkpoint is rebuilt from the job's starting slices, one killed
+    after a checkpoint from that checkpoint, each plus the logged calls since: with one worker the
+    tables end bit for bit as in an uninterrupted job (rounds span pluribus' discount boundaries).
+    The job loaded from that checkpoint and run to the same iteration ends with the same tables (its
+    RNG states and discount bases were restored), and the checkpoint reads as a trainer's."""
+    notes = []
+    with RayJob(make_trainer("leduc", seed=7), workers=1, shards=2, batch=700, log=notes.append) as job:
+
+        def cb(j):
+            if j.iteration == 1400:
+                j.ray.kill(j.shards[0], no_restart=True)
+            elif j.iteration == 2100:
+                j.save(tmp_path / "run")
+            elif j.iteration == 2800:
+                j.ray.kill(j.shards[1], no_restart=True)
+            return False
+
+        job.run(4200, cb)
+        restored = job.sync()
+        assert job.stats()["shard_restores"] == 2
+    # the same calls in process, uninterrupted
+    tr = make_trainer("leduc", seed=7)
+    bounds = slice_bounds(tr.row_offset, tr.size, 2)
+    shards = [ShardCore(k, lo, hi, tr.config.algo) for k, (lo, hi) in enumerate(bounds)]
+    w = WorkerCore(0, tr.config_dict, bounds, tr.rng, tr.abstraction_hash)
+    for seq, t in enumerate(range(0, 4200, 700), start=1):
+        snap = [s.publish() for s in shards]
+        for s in shards:
+            s.discount_span(t, t + 700)
+        out = w.run_batch(seq, t, t, 700, t + 700, tr.w_base, tr.t_base, *snap)
+        for s, p in zip(shards, out[1:]):
+            s.apply_delta(0, seq, p)
+        tr.skip_to(t + 700, tables=False)
+    want_r = np.concatenate([s.regret for s in shards]).tobytes()
+    want_s = np.concatenate([s.strat for s in shards]).tobytes()
+    assert restored.regret.tobytes() == want_r and restored.strat.tobytes() == want_s
+    assert any("shard 0 died" in m and "the job's start" in m for m in notes)
+    assert any("shard 1 died" in m and "000000002100" in m for m in notes)
+    # the checkpoint at 2,100: loaded as a job and run on, and read as a trainer
+    manifest, shard_files = load_latest(tmp_path / "run")
+    assert len(shard_files) == 2 and manifest["job"]["workers"] == 1
+    assert Trainer.load(tmp_path / "run").iteration == 2100
+    with RayJob.load(tmp_path / "run") as job:
+        assert job.iteration == 2100 and job.num_shards == 2 and job.batch == 700
+        job.run(2100)
+        resumed = job.sync()
+    assert resumed.iteration == 4200
+    assert resumed.regret.tobytes() == want_r and resumed.strat.tobytes() == want_s
 
 
 @pytest.fixture

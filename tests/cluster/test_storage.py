@@ -107,7 +107,10 @@ def test_job_checkpoints_to_storage_while_training(two_nodes, tmp_path, kind):
         f"storage checkpoint: pause {st['checkpoint_pause_seconds'] * 1e3:.1f} ms, written in "
         f"{st['storage_checkpoint_seconds']:.2f} s while the rounds went on"
     )
-    assert st["checkpoint_pause_seconds"] < 0.05, st["checkpoint_pause_seconds"]
+    # the rounds pause for the snapshot only, not for the write (a few ms idle; up to about 0.1 s
+    # on 2 loaded cores): a checkpoint written in place would pause them for the whole write
+    pause, write = st["checkpoint_pause_seconds"], st["storage_checkpoint_seconds"]
+    assert pause < 0.15 and pause < 0.5 * write, (pause, write)
     assert st["shard_restores"] == 1 and st["lost_deltas"] == 0
     assert any("shard 1 died" in m and "000000001200" in m for m in notes), notes
     ref_r, ref_s = reference(4, 2, 2, 2, 300, 3600)
@@ -130,6 +133,9 @@ def test_job_checkpoints_to_storage_while_training(two_nodes, tmp_path, kind):
     assert np.allclose(bp.probs, loaded.average_strategy(), atol=1e-6)
 
 
+# slow: the default run has it on one local Ray (tests/cluster/test_ray_job.py,
+# test_a_failed_storage_write_then_a_killed_worker_lose_nothing), without starting these two nodes
+@pytest.mark.slow
 def test_job_storage_write_failure_keeps_previous(two_nodes, tmp_path):
     """A storage checkpoint that cannot be written (the path is a file) is reported and the job
     goes on with the previous restore base; ``wait=True`` raises."""

@@ -66,7 +66,10 @@ def _moments(game: Game, seats) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("opponent", ["random", "always-raise", "minraise", "blueprint"])
+# random: slow (a mixed opponent is the blueprint's case, a known one always-raise's)
+@pytest.mark.parametrize(
+    "opponent", [pytest.param("random", marks=pytest.mark.slow), "always-raise", "minraise", "blueprint"]
+)
 def test_aivat_is_unbiased_exactly_on_leduc_and_cuts_the_variance(leduc_bp, opponent):
     # minraise's strategy is known only for the hand it holds: its seat keeps its cards
     b = leduc_bp if opponent == "blueprint" else player_from_spec(opponent, LEDUC)

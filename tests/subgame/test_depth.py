@@ -520,6 +520,20 @@ def test_sampled_runouts_are_unbiased(bp4, monkeypatch):
         DepthLimit(bp4, leaf_deals=(3, 1), samples=4)
 
 
+def test_pre_flop_the_default_depth_limit_deals_sampled_runouts(bp4):
+    """The default run's part of the next test: from pre-flop the default depth limit deals the
+    continuations along sampled runouts. (A pre-flop depth-limited solve along them, solved within
+    5% of the pot, runs by default in tests/blueprint/test_every_state.py's
+    test_dead_ends_are_solved_on_every_round.)"""
+    from subgame.depth import DEFAULT_LEAF_DEALS, default_depth_limit
+
+    dft = default_depth_limit(bp4, root_round=0)
+    assert dft.leaf_deals == DEFAULT_LEAF_DEALS and dft.samples is None and dft.leaf_cards is None
+
+
+# slow: each solve_state from this game's pre-flop builds the whole rest of the hand's public
+# tree for the blueprint's values (about 30 s a call on one core)
+@pytest.mark.slow
 def test_a_pre_flop_subgame_is_solved_along_sampled_runouts(bp4):
     """From pre-flop (three deals after it) the default depth limit deals the continuations along
     sampled runouts, and the depth-limited game is solved (its exploitability falls and is small)."""
