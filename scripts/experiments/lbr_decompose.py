@@ -4,7 +4,7 @@ what it answered), with the paired change per row.
 
     python scripts/experiments/lbr_decompose.py RUN_DIR [RUN_DIR ...] [--hands 1200] [--seed 7]
         [--opponents blueprint,solve] [--lbr-setting call/call] [--solve-from turn]
-        [--method reach-maxmargin] [--solve-iterations 100] [--out DIR] [--tag T]
+        [--method reach-maxmargin] [--solve-iterations 100] [--out DIR] [--tag T] [--jobs N]
     python scripts/experiments/lbr_decompose.py --report DIR/A.jsonl DIR/B.jsonl [...]
 
 Plays LBR (``fcpa``; ``--lbr-setting`` as in ``scripts/experiments/lbr_solving.py``: the menu in
@@ -17,7 +17,9 @@ answer alike scores alike). ``--opponents``: ``blueprint`` (the run's blueprint)
 ``--solve-iterations`` a solve, from ``--solve-from``; LBR models it by
 :class:`mccfr.evaluation.lbr_solving.SolvingOpponent`), and ``solve:METHOD:ITERATIONS`` for more
 solving players on the same deals (``solve:unsafe:100``, ``solve:reach-maxmargin:50``). Pairs are
-played in this process, one at a time.
+played in this process, one at a time, or with ``--jobs N`` (and ``--out``) in N forked processes
+(:meth:`mccfr.evaluation.lbr.LocalBestResponse.run`'s), each appending its hands' records to the
+same file as they finish (one ``write`` a line, in append mode), with the values of one process.
 
 Each hand is recorded (LBR's actions, the opponent's answers and their sources, how the hand
 ended, its value) and, with ``--out``, written as it finishes to ``DIR/<run>-<opponent><tag>.jsonl``
@@ -60,6 +62,7 @@ import argparse
 import collections
 import json
 import math
+import os
 import sys
 import types
 from pathlib import Path
@@ -177,15 +180,24 @@ class SourceLabels:
 
 class Recorder:
     """Wraps one LocalBestResponse's decide / opponent act / all-in response / play_hand and records
-    each hand (written as a JSON line to ``sink`` when given)."""
+    each hand (appended as a JSON line to the file ``sink`` when given: by whichever process plays
+    it, LBR's forked workers included, each line one ``write`` to a file opened for appending, so
+    the lines of several processes never mix)."""
 
     def __init__(
-        self, lbr: LocalBestResponse, bp: Blueprint, seed: int, solver=None, solve_max: int = 0, sink=None
+        self,
+        lbr: LocalBestResponse,
+        bp: Blueprint,
+        seed: int,
+        solver=None,
+        solve_max: int = 0,
+        sink: str | Path | None = None,
     ):
         self.lbr, self.bp = lbr, bp
         self.solver, self.solve_max = solver, solve_max
         self.seed = seed
         self.sink = sink
+        self._fd: Optional[tuple[int, int]] = None  # (pid, fd) of this process's open sink
         self.solved: list[tuple] = []  # (lbr size, source, blueprint f/c/r, solved f/c/r)
         self.hands: list[dict] = []
         self.cur: dict = {}
@@ -246,11 +258,24 @@ class Recorder:
             self.cur["value"] = float(v)
             self.hands.append(self.cur)
             if self.sink is not None:
-                self.sink.write(json.dumps(self.cur) + "\n")
-                self.sink.flush()
+                self.write(self.cur)
             return v
 
         lbr.decide, opp.act, lbr._expected_response, lbr.play_hand = my_decide, my_act, my_resp, my_play
+
+    def write(self, record: dict) -> None:
+        """``record`` as one line of the sink, in one ``write`` (a forked worker opens its own)."""
+        assert self.sink is not None
+        if self._fd is None or self._fd[0] != os.getpid():
+            self._fd = (os.getpid(), os.open(self.sink, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+        line = (json.dumps(record) + "\n").encode()
+        if os.write(self._fd[1], line) != len(line):
+            raise OSError(f"a record was cut short writing {self.sink}")
+
+    def close(self) -> None:
+        if self._fd is not None and self._fd[0] == os.getpid():
+            os.close(self._fd[1])
+        self._fd = None
 
     def _record_answer(self, after, weights, rnd: int, size: str, label) -> None:
         """The opponent's range-weighted answer to LBR's raise at state ``after``."""
@@ -547,6 +572,13 @@ def main(argv=None) -> None:
         "continue from, and per-deal values DIR/<run><tag>.npy (the blueprint's)",
     )
     ap.add_argument("--tag", default="", help="suffix of the saved file names")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="forked processes that play pairs at once (more than 1 needs --out: the records are read back "
+        "from its files)",
+    )
     ap.add_argument("--report", nargs="+", default=None, metavar="JSONL", help="report from these files only")
     ap.add_argument("--big-blind", type=int, default=100, help="--report: the game's big blind (chips)")
     args = ap.parse_args(argv)
@@ -556,6 +588,12 @@ def main(argv=None) -> None:
         return
     if not args.runs:
         ap.error("give run directories, or --report files")
+    if args.jobs < 1:
+        ap.error(f"--jobs must be at least 1, got {args.jobs}")
+    if args.jobs > 1 and not args.out:
+        ap.error("--jobs N > 1 needs --out DIR: the workers' records are read back from its files")
+    if args.jobs > 1 and args.solve_river:
+        ap.error("--solve-river K keeps its comparisons in the process that plays: give --jobs 1")
     opponents = parse_opponents(args.opponents, args.method, args.solve_iterations)
     pre, call_rounds = LB[args.lbr_setting]
     from_round = SOLVE_FROM[args.solve_from]
@@ -587,17 +625,20 @@ def main(argv=None) -> None:
             if args.out:
                 Path(args.out).mkdir(parents=True, exist_ok=True)
                 stem = Path(args.out) / f"{Path(run).name}-{name}{args.tag}"
-                sink = open(f"{stem}.jsonl", "a")
-                log = f"{stem}.lbrlog"
+                sink, log = f"{stem}.jsonl", f"{stem}.lbrlog"
             rec = Recorder(lbr, bp, args.seed, solver, args.solve_river, sink)
-            res = lbr.run(args.hands, seed=args.seed, jobs=1, log=log, opponent_spec=name)
+            try:
+                res = lbr.run(args.hands, seed=args.seed, jobs=args.jobs, log=log, opponent_spec=name)
+            finally:
+                rec.close()
             if sink is not None:
-                sink.close()
-                named[name] = load_jsonl(f"{stem}.jsonl")  # the pairs of earlier, stopped runs too
+                named[name] = load_jsonl(sink)  # the workers' and earlier, stopped runs' pairs too
             else:
                 named[name] = rec.hands
-            counters = {
-                k: getattr(lbr.opp, k) for k in ("solves", "reused", "fallbacks") if hasattr(lbr.opp, k)
+            counters = {  # this process's (the workers' own are not sent back)
+                k: getattr(lbr.opp, k)
+                for k in ("solves", "reused", "fallbacks")
+                if hasattr(lbr.opp, k) and args.jobs == 1
             }
             print(
                 f"\n{run} / {name}: {bp.iteration:,} iterations; LBR {res.lbr:+,.0f} +- {res.lbr_ci95:,.0f} mbb/game"

@@ -4,6 +4,7 @@ two opponents (no play)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -63,3 +64,45 @@ def test_report_pairs_the_common_deals(capsys, tmp_path):
     text = capsys.readouterr().out
     assert "some answer from a subgame rooted at the state (solved unsafe)" in text
     assert "| turn allin |" in text
+
+
+def test_jobs_write_the_records_of_one_process(tmp_path, capsys):
+    """--jobs 2: forked workers append their hands' records to the run's file, the same records as
+    one process plays (each hand's samples come from its own generators), one complete line each;
+    --jobs without --out is refused."""
+    import pytest
+
+    from blueprint.trainer import make_trainer
+    from scripts.experiments.lbr_decompose import main
+
+    game = str(Path(__file__).resolve().parents[1] / "data" / "leduc_nolimit.game")
+    tr = make_trainer(game, bets="fcpa", algo="cfr+")
+    tr.run(20)
+    run = tmp_path / "nl"
+    tr.save(run)
+    got = {}
+    for jobs in (1, 2):
+        out = tmp_path / f"j{jobs}"
+        main(
+            [
+                str(run),
+                "--hands",
+                "24",
+                "--seed",
+                "3",
+                "--lbr-setting",
+                "menu/menu",
+                "--out",
+                str(out),
+                "--jobs",
+                str(jobs),
+            ]
+        )
+        lines = (out / "nl-blueprint.jsonl").read_text().splitlines()
+        assert len(lines) == 24  # one whole line a hand
+        got[jobs] = sorted((json.loads(x) for x in lines), key=lambda h: h["hand"])
+    assert got[1] == got[2]
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main([str(run), "--hands", "4", "--jobs", "2"])
+    assert "--out" in capsys.readouterr().err
