@@ -1,4 +1,4 @@
-"""The betting rules of a two-player ACPC game, as numbers only (no cards).
+"""The betting rules of an ACPC game of 2..10 seats, as numbers only (no cards).
 
 This is the single source of truth for legality and amounts; :mod:`holdem.state` adds cards and
 ACPC strings on top, and the abstract betting tree (:mod:`abstraction.tree`) is built by applying
@@ -9,15 +9,21 @@ these rules. It follows the ACPC reference dealer (``game.c``):
 * Fold is legal only when facing a bet (``spent[p] < max_spent``) and not all-in.
 * Call (or check) is always legal; a call never exceeds the caller's stack.
 * Raise: not after ``maxRaises`` raises in the round, not when fewer than two players can still act,
-  and not when the round already holds ``MAX_NUM_ACTIONS - 2`` actions (the reference code's
-  64-action cap). In limit games the raise adds ``raiseSize[round]`` (all-in if the stack is
+  and not when the round already holds ``MAX_NUM_ACTIONS - numPlayers`` actions (the reference
+  code's 64-action cap). In limit games the raise adds ``raiseSize[round]`` (all-in if the stack is
   shorter). In no-limit games the raise-to must lie in ``[min_raise_to, stack]``; if the stack
   cannot reach ``min_raise_to`` but exceeds ``max_spent``, all-in is the only size.
   ``min_raise_to`` starts at ``2 * max(blinds)``; after a raise to ``x`` it becomes at least
   ``2x - previous max_spent``; at the start of each later round it is ``max_spent + max(blinds)``.
-* A round ends when every player who can still act has called the last bet; when fewer than two
-  players can act, the hand jumps to the last round and is finished (showdown): the betting string
-  then shows a ``/`` for every skipped round.
+* The seat to act is the next one after the last actor (or after ``firstPlayer[round] - 1`` at the
+  start of a round) that has neither folded nor gone all-in.
+* A hand ends when all seats but one have folded. A round ends when every player who can still act
+  has called the last bet; when fewer than two players can act, the hand jumps to the last round
+  and is finished (showdown): the betting string then shows a ``/`` for every skipped round.
+* Payoffs at a showdown of more than two seats (:meth:`Betting.payoffs_given_ranks`) follow the
+  reference ``valueOfState``: side pots from the smallest commitment up, each shared equally
+  (fractions of a chip included) by the best-ranked hands among the seats that put chips into it;
+  a folded seat's chips go into the pots but it cannot win one.
 """
 
 from __future__ import annotations
@@ -52,10 +58,10 @@ class Betting:
 
     game: GameDef
     round: int
-    spent: tuple[int, int]
+    spent: tuple[int, ...]
     max_spent: int
     min_raise_to: int
-    folded: tuple[bool, bool]
+    folded: tuple[bool, ...]
     finished: bool
     actions: tuple[tuple[tuple[int, int], ...], ...]
     actors: tuple[tuple[int, ...], ...]
@@ -67,24 +73,26 @@ class Betting:
             min_raise_to = 0
         else:
             min_raise_to = 2 * max_spent if max_spent else 1
-        return cls(game, 0, tuple(game.blind), max_spent, min_raise_to, (False, False), False, ((),), ((),))
+        folded = (False,) * len(game.blind)
+        return cls(game, 0, tuple(game.blind), max_spent, min_raise_to, folded, False, ((),), ((),))
 
     # -- queries --------------------------------------------------------------------------------
     def _can_act(self, p: int) -> bool:
         return not self.folded[p] and self.spent[p] < self.game.stack[p]
 
     def num_acting(self) -> int:
-        return sum(self._can_act(p) for p in (0, 1))
+        return sum(self._can_act(p) for p in range(len(self.spent)))
 
     def current_player(self) -> int:
         """Seat to act; -1 when the hand is finished."""
         if self.finished:
             return -1
         acts = self.actors[self.round]
-        start = acts[-1] if acts else self.game.first_player[self.round] + 1
+        seats = len(self.spent)
+        start = acts[-1] if acts else self.game.first_player[self.round] + seats - 1
         n = start
-        for _ in range(2):
-            n = (n + 1) % 2
+        for _ in range(seats):
+            n = (n + 1) % seats
             if self._can_act(n):
                 return n
         return -1  # unreachable for a consistent state
@@ -93,7 +101,7 @@ class Betting:
         return sum(1 for kind, _ in self.actions[self.round] if kind == RAISE)
 
     def pot(self) -> int:
-        return self.spent[0] + self.spent[1]
+        return sum(self.spent)
 
     def to_call(self) -> int:
         p = self.current_player()
@@ -118,7 +126,7 @@ class Betting:
         g = self.game
         if self.num_raises() >= g.max_raises[self.round]:
             return None
-        if len(self.actions[self.round]) + 2 > MAX_NUM_ACTIONS:
+        if len(self.actions[self.round]) + len(self.spent) > MAX_NUM_ACTIONS:
             return None
         if self.num_acting() <= 1:
             return None
@@ -200,7 +208,7 @@ class Betting:
 
     def _advance(self) -> "Betting":
         g = self.game
-        if sum(self.folded) >= 1:
+        if sum(self.folded) + 1 >= len(self.folded):  # all but one seat folded
             return self._with(finished=True)
         acting = self.num_acting()
         if self._num_called() < acting:
@@ -231,12 +239,16 @@ class Betting:
         return "/".join(parts)
 
     def showdown(self) -> bool:
-        return self.finished and not any(self.folded)
+        """The hand ended with at least two seats in it (not all but one folded)."""
+        return self.finished and sum(self.folded) + 1 < len(self.folded)
 
-    def payoffs_given_winner(self, winner: int) -> tuple[float, float]:
-        """Net chips per seat; ``winner`` is 0, 1, or -1 for a tie (ignored after a fold)."""
+    def payoffs_given_winner(self, winner: int) -> tuple[float, ...]:
+        """Net chips per seat of a two-player hand; ``winner`` is 0, 1, or -1 for a tie (ignored
+        after a fold). More seats: :meth:`payoffs_given_ranks`."""
         if not self.finished:
             raise ValueError("payoffs of an unfinished hand")
+        if len(self.spent) != 2:
+            raise ValueError("payoffs_given_winner is two-player; use payoffs_given_ranks")
         if self.folded[0] or self.folded[1]:
             loser = 0 if self.folded[0] else 1
             v = float(self.spent[loser])
@@ -246,6 +258,42 @@ class Betting:
         if winner < 0:
             return (0.0, 0.0)
         return (v, -v) if winner == 0 else (-v, v)
+
+    def payoffs_given_ranks(self, ranks) -> tuple[float, ...]:
+        """Net chips per seat given each seat's hand rank (higher wins; ignored for folded seats
+        and after all but one folded), as the reference ``valueOfState`` computes them: a folded
+        seat loses its chips; the last seat left wins the others'; at a showdown each side pot,
+        from the smallest remaining commitment up, is shared equally by the best ranks among
+        the seats with chips in it (folded seats' chips count, their hands do not). A share
+        can be a fraction of a chip, as in the reference code (which works in doubles)."""
+        if not self.finished:
+            raise ValueError("payoffs of an unfinished hand")
+        spent, folded = self.spent, self.folded
+        n = len(spent)
+        out = [0.0] * n
+        if sum(folded) + 1 == n:
+            total = sum(spent)
+            for p in range(n):
+                out[p] = -float(spent[p]) if folded[p] else float(total - spent[p])
+            return tuple(out)
+        # the seats with chips in: (remaining commitment, rank; -1 for a folded seat)
+        live = [[spent[p], -1 if folded[p] else ranks[p], p] for p in range(n) if spent[p] > 0]
+        while live:
+            size = min(e[0] for e in live)
+            win_rank = max(0, max(e[1] for e in live))
+            winners = sum(1 for e in live if e[1] == win_rank)
+            if not winners:  # only folded seats' chips left (no seat takes them, as in the reference)
+                break
+            share = float(size * (len(live) - winners)) / float(winners)
+            for e in live:
+                if not folded[e[2]]:
+                    out[e[2]] += share if e[1] == win_rank else -float(size)
+                e[0] -= size
+            live = [e for e in live if e[0] > 0]
+        for p in range(n):
+            if folded[p]:
+                out[p] = -float(spent[p])
+        return tuple(out)
 
 
 def action_string(kind: int, size: int, game: GameDef) -> str:

@@ -13,8 +13,12 @@ An ACPC ``.game`` file (the format of the ACPC reference dealer, ``game.c``) is 
     END GAMEDEF
 
 Keys are case-insensitive; ``#`` starts a comment line. ``firstPlayer`` is 1-based in the file and
-0-based in :class:`GameDef`. Only two-player games are supported. A missing ``stack`` means an
-unlimited stack (the reference code uses INT32_MAX); a missing ``maxRaises`` means no cap.
+0-based in :class:`GameDef`. ``numPlayers`` is 2..10 (the reference dealer's ``MAX_PLAYERS``);
+``blind`` and ``stack`` hold one value per seat. The rules (:mod:`holdem.betting`,
+:mod:`holdem.state`) play any of them; everything else in the project (the trainer, the betting
+tree, subgame solving, LBR, the servers) is two-player only and says so at its entry
+(:func:`require_two_players`). A missing ``stack`` means an unlimited stack (the reference code
+uses INT32_MAX); a missing ``maxRaises`` means no cap.
 
 Hostile input: every definition is held to the ACPC reference limits (``game.h``: at most
 :data:`MAX_ROUNDS` rounds, :data:`MAX_PLAYERS` players, :data:`MAX_BOARD_CARDS` board cards,
@@ -27,7 +31,8 @@ file (a device, FIFO or directory is refused without reading) in at most
 
 Presets (:data:`PRESETS`): ``kuhn``, ``leduc``, ``hulhe`` (heads-up limit hold'em), ``hunl``
 (heads-up no-limit, 200 big blinds, blinds 100/50) and short-stack no-limit presets
-``hunl100``, ``hunl50`` and ``hunl20`` (100, 50 and 20 big blinds).
+``hunl100``, ``hunl50`` and ``hunl20`` (100, 50 and 20 big blinds); three-player games as the
+ACPC dealer ships them: ``kuhn.limit.3p``, ``holdem.limit.3p`` and ``holdem.nolimit.3p``.
 """
 
 from __future__ import annotations
@@ -39,7 +44,6 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import cast
 
 # the ACPC reference code's limits (game.h)
 MAX_ROUNDS = 4
@@ -67,13 +71,13 @@ class GameDefError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class GameDef:
-    """A parsed two-player ACPC game.
+    """A parsed ACPC game of 2..10 seats (``len(blind)``).
 
     Attributes:
         betting: ``"limit"`` or ``"nolimit"``.
         num_rounds: betting rounds (1..4).
-        stack: chips per seat (tuple of 2).
-        blind: forced bet per seat (tuple of 2).
+        stack: chips per seat (one per seat).
+        blind: forced bet per seat (one per seat; its length is the number of players).
         raise_size: fixed raise per round (limit games; zeros for no-limit).
         first_player: 0-based seat that acts first in each round.
         max_raises: raise cap per round (255 = none).
@@ -85,8 +89,8 @@ class GameDef:
 
     betting: str
     num_rounds: int
-    stack: tuple[int, int]
-    blind: tuple[int, int]
+    stack: tuple[int, ...]
+    blind: tuple[int, ...]
     raise_size: tuple[int, ...]
     first_player: tuple[int, ...]
     max_raises: tuple[int, ...]
@@ -100,6 +104,10 @@ class GameDef:
         self.validate()
 
     # -- derived quantities -------------------------------------------------------------------
+    @property
+    def num_players(self) -> int:
+        return len(self.blind)
+
     @property
     def is_limit(self) -> bool:
         return self.betting == "limit"
@@ -122,7 +130,7 @@ class GameDef:
 
     @property
     def cards_per_deal(self) -> int:
-        return 2 * self.num_hole_cards + self.total_board_cards
+        return self.num_players * self.num_hole_cards + self.total_board_cards
 
     def validate(self) -> None:
         def err(field: str, msg: str) -> GameDefError:
@@ -163,9 +171,14 @@ class GameDef:
         for field, values in per_round.items():
             if len(values) != self.num_rounds:
                 raise err(field, f"needs {self.num_rounds} values (one per round), got {len(values)}")
-        for field, values in (("stack", self.stack), ("blind", self.blind)):
-            if len(values) != 2:
-                raise err(field, f"needs 2 values (one per player), got {len(values)}")
+        n = len(self.blind)
+        if not 2 <= n <= MAX_PLAYERS:
+            raise err(
+                "blind",
+                f"needs one value per player, 2..{MAX_PLAYERS} players (the ACPC limit MAX_PLAYERS), got {n}",
+            )
+        if len(self.stack) != n:
+            raise err("stack", f"needs {n} values (one per player, as 'blind' has), got {len(self.stack)}")
         for field, values in lists.items():  # (short now: at most MAX_ROUNDS values each)
             if not all(is_int(v) for v in values):
                 raise err(field, f"must be a sequence of integers, got {_clip(repr(values))}")
@@ -194,10 +207,9 @@ class GameDef:
                 "numBoardCards",
                 f"a deal needs {self.cards_per_deal} cards but the deck has {self.deck_size}",
             )
-        if any(p not in (0, 1) for p in self.first_player):
-            raise err(
-                "firstPlayer", f"must be 1 or 2 for two players, got {[p + 1 for p in self.first_player]}"
-            )
+        if any(not 0 <= p < n for p in self.first_player):
+            seats = "1 or 2 for two players" if n == 2 else f"1..{n} for {n} players"
+            raise err("firstPlayer", f"must be {seats}, got {[p + 1 for p in self.first_player]}")
         for field, values in (("stack", self.stack), ("blind", self.blind), ("raiseSize", self.raise_size)):
             if any(not INT32_MIN <= v <= INT32_MAX for v in values):
                 raise err(
@@ -225,7 +237,12 @@ class GameDef:
 
     # -- ACPC text ----------------------------------------------------------------------------
     def to_acpc(self) -> str:
-        lines = ["GAMEDEF", self.betting, "numPlayers = 2", f"numRounds = {self.num_rounds}"]
+        lines = [
+            "GAMEDEF",
+            self.betting,
+            f"numPlayers = {self.num_players}",
+            f"numRounds = {self.num_rounds}",
+        ]
         if any(s != INT32_MAX for s in self.stack):
             lines.append("stack = " + " ".join(map(str, self.stack)))
         lines.append("blind = " + " ".join(map(str, self.blind)))
@@ -251,7 +268,7 @@ class GameDef:
         """Parameters for ``pyspiel.load_game("universal_poker", params)`` describing this game."""
         params = {
             "betting": self.betting,
-            "numPlayers": 2,
+            "numPlayers": self.num_players,
             "numRounds": self.num_rounds,
             "blind": " ".join(map(str, self.blind)),
             "firstPlayer": " ".join(str(p + 1) for p in self.first_player),
@@ -264,8 +281,16 @@ class GameDef:
         if self.is_limit:
             params["raiseSize"] = " ".join(map(str, self.raise_size))
             params["maxRaises"] = " ".join(map(str, self.max_raises))
-        else:
+        if not self.is_limit:
             params["stack"] = " ".join(map(str, self.stack))
+        elif self.num_players > 2:
+            # OpenSpiel's default stack has too few seats, and its reader takes at most 4
+            # values of 2147483647 a line: an unlimited stack is given as a stack no limit
+            # hand can reach (the blind plus every raise of every round)
+            reach = max(self.blind) + sum(
+                min(m, MAX_NUM_ACTIONS) * r for m, r in zip(self.max_raises, self.raise_size)
+            )
+            params["stack"] = " ".join(str(s if s != INT32_MAX else reach + 1) for s in self.stack)
         return params
 
 
@@ -301,10 +326,10 @@ def _parse_number(tok: str, lineno: int, key: str, rhs: str) -> int:
     return -int(digits or "0") if tok.startswith("-") else int(digits or "0")
 
 
-def _pair(v: list[int]) -> tuple[int, int]:
+def _per_seat(v: list[int]) -> tuple[int, ...]:
     """A per-player value as the tuple :class:`GameDef` takes; its length is checked there (a
     clear error naming the field when it is not one value per player)."""
-    return cast(tuple[int, int], tuple(int(x) for x in v))
+    return tuple(int(x) for x in v)
 
 
 def parse_gamedef(text: str, name: str = "") -> GameDef:
@@ -372,11 +397,17 @@ def parse_gamedef(text: str, name: str = "") -> GameDef:
         if req not in values:
             raise GameDefError(f"required field {_CANON[req]!r} missing")
     n_players = values.get("numplayers", [2])[0]
-    if n_players != 2:
-        beyond = ""
-        if not 2 <= n_players <= MAX_PLAYERS:
-            beyond = f" (and the ACPC limits are 2..{MAX_PLAYERS}, MAX_PLAYERS)"
-        raise GameDefError(f"field 'numPlayers': only 2-player games are supported, got {n_players}{beyond}")
+    if not 2 <= n_players <= MAX_PLAYERS:
+        raise GameDefError(
+            f"game definition field 'numPlayers': must be 2..{MAX_PLAYERS} (the ACPC limit MAX_PLAYERS),"
+            f" got {n_players}"
+        )
+    for k in ("blind", "stack"):
+        if k in values and len(values[k]) != n_players:
+            raise GameDefError(
+                f"game definition field {k!r}: needs {n_players} values (one per player, numPlayers ="
+                f" {n_players}), got {len(values[k])}"
+            )
     nr = values["numrounds"][0]
     if not 1 <= nr <= MAX_ROUNDS:  # before anything below is sized by it
         raise GameDefError(
@@ -392,8 +423,8 @@ def parse_gamedef(text: str, name: str = "") -> GameDef:
     gd = GameDef(
         betting=betting,
         num_rounds=nr,
-        stack=_pair(values.get("stack", [INT32_MAX, INT32_MAX])),
-        blind=_pair(values["blind"]),
+        stack=_per_seat(values.get("stack", [INT32_MAX] * n_players)),
+        blind=_per_seat(values["blind"]),
         raise_size=per_round("raisesize", 0),
         first_player=tuple(p - 1 for p in values["firstplayer"]),
         max_raises=per_round("maxraises", NO_RAISE_CAP),
@@ -531,7 +562,55 @@ PRESETS: dict[str, GameDef] = {
     "hunl100": _hunl("hunl100", 100),
     "hunl50": _hunl("hunl50", 50),
     "hunl20": _hunl("hunl20", 20),
+    # three seats, as the ACPC dealer ships them (kuhn.limit.3p.game, holdem.*.3p.game)
+    "kuhn.limit.3p": GameDef(
+        "limit", 1, (INT32_MAX,) * 3, (1, 1, 1), (1,), (0,), (1,), 1, 4, 1, (0,), "kuhn.limit.3p"
+    ),
+    "holdem.limit.3p": GameDef(
+        "limit",
+        4,
+        (INT32_MAX,) * 3,
+        (5, 10, 0),
+        (10, 10, 20, 20),
+        (2, 0, 0, 0),
+        (3, 4, 4, 4),
+        4,
+        13,
+        2,
+        (0, 3, 1, 1),
+        "holdem.limit.3p",
+    ),
+    "holdem.nolimit.3p": GameDef(
+        "nolimit",
+        4,
+        (20000,) * 3,
+        (50, 100, 0),
+        (0, 0, 0, 0),
+        (2, 0, 0, 0),
+        (NO_RAISE_CAP,) * 4,
+        4,
+        13,
+        2,
+        (0, 3, 1, 1),
+        "holdem.nolimit.3p",
+    ),
 }
+
+
+def require_two_players(gamedef: GameDef, what: str) -> None:
+    """Refuse a game of more than two seats at the entry of ``what`` (the trainer, the betting
+    tree, subgame solving, LBR, the servers: everything but the rules is two-player only).
+
+    Raises:
+        GameDefError: naming ``numPlayers``, the game and ``what``.
+    """
+    n = gamedef.num_players
+    if n != 2:
+        label = f" {gamedef.name!r}" if gamedef.name else ""
+        raise GameDefError(
+            f"{what} supports only 2-player games: game{label} has numPlayers = {n}"
+            " (the rules play 2..10 seats; training, solving and serving are two-player only)"
+        )
 
 
 def small_deck_game(ranks: int, max_raises: int = 2, flop: int = 2) -> GameDef:

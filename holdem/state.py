@@ -1,4 +1,4 @@
-"""One hand of a two-player ACPC game: cards plus betting, and the ACPC state strings.
+"""One hand of an ACPC game (2..10 seats): cards plus betting, and the ACPC state strings.
 
 A :class:`State` is immutable: :meth:`State.apply` (a betting action) and :meth:`State.deal`
 (cards) return new states. The betting itself is a :class:`holdem.betting.Betting`, the single
@@ -12,15 +12,16 @@ ACPC strings (the protocol of the ACPC reference dealer, ``game.c``)
 
 ``<betting>`` is ACPC betting (:func:`holdem.betting.parse_betting`): ``f``, ``c``, ``r`` (limit) or
 ``r<to>`` (no-limit, ``<to>`` the raiser's total commitment for the hand), one ``/`` ending each
-round. ``<cards>`` is seat 0's hole cards, ``|``, seat 1's hole cards, then the board of round 1
-written straight after them (only games with board cards in round 1 have any), then ``/`` and the
+round. ``<cards>`` is seat 0's hole cards, ``|``, seat 1's hole cards (and so on, one ``|``
+between seats, for more seats), then the board of round 1 written straight after the last seat's (only games with board cards in round 1 have any), then ``/`` and the
 board of each later round the betting has reached (exactly one ``/`` per round reached, as the
 reference code writes them: ``AhKd|QsJc//4c`` when round 2 deals no card). A MATCHSTATE leaves
-the opponent's hole cards out, except at a showdown, where the dealer shows them.
+the other seats' hole cards out, except at a showdown, where the dealer shows those of every seat
+that did not fold (the reference ``printPlayerHoleCards``).
 
 Deal order (what :meth:`State.deal` fills, what a state needing cards waits for)
-    1. seat 0's hole cards, then seat 1's (a MATCHSTATE: the viewer's only; the opponent's are
-       dealt but hidden);
+    1. seat 0's hole cards, then seat 1's, and so on (a MATCHSTATE: the viewer's only; the
+       others' are dealt but hidden);
     2. at the start of each round, that round's board cards, before anyone acts in it;
     3. after an all-in, every remaining board, before the showdown.
 
@@ -108,22 +109,25 @@ class State:
 
     game: Game
     betting: Betting
-    hole_cards: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+    hole_cards: tuple[tuple[int, ...], ...] = ((), ())
     board_cards: tuple[int, ...] = ()
     hand_id: int = 0
     viewer: int | None = None
-    net: tuple[int, int] | None = None
-    names: tuple[str, str] | None = None
+    net: tuple[int, ...] | None = None
+    names: tuple[str, ...] | None = None
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
     def initial(cls, game: Game, hand_id: int = 0, viewer: int | None = None) -> State:
         """The start of a hand: blinds posted, no card dealt (a chance state)."""
-        if viewer not in (None, 0, 1):
-            raise StateError(f"viewer must be None, 0 or 1, got {viewer!r}")
+        n = game.gamedef.num_players
+        if viewer is not None and viewer not in range(n):
+            seats = "0 or 1" if n == 2 else f"0..{n - 1}"
+            raise StateError(f"viewer must be None, {seats}, got {viewer!r}")
         if not 0 <= hand_id <= UINT32_MAX:
             raise StateError(f"hand number {hand_id} is outside 0..{UINT32_MAX}")
-        return cls(game, Betting.initial(game.gamedef), hand_id=hand_id, viewer=viewer)
+        hole = ((), ()) if n == 2 else ((),) * n
+        return cls(game, Betting.initial(game.gamedef), hole, hand_id=hand_id, viewer=viewer)
 
     @classmethod
     def from_string(cls, game: Game, text: str) -> State:
@@ -141,7 +145,7 @@ class State:
         return self.betting.round
 
     @property
-    def spent(self) -> tuple[int, int]:
+    def spent(self) -> tuple[int, ...]:
         """Chips committed by each seat for the whole hand, blinds included."""
         return self.betting.spent
 
@@ -149,8 +153,8 @@ class State:
         return self.betting.pot()
 
     def _dealt_seats(self) -> tuple[int, ...]:
-        """Seats whose hole cards this state deals: both, or the viewer's (the other is hidden)."""
-        return (0, 1) if self.viewer is None else (self.viewer,)
+        """Seats whose hole cards this state deals: all, or the viewer's (the others are hidden)."""
+        return tuple(range(len(self.hole_cards))) if self.viewer is None else (self.viewer,)
 
     def _pending(self) -> list[tuple[str, int]]:
         """``(what, missing)`` for each slot still to deal now, in deal order (computed once per
@@ -297,7 +301,7 @@ class State:
             raise StateError(
                 f"deal: {len(ids)} cards given but only {due} are due now ({self._pending_text()})"
             )
-        used = set(self.hole_cards[0]) | set(self.hole_cards[1]) | set(self.board_cards)
+        used = set(self.board_cards).union(*self.hole_cards)
         for c in ids:
             if c in used:
                 raise StateError(f"deal: card {card_name(c, g.num_suits)} is already dealt")
@@ -307,14 +311,15 @@ class State:
         for seat in self._dealt_seats():
             take = g.num_hole_cards - len(hole[seat])
             hole[seat], rest = hole[seat] + rest[:take], rest[take:]
-        return dataclasses.replace(self, hole_cards=(hole[0], hole[1]), board_cards=self.board_cards + rest)
+        return dataclasses.replace(self, hole_cards=tuple(hole), board_cards=self.board_cards + rest)
 
     def _pending_text(self) -> str:
         return ", ".join(f"{n} for {what}" for what, n in self._pending())
 
     # -- payoffs ------------------------------------------------------------------------------
-    def payoffs(self) -> tuple[float, float]:
-        """Net chips per seat (sum zero) of a finished hand.
+    def payoffs(self) -> tuple[float, ...]:
+        """Net chips per seat of a finished hand (sum zero; with more than two seats, see
+        :meth:`holdem.betting.Betting.payoffs_given_ranks`).
 
         Raises:
             StateError: the hand is not over, or a showdown lacks a hand (hidden in a MATCHSTATE).
@@ -323,6 +328,9 @@ class State:
         if not self.is_terminal():
             why = "cards are due" if self.is_chance() else f"seat {b.current_player()} is to act"
             raise StateError(f"payoffs: the hand is not over ({why})")
+        n = len(self.hole_cards)
+        if n != 2:
+            return self._payoffs_n()
         if not b.showdown():
             return b.payoffs_given_winner(-1)
         for seat in (0, 1):
@@ -339,11 +347,33 @@ class State:
         )
         return b.payoffs_given_winner(0 if r0 > r1 else 1 if r1 > r0 else -1)
 
+    def _payoffs_n(self) -> tuple[float, ...]:
+        """:meth:`payoffs` of a hand of more than two seats."""
+        b = self.betting
+        n = len(self.hole_cards)
+        ranks = [0] * n
+        if sum(b.folded) + 1 < n:  # a showdown among the seats that did not fold
+            from holdem.evaluator import rank_hand_py
+
+            g = self.gamedef
+            for seat in range(n):
+                if b.folded[seat]:
+                    continue
+                if not self.hole_cards[seat]:
+                    raise StateError(
+                        f"payoffs: a showdown needs every remaining hand, but seat {seat}'s hole cards"
+                        " are not known in this MATCHSTATE"
+                    )
+                ranks[seat] = rank_hand_py(
+                    list(self.hole_cards[seat]) + list(self.board_cards), g.num_suits, g.num_ranks
+                )
+        return b.payoffs_given_ranks(ranks)
+
     # -- strings ------------------------------------------------------------------------------
-    def _cards_text(self, show: tuple[bool, bool]) -> str:
+    def _cards_text(self, show: Sequence[bool]) -> str:
         g = self.gamedef
-        hole = [cards_str(self.hole_cards[s], g.num_suits) if show[s] else "" for s in (0, 1)]
-        text = hole[0] + "|" + hole[1]
+        hole = [cards_str(h, g.num_suits) if show[s] else "" for s, h in enumerate(self.hole_cards)]
+        text = "|".join(hole)
         for r in range(self.betting.round + 1):
             seg = self.board_cards[g.board_cards_through(r - 1) : g.board_cards_through(r)]
             text += ("/" if r else "") + cards_str(seg, g.num_suits)
@@ -352,36 +382,44 @@ class State:
     def dealer_string(self) -> str:
         """The dealer's ``STATE:<hand>:<betting>:<cards>`` (without the log suffix)."""
         if self.viewer is not None:
-            other = 1 - self.viewer
-            if not self.hole_cards[other]:
-                raise StateError(
-                    f"dealer_string: seat {other}'s hole cards are hidden in this MATCHSTATE"
-                    f" (viewer {self.viewer})"
-                )
-        return f"STATE:{self.hand_id}:{self.betting.betting_string()}:{self._cards_text((True, True))}"
+            for other in range(len(self.hole_cards)):
+                if other != self.viewer and not self.hole_cards[other]:
+                    raise StateError(
+                        f"dealer_string: seat {other}'s hole cards are hidden in this MATCHSTATE"
+                        f" (viewer {self.viewer})"
+                    )
+        show = (True,) * len(self.hole_cards)
+        return f"STATE:{self.hand_id}:{self.betting.betting_string()}:{self._cards_text(show)}"
 
     def matchstate(self, viewer: int) -> str:
         """``MATCHSTATE:<viewer>:<hand>:<betting>:<cards>`` as the dealer sends it to ``viewer``:
-        the opponent's hole cards only at a showdown."""
-        if viewer not in (0, 1):
-            raise StateError(f"matchstate: viewer must be seat 0 or 1, got {viewer!r}")
+        the other seats' hole cards only at a showdown, and only of those that did not fold."""
+        n = len(self.hole_cards)
+        if viewer not in range(n):
+            seats = "seat 0 or 1" if n == 2 else f"a seat 0..{n - 1}"
+            raise StateError(f"matchstate: viewer must be {seats}, got {viewer!r}")
         if self.viewer is not None and viewer != self.viewer and not self.hole_cards[viewer]:
             raise StateError(f"matchstate: seat {viewer}'s hole cards are hidden in this MATCHSTATE")
-        show = [False, False]
+        show = [_may_show(self.betting, s) for s in range(n)]
         show[viewer] = True
-        show[1 - viewer] = self.betting.showdown()
-        return f"MATCHSTATE:{viewer}:{self.hand_id}:{self.betting.betting_string()}:{self._cards_text(tuple(show))}"
+        return f"MATCHSTATE:{viewer}:{self.hand_id}:{self.betting.betting_string()}:{self._cards_text(show)}"
 
     def __str__(self) -> str:
         if self.viewer is not None:
             return self.matchstate(self.viewer)
         text = self.dealer_string()
         if self.net is not None:
-            text += f":{self.net[0]}|{self.net[1]}:{self.names[0]}|{self.names[1]}"
+            text += ":" + "|".join(map(str, self.net)) + ":" + "|".join(self.names or ())
         return text
 
     def __repr__(self) -> str:
         return f"State({str(self)!r})"
+
+
+def _may_show(b: Betting, seat: int) -> bool:
+    """Whether a MATCHSTATE shows ``seat``'s hole cards to another seat: at a showdown (the hand
+    finished with at least two seats in it), when ``seat`` did not fold."""
+    return b.showdown() and not b.folded[seat]
 
 
 # -- parsing --------------------------------------------------------------------------------------
@@ -412,9 +450,11 @@ def _parse(game: Game, text: str) -> State:
         if len(fields) > 5:
             raise _err(starts[5] - 1, "unexpected ':' after the cards (a MATCHSTATE ends with its cards)")
         pos_text = fields[1]
-        if pos_text not in ("0", "1"):
+        n_seats = g.num_players
+        if pos_text not in [str(p) for p in range(n_seats)]:
+            seats = "0 or 1" if n_seats == 2 else f"0..{n_seats - 1}"
             raise _err(
-                starts[1], f"bad position {_clip(pos_text)!r}: the viewer's seat must be 0 or 1 (0-based)"
+                starts[1], f"bad position {_clip(pos_text)!r}: the viewer's seat must be {seats} (0-based)"
             )
         viewer: int | None = int(pos_text)
         f_hand = 2
@@ -455,18 +495,32 @@ def _parse(game: Game, text: str) -> State:
 
 def _parse_cards(
     g: GameDef, betting: Betting, viewer: int | None, text: str, off: int
-) -> tuple[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]]:
+) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
     """Cards field -> (hole cards per seat, flat board); every error names a position."""
     H, R = g.num_hole_cards, betting.round
     nb = g.num_board_cards
-    showdown = betting.showdown()
-    bar = text.find("|")
-    if bar < 0:
-        raise _err(off + len(text), "missing '|' between the two seats' hole cards")
+    n = g.num_players
+    last = n - 1  # the seat whose segment also holds round 1's board
+    bars: list[int] = []
+    for s in range(last):
+        bar = text.find("|", bars[-1] + 1 if bars else 0)
+        if bar < 0:
+            what = "the two seats'" if n == 2 else f"seat {s}'s and seat {s + 1}'s"
+            raise _err(off + len(text), f"missing '|' between {what} hole cards")
+        if "/" in text[bars[-1] + 1 if bars else 0 : bar]:
+            raise _err(
+                off + text.index("/", bars[-1] + 1 if bars else 0),
+                f"round separator '/' among seat {s}'s hole cards",
+            )
+        bars.append(bar)
+    bar = bars[-1]
     if "|" in text[bar + 1 :]:
-        raise _err(off + text.index("|", bar + 1), "a second '|': a two-player game has two hands")
-    if "/" in text[:bar]:
-        raise _err(off + text.index("/"), "round separator '/' among seat 0's hole cards")
+        extra = (
+            "a second '|': a two-player game has two hands"
+            if n == 2
+            else f"'|' number {n}: a {n}-player game has {n} hands"
+        )
+        raise _err(off + text.index("|", bar + 1), extra)
 
     seen: dict[int, int] = {}
 
@@ -490,8 +544,8 @@ def _parse_cards(
             out.append((card, pos))
         return out
 
-    # segments: seat 0 | seat 1 + round-1 board / round-2 board / ...
-    bounds = [(0, bar)]
+    # segments: seat 0 | seat 1 | ... | last seat + round-1 board / round-2 board / ...
+    bounds = [(a + 1 if k else 0, b) for k, (a, b) in enumerate(zip([-1] + bars[:-1], bars))]
     start = bar + 1
     while True:
         j = text.find("/", start)
@@ -500,10 +554,10 @@ def _parse_cards(
             break
         bounds.append((start, j))
         start = j + 1
-    n_sep = len(bounds) - 2
+    n_sep = len(bounds) - n
     if n_sep > R:
-        j = bounds[R + 2][0] - 1
-        shown = bounds[R + 2][1] > bounds[R + 2][0]
+        j = bounds[R + n][0] - 1
+        shown = bounds[R + n][1] > bounds[R + n][0]
         what = "cards shown for round" if shown else "round separator '/' for round"
         raise _err(
             off + j,
@@ -520,33 +574,37 @@ def _parse_cards(
     def seg_end(k: int) -> int:
         return off + bounds[k][1]
 
-    # split the seat-1 segment into seat 1's hole cards and the round-1 board
-    seat1 = segs[1]
-    hidden = [viewer is not None and s != viewer for s in (0, 1)]
-    if hidden[1]:
-        if showdown and len(seat1) > nb[0]:
-            hidden[1] = False  # shown at the showdown
+    # split the last seat's segment into its hole cards and the round-1 board
+    seat1 = segs[last]
+    hidden = [viewer is not None and s != viewer for s in range(n)]
+    # (the dealer shows another seat's cards only at a showdown, and not a folded seat's)
+    opp = "the opponent's cards" if n == 2 else "another seat's cards"
+    if hidden[last]:
+        if _may_show(betting, last) and len(seat1) > nb[0]:
+            hidden[last] = False  # shown at the showdown
         elif len(seat1) > nb[0]:
             raise _err(
                 seat1[0][1] if nb[0] == 0 else seat1[nb[0]][1],
-                "seat 1's hole cards are shown, but a MATCHSTATE shows the opponent's cards only at a showdown"
+                f"seat {last}'s hole cards are shown, but a MATCHSTATE shows {opp} only at a showdown"
                 if nb[0] == 0
-                else f"wrong number of cards: seat 1's hand is hidden, so this part holds round 1's board"
-                f" ({nb[0]} cards), got {len(seat1)}",
+                else f"wrong number of cards: seat {last}'s hand is hidden, so this part holds round 1's"
+                f" board ({nb[0]} cards), got {len(seat1)}",
             )
-    if hidden[0] and segs[0]:
-        if not showdown:
-            raise _err(
-                segs[0][0][1],
-                "seat 0's hole cards are shown, but a MATCHSTATE shows the opponent's cards only at a showdown",
-            )
-        hidden[0] = False
-    n1 = 0 if hidden[1] else min(len(seat1), H)
-    hole_tok = [segs[0], seat1[:n1]]
-    board_tok = [seat1[n1:]] + segs[2:]
+    for s in range(last):
+        if hidden[s] and segs[s]:
+            if not _may_show(betting, s):
+                raise _err(
+                    segs[s][0][1],
+                    f"seat {s}'s hole cards are shown, but a MATCHSTATE shows {opp} only at a showdown"
+                    + ("" if n == 2 else " (and not a folded seat's)"),
+                )
+            hidden[s] = False
+    n1 = 0 if hidden[last] else min(len(seat1), H)
+    hole_tok = segs[:last] + [seat1[:n1]]
+    board_tok = [seat1[n1:]] + segs[n:]
 
     # counts against the game
-    for s in (0, 1):
+    for s in range(n):
         if len(hole_tok[s]) > H:
             raise _err(
                 hole_tok[s][H][1],
@@ -560,17 +618,17 @@ def _parse_cards(
     for r, toks in enumerate(board_tok):
         if len(toks) > nb[r]:
             where = (
-                "seat 1's hole cards and round 1's board"
-                if r == 0 and not hidden[1]
+                f"seat {last}'s hole cards and round 1's board"
+                if r == 0 and not hidden[last]
                 else f"the board cards of round {r + 1}"
             )
-            got = len(toks) + (n1 if r == 0 and not hidden[1] else 0)
-            want = nb[r] + (H if r == 0 and not hidden[1] else 0)
+            got = len(toks) + (n1 if r == 0 and not hidden[last] else 0)
+            want = nb[r] + (H if r == 0 and not hidden[last] else 0)
             raise _err(toks[nb[r]][1], f"wrong number of cards: {where} take {want} cards, got {got}")
 
     # the deal-order prefix, and complete cards for every round with an action
     slots = []  # (label, have, needed, position where the next card would go)
-    for s in (0, 1):
+    for s in range(n):
         if not hidden[s]:
             slots.append(
                 (
@@ -581,10 +639,10 @@ def _parse_cards(
                 )
             )
     for r, toks in enumerate(board_tok):
-        slots.append((f"the board cards of round {r + 1}", len(toks), nb[r], seg_end(r + 1)))
+        slots.append((f"the board cards of round {r + 1}", len(toks), nb[r], seg_end(r + last)))
     last_acted = max((r for r, acts in enumerate(betting.actions) if acts), default=-1)
     # slots through the board of the last round with an action
-    must_full = (2 - sum(hidden)) + last_acted + 1 if last_acted >= 0 else 0
+    must_full = (n - sum(hidden)) + last_acted + 1 if last_acted >= 0 else 0
     for i, (label, have, need, pos) in enumerate(slots):
         if have < need and i < must_full:
             raise _err(
@@ -600,18 +658,18 @@ def _parse_cards(
                     f"wrong number of cards: {label} have {have} of {need} cards, yet {later[0]}"
                     " (dealt after them) are shown",
                 )
-    hole = (tuple(c for c, _ in hole_tok[0]), tuple(c for c, _ in hole_tok[1]))
+    hole = tuple(tuple(c for c, _ in toks) for toks in hole_tok)
     board = tuple(c for toks in board_tok for c, _ in toks)
     return hole, board
 
 
 def _parse_log_suffix(state: State, net_text: str, net_pos: int, names_text: str, names_pos: int) -> State:
+    n = len(state.hole_cards)
+    want = "'<seat 0>|<seat 1>'" if n == 2 else f"'<seat 0>|...|<seat {n - 1}>'"
     parts = net_text.split("|")
-    if len(parts) != 2 or not all(len(p) <= _MAX_NET_DIGITS and _INT.match(p) for p in parts):
-        raise _err(
-            net_pos, f"bad net {_clip(net_text)!r}: expected '<seat 0>|<seat 1>' chip counts, e.g. '-300|300'"
-        )
-    net = (int(parts[0]), int(parts[1]))
+    if len(parts) != n or not all(len(p) <= _MAX_NET_DIGITS and _INT.match(p) for p in parts):
+        raise _err(net_pos, f"bad net {_clip(net_text)!r}: expected {want} chip counts, e.g. '-300|300'")
+    net = tuple(int(p) for p in parts)
     if not state.is_terminal():
         raise _err(net_pos, "the dealer log's net result is given but the hand is not over")
     try:
@@ -621,9 +679,9 @@ def _parse_log_suffix(state: State, net_text: str, net_pos: int, names_text: str
     if net != tuple(int(v) for v in pay):
         raise _err(
             net_pos,
-            f"net {_clip(net_text)!r} contradicts the hand: the rules give {int(pay[0])}|{int(pay[1])}",
+            f"net {_clip(net_text)!r} contradicts the hand: the rules give {'|'.join(str(int(v)) for v in pay)}",
         )
     who = names_text.split("|")
-    if len(who) != 2 or not all(who):
-        raise _err(names_pos, f"bad names {_clip(names_text)!r}: expected '<seat 0>|<seat 1>'")
-    return dataclasses.replace(state, net=net, names=(who[0], who[1]))
+    if len(who) != n or not all(who):
+        raise _err(names_pos, f"bad names {_clip(names_text)!r}: expected {want}")
+    return dataclasses.replace(state, net=net, names=tuple(who))

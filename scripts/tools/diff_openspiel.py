@@ -26,16 +26,23 @@ OpenSpiel facts this relies on (2.0.2, checked by ``card_map`` and by the compar
 Usage::
 
     python scripts/tools/diff_openspiel.py --per-game 2500 --seed 0
+    python scripts/tools/diff_openspiel.py --players 3 --per-game 2500 --seed 0
 
-prints one line per game (sequences, decisions compared, mismatches) and a final JSON line.
+``--players N`` (3..10) plays N-seat games instead (:func:`n_seat_games`): Kuhn with N + 1 cards,
+limit hold'em with the ACPC 3-player blinds, no-limit hold'em and a small-deck no-limit game
+with unequal stacks (many all-ins, side pots and split pots). OpenSpiel 2.0.2 loads no limit
+game of more than 4 seats (it writes no stack line for limit games and the reference reader then
+counts 4 stacks), so from 5 seats on only the no-limit games are compared. It prints one line per game (sequences, decisions compared, mismatches) and a final JSON line.
 The exit status is 1 when any mismatch is found.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
+import re
 import sys
 import time
 from collections import Counter
@@ -49,7 +56,7 @@ configure()  # numba's cache, before the project's kernels load (docs/training.m
 from holdem import Game
 from holdem.betting import MAX_NUM_ACTIONS, RAISE, parse_action_token
 from holdem.cards import parse_card
-from holdem.gamedef import parse_gamedef
+from holdem.gamedef import INT32_MAX, MAX_PLAYERS, NO_RAISE_CAP, GameDef, parse_gamedef
 
 # A deliberately odd no-limit game: unequal stacks, a board card in round 1, 3 suits x 6 ranks,
 # 1-based firstPlayer that changes by round.
@@ -73,8 +80,45 @@ END GAMEDEF
 DEFAULT_GAMES = ("kuhn", "leduc", "hulhe", "hunl", "hunl20", "odd-nolimit")
 
 
+# OpenSpiel 2.0.2 writes no stack line for a limit game, and the reference reader then counts 4
+# stacks: a limit game of 5 or more seats fails to load ("only read 4 stack sizes, need 5")
+OPENSPIEL_MAX_LIMIT_SEATS = 4
+N_SEAT_STACKS = (20000, 1000, 5000, 300, 20000, 2500, 800, 12000, 150, 6000)
+ODD_STACKS = (600, 450, 300, 900, 150, 700, 250, 1200, 80, 500)
+
+
+def n_seat_games(n: int) -> dict[str, GameDef]:
+    """The N-seat games ``--players N`` compares, by name: ``kuhn<N>p`` (1 suit, N + 1 ranks),
+    ``lhe<N>p`` (limit hold'em, blinds 5/10, the ACPC 3-player file's), ``nl<N>p`` (no-limit
+    hold'em, blinds 50/100, unequal stacks) and ``odd<N>p`` (no-limit, 3 suits x 6 ranks, one hole
+    card and a board card a round, small unequal stacks: side pots and split pots)."""
+    rest = (0,) * (n - 2)
+    first_pre = 2 % n  # seat 3 (1-based) after the blinds, as the ACPC 3-player games
+    return {
+        f"kuhn{n}p": GameDef("limit", 1, (INT32_MAX,) * n, (1,) * n, (1,), (0,), (1,), 1, n + 1, 1, (0,)),
+        f"lhe{n}p": GameDef(
+            "limit", 4, (INT32_MAX,) * n, (5, 10) + rest, (10, 10, 20, 20), (first_pre, 0, 0, 0),
+            (3, 4, 4, 4), 4, 13, 2, (0, 3, 1, 1),
+        ),
+        f"nl{n}p": GameDef(
+            "nolimit", 4, N_SEAT_STACKS[:n], (50, 100) + rest, (0,) * 4, (first_pre, 0, 0, 0),
+            (NO_RAISE_CAP,) * 4, 4, 13, 2, (0, 3, 1, 1),
+        ),
+        f"odd{n}p": GameDef(
+            "nolimit", 3, ODD_STACKS[:n], (10, 5) + rest, (0,) * 3, (1, 0, 1), (NO_RAISE_CAP,) * 3,
+            3, 6, 1, (1, 1, 1),
+        ),
+    }  # fmt: skip
+
+
 def load_game(name: str) -> Game:
-    return Game(ODD_NOLIMIT) if name == "odd-nolimit" else Game.load(name)
+    if name == "odd-nolimit":
+        return Game(ODD_NOLIMIT)
+    m = re.fullmatch(r"(kuhn|lhe|nl|odd)(\d+)p", name)
+    if m and 3 <= int(m.group(2)) <= MAX_PLAYERS:
+        gd = n_seat_games(int(m.group(2)))[name]
+        return Game(dataclasses.replace(gd, name=name))
+    return Game.load(name)
 
 
 def load_openspiel(game: Game):
@@ -181,7 +225,7 @@ def play_hand(
             check(str(ours) == line, f"STATE string vs {line!r}")
         if theirs.is_terminal() or (not style["war"] and rng.random() < reparse):
             check(game.state(str(ours)) == ours, "STATE string does not round-trip")
-            for v in (0, 1):
+            for v in range(gd.num_players):
                 ms = ours.matchstate(v)
                 check(str(game.state(ms)) == ms, f"MATCHSTATE {ms!r} does not round-trip")
         if problems:
@@ -221,9 +265,16 @@ def play_hand(
         ours = ours.apply(action)
         theirs.apply_action(os_action(kind, size, gd.is_limit))
     if not problems:
-        stats["showdowns"] += ours.betting.showdown()
-        stats["all_ins"] += any(ours.spent[p] == gd.stack[p] for p in (0, 1))
-        stats["action_cap"] += max(len(a) for a in ours.betting.actions) >= MAX_NUM_ACTIONS - 2
+        b = ours.betting
+        at_showdown = b.finished and sum(b.folded) + 1 < len(b.folded)
+        stats["showdowns"] += at_showdown
+        all_in = {b.spent[p] for p in range(gd.num_players) if b.spent[p] == gd.stack[p] and not b.folded[p]}
+        stats["side_pots"] += (
+            at_showdown and len(all_in) >= 1 and len(set(b.spent)) > 1 and gd.num_players > 2
+        )
+        stats["split_pots"] += at_showdown and any(v != int(v) or v == 0 for v in ours.payoffs())  # (or even)
+        stats["all_ins"] += any(ours.spent[p] == gd.stack[p] for p in range(gd.num_players))
+        stats["action_cap"] += max(len(a) for a in b.actions) >= MAX_NUM_ACTIONS - gd.num_players
     return decisions, problems
 
 
@@ -235,7 +286,7 @@ def os_action(kind: int, size: int, limit: bool) -> int:
 def replay(state, os_game, cmap: list[int]):
     """Replay a dealer state's cards and actions on OpenSpiel; returns the OpenSpiel state."""
     to_id = {card: a for a, card in enumerate(cmap)}
-    cards = [to_id[c] for c in state.hole_cards[0] + state.hole_cards[1] + state.board_cards]
+    cards = [to_id[c] for c in sum(state.hole_cards, ()) + state.board_cards]
     limit = state.gamedef.is_limit
     actions = [os_action(k, size, limit) for acts in state.betting.actions for k, size in acts]
     theirs = os_game.new_initial_state()
@@ -274,7 +325,8 @@ def run(games, per_game: int, seed: int, verbose: bool = True, reparse: float = 
             print(
                 f"{name:12s} sequences {per_game:6d}  decisions {n_dec:7d}  mismatches {n_bad}"
                 f"  (showdowns {stats['showdowns']}, all-ins {stats['all_ins']},"
-                f" 64-action cap {stats['action_cap']}; {time.perf_counter() - t:.1f} s)",
+                f" 64-action cap {stats['action_cap']}, side pots {stats['side_pots']},"
+                f" split pots {stats['split_pots']}; {time.perf_counter() - t:.1f} s)",
                 flush=True,
             )
     summary["seconds"] = round(time.perf_counter() - t0, 2)
@@ -287,6 +339,12 @@ def main(argv=None) -> int:
         "--games", default=",".join(DEFAULT_GAMES), help="comma-separated presets (and 'odd-nolimit')"
     )
     ap.add_argument("--per-game", type=int, default=2500, help="random hands per game")
+    ap.add_argument(
+        "--players",
+        type=int,
+        default=2,
+        help="seats: 2 plays --games; 3..10 play the N-seat games (kuhn<N>p, lhe<N>p, nl<N>p, odd<N>p)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
         "--reparse",
@@ -296,12 +354,27 @@ def main(argv=None) -> int:
     )
     args = ap.parse_args(argv)
     games = [g for g in args.games.split(",") if g]
+    if args.players != 2:
+        if not 3 <= args.players <= MAX_PLAYERS:
+            ap.error(f"--players must be 2..{MAX_PLAYERS}, got {args.players}")
+        games = list(n_seat_games(args.players))
+        if args.players > OPENSPIEL_MAX_LIMIT_SEATS:
+            games = [g for g in games if not n_seat_games(args.players)[g].is_limit]
+            print(
+                f"(limit games skipped: OpenSpiel's universal_poker loads no limit game of more than"
+                f" {OPENSPIEL_MAX_LIMIT_SEATS} seats, 'only read 4 stack sizes')",
+                flush=True,
+            )
     summary = run(games, args.per_game, args.seed, reparse=args.reparse)
     for ex in summary["examples"]:
         print("MISMATCH", ex)
     import pyspiel
 
-    summary.update(seed=args.seed, openspiel=pyspiel.__version__ if hasattr(pyspiel, "__version__") else None)
+    summary.update(
+        players=args.players,
+        seed=args.seed,
+        openspiel=pyspiel.__version__ if hasattr(pyspiel, "__version__") else None,
+    )
     summary["python"] = platform.python_version()
     print(json.dumps(summary, sort_keys=True))
     return 1 if summary["mismatches"] else 0

@@ -146,6 +146,44 @@ def test_any_numbers_in_any_field(key, vals):
 
 @FUZZ
 @given(
+    st.sampled_from(["limit", "nolimit"]),
+    st.integers(0, 12),
+    st.lists(st.integers(0, 300), max_size=12),
+    st.one_of(st.none(), st.lists(st.integers(0, 300), max_size=12)),
+    st.lists(st.integers(0, 12), min_size=1, max_size=4),
+)
+def test_n_seat_game_files(betting, n, blind, stack, first):
+    """numPlayers 0..12 with blind/stack lists of any length and any firstPlayer: a GameDef
+    that round-trips, with one blind and one stack per seat and firstPlayer in 1..numPlayers,
+    or a GameDefError naming the field."""
+    rounds = len(first)
+    lines = ["GAMEDEF", betting, f"numPlayers = {n}", f"numRounds = {rounds}"]
+    lines.append("blind = " + " ".join(map(str, blind)))
+    if stack is not None:
+        lines.append("stack = " + " ".join(map(str, stack)))
+    lines += [
+        "raiseSize = " + " ".join(["2"] * rounds),
+        "firstPlayer = " + " ".join(map(str, first)),
+        "numSuits = 4",
+        "numRanks = 13",
+        "numHoleCards = 1",
+        "numBoardCards = " + " ".join(["0"] * rounds),
+        "END GAMEDEF",
+    ]
+    try:
+        gd = parse_gamedef("\n".join(lines) + "\n")
+    except GameDefError as exc:
+        msg = str(exc)
+        assert any(f"'{f}'" in msg for f in ("numPlayers", "blind", "stack", "firstPlayer", "numRounds")), msg
+        assert len(msg) < 400
+        return
+    assert 2 <= n <= 10 and gd.num_players == n
+    assert len(gd.blind) == len(gd.stack) == n and all(0 <= p < n for p in gd.first_player)
+    assert parse_gamedef(gd.to_acpc()) == gd
+
+
+@FUZZ
+@given(
     st.one_of(st.binary(max_size=400), st.sampled_from(GAME_TEXTS).map(str.encode)),
     st.lists(st.tuples(st.integers(0, 10**6), st.binary(min_size=1, max_size=4)), max_size=4),
 )
@@ -206,7 +244,27 @@ def test_huge_num_rounds_fail_fast(tmp_path, value, message):
         (
             "numPlayers = 2",
             "numPlayers = 11",
-            "'numPlayers': only 2-player games are supported, got 11 (and the ACPC limits are 2..10",
+            "'numPlayers': must be 2..10 (the ACPC limit MAX_PLAYERS), got 11",
+        ),
+        (
+            "numPlayers = 2",
+            "numPlayers = 1",
+            "'numPlayers': must be 2..10 (the ACPC limit MAX_PLAYERS), got 1",
+        ),
+        (
+            "numPlayers = 2",
+            "numPlayers = 3",
+            "'blind': needs 3 values (one per player, numPlayers = 3), got 2",
+        ),
+        (
+            "blind = 100 50",
+            "blind = 100 50 0",
+            "'blind': needs 2 values (one per player, numPlayers = 2), got 3",
+        ),
+        (
+            "blind = 100 50",
+            "blind = 100 50 0\nnumPlayers = 3",
+            "'stack': needs 3 values (one per player, numPlayers = 3), got 2",
         ),
         ("numRanks = 13", "numRanks = 14", "'numRanks': must be 1..13"),
         ("numRounds = 4", "numRounds = 5", "'numRounds': must be 1..4"),

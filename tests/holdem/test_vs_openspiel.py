@@ -105,3 +105,76 @@ def test_hand_written_hands(name, text):
     line = diff._acpc_line(theirs)
     assert line.split(":", 2)[2] == text.split(":", 2)[2]  # OpenSpiel numbers every hand 0
     assert list(ours.payoffs()) == list(theirs.returns())
+
+
+# -- N seats: the same lockstep play on diff_openspiel's N-seat games (``--players N``); OpenSpiel
+# loads no limit game of more than 4 seats, so 6 seats compare the no-limit games only
+N_SEAT_FAST = {3: 60, 6: 60}  # hands per game: 4 + 2 games, ~360 hands, a few seconds
+N_SEAT_SLOW = {3: 1000, 4: 500, 6: 1000, 10: 300}
+
+
+def _n_seat_cases(per_seats: dict) -> list:
+    cases = []
+    for n, hands in per_seats.items():
+        for name, gd in diff.n_seat_games(n).items():
+            if gd.is_limit and n > diff.OPENSPIEL_MAX_LIMIT_SEATS:
+                continue
+            cases.append(pytest.param(name, hands, id=f"{name}-{hands}"))
+    return cases
+
+
+def _play_n_seat(name: str, hands: int) -> Counter:
+    game = diff.load_game(name)
+    os_game = diff.load_openspiel(game)
+    cmap = diff.card_map(os_game, game)
+    rng = np.random.default_rng(np.random.SeedSequence([2026, sum(map(ord, name)), hands]))
+    stats: Counter = Counter()
+    decisions = 0
+    for _ in range(hands):
+        dec, problems = diff.play_hand(game, os_game, cmap, rng, reparse=0.2, stats=stats)
+        assert not problems, problems[0]
+        decisions += dec
+    assert decisions > hands
+    assert stats["showdowns"] > 0
+    return stats
+
+
+@pytest.mark.parametrize("name, hands", _n_seat_cases(N_SEAT_FAST))
+def test_n_seat_random_hands_agree(name, hands):
+    # legal actions, the seat to act, chance/terminal flags, spent, STATE strings and every
+    # seat's payoff equal OpenSpiel's; our STATE and every seat's MATCHSTATE round-trip
+    stats = _play_n_seat(name, hands)
+    if not game_is_limit(name):
+        assert stats["side_pots"] > 0  # several all-ins at a showdown
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, hands", _n_seat_cases(N_SEAT_SLOW))
+def test_n_seat_random_hands_agree_long(name, hands):
+    _play_n_seat(name, hands)
+
+
+def game_is_limit(name: str) -> bool:
+    return diff.load_game(name).gamedef.is_limit
+
+
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        # three seats: a side pot (seat 1 all-in for 1000) won by seat 1, the rest by seat 2
+        ("nl3p", "STATE:0:r1000cc/r5000c//:AhAd|KsKd|2c7h/3s8d9c/Jh/4s"),
+        # seat 0 folds after putting chips in; seats 1 and 2 split (the board plays)
+        ("odd3p", "STATE:1:r20cc/cr60cf/cc:2h|3d|3c7h/7c/7d"),
+        # folds leave one seat
+        ("kuhn3p", "STATE:2:rff:2c|3c|4c"),
+        ("lhe3p", "STATE:3:rrfc/rc/rc/cc:AhKd|QsJc|7h7d/2c3c4c/5c/6d"),
+    ],
+)
+def test_n_seat_hand_written_hands(name, text):
+    game = diff.load_game(name)
+    os_game = diff.load_openspiel(game)
+    ours = game.state(text)
+    theirs = diff.replay(ours, os_game, diff.card_map(os_game, game))
+    assert theirs.is_terminal() and ours.is_terminal()
+    assert diff._acpc_line(theirs).split(":", 2)[2] == text.split(":", 2)[2]
+    assert list(ours.payoffs()) == list(theirs.returns())
