@@ -56,7 +56,7 @@ import numpy as np
 
 from abstraction.bets import LIMIT, BetAbstraction, BetAbstractionError
 from holdem.betting import CALL, FOLD, RAISE, Betting
-from holdem.gamedef import GameDef
+from holdem.gamedef import GameDef, require_two_players
 
 
 class NodeKind(enum.IntEnum):
@@ -233,6 +233,7 @@ def build_tree(
     ``(kind, raise_to)``. :class:`BetAbstractionError` when a no-limit game has no ``bets`` or the
     tree would exceed ``max_nodes``.
     """
+    require_two_players(game, "the betting tree")
     if game.is_limit or bets is None:
         if not game.is_limit:
             raise BetAbstractionError("a no-limit game needs a bet abstraction (e.g. 'fcpa')")
@@ -242,7 +243,7 @@ def build_tree(
     kind: list[int] = []
     player: list[int] = []
     rnd: list[int] = []
-    spent: list[tuple[int, int]] = []
+    spent: list[tuple[int, ...]] = []  # (two seats: build_tree refuses more)
     nact: list[int] = []
     cstart: list[int] = []
     parent: list[int] = []

@@ -30,7 +30,7 @@ from blueprint.defaults import DEFAULT_TIME_BUDGET, DEFAULT_TIME_BUDGET_HOLDEM
 from blueprint.io.errors import CheckpointError
 from blueprint.memory import rss_bytes
 from blueprint.rundir import METRICS_JSONL, read_metrics, write_metrics_parquet
-from holdem.gamedef import GameDef
+from holdem.gamedef import GameDef, require_two_players
 from mccfr_util.progress import PLAIN_PROGRESS_SECONDS, progress_bar
 
 __all__ = [
@@ -114,6 +114,7 @@ def card_abstraction(game: GameDef, name: str | None, log: Callable[[str], Any] 
     :func:`abstraction.cards.default_card_name`) loaded, a recipe that is not in the cache built
     first, explicitly and once (minutes; a note and its progress through ``log``). Queries never
     come here: ``Blueprint.load`` only loads."""
+    require_two_players(game, "training")  # (before a card abstraction is built: minutes)
     name = default_card_name(game, name)
     if name in buckets.RECIPES and not (buckets.recipe_dir(game, name) / "abstraction.bin").is_file():
         log(f"the {name!r} card abstraction is not in the cache yet: building it first (once)")

@@ -89,6 +89,7 @@ from blueprint.player import sample
 from holdem.betting import Betting
 from holdem.evaluator import card_bit, rank_cardset
 from holdem.game import Game
+from holdem.gamedef import require_two_players
 from holdem.state import CHANCE, TERMINAL, State
 from mccfr.evaluation.lbr_log import COUNTERS, open_log, pair_record
 from mccfr.evaluation.lbr_opponents import (
@@ -321,6 +322,7 @@ class LocalBestResponse:
         call_rounds: Sequence[int] = (),
         reraise: bool = False,
     ):
+        require_two_players(game.gamedef, "LBR (a best response to one opponent)")
         if preflop not in ("call", "menu"):
             raise LBRError(f"preflop must be 'call' or 'menu', got {preflop!r}")
         if any(not 0 <= int(r) < game.gamedef.num_rounds for r in call_rounds):

@@ -17,7 +17,7 @@ import numpy as np
 
 from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
 from holdem.game import Game
-from holdem.gamedef import parse_gamedef
+from holdem.gamedef import parse_gamedef, require_two_players
 from mccfr.serving.query import BLUEPRINT_METHOD, QueryError, ValidatingResponder, example_matchstates
 
 if TYPE_CHECKING:
@@ -146,6 +146,7 @@ class HttpResponder:
         if not text:
             raise ValueError(f"{self.url}/healthz does not describe its game (is it 'mccfr serve'?)")
         self.game = Game(parse_gamedef(text, name=health.get("game") or ""))
+        require_two_players(self.game.gamedef, f"a player of the query service at {self.url}")
         self.methods = tuple(health.get("methods", ()))
         self.default_time_budget_ms = health.get("default_time_budget_ms")
 
