@@ -321,7 +321,7 @@ def _prefetch_children(n, trav, tree, tables, rows, buckets, lazy):
             row = tables.row_offset[c] + b * nact[c]
             prefetch(tables.regret, row)
             if player[c] != trav:
-                sums_prefetch(tables.strat, row)
+                sums_prefetch(tables.strat, row, rows.node_row[c] + b)
             if lazy:
                 prefetch(rows.epoch, 2 * (rows.node_row[c] + b))
 

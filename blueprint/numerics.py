@@ -295,6 +295,8 @@ def _tstore_rn(arr, i, x):
 
 SUM_EXP_INIT = -16  # a fresh row's exponent: sums of 2**-16 .. 1 exactly representable
 SUM_EXP_MIN, SUM_EXP_MAX = -128, 127
+_POW2_BIAS = 300
+_POW2 = np.ldexp(1.0, np.arange(-_POW2_BIAS, _POW2_BIAS + 1))  # 2**k at k + _POW2_BIAS
 
 
 class Sums(NamedTuple):
@@ -321,8 +323,9 @@ def sums_scale(strat, row, base, na, af):
     raise NotImplementedError
 
 
-def sums_prefetch(strat, i):
-    """Ask the cache for the strategy sum ``i`` (:func:`abstraction.isomorphism.prefetch`)."""
+def sums_prefetch(strat, i, row):
+    """Ask the cache for the strategy sum ``i`` of row ``row`` (and, 16 bits, the row's exponent;
+    :func:`abstraction.isomorphism.prefetch`)."""
     raise NotImplementedError
 
 
@@ -352,30 +355,31 @@ def _sums_add(strat, row, base, na, add, srng, counts):
 
     def block(strat, row, base, na, add, srng, counts):
         m, exp = strat.m, strat.exp
-        sc = math.ldexp(1.0, exp[row])
-        mx = 0.0
+        e = np.int64(exp[row])
+        inv = _POW2[_POW2_BIAS - e]  # 2**-e: the row's mantissa units
+        mx = 0.0  # the row's largest sum after the update, in those units
         for a in range(na):
-            x = m[base + a] * sc + add[a]
+            x = m[base + a] + add[a] * inv
             if x > mx:
                 mx = x
         if mx <= 0.0:
             return
-        e2, sat = _renorm_exp(mx)
-        if sat:
-            counts[0] += 1
-        inv = math.ldexp(1.0, -e2)
+        scale = 1.0  # what the mantissas are multiplied by: 1 unless the exponent moves
+        if mx >= 65535.0:  # the largest would not fit: a coarser exponent (adds only grow sums)
+            e2, sat = _renorm_exp(mx * _POW2[_POW2_BIAS + e])
+            if sat:
+                counts[0] += 1
+            scale = _POW2[_POW2_BIAS + e - e2]
+            exp[row] = e2
         for a in range(na):
-            x = m[base + a] * sc + add[a]
             s = srng[0] * _LCG_MUL + _LCG_ADD
             srng[0] = s
-            q = np.floor(x * inv + (s >> np.uint64(11)) * (1.0 / 9007199254740992.0))
+            x = (m[base + a] + add[a] * inv) * scale
+            q = np.floor(x + (s >> np.uint64(11)) * (1.0 / 9007199254740992.0))
             if q > 65535.0:
                 q = 65535.0
                 counts[0] += 1
-            elif q == 0.0 and x > 0.0 and e2 == SUM_EXP_MIN:
-                counts[1] += 1
             m[base + a] = np.uint16(q)
-        exp[row] = e2
 
     return block
 
@@ -392,18 +396,19 @@ def _sums_scale(strat, row, base, na, af):
 
     def block(strat, row, base, na, af):
         m, exp = strat.m, strat.exp
-        sc = math.ldexp(1.0, exp[row]) * af
+        e = np.int64(exp[row])
         mx = 0.0
         for a in range(na):
-            x = m[base + a] * sc
+            x = m[base + a] * af
             if x > mx:
                 mx = x
         if mx <= 0.0:
             return
-        e2, _ = _renorm_exp(mx)
-        inv = math.ldexp(1.0, -e2)
+        # a finer exponent where the discount leaves room: the largest sum keeps its 16 bits
+        e2, _ = _renorm_exp(mx * _POW2[_POW2_BIAS + e])
+        scale = af * _POW2[_POW2_BIAS + e - e2]
         for a in range(na):
-            q = np.floor(m[base + a] * sc * inv + 0.5)
+            q = np.floor(m[base + a] * scale + 0.5)
             m[base + a] = np.uint16(min(q, 65535.0))
         exp[row] = e2
 
@@ -411,9 +416,14 @@ def _sums_scale(strat, row, base, na, af):
 
 
 @overload(sums_prefetch)
-def _sums_prefetch(strat, i):
+def _sums_prefetch(strat, i, row):
     from abstraction.isomorphism import prefetch
 
     if isinstance(strat, numba.types.Array):
-        return lambda strat, i: prefetch(strat, i)
-    return lambda strat, i: prefetch(strat.m, i)
+        return lambda strat, i, row: prefetch(strat, i)
+
+    def both(strat, i, row):
+        prefetch(strat.m, i)
+        prefetch(strat.exp, row)
+
+    return both

@@ -98,6 +98,10 @@ def restore(run_dir: Path, manifest: dict, shards: list, tr: Trainer) -> Trainer
         )
     arrays, meta = shards[0]
     fmt = tr.tables_format(manifest)
+    try:
+        check_table_bits(tr, manifest)
+    except CheckpointError as exc:
+        raise CheckpointError(f"{run_dir}: {exc}") from None
     job = bool(manifest.get("job"))  # the Ray job's shards hold settled slices, whatever fmt
     epochs = None if job else arrays.get("epoch")
     if not job and (epochs is not None) != (fmt >= 2):

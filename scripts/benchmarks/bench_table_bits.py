@@ -1,6 +1,7 @@
 """16-bit against 32-bit tables on the main job: node visits per second per core and bytes per entry.
 
-    python scripts/benchmarks/bench_table_bits.py [--seconds 40] [--rounds 4] [--seed 1]
+    python scripts/benchmarks/bench_table_bits.py [--seconds 40] [--rounds 4] [--seed 1] [--bets small]
+    python scripts/benchmarks/bench_table_bits.py --converge [--iterations 500000] [--seeds 4]
 
 The main job as ``mccfr train --game hunl100 --time 30`` resolves it (hunl100, `small` bets,
 `fine` cards, `dcfr` with 1.5 / 0.75 / 2, pruning from 20,000 iterations), on one thread, the
@@ -10,7 +11,11 @@ iterations: past the pruning warm-up), then the two take turns, ``--rounds`` win
 JSON line: per width the iterations, node visits per second (one thread: per core), the table's
 bytes per entry (regret, strategy sum and, 16 bits, each row's strategy-sum exponent;
 ``row_bytes_per_entry`` adds the rows' epochs, 2 bytes per information set, the same for both), the 16-bit run's saturated and underflowed
-update counts, and the ratio of node visits per second, 16 over 32.
+update counts, and the ratio of node visits per second, 16 over 32. ``--bets standard``: the
+same with the `standard` bets (a table past the last-level cache at either width).
+
+``--converge``: exact exploitability at equal iterations, 16 against 32 bits, on Kuhn (pluribus)
+and Leduc (pluribus, dcfr), the mean over ``--seeds`` seeds; one JSON line per game and algorithm.
 """
 
 from __future__ import annotations
@@ -31,10 +36,10 @@ WARM_ITERATIONS = 30_000
 CHUNK = 20_000
 
 
-def trainer(bits: int, seed: int):
+def trainer(bits: int, seed: int, bets: str):
     tr = make_trainer(
         "hunl100",
-        bets="small",
+        bets=bets,
         cards="fine",
         algo="dcfr",
         seed=seed,
@@ -56,19 +61,47 @@ def window(tr, seconds: float) -> tuple[int, int, float]:
     return tr.iteration - it, tr.node_visits - vis, time.perf_counter() - t0
 
 
+def converge(iterations: int, seeds: int) -> None:
+    for game, algo in (("kuhn", "pluribus"), ("leduc", "pluribus"), ("leduc", "dcfr")):
+        out: dict = {"bench": "table_bits_converge", "game": game, "algo": algo, "iterations": iterations}
+        for bits in (32, 16):
+            ex = []
+            for seed in range(seeds):
+                tr = make_trainer(game, algo=algo, seed=seed, table_bits=bits)
+                tr.run(iterations)
+                ex.append(tr.exploitability()[0])
+            out[f"bits{bits}"] = [round(x, 5) for x in ex]
+            out[f"mean{bits}"] = round(float(sum(ex) / len(ex)), 5)
+        out["ratio_16_over_32"] = round(out["mean16"] / out["mean32"], 3)
+        print(json.dumps(out), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=40.0, help="training seconds per width")
     ap.add_argument("--rounds", type=int, default=4, help="turns each width takes")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--bets", default="small", help="bet abstraction (small: the main job's)")
+    ap.add_argument("--converge", action="store_true", help="exploitability at equal iterations instead")
+    ap.add_argument("--iterations", type=int, default=500_000)
+    ap.add_argument("--seeds", type=int, default=4)
     args = ap.parse_args()
-    runs = {bits: trainer(bits, args.seed) for bits in (32, 16)}
+    if args.converge:
+        converge(args.iterations, args.seeds)
+        return
+    runs = {bits: trainer(bits, args.seed, args.bets) for bits in (32, 16)}
     tot = {bits: [0, 0, 0.0] for bits in runs}
     for r in range(args.rounds):
         for bits in (32, 16) if r % 2 == 0 else (16, 32):
             got = window(runs[bits], args.seconds / args.rounds)
             tot[bits] = [a + b for a, b in zip(tot[bits], got)]
-    out: dict = {"bench": "table_bits", **machine_row(), "seconds_per_width": args.seconds, "seed": args.seed}
+    out: dict = {
+        "bench": "table_bits",
+        **machine_row(),
+        "seconds_per_width": args.seconds,
+        "seed": args.seed,
+        "bets": args.bets,
+    }
     for bits, tr in runs.items():
         its, vis, sec = tot[bits]
         out[f"bits{bits}"] = {
