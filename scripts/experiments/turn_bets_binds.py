@@ -41,6 +41,8 @@ same file again, rows already there are skipped. Each row has:
   not block, ``eq`` LBR's exact turn equity, :func:`mccfr.evaluation.lbr.equity_vs_range`). Lower
   is better for the player. ``best_gain_mbb``: the same for LBR's better bet of the two, per hand
   (the seat's; the same in both bets' rows);
+* ``raise``: its range-weighted probability of raising LBR's bet (LBR's estimate counts those hands
+  as calling);
 * ``check``: the player's range-weighted check probability (``player-first``);
 * ``solve_s``, ``iterations``, ``expl_pct_pot``: the solve's seconds (construction and its final
   exploitability check included), iterations and its own exploitability in % of the pot (the
@@ -245,7 +247,7 @@ class Spots:
         from mccfr.evaluation.lbr_opponents import BlueprintOpponent
 
         opp = BlueprintOpponent(self.bp, self.lbr.hands)
-        out: dict[str, Any] = {"fold": {}, "check": None, "meta": {}}
+        out: dict[str, Any] = {"fold": {}, "raise": {}, "check": None, "meta": {}}
         lead = PREFIX if seat == "lbr-first" else PREFIX + "c"
         if seat == "player-first":
             keys, P = opp.action_probs(self.state(board, PREFIX, None))
@@ -253,6 +255,7 @@ class Spots:
         for bet, to in sizes.items():
             keys, P = opp.action_probs(self.state(board, f"{lead}r{to}", None))
             out["fold"][bet] = P[:, keys.index("f")]
+            out["raise"][bet] = sum(P[:, j] for j, a in enumerate(keys) if a.startswith("r"))
             out["meta"][bet] = {"solve_s": 0.0, "iterations": 0, "expl": None}
         return out
 
@@ -280,11 +283,12 @@ class Spots:
     def _solved(self, board, seat, config, sizes):
         from subgame.nested import node_of_state
 
-        out: dict[str, Any] = {"fold": {}, "check": None, "meta": {}}
+        out: dict[str, Any] = {"fold": {}, "raise": {}, "check": None, "meta": {}}
         if seat == "lbr-first":  # the player (seat 1) solves at its first decision, facing the bet
             for bet, to in sizes.items():
                 sol, n, meta = self._solve(self.state(board, f"{PREFIX}r{to}", 1), config)
                 out["fold"][bet] = self.to_lbr(sol.node_strategy(n)["f"])
+                out["raise"][bet] = self.to_lbr(_raises(sol.node_strategy(n)))
                 out["meta"][bet] = meta
             return out
         # the player (seat 0) solves at its check and answers LBR's bet from the same subgame
@@ -293,8 +297,15 @@ class Spots:
         for bet, to in sizes.items():
             m = node_of_state(sol.tree, self.state(board, f"{PREFIX}cr{to}", 0))
             out["fold"][bet] = self.to_lbr(sol.node_strategy(m)["f"])
+            out["raise"][bet] = self.to_lbr(_raises(sol.node_strategy(m)))
             out["meta"][bet] = meta
         return out
+
+
+def _raises(strategy: dict[str, np.ndarray]) -> np.ndarray:
+    """Per hand, the probability of any raise of a node's strategy (``{label: per hand}``)."""
+    cols = [np.asarray(v, np.float64) for a, v in strategy.items() if a.startswith("r")]
+    return sum(cols) if cols else np.zeros(len(next(iter(strategy.values()))))
 
 
 def seat_rows(
@@ -329,6 +340,7 @@ def seat_rows(
                 "to": sizes[b],
                 "config": config["name"],
                 "fold": float(rng @ fv) / W if W > 0 else None,
+                "raise": float(rng @ np.asarray(ans["raise"][b], np.float64)) / W if W > 0 else None,
                 "gain_mbb": gains[sizes[b]] * k,
                 "best_gain_mbb": best * k,
                 "check": check,
@@ -437,7 +449,7 @@ def report(rows: list[dict], order: Optional[list[str]] = None) -> dict:
             print(f"\n{seat}, LBR's {bet} bet (to {sel[0]['to']}):")
             print(
                 f"{'config':30s} {'boards':>6s} {'fold':>16s} {'gain mbb':>18s} "
-                f"{'paired gain':>18s} {'paired fold':>17s} {'solve s':>8s} {'expl %pot':>10s}"
+                f"{'paired gain':>18s} {'paired fold':>17s} {'solve s':>8s} {'expl %pot':>10s} {'raise':>6s}"
             )
             table = {}
             for c in names:
@@ -448,6 +460,7 @@ def report(rows: list[dict], order: Optional[list[str]] = None) -> dict:
                 gain = np.array([r["gain_mbb"] for r in rs.values()], float)
                 secs = float(np.mean([r["solve_s"] for r in rs.values()]))
                 ex = [r["expl_pct_pot"] for r in rs.values() if r.get("expl_pct_pot") is not None]
+                rz = [r["raise"] for r in rs.values() if r.get("raise") is not None]
                 common = sorted(set(rs) & set(by[base]))
                 dg = np.array([rs[k]["gain_mbb"] - by[base][k]["gain_mbb"] for k in common], float)
                 df = np.array([rs[k]["fold"] - by[base][k]["fold"] for k in common], float)
@@ -463,6 +476,7 @@ def report(rows: list[dict], order: Optional[list[str]] = None) -> dict:
                     "paired_fold_ci95": ci95(df) if len(df) else None,
                     "solve_s": secs,
                     "expl_pct_pot": float(np.mean(ex)) if ex else None,
+                    "raise": float(np.mean(rz)) if rz else None,
                 }
                 table[c] = entry
                 pg = "(baseline)" if c == base else _fmt(entry["paired_gain"], entry["paired_gain_ci95"])
@@ -471,7 +485,8 @@ def report(rows: list[dict], order: Optional[list[str]] = None) -> dict:
                 print(
                     f"{c:30s} {len(rs):6d} {_fmt(entry['fold'], entry['fold_ci95'], 3):>16s} "
                     f"{_fmt(entry['gain_mbb'], entry['gain_ci95']):>18s} {pg:>18s} {pf:>17s} "
-                    f"{secs:8.1f} {exs:>10s}"
+                    f"{secs:8.1f} {exs:>10s} "
+                    + ("     -" if entry["raise"] is None else f"{entry['raise']:6.3f}")
                 )
             out[f"{seat}/{bet}"] = table
     return out
