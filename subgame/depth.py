@@ -139,7 +139,12 @@ class DepthLimit:
         return len(self.continuations)
 
 
-DEFAULT_SAMPLES = 4  # :func:`default_depth_limit`: CFR iterations walk 4 of the next cards (checks walk all)
+# :func:`default_depth_limit`: CFR iterations walk this many of the next cards (checks walk all).
+# From a turn, 2 river cards: at equal solving time, twice the iterations of 4 cards leave a less
+# exploitable strategy (6 self-play turn states of a 60 s main job, exact check: BENCHMARKS.md,
+# "Depth-limited solving"). From a flop, 4 of the leaf cards (not measured against 2).
+DEFAULT_SAMPLES = 2
+FLOP_SAMPLES = 4
 # :func:`default_depth_limit` from a round with two deals after it (a hold'em flop): the
 # continuations are dealt from a fixed sample of 12 of the cards left (12 turns x 11 rivers: 132
 # runouts against 56 for 8 cards, leaf values of less variance for twice the construction and check;
@@ -153,18 +158,19 @@ DEFAULT_LEAF_CARDS = 12
 DEFAULT_LEAF_DEALS = (32, 1, 1)
 
 
-def default_depth_limit(
-    bp, samples: Optional[int] = DEFAULT_SAMPLES, root_round: Optional[int] = None
-) -> DepthLimit:
+def default_depth_limit(bp, samples: Optional[int] = None, root_round: Optional[int] = None) -> DepthLimit:
     """The depth limit :func:`subgame.nested.solve_state` uses by default: the four continuations of
     the paper (blueprint, fold, call, raise biased by 5), iterations walking ``samples`` of the next
-    cards (:data:`DEFAULT_SAMPLES`); from a ``root_round`` with two deals after it, the
-    continuations dealt from a fixed sample of :data:`DEFAULT_LEAF_CARDS` cards; with three or
-    more, along sampled runouts (:data:`DEFAULT_LEAF_DEALS`, every deal walked)."""
+    cards (default :data:`DEFAULT_SAMPLES`); from a ``root_round`` with two deals after it, the
+    continuations dealt from a fixed sample of :data:`DEFAULT_LEAF_CARDS` cards, iterations walking
+    :data:`FLOP_SAMPLES` of them by default; with three or more, along sampled runouts
+    (:data:`DEFAULT_LEAF_DEALS`, every deal walked)."""
     later = 0 if root_round is None else bp.gamedef.num_rounds - 1 - root_round
     if later >= 3:
         return DepthLimit(bp, samples=None, leaf_deals=DEFAULT_LEAF_DEALS)
-    return DepthLimit(bp, samples=samples, leaf_cards=DEFAULT_LEAF_CARDS if later == 2 else None)
+    if later == 2:
+        return DepthLimit(bp, samples=samples or FLOP_SAMPLES, leaf_cards=DEFAULT_LEAF_CARDS)
+    return DepthLimit(bp, samples=samples or DEFAULT_SAMPLES)
 
 
 def resolve_depth_limit(bp, depth_limit, root_round: int, state_round: int) -> Optional[DepthLimit]:

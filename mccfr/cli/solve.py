@@ -404,6 +404,7 @@ def _solve_matchstate(path, matchstate, how, limits) -> dict[str, Any]:
             # the default for the state's round (its depth limit's root)
             dft = default_depth_limit(bp, root_round=state.betting.round)
             dl_opts["leaf_cards"], dl_opts["leaf_deals"] = dft.leaf_cards, dft.leaf_deals
+            dl_opts.setdefault("samples", dft.samples)
         dl = DepthLimit(bp, auto=depth_limit is None, **dl_opts)
     sol, node = solve_state(bp, state, method, limits, bets=bets, depth_limit=dl, algo=algo)
     d = _solve_report(sol)

@@ -3,6 +3,7 @@ setup and iterations cost.
 
     python scripts/benchmarks/bench_turn_solving.py answers RUN_DIR [--states 20] [--seed 7]
     python scripts/benchmarks/bench_turn_solving.py setup RUN_DIR [--states 20] [--seed 7] [--iterations 10]
+    python scripts/benchmarks/bench_turn_solving.py samples RUN_DIR [--states 6] [--seed 11] [--iterations 10]
 
 The states: the first turn decision of each of ``--states`` self-play hands of the run's blueprint
 (:func:`blueprint.player.self_play_states`, every action sampled from the blueprint).
@@ -16,6 +17,12 @@ setup: each state solved directly (:func:`subgame.nested.solve_state`, ``--itera
 after one untimed solve that compiles the kernels: per state the construction from the blueprint
 (:func:`subgame.nested.state_subgame`), the solver's engine (:func:`subgame.solver.subgame_engine`,
 the depth-limited leaves' model), the mean iteration and the final check.
+
+samples: river cards a CFR iteration walks (``DepthLimit.samples``) at equal solving time: each
+state solved (``reach-maxmargin``) with 4 cards for ``--iterations`` and 3x that, and with 2 cards for
+twice each count (about the same time), each then checked exactly over every river card: the
+exploitability in % of the pot (the gadget game's, half its gap) and the seconds of iterations;
+per pair, the ratio 2 cards / 4 cards (geometric mean over the states).
 
 Each command prints a table and a final JSON line (with the machine's load).
 """
@@ -169,15 +176,80 @@ def setup(args) -> dict:
     return out
 
 
+def samples(args) -> dict:
+    from subgame import nested
+    from subgame.depth import DepthLimit
+
+    bp = Blueprint.load(args.run_dir)
+    pool = turn_states(bp, args.states, args.seed)
+    nested.solve_state(bp, pool[0], "reach-maxmargin", iterations=2, time_budget=None)  # compiles
+    n = args.iterations
+    plan = ((4, n), (2, 2 * n), (4, 3 * n), (2, 6 * n))
+    rows = []
+    for ms in pool:
+        for cards, its in plan:
+            dl = DepthLimit(bp, samples=cards)
+            sol, _ = nested.solve_state(
+                bp,
+                ms,
+                "reach-maxmargin",
+                iterations=its,
+                time_budget=None,
+                depth_limit=dl,
+                measure_samples=None,
+            )
+            row = {
+                "matchstate": ms,
+                "samples": cards,
+                "iterations": its,
+                "solve_s": sol.timing["iter_s"] * its,
+                "exploitability_pct_pot": sol.exploitability_pct_pot,
+            }
+            rows.append(row)
+            print(
+                f"{ms:60s} {cards} cards x {its:4d} iterations: {row['solve_s']:6.2f} s  "
+                f"{row['exploitability_pct_pot']:7.2f}% of the pot",
+                flush=True,
+            )
+    pairs = {}
+    for k in range(2):
+        four = [r for r in rows if r["samples"] == 4 and r["iterations"] == plan[2 * k][1]]
+        two = [r for r in rows if r["samples"] == 2 and r["iterations"] == plan[2 * k + 1][1]]
+        ratio = lambda key: float(np.exp(np.mean([np.log(b[key] / a[key]) for a, b in zip(four, two)])))  # noqa: E731
+        pairs[f"{plan[2 * k][1]}x4 against {plan[2 * k + 1][1]}x2"] = {
+            "exploitability_4": float(np.median([a["exploitability_pct_pot"] for a in four])),
+            "exploitability_2": float(np.median([b["exploitability_pct_pot"] for b in two])),
+            "ratio_exploitability": round(ratio("exploitability_pct_pot"), 3),
+            "ratio_seconds": round(ratio("solve_s"), 3),
+            "two_better": sum(
+                b["exploitability_pct_pot"] < a["exploitability_pct_pot"] for a, b in zip(four, two)
+            ),
+        }
+    for name, p in pairs.items():
+        print(
+            f"{name}: median exploitability {p['exploitability_4']:.1f}% -> {p['exploitability_2']:.1f}% of the pot, "
+            f"ratio {p['ratio_exploitability']:.2f} (geometric mean) at {p['ratio_seconds']:.2f}x the seconds; "
+            f"2 cards better on {p['two_better']} of {len(pool)} states"
+        )
+    return {
+        **machine_row(),
+        "command": "samples",
+        "run_dir": args.run_dir,
+        "states": len(pool),
+        "pairs": pairs,
+        "rows": rows,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=("answers", "setup"))
+    ap.add_argument("command", choices=("answers", "setup", "samples"))
     ap.add_argument("run_dir")
     ap.add_argument("--states", type=int, default=20)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--iterations", type=int, default=10)
     args = ap.parse_args()
-    emit(answers(args) if args.command == "answers" else setup(args))
+    emit({"answers": answers, "setup": setup, "samples": samples}[args.command](args))
 
 
 if __name__ == "__main__":

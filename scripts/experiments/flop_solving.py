@@ -41,7 +41,7 @@ from blueprint.player import self_play_states
 from subgame import kernels as K
 from subgame.bets import bp_bets
 from subgame.construct import blueprint_sigma, map_to_blueprint
-from subgame.depth import DEFAULT_LEAF_CARDS, DEFAULT_SAMPLES, DepthLimit
+from subgame.depth import DEFAULT_LEAF_CARDS, FLOP_SAMPLES, DepthLimit
 from subgame.nested import solve_state, state_subgame
 from subgame.solver import subgame_engine
 from subgame.tree import SubgameError
@@ -85,7 +85,7 @@ def main(argv=None) -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     rows, diffs = [], []
     bets = bp_bets(bp)
-    dl = DepthLimit(bp, samples=DEFAULT_SAMPLES, leaf_cards=a.leaf_cards)  # each solve takes a copy
+    dl = DepthLimit(bp, samples=FLOP_SAMPLES, leaf_cards=a.leaf_cards)  # each solve takes a copy
     for i, ms in enumerate(states):
         st = game.state(ms)
         try:

@@ -580,11 +580,16 @@ def test_a_flop_too_big_to_walk_is_solved_safely_depth_limited(bp4, monkeypatch)
     margin of at least 0); without a depth limit the state is refused with the size named."""
     import subgame.construct as C
     import subgame.depth as depth
-    from subgame.depth import DEFAULT_LEAF_CARDS, default_depth_limit
+    from subgame.depth import DEFAULT_LEAF_CARDS, DEFAULT_SAMPLES, FLOP_SAMPLES, default_depth_limit
     from subgame.nested import solve_state
 
     assert default_depth_limit(bp4, root_round=1).leaf_cards == DEFAULT_LEAF_CARDS == 12
     assert default_depth_limit(bp4, root_round=2).leaf_cards is None  # the turn: every river card
+    # CFR iterations sample 2 river cards from a turn (at equal time, less exploitable than 4),
+    # 4 of the 12 leaf cards from a flop; a given count wins
+    assert default_depth_limit(bp4, root_round=2).samples == DEFAULT_SAMPLES == 2
+    assert default_depth_limit(bp4, root_round=1).samples == FLOP_SAMPLES == 4
+    assert default_depth_limit(bp4, samples=6, root_round=2).samples == 6
     assert default_depth_limit(bp4, root_round=0).leaf_cards is None  # pre-flop: sampled runouts
     monkeypatch.setattr(C, "MAX_REST_ENTRIES", 10)
     monkeypatch.setattr(depth, "DEFAULT_LEAF_CARDS", 8)  # this game has 9 cards left after the flop
