@@ -81,7 +81,11 @@ class Betting:
         return not self.folded[p] and self.spent[p] < self.game.stack[p]
 
     def num_acting(self) -> int:
-        return sum(self._can_act(p) for p in range(len(self.spent)))
+        n = 0
+        for folded, spent, stack in zip(self.folded, self.spent, self.game.stack):
+            if not folded and spent < stack:
+                n += 1
+        return n
 
     def current_player(self) -> int:
         """Seat to act; -1 when the hand is finished."""

@@ -59,7 +59,7 @@ from holdem.betting import (
     parse_betting,
 )
 from holdem.cards import CardError, card_name, cards_str, parse_card, parse_cards
-from holdem.gamedef import GameDef
+from holdem.gamedef import MAX_PLAYERS, GameDef
 
 if TYPE_CHECKING:
     from holdem.game import Game
@@ -73,6 +73,10 @@ _UINT = re.compile(r"(0|[1-9][0-9]*)\Z")
 _INT = re.compile(r"(0|-?[1-9][0-9]*)\Z")
 _SPACE = re.compile(r"\s")
 UINT32_MAX = 2**32 - 1
+# per number of seats: the seats, the viewers State.initial takes, no hole cards yet
+_SEATS = [tuple(range(n)) for n in range(MAX_PLAYERS + 1)]
+_VIEWERS = [(None, *seats) for seats in _SEATS]
+_NO_HOLES: list[tuple[tuple[int, ...], ...]] = [((),) * n for n in range(MAX_PLAYERS + 1)]
 MAX_STATE_CHARS = 1 << 14  # far above any legal string (see the module docstring)
 _MAX_NET_DIGITS = 11  # a sign and 10 digits: |net| <= a stack, which fits int32
 
@@ -120,14 +124,13 @@ class State:
     @classmethod
     def initial(cls, game: Game, hand_id: int = 0, viewer: int | None = None) -> State:
         """The start of a hand: blinds posted, no card dealt (a chance state)."""
-        n = game.gamedef.num_players
-        if viewer is not None and viewer not in range(n):
+        n = len(game.gamedef.blind)
+        if viewer not in _VIEWERS[n]:
             seats = "0 or 1" if n == 2 else f"0..{n - 1}"
             raise StateError(f"viewer must be None, {seats}, got {viewer!r}")
         if not 0 <= hand_id <= UINT32_MAX:
             raise StateError(f"hand number {hand_id} is outside 0..{UINT32_MAX}")
-        hole = ((), ()) if n == 2 else ((),) * n
-        return cls(game, Betting.initial(game.gamedef), hole, hand_id=hand_id, viewer=viewer)
+        return cls(game, Betting.initial(game.gamedef), _NO_HOLES[n], hand_id=hand_id, viewer=viewer)
 
     @classmethod
     def from_string(cls, game: Game, text: str) -> State:
@@ -154,7 +157,7 @@ class State:
 
     def _dealt_seats(self) -> tuple[int, ...]:
         """Seats whose hole cards this state deals: all, or the viewer's (the others are hidden)."""
-        return tuple(range(len(self.hole_cards))) if self.viewer is None else (self.viewer,)
+        return _SEATS[len(self.hole_cards)] if self.viewer is None else (self.viewer,)
 
     def _pending(self) -> list[tuple[str, int]]:
         """``(what, missing)`` for each slot still to deal now, in deal order (computed once per
@@ -301,7 +304,11 @@ class State:
             raise StateError(
                 f"deal: {len(ids)} cards given but only {due} are due now ({self._pending_text()})"
             )
-        used = set(self.board_cards).union(*self.hole_cards)
+        hole_cards = self.hole_cards
+        if len(hole_cards) == 2:
+            used = set(hole_cards[0]) | set(hole_cards[1]) | set(self.board_cards)
+        else:
+            used = set(self.board_cards).union(*hole_cards)
         for c in ids:
             if c in used:
                 raise StateError(f"deal: card {card_name(c, g.num_suits)} is already dealt")
@@ -311,7 +318,8 @@ class State:
         for seat in self._dealt_seats():
             take = g.num_hole_cards - len(hole[seat])
             hole[seat], rest = hole[seat] + rest[:take], rest[take:]
-        return dataclasses.replace(self, hole_cards=tuple(hole), board_cards=self.board_cards + rest)
+        hole_cards = (hole[0], hole[1]) if len(hole) == 2 else tuple(hole)
+        return dataclasses.replace(self, hole_cards=hole_cards, board_cards=self.board_cards + rest)
 
     def _pending_text(self) -> str:
         return ", ".join(f"{n} for {what}" for what, n in self._pending())

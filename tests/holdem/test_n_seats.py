@@ -126,3 +126,17 @@ def test_cli_refuses_n_seats(tmp_path, args):
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 2, r.output
     assert "error:" in r.output and "numPlayers = 3" in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize(
+    "game, matchstate, other",
+    [
+        ("hunl", "MATCHSTATE:2:0:r300:||AhKd", "holdem.nolimit.3p"),
+        ("kuhn", "MATCHSTATE:1:0::|2c|", "kuhn.limit.3p"),
+    ],
+)
+def test_two_player_server_refuses_n_seat_matchstates(game, matchstate, other):
+    from mccfr.serving.query import GameChecker, QueryError
+
+    with pytest.raises(QueryError, match=f"it parses as a {other} state, and this server plays {game}"):
+        GameChecker(Game.load(game)).parse(matchstate)
