@@ -4,7 +4,10 @@ Layout. A decision node ``n`` owns the block ``[row_offset[n], row_offset[n] + B
 the flat tables, where ``B_r`` is the number of card buckets of the node's round and ``A_n`` its
 number of actions; the entry of (bucket ``b``, action ``a``) is ``row_offset[n] + b * A_n + a``.
 An information set is (node, bucket). ``regret`` is float32 or int32 (see :mod:`numerics`),
-``strat`` (average-strategy sums) float32.
+``strat`` (average-strategy sums) float32; with 16-bit tables ``regret`` is bfloat16 bits
+(uint16, read through :func:`blueprint.numerics.tload`, written with stochastic rounding) and
+``strat`` a :class:`blueprint.numerics.Sums` (16-bit mantissas, one exponent per row). Each kernel
+compiles once per table type; the 32-bit types compile to the arithmetic they had before.
 
 External sampling (Lanctot et al. 2009, "Monte Carlo Sampling for Regret Minimization in
 Extensive Games"): one iteration is a traversal for each seat. Chance is sampled once per
