@@ -193,3 +193,23 @@ def test_threads_share_one_sixteen_bit_table():
     assert not tr.copies_used(10**9) and tr._copy_span() == 0
     tr.run(20_000)
     assert tr.iteration == 20_000 and tr.exploitability()[0] < 0.5
+
+
+def test_a_sixteen_bit_checkpoint_with_bad_tables_is_refused(tmp_path):
+    """Non-finite bfloat16 regrets, or a shard without the sums' exponents: CheckpointError."""
+    from blueprint.checkpoints import load_latest
+
+    tr = make_trainer("leduc", algo="dcfr", seed=4, table_bits=16)
+    tr.run(1_000)
+    tr.save(tmp_path)
+    manifest, shards = load_latest(tmp_path)
+    assert manifest["tables_format"] == 3 and "strat_exp" in shards[0][0]
+    arrays, meta = shards[0]
+    bad = dict(arrays, regret=arrays["regret"].copy())
+    bad["regret"][7] = 0x7FC0  # a NaN
+    with pytest.raises(CheckpointError, match="non-finite bfloat16"):
+        Trainer.from_checkpoint(tmp_path, manifest, [(bad, meta)])
+    lacking = {k: v for k, v in arrays.items() if k != "strat_exp"}
+    with pytest.raises(CheckpointError, match="strat_exp"):
+        Trainer.from_checkpoint(tmp_path, manifest, [(lacking, meta)])
+    assert Trainer.from_checkpoint(tmp_path, manifest, shards).strat_exp.tobytes() == tr.strat_exp.tobytes()
