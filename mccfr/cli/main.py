@@ -5,10 +5,10 @@ Commands (``mccfr COMMAND --help`` for every flag)::
     mccfr train  [--game G] [--bets B] [--abstraction A] [--algo V]
                  [--iterations N | --time SECONDS] [--out RUN_DIR] [--checkpoint-every SECONDS]
                  [--keep N] [--seed S] [--target-exploitability X] [--eval-every SECONDS]
-                 [--report-every SECONDS] [--regret-dtype float32|int32]
+                 [--report-every SECONDS] [--regret-dtype float32|int32] [--table-bits 16|32]
                  [--workers N] [--shards S] [--address ADDR] [--batch B] [--verbose] [--storage DIR|URI] [--json]
     mccfr resume RUN_DIR [--iterations N | --time SECONDS] [same run-control and Ray flags]
-                 [--storage DIR|URI] [--json]
+                 [--table-bits 16|32 (a check)] [--storage DIR|URI] [--json]
     mccfr status RUN_DIR [--verify] [--plot FILE.png] [--json]
     mccfr eval   [RUN_DIR | --game G] [--exploitability] [--player SPEC] [--vs SPEC --hands N]
                  [--seed S] [--json]      (SPEC: RUN_DIR[+solve:METHOD], random, always-call,
