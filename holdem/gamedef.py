@@ -31,8 +31,9 @@ file (a device, FIFO or directory is refused without reading) in at most
 
 Presets (:data:`PRESETS`): ``kuhn``, ``leduc``, ``hulhe`` (heads-up limit hold'em), ``hunl``
 (heads-up no-limit, 200 big blinds, blinds 100/50) and short-stack no-limit presets
-``hunl100``, ``hunl50`` and ``hunl20`` (100, 50 and 20 big blinds); three-player games as the
-ACPC dealer ships them: ``kuhn.limit.3p``, ``holdem.limit.3p`` and ``holdem.nolimit.3p``.
+``hunl100``, ``hunl50`` and ``hunl20`` (100, 50 and 20 big blinds). Three-player games as the
+ACPC dealer ships them (:data:`MULTIWAY_PRESETS`, for the rules only): ``kuhn.limit.3p``,
+``holdem.limit.3p`` and ``holdem.nolimit.3p``.
 """
 
 from __future__ import annotations
@@ -562,7 +563,12 @@ PRESETS: dict[str, GameDef] = {
     "hunl100": _hunl("hunl100", 100),
     "hunl50": _hunl("hunl50", 50),
     "hunl20": _hunl("hunl20", 20),
-    # three seats, as the ACPC dealer ships them (kuhn.limit.3p.game, holdem.*.3p.game)
+}
+
+# Games of more than two seats, as the ACPC dealer ships them (kuhn.limit.3p.game,
+# holdem.*.3p.game): the rules play them, the rest of the project refuses them
+# (:func:`require_two_players`); apart from :data:`PRESETS`, whose games every part takes.
+MULTIWAY_PRESETS: dict[str, GameDef] = {
     "kuhn.limit.3p": GameDef(
         "limit", 1, (INT32_MAX,) * 3, (1, 1, 1), (1,), (0,), (1,), 1, 4, 1, (0,), "kuhn.limit.3p"
     ),
@@ -639,11 +645,14 @@ def load_gamedef(name_or_path: str | os.PathLike) -> GameDef:
     key = str(name_or_path)
     if key in PRESETS:
         return PRESETS[key]
+    if key in MULTIWAY_PRESETS:
+        return MULTIWAY_PRESETS[key]
     try:
         data = read_game_file(key)
     except FileNotFoundError:
         raise GameDefError(
-            f"unknown game {_clip(key, 200)!r}: not a preset ({', '.join(PRESETS)}) and no such file"
+            f"unknown game {_clip(key, 200)!r}: not a preset ({', '.join([*PRESETS, *MULTIWAY_PRESETS])})"
+            " and no such file"
         ) from None
     try:
         return parse_gamedef_bytes(data, name=Path(key).stem)

@@ -81,7 +81,7 @@ from typing import Any, Protocol, runtime_checkable
 from blueprint.blueprint import NotADecisionError, viewer_decision
 from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
 from holdem.game import Game
-from holdem.gamedef import PRESETS
+from holdem.gamedef import MULTIWAY_PRESETS, PRESETS
 from holdem.state import State, StateError
 from subgame.locking import LockError, LockSpec, check_lock_spec
 from subgame.solver import METHODS
@@ -190,7 +190,8 @@ class GameChecker:
     def _other_games(self) -> list[tuple[str, Game]]:
         if self._others is None:
             mine = self.game.gamedef.to_acpc()
-            self._others = [(n, Game(g)) for n, g in PRESETS.items() if g.to_acpc() != mine]
+            games = {**PRESETS, **MULTIWAY_PRESETS}  # (an N-seat MATCHSTATE: named as such)
+            self._others = [(n, Game(g)) for n, g in games.items() if g.to_acpc() != mine]
         return self._others
 
     def parse(self, matchstate: Any) -> State:

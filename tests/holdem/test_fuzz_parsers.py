@@ -26,6 +26,7 @@ from holdem.gamedef import (
     MAX_GAME_FILE_LINES,
     MAX_HOLE_CARDS,
     MAX_ROUNDS,
+    MULTIWAY_PRESETS,
     PRESETS,
     load_gamedef,
     parse_gamedef,
@@ -49,7 +50,7 @@ NL_LEDUC = Path(__file__).resolve().parents[1] / "data" / "leduc_nolimit.game"
 _FILES = sorted({p.resolve() for d in (GAMES_DIR, SHARED_GAMES_DIR) if d.is_dir() for p in d.glob("*.game")})
 GAME_TEXTS = sorted(
     {p.read_text() for p in _FILES + [NL_LEDUC] if p.is_file()}
-    | {gd.to_acpc() for gd in PRESETS.values()}
+    | {gd.to_acpc() for gd in [*PRESETS.values(), *MULTIWAY_PRESETS.values()]}
     | {ODD_LIMIT, ODD_NOLIMIT}
 )
 BASE = (GAMES_DIR / "holdem.nolimit.2p.reverse_blinds.game").read_text()

@@ -5,7 +5,14 @@ import pytest
 from click.testing import CliRunner
 
 from holdem import Game, GameDef, GameDefError, StateError
-from holdem.gamedef import INT32_MAX, NO_RAISE_CAP, PRESETS, parse_gamedef, require_two_players
+from holdem.gamedef import (
+    INT32_MAX,
+    MULTIWAY_PRESETS,
+    NO_RAISE_CAP,
+    PRESETS,
+    parse_gamedef,
+    require_two_players,
+)
 
 NL3 = Game.load("holdem.nolimit.3p")
 KUHN3 = Game.load("kuhn.limit.3p")
@@ -16,13 +23,13 @@ def test_three_player_presets_are_the_acpc_files():
     assert "numPlayers = 3" in text and "blind = 50 100 0" in text and "stack = 20000 20000 20000" in text
     assert "firstPlayer = 3 1 1 1" in text
     for name in ("kuhn.limit.3p", "holdem.limit.3p", "holdem.nolimit.3p"):
-        gd = PRESETS[name]
+        gd = MULTIWAY_PRESETS[name]
         assert gd.num_players == 3 and parse_gamedef(gd.to_acpc(), name=name) == gd
     assert KUHN3.gamedef.deck_size == 4 and KUHN3.gamedef.cards_per_deal == 3
 
 
 def test_ten_seats_parse_and_eleven_do_not():
-    ten = PRESETS["holdem.nolimit.3p"].to_acpc()
+    ten = MULTIWAY_PRESETS["holdem.nolimit.3p"].to_acpc()
     ten = ten.replace("numPlayers = 3", "numPlayers = 10").replace(
         "stack = 20000 20000 20000", "stack = " + "500 " * 10
     )
@@ -34,7 +41,9 @@ def test_ten_seats_parse_and_eleven_do_not():
     with pytest.raises(GameDefError, match="'blind': needs 10 values"):
         parse_gamedef(ten.replace("blind = 50 100" + " 0" * 8, "blind = 50 100"))
     with pytest.raises(GameDefError, match="'firstPlayer': must be 1..3 for 3 players"):
-        parse_gamedef(PRESETS["holdem.nolimit.3p"].to_acpc().replace("firstPlayer = 3", "firstPlayer = 4"))
+        parse_gamedef(
+            MULTIWAY_PRESETS["holdem.nolimit.3p"].to_acpc().replace("firstPlayer = 3", "firstPlayer = 4")
+        )
     with pytest.raises(GameDefError, match="'stack': needs 3 values"):
         GameDef("limit", 1, (INT32_MAX,) * 2, (1, 1, 1), (1,), (0,), (1,), 1, 4, 1, (0,))
     with pytest.raises(GameDefError, match="'blind': needs one value per player, 2..10"):
@@ -95,7 +104,7 @@ def test_require_two_players():
     with pytest.raises(
         GameDefError, match=r"the thing supports only 2-player games: game 'kuhn.limit.3p' has numPlayers = 3"
     ):
-        require_two_players(PRESETS["kuhn.limit.3p"], "the thing")
+        require_two_players(MULTIWAY_PRESETS["kuhn.limit.3p"], "the thing")
 
 
 def test_entry_points_refuse_n_seats():
@@ -104,9 +113,9 @@ def test_entry_points_refuse_n_seats():
     from mccfr.evaluation.lbr import LocalBestResponse
 
     with pytest.raises(GameDefError, match="the betting tree supports only 2-player games.*numPlayers = 3"):
-        build_tree(PRESETS["kuhn.limit.3p"])
+        build_tree(MULTIWAY_PRESETS["kuhn.limit.3p"])
     with pytest.raises(GameDefError, match="training supports only 2-player games.*numPlayers = 3"):
-        card_abstraction(PRESETS["holdem.nolimit.3p"], None)
+        card_abstraction(MULTIWAY_PRESETS["holdem.nolimit.3p"], None)
     with pytest.raises(GameDefError, match="LBR .* supports only 2-player games.*numPlayers = 3"):
         LocalBestResponse(NL3, None)
 
