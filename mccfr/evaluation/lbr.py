@@ -268,11 +268,15 @@ class LBRResult(InBigBlinds):
 
     @property
     def hands_per_cpu_hour(self) -> float | None:
-        """Hands this call played per hour of one core: ``played / (seconds * jobs) * 3600``
-        (None when it played none)."""
+        """Hands this call played per hour of CPU time its processes got: ``played / cpu_seconds *
+        3600`` (on a shared machine the wall clock times the processes would count the others'
+        time too); without ``cpu_seconds``, per hour of ``jobs`` cores' wall clock. None when it
+        played none."""
         played = self.hands if self.hands_played is None else self.hands_played
         if played <= 0 or self.seconds <= 0:
             return None
+        if self.cpu_seconds:
+            return played / self.cpu_seconds * 3600.0
         return played / (self.seconds * self.jobs) * 3600.0
 
     @property

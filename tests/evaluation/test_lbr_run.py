@@ -60,6 +60,7 @@ def test_processes_give_the_same_values(bp, unbroken):
     assert np.any(res.per_pair != 0)
     assert res.hands_played == HANDS and res.hands_per_cpu_hour > 0
     assert res.cpu_seconds > 0 and unbroken.cpu_seconds > 0  # the workers' CPU time comes back
+    assert res.hands_per_cpu_hour == pytest.approx(HANDS / res.cpu_seconds * 3600)  # CPU time, not wall
 
 
 def test_a_pair_does_not_depend_on_the_pairs_before_it(bp, unbroken):
