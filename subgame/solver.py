@@ -338,7 +338,10 @@ def solve(
 
     def check_s() -> float:
         """Seconds the final check will take: the last one's, else the mean iteration's (walks of
-        the whole tree: a slow iteration of a loaded machine is not the rule) times its walks."""
+        the whole tree: a slow iteration of a loaded machine is not the rule) times its walks;
+        none without one (``final_check=False``)."""
+        if not lim.final_check:
+            return 0.0
         if measure_s is not None:
             return measure_s
         if it >= 2:  # the first iteration may have compiled kernels or warmed caches: left out
@@ -425,10 +428,17 @@ def solve(
         final = check_s()
         stopped = stop is not None and stop.is_set()
         late = deadline is not None and now + final > deadline
-        if late and not stopped and measure_samples and measure_cards is None and measure_s is None:
+        if (
+            late
+            and lim.final_check
+            and not stopped
+            and measure_samples
+            and measure_cards is None
+            and measure_s is None
+        ):
             sample_check()  # no time for an exact check: a sampled one, if that fits
             final = check_s()
-        if stopped or (deadline is not None and now + final > deadline):
+        if stopped or not lim.final_check or (deadline is not None and now + final > deadline):
             # no time left for the final check: the average strategy alone
             avg = full_strategy(e.average(strat_sum))
             el = time.perf_counter() - t0

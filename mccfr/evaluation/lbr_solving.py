@@ -152,6 +152,7 @@ class SolvingOpponent:
                         self.method,
                         time_budget=None,
                         iterations=self.iterations,
+                        final_check=False,  # the strategy alone, as the player solves (evaluation/solving.py)
                         bets=self.bets,
                         played=d.played or None,
                     )

@@ -35,6 +35,7 @@ from subgame.tree import SubgameError
         ({"keep_state": 1}, "keep_state"),
         ({"min_iterations": -1}, "min_iterations"),
         ({"min_iterations": 2.5}, "min_iterations"),
+        ({"final_check": 1}, "final_check"),
     ],
 )
 def test_a_bad_limit_is_a_clear_error_naming_the_field(fields, name):
@@ -68,3 +69,21 @@ def test_the_solvers_check_their_limits_before_solving():
         solve_state(None, "MATCHSTATE:0:0::AsAh|", "unsafe", iterations=-3)
     with pytest.raises(TypeError, match="itterations"):
         solve(None, "unsafe", itterations=3)
+
+
+def test_without_the_final_check_the_strategy_is_the_same_and_unmeasured():
+    """``final_check=False`` (what evaluation's solving players ask): the same strategy, bit for
+    bit, without the exploitability check after the last iteration."""
+    from pathlib import Path
+
+    import numpy as np
+
+    from subgame import read_libratus, solve
+
+    sub = read_libratus(Path(__file__).resolve().parents[1] / "data" / "libratus" / "subgame4.txt")
+    checked = solve(sub, "unsafe", iterations=12)
+    bare = solve(sub, "unsafe", iterations=12, final_check=False)
+    assert bare.iterations == checked.iterations == 12
+    assert np.array_equal(bare.strategy, checked.strategy)
+    assert checked.exploitability is not None and checked.timing["measure_s"] is not None
+    assert bare.exploitability is None and bare.timing["measure_s"] is None
