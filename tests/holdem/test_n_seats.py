@@ -135,6 +135,8 @@ def test_cli_refuses_n_seats(tmp_path, args):
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 2, r.output
     assert "error:" in r.output and "numPlayers = 3" in r.output and "Traceback" not in r.output
+    if args[0] == "train":  # refused when the game is read: nothing made, named for the command
+        assert "mccfr train supports only 2-player games" in r.output and not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize(
