@@ -255,7 +255,9 @@ class Spots:
         for bet, to in sizes.items():
             keys, P = opp.action_probs(self.state(board, f"{lead}r{to}", None))
             out["fold"][bet] = P[:, keys.index("f")]
-            out["raise"][bet] = sum(P[:, j] for j, a in enumerate(keys) if a.startswith("r"))
+            out["raise"][bet] = sum(
+                (P[:, j] for j, a in enumerate(keys) if a.startswith("r")), np.zeros(len(P))
+            )
             out["meta"][bet] = {"solve_s": 0.0, "iterations": 0, "expl": None}
         return out
 
