@@ -84,7 +84,6 @@ __all__ = [
     "MAX_FULL_DEALS",
     "PARALLEL_SETTLE_MIN",
     "PREFETCH_MIN_ENTRIES",
-    "TABLES_FORMAT",
     "RunConfig",
     "Trainer",
     "config_hash",
@@ -92,14 +91,7 @@ __all__ = [
     "make_trainer",
     "run_for",
 ]
-#: what a single-process checkpoint's shard holds: 1, the tables settled (every row through every
-#: boundary so far) and the RNG; 2 (the manifest's ``tables_format``), also the rows' epochs
-#: (``epoch``, int32 ``[information sets, 2]``: the discount boundaries each row's regrets and its
-#: strategy sums have been through, between the window's first and the iteration's), the tables
-#: as the run held them. Both are read. The Ray job's checkpoints (a ``job`` in the manifest) hold
-#: settled slices under either. 3: format 2 with 16-bit tables (``table_bits`` 16: regret and
-#: strat as bfloat16 bits, ``uint16``); a 32-bit run still writes 2, which builds from before read.
-TABLES_FORMAT = 3
+
 # tables at least this big are settled (every row through its pending discounts) by all the
 # threads, each a slice (smaller: the sweep is shorter than waking the threads)
 PARALLEL_SETTLE_MIN = 1 << 18
@@ -737,7 +729,7 @@ class Trainer:
 
     # -- checkpoints --------------------------------------------------------------------------
     def state_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays a checkpoint holds (:data:`TABLES_FORMAT`): the tables as the run holds
+        """The arrays a checkpoint holds (:data:`blueprint.trainer_checkpoint.TABLES_FORMAT`): the tables as the run holds
         them, each row's epoch (the discount boundaries it has been through), the RNG."""
         base = self._lazy_window().base  # the epochs in the file count from 0
         epoch = (self.row_epoch.astype(np.int32) + base).reshape(self.num_rows, 2)
@@ -755,7 +747,7 @@ class Trainer:
             "rng_state": [int(x) for x in self.rng],
             "w_base": self.w_base,
             "t_base": self.t_base,
-            "tables_format": TABLES_FORMAT if self.table_bits == 16 else 2,
+            "tables_format": trainer_checkpoint.TABLES_FORMAT if self.table_bits == 16 else 2,
             "node_visits": self.node_visits,
             "pruned": self.pruned,
             "seconds": self.seconds,
@@ -787,16 +779,6 @@ class Trainer:
         (:func:`blueprint.discount.window_base`) to the boundaries seen."""
         e = DiscountWindow.at(self.config.algo, 0, 0.0, 0).epoch(iteration)
         return window_base(e), e
-
-    @staticmethod
-    def tables_format(manifest: dict) -> int:
-        """The manifest's ``tables_format`` (:data:`TABLES_FORMAT`; 1 when absent)."""
-        fmt = manifest.get("tables_format", 1)
-        if type(fmt) is not int or not 1 <= fmt <= TABLES_FORMAT:
-            raise CheckpointError(
-                f"manifest: tables_format {fmt!r} is not one this build reads (1 to {TABLES_FORMAT})"
-            )
-        return fmt
 
     @classmethod
     def from_manifest_config(cls, cfg: dict, cards: Optional[CardAbstraction] = None) -> "Trainer":

@@ -18,6 +18,26 @@ if TYPE_CHECKING:
     from blueprint.trainer import Trainer
 
 
+#: what a single-process checkpoint's shard holds: 1, the tables settled (every row through every
+#: boundary so far) and the RNG; 2 (the manifest's ``tables_format``), also the rows' epochs
+#: (``epoch``, int32 ``[information sets, 2]``: the discount boundaries each row's regrets and its
+#: strategy sums have been through, between the window's first and the iteration's), the tables
+#: as the run held them. Both are read. The Ray job's checkpoints (a ``job`` in the manifest) hold
+#: settled slices under either. 3: format 2 with 16-bit tables (``table_bits`` 16: regret and
+#: strat as bfloat16 bits, ``uint16``); a 32-bit run still writes 2, which builds from before read.
+TABLES_FORMAT = 3
+
+
+def tables_format(manifest: dict) -> int:
+    """The manifest's ``tables_format`` (:data:`TABLES_FORMAT`; 1 when absent)."""
+    fmt = manifest.get("tables_format", 1)
+    if type(fmt) is not int or not 1 <= fmt <= TABLES_FORMAT:
+        raise CheckpointError(
+            f"manifest: tables_format {fmt!r} is not one this build reads (1 to {TABLES_FORMAT})"
+        )
+    return fmt
+
+
 def checkpoint_layout(self: Trainer, manifest: dict) -> list[dict[str, ArraySpec]]:
     """Per shard, the arrays a checkpoint of this run must hold (``layout`` of
     ``load_latest``): the trainer's one shard (regret, strat, rng), or the Ray job's
@@ -34,7 +54,7 @@ def checkpoint_layout(self: Trainer, manifest: dict) -> list[dict[str, ArraySpec
             "strat": ArraySpec(strat, (self.size,), min=0.0),
             "rng": ArraySpec(self.rng.dtype, self.rng.shape),
         }
-        if self.tables_format(manifest) >= 2:
+        if tables_format(manifest) >= 2:
             lo, hi = self.epoch_bounds(manifest["iteration"])
             spec["epoch"] = ArraySpec(np.dtype(np.int32), (self.num_rows, 2), min=lo, max=hi)
         if self.table_bits == 16:
@@ -97,7 +117,7 @@ def restore(run_dir: Path, manifest: dict, shards: list, tr: Trainer) -> Trainer
             f"abstraction ({tr.abstraction_hash}); the checkpoint was made with other abstractions"
         )
     arrays, meta = shards[0]
-    fmt = tr.tables_format(manifest)
+    fmt = tables_format(manifest)
     try:
         check_table_bits(tr, manifest)
     except CheckpointError as exc:
@@ -173,4 +193,4 @@ def restore(run_dir: Path, manifest: dict, shards: list, tr: Trainer) -> Trainer
     return tr
 
 
-__all__ = ["checkpoint_layout", "restore"]
+__all__ = ["TABLES_FORMAT", "checkpoint_layout", "restore", "tables_format"]
