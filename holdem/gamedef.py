@@ -33,7 +33,8 @@ Presets (:data:`PRESETS`): ``kuhn``, ``leduc``, ``hulhe`` (heads-up limit hold'e
 (heads-up no-limit, 200 big blinds, blinds 100/50) and short-stack no-limit presets
 ``hunl100``, ``hunl50`` and ``hunl20`` (100, 50 and 20 big blinds). Three-player games as the
 ACPC dealer ships them (:data:`MULTIWAY_PRESETS`, for the rules only): ``kuhn.limit.3p``,
-``holdem.limit.3p`` and ``holdem.nolimit.3p``.
+``holdem.limit.3p`` and ``holdem.nolimit.3p``; and ``leduc.limit.3p``, OpenSpiel's
+``leduc_poker(players=3)`` (8 cards: 4 ranks of 2 suits).
 """
 
 from __future__ import annotations
@@ -571,6 +572,11 @@ PRESETS: dict[str, GameDef] = {
 MULTIWAY_PRESETS: dict[str, GameDef] = {
     "kuhn.limit.3p": GameDef(
         "limit", 1, (INT32_MAX,) * 3, (1, 1, 1), (1,), (0,), (1,), 1, 4, 1, (0,), "kuhn.limit.3p"
+    ),
+    # OpenSpiel's leduc_poker(players=3): 2 suits of numPlayers + 1 = 4 ranks (8 cards), antes of 1,
+    # raises 2 then 4, at most 2 a round, seat 0 first in both rounds
+    "leduc.limit.3p": GameDef(
+        "limit", 2, (INT32_MAX,) * 3, (1, 1, 1), (2, 4), (0, 0), (2, 2), 2, 4, 1, (0, 1), "leduc.limit.3p"
     ),
     "holdem.limit.3p": GameDef(
         "limit",
