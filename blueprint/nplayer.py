@@ -54,6 +54,7 @@ __all__ = [
     "NPlayerGame",
     "best_response_values",
     "nash_conv",
+    "openspiel_policy",
     "policy_values",
     "train_es",
     "uniform_policy",
@@ -501,3 +502,49 @@ def train_es(game: NPlayerGame, iterations: int, seed: int = 0, linear: bool = T
     """Run ``iterations`` of :class:`ESSolver` from scratch; its ``average_policy()`` is the
     result."""
     return ESSolver(game, seed=seed, linear=linear).run(iterations)
+
+
+def _openspiel_action(short_name: str, prefix: str, a: str) -> int:
+    """OpenSpiel's action id of ACPC action ``a`` after ``prefix`` (the round's betting so far)."""
+    if short_name == "leduc_poker":  # 0 fold, 1 call/check, 2 raise
+        return "fcr".index(a)
+    # kuhn_poker: 0 pass (check or fold), 1 bet (bet or call)
+    return 1 if a == "r" or (a == "c" and "r" in prefix) else 0
+
+
+def openspiel_policy(os_game, game: NPlayerGame, policy: np.ndarray) -> dict[str, list[tuple[int, float]]]:
+    """``policy`` for OpenSpiel's ``kuhn_poker`` or ``leduc_poker`` (any number of players), as
+    ``pyspiel.nash_conv`` and ``pyspiel.TabularPolicy`` take it: {information state string:
+    [(action id, probability)]}.
+
+    Matched by what the seat sees, not by position: for each of our information sets, an
+    OpenSpiel state is dealt the seat's card (the other seats any other cards) and the public
+    card, plays the betting, and is asked for the seat's information state string. Card ids
+    agree (``rank * suits + suit``; Kuhn has one suit). Raises ``ValueError`` where the seat to
+    act or the legal actions differ, or two of our sets land on one string."""
+    kind = os_game.get_type().short_name
+    if kind not in ("kuhn_poker", "leduc_poker"):
+        raise ValueError(f"openspiel_policy knows kuhn_poker and leduc_poker, not {kind}")
+    out: dict[str, list[tuple[int, float]]] = {}
+    for i in range(game.num_infosets):
+        seat, hole, board, betting = game.infoset_view(i)
+        rest = [c for c in range(game.gamedef.deck_size) if c not in hole and c not in board]
+        st = os_game.new_initial_state()
+        for p in range(game.num_players):
+            st.apply_action(hole[0] if p == seat else rest.pop(0))
+        rounds = betting.split("/")
+        for r, acts in enumerate(rounds):
+            if r:
+                st.apply_action(board[r - 1])
+            for k, a in enumerate(acts):
+                st.apply_action(_openspiel_action(kind, acts[:k], a))
+        names = game.actions[int(game.infoset_node[i])]
+        ids = [_openspiel_action(kind, rounds[-1], a) for a in names]
+        if st.current_player() != seat or sorted(ids) != sorted(st.legal_actions()):
+            raise ValueError(f"OpenSpiel's {kind} disagrees at {game.matchstate(i)}: {st}")
+        key = st.information_state_string(seat)
+        if key in out:
+            raise ValueError(f"two information sets are OpenSpiel's {key!r}")
+        off = int(game.tree.ioff[i])
+        out[key] = [(ids[a], float(policy[off + a])) for a in range(len(names))]
+    return out

@@ -13,6 +13,7 @@ from blueprint.nplayer import (
     NPlayerGame,
     best_response_values,
     nash_conv,
+    openspiel_policy,
     policy_values,
     train_es,
     uniform_policy,
@@ -48,49 +49,12 @@ def random_policy(game: NPlayerGame, seed: int, zeros: float = 0.2) -> np.ndarra
 #    seat sees (its card, the public card, the betting), never by position in a list ----------------
 
 
-def _os_action(kind: str, prefix: str, a: str) -> int:
-    """OpenSpiel's action id of ACPC action ``a`` after ``prefix`` (the round's betting so far)."""
-    if kind == "leduc":  # 0 fold, 1 call/check, 2 raise
-        return "fcr".index(a)
-    # Kuhn: 0 pass (check or fold), 1 bet (bet or call)
-    return 1 if a == "r" or (a == "c" and "r" in prefix) else 0
-
-
-def openspiel_policy(os_game, game: NPlayerGame, policy: np.ndarray, kind: str) -> dict:
-    """{information state string: [(action id, probability)]}: for each of our information sets,
-    an OpenSpiel state with the seat's card, the board and the betting (the other seats get any
-    other cards), asked for the seat's information state string."""
-    seats = game.num_players
-    out: dict[str, list[tuple[int, float]]] = {}
-    for i in range(game.num_infosets):
-        seat, hole, board, betting = game.infoset_view(i)
-        rest = [c for c in range(game.gamedef.deck_size) if c not in hole and c not in board]
-        st = os_game.new_initial_state()
-        for p in range(seats):
-            st.apply_action(hole[0] if p == seat else rest.pop(0))
-        for r, acts in enumerate(betting.split("/")):
-            if r:
-                st.apply_action(board[r - 1])
-            for k, a in enumerate(acts):
-                st.apply_action(_os_action(kind, acts[:k], a))
-        assert st.current_player() == seat, (i, betting)
-        n = int(game.infoset_node[i])
-        names = game.actions[n]
-        ids = [_os_action(kind, betting.split("/")[-1], a) for a in names]
-        assert sorted(ids) == sorted(st.legal_actions()), (betting, names, st.legal_actions())
-        key = st.information_state_string(seat)
-        assert key not in out, key  # one OpenSpiel information set per one of ours
-        off = int(game.tree.ioff[i])
-        out[key] = [(ids[a], float(policy[off + a])) for a in range(len(names))]
-    return out
-
-
 @pytest.mark.parametrize("seed", [0, 1])
 def test_kuhn3_nash_conv_equals_openspiel(kuhn3, seed):
     pyspiel = pytest.importorskip("pyspiel")
     os_game = pyspiel.load_game("kuhn_poker(players=3)")
     pol = random_policy(kuhn3, seed)
-    theirs = pyspiel.nash_conv(os_game, openspiel_policy(os_game, kuhn3, pol, "kuhn"))
+    theirs = pyspiel.nash_conv(os_game, openspiel_policy(os_game, kuhn3, pol))
     ours = nash_conv(kuhn3, pol)
     assert ours == pytest.approx(theirs, abs=1e-9) and ours > 0.01
 
@@ -100,7 +64,7 @@ def test_leduc3_nash_conv_equals_openspiel(leduc3):
     pyspiel = pytest.importorskip("pyspiel")
     os_game = pyspiel.load_game("leduc_poker(players=3)")
     pol = random_policy(leduc3, 0)
-    theirs_pol = openspiel_policy(os_game, leduc3, pol, "leduc")
+    theirs_pol = openspiel_policy(os_game, leduc3, pol)
     assert len(theirs_pol) == leduc3.num_infosets == 25_800
     theirs = pyspiel.nash_conv(os_game, theirs_pol)
     ours = nash_conv(leduc3, pol)
@@ -113,7 +77,7 @@ def test_leduc3_policy_values_equal_openspiel(leduc3):
     pyspiel = pytest.importorskip("pyspiel")
     os_game = pyspiel.load_game("leduc_poker(players=3)")
     pol = random_policy(leduc3, 1)
-    theirs_pol = pyspiel.TabularPolicy(openspiel_policy(os_game, leduc3, pol, "leduc"))
+    theirs_pol = pyspiel.TabularPolicy(openspiel_policy(os_game, leduc3, pol))
     theirs = pyspiel.expected_returns(os_game.new_initial_state(), theirs_pol, -1, True)
     np.testing.assert_allclose(policy_values(leduc3, pol), theirs, rtol=0, atol=1e-9)
 
