@@ -83,24 +83,40 @@ def _slots(gd: GameDef) -> list[tuple[int, int]]:
     return out + [(b, r) for r, b in enumerate(gd.num_board_cards) if b]
 
 
-def _enumerate_deals(gd: GameDef) -> np.ndarray:
-    """int64[deals, slots]: every deal, each slot as a bit mask of its cards."""
+def _enumerate_deals(gd: GameDef) -> tuple[np.ndarray, np.ndarray]:
+    """Every deal: (int64[deals, slots], each slot's cards as a bit mask; int8[deals, cards], the
+    card ids slot after slot, each slot's in increasing order). Vectorised: each slot extends
+    every partial deal by every set of cards disjoint from it."""
     from itertools import combinations
 
-    rows: list[tuple[int, ...]] = []
-    sizes = [k for k, _ in _slots(gd)]
+    masks = np.zeros((1, 0), np.int64)
+    cards = np.zeros((1, 0), np.int8)
+    used = np.zeros(1, np.int64)
+    for k, _ in _slots(gd):
+        combos = np.array(list(combinations(range(gd.deck_size), k)), np.int64).reshape(-1, k)
+        cm = (np.int64(1) << combos).sum(axis=1)
+        rows, pick = np.nonzero((used[:, None] & cm[None, :]) == 0)
+        masks = np.concatenate([masks[rows], cm[pick][:, None]], axis=1)
+        cards = np.concatenate([cards[rows], combos[pick].astype(np.int8)], axis=1)
+        used = used[rows] | cm[pick]
+    return masks, cards
 
-    def rec(i: int, used: int, acc: tuple[int, ...]) -> None:
-        if i == len(sizes):
-            rows.append(acc)
-            return
-        free = [c for c in range(gd.deck_size) if not used >> c & 1]
-        for combo in combinations(free, sizes[i]):
-            m = sum(1 << c for c in combo)
-            rec(i + 1, used | m, acc + (m,))
 
-    rec(0, 0, ())
-    return np.array(rows, dtype=np.int64).reshape(len(rows), len(sizes))
+def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """(first row of each distinct row, each row's distinct-row id, how many) of an int64 matrix;
+    ids in the lexicographic order of the rows. One sort of a combined 1-D key (``np.unique``
+    with ``axis=0`` sorts rows as bytes, seconds for a million)."""
+    key = np.zeros(a.shape[0], np.int64)
+    radix = 1
+    for j in range(a.shape[1]):
+        u, inv = np.unique(a[:, j], return_inverse=True)
+        if radix * len(u) >= 1 << 62:
+            _, first, inv = np.unique(a, axis=0, return_index=True, return_inverse=True)
+            return first, inv.reshape(-1), len(first)
+        key = key * len(u) + inv.reshape(-1)
+        radix *= len(u)
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    return first, inv.reshape(-1), len(first)
 
 
 def _cards_of(mask: int) -> list[int]:
@@ -243,10 +259,11 @@ class NPlayerGame:
                 f"game {gd.name!r} is too big to flatten: {nodes:,} betting nodes x {n_deals:,} deals"
                 f" = {nodes * n_deals:,} cells (at most {max_cells:,})"
             )
-        deals = _enumerate_deals(gd)
+        deals, deal_cards = _enumerate_deals(gd)
         slots = _slots(gd)
         # hand ranks per (deal, seat) -> the ranking pattern of each deal
-        pat, payoff = _payoffs(gd, deals, slots, bettings)
+        pat, payoff = _payoffs(gd, deal_cards, slots, bettings)
+        del deal_cards
         # information sets: (seat, round) groups keyed by what the seat sees of the deal
         kind = np.array(w.kind, np.int8)
         player = np.array(w.player, np.int8)
@@ -258,7 +275,7 @@ class NPlayerGame:
             if kind[n] == DECISION and (int(player[n]), int(rnd[n])) not in groups:
                 p, r = int(player[n]), int(rnd[n])
                 cols = [p] + [j for j, (_, sr) in enumerate(slots) if 0 <= sr <= r]
-                _, first_deal, inv = np.unique(deals[:, cols], axis=0, return_index=True, return_inverse=True)
+                first_deal, inv, _ = _unique_rows(deals[:, cols])
                 groups[(p, r)] = len(kids)
                 kids.append(inv.reshape(-1).astype(np.int32))
                 reps.append(first_deal.astype(np.int64))
@@ -383,32 +400,27 @@ class NPlayerGame:
 
 
 def _payoffs(
-    gd: GameDef, deals: np.ndarray, slots: list[tuple[int, int]], bettings: list
+    gd: GameDef, deal_cards: np.ndarray, slots: list[tuple[int, int]], bettings: list
 ) -> tuple[np.ndarray, np.ndarray]:
     """(pattern of each deal, payoff[class, pattern, seat]): a deal's pattern is the order of its
     seats' hand ranks (ties kept), all that a showdown's payoffs depend on."""
     from holdem.evaluator import rank_many
 
     seats = gd.num_players
-    n_deals = deals.shape[0]
-    board = np.zeros(n_deals, np.int64)
-    for j, (_, r) in enumerate(slots):
-        if r >= 0:
-            board |= deals[:, j]
-    per_hand = gd.num_hole_cards + gd.total_board_cards
+    n_deals = deal_cards.shape[0]
+    starts = np.cumsum([0] + [k for k, _ in slots])
+    board = [c for j, (_, r) in enumerate(slots) if r >= 0 for c in range(starts[j], starts[j + 1])]
     ranks = np.zeros((n_deals, seats), np.int64)
     for p in range(seats):
-        masks = deals[:, p] | board
-        bits = (masks[:, None] >> np.arange(gd.deck_size, dtype=np.int64)) & 1
-        cards = np.nonzero(bits)[1].reshape(n_deals, per_hand).astype(np.int64)
-        ranks[:, p] = rank_many(cards, gd.num_suits, gd.num_ranks)
+        cols = list(range(starts[p], starts[p + 1])) + board
+        ranks[:, p] = rank_many(deal_cards[:, cols].astype(np.int64), gd.num_suits, gd.num_ranks)
     order = (ranks[:, None, :] < ranks[:, :, None]).sum(axis=2) + 1  # 1 + seats ranked below
-    patterns, inv = np.unique(order, axis=0, return_inverse=True)
-    payoff = np.zeros((len(bettings), len(patterns), seats))
+    first, inv, _ = _unique_rows(order)
+    payoff = np.zeros((len(bettings), len(first), seats))
     for c, b in enumerate(bettings):
-        for k, row in enumerate(patterns):
+        for k, row in enumerate(order[first]):
             payoff[c, k] = b.payoffs_given_ranks([int(x) for x in row])
-    return inv.reshape(-1).astype(np.int32), payoff
+    return inv.astype(np.int32), payoff
 
 
 def uniform_policy(game: NPlayerGame) -> np.ndarray:
