@@ -49,6 +49,7 @@ __all__ = [
     "MAX_CELLS",
     "MAX_DEALS",
     "MAX_NODES",
+    "WEIGHTINGS",
     "ESSolver",
     "FlattenError",
     "NPlayerGame",
@@ -456,26 +457,44 @@ def nash_conv(game: NPlayerGame, policy: np.ndarray) -> float:
     return float((best_response_values(game, policy) - policy_values(game, policy)).sum())
 
 
+WEIGHTINGS = ("linear", "uniform", "dcfr")
+
+
 class ESSolver:
     """External-sampling MCCFR (Lanctot et al. 2009) on a flattened game: per iteration, each
     seat in turn traverses one uniformly drawn deal, exploring all its actions; the others sample
-    theirs from regret matching and add their strategy to their strategy sums. ``linear``
-    (default) weights iteration ``t``'s regrets and strategy by ``t`` (linear CFR). Seeded:
-    the same seed gives the same tables, bit for bit."""
+    theirs from regret matching and add their strategy to their strategy sums. Seeded: the same
+    seed (and the same calls to :meth:`run`, however split) gives the same tables, bit for bit.
 
-    def __init__(self, game: NPlayerGame, seed: int = 0, linear: bool = True) -> None:
+    ``weighting``: ``"linear"`` (default) weights iteration ``t``'s regrets and strategy by ``t``
+    (linear CFR); ``"uniform"`` weights every iteration alike; ``"dcfr"`` discounts the tables at
+    every ``discount_every`` iterations (boundary ``k``) by DCFR's factors
+    (:func:`blueprint.algo.dcfr_factors` with ``dcfr`` = (alpha, beta, gamma)), as the
+    production trainer does."""
+
+    def __init__(
+        self,
+        game: NPlayerGame,
+        seed: int = 0,
+        weighting: str = "linear",
+        discount_every: int = 1_000,
+        dcfr: tuple[float, float, float] = (1.5, 0.0, 2.0),
+    ) -> None:
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
+        if discount_every < 1:
+            raise ValueError(f"discount_every must be >= 1, got {discount_every}")
         self.game = game
-        self.linear = linear
+        self.weighting = weighting
+        self.discount_every = discount_every
+        self.dcfr = dcfr
         self.regret = np.zeros(game.num_actions_total)
         self.strat = np.zeros(game.num_actions_total)
         self.rng = seed_rng_state(np.random.SeedSequence(seed))
         self.iterations = 0
 
-    def run(self, iterations: int) -> ESSolver:
-        if iterations < 0:
-            raise ValueError(f"iterations must be >= 0, got {iterations}")
+    def _kernel(self, iterations: int) -> None:
         g = self.game
-        maxa = int(g.tree.nact.max()) if g.num_nodes else 1
         es_iterations(
             g.tree,
             self.regret,
@@ -483,12 +502,29 @@ class ESSolver:
             self.rng,
             self.iterations,
             iterations,
-            self.linear,
+            self.weighting == "linear",
             g.num_players,
             g.max_depth,
-            max(maxa, 1),
+            max(int(g.tree.nact.max()) if g.num_nodes else 1, 1),
         )
         self.iterations += iterations
+
+    def run(self, iterations: int) -> ESSolver:
+        if iterations < 0:
+            raise ValueError(f"iterations must be >= 0, got {iterations}")
+        if self.weighting != "dcfr":
+            self._kernel(iterations)
+            return self
+        from blueprint.algo import dcfr_factors
+
+        end = self.iterations + iterations
+        while self.iterations < end:
+            k = self.iterations // self.discount_every + 1  # the next boundary
+            self._kernel(min(end, k * self.discount_every) - self.iterations)
+            if self.iterations == k * self.discount_every:
+                pos, neg, avg = dcfr_factors(k, *self.dcfr)
+                self.regret *= np.where(self.regret > 0.0, pos, neg)
+                self.strat *= avg
         return self
 
     def average_policy(self) -> np.ndarray:
@@ -510,10 +546,10 @@ def _normalise(game: NPlayerGame, weights: np.ndarray) -> np.ndarray:
         return np.where(per > 0.0, weights / np.where(per > 0.0, per, 1.0), uni)
 
 
-def train_es(game: NPlayerGame, iterations: int, seed: int = 0, linear: bool = True) -> ESSolver:
+def train_es(game: NPlayerGame, iterations: int, seed: int = 0, weighting: str = "linear") -> ESSolver:
     """Run ``iterations`` of :class:`ESSolver` from scratch; its ``average_policy()`` is the
     result."""
-    return ESSolver(game, seed=seed, linear=linear).run(iterations)
+    return ESSolver(game, seed=seed, weighting=weighting).run(iterations)
 
 
 def _openspiel_action(short_name: str, prefix: str, a: str) -> int:

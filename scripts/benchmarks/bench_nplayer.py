@@ -1,14 +1,15 @@
 """N-player MCCFR on small games (blueprint.nplayer): NashConv curves and speed against OpenSpiel.
 
     python scripts/benchmarks/bench_nplayer.py [--seed 0] [--kuhn 1000,10000,100000,1000000]
-        [--leduc 10000,100000,1000000] [--speed-iterations 200000] [--rounds 2]
+        [--leduc 10000,100000,1000000] [--weightings linear] [--speed-iterations 200000] [--rounds 2]
         [--openspiel-nashconv] [--json]
 
 * Flattening: betting nodes, deals, information sets and seconds for 3-player Kuhn
   (``kuhn.limit.3p``) and 3-player Leduc (``leduc.limit.3p``, OpenSpiel's
   ``leduc_poker(players=3)``).
-* Curves: our external-sampling MCCFR (linear weighting, seed ``--seed``), exact NashConv of the
-  average strategy at each iteration count (kernel seconds so far, NashConv seconds).
+* Curves: our external-sampling MCCFR (``--weightings``, comma-separated: ``linear``, ``dcfr``
+  at every 1,000 iterations, ``uniform``; seed ``--seed``), exact NashConv of the average strategy
+  at each iteration count (kernel seconds so far, NashConv seconds).
 * Speed on 3-player Leduc: our iterations/s against OpenSpiel's C++
   ``pyspiel.ExternalSamplingMCCFRSolver`` (one traversal per player per iteration, like ours) in
   the same process, ``--rounds`` alternating rounds; ours runs ``--speed-iterations`` a round,
@@ -60,10 +61,10 @@ def flatten(name: str) -> tuple[NPlayerGame, dict]:
     }
 
 
-def curve(game: NPlayerGame, name: str, steps: list[int], seed: int) -> list[dict]:
+def curve(game: NPlayerGame, name: str, steps: list[int], seed: int, weighting: str) -> list[dict]:
     solver = ESSolver(game, seed=seed)
     solver.run(10)  # compile (or load from numba's cache) outside the timing
-    solver = ESSolver(game, seed=seed)
+    solver = ESSolver(game, seed=seed, weighting=weighting)
     rows, done, kernel = [], 0, 0.0
     for it in steps:
         t = time.perf_counter()
@@ -76,6 +77,7 @@ def curve(game: NPlayerGame, name: str, steps: list[int], seed: int) -> list[dic
             {
                 "what": "curve",
                 "game": name,
+                "weighting": weighting,
                 "iterations": it,
                 "kernel_s": round(kernel, 3),
                 "nash_conv": nc,
@@ -143,6 +145,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kuhn", default="1000,10000,100000,1000000", help="iteration counts of the curve")
     ap.add_argument("--leduc", default="10000,100000,1000000", help="iteration counts of the curve")
+    ap.add_argument("--weightings", default="linear", help="linear, dcfr, uniform (comma-separated)")
     ap.add_argument("--speed-iterations", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--openspiel-nashconv", action="store_true", help="pyspiel.nash_conv check (minutes)")
@@ -156,9 +159,10 @@ def main() -> None:
         rows.append(row)
         emit(row)
     for name, steps in (("kuhn.limit.3p", _ints(args.kuhn)), ("leduc.limit.3p", _ints(args.leduc))):
-        for row in curve(games[name], name, steps, args.seed):
-            rows.append(row)
-            emit(row)
+        for weighting in args.weightings.split(","):
+            for row in curve(games[name], name, steps, args.seed, weighting):
+                rows.append(row)
+                emit(row)
     rows.append(speed(games["leduc.limit.3p"], args.speed_iterations, args.rounds, args.seed))
     emit(rows[-1])
     if args.openspiel_nashconv:
@@ -172,7 +176,7 @@ def main() -> None:
     for r in rows:
         if r["what"] == "curve":
             print(
-                f"{r['game']:15s} {r['iterations']:>10,d} it {r['kernel_s']:7.2f} s  NashConv {r['nash_conv']:.6f}"
+                f"{r['game']:15s} {r['weighting']:8s} {r['iterations']:>10,d} it {r['kernel_s']:7.2f} s  NashConv {r['nash_conv']:.6f}"
             )
         elif r["what"] == "speed":
             print(

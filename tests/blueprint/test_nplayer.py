@@ -145,6 +145,16 @@ def test_same_seed_same_tables(leduc3):
     assert not np.array_equal(a.regret, d.regret)
 
 
+def test_dcfr_and_uniform_weightings(kuhn3):
+    a = ESSolver(kuhn3, seed=2, weighting="dcfr", discount_every=100).run(30_000)
+    b = ESSolver(kuhn3, seed=2, weighting="dcfr", discount_every=100).run(12_345).run(17_655)
+    assert np.array_equal(a.regret, b.regret) and np.array_equal(a.strat, b.strat)  # split anywhere
+    assert nash_conv(kuhn3, a.average_policy()) < 0.05
+    assert nash_conv(kuhn3, train_es(kuhn3, 30_000, seed=2, weighting="uniform").average_policy()) < 0.05
+    with pytest.raises(ValueError, match="weighting"):
+        ESSolver(kuhn3, weighting="cfr+")
+
+
 @pytest.mark.parametrize("name", ["kuhn", "leduc"])
 def test_two_players_converge(name):
     game = NPlayerGame.from_gamedef(PRESETS[name])
