@@ -204,8 +204,8 @@ class NPlayerGame:
         deals: int64[deals, slots]: each slot's cards as a bit mask (the seats' hole cards, then
             each round's board).
         slot_round: per slot, -1 for hole cards, else the board's round.
-        actions, betting, round, parent: per betting node, its legal actions (ACPC strings), its
-            ACPC betting string, its round and its parent (-1 at the root).
+        actions, betting, round: per betting node, its legal actions (ACPC strings), its ACPC
+            betting string and its round.
         infoset_node, infoset_deal: per information set, its betting node and a deal in it.
     """
 
@@ -216,7 +216,6 @@ class NPlayerGame:
     actions: tuple[tuple[str, ...], ...]
     betting: tuple[str, ...]
     round: np.ndarray
-    parent: np.ndarray
     infoset_node: np.ndarray
     infoset_deal: np.ndarray
     max_depth: int
@@ -324,7 +323,6 @@ class NPlayerGame:
             actions=tuple(w.actions),
             betting=tuple(w.betting),
             round=rnd,
-            parent=parent,
             infoset_node=infoset_node,
             infoset_deal=np.concatenate(i_deal) if i_deal else np.zeros(0, np.int64),
             max_depth=int(depth.max()),

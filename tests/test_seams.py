@@ -34,6 +34,7 @@ KERNEL_RECORDS = frozenset(
         "blueprint/kernels.py::ESOptions",
         "blueprint/kernels.py::Schedule",
         "blueprint/kernels.py::_Stack",
+        "blueprint/nplayer_kernels.py::FlatTree",
         "blueprint/vector_cfr.py::PublicBoards",
         "subgame/depth_kernels.py::ContModel",
         "subgame/depth_kernels.py::ContWork",

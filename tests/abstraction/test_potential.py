@@ -101,6 +101,7 @@ def built(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow  # the build takes a minute on 2 cores (the refusals below run by default)
 def test_sampled_build_is_valid_and_loads(built):
     header, tables = read_abstraction(built)
     ix = HandIndexer.for_game(SMALL)
@@ -118,6 +119,7 @@ def test_sampled_build_is_valid_and_loads(built):
     assert len(set(tables[0][aces])) == 1 and hole.size(0) == ix.size(0)
 
 
+@pytest.mark.slow  # the build takes a minute on 2 cores (the refusals below run by default)
 def test_sampled_build_resumes_and_is_deterministic(tmp_path, built, monkeypatch):
     """Interrupted after the last round's stage: the rerun reuses it and gives the same tables."""
     import abstraction.potential as pot
@@ -145,6 +147,7 @@ def test_sampled_build_resumes_and_is_deterministic(tmp_path, built, monkeypatch
     assert read_abstraction(d)[0]["hash"] == read_abstraction(built)[0]["hash"]
 
 
+@pytest.mark.slow  # the build takes a minute on 2 cores (the refusals below run by default)
 def test_sampled_build_is_the_one_of_before_the_speedups(built):
     """Golden digest: the early-stopping EMD and the prefetched histograms change no decision, so
     this build's tables are exactly those of the code before them (commit 2654eb9)."""

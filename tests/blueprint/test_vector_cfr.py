@@ -20,6 +20,7 @@ def game():
     )
 
 
+@pytest.mark.slow  # 2 minutes on 2 cores; the vectorised CFR serves experiments only
 def test_best_response_matches_reference_and_cfr_plus_converges(game, tmp_path):
     tree = build_tree(game)
     build_buckets(game, (3, 8, 12), "ehs2", tmp_path / "lossy", progress=False, log=lambda m: None)

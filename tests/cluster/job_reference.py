@@ -8,6 +8,8 @@ import numpy as np
 from blueprint.trainer import make_trainer
 from cluster.simulate import simulate_job
 
+NODES = 4  # the simulated clusters' one-CPU nodes (tests/cluster/conftest.py)
+
 
 def reference(
     seed: int, workers: int, nodes: int, shards: int, batch: int, iterations: int, group_size: int = 1

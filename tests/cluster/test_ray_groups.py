@@ -11,35 +11,10 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from job_reference import reference
+from job_reference import NODES, reference
 
 from blueprint.trainer import make_trainer
 from cluster.job import RayJob
-
-NODES = 4
-
-
-@pytest.fixture(scope="module")
-def nodes():
-    from ray.cluster_utils import Cluster
-
-    fast_health = {
-        "health_check_period_ms": 500,
-        "health_check_failure_threshold": 3,
-        "health_check_initial_delay_ms": 0,
-        "health_check_timeout_ms": 500,
-    }
-    c = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20, "_system_config": fast_health},
-    )
-    for _ in range(NODES):
-        c.add_node(num_cpus=1, object_store_memory=80 << 20)
-    c.wait_for_nodes()
-    ray.init(address=c.address, include_dashboard=False, logging_level="warning", log_to_driver=False)
-    yield c
-    ray.shutdown()
-    c.shutdown()
 
 
 def _tables(job) -> tuple[bytes, bytes]:
@@ -47,9 +22,7 @@ def _tables(job) -> tuple[bytes, bytes]:
     return tr.regret.tobytes(), tr.strat.tobytes()
 
 
-# slow: two jobs and a cluster of its own; the default run has it with one job on
-# tests/cluster/test_ray_nodes.py's cluster (test_node_groups_exact_with_two_calls_per_group)
-@pytest.mark.slow
+@pytest.mark.slow  # two jobs and a cluster of its own
 def test_groups_exact_deterministic_and_two_calls_per_group(nodes):
     """4 nodes, 4 workers, 4 shards, group size 2: the driver makes 2 x 2 calls a round (run and
     end through the 2 group leaders); two runs give the same tables, those of the grouped

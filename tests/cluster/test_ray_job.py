@@ -306,37 +306,7 @@ def cluster():
     ray.shutdown()
 
 
-@pytest.mark.slow  # by default in test_the_default_batch_then_a_worker_past_its_restarts
-def test_default_batch_is_the_same_for_any_workers_and_unannounced(cluster):
-    """Leduc with 2 workers gets the default batch, 1,000, with no note; the job runs on it."""
-    notes: list[str] = []
-    with RayJob(make_trainer("leduc", seed=1), workers=2, shards=1, log=notes.append) as job:
-        assert job.batch == 1_000 and not any("batch" in m for m in notes), notes
-        assert job.share_cards  # two workers on the one node: one card table for both
-        job.run(4_000)
-        assert job.iteration == 4_000 and job.stats()["batches"] == 4
-
-
-def test_a_worker_trains_on_the_nodes_cpus_as_threads(cluster):
-    """The default run's brief version of the next test (one job, one round): one worker given
-    ``threads=None`` on the fixture's 2-CPU node trains on 2 threads, reserves both CPUs, and its
-    second thread really ran (the tables differ from the one-thread run of the same seed)."""
-    tr = make_trainer("leduc", seed=1)
-    with RayJob(tr, workers=1, shards=1, threads=None, batch=2_000) as job:
-        assert job.threads == 2 and job.worker_cpus == 2
-        job.run(2_000)
-        regret = job.sync().regret.copy()
-        st = job.stats()
-    single = make_trainer("leduc", seed=1)
-    single.run(2_000)
-    assert st["threads_per_worker"] == 2 and job.iteration == 2_000
-    assert not np.array_equal(regret, single.regret)
-    for bad in (0, -1, 1.5, True, "2"):
-        with pytest.raises(JobError, match="threads"):
-            RayJob(make_trainer("leduc", seed=1), workers=1, shards=1, threads=bad)
-
-
-@pytest.mark.slow  # 3 jobs and 20,000 iterations; in brief above
+@pytest.mark.slow  # 3 jobs and 20,000 iterations
 def test_a_worker_trains_on_threads(cluster):
     """One worker of 2 threads on one copy of the tables (the node's one trainer): it reserves 2
     CPUs, says so, converges like one process, and its second thread really ran (the tables
@@ -380,7 +350,7 @@ def test_worker_threads_draw_their_own_streams(leduc):
 
 def test_two_workers_two_shards_converge_in_process():
     """The job's arithmetic for 2 workers and 2 shards (:func:`cluster.simulate.simulate_job`,
-    which the Ray job equals bit for bit: the default run's
+    which the Ray job equals bit for bit:
     ``test_a_failed_storage_write_then_a_killed_worker_lose_nothing``) converges like one
     process, with the staleness of half a batch."""
     from cluster.simulate import simulate_job
@@ -400,8 +370,8 @@ def test_two_workers_two_shards_converge_in_process():
     assert 0 < figures["staleness"] <= 100
 
 
-# slow: the Ray job equals the arithmetic above bit for bit (by default in
-# test_a_failed_storage_write_then_a_killed_worker_lose_nothing)
+# slow: the Ray job equals the arithmetic above bit for bit (as
+# test_a_failed_storage_write_then_a_killed_worker_lose_nothing shows)
 @pytest.mark.slow
 def test_two_workers_two_shards_converge(cluster):
     iters = 20_000
@@ -421,7 +391,7 @@ def test_two_workers_two_shards_converge(cluster):
     assert 0 < stats["staleness"] <= 100  # half the batches saw the other worker's delta lag
 
 
-@pytest.mark.slow  # three jobs; by default test_a_killed_shard_then_a_loaded_job_end_exactly
+@pytest.mark.slow  # three jobs
 def test_resume_identity_one_worker(cluster, tmp_path):
     n, b = 2_000, 250
     a = make_trainer("leduc", seed=5)
@@ -449,36 +419,9 @@ def test_resume_identity_one_worker(cluster, tmp_path):
     assert len(shards) == 2 and manifest["job"]["workers"] == 1
 
 
-@pytest.mark.slow  # by default in test_a_failed_storage_write_then_a_killed_worker_lose_nothing
-def test_killed_worker_is_restarted(cluster, tmp_path):
-    """kill -9 of a worker: Ray restarts it and re-runs its batch from the same RNG state (the
-    state travels with the batch), so nothing is lost and the tables are the uninterrupted run's."""
-    notes = []
-    with RayJob(make_trainer("leduc", seed=2), workers=2, shards=2, batch=250, log=notes.append) as job:
-        rounds = []
-
-        def cb(j):
-            rounds.append(j.iteration)
-            if len(rounds) == 2:
-                j.kill_worker(1)
-            return False
-
-        job.run(4_000, cb)
-        stats = job.stats()
-        killed = job.sync()
-        job.save(tmp_path / "run")
-    straight_r, straight_s = reference(2, 2, 1, 2, 250, 4_000)  # what the uninterrupted job gives
-    assert killed.iteration == 4_000
-    assert stats["lost_batches"] == 0 and stats["worker_restarts"] == 1 and stats["lost_iterations"] == 0
-    assert any("worker 1 was restarted" in m for m in notes), notes
-    assert killed.regret.tobytes() == straight_r.tobytes() and killed.strat.tobytes() == straight_s.tobytes()
-    assert load_latest(tmp_path / "run")[0]["job"]["lost_batches"] == 0
-
-
+@pytest.mark.slow  # a fault drill; the default run has Ray in the card-table and CLI tests below
 def test_a_failed_storage_write_then_a_killed_worker_lose_nothing(cluster, tmp_path):
-    """The default run's one job for two slow-pass tests: tests/cluster/test_storage.py's
-    test_job_storage_write_failure_keeps_previous (there on two simulated nodes) and
-    test_killed_worker_is_restarted. A storage checkpoint that cannot be written (the path is a
+    """A storage checkpoint that cannot be written (the path is a
     file) raises with ``wait=True``, is reported without it, and the job goes on with the previous
     restore base; then kill -9 of a worker: Ray restarts it and re-runs its batch from the same RNG
     state (the state travels with the batch), so nothing is lost and the tables are the
@@ -537,34 +480,9 @@ def test_card_table_shared_zero_copy_in_ray(cluster, tiny_cards):
         assert got.regret.tobytes() == sh.regret.tobytes() and got.strat.tobytes() == sh.strat.tobytes()
 
 
-@pytest.mark.slow  # by default in test_the_default_batch_then_a_worker_past_its_restarts
-def test_worker_past_its_restarts_leaves_the_round(cluster):
-    """A worker killed more often than Ray restarts it (here 0 restarts) fails for good: it leaves
-    the round with a warning and its batch runs on the node's other worker from the same RNG state,
-    so the tables are still those of an uninterrupted run."""
-    notes = []
-    with RayJob(
-        make_trainer("leduc", seed=6),
-        workers=2,
-        shards=1,
-        batch=250,
-        log=notes.append,
-        timeout=60,
-        worker_retries=0,
-    ) as job:
-        job.run(1_000)
-        job.kill_worker(1)
-        job.run(2_000)
-        got = job.sync()
-    ref_r, ref_s = reference(6, 2, 1, 1, 250, 3_000)
-    assert got.regret.tobytes() == ref_r.tobytes() and got.strat.tobytes() == ref_s.tobytes()
-    assert any("worker 1 died" in m and "leaves the round" in m for m in notes), notes
-
-
+@pytest.mark.slow  # a fault drill
 def test_the_default_batch_then_a_worker_past_its_restarts(cluster):
-    """The default run's one job for two slow-pass tests (each a job of its own):
-    test_default_batch_is_the_same_for_any_workers_and_unannounced, then
-    test_worker_past_its_restarts_leaves_the_round. Leduc with 2 workers gets the default batch,
+    """Leduc with 2 workers gets the default batch,
     1,000, with no note, and one card table for both; then a worker killed more often than Ray
     restarts it (here 0 restarts) fails for good: it leaves the round with a warning and its batch
     runs on the node's other worker from the same RNG state, so the tables are still those of an
@@ -611,49 +529,9 @@ def test_cli_train_with_workers(cluster, tmp_path):
     assert Trainer.load(out).iteration == 2000
 
 
-@pytest.mark.slow  # by default in test_a_killed_shard_then_a_loaded_job_end_exactly
-def test_killed_shard_is_restored_exactly(cluster, tmp_path):
-    """A shard killed before any checkpoint is rebuilt from the job's starting slices, one killed
-    after a checkpoint from that checkpoint, each plus the logged calls since: with one worker the
-    tables end bit for bit as in an uninterrupted job (rounds span pluribus' discount boundaries)."""
-    notes = []
-    with RayJob(make_trainer("leduc", seed=7), workers=1, shards=2, batch=700, log=notes.append) as job:
-
-        def cb(j):
-            if j.iteration == 1400:
-                j.ray.kill(j.shards[0], no_restart=True)
-            elif j.iteration == 2100:
-                j.save(tmp_path / "run")
-            elif j.iteration == 2800:
-                j.ray.kill(j.shards[1], no_restart=True)
-            return False
-
-        job.run(4200, cb)
-        restored = job.sync()
-        assert job.stats()["shard_restores"] == 2
-    # the same calls in process, uninterrupted
-    tr = make_trainer("leduc", seed=7)
-    bounds = slice_bounds(tr.row_offset, tr.size, 2)
-    shards = [ShardCore(k, lo, hi, tr.config.algo) for k, (lo, hi) in enumerate(bounds)]
-    w = WorkerCore(0, tr.config_dict, bounds, tr.rng, tr.abstraction_hash)
-    for seq, t in enumerate(range(0, 4200, 700), start=1):
-        snap = [s.publish() for s in shards]
-        for s in shards:
-            s.discount_span(t, t + 700)
-        out = w.run_batch(seq, t, t, 700, t + 700, tr.w_base, tr.t_base, *snap)
-        for s, p in zip(shards, out[1:]):
-            s.apply_delta(0, seq, p)
-        tr.skip_to(t + 700, tables=False)
-    assert restored.regret.tobytes() == np.concatenate([s.regret for s in shards]).tobytes()
-    assert restored.strat.tobytes() == np.concatenate([s.strat for s in shards]).tobytes()
-    assert any("shard 0 died" in m and "the job's start" in m for m in notes)
-    assert any("shard 1 died" in m and "000000002100" in m for m in notes)
-
-
+@pytest.mark.slow  # a fault drill
 def test_a_killed_shard_then_a_loaded_job_end_exactly(cluster, tmp_path):
-    """The default run's version of two slow-pass tests: test_killed_shard_is_restored_exactly,
-    then test_resume_identity_one_worker's load and continue (there against a third, uninterrupted
-    job). A shard killed before any checkpoint is rebuilt from the job's starting slices, one killed
+    """A shard killed before any checkpoint is rebuilt from the job's starting slices, one killed
     after a checkpoint from that checkpoint, each plus the logged calls since: with one worker the
     tables end bit for bit as in an uninterrupted job (rounds span pluribus' discount boundaries).
     The job loaded from that checkpoint and run to the same iteration ends with the same tables (its

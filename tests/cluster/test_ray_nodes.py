@@ -5,40 +5,14 @@ shared card table, and the fault drills (a node removed while the job runs)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 ray = pytest.importorskip("ray")
 
-from job_reference import reference
+from job_reference import NODES, reference
 
 from blueprint.trainer import make_trainer
 from cluster.job import RayJob
-
-NODES = 4
-
-
-@pytest.fixture(scope="module")
-def nodes():
-    from ray.cluster_utils import Cluster
-
-    fast_health = {
-        "health_check_period_ms": 500,
-        "health_check_failure_threshold": 3,
-        "health_check_initial_delay_ms": 0,
-        "health_check_timeout_ms": 500,
-    }
-    c = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20, "_system_config": fast_health},
-    )
-    for _ in range(NODES):
-        c.add_node(num_cpus=1, object_store_memory=80 << 20)
-    c.wait_for_nodes()
-    ray.init(address=c.address, include_dashboard=False, logging_level="warning", log_to_driver=False)
-    yield c
-    ray.shutdown()
-    c.shutdown()
 
 
 @pytest.fixture
@@ -79,53 +53,7 @@ def _check_placement(job) -> None:
     assert sum(len(p["shards"]) for p in where) == job.num_shards
 
 
-def test_placement_calls_bytes_and_exact_tables(nodes):
-    """The default run's version of the next test, with one job: 4 nodes, 4 workers, 4 shards:
-    each node holds its leader, worker and shard; a round costs the driver at most nodes + shards
-    calls and well under 1 KB per node; the tables equal the in-process reference of the same
-    arithmetic, bit for bit (the merge order's independence of arrival: test_ray_job.py's
-    test_round_merge_order_is_fixed_and_idempotent)."""
-    it, batch = 2_000, 100
-    with RayJob(make_trainer("leduc", seed=11), workers=4, shards=4, batch=batch, timeout=60) as job:
-        assert job.num_nodes == NODES
-        _check_placement(job)
-        job.run(it)
-        st = job.stats()
-        assert _same(job, reference(11, 4, 4, 4, batch, it))
-    assert st["rounds"] == it // (4 * batch)
-    assert st["driver_calls_max_round"] <= NODES + 2 * 4 and st["driver_calls_per_round"] == NODES + 4
-    assert st["driver_bytes_max_round"] <= 1024 * NODES
-
-
-def test_node_groups_exact_with_two_calls_per_group(nodes):
-    """The default run's version of tests/cluster/test_ray_groups.py's first test, on this module's
-    cluster (the same four one-CPU nodes), with one job: group size 2, the driver makes 2 x 2 calls
-    a round (run and end through the 2 group leaders); the tables are those of the grouped
-    arithmetic in one process, bit for bit, and differ from the flat job's only by the float32
-    order of the additions: exploitability within 5% of it."""
-    it, batch = 2_000, 100
-    ref = reference(11, 4, 4, 4, batch, it, 2)
-    with RayJob(
-        make_trainer("leduc", seed=11), workers=4, shards=4, batch=batch, timeout=60, group_size=2
-    ) as job:
-        assert job.num_nodes == NODES and len(job.gleaders) == 2
-        job.run(it)
-        st = job.stats()
-        tr = job.sync()
-        tables = (tr.regret.tobytes(), tr.strat.tobytes())
-        expl = job.exploitability()[0]
-    assert st["rounds"] == it // (4 * batch)
-    assert st["driver_calls_per_round"] == 2 * 2 and st["driver_calls_max_round"] == 4, st
-    assert st["node_groups"] == 2 and st["lost_deltas"] == 0 and st["node_failures"] == 0
-    assert tables == (ref[0].tobytes(), ref[1].tobytes())
-    flat = make_trainer("leduc", seed=11)
-    flat.regret[:], flat.strat[:] = reference(11, 4, 4, 4, batch, it)
-    flat_expl = flat.exploitability()[0]
-    assert abs(expl / flat_expl - 1) < 0.05, (expl, flat_expl)
-    assert np.allclose(np.frombuffer(tables[1], np.float32), flat.strat, rtol=1e-2, atol=1e-2)
-
-
-@pytest.mark.slow  # three jobs; the first in brief above, the repeat by the merge-order test
+@pytest.mark.slow  # three jobs
 def test_placement_calls_bytes_and_determinism(nodes):
     """4 nodes, 4 workers, 4 shards: each node holds its leader, worker and shard; a round costs
     the driver at most nodes + shards calls and well under 1 KB per node; the tables equal the

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from blueprint.checkpoints import CHECKPOINTS_DIRNAME
-from blueprint.io.errors import CheckpointError
 from blueprint.trainer import Trainer, make_trainer
 from cluster.storage import Storage, StorageError
 
@@ -131,25 +130,3 @@ def test_job_checkpoints_to_storage_while_training(two_nodes, tmp_path, kind):
 
     bp = Blueprint.load(tmp_path / "resume")
     assert np.allclose(bp.probs, loaded.average_strategy(), atol=1e-6)
-
-
-# slow: the default run has it on one local Ray (tests/cluster/test_ray_job.py,
-# test_a_failed_storage_write_then_a_killed_worker_lose_nothing), without starting these two nodes
-@pytest.mark.slow
-def test_job_storage_write_failure_keeps_previous(two_nodes, tmp_path):
-    """A storage checkpoint that cannot be written (the path is a file) is reported and the job
-    goes on with the previous restore base; ``wait=True`` raises."""
-    from cluster.job import RayJob
-
-    blocker = tmp_path / "not-a-dir"
-    blocker.write_text("x")
-    notes = []
-    with RayJob(make_trainer("leduc", seed=5), workers=2, shards=2, batch=200, log=notes.append) as job:
-        job.run(800)
-        with pytest.raises(CheckpointError):
-            job.save_to_storage(str(blocker / "store"), wait=True)
-        job.save_to_storage(str(blocker / "store"))
-        job.run(800)
-        job.run(800)
-        assert job.base_storage is None and job.iteration == 2400
-    assert any("failed" in m for m in notes), notes

@@ -116,13 +116,16 @@ def test_solver_processes_end_with_their_server(tmp_path):
     import subprocess
     import sys
 
+    from blueprint.trainer import make_trainer
+
+    tr = make_trainer("leduc", seed=0)
+    tr.run(10)
+    tr.save(tmp_path / "run")  # the server loads it: no training, so no kernel to compile there
     code = (
         "import sys, time\n"
         "from blueprint.blueprint import Blueprint\n"
-        "from blueprint.trainer import make_trainer\n"
         "from mccfr.serving.solver_processes import SolverProcesses\n"
-        "tr = make_trainer('leduc', seed=0); tr.run(10)\n"
-        "sp = SolverProcesses(Blueprint(tr), 2, nice=0)\n"
+        f"sp = SolverProcesses(Blueprint.load({str(tmp_path / 'run')!r}), 2, nice=0)\n"
         "print(*sp.pids, flush=True)\n"
         "time.sleep(60)\n"
     )
