@@ -55,6 +55,7 @@ intervals and the paired differences against the baseline on the boards both hav
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -84,19 +85,63 @@ CONTINUATIONS = ("blueprint", "fold", "call", "raise")
 
 # -- configurations ---------------------------------------------------------------------------------
 def parse_config(text: str) -> dict[str, Any]:
-    """``blueprint`` or ``METHOD:ITERATIONS:kK:sS`` (``sall``: every river card) as a dict."""
+    """``blueprint`` or ``METHOD:ITERATIONS:kK:sS[:fF]`` (``sall``: every river card; ``fF``: LBR's
+    seat's range floor, see :func:`opponent_floor`) as a dict."""
     text = text.strip()
     if text == "blueprint":
         return {"name": text, "method": None}
     parts = text.split(":")
-    if len(parts) != 4 or not parts[2].startswith("k") or not parts[3].startswith("s"):
-        raise ValueError(f"a configuration is 'blueprint' or METHOD:ITERATIONS:kK:sS, got {text!r}")
-    method, iters, k, s = parts
+    ok = len(parts) in (4, 5) and parts[2].startswith("k") and parts[3].startswith("s")
+    if not ok or (len(parts) == 5 and not parts[4].startswith("f")):
+        raise ValueError(f"a configuration is 'blueprint' or METHOD:ITERATIONS:kK:sS[:fF], got {text!r}")
+    method, iters, k, s = parts[:4]
     k = int(k[1:])
     if not 1 <= k <= len(CONTINUATIONS):
         raise ValueError(f"{text!r}: k must be 1..{len(CONTINUATIONS)}")
     samples = None if s[1:] in ("all", "None", "none") else int(s[1:])
-    return {"name": text, "method": method, "iterations": int(iters), "k": k, "samples": samples}
+    floor = float(parts[4][1:]) if len(parts) == 5 else 0.0
+    if not 0.0 <= floor <= 1.0:
+        raise ValueError(f"{text!r}: the floor must be in [0, 1]")
+    return {
+        "name": text,
+        "method": method,
+        "iterations": int(iters),
+        "k": k,
+        "samples": samples,
+        "floor": floor,
+    }
+
+
+@contextlib.contextmanager
+def opponent_floor(seat: int, floor: float):
+    """While active, the subgames built from the blueprint give ``seat`` (LBR's) the range
+    ``(1 - floor) * blueprint + floor * uniform`` (each part normalised, the blueprint's mass kept;
+    hands the board blocks stay 0): the solve then also answers hands the blueprint's model of LBR
+    would not hold there (LBR check/calls every hand). ``floor`` 0 changes nothing."""
+    import subgame.construct as construct
+
+    if floor <= 0:
+        yield
+        return
+    orig = construct.blueprint_ranges
+
+    def floored(*args, **kwargs):
+        ranges = orig(*args, **kwargs)
+        row = ranges[seat]
+        mass = float(row.sum())
+        board = args[2] if len(args) > 2 else kwargs["board"]
+        hands = args[3] if len(args) > 3 else kwargs["hands"]
+        free = ~construct.blocked_by(hands, board)
+        if mass > 0 and free.any():
+            u = free / free.sum()
+            ranges[seat] = mass * ((1 - floor) * row / mass + floor * u)
+        return ranges
+
+    construct.blueprint_ranges = floored
+    try:
+        yield
+    finally:
+        construct.blueprint_ranges = orig
 
 
 def draw_boards(n: int, seed: int, deck: int = 52, cards: int = 4) -> list[tuple[int, ...]]:
@@ -267,14 +312,16 @@ class Spots:
 
         dl = DepthLimit(self.bp, continuations=CONTINUATIONS[: config["k"]], samples=config["samples"])
         t0 = time.perf_counter()
-        sol, n = solve_state(
-            self.bp,
-            state,
-            config["method"],
-            iterations=config["iterations"],
-            time_budget=None,
-            depth_limit=dl,
-        )
+        lbr_seat = 1 - state.current_player()
+        with opponent_floor(lbr_seat, config.get("floor", 0.0)):
+            sol, n = solve_state(
+                self.bp,
+                state,
+                config["method"],
+                iterations=config["iterations"],
+                time_budget=None,
+                depth_limit=dl,
+            )
         meta = {
             "solve_s": time.perf_counter() - t0,
             "iterations": int(sol.iterations),

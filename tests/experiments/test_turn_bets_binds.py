@@ -15,6 +15,7 @@ from mccfr.evaluation.players import AlwaysCall
 from scripts.experiments.turn_bets_binds import (
     draw_boards,
     load_rows,
+    opponent_floor,
     parse_config,
     report,
     spot_gains,
@@ -65,6 +66,11 @@ def test_configs_and_boards():
     assert parse_config("unsafe:50:k4:s4")["samples"] == 4
     with pytest.raises(ValueError):
         parse_config("unsafe:50")
+    assert parse_config("unsafe:50:k4:s4")["floor"] == 0.0
+    assert parse_config("unsafe:50:k4:s4:f0.25")["floor"] == 0.25
+    for bad in ("unsafe:50:k4:s4:x0.2", "unsafe:50:k4:s4:f1.5"):
+        with pytest.raises(ValueError):
+            parse_config(bad)
     boards = draw_boards(3, 7)
     assert boards == draw_boards(3, 7) and all(len(set(b)) == 4 for b in boards)
     assert draw_boards(2, 7) == boards[:2]  # board i depends on (seed, i) only
@@ -104,3 +110,26 @@ def test_report_on_two_lines(tmp_path, capsys):
     # the baseline can be named: then it comes first
     out = report(load_rows(f), ["blueprint"])
     assert out["lbr-first/allin"]["reach-maxmargin:50:k4:s4"]["paired_gain"] == pytest.approx(-25.0)
+
+
+def test_the_floor_mixes_lbrs_range_with_every_unblocked_hand(monkeypatch):
+    """LBR's seat gets (1 - f) * blueprint + f * uniform over the hands the board does not block,
+    with the blueprint's mass; the other seat and blocked hands are untouched; restored after."""
+    import subgame.construct as construct
+
+    hands = np.array([[0, 1], [2, 3], [4, 5], [6, 7]])
+    board = (0,)
+    base = np.array([[0.0, 0.6, 0.2, 0.0], [0.0, 1.0, 1.0, 1.0]])
+
+    def fake(bp, n, board_, hands_, cache=None, played=None):
+        return base.copy()
+
+    monkeypatch.setattr(construct, "blueprint_ranges", fake)
+    with opponent_floor(0, 0.5):
+        got = construct.blueprint_ranges(None, 0, board, hands)
+    assert construct.blueprint_ranges is fake
+    # hand 0 holds card 0 (on the board): blocked, stays 0; the mass 0.8 is kept
+    want = 0.8 * (0.5 * np.array([0, 0.75, 0.25, 0]) + 0.5 * np.array([0, 1, 1, 1]) / 3)
+    assert np.allclose(got[0], want) and np.allclose(got[1], base[1])
+    with opponent_floor(0, 0.0):
+        assert np.array_equal(construct.blueprint_ranges(None, 0, board, hands), base)
