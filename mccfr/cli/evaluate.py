@@ -16,6 +16,7 @@ from blueprint.player import KnownPlayer
 from blueprint.session import exact_eval_problem
 from blueprint.trainer import Trainer
 from holdem.game import Game
+from holdem.gamedef import require_two_players
 from mccfr.cli.common import CLIError, expl_unit, is_storage_uri, json_opt, run_dir_arg, user_input
 from mccfr.evaluation.aivat import AIVAT
 from mccfr.evaluation.lbr import LBRError, LocalBestResponse, default_jobs, parse_menu
@@ -469,6 +470,7 @@ def _eval_matches(
             run_player = BlueprintPlayer(Blueprint.load(path, log=log), name=path.name or str(path))
         # without --game, RUN_DIR was given or found above, and run_player holds its blueprint
         game = Game.load(game_name) if game_name is not None else cast(BlueprintPlayer, run_player).bp.game
+        require_two_players(game.gamedef, "mccfr eval's matches (N seats: scripts/experiments/match_n.py)")
         if run_player is not None and run_player.bp.gamedef.to_acpc() != game.gamedef.to_acpc():
             raise CLIError(
                 f"{path} was trained on {run_player.bp.gamedef.name or 'another game'}, "

@@ -1,4 +1,5 @@
-"""Measuring strategies: duplicate matches (:mod:`mccfr.evaluation.match`), players and the player
+"""Measuring strategies: duplicate matches (:mod:`mccfr.evaluation.match`; N seats:
+:mod:`mccfr.evaluation.match_n`), players and the player
 SPEC parser (:mod:`mccfr.evaluation.players`), the blueprint + solving player
 (:mod:`mccfr.evaluation.solving`), local best response (:mod:`mccfr.evaluation.lbr`; its models
 of the opponent in :mod:`mccfr.evaluation.lbr_opponents` and, for the solving player,
@@ -11,6 +12,8 @@ _LAZY = {
     "play_match": "mccfr.evaluation.match",
     "exact_value": "mccfr.evaluation.match",
     "MatchResult": "mccfr.evaluation.match",
+    "play_match_n": "mccfr.evaluation.match_n",
+    "MatchNResult": "mccfr.evaluation.match_n",
     "player_from_spec": "mccfr.evaluation.players",
     "SolvingPlayer": "mccfr.evaluation.solving",
     "local_best_response": "mccfr.evaluation.lbr",

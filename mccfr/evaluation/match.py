@@ -52,6 +52,7 @@ from blueprint.player import ExactPlayer, Player
 from holdem.betting import IllegalActionError
 from holdem.evaluator import showdown_odds
 from holdem.game import Game
+from holdem.gamedef import require_two_players
 from holdem.state import CHANCE, TERMINAL, State
 from mccfr_util.reporting import big_blind_of, ci95, mbb_per_chip
 
@@ -325,6 +326,7 @@ def play_match(
     (:class:`mccfr.evaluation.aivat.AIVAT`, built for these players), A's mean and interval by it
     reported beside the plain ones.
     """
+    require_two_players(game.gamedef, "play_match (N seats: mccfr.evaluation.match_n.play_match_n)")
     if hands < 2:
         raise ValueError(f"a duplicate match needs at least 2 hands, got {hands}")
     pairs = (hands + 1) // 2
