@@ -210,3 +210,17 @@ def test_two_player_code_refuses_n_seats(kuhn3):
     with pytest.raises(GameDefError, match="LBR.*supports only 2-player games.*numPlayers = 3"):
         LocalBestResponse(game, None)
     assert load_gamedef("kuhn.limit.3p").num_players == 3
+
+
+def test_script_one_match(kuhn3):
+    """scripts/experiments/match_n.py: an es: SPEC trained once, a match row with exact values."""
+    from scripts.experiments.match_n import Players, one_match
+
+    _, game = kuhn3
+    made = Players(game)
+    es = made.get("es:2000")
+    assert made.get("es:2000") is es
+    row = one_match(game, made, [es, made.get("random"), made.get("random")], 20, 0, None, True)
+    assert row["deals"] == 20 and row["hands"] == 120 and row["unit"] == "chips/hand"
+    assert sum(p["exact"] for p in row["players"]) == pytest.approx(0.0, abs=1e-12)
+    assert row["players"][0]["name"] == "es:2000"
