@@ -17,8 +17,12 @@ before its first solve) the two hands are the same, so only the hands A plays di
     python scripts/benchmarks/bench_aivat.py bias --hands 1000000 --jobs 2
     python scripts/benchmarks/bench_aivat.py match --game hunl100 --player RUN_A --vs RUN_B --hands 20000 --jobs 2
     python scripts/benchmarks/bench_aivat.py match --player RUN+solve:reach-maxmargin --vs RUN --paired --hands 400
+    python scripts/benchmarks/bench_aivat.py match --player RUN+solve:reach-maxmargin --vs RUN --paired \
+        --solve-from turn --solve-iterations 200 --hands 400 --pairs-out pairs.npz
 
-Each job prints one JSON line with ``--json``.
+``--solve-from`` and ``--solve-iterations`` set a solving ``--player``'s first solved round and
+iterations a solve (the spec's default: the river, 200). ``--pairs-out`` saves the per-pair plain
+and AIVAT values (in the printed unit) to pool runs. The run prints one JSON line with ``--json``.
 """
 
 from __future__ import annotations
@@ -56,6 +60,29 @@ def _spec_players(game_name: str, a: str, b: str):
 
     game = Game.load(game_name)
     return game, player_from_spec(a, game), player_from_spec(b, game)
+
+
+def _solve_options(p, game, solve_from: str | None, iterations: int | None):
+    """``p`` (a solving player) from ``solve_from`` (river, turn, flop) with ``iterations`` a
+    solve, the spec's own settings where None."""
+    from mccfr.evaluation.solving import SolvingPlayer
+
+    if not isinstance(p, SolvingPlayer):
+        raise SystemExit("--solve-from and --solve-iterations go with --player RUN+solve:METHOD")
+    rounds = game.gamedef.num_rounds
+    from_round = (
+        p.from_round if solve_from is None else rounds - {"river": 1, "turn": 2, "flop": 3}[solve_from]
+    )
+    iterations = p.iterations if iterations is None else iterations
+    return SolvingPlayer(
+        p.bp,
+        p.method,
+        name=p.name + (f" from {solve_from}" if solve_from else "") + f", {iterations} it",
+        iterations=iterations,
+        from_round=from_round,
+        bets=p.bets,
+        off_tree=False if p.off_tree is None else p.off_tree,
+    )
 
 
 _JOB: dict = {}
@@ -125,6 +152,13 @@ def main() -> None:
         help="less B against itself on the same deals and player streams (expectation 0): for a "
         "player that plays as B in most hands, e.g. RUN+solve:METHOD against RUN",
     )
+    m.add_argument(
+        "--solve-from", choices=("river", "turn", "flop"), help="a solving --player's first solved round"
+    )
+    m.add_argument(
+        "--solve-iterations", type=int, help="a solving --player's iterations a solve [default: 200]"
+    )
+    m.add_argument("--pairs-out", help="save the per-pair plain and AIVAT values (.npz, in the printed unit)")
     for p in (b, m):
         p.add_argument("--hands", type=int, default=1_000_000 if p is b else 20_000)
         p.add_argument("--jobs", type=int, default=len(__import__("os").sched_getaffinity(0)))
@@ -157,12 +191,17 @@ def main() -> None:
     else:
         players = _spec_players(args.game, args.player, args.vs)
         game, a, vs = players
+        if args.solve_from is not None or args.solve_iterations is not None:
+            a = _solve_options(a, game, args.solve_from, args.solve_iterations)
+            players = (game, a, vs)
         _JOB["paired"] = args.paired
         from mccfr_util.reporting import big_blind_of, mbb_per_chip
 
         plain, aivat, seconds = _run(players, args.hands, args.jobs, args.seed)
         bb = big_blind_of(game.gamedef)
         out = _summary(plain, aivat, mbb_per_chip(bb))
+        if args.pairs_out:
+            np.savez(args.pairs_out, plain=plain * mbb_per_chip(bb), aivat=aivat * mbb_per_chip(bb))
         out.update(
             game=args.game,
             player=a.name,
