@@ -419,7 +419,7 @@ def test_resume_identity_one_worker(cluster, tmp_path):
     assert len(shards) == 2 and manifest["job"]["workers"] == 1
 
 
-@pytest.mark.slow  # a fault drill; the default run has Ray in the card-table and CLI tests below
+@pytest.mark.slow  # a fault drill; the default run has Ray in the CLI test below
 def test_a_failed_storage_write_then_a_killed_worker_lose_nothing(cluster, tmp_path):
     """A storage checkpoint that cannot be written (the path is a
     file) raises with ``wait=True``, is reported without it, and the job goes on with the previous
@@ -456,6 +456,7 @@ def test_a_failed_storage_write_then_a_killed_worker_lose_nothing(cluster, tmp_p
     assert load_latest(tmp_path / "run")[0]["job"]["lost_batches"] == 0
 
 
+@pytest.mark.slow  # two Ray jobs; by default the read-only views above, without Ray
 def test_card_table_shared_zero_copy_in_ray(cluster, tiny_cards):
     """On Ray the workers read the driver's card table from the object store (zero-copy) when
     shared, or copy it (the default for one worker per node), and the job's tables are the

@@ -66,9 +66,15 @@ def _moments(game: Game, seats) -> np.ndarray:
     return out
 
 
-# random: slow (a mixed opponent is the blueprint's case, a known one always-raise's)
+# random and always-raise: slow (a mixed opponent is the blueprint's case, a known one minraise's)
 @pytest.mark.parametrize(
-    "opponent", [pytest.param("random", marks=pytest.mark.slow), "always-raise", "minraise", "blueprint"]
+    "opponent",
+    [
+        pytest.param("random", marks=pytest.mark.slow),
+        pytest.param("always-raise", marks=pytest.mark.slow),
+        "minraise",
+        "blueprint",
+    ],
 )
 def test_aivat_is_unbiased_exactly_on_leduc_and_cuts_the_variance(leduc_bp, opponent):
     # minraise's strategy is known only for the hand it holds: its seat keeps its cards

@@ -177,6 +177,7 @@ def _seat_exploitability(e, sigma, ranges, o):
     return float(ranges[o] @ e.walk(sigma, ranges, o, K.MODE_BR)) / z
 
 
+@pytest.mark.slow  # 200 iterations and a whole-flop evaluation; the safe methods run below
 def test_unsafe_depth_limited_solve_converges_and_is_not_worse_than_the_blueprint(bp):
     """(b) The depth-limited game's exploitability falls to near 0; played in the real game (the
     solution in the flop, the blueprint after) the refined seat is not more exploitable than the
@@ -294,10 +295,6 @@ def test_solve_state_is_depth_limited_before_the_last_round(bp):
     assert d["depth_limited"] and d["leaves"] > 0 and node == 0
     hs = hand_strategy(sol, node, bp.game.state(st))
     assert abs(sum(hs.values()) - 1) < 1e-5
-    sol2, _ = solve_state(
-        bp, st, "unsafe", time_budget=None, iterations=5, bets=bp_bets(bp), depth_limit=False
-    )
-    assert not sol2.diagnostics()["depth_limited"]
     last = "MATCHSTATE:0:0:cc/cc/:6c6d|" + FLOP + "/4s"
     sol3, _ = solve_state(bp, last, "unsafe", time_budget=None, iterations=5, bets=bp_bets(bp))
     assert not sol3.diagnostics()["depth_limited"]
@@ -305,6 +302,17 @@ def test_solve_state_is_depth_limited_before_the_last_round(bp):
         solve_state(bp, last, "unsafe", iterations=5, bets=bp_bets(bp), depth_limit=True)
     with pytest.raises(SubgameError, match="continuation"):
         DepthLimit(bp, continuations=("blueprint", "bluff"))
+
+
+@pytest.mark.slow  # the flop to the end of the hand: the biggest subgame of these tests
+def test_solve_state_on_the_flop_without_a_depth_limit(bp):
+    from subgame.nested import solve_state
+
+    st = "MATCHSTATE:0:0:cc/:6c6d|" + FLOP
+    sol, _ = solve_state(
+        bp, st, "unsafe", time_budget=None, iterations=5, bets=bp_bets(bp), depth_limit=False
+    )
+    assert not sol.diagnostics()["depth_limited"]
 
 
 def test_solve_cli_depth_limited(bp, tmp_path, capsys):
