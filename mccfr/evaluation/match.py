@@ -62,8 +62,9 @@ class MatchError(RuntimeError):
 
 
 def view_of(state: State, seat: int) -> State:
-    """``seat``'s view of a dealer state: its MATCHSTATE as a State (the opponent's cards hidden)."""
-    hole = (state.hole_cards[0], ()) if seat == 0 else ((), state.hole_cards[1])
+    """``seat``'s view of a dealer state of any number of seats: its MATCHSTATE as a State (every
+    other seat's hole cards hidden)."""
+    hole = tuple(h if s == seat else () for s, h in enumerate(state.hole_cards))
     return State(state.game, state.betting, hole, state.board_cards, state.hand_id, seat)
 
 
@@ -93,9 +94,11 @@ def play_hand(
     hand_id: int = 0,
     events: list[Event] | None = None,
 ) -> State:
-    """Play one hand: ``seats[s]`` sits in seat ``s``; ``deal`` lists the cards in deal order.
+    """Play one hand of any number of seats: ``seats[s]`` sits in seat ``s`` and draws from
+    ``rngs[s]``; ``deal`` lists the cards in deal order (every seat's hole cards, then the boards).
 
-    Returns the terminal state. Raises :class:`MatchError` naming the player of an illegal action.
+    Returns the terminal state. Raises :class:`MatchError` naming the player, its seat, its view
+    and the action when an action is illegal or malformed.
     ``events``: when given, every step of the hand is appended to it (:class:`Event`),
     with each decision's distribution, which the players must then tell
     (:class:`~blueprint.player.KnownPlayer`).
@@ -108,10 +111,10 @@ def play_hand(
         if who == TERMINAL:
             return state
         if who == CHANCE:
-            # everything due now in one call: both hole hands, or the boards up to this round
-            # (all remaining boards after an all-in, when the round is already the last)
+            # everything due now in one call: every seat's hole hand, or the boards up to this
+            # round (all remaining boards after an all-in, when the round is already the last)
             if i == 0:
-                k = 2 * g.num_hole_cards
+                k = g.num_players * g.num_hole_cards
             else:
                 k = max(1, g.board_cards_through(state.round) - len(state.board_cards))
             before, state = state, state.deal([int(c) for c in deal[i : i + k]])
@@ -127,8 +130,10 @@ def play_hand(
             action, dist = seats[who].decide(view, rngs[who])  # type: ignore[attr-defined]
         try:
             before, state = state, state.apply(action)
-        except IllegalActionError as exc:
-            raise MatchError(f"player {seats[who].name!r} in seat {who} at {view}: {exc}") from None
+        except (IllegalActionError, ValueError, TypeError) as exc:
+            raise MatchError(
+                f"player {seats[who].name!r} in seat {who} at {view}: illegal action {action!r}: {exc}"
+            ) from None
         if events is not None:
             events.append(Event(before, state, action, dist))
 

@@ -22,7 +22,7 @@ blind report milli-big-blinds per hand beside the chips, ante games (Kuhn, Leduc
 Players are :class:`~blueprint.player.Player` objects (``act(state, rng) -> ACPC action``), the
 same as in two-player matches (:mod:`mccfr.evaluation.players`: ``AlwaysCall``,
 ``RandomPlayer`` and the others that read only the betting play any number of seats). A player
-sees only its seat's view (:func:`seat_view`: a :class:`holdem.State` with ``viewer`` set and the
+sees only its seat's view (:func:`~mccfr.evaluation.match.view_of`: a :class:`holdem.State` with ``viewer`` set and the
 other seats' hole cards hidden, what the dealer's MATCHSTATE tells it). :class:`PolicyPlayer`
 plays a flat policy of :class:`blueprint.nplayer.NPlayerGame` (e.g. the average strategy of
 :func:`blueprint.nplayer.train_es`).
@@ -53,10 +53,9 @@ import numpy as np
 
 from blueprint.nplayer import NPlayerGame, policy_values
 from blueprint.player import ExactPlayer, Player, sample
-from holdem.betting import IllegalActionError
 from holdem.game import Game
-from holdem.state import CHANCE, TERMINAL, State
-from mccfr.evaluation.match import InBigBlinds, MatchError
+from holdem.state import State
+from mccfr.evaluation.match import InBigBlinds, play_hand
 from mccfr_util.reporting import big_blind_of, ci95
 
 __all__ = [
@@ -64,20 +63,11 @@ __all__ = [
     "MatchNResult",
     "PolicyPlayer",
     "exact_values",
-    "play_hand_n",
     "play_match_n",
-    "seat_view",
     "seatings_of",
 ]
 
 MAX_PERMUTATION_SEATS = 4  # all N! seatings by default up to this many seats, rotations above
-
-
-def seat_view(state: State, seat: int) -> State:
-    """``seat``'s view of a dealer state: its MATCHSTATE as a State (every other seat's hole
-    cards hidden), for any number of seats."""
-    hole = tuple(h if s == seat else () for s, h in enumerate(state.hole_cards))
-    return State(state.game, state.betting, hole, state.board_cards, state.hand_id, seat)
 
 
 def seatings_of(n: int, seatings: str | Sequence[Sequence[int]] | None = None) -> list[tuple[int, ...]]:
@@ -106,44 +96,6 @@ def seatings_of(n: int, seatings: str | Sequence[Sequence[int]] | None = None) -
         if sorted(order) != list(range(n)):
             raise ValueError(f"seating {order} is not a permutation of the {n} players 0..{n - 1}")
     return out
-
-
-def play_hand_n(
-    game: Game,
-    seats: Sequence[Player],
-    rngs: Sequence[np.random.Generator],
-    deal: Sequence[int] | np.ndarray,
-    hand_id: int = 0,
-) -> State:
-    """Play one hand of any number of seats: ``seats[s]`` sits in seat ``s`` and draws from
-    ``rngs[s]``; ``deal`` lists the cards in deal order (the seats' hole cards, then the boards).
-    Returns the terminal state.
-
-    Raises:
-        MatchError: a player's action is illegal or malformed, naming the player, its seat, its
-            view and the action.
-    """
-    g = game.gamedef
-    state = game.initial_state(hand_id=hand_id)
-    holes = g.num_players * g.num_hole_cards
-    state = state.deal([int(c) for c in deal[:holes]])
-    i = holes
-    while True:
-        who = state.current_player()
-        if who == TERMINAL:
-            return state
-        if who == CHANCE:  # board cards, one at a time in deal order
-            state = state.deal([int(deal[i])])
-            i += 1
-            continue
-        view = seat_view(state, who)
-        action = seats[who].act(view, rngs[who])
-        try:
-            state = state.apply(action)
-        except (IllegalActionError, ValueError, TypeError) as exc:
-            raise MatchError(
-                f"player {seats[who].name!r} in seat {who} at {view}: illegal action {action!r}: {exc}"
-            ) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -241,7 +193,7 @@ def play_match_n(
     Raises:
         ValueError: the number of players is not the game's number of seats, ``deals < 2``, or bad
             ``seatings``.
-        MatchError: a player returned an illegal action (:func:`play_hand_n`).
+        MatchError: a player returned an illegal action (:func:`~mccfr.evaluation.match.play_hand`).
     """
     g = game.gamedef
     n = g.num_players
@@ -264,7 +216,7 @@ def play_match_n(
         for k, order in enumerate(orders):
             for b, st in zip(bits, streams):
                 b.state = st
-            end = play_hand_n(game, [players[p] for p in order], rngs, cards, d * len(orders) + k)
+            end = play_hand(game, [players[p] for p in order], rngs, cards, d * len(orders) + k)
             pay = end.payoffs()
             for s, p in enumerate(order):
                 net[d, p] += pay[s]

@@ -10,13 +10,12 @@ import pytest
 from blueprint.nplayer import NPlayerGame, train_es, uniform_policy
 from holdem.game import Game
 from holdem.gamedef import GameDefError, load_gamedef
-from mccfr.evaluation.match import MatchError, play_match
+from mccfr.evaluation.match import MatchError, play_match, view_of
 from mccfr.evaluation.match_n import (
     MatchNResult,
     PolicyPlayer,
     exact_values,
     play_match_n,
-    seat_view,
     seatings_of,
 )
 from mccfr.evaluation.players import AlwaysCall, AlwaysRaise, RandomPlayer
@@ -125,7 +124,7 @@ def test_players_see_only_their_seat(kuhn3):
 def test_seat_view_n():
     game = Game.load("leduc.limit.3p")
     st = game.state("STATE:0:cc:5c|4d|3c")
-    v = seat_view(st, 1)
+    v = view_of(st, 1)
     assert v.hole_cards[1] and not v.hole_cards[0] and not v.hole_cards[2]
     assert str(v) == "MATCHSTATE:1:0:cc:|4d|"
 
