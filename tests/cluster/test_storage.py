@@ -54,20 +54,6 @@ def test_storage_bad_uri():
 ray = pytest.importorskip("ray")
 
 
-@pytest.fixture(scope="module")
-def two_nodes():
-    from ray.cluster_utils import Cluster
-
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "object_store_memory": 80 << 20})
-    for _ in range(2):
-        c.add_node(num_cpus=1, object_store_memory=80 << 20)
-    c.wait_for_nodes()
-    ray.init(address=c.address, include_dashboard=False, logging_level="warning", log_to_driver=False)
-    yield c
-    ray.shutdown()
-    c.shutdown()
-
-
 # the directory kind is slow (the job's code is the same for both; Storage differs, and is tested
 # above for both); the checkpoint pause's 50 ms bound wants the cores to itself: timing
 @pytest.mark.timing
