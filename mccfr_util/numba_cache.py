@@ -10,11 +10,18 @@ in another module does; a stale cache then runs old machine code against new dat
 the cache directory by a hash of every source file of the project's packages (found beside this
 one's) makes any edit or upgrade start from a clean cache. ``$MCCFR_CACHE`` (default
 ``~/.cache/mccfr``) is the root; ``NUMBA_CACHE_DIR``, when set by the user, wins.
+
+Inside that directory a kernel's files are found by :class:`ProjectCacheLocator`: by the source
+file's path relative to the project and its content, not numba's default of the absolute path and
+the modification time. Another clone, checkout or install of the same source (a CI run's fresh
+clone, a second worktree) then loads the kernels compiled by the first instead of compiling them
+again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.abc
 import importlib.machinery
@@ -26,14 +33,14 @@ from typing import Any, Iterator
 
 # where numba kernels live, and what they call (tests/mccfr_util/test_numba_cache.py checks the list)
 _PACKAGES = ("holdem", "abstraction", "blueprint", "subgame", "mccfr", "cluster", "mccfr_util")
+_ROOT = Path(__file__).resolve().parent.parent  # the directory that holds the packages
 
 
 def _source_hash() -> str:
-    root = Path(__file__).resolve().parent.parent
     h = hashlib.blake2b(digest_size=8)
     for pkg in _PACKAGES:
-        for f in sorted((root / pkg).glob("**/*.py")):
-            h.update(str(f.relative_to(root)).encode())
+        for f in sorted((_ROOT / pkg).glob("**/*.py")):
+            h.update(str(f.relative_to(_ROOT)).encode())
             h.update(f.read_bytes())
     return h.hexdigest()
 
@@ -105,6 +112,82 @@ def skip_scipy_probes() -> None:
         sys.meta_path.insert(0, _SkipScipyProbes())
 
 
+@functools.lru_cache(maxsize=None)
+def _file_stamp(path: str) -> str:
+    return hashlib.blake2b(Path(path).read_bytes(), digest_size=16).hexdigest()
+
+
+class ProjectCacheLocator:
+    """numba cache locator (``NUMBA_CACHE_LOCATOR_CLASSES``) for the kernels of the project's
+    packages: ``<cache dir>/<package path relative to the project>``, stamped by the source file's
+    content. Functions elsewhere (a test's or a script's own kernel) fall through to numba's
+    locators. numba imports this class only when it caches a kernel, so this module must not import
+    numba at the top; the base class is numba's, looked up then."""
+
+    @classmethod
+    def from_function(cls, py_func: Any, py_file: str) -> Any:
+        return _project_locator(py_func, py_file)
+
+
+def _numba_cache_dir(config: Any) -> str:
+    return str(config.CACHE_DIR)
+
+
+@functools.lru_cache(maxsize=1)
+def _locator_class() -> type:
+    from numba.core import caching, config
+
+    class _Locator(caching._CacheLocator):  # numba's abstract locator
+        def __init__(self, py_func: Any, py_file: str, rel: Path) -> None:
+            self._py_file = py_file
+            self._lineno = py_func.__code__.co_firstlineno
+            self._cache_path = os.path.join(_numba_cache_dir(config), *rel.parent.parts)
+
+        def get_cache_path(self) -> str:
+            return self._cache_path
+
+        def get_source_stamp(self) -> str:
+            return _file_stamp(self._py_file)
+
+        def get_disambiguator(self) -> str:
+            return str(self._lineno)
+
+    return _Locator
+
+
+def _project_locator(py_func: Any, py_file: str) -> Any:
+    from numba.core import config
+
+    if not _numba_cache_dir(config):
+        return None
+    try:
+        rel = Path(py_file).resolve().relative_to(_ROOT)
+    except (ValueError, OSError):
+        return None
+    if rel.parts[0] not in _PACKAGES or not Path(py_file).is_file():
+        return None
+    locator = _locator_class()(py_func, py_file, rel)
+    try:
+        locator.ensure_cache_path()
+    except OSError:
+        return None
+    return locator
+
+
+#: numba's locators, ours first: ``NUMBA_CACHE_LOCATOR_CLASSES`` (a numba that does not read it
+#: keys by absolute path and modification time: no sharing between clones, nothing worse)
+LOCATORS = ",".join(
+    [
+        f"{__name__}.ProjectCacheLocator",
+        "UserProvidedCacheLocator",
+        "InTreeCacheLocator",
+        "UserWideCacheLocator",
+        "IPythonCacheLocator",
+        "ZipCacheLocator",
+    ]
+)
+
+
 def cache_dir() -> Path:
     """This source version's numba cache directory: ``$MCCFR_CACHE/numba/<hash of the source>``
     (``$MCCFR_CACHE`` defaults to ``~/.cache/mccfr``)."""
@@ -128,9 +211,11 @@ def configure() -> None:
     if not path.exists():  # a new source version: drop caches of old versions beyond the newest few
         _prune(path.parent, path)
     os.environ["NUMBA_CACHE_DIR"] = str(path)
+    locators = os.environ.setdefault("NUMBA_CACHE_LOCATOR_CLASSES", LOCATORS)
     cfg = sys.modules.get("numba.core.config")
-    if cfg is not None:  # numba read its settings already: kernels imported from now on use it
+    if cfg is not None:  # numba read its settings already: kernels imported from now on use them
         cfg.CACHE_DIR = str(path)  # type: ignore[attr-defined]
+        cfg.CACHE_LOCATOR_CLASSES = locators  # type: ignore[attr-defined]
 
 
 #: What Ray runs in each worker process it starts, before the worker loads an actor or a task

@@ -103,3 +103,37 @@ def test_the_cache_key_covers_every_package_with_kernels():
     assert with_kernels >= {"blueprint", "subgame", "mccfr"}, with_kernels
     assert with_kernels <= set(numba_cache._PACKAGES), with_kernels - set(numba_cache._PACKAGES)
     assert set(numba_cache._PACKAGES) <= pkgs
+
+
+def test_another_clone_of_the_same_source_loads_the_compiled_kernels(tmp_path):
+    """A kernel is found by its path inside the project and its source's content: a second copy of
+    the same source at another path (a CI run's fresh clone, with new modification times) loads
+    what the first compiled; an edit anywhere starts a clean cache."""
+    import shutil
+
+    from mccfr_util import numba_cache
+
+    copies = [tmp_path / "a", tmp_path / "b"]
+    for copy in copies:
+        for pkg in numba_cache._PACKAGES:
+            shutil.copytree(REPO / pkg, copy / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    code = (
+        "from mccfr_util.numba_cache import configure\nconfigure()\n"
+        "import numpy as np\nfrom holdem.evaluator import rank_many\n"
+        "rank_many(np.array([[0, 5, 9, 13, 30]]), 4, 13)\n"
+        "print(sum(rank_many.stats.cache_hits.values()))\n"
+    )
+
+    def hits(copy: Path) -> int:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CACHE")}
+        env.update(MCCFR_CACHE=str(tmp_path / "cache"), PYTHONPATH=str(copy))
+        out = subprocess.run([sys.executable, "-c", code], cwd=copy, env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        return int(out.stdout.strip().splitlines()[-1])
+
+    assert hits(copies[0]) == 0  # compiled
+    assert hits(copies[1]) == 1  # loaded from the first copy's cache
+    with open(copies[1] / "holdem" / "evaluator.py", "a") as f:
+        f.write("\n# an edit\n")
+    assert hits(copies[1]) == 0  # another source: another cache directory
+    assert len(list((tmp_path / "cache" / "numba").iterdir())) == 2
