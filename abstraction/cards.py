@@ -78,11 +78,21 @@ class CardAbstraction:
         return np.array(self.num_buckets, dtype=np.int64)
 
     def kernel_args(self) -> tuple:
-        """``(kind, iso, table, offsets)`` for :func:`deal_buckets` (placeholders when unused)."""
+        """``(kind, iso, table, offsets)`` for :func:`deal_buckets` (placeholders when unused), as
+        read-only C-contiguous int64, uint16 and int64 arrays whatever their source (numba types a
+        read-only array apart from a writable one: a table from Ray's object store, read-only, and
+        one built here would otherwise compile every kernel twice)."""
         if self.kind == TABLE:
-            return self.kind, self.iso, self.table, self.offsets
-        n = len(self.num_buckets)
-        return self.kind, np.zeros(1, np.int64), np.zeros(1, np.uint16), np.full(n + 1, -1, np.int64)
+            iso, table, offsets = self.iso, self.table, self.offsets
+        else:
+            n = len(self.num_buckets)
+            iso, table, offsets = np.zeros(1, np.int64), np.zeros(1, np.uint16), np.full(n + 1, -1, np.int64)
+        return (
+            self.kind,
+            _read_only(iso, np.int64),
+            _read_only(table, np.uint16),
+            _read_only(offsets, np.int64),
+        )
 
     def kernel_arrays(self, game: GameDef) -> "CardArrays":
         """This abstraction for ``game`` as the numba kernels read it (:class:`CardArrays`)."""
@@ -90,20 +100,27 @@ class CardAbstraction:
         return CardArrays(
             int(kind),
             int(game.num_hole_cards),
-            np.array(game.num_board_cards, np.int64),
+            _read_only(np.array(game.num_board_cards, np.int64)),
             int(game.deck_size),
             int(game.num_suits),
             int(game.num_ranks),
-            np.ascontiguousarray(iso, np.int64),
-            np.ascontiguousarray(table, np.uint16),
-            np.ascontiguousarray(offsets, np.int64),
+            iso,
+            table,
+            offsets,
         )
+
+
+def _read_only(a: np.ndarray, dtype=None) -> np.ndarray:
+    """A read-only C-contiguous view of ``a`` (:meth:`CardAbstraction.kernel_args`)."""
+    v = np.ascontiguousarray(a, dtype).view()
+    v.setflags(write=False)
+    return v
 
 
 class CardArrays(NamedTuple):
     """A card abstraction and the deal's shape, as one argument of the numba kernels
     (:meth:`CardAbstraction.kernel_arrays`; :func:`card_buckets` reads it). The fields' types are
-    fixed (ints, C-contiguous arrays of one dtype each), so the kernels compile once for it."""
+    fixed (ints, read-only C-contiguous arrays of one dtype each), so the kernels compile once for it."""
 
     kind: int  # LOSSLESS, RANK or TABLE
     num_hole: int

@@ -34,6 +34,9 @@ from typing import Any, Iterator
 # where numba kernels live, and what they call (tests/mccfr_util/test_numba_cache.py checks the list)
 _PACKAGES = ("holdem", "abstraction", "blueprint", "subgame", "mccfr", "cluster", "mccfr_util")
 _ROOT = Path(__file__).resolve().parent.parent  # the directory that holds the packages
+# a source tree's tests and scripts: their kernels are cached as the packages' are (each stamped by
+# its own file; what they call is in the packages, whose hash keys the whole directory)
+_BESIDE = ("tests", "scripts")
 
 
 def _source_hash() -> str:
@@ -119,8 +122,8 @@ def _file_stamp(path: str) -> str:
 
 class ProjectCacheLocator:
     """numba cache locator (``NUMBA_CACHE_LOCATOR_CLASSES``) for the kernels of the project's
-    packages: ``<cache dir>/<package path relative to the project>``, stamped by the source file's
-    content. Functions elsewhere (a test's or a script's own kernel) fall through to numba's
+    packages (and of a source tree's tests and scripts): ``<cache dir>/<path relative to the
+    project>``, stamped by the source file's content. Functions elsewhere fall through to numba's
     locators. numba imports this class only when it caches a kernel, so this module must not import
     numba at the top; the base class is numba's, looked up then."""
 
@@ -164,7 +167,7 @@ def _project_locator(py_func: Any, py_file: str) -> Any:
         rel = Path(py_file).resolve().relative_to(_ROOT)
     except (ValueError, OSError):
         return None
-    if rel.parts[0] not in _PACKAGES or not Path(py_file).is_file():
+    if rel.parts[0] not in _PACKAGES + _BESIDE or not Path(py_file).is_file():
         return None
     locator = _locator_class()(py_func, py_file, rel)
     try:
