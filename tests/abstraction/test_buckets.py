@@ -303,3 +303,24 @@ def test_filled_percentiles_equal_the_plain_ones_without_ties_and_use_every_buck
     few[[5, 9, 700]] = 1.0  # three values, ten buckets: one bucket each, the rest unused
     th = percentile_thresholds(few, 10, fill=True)
     assert list(th[:2]) == [9, 700] and np.all(th[2:] >= HIST_BINS)
+
+
+def test_kernel_arrays_have_one_type_whatever_the_tables_source(built):
+    """The kernels compile once for a card abstraction: tables read from a file, built in memory
+    or handed over read-only (Ray's object store) reach them as the same numba type, and the
+    caller's arrays stay writable."""
+    import dataclasses
+
+    import numba
+
+    d, _ = built
+    ab = from_file(SMALL, d)
+    frozen = dataclasses.replace(ab, **{k: getattr(ab, k).copy() for k in ("iso", "table", "offsets")})
+    for k in ("iso", "table", "offsets"):
+        getattr(frozen, k).setflags(write=False)
+    types = {str(numba.typeof(a.kernel_arrays(SMALL))) for a in (ab, frozen)}
+    assert len(types) == 1, types
+    assert {str(numba.typeof(x)) for x in (ab.kernel_args()[1:], frozen.kernel_args()[1:])} == {
+        str(numba.typeof(ab.kernel_args()[1:]))
+    }
+    assert ab.table.flags.writeable and not ab.kernel_args()[2].flags.writeable
