@@ -147,6 +147,15 @@ class DiscountWindow:
         w, t_base = self.state(t)
         return w + float(t - t_base)
 
+    def past(self, t: int) -> Schedule:
+        """A schedule without boundaries that keeps ``W(t)`` from iteration ``t`` on, for spans past
+        the last boundary whose rows are all through it: traversals then check no epoch."""
+        w, t_at = self.state(t)
+        one, zero = np.ones(1), np.zeros(1)
+        return Schedule(
+            0, -1, 0, one, one, one, zero, zero, zero, 0, np.array([w]), np.array([t_at], np.int64)
+        )
+
     def kernel(self) -> Schedule:
         """The window as the kernels take it (the arrays themselves: valid until :meth:`cover` grows them)."""
         if self._kernel is None:

@@ -48,7 +48,6 @@ from blueprint.kernels import (
     Copy,
     ESOptions,
     Rows,
-    Schedule,
     cfr_full_iteration,
     discount_tables,
     es_iterations,
@@ -256,17 +255,13 @@ class Trainer:
             return
         window = self._lazy_window()
         if window.every > 0:
-            # a span ends where the run reaches the next window's first boundary: every row is
-            # brought there (_rebase), at the same iteration however the run is chunked
+            # a span ends where the run reaches the next window's first boundary (every row is
+            # brought there, _rebase, at the same iteration however the run is chunked), and
+            # where the last boundary is behind (the spans after it skip the epochs: _span_schedule)
             nxt = (window.base + MAX_WINDOW) * window.every
-            if self.iteration < nxt < self.iteration + n and (window.until < 0 or nxt <= window.until):
-                first = nxt - self.iteration
-                self._step(first)
-                self._step(n - first)
-                return
-            # and where the last boundary is behind: the spans after it skip the epochs (_span_schedule)
-            if self.iteration < window.until < self.iteration + n:
-                first = window.until - self.iteration
+            cuts = [c for c in (nxt, window.until) if self.iteration < c < self.iteration + n]
+            if cuts and (window.until < 0 or min(cuts) <= window.until):
+                first = min(cuts) - self.iteration
                 self._step(first)
                 self._step(n - first)
                 return
@@ -569,12 +564,9 @@ class Trainer:
             self.row_epoch.fill(self._window.wbase - self._window.base)
         return self._window
 
-    def _span_schedule(self, window: DiscountWindow) -> Schedule:
-        """The schedule a span on the shared tables runs under: the window's while boundaries lie
-        ahead; once the last is behind (``pluribus`` after ``discount_until``), every row is
-        brought to it in place, at once as its next touch would (the same values bit for bit),
-        and the span gets a schedule without boundaries that keeps ``W(t)``, so that no
-        traversal checks a row's epoch again (on Leduc those checks cost a third of the time)."""
+    def _span_schedule(self, window: DiscountWindow):
+        """The window's schedule while boundaries lie ahead; past the last (``pluribus``), every row
+        settled in place as its next touch would, then :meth:`DiscountWindow.past`: no epoch checks."""
         if window.every <= 0 or self.discounting():
             return window.kernel()
         if self.pending():
@@ -583,11 +575,7 @@ class Trainer:
             self._settle_into(
                 self.regret, self.strat, self.row_epoch, to - window.base, window.kernel(), False
             )
-        w, t_at = window.state(self.iteration)
-        one, zero = np.ones(1), np.zeros(1)
-        return Schedule(
-            0, -1, 0, one, one, one, zero, zero, zero, 0, np.array([w]), np.array([t_at], np.int64)
-        )
+        return window.past(self.iteration)
 
     def _open_window(self, epochs: np.ndarray) -> None:
         """Take ``epochs`` as the rows' epochs (a checkpoint's) under the window of the current
