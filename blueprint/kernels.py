@@ -127,8 +127,17 @@ class Rows(NamedTuple):
 
     node_row: np.ndarray  # int64 [N]: the row of (node, bucket 0); row (n, b) is node_row[n] + b
     # uint8 [2 * rows]: the boundaries applied to each row's regrets (2 * row) and strategy sums
-    # (2 * row + 1), counted from the window's first (Schedule.base; at most MAX_WINDOW)
-    epoch: np.ndarray
+    # (2 * row + 1), counted from the window's first (Schedule.base; at most MAX_WINDOW); None
+    # where no boundary lies ahead (:meth:`under`)
+    epoch: np.ndarray | None
+
+    def under(self, sched: "Schedule") -> "Rows":
+        """The rows as :func:`es_iterations` takes them under ``sched``: without their epochs where
+        it has no boundary (``every`` 0: no discounting, or ``pluribus`` past its last), so that
+        the kernel is compiled without the epoch checks (numba prunes ``epoch is not None`` on the
+        argument's type). The checks do nothing there, yet their code cost Leduc a third of its
+        speed."""
+        return self if sched.every > 0 else Rows(self.node_row, None)
 
 
 class _Stack(NamedTuple):
@@ -310,7 +319,7 @@ def settle_row_chain(row, base, na, regret, strat, epoch, to, sched, int_regret)
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _prefetch_children(n, trav, tree, tables, rows, buckets, lazy):
+def _prefetch_children(n, trav, tree, tables, node_row, epoch, buckets):
     """Ask the cache for the rows of ``n``'s decision children for this deal's buckets (the
     regrets, the strategy sums an opponent's node adds to, and the rows' epochs under
     discounting), so that their misses overlap the work at ``n`` and at the siblings explored
@@ -324,9 +333,9 @@ def _prefetch_children(n, trav, tree, tables, rows, buckets, lazy):
             row = tables.row_offset[c] + b * nact[c]
             prefetch(tables.regret, row)
             if player[c] != trav:
-                sums_prefetch(tables.strat, row, rows.node_row[c] + b)
-            if lazy:
-                prefetch(rows.epoch, 2 * (rows.node_row[c] + b))
+                sums_prefetch(tables.strat, row, node_row[c] + b)
+            if epoch is not None:
+                prefetch(epoch, 2 * (node_row[c] + b))
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -334,7 +343,8 @@ def _es_traverse(
     trav,
     tree,
     tables,
-    rows,
+    node_row,
+    epoch,
     sched,
     fac,
     now,
@@ -356,8 +366,6 @@ def _es_traverse(
     brought to epoch ``now`` (:func:`settle_row`) before it is read: the traverser's rows their
     regrets, the opponent's their regrets and strategy sums (the only ones it adds to).
     """
-    node_row, epoch = rows.node_row, rows.epoch
-    lazy = sched.every > 0
     kind, player, rnd, spent = tree.kind, tree.player, tree.round, tree.spent
     nact, cstart, echild = tree.num_actions, tree.child_start, tree.edge_child
     row_off, regret, strat = tables.row_offset, tables.regret, tables.strat
@@ -383,8 +391,8 @@ def _es_traverse(
             b = buckets[player[cur], rnd[cur]]
             base = row_off[cur] + b * na
             if pf:
-                _prefetch_children(cur, trav, tree, tables, rows, buckets, lazy)
-            if lazy:
+                _prefetch_children(cur, trav, tree, tables, node_row, epoch, buckets)
+            if epoch is not None:
                 settle_regrets_at(node_row[cur] + b, base, na, regret, epoch, now, sched, fac, int_regret)
                 settle_sums_at(node_row[cur] + b, base, na, strat, epoch, now, sched, fac)
             regret_matching(regret, base, na, osig, 0)
@@ -408,8 +416,8 @@ def _es_traverse(
             b = buckets[trav, rnd[cur]]
             base = row_off[cur] + b * na
             if pf:
-                _prefetch_children(cur, trav, tree, tables, rows, buckets, lazy)
-            if lazy:
+                _prefetch_children(cur, trav, tree, tables, node_row, epoch, buckets)
+            if epoch is not None:
                 settle_regrets_at(node_row[cur] + b, base, na, regret, epoch, now, sched, fac, int_regret)
             off = sp * maxa
             regret_matching(regret, base, na, sig, off)
@@ -564,7 +572,8 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
                 trav,
                 tree,
                 tables,
-                rows,
+                rows.node_row,
+                rows.epoch,
                 sched,
                 fac,
                 now,

@@ -279,7 +279,7 @@ class Trainer:
                 tree,
                 cards,
                 tables,
-                rows,
+                rows.under(sched),
                 sched,
                 self.rng,
                 opts,
@@ -308,7 +308,7 @@ class Trainer:
                         tree,
                         cards,
                         tables,
-                        rows,
+                        rows.under(sched),
                         sched,
                         rng,
                         opts,
@@ -354,20 +354,10 @@ class Trainer:
         sched = window.kernel()
         rows = Rows(self.node_row, self.row_epoch)
         opts = self._opts()
-        es_iterations(
-            0,
-            self.iteration,
-            1,
-            tree,
-            cards,
-            tables,
-            rows,
-            sched,
-            self.rng.copy(),
-            opts,
-            self.max_depth,
-            self.max_actions,
-        )
+        lean = [Rows(self.node_row, None)] if window.until >= 0 else []  # past the last boundary
+        dims = (self.max_depth, self.max_actions)
+        for r in [rows.under(sched), *lean]:
+            es_iterations(0, self.iteration, 1, tree, cards, tables, r, sched, self.rng.copy(), opts, *dims)
         none = np.zeros(0, np.int64)
         for chain in (False, True):
             settle_tables(
@@ -487,7 +477,7 @@ class Trainer:
         np.copyto(cp.base_strat, cp.strat)
         np.copyto(cp.base_epoch, cp.epoch)
         mine = Tables(tables.row_offset, cp.regret, cp.strat)
-        my_rows = Rows(rows.node_row, cp.epoch)
+        my_rows = Rows(rows.node_row, cp.epoch).under(sched)
         hot = self.first_round_nodes()
         every = hot_sync_every(int(self.num_buckets[0]), self.threads)
         full = max(1, copy_sync_every(self.size) // every) * every

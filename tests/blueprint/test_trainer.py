@@ -2,12 +2,13 @@
 
 import itertools
 
+import numba
 import numpy as np
 import pytest
 
 from abstraction.tree import KIND_DECISION
 from blueprint.algo import AlgoConfig, AlgoError, get_algo
-from blueprint.kernels import discount_tables, regret_matching, terminal_utility
+from blueprint.kernels import discount_tables, es_iterations, regret_matching, terminal_utility
 from blueprint.trainer import Trainer, make_trainer
 
 
@@ -143,6 +144,8 @@ def test_spans_after_the_last_boundary_skip_the_epochs_and_change_nothing(monkey
     for _ in range(30):
         checking.run(100)
     assert checking.pending()  # rows left untouched since the last boundary
+    # the fast runs' kernel took rows without epochs: compiled without the checks (Rows.under)
+    assert any(sig[6].types[1] == numba.types.none for sig in es_iterations.signatures)
     for a, b in zip(fast.settled_tables(), checking.settled_tables()):
         assert a.tobytes() == b.tobytes()
     assert (fast.node_visits, fast.pruned, fast.w_base, fast.t_base) == (
@@ -458,7 +461,9 @@ def test_pruning_under_dcfr_learns_leduc_as_well_as_without():
     assert visits[True] < 0.97 * visits[False]
 
 
-@pytest.mark.parametrize("game, algo, threads", [("leduc", "dcfr", 2), ("kuhn", "cfr+", 1)])
+@pytest.mark.parametrize(
+    "game, algo, threads", [("leduc", "dcfr", 2), ("kuhn", "cfr+", 1), ("leduc", "pluribus", 1)]
+)
 def test_warm_up_compiles_the_kernels_and_leaves_the_run_alone(game, algo, threads, monkeypatch):
     """warm_up (before mccfr train's clock starts) compiles or loads every kernel the run calls,
     on empty inputs: after it, training compiles nothing, and the tables, the RNG and the
@@ -468,7 +473,8 @@ def test_warm_up_compiles_the_kernels_and_leaves_the_run_alone(game, algo, threa
 
     monkeypatch.setattr(threads_mod, "COPY_MIN_ENTRIES", 1_000)  # Leduc's merges too
     threads = min(threads, threads_mod.available_cores())
-    tr = make_trainer(game, algo=algo, seed=3, threads=threads, discount_every=50)
+    until = dict(discount_until=700) if algo == "pluribus" else {}  # and past its last boundary
+    tr = make_trainer(game, algo=algo, seed=3, threads=threads, discount_every=50, **until)
     tr.run(500)
     before = (tr.regret.tobytes(), tr.strat.tobytes(), tr.rng.tobytes(), tr.iteration, tr.w_base)
     assert tr.warm_up() >= 0.0
