@@ -40,6 +40,20 @@ DEFAULT_SEED = 0
 DEFAULT_TIME_BUDGET = 30.0  # seconds of training when neither iterations nor time is given (small games)
 DEFAULT_TIME_BUDGET_HOLDEM = 180.0  # the same for 52-card games
 DEFAULT_TIME_BUDGET_MS = 2_000  # wall-time budget of one query answer (mccfr serve, mccfr play)
+# ``mccfr serve --solve`` and ``mccfr play --method`` without --solve-from, in four-round games
+# (hold'em), at a default budget of at least this: solve from the turn, else the river only.
+# docs/solving.md, "Defaults": at 2 s a turn decision of the main job's blueprint is answered from
+# a subgame (20 / 20), and LBR setting (2) loses more to turn and river solving than to the
+# blueprint alone, paired on the same deals; river solving alone is not separated from it
+TURN_SOLVING_FROM_BUDGET_MS = 2_000
+
+
+def default_solve_from(num_rounds: int, budget_ms: int) -> int:
+    """The first round a solving server or player solves when not told (:data:`TURN_SOLVING_FROM_BUDGET_MS`):
+    the turn (round 2) of a four-round game at a default budget of at least that, else the last."""
+    if num_rounds == 4 and budget_ms >= TURN_SOLVING_FROM_BUDGET_MS:
+        return 2
+    return num_rounds - 1
 
 
 def default_nolimit_bets(deck_size: int, seconds: float | None, cores: int) -> str:

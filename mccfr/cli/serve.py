@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
+from blueprint.defaults import DEFAULT_TIME_BUDGET_MS, default_solve_from
 from blueprint.io.errors import CheckpointError
 from holdem.gamedef import parse_gamedef
 from mccfr.cli.common import CLIError, json_opt, run_dir_arg, user_input
@@ -93,6 +93,7 @@ _api_key_opt = click.option(
 
 def _solving_options(
     run_dir,
+    time_budget_ms,
     solve_method,
     solve_from,
     solver_threads,
@@ -132,10 +133,10 @@ def _solving_options(
                 param_hint="--last-round-threads",
             )
         out["last_round_threads"] = last_round_threads
-    if solve_from is not None:
-        path = run_dir_arg(run_dir)
-        with user_input():
-            g = parse_gamedef(tomllib.loads((path / "run.toml").read_text())["gamedef"])
+    g = _run_game(run_dir)
+    if solve_from is None:
+        out["from_round"] = default_solve_from(g.num_rounds, time_budget_ms)
+    else:
         names = ROUND_NAMES[: g.num_rounds] if g.num_rounds == 4 else ()
         r = names.index(solve_from) if solve_from in names else None
         if r is None and solve_from.isdigit():
@@ -148,6 +149,13 @@ def _solving_options(
             )
         out["from_round"] = r
     return out
+
+
+def _run_game(run_dir):
+    """The game of the run at ``run_dir`` (its ``run.toml``), a clear error if it cannot be read."""
+    path = run_dir_arg(run_dir)
+    with user_input():
+        return parse_gamedef(tomllib.loads((path / "run.toml").read_text())["gamedef"])
 
 
 @click.command()
@@ -176,8 +184,8 @@ def _solving_options(
     "solve_method",
     default=None,
     metavar="METHOD",
-    help="Re-solve the last round (and off-tree bets there) with this method (e.g. reach-maxmargin); "
-    "default: blueprint answers only.",
+    help="Re-solve subgames (from --solve-from's round, and off-tree bets) with this method "
+    "(e.g. reach-maxmargin); default: blueprint answers only.",
 )
 @click.option(
     "--solve-from",
@@ -185,7 +193,8 @@ def _solving_options(
     default=None,
     metavar="ROUND",
     help="With --solve: the first betting round solved (preflop, flop, turn, river or its index) "
-    "[default: the last round]. A solve that cannot fit the time budget is answered from the "
+    "[default: the turn in hold'em at a --time-budget-ms of 2000 or more, else the last round; "
+    "docs/solving.md, 'Defaults']. A solve that cannot fit the time budget is answered from the "
     "blueprint, with 'fallback' saying so.",
 )
 @click.option(
@@ -312,6 +321,7 @@ def serve(
                 raise click.UsageError(f"{flag} applies to the Ray Serve deployment: give --ray too")
     solving = _solving_options(
         run_dir,
+        time_budget_ms,
         solve_method,
         solve_from,
         solver_threads,
@@ -444,7 +454,10 @@ def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solvi
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the action sampling.")
 @click.option(
-    "--method", default=None, help="Method passed with every query (blueprint, or a solving method)."
+    "--method",
+    default=None,
+    help="Method passed with every query (blueprint, or a solving method: without --server, subgames "
+    "solved from the turn in hold'em at a --time-budget-ms of 2000 or more, else the last round).",
 )
 @_budget_opt
 @click.option(
@@ -561,7 +574,14 @@ def play(
 def _play_responder(run_dir, server, api_key, time_budget_ms, method):
     """``play``'s responder: a running service's (``--server``) or the run's own."""
     if server is None:
-        return _load_responder(run_dir, time_budget_ms, method if method in SOLVE_METHODS else None)
+        if method not in SOLVE_METHODS:
+            return _load_responder(run_dir, time_budget_ms)
+        return _load_responder(
+            run_dir,
+            time_budget_ms,
+            method,
+            from_round=default_solve_from(_run_game(run_dir).num_rounds, time_budget_ms),
+        )
     try:
         return server, HttpResponder(server, api_key=api_key or None)
     except ValueError as exc:

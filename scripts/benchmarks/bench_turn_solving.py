@@ -1,17 +1,20 @@
-"""Turn decisions of a solving responder at the default time budget, and what a turn solve's
-setup and iterations cost.
+"""Turn (or flop, or river) decisions of a solving responder at a time budget, and what a turn
+solve's setup and iterations cost.
 
     python scripts/benchmarks/bench_turn_solving.py answers RUN_DIR [--states 20] [--seed 7]
+        [--round flop|turn|river] [--budget-ms 2000]
     python scripts/benchmarks/bench_turn_solving.py setup RUN_DIR [--states 20] [--seed 7] [--iterations 10]
     python scripts/benchmarks/bench_turn_solving.py samples RUN_DIR [--states 6] [--seed 11] [--iterations 10]
 
 The states: the first turn decision of each of ``--states`` self-play hands of the run's blueprint
-(:func:`blueprint.player.self_play_states`, every action sampled from the blueprint).
+(:func:`blueprint.player.self_play_states`, every action sampled from the blueprint); with
+``--round``, the first decision of that round.
 
-answers: the responder of ``mccfr serve RUN_DIR --solve reach-maxmargin --solve-from turn``
+answers: the responder of ``mccfr serve RUN_DIR --solve reach-maxmargin --solve-from ROUND``
 (:func:`mccfr.serving.solving.make_responder`, warmed up as the server warms it), each state asked
-once at the default budget, one at a time (the solver idle before each): how many come from a
-subgame, the fallbacks, and the latency's p50 / p99 / max (the answer's ``elapsed_ms``).
+once at ``--budget-ms`` (the service's default 2,000), one at a time (the solver idle before
+each): how many come from a subgame, the fallbacks, and the latency's p50 / p99 / max (the
+answer's ``elapsed_ms``).
 
 setup: each state solved directly (:func:`subgame.nested.solve_state`, ``--iterations``, no budget)
 after one untimed solve that compiles the kernels: per state the construction from the blueprint
@@ -41,19 +44,23 @@ from mccfr_util.numba_cache import configure
 configure()  # numba's cache, before the project's kernels load (docs/training.md)
 
 from blueprint.blueprint import Blueprint
+from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
 from blueprint.player import self_play_states
 from mccfr_util.reporting import percentile
 
+ROUNDS = {"flop": 1, "turn": 2, "river": 3}
 
-def turn_states(bp: Blueprint, count: int, seed: int) -> list[str]:
-    """One turn decision of each of ``count`` self-play hands of ``bp``: the first of the turn in
-    every other hand, the second (after a check or a bet) where there is one in the others."""
+
+def turn_states(bp: Blueprint, count: int, seed: int, rnd: int = 2) -> list[str]:
+    """One decision of round ``rnd`` (the turn) of each of ``count`` self-play hands of ``bp``: the
+    round's first in every other hand, the second (after a check or a bet) where there is one in
+    the others."""
     size = 40 * count
     while True:
         hands: dict[int, list[str]] = {}
         for ms in self_play_states(bp.game, size, seed, lambda m: bp.strategy(m)):
             s = bp.game.state(ms)
-            if s.round == 2:
+            if s.round == rnd:
                 hands.setdefault(s.hand_id, []).append(ms)
         if len(hands) >= count:
             return [h[min(i % 2, len(h) - 1)] for i, h in enumerate(list(hands.values())[:count])]
@@ -63,9 +70,10 @@ def turn_states(bp: Blueprint, count: int, seed: int) -> list[str]:
 def answers(args) -> dict:
     from mccfr.serving.solving import make_responder
 
-    r = make_responder(args.run_dir, "reach-maxmargin", from_round=2)
+    rnd = ROUNDS[args.round]
+    r = make_responder(args.run_dir, "reach-maxmargin", args.budget_ms, from_round=rnd)
     bp = r.bp
-    pool = turn_states(bp, args.states, args.seed)
+    pool = turn_states(bp, args.states, args.seed, rnd)
     t = time.perf_counter()
     r.warm_up()
     warm_s = time.perf_counter() - t
@@ -98,6 +106,8 @@ def answers(args) -> dict:
         **machine_row(),
         "command": "answers",
         "run_dir": args.run_dir,
+        "round": args.round,
+        "budget_ms": args.budget_ms,
         "states": len(rows),
         "warm_up_s": round(warm_s, 2),
         "subgame": sum(x["source"] == "subgame" for x in rows),
@@ -248,6 +258,8 @@ def main() -> None:
     ap.add_argument("--states", type=int, default=20)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--round", choices=tuple(ROUNDS), default="turn", help="answers: the round asked")
+    ap.add_argument("--budget-ms", type=int, default=DEFAULT_TIME_BUDGET_MS, help="answers: the budget")
     args = ap.parse_args()
     emit({"answers": answers, "setup": setup, "samples": samples}[args.command](args))
 

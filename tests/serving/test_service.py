@@ -694,6 +694,30 @@ def test_serve_solving_flags_are_checked(tmp_path):
     )
 
 
+def test_solving_starts_at_the_turn_by_default_where_the_budget_allows(tmp_path):
+    """Without --solve-from, ``mccfr serve --solve`` (and ``mccfr play --method``) solve from the
+    turn in hold'em at a default budget of 2 s or more (docs/solving.md, "Defaults"), from the last
+    round below it and in games of other lengths; an explicit round wins."""
+    from blueprint.defaults import TURN_SOLVING_FROM_BUDGET_MS, default_solve_from
+    from mccfr.cli.serve import _solving_options
+
+    for rounds, boards in ((4, "0 3 1 1"), (2, "0 1")):
+        gamedef = (
+            f"GAMEDEF\nnolimit\nnumPlayers = 2\nnumRounds = {rounds}\nstack = 2000 2000\n"
+            f"blind = 100 50\nfirstPlayer = {' '.join(['2'] + ['1'] * (rounds - 1))}\nnumSuits = 4\n"
+            f"numRanks = 13\nnumHoleCards = 2\nnumBoardCards = {boards}\nEND GAMEDEF\n"
+        )
+        run = tmp_path / f"r{rounds}"
+        run.mkdir()
+        (run / "run.toml").write_text(f'gamedef = """{gamedef}"""\n')
+        at = lambda budget, solve_from=None: _solving_options(run, budget, "resolve", solve_from, None, None)  # noqa: E731
+        default = 2 if rounds == 4 else rounds - 1
+        assert at(2_000)["from_round"] == default == default_solve_from(rounds, 2_000)
+        assert at(TURN_SOLVING_FROM_BUDGET_MS - 1)["from_round"] == rounds - 1
+        assert at(2_000, "1")["from_round"] == 1
+        assert _solving_options(run, 2_000, None, None, None, None) == {}  # blueprint answers only
+
+
 @pytest.mark.timing  # needs subgame answers within a 5 s budget: run alone, after the default run
 def test_a_later_subgame_of_the_session_gives_the_viewer_the_range_its_answers_played(hunl_bp):
     """The river's first decision was answered from a subgame (a check for some hands, a bet for
