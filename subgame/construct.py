@@ -432,8 +432,12 @@ def gifts(
     For each decision of ``seat`` in ``n``'s betting round on the path, the gap between its best
     action's value and the taken one's (best-response values against the blueprint; for the
     estimate gifts the blueprint's own values), per unit of the other seat's compatible mass, summed
-    and multiplied by ``root_mass`` (that mass at the root). With ``depth_limit``: the values of the
-    depth-limited game from each decision (see :func:`blueprint_values`)."""
+    and multiplied by ``root_mass`` (that mass at the root). With ``depth_limit`` (the subgame's):
+    from each decision whose rest of the hand is too big for exact values
+    (:func:`values_depth_limit`, decided per decision: an earlier one has more of the hand left
+    than ``n``), the values of the depth-limited game from it (see :func:`blueprint_values`).
+    A flop facing a bet after a pre-flop re-raise fits exactly, its first decision does not: walked
+    exactly, its gifts took 20 s of a 24.5 s construction."""
     cache = cache or BucketCache(bp, hands)
     bt = bp.tree
     g = bp.gamedef
@@ -444,7 +448,9 @@ def gifts(
             continue
         checkpoint()
         r_m = blueprint_ranges(bp, m, board, hands, cache)
-        _, e, sigma = _values_engine(bp, m, _board_at_round(g, board, rnd), seat, cache, depth_limit)
+        b_m = _board_at_round(g, board, rnd)
+        dl = None if depth_limit is None else values_depth_limit(bp, m, b_m, depth_limit)
+        _, e, sigma = _values_engine(bp, m, b_m, seat, cache, dl)
         w = e.compat_mass(r_m[1 - seat])
         for i, mode in enumerate((K.MODE_BR, K.MODE_EV)):
             checkpoint()
@@ -543,5 +549,5 @@ def blueprint_subgame(
     )
     if with_gifts:
         mass = e_bp.compat_mass(ranges[me])
-        sub.gifts, sub.estimate_gifts = gifts(bp, n, board, hands, o, mass, cache, dl_values)
+        sub.gifts, sub.estimate_gifts = gifts(bp, n, board, hands, o, mass, cache, depth_limit)
     return sub

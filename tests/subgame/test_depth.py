@@ -617,6 +617,40 @@ def test_a_flop_too_big_to_walk_is_solved_safely_depth_limited(bp4, monkeypatch)
         assert sol.exploitability_pct_pot < 0.5, (method, sol.exploitability_pct_pot)
 
 
+def test_an_earlier_decision_too_big_for_exact_values_gives_depth_limited_gifts(bp4, monkeypatch):
+    """The rest of the hand from the state (a flop bet faced) fits exact values; from the opponent's
+    bet earlier in the round it does not (forced here): that decision's gifts come from the
+    depth-limited game, the state's alternative values stay exact. Walked exactly, such gifts took
+    20 s of a 24.5 s flop construction on the main job's blueprint (a pre-flop re-raised pot)."""
+    import subgame.construct as C
+    import subgame.depth as depth
+    from subgame.nested import solve_state
+
+    state = "MATCHSTATE:0:0:cc/cr300:5c5d|/2c3d4h"
+    n = bp4.walk(bp4.game.state(state)).node
+    m = bp4.walk(bp4.game.state("MATCHSTATE:1:0:cc/c:|5c5d/2c3d4h")).node  # the opponent's bet
+    exact = C.check_rest_size
+
+    def sized(bp, node, board):
+        if node == m:
+            raise SubgameError("too big for exact values (forced)")
+        exact(bp, node, board)
+
+    walked = []
+    engine = C._values_engine
+
+    def record(bp, node, board, seat, cache, depth_limit=None):
+        walked.append((node, depth_limit is not None))
+        return engine(bp, node, board, seat, cache, depth_limit)
+
+    monkeypatch.setattr(C, "check_rest_size", sized)
+    monkeypatch.setattr(C, "_values_engine", record)
+    monkeypatch.setattr(depth, "DEFAULT_LEAF_CARDS", 8)  # this game has 9 cards left after the flop
+    sol, _ = solve_state(bp4, state, "reach-maxmargin", time_budget=None, iterations=5, bets=bp_bets(bp4))
+    assert walked == [(n, False), (m, True)]
+    assert np.isfinite(sol.subgame.gifts).all() and (sol.subgame.gifts >= 0).all()
+
+
 def test_a_stopped_solve_ends_inside_the_subgames_construction(bp, monkeypatch):
     """``stop`` set while the subgame is being built from the blueprint (here: as soon as the
     blueprint's strategy has been lifted onto a tree) ends the solve at the construction's next
