@@ -135,8 +135,8 @@ class Rows(NamedTuple):
         """The rows as :func:`es_iterations` takes them under ``sched``: without their epochs where
         it has no boundary (``every`` 0: no discounting, or ``pluribus`` past its last), so that
         the kernel is compiled without the epoch checks (numba prunes ``epoch is not None`` on the
-        argument's type). The checks do nothing there, yet their code cost Leduc a third of its
-        speed."""
+        argument's type). The checks do nothing there, yet their code costs speed: Leduc runs
+        1.17x without it."""
         return self if sched.every > 0 else Rows(self.node_row, None)
 
 
