@@ -425,6 +425,7 @@ def gifts(
     root_mass: np.ndarray,
     cache: Optional[BucketCache] = None,
     depth_limit=None,
+    per_decision=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Gifts of ``seat`` (the opponent) carried to abstract node ``n``, in counterfactual units
     there: ``(gifts, estimate gifts)``.
@@ -432,12 +433,14 @@ def gifts(
     For each decision of ``seat`` in ``n``'s betting round on the path, the gap between its best
     action's value and the taken one's (best-response values against the blueprint; for the
     estimate gifts the blueprint's own values), per unit of the other seat's compatible mass, summed
-    and multiplied by ``root_mass`` (that mass at the root). With ``depth_limit`` (the subgame's):
-    from each decision whose rest of the hand is too big for exact values
-    (:func:`values_depth_limit`, decided per decision: an earlier one has more of the hand left
-    than ``n``), the values of the depth-limited game from it (see :func:`blueprint_values`).
-    A flop facing a bet after a pre-flop re-raise fits exactly, its first decision does not: walked
-    exactly, its gifts took 20 s of a 24.5 s construction."""
+    and multiplied by ``root_mass`` (that mass at the root). With ``depth_limit``: the values of the
+    depth-limited game from each decision (see :func:`blueprint_values`). With ``per_decision``
+    (the subgame's depth limit) in a round with two or more card rounds after it (a hold'em flop),
+    that choice is made per decision (:func:`values_depth_limit`): an earlier decision has more of
+    the hand left than ``n``. A flop bet faced in a pre-flop re-raised pot fits exact values, the
+    flop's first decision does not: walked exactly, its gifts took 20 s of a 24.5 s construction.
+    A turn's earlier decisions stay as ``depth_limit`` says (exact where ``n`` fits, within a solve's
+    budget there; the turn solving that LBR measured)."""
     cache = cache or BucketCache(bp, hands)
     bt = bp.tree
     g = bp.gamedef
@@ -449,7 +452,9 @@ def gifts(
         checkpoint()
         r_m = blueprint_ranges(bp, m, board, hands, cache)
         b_m = _board_at_round(g, board, rnd)
-        dl = None if depth_limit is None else values_depth_limit(bp, m, b_m, depth_limit)
+        dl = depth_limit
+        if per_decision is not None and rnd < g.num_rounds - 2:
+            dl = values_depth_limit(bp, m, b_m, per_decision)
         _, e, sigma = _values_engine(bp, m, b_m, seat, cache, dl)
         w = e.compat_mass(r_m[1 - seat])
         for i, mode in enumerate((K.MODE_BR, K.MODE_EV)):
@@ -549,5 +554,5 @@ def blueprint_subgame(
     )
     if with_gifts:
         mass = e_bp.compat_mass(ranges[me])
-        sub.gifts, sub.estimate_gifts = gifts(bp, n, board, hands, o, mass, cache, depth_limit)
+        sub.gifts, sub.estimate_gifts = gifts(bp, n, board, hands, o, mass, cache, dl_values, depth_limit)
     return sub

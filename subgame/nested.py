@@ -261,7 +261,7 @@ def off_tree_subgame(
     # the gadgets weigh the refined seat's hands by its range, unchanged by the opponent's bet
     if with_gifts:
         mass = e_bp.compat_mass(ranges[me])
-        sub.gifts, sub.estimate_gifts = gifts(bp, m, board, hands, o, mass, cache, depth_limit)
+        sub.gifts, sub.estimate_gifts = gifts(bp, m, board, hands, o, mass, cache, dl_values, depth_limit)
     return sub
 
 
