@@ -153,9 +153,15 @@ def _solving_options(
 
 def _run_game(run_dir):
     """The game of the run at ``run_dir`` (its ``run.toml``), a clear error if it cannot be read."""
-    path = run_dir_arg(run_dir)
+    path = run_dir_arg(run_dir) / "run.toml"
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CLIError(f"cannot read {path} (is {run_dir!r} a run directory?): {exc}") from None
+    if not isinstance(doc.get("gamedef"), str):
+        raise CLIError(f"{path} has no 'gamedef' string: not a run's record (mccfr train --out writes one)")
     with user_input():
-        return parse_gamedef(tomllib.loads((path / "run.toml").read_text())["gamedef"])
+        return parse_gamedef(doc["gamedef"])
 
 
 @click.command()

@@ -716,6 +716,17 @@ def test_solving_starts_at_the_turn_by_default_where_the_budget_allows(tmp_path)
         assert at(TURN_SOLVING_FROM_BUDGET_MS - 1)["from_round"] == rounds - 1
         assert at(2_000, "1")["from_round"] == 1
         assert _solving_options(run, 2_000, None, None, None, None) == {}  # blueprint answers only
+    # a directory that is no run: a clear error naming the file, never a traceback
+    from click.testing import CliRunner
+
+    from mccfr.cli import cli
+
+    (tmp_path / "nog").mkdir()
+    (tmp_path / "nog" / "run.toml").write_text("x = 1\n")
+    (tmp_path / "empty").mkdir()
+    for d, says in (("nog", "no 'gamedef' string"), ("empty", "cannot read")):
+        r = CliRunner().invoke(cli, ["serve", str(tmp_path / d), "--solve", "resolve"])
+        assert r.exit_code != 0 and says in r.output and "Traceback" not in r.output, r.output
 
 
 @pytest.mark.timing  # needs subgame answers within a 5 s budget: run alone, after the default run
