@@ -3,7 +3,9 @@
 A *deal* is an int array of card ids laid out as ``[seat 0 hole | seat 1 hole | board of round 0 |
 board of round 1 | ...]`` (``2 * numHoleCards + sum(numBoardCards)`` cards). :func:`deal_buckets`
 fills ``out[seat, round]`` with the seat's bucket in each round, computed once per sampled deal
-inside the numba kernel, and returns the showdown winner (0, 1, or -1 for a split).
+inside the numba kernel, and returns the showdown winner (0, 1, or -1 for a split). Games of more
+seats lay out every seat's hole cards before the board and take :func:`card_buckets_n`, which
+fills the same table for each seat and each seat's hand strength at the showdown.
 
 Kinds (``CardAbstraction.kind``):
 
@@ -362,6 +364,69 @@ def deal_buckets(
     if s1 > s0:
         return 1
     return -1
+
+
+@numba.njit(cache=True, error_model="numpy")
+def card_buckets_n(cards, deal, out, work, strength):
+    """:func:`card_buckets` for ``P = out.shape[0]`` seats (any number; the kernels take it for more
+    than two): ``deal`` holds ``P`` seats' hole cards, then the board; ``out[p, r]`` gets seat
+    ``p``'s bucket in round ``r`` and ``strength[p]`` its hand's rank on the whole board (higher
+    wins). One seat at a time, without :func:`deal_buckets`' overlapping of two seats' table reads."""
+    seats = out.shape[0]
+    num_hole, bpr, suits, ranks = cards.num_hole, cards.board_per_round, cards.num_suits, cards.num_ranks
+    num_rounds = bpr.shape[0]
+    total_board = 0
+    for r in range(num_rounds):
+        total_board += bpr[r]
+    ncards = num_hole + total_board
+    tmp = work[ncards:]
+    board0 = seats * num_hole
+    pre = cards.offsets[num_rounds]
+    for p in range(seats):
+        h = p * num_hole
+        for i in range(num_hole):
+            work[i] = deal[h + i]
+        for i in range(total_board):
+            work[num_hole + i] = deal[board0 + i]
+        strength[p] = rank_hand(work, ncards, suits, ranks)
+        if cards.kind == LOSSLESS:
+            hole = _colex(deal, h, num_hole, tmp)
+            idx = 0
+            radix = 1
+            pos = board0
+            for r in range(num_rounds):
+                n = bpr[r]
+                idx = idx * _BINOM[cards.deck_size, n] + _colex(deal, pos, n, tmp)
+                radix *= _BINOM[cards.deck_size, n]
+                pos += n
+                out[p, r] = hole * radix + idx
+        elif cards.kind == RANK:
+            c0 = deal[h]
+            c1 = deal[h + 1]
+            hi = max(c0 // suits, c1 // suits)
+            lo = min(c0 // suits, c1 // suits)
+            out[p, 0] = 13 * hi + lo if c0 % suits == c1 % suits else 13 * lo + hi
+            seen = 0
+            for r in range(num_rounds):
+                seen += bpr[r]
+                if r > 0:
+                    out[p, r] = hand_category(rank_hand(work, num_hole + seen, suits, ranks)) * 13 + hi
+        else:
+            hm = np.int64(0)
+            for i in range(num_hole):
+                hm |= card_bit(deal[h + i], suits)
+            seen = 0
+            for r in range(num_rounds):
+                seen += bpr[r]
+                if r == 0 and pre >= 0:
+                    out[p, 0] = cards.table[pre + deal[h] * cards.deck_size + deal[h + 1]]
+                    continue
+                board_m = np.int64(0)
+                for i in range(seen):
+                    board_m |= card_bit(deal[board0 + i], suits)
+                out[p, r] = cards.table[
+                    cards.offsets[r] + iso_index_masks(cards.iso, r, hm, board_m, 0, 0, 0)
+                ]
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")

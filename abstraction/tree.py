@@ -15,10 +15,13 @@ root. Arrays (``N`` nodes, ``E`` edges):
 =================  ==============  ============================================================
 ``kind``           int8  [N]       :class:`NodeKind`: 0 decision, 1 fold terminal, 2 showdown
                                    terminal, 3 chance (deals the next round's board cards)
-``player``         int8  [N]       seat to act (decision) or seat that folded (fold); else -1
+``player``         int8  [N]       seat to act (decision) or the seat whose fold ended the hand
+                                   (fold); else -1
 ``round``          int8  [N]       betting round (a showdown after an all-in sits on the last;
                                    a chance node is on the round whose cards it deals)
-``spent``          int32 [N, 2]    each seat's total commitment for the hand at the node
+``spent``          int32 [N, P]    each seat's total commitment for the hand at the node (P seats)
+``live``           uint16 [N]      the seats that have not folded at the node, as a bit mask (bit p
+                                   for seat p): who shares a showdown of more than two seats
 ``num_actions``    int16 [N]       edges of the node: a decision's actions, a chance node's deals
 ``child_start``    int32 [N]       first edge of the node in the edge arrays
 ``parent``         int32 [N]       parent node (-1 at the root)
@@ -90,7 +93,8 @@ class TreeArrays(NamedTuple):
     kind: np.ndarray  # int8 [N]
     player: np.ndarray  # int8 [N]
     round: np.ndarray  # int8 [N]
-    spent: np.ndarray  # int32 [N, 2]
+    spent: np.ndarray  # int32 [N, P]
+    live: np.ndarray  # uint16 [N]
     num_actions: np.ndarray  # int16 [N]
     child_start: np.ndarray  # int32 [N]
     edge_child: np.ndarray  # int32 [E]
@@ -101,6 +105,7 @@ _KERNEL_DTYPES = {
     "player": np.int8,
     "round": np.int8,
     "spent": np.int32,
+    "live": np.uint16,
     "num_actions": np.int16,
     "child_start": np.int32,
     "edge_child": np.int32,
@@ -119,6 +124,7 @@ class BettingTree:
     player: np.ndarray
     round: np.ndarray
     spent: np.ndarray
+    live: np.ndarray
     num_actions: np.ndarray
     child_start: np.ndarray
     parent: np.ndarray
@@ -232,8 +238,12 @@ def build_tree(
     ``action_filter(betting, moves) -> moves`` may restrict or extend a decision's moves, each
     ``(kind, raise_to)``. :class:`BetAbstractionError` when a no-limit game has no ``bets`` or the
     tree would exceed ``max_nodes``.
+
+    A blueprint's tree takes 2 to 10 seats; a subgame's (``deal_boards``) two: its chance nodes
+    count the deals left by two hands.
     """
-    require_two_players(game, "the betting tree")
+    if deal_boards:
+        require_two_players(game, "a subgame's public tree")
     if game.is_limit or bets is None:
         if not game.is_limit:
             raise BetAbstractionError("a no-limit game needs a bet abstraction (e.g. 'fcpa')")
@@ -243,7 +253,8 @@ def build_tree(
     kind: list[int] = []
     player: list[int] = []
     rnd: list[int] = []
-    spent: list[tuple[int, ...]] = []  # (two seats: build_tree refuses more)
+    spent: list[tuple[int, ...]] = []
+    live: list[int] = []
     nact: list[int] = []
     cstart: list[int] = []
     parent: list[int] = []
@@ -271,6 +282,7 @@ def build_tree(
         player.append(pl)
         rnd.append(b.round)
         spent.append(b.spent)
+        live.append(sum(1 << p for p, f in enumerate(b.folded) if not f))
         nact.append(0)
         cstart.append(0)
         parent.append(par)
@@ -296,8 +308,9 @@ def build_tree(
                 dcount[n] = comb(deck - len(cards) - 2 * hole, k)
                 return n, [(DEAL, 0, 0.0, b, cards + d) for d in itertools.combinations(rest, k)]
         if b.finished:
-            if any(b.folded):
-                return new_node(KIND_FOLD, 0 if b.folded[0] else 1, b, cards, par), []
+            if not b.showdown():  # all seats but one folded: the last to fold acted at the parent
+                folder = (0 if b.folded[0] else 1) if len(b.folded) == 2 else player[par] if par >= 0 else -1
+                return new_node(KIND_FOLD, folder, b, cards, par), []
             return new_node(KIND_SHOWDOWN, -1, b, cards, par), []
         memo = decisions.get(id(b)) if deal_boards else None
         if memo is None:
@@ -377,7 +390,8 @@ def build_tree(
         kind=kind_a,
         player=np.array(player, np.int8),
         round=np.array(rnd, np.int8),
-        spent=np.array(spent, np.int32).reshape(-1, 2),
+        spent=np.array(spent, np.int32).reshape(-1, game.num_players),
+        live=np.array(live, np.uint16),
         num_actions=nact_a,
         child_start=np.array(cstart, np.int32),
         parent=np.array(parent, np.int32),

@@ -69,7 +69,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from abstraction.cards import card_buckets
+from abstraction.cards import card_buckets, card_buckets_n
 from abstraction.isomorphism import prefetch
 from abstraction.tree import KIND_DECISION, KIND_FOLD
 from blueprint.numerics import (
@@ -158,6 +158,8 @@ class _Stack(NamedTuple):
     # saturated at the largest bfloat16 and the nonzero ones that underflowed to zero
     stats: np.ndarray
     srng: np.ndarray  # uint64 [1]: 16-bit tables' rounding stream, seeded per traversal
+    strength: np.ndarray  # int64 [P]: more than two seats: each seat's hand strength this deal
+    rem: np.ndarray  # int64 [P]: more than two seats: a showdown's commitments left to share
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -172,6 +174,69 @@ def terminal_utility(n, trav, kind, player, spent, winner):
         return 0.0
     v = float(min(spent[n, 0], spent[n, 1]))
     return v if winner == trav else -v
+
+
+@numba.njit(cache=True, error_model="numpy")
+def nseat_utility(n, trav, kind, spent, live, strength, rem):
+    """:func:`terminal_utility` for any number of seats ``P = spent.shape[1]``: net chips for seat
+    ``trav`` at terminal ``n``, given each seat's hand ``strength`` (higher wins; ``rem`` is int64
+    ``[P]`` scratch). As :meth:`holdem.betting.Betting.payoffs_given_ranks` (the reference
+    ``valueOfState``): a folded seat loses its chips; the last seat left wins the others'; at a
+    showdown each side pot, from the smallest remaining commitment up, is shared equally by the
+    best hands among the seats in it that have not folded (folded seats' chips count, their hands
+    do not; chips only folded seats have left go to no one)."""
+    seats = spent.shape[1]
+    mask = live[n]
+    if (mask >> trav) & 1 == 0:
+        return -float(spent[n, trav])
+    if kind[n] == KIND_FOLD:
+        total = 0
+        for p in range(seats):
+            total += spent[n, p]
+        return float(total - spent[n, trav])
+    for p in range(seats):
+        rem[p] = spent[n, p]
+    out = 0.0
+    while True:
+        size = 0
+        for p in range(seats):
+            if rem[p] > 0 and (size == 0 or rem[p] < size):
+                size = rem[p]
+        if size == 0:
+            break
+        win = 0
+        for p in range(seats):
+            if rem[p] > 0 and (mask >> p) & 1 and strength[p] > win:
+                win = strength[p]
+        winners = 0
+        entries = 0
+        for p in range(seats):
+            if rem[p] > 0:
+                entries += 1
+                if (mask >> p) & 1 and strength[p] == win:
+                    winners += 1
+        if winners == 0:
+            break
+        if rem[trav] > 0:
+            if strength[trav] == win:
+                out += float(size * (entries - winners)) / float(winners)
+            else:
+                out -= float(size)
+        for p in range(seats):
+            if rem[p] > 0:
+                rem[p] -= size
+    return out
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def pot_at(spent, n):
+    """The chips in the pot at node ``n`` (every seat's commitment)."""
+    if spent.shape[1] == 2:
+        return float(spent[n, 0] + spent[n, 1])
+    total = 0
+    for p in range(spent.shape[1]):
+        total += spent[n, p]
+    return float(total)
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -408,7 +473,10 @@ def _es_traverse(
                     break
             cur = echild[cstart[cur] + pick]
         if kind[cur] != KIND_DECISION:
-            ret = terminal_utility(cur, trav, kind, player, spent, winner)
+            if spent.shape[1] == 2:
+                ret = terminal_utility(cur, trav, kind, player, spent, winner)
+            else:
+                ret = nseat_utility(cur, trav, kind, spent, tree.live, st.strength, st.rem)
             have_ret = True
         else:
             visits += 1
@@ -424,7 +492,7 @@ def _es_traverse(
             prune = prune_now and rnd[cur] != last_round
             if prune:
                 cs = cstart[cur]
-                th = thresh + prune_pot * float(spent[cur, 0] + spent[cur, 1])
+                th = thresh + prune_pot * pot_at(spent, cur)
                 prunable = 0
                 for a in range(na):
                     if tload(regret, base + a) < th and kind[echild[cs + a]] == KIND_DECISION:
@@ -460,7 +528,7 @@ def _es_traverse(
             off = f * maxa
             a = f_next[f]
             if f_prune[f]:
-                th = thresh + prune_pot * float(spent[n, 0] + spent[n, 1])
+                th = thresh + prune_pot * pot_at(spent, n)
                 while a < na and tload(regret, base + a) < th and kind[echild[cs + a]] == KIND_DECISION:
                     flag[off + a] = 0
                     npruned += 1
@@ -472,7 +540,7 @@ def _es_traverse(
                 break
             # all children done: update regrets, pop the frame
             v = f_val[f]
-            fl = floor + floor_pot * float(spent[n, 0] + spent[n, 1])
+            fl = floor + floor_pot * pot_at(spent, n)
             if fl < -ceil:
                 fl = -ceil
             for b in range(na):
@@ -524,13 +592,14 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
     """
     board_per_round = cards.board_per_round
     num_rounds = board_per_round.shape[0]
-    ncards = 2 * cards.num_hole
+    seats = tree.spent.shape[1]
+    ncards = seats * cards.num_hole
     for r in range(num_rounds):
         ncards += board_per_round[r]
     deal = np.empty(ncards, np.int64)
     perm = np.empty(cards.deck_size, np.int64)
     work = np.empty(2 * ncards + 2, np.int64)
-    buckets = np.zeros((2, num_rounds), np.int64)
+    buckets = np.zeros((seats, num_rounds), np.int64)
     depth = max_depth + 1
     st = _Stack(
         np.zeros(depth * maxa, np.float64),
@@ -545,6 +614,8 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
         maxa,
         np.zeros(4, np.int64),
         np.zeros(1, np.uint64),
+        np.zeros(seats, np.int64),
+        np.zeros(seats, np.int64),
     )
     prune_start, prune_prob, prune_c, floor_c = opts.prune_start, opts.prune_prob, opts.prune_c, opts.floor_c
     last_round = num_rounds - 1
@@ -563,8 +634,12 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
         # updates touch different information sets), and the deal and its buckets cost about a
         # quarter of a hold'em traversal
         sample_deal(rng, perm, cards.deck_size, deal)
-        winner = card_buckets(cards, deal, buckets, work)
-        for trav in range(2):
+        if seats == 2:
+            winner = card_buckets(cards, deal, buckets, work)
+        else:
+            card_buckets_n(cards, deal, buckets, work, st.strength)
+            winner = -1
+        for trav in range(seats):
             prune_now = False
             if prune_prob > 0.0 and t >= prune_start:
                 prune_now = rng_uniform(rng) < prune_prob

@@ -56,6 +56,8 @@ __all__ = [
     "best_response_values",
     "nash_conv",
     "openspiel_policy",
+    "policy_from_tables",
+    "tables_nash_conv",
     "policy_values",
     "train_es",
     "uniform_policy",
@@ -70,7 +72,8 @@ class FlattenError(ValueError):
     """A game too big to flatten (or one this module cannot flatten), with the size that is."""
 
 
-def _deal_count(gd: GameDef) -> int:
+def deal_count(gd: GameDef) -> int:
+    """How many deals ``gd`` has (every seat's hole cards, then each round's board, as sets)."""
     n, left = 1, gd.deck_size
     for k in [gd.num_hole_cards] * gd.num_players + [b for b in gd.num_board_cards if b]:
         n *= math.comb(left, k)
@@ -235,7 +238,7 @@ class NPlayerGame:
                 :data:`MAX_CELLS` nodes x deals, naming the size; checked before allocating.
         """
         gd = load_gamedef(gamedef) if isinstance(gamedef, str) else gamedef
-        n_deals = _deal_count(gd)
+        n_deals = deal_count(gd)
         if n_deals > max_deals:
             raise FlattenError(
                 f"game {gd.name!r} is too big to flatten: {n_deals:,} deals (at most {max_deals:,})"
@@ -453,6 +456,54 @@ def best_response_values(game: NPlayerGame, policy: np.ndarray) -> np.ndarray:
 def nash_conv(game: NPlayerGame, policy: np.ndarray) -> float:
     """Sum over seats of what a best response gains over ``policy`` (chips); exact."""
     return float((best_response_values(game, policy) - policy_values(game, policy)).sum())
+
+
+def policy_from_tables(
+    game: NPlayerGame, tree, cards, row_offset: np.ndarray, strategy: np.ndarray
+) -> np.ndarray:
+    """A flat policy of ``game`` from a production trainer's strategy (:class:`blueprint.trainer.Trainer`:
+    its ``tree``, card abstraction ``cards``, ``row_offset`` and a strategy in its table layout,
+    e.g. ``average_strategy()``): each information set takes the row of its betting node and of the
+    bucket its seat's cards fall in (:func:`abstraction.cards.card_buckets_n` for that one seat)."""
+    from abstraction.cards import card_buckets_n
+
+    gd = game.gamedef
+    node_of = {tree.betting_string(int(n)): int(n) for n in tree.decision_nodes()}
+    arrays = cards.kernel_arrays(gd)
+    rounds = gd.num_rounds
+    out1 = np.zeros((1, rounds), np.int64)
+    strength = np.zeros(1, np.int64)
+    work = np.zeros(2 * (gd.num_hole_cards + gd.total_board_cards) + 2, np.int64)
+    pol = np.zeros(game.num_actions_total)
+    ioff = game.tree.ioff
+    memo: dict[tuple, int] = {}
+    for i in range(game.num_infosets):
+        seat, hole, board, betting = game.infoset_view(i)
+        n = node_of.get(betting)
+        if n is None:
+            raise ValueError(f"betting {betting!r} is not in the trainer's tree (an abstracted game?)")
+        r = int(tree.round[n])
+        key = (hole, board, r)
+        b = memo.get(key)
+        if b is None:
+            rest = [c for c in range(gd.deck_size) if c not in hole and c not in board]
+            deal = np.array(list(hole) + list(board) + rest[: gd.total_board_cards - len(board)], np.int64)
+            card_buckets_n(arrays, deal, out1, work, strength)
+            b = memo[key] = int(out1[0, r])
+        na = int(tree.num_actions[n])
+        labels = tree.action_labels(n)
+        row = strategy[int(row_offset[n]) + b * na : int(row_offset[n]) + (b + 1) * na]
+        for a, name in enumerate(game.actions[int(game.infoset_node[i])]):
+            pol[ioff[i] + a] = row[labels.index(name)]
+    return pol
+
+
+def tables_nash_conv(game: NPlayerGame, tree, cards, row_offset, strategy) -> tuple[float, list[float]]:
+    """(NashConv, each seat's best-response gain), in chips, of a production trainer's strategy
+    (:func:`policy_from_tables`'s arguments)."""
+    pol = policy_from_tables(game, tree, cards, row_offset, strategy)
+    gains = best_response_values(game, pol) - policy_values(game, pol)
+    return float(gains.sum()), [float(g) for g in gains]
 
 
 WEIGHTINGS = ("linear", "uniform", "dcfr")

@@ -34,8 +34,8 @@ class RunConfig:
     """Everything that determines a run's result: the game, the bet abstraction, the card
     abstraction's name, the algorithm and the seed, the names as given and the objects parsed.
 
-    Refuses full-traversal CFR on a game with more than :data:`MAX_FULL_DEALS` deals (before any
-    card abstraction is built)."""
+    Refuses full-traversal CFR on a game with more than :data:`MAX_FULL_DEALS` deals or more than
+    two seats (before any card abstraction is built)."""
 
     game: str  # preset name or .game path as given
     gamedef: GameDef  # the game, parsed
@@ -46,6 +46,11 @@ class RunConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        if self.algo.full_traversal and self.gamedef.num_players > 2:
+            raise AlgoError(
+                f"--algo {self.algo.name} is two-player only: {self.gamedef.name or self.game} has "
+                f"numPlayers = {self.gamedef.num_players}; use a sampled algorithm (pluribus, dcfr, linear, vanilla)"
+            )
         if self.algo.full_traversal:
             g = self.gamedef
             deals = perm(g.deck_size, g.cards_per_deal)

@@ -30,7 +30,7 @@ from blueprint.defaults import DEFAULT_TIME_BUDGET, DEFAULT_TIME_BUDGET_HOLDEM
 from blueprint.io.errors import CheckpointError
 from blueprint.memory import rss_bytes
 from blueprint.rundir import METRICS_JSONL, read_metrics, write_metrics_parquet
-from holdem.gamedef import GameDef, require_two_players
+from holdem.gamedef import GameDef
 from mccfr_util.progress import PLAIN_PROGRESS_SECONDS, progress_bar
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "default_budget",
     "exact_eval_cost",
     "exact_eval_problem",
+    "exact_measure",
     "human_bytes",
     "run_session",
     "si",
@@ -114,7 +115,6 @@ def card_abstraction(game: GameDef, name: str | None, log: Callable[[str], Any] 
     :func:`abstraction.cards.default_card_name`) loaded, a recipe that is not in the cache built
     first, explicitly and once (minutes; a note and its progress through ``log``). Queries never
     come here: ``Blueprint.load`` only loads."""
-    require_two_players(game, "training")  # (before a card abstraction is built: minutes)
     name = default_card_name(game, name)
     if name in buckets.RECIPES and not (buckets.recipe_dir(game, name) / "abstraction.bin").is_file():
         log(f"the {name!r} card abstraction is not in the cache yet: building it first (once)")
@@ -134,9 +134,25 @@ def exact_eval_cost(game) -> float:
     return float(hands) ** 2 * total
 
 
+def exact_measure(game) -> str:
+    """What the exact evaluation of ``game`` reports: ``exploitability`` (two seats: the mean of
+    the best responses' values) or ``NashConv`` (more: the sum of the best responses' gains)."""
+    return "exploitability" if game.num_players == 2 else "NashConv"
+
+
 def exact_eval_problem(tr) -> str | None:
-    """Why exact exploitability is out of reach for this trainer's game, or None."""
+    """Why exact exploitability (NashConv with more than two seats) is out of reach for this
+    trainer's game, or None."""
     g = tr.game
+    if g.num_players > 2:
+        from blueprint import nplayer
+
+        if not g.is_limit:
+            return f"exact NashConv needs every betting in the tree: {g.name or 'this game'} is no-limit"
+        deals = nplayer.deal_count(g)
+        if deals > nplayer.MAX_DEALS or deals * tr.tree.num_nodes > nplayer.MAX_CELLS:
+            return f"{g.name or 'this game'} is too big for exact NashConv ({deals:,} deals)"
+        return None
     hands = comb(g.deck_size, g.num_hole_cards)
     if hands > MAX_HANDS:
         return f"exact best response needs <= {MAX_HANDS} private hands, {g.name or 'this game'} has {hands}"
@@ -224,7 +240,7 @@ class Session:
     def _status_text(self, row: dict[str, Any]) -> str:
         parts = [f"visits/s {si(row['node_visits_per_second'])}"]
         if self.last_expl is not None:
-            parts.append(f"expl {self.last_expl:.4g}")
+            parts.append(f"{'expl' if self.tr.game.num_players == 2 else 'NashConv'} {self.last_expl:.4g}")
         if row["pruned_share"] is not None:
             parts.append(f"pruned {100 * row['pruned_share']:.1f}%")
         parts.append(f"mem {human_bytes(row['rss_bytes'])}")

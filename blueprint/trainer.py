@@ -728,7 +728,15 @@ class Trainer:
         return normalize_blocks(self.tree, self.row_offset, self.num_buckets, self.settled_tables()[0])
 
     def exploitability(self) -> tuple[float, list[float]]:
-        """Exact exploitability of the average strategy (small games; ValueError otherwise)."""
+        """Exact exploitability of the average strategy (small games; ValueError otherwise). With
+        more than two seats the NashConv, in chips, and each seat's best-response gain
+        (:func:`blueprint.nplayer.tables_nash_conv`: ``FlattenError`` if the game is too big)."""
+        if self.game.num_players > 2:
+            from blueprint import nplayer
+
+            self._best_response = self._best_response or nplayer.NPlayerGame.from_gamedef(self.game)
+            args = (self.tree, self.cards, self.row_offset, self.average_strategy())
+            return nplayer.tables_nash_conv(self._best_response, *args)
         if self._best_response is None:
             self._best_response = BestResponse(self.tree, self.cards, self.row_offset)
         return self._best_response.exploitability(self.average_strategy())

@@ -148,7 +148,7 @@ def example_matchstate(game) -> str:
     seat = game.first_player[0]
     top = list(range(game.deck_size - 1, -1, -1))
     hole = cards_str(top[: game.num_hole_cards], game.num_suits)
-    cards = f"{hole}|" if seat == 0 else f"|{hole}"
+    cards = "|".join(hole if p == seat else "" for p in range(game.num_players))
     nb = game.num_board_cards[0]
     if nb:
         start = game.num_hole_cards

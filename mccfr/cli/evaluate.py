@@ -13,7 +13,7 @@ import click
 
 from blueprint.blueprint import Blueprint
 from blueprint.player import KnownPlayer
-from blueprint.session import exact_eval_problem
+from blueprint.session import exact_eval_problem, exact_measure
 from blueprint.trainer import Trainer
 from holdem.game import Game
 from holdem.gamedef import require_two_players
@@ -270,14 +270,14 @@ def _eval_exploitability(path: Path) -> dict[str, Any]:
         "iteration": tr.iteration,
         "seconds": time.perf_counter() - t0,
     }
+    measure = exact_measure(tr.game)
+    result["measure"] = measure
     click.echo(
-        f"{path} at iteration {tr.iteration:,}: exploitability {result['exploitability']:.6g} {unit}"
+        f"{path} at iteration {tr.iteration:,}: {measure} {result['exploitability']:.6g} {unit}"
         + ("" if unit == "chips" else f" ({chips:.6g} chips)")
     )
-    click.echo(
-        f"  best-response values: seat 0 {result['br_values'][0]:.6g}, seat 1 {result['br_values'][1]:.6g} "
-        f"{unit}"
-    )
+    seats = ", ".join(f"seat {p} {v:.6g}" for p, v in enumerate(result["br_values"]))
+    click.echo(f"  best-response {'values' if measure == 'exploitability' else 'gains'}: {seats} {unit}")
     return result
 
 

@@ -17,6 +17,7 @@ from blueprint.session import (
     SessionError,
     default_budget,
     exact_eval_problem,
+    exact_measure,
     run_session,
     si,
 )
@@ -80,7 +81,7 @@ def finish(tr, result: dict[str, Any], as_json: bool, sess: Session) -> None:
         unit, factor = expl_unit(tr.game)
         value = result["exploitability"] * factor
         lines.append(
-            f"exploitability: {value:.6g} {unit}"
+            f"{exact_measure(tr.game)}: {value:.6g} {unit}"
             + ("" if unit == "chips" else f" ({result['exploitability']:.6g} chips)")
         )
     ms = example_matchstate(tr.game)

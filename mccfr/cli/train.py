@@ -30,7 +30,7 @@ from blueprint.threads import available_cores
 from blueprint.trainer import Trainer
 from cluster.config import RayJobConfig
 from cluster.storage import is_uri, normalize_target
-from holdem.gamedef import load_gamedef, require_two_players
+from holdem.gamedef import load_gamedef
 from mccfr.cli.common import (
     CLIError,
     ckpt_opt,
@@ -251,7 +251,6 @@ def _train(o: TrainOptions) -> None:
             )
         store = _new_storage(o.run.storage, run_dir, out)
         gd = load_gamedef(o.game)  # the game, parsed once: the config and the budget take it
-        require_two_players(gd, "mccfr train")  # before the storage, the budget and the config
         iterations, seconds = budget(o.run.session.iterations, o.run.session.seconds, big=gd.deck_size > 16)
         # everything the user gave is checked before the card abstraction's step (minutes)
         config = _run_config(o, gd, seconds)

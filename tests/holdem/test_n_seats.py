@@ -109,13 +109,14 @@ def test_require_two_players():
 
 def test_entry_points_refuse_n_seats():
     from abstraction.tree import build_tree
-    from blueprint.session import card_abstraction
+    from holdem.betting import Betting
     from mccfr.evaluation.lbr import LocalBestResponse
 
-    with pytest.raises(GameDefError, match="the betting tree supports only 2-player games.*numPlayers = 3"):
-        build_tree(MULTIWAY_PRESETS["kuhn.limit.3p"])
-    with pytest.raises(GameDefError, match="training supports only 2-player games.*numPlayers = 3"):
-        card_abstraction(MULTIWAY_PRESETS["holdem.nolimit.3p"], None)
+    gd = MULTIWAY_PRESETS["holdem.nolimit.3p"]
+    with pytest.raises(
+        GameDefError, match="a subgame's public tree supports only 2-player games.*numPlayers = 3"
+    ):
+        build_tree(gd, root=Betting.initial(gd), deal_boards=True)
     with pytest.raises(GameDefError, match="LBR .* supports only 2-player games.*numPlayers = 3"):
         LocalBestResponse(NL3, None)
 
@@ -123,8 +124,8 @@ def test_entry_points_refuse_n_seats():
 @pytest.mark.parametrize(
     "args",
     [
-        ["train", "--game", "kuhn.limit.3p", "--iterations", "10"],
         ["abstraction", "build", "--game", "holdem.nolimit.3p", "--buckets", "5,5,5,5"],
+        ["train", "--game", "kuhn.limit.3p", "--algo", "cfr+", "--iterations", "10"],
     ],
 )
 def test_cli_refuses_n_seats(tmp_path, args):
@@ -135,8 +136,8 @@ def test_cli_refuses_n_seats(tmp_path, args):
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 2, r.output
     assert "error:" in r.output and "numPlayers = 3" in r.output and "Traceback" not in r.output
-    if args[0] == "train":  # refused when the game is read: nothing made, named for the command
-        assert "mccfr train supports only 2-player games" in r.output and not (tmp_path / "run").exists()
+    if args[0] == "train":  # refused when the config is made: nothing written
+        assert "two-player only" in r.output and not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize(

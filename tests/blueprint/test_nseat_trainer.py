@@ -1,0 +1,191 @@
+"""The production trainer (blueprint.trainer, blueprint.kernels) on games of more than two seats:
+the betting tree, the N-seat payoffs and card buckets against the rules package, NashConv against
+OpenSpiel, bit-exact resume, threads, and the two-player-only paths refusing clearly."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from abstraction.cards import card_buckets, card_buckets_n, default_card_abstraction
+from abstraction.tree import KIND_DECISION, KIND_FOLD, KIND_SHOWDOWN, build_tree
+from blueprint.algo import AlgoError
+from blueprint.kernels import nseat_utility
+from blueprint.nplayer import NPlayerGame, nash_conv, openspiel_policy, policy_from_tables
+from blueprint.trainer import Trainer, make_trainer
+from holdem.gamedef import load_gamedef, parse_gamedef
+
+
+def test_tree_of_three_seats_is_the_games_whole_betting_tree():
+    # a limit game's tree holds every betting sequence: the flattened game's walk is an oracle
+    flat = NPlayerGame.from_gamedef("leduc.limit.3p")
+    tree = build_tree(load_gamedef("leduc.limit.3p"))
+    dec = tree.decision_nodes()
+    assert sorted(tree.betting_string(int(n)) for n in dec) == sorted(
+        flat.betting[n] for n in range(flat.num_nodes) if flat.actions[n]
+    )
+    assert tree.spent.shape == (tree.num_nodes, 3)
+    # a fold ends the hand only when one seat is left: before that it leads to a decision
+    for n in dec:
+        for e, c in zip(
+            range(tree.child_start[n], tree.child_start[n] + tree.num_actions[n]), tree.children(n)
+        ):
+            if tree.edge_kind[e] == 0:
+                b = tree.betting(int(c))
+                assert (tree.kind[c] == KIND_FOLD) == (sum(b.folded) == 2)
+                assert tree.live[c] == sum(1 << p for p in range(3) if not b.folded[p])
+    fold = np.nonzero(tree.kind == KIND_FOLD)[0]
+    assert all(tree.player[f] == tree.player[tree.parent[f]] for f in fold)  # the last to fold
+
+
+def _random_finished(gd, rng: random.Random):
+    """The betting of a hand played at random to its end (all-ins and min-raises favoured)."""
+    from holdem.betting import CALL, FOLD, RAISE, Betting
+
+    b = Betting.initial(gd)
+    while not b.finished:
+        moves = [(CALL, 0)] + ([(FOLD, 0)] if b.can_fold() else [])
+        rr = b.raise_range()
+        if rr is not None:
+            moves += [(RAISE, rr[0]), (RAISE, rr[1]), (RAISE, rng.randint(*rr))]
+        b = b.apply(*rng.choice(moves))
+    return b
+
+
+NL_ODD = """GAMEDEF
+nolimit
+numPlayers = {n}
+numRounds = 2
+stack = {stacks}
+blind = {blinds}
+firstPlayer = 1 1
+numSuits = 2
+numRanks = 5
+numHoleCards = 1
+numBoardCards = 0 1
+END GAMEDEF
+"""
+
+
+@pytest.mark.parametrize("seats", [3, 4, 6])
+def test_nseat_utility_equals_the_rules_payoffs(seats):
+    # unequal stacks: side pots with several all-ins; random ranks with ties; every seat's view
+    rng = random.Random(seats)
+    stacks = " ".join(str(rng.choice([3, 5, 8, 12])) for _ in range(seats))
+    blinds = " ".join(["1", "2"] + ["0"] * (seats - 2))
+    gd = parse_gamedef(NL_ODD.format(n=seats, stacks=stacks, blinds=blinds), name="odd")
+    kind = np.zeros(1, np.int8)
+    live = np.zeros(1, np.uint16)
+    rem = np.zeros(seats, np.int64)
+    side_pots = 0
+    for _ in range(400):
+        b = _random_finished(gd, rng)
+        spent = np.array([b.spent], np.int32)
+        kind[0] = KIND_SHOWDOWN if b.showdown() else KIND_FOLD
+        live[0] = sum(1 << p for p in range(seats) if not b.folded[p])
+        ranks = [rng.randrange(3) for _ in range(seats)]
+        want = b.payoffs_given_ranks(ranks)
+        side_pots += b.showdown() and len({x for x, f in zip(b.spent, b.folded) if not f}) > 1
+        for p in range(seats):
+            got = nseat_utility(0, p, kind, spent, live, np.array(ranks, np.int64), rem)
+            assert got == pytest.approx(want[p], abs=1e-9), (b.betting_string(), b.spent, ranks, p)
+    assert side_pots > 20
+
+
+def test_card_buckets_n_equals_the_two_seat_buckets():
+    # two seats through the N-seat function give deal_buckets' buckets and winner, in every kind
+    from holdem.evaluator import rank_hand
+
+    rng = np.random.default_rng(0)
+    for game_name, cards_name in (("leduc", None), ("hunl100", "rank")):
+        gd = load_gamedef(game_name)
+        arrays = default_card_abstraction(gd, cards_name).kernel_arrays(gd)
+        n = gd.cards_per_deal
+        work = np.zeros(2 * n + 2, np.int64)
+        a, b = np.zeros((2, gd.num_rounds), np.int64), np.zeros((2, gd.num_rounds), np.int64)
+        strength = np.zeros(2, np.int64)
+        for _ in range(300):
+            deal = rng.permutation(gd.deck_size)[:n].astype(np.int64)
+            winner = card_buckets(arrays, deal, a, work)
+            card_buckets_n(arrays, deal, b, work, strength)
+            assert np.array_equal(a, b)
+            assert winner == (0 if strength[0] > strength[1] else 1 if strength[1] > strength[0] else -1)
+        hand = np.array([deal[0], *deal[2 * gd.num_hole_cards :]], np.int64)
+        if gd.num_hole_cards == 1:
+            assert strength[0] == rank_hand(hand, len(hand), gd.num_suits, gd.num_ranks)
+
+
+@pytest.fixture(scope="module")
+def kuhn3_trained() -> Trainer:
+    tr = make_trainer("kuhn.limit.3p", algo="linear", seed=0)
+    tr.run(400_000)
+    return tr
+
+
+def test_three_player_kuhn_reaches_nash_conv_below_0_01(kuhn3_trained):
+    # OpenSpiel's nash_conv is the oracle for the trainer's average strategy
+    pyspiel = pytest.importorskip("pyspiel")
+    tr = kuhn3_trained
+    flat = NPlayerGame.from_gamedef("kuhn.limit.3p")
+    pol = policy_from_tables(flat, tr.tree, tr.cards, tr.row_offset, tr.average_strategy())
+    os_game = pyspiel.load_game("kuhn_poker(players=3)")
+    theirs = pyspiel.nash_conv(os_game, openspiel_policy(os_game, flat, pol))
+    ours, gains = tr.exploitability()
+    assert ours == pytest.approx(theirs, abs=1e-9) and ours == pytest.approx(nash_conv(flat, pol))
+    assert len(gains) == 3 and min(gains) >= -1e-12
+    assert ours < 0.01  # 0.0042 at 1M iterations (BENCHMARKS.md); uniform: 2.06
+
+
+def test_policy_from_tables_agrees_with_blueprint_queries(kuhn3_trained, tmp_path: Path):
+    # the saved blueprint, queried by MATCHSTATE, plays the policy NashConv was measured on
+    from blueprint.blueprint import Blueprint
+
+    tr = kuhn3_trained
+    tr.save(tmp_path / "run")
+    bp = Blueprint.load(tmp_path / "run")
+    flat = NPlayerGame.from_gamedef("kuhn.limit.3p")
+    pol = policy_from_tables(flat, tr.tree, tr.cards, tr.row_offset, tr.average_strategy())
+    for i in range(flat.num_infosets):
+        got = bp.strategy(flat.matchstate(i))
+        acts = flat.actions[int(flat.infoset_node[i])]
+        for a, name in enumerate(acts):
+            assert got[name] == pytest.approx(pol[flat.tree.ioff[i] + a], abs=1e-6)
+
+
+@pytest.mark.parametrize("algo", ["dcfr", "pluribus"])
+def test_three_seat_resume_is_bit_exact(tmp_path: Path, algo):
+    # lazy discounting (dcfr) and pruning (pluribus: after its first iterations) on 3-player Leduc
+    overrides = {"prune_start": 500} if algo == "pluribus" else {}
+    whole = make_trainer("leduc.limit.3p", algo=algo, seed=3, **overrides)
+    whole.run(6_000)
+    half = make_trainer("leduc.limit.3p", algo=algo, seed=3, **overrides)
+    half.run(2_500)
+    half.save(tmp_path / "run")
+    again = Trainer.load(tmp_path / "run")
+    again.run(3_500)
+    assert again.iteration == whole.iteration == 6_000
+    assert np.array_equal(again.regret, whole.regret) and np.array_equal(again.strat, whole.strat)
+    assert np.array_equal(again.rng, whole.rng)
+    if algo == "pluribus":
+        assert whole.pruned > 0
+
+
+def test_three_seat_threads_train_on_copies_and_converge():
+    tr = make_trainer("leduc.limit.3p", algo="dcfr", seed=1, threads=2)
+    tr.run(200_000)
+    expl, _ = tr.exploitability()
+    assert expl < 1.0  # uniform 12.6; one thread's 300,000 iterations: 0.42
+
+
+def test_two_player_only_paths_refuse_three_seats_by_name():
+    with pytest.raises(AlgoError, match=r"two-player only.*numPlayers = 3"):
+        make_trainer("kuhn.limit.3p", algo="cfr+")
+    gd = load_gamedef("holdem.nolimit.3p")
+    from holdem.betting import Betting
+
+    with pytest.raises(ValueError, match="numPlayers"):
+        build_tree(gd, root=Betting.initial(gd), deal_boards=True)
+    assert KIND_DECISION == 0
