@@ -94,7 +94,7 @@ class TreeArrays(NamedTuple):
     player: np.ndarray  # int8 [N]
     round: np.ndarray  # int8 [N]
     spent: np.ndarray  # int32 [N, P]
-    live: np.ndarray  # uint16 [N]
+    live: Optional[np.ndarray]  # uint16 [N]; None with two seats (the kernels compile without it)
     num_actions: np.ndarray  # int16 [N]
     child_start: np.ndarray  # int32 [N]
     edge_child: np.ndarray  # int32 [E]
@@ -189,10 +189,12 @@ class BettingTree:
 
     def kernel_arrays(self) -> TreeArrays:
         """The arrays the numba kernels read (:class:`TreeArrays`): the tree's own, not copies
-        (:func:`build_tree` makes them with these dtypes, C-contiguous)."""
-        return TreeArrays(
-            **{f: np.ascontiguousarray(getattr(self, f), _KERNEL_DTYPES[f]) for f in TreeArrays._fields}
-        )
+        (:func:`build_tree` makes them with these dtypes, C-contiguous); ``live`` only with more
+        than two seats."""
+        arrays = {f: np.ascontiguousarray(getattr(self, f), _KERNEL_DTYPES[f]) for f in TreeArrays._fields}
+        if self.spent.shape[1] == 2:
+            arrays["live"] = None  # a type of its own: two-seat kernels carry no N-seat code
+        return TreeArrays(**arrays)
 
     def decision_nodes(self) -> np.ndarray:
         return np.nonzero(self.kind == KIND_DECISION)[0]

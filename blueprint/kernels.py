@@ -229,9 +229,10 @@ def nseat_utility(n, trav, kind, spent, live, strength, rem):
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def pot_at(spent, n):
-    """The chips in the pot at node ``n`` (every seat's commitment)."""
-    if spent.shape[1] == 2:
+def pot_at(spent, n, live):
+    """The chips in the pot at node ``n`` (every seat's commitment; ``live``: the tree's, None
+    with two seats)."""
+    if live is None:
         return float(spent[n, 0] + spent[n, 1])
     total = 0
     for p in range(spent.shape[1]):
@@ -410,6 +411,7 @@ def _es_traverse(
     tables,
     node_row,
     epoch,
+    live,
     sched,
     fac,
     now,
@@ -430,6 +432,9 @@ def _es_traverse(
     explored flags in ``flag``); opponent nodes need no frame (one sampled child). Every row is
     brought to epoch ``now`` (:func:`settle_row`) before it is read: the traverser's rows their
     regrets, the opponent's their regrets and strategy sums (the only ones it adds to).
+
+    ``live`` is the tree's live-seat masks, None with two seats: numba drops the branches on it
+    when it compiles, so the two-seat kernel carries none of the N-seat payoff code.
     """
     kind, player, rnd, spent = tree.kind, tree.player, tree.round, tree.spent
     nact, cstart, echild = tree.num_actions, tree.child_start, tree.edge_child
@@ -473,10 +478,10 @@ def _es_traverse(
                     break
             cur = echild[cstart[cur] + pick]
         if kind[cur] != KIND_DECISION:
-            if spent.shape[1] == 2:
+            if live is None:
                 ret = terminal_utility(cur, trav, kind, player, spent, winner)
             else:
-                ret = nseat_utility(cur, trav, kind, spent, tree.live, st.strength, st.rem)
+                ret = nseat_utility(cur, trav, kind, spent, live, st.strength, st.rem)
             have_ret = True
         else:
             visits += 1
@@ -492,7 +497,7 @@ def _es_traverse(
             prune = prune_now and rnd[cur] != last_round
             if prune:
                 cs = cstart[cur]
-                th = thresh + prune_pot * pot_at(spent, cur)
+                th = thresh + prune_pot * pot_at(spent, cur, live)
                 prunable = 0
                 for a in range(na):
                     if tload(regret, base + a) < th and kind[echild[cs + a]] == KIND_DECISION:
@@ -528,7 +533,7 @@ def _es_traverse(
             off = f * maxa
             a = f_next[f]
             if f_prune[f]:
-                th = thresh + prune_pot * pot_at(spent, n)
+                th = thresh + prune_pot * pot_at(spent, n, live)
                 while a < na and tload(regret, base + a) < th and kind[echild[cs + a]] == KIND_DECISION:
                     flag[off + a] = 0
                     npruned += 1
@@ -540,7 +545,7 @@ def _es_traverse(
                 break
             # all children done: update regrets, pop the frame
             v = f_val[f]
-            fl = floor + floor_pot * pot_at(spent, n)
+            fl = floor + floor_pot * pot_at(spent, n, live)
             if fl < -ceil:
                 fl = -ceil
             for b in range(na):
@@ -569,6 +574,16 @@ def sample_deal(rng, perm, deck_size, deal):
         perm[i] = perm[j]
         perm[j] = t
         deal[i] = perm[i]
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _deal_buckets(cards, deal, buckets, work, strength, live):
+    """The deal's buckets and its showdown winner with two seats (``live`` None); with more, the
+    buckets and each seat's ``strength`` (the winner -1: :func:`nseat_utility` ranks them)."""
+    if live is None:
+        return card_buckets(cards, deal, buckets, work)
+    card_buckets_n(cards, deal, buckets, work, strength)
+    return -1
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -634,11 +649,7 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
         # updates touch different information sets), and the deal and its buckets cost about a
         # quarter of a hold'em traversal
         sample_deal(rng, perm, cards.deck_size, deal)
-        if seats == 2:
-            winner = card_buckets(cards, deal, buckets, work)
-        else:
-            card_buckets_n(cards, deal, buckets, work, st.strength)
-            winner = -1
+        winner = _deal_buckets(cards, deal, buckets, work, st.strength, tree.live)
         for trav in range(seats):
             prune_now = False
             if prune_prob > 0.0 and t >= prune_start:
@@ -649,6 +660,7 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
                 tables,
                 rows.node_row,
                 rows.epoch,
+                tree.live,
                 sched,
                 fac,
                 now,
