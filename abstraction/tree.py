@@ -94,7 +94,6 @@ class TreeArrays(NamedTuple):
     player: np.ndarray  # int8 [N]
     round: np.ndarray  # int8 [N]
     spent: np.ndarray  # int32 [N, P]
-    live: Optional[np.ndarray]  # uint16 [N]; None with two seats (the kernels compile without it)
     num_actions: np.ndarray  # int16 [N]
     child_start: np.ndarray  # int32 [N]
     edge_child: np.ndarray  # int32 [E]
@@ -105,7 +104,6 @@ _KERNEL_DTYPES = {
     "player": np.int8,
     "round": np.int8,
     "spent": np.int32,
-    "live": np.uint16,
     "num_actions": np.int16,
     "child_start": np.int32,
     "edge_child": np.int32,
@@ -189,12 +187,16 @@ class BettingTree:
 
     def kernel_arrays(self) -> TreeArrays:
         """The arrays the numba kernels read (:class:`TreeArrays`): the tree's own, not copies
-        (:func:`build_tree` makes them with these dtypes, C-contiguous); ``live`` only with more
-        than two seats."""
-        arrays = {f: np.ascontiguousarray(getattr(self, f), _KERNEL_DTYPES[f]) for f in TreeArrays._fields}
-        if self.spent.shape[1] == 2:
-            arrays["live"] = None  # a type of its own: two-seat kernels carry no N-seat code
-        return TreeArrays(**arrays)
+        (:func:`build_tree` makes them with these dtypes, C-contiguous)."""
+        return TreeArrays(
+            **{f: np.ascontiguousarray(getattr(self, f), _KERNEL_DTYPES[f]) for f in TreeArrays._fields}
+        )
+
+    def kernel_live(self) -> Optional[np.ndarray]:
+        """The live-seat masks the sampling kernel takes beside :class:`TreeArrays`
+        (:func:`blueprint.kernels.es_iterations`): None with two seats, so that the two-seat
+        kernel compiles without the N-seat code."""
+        return None if self.spent.shape[1] == 2 else np.ascontiguousarray(self.live, np.uint16)
 
     def decision_nodes(self) -> np.ndarray:
         return np.nonzero(self.kind == KIND_DECISION)[0]

@@ -10,8 +10,10 @@ An information set is (node, bucket). ``regret`` is float32 or int32 (see :mod:`
 compiles once per table type; the 32-bit types compile to the arithmetic they had before.
 
 External sampling (Lanctot et al. 2009, "Monte Carlo Sampling for Regret Minimization in
-Extensive Games"): one iteration is a traversal for each seat. Chance is sampled once per
-iteration (the whole deal, shared by the two traversals: each seat's regrets and the other's
+Extensive Games"): one iteration is a traversal for each seat, of 2 to 10 (with more than two,
+the tree's live-seat masks and each seat's hand strength give the side pots, :class:`Showdown`;
+two seats compile to the two-seat code alone). Chance is sampled once per
+iteration (the whole deal, shared by the traversals: each seat's regrets and the others'
 strategy sums still get an unbiased sample, and hold'em's deal and buckets cost as much as a
 quarter of a traversal), the opponent's actions are sampled from the current strategy (regret
 matching; with ``explore`` > 0 from its mixture with the uniform strategy, without importance
@@ -68,6 +70,7 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
+from numba.extending import overload
 
 from abstraction.cards import card_buckets, card_buckets_n
 from abstraction.isomorphism import prefetch
@@ -158,8 +161,6 @@ class _Stack(NamedTuple):
     # saturated at the largest bfloat16 and the nonzero ones that underflowed to zero
     stats: np.ndarray
     srng: np.ndarray  # uint64 [1]: 16-bit tables' rounding stream, seeded per traversal
-    strength: np.ndarray  # int64 [P]: more than two seats: each seat's hand strength this deal
-    rem: np.ndarray  # int64 [P]: more than two seats: a showdown's commitments left to share
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -228,16 +229,68 @@ def nseat_utility(n, trav, kind, spent, live, strength, rem):
     return out
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
-def pot_at(spent, n, live):
-    """The chips in the pot at node ``n`` (every seat's commitment; ``live``: the tree's, None
-    with two seats)."""
-    if live is None:
-        return float(spent[n, 0] + spent[n, 1])
-    total = 0
-    for p in range(spent.shape[1]):
-        total += spent[n, p]
-    return float(total)
+class Showdown(NamedTuple):
+    """With more than two seats, the ``winner`` argument of :func:`_es_traverse`: what a terminal's
+    payoffs need beyond the tree (:func:`nseat_utility`). With two seats ``winner`` is the deal's
+    showdown winner, an int, and the kernels compile to the two-seat code alone."""
+
+    live: np.ndarray  # uint16 [nodes]: the seats that have not folded, a bit mask per node
+    strength: np.ndarray  # int64 [P]: each seat's hand strength this deal (card_buckets_n)
+    rem: np.ndarray  # int64 [P]: scratch for a showdown's side pots
+
+
+def utility(n, trav, kind, player, spent, winner):
+    """Net chips for seat ``trav`` at terminal ``n``: :func:`terminal_utility` when ``winner`` is
+    the two-seat winner (an int), :func:`nseat_utility` when it is a :class:`Showdown`."""
+
+
+def pot_at(spent, n, winner):
+    """The chips in the pot at node ``n`` (``winner`` as :func:`utility`'s picks the seat count)."""
+
+
+def deal_winner(cards, deal, buckets, work, showdown):
+    """The deal's buckets into ``buckets``, and the ``winner`` argument of :func:`_es_traverse`:
+    with ``showdown`` None (two seats) the showdown winner (:func:`card_buckets`); else
+    ``showdown`` with each seat's strength filled in (:func:`card_buckets_n`)."""
+
+
+@overload(deal_winner)
+def _deal_winner(cards, deal, buckets, work, showdown):
+    if isinstance(showdown, numba.types.NoneType):
+        return lambda cards, deal, buckets, work, showdown: card_buckets(cards, deal, buckets, work)
+
+    def impl(cards, deal, buckets, work, showdown):
+        card_buckets_n(cards, deal, buckets, work, showdown.strength)
+        return showdown
+
+    return impl
+
+
+@overload(utility)
+def _utility(n, trav, kind, player, spent, winner):
+    if isinstance(winner, numba.types.Integer):
+        return lambda n, trav, kind, player, spent, winner: terminal_utility(
+            n, trav, kind, player, spent, winner
+        )
+
+    def impl(n, trav, kind, player, spent, winner):
+        return nseat_utility(n, trav, kind, spent, winner.live, winner.strength, winner.rem)
+
+    return impl
+
+
+@overload(pot_at)
+def _pot_at(spent, n, winner):
+    if isinstance(winner, numba.types.Integer):
+        return lambda spent, n, winner: float(spent[n, 0] + spent[n, 1])
+
+    def impl(spent, n, winner):
+        total = 0
+        for p in range(spent.shape[1]):
+            total += spent[n, p]
+        return float(total)
+
+    return impl
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -411,7 +464,6 @@ def _es_traverse(
     tables,
     node_row,
     epoch,
-    live,
     sched,
     fac,
     now,
@@ -433,8 +485,8 @@ def _es_traverse(
     brought to epoch ``now`` (:func:`settle_row`) before it is read: the traverser's rows their
     regrets, the opponent's their regrets and strategy sums (the only ones it adds to).
 
-    ``live`` is the tree's live-seat masks, None with two seats: numba drops the branches on it
-    when it compiles, so the two-seat kernel carries none of the N-seat payoff code.
+    ``winner``: the deal's showdown winner with two seats, a :class:`Showdown` with more (the
+    kernel compiles once for each; the two-seat one has none of the N-seat code).
     """
     kind, player, rnd, spent = tree.kind, tree.player, tree.round, tree.spent
     nact, cstart, echild = tree.num_actions, tree.child_start, tree.edge_child
@@ -478,10 +530,7 @@ def _es_traverse(
                     break
             cur = echild[cstart[cur] + pick]
         if kind[cur] != KIND_DECISION:
-            if live is None:
-                ret = terminal_utility(cur, trav, kind, player, spent, winner)
-            else:
-                ret = nseat_utility(cur, trav, kind, spent, live, st.strength, st.rem)
+            ret = utility(cur, trav, kind, player, spent, winner)
             have_ret = True
         else:
             visits += 1
@@ -497,7 +546,7 @@ def _es_traverse(
             prune = prune_now and rnd[cur] != last_round
             if prune:
                 cs = cstart[cur]
-                th = thresh + prune_pot * pot_at(spent, cur, live)
+                th = thresh + prune_pot * pot_at(spent, cur, winner)
                 prunable = 0
                 for a in range(na):
                     if tload(regret, base + a) < th and kind[echild[cs + a]] == KIND_DECISION:
@@ -533,7 +582,7 @@ def _es_traverse(
             off = f * maxa
             a = f_next[f]
             if f_prune[f]:
-                th = thresh + prune_pot * pot_at(spent, n, live)
+                th = thresh + prune_pot * pot_at(spent, n, winner)
                 while a < na and tload(regret, base + a) < th and kind[echild[cs + a]] == KIND_DECISION:
                     flag[off + a] = 0
                     npruned += 1
@@ -545,7 +594,7 @@ def _es_traverse(
                 break
             # all children done: update regrets, pop the frame
             v = f_val[f]
-            fl = floor + floor_pot * pot_at(spent, n, live)
+            fl = floor + floor_pot * pot_at(spent, n, winner)
             if fl < -ceil:
                 fl = -ceil
             for b in range(na):
@@ -576,23 +625,14 @@ def sample_deal(rng, perm, deck_size, deal):
         deal[i] = perm[i]
 
 
-@numba.njit(cache=True, inline="always", error_model="numpy")
-def _deal_buckets(cards, deal, buckets, work, strength, live):
-    """The deal's buckets and its showdown winner with two seats (``live`` None); with more, the
-    buckets and each seat's ``strength`` (the winner -1: :func:`nseat_utility` ranks them)."""
-    if live is None:
-        return card_buckets(cards, deal, buckets, work)
-    card_buckets_n(cards, deal, buckets, work, strength)
-    return -1
-
-
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, opts, max_depth, maxa):
+def es_iterations(n_iters, t0, stride, tree, live, cards, tables, rows, sched, rng, opts, max_depth, maxa):
     """Run ``n_iters`` external-sampling iterations: iterations ``t0, t0 + stride, ...`` (0-based;
     one thread runs ``stride`` 1, ``T`` threads interleave their iterations with stride ``T``, so
     that they cross the discount boundaries together).
 
-    ``tree``: :class:`abstraction.tree.TreeArrays`; ``cards``: :class:`abstraction.cards.CardArrays`;
+    ``tree``: :class:`abstraction.tree.TreeArrays`; ``live``: ``BettingTree.kernel_live()`` (None
+    with two seats); ``cards``: :class:`abstraction.cards.CardArrays`;
     ``tables``: :class:`blueprint.tables.Tables` (``regret`` and ``strat`` are updated in place);
     ``rows``: :class:`Rows` (their epochs advance in place); ``sched``: :class:`Schedule` covering
     the iterations' epochs; ``rng``: the xoshiro state (advanced in place); ``opts``:
@@ -607,7 +647,9 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
     """
     board_per_round = cards.board_per_round
     num_rounds = board_per_round.shape[0]
-    seats = tree.spent.shape[1]
+    seats = 2
+    if live is not None:
+        seats = tree.spent.shape[1]
     ncards = seats * cards.num_hole
     for r in range(num_rounds):
         ncards += board_per_round[r]
@@ -629,9 +671,11 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
         maxa,
         np.zeros(4, np.int64),
         np.zeros(1, np.uint64),
-        np.zeros(seats, np.int64),
-        np.zeros(seats, np.int64),
     )
+    if live is None:
+        showdown = None
+    else:
+        showdown = Showdown(live, np.zeros(seats, np.int64), np.zeros(seats, np.int64))
     prune_start, prune_prob, prune_c, floor_c = opts.prune_start, opts.prune_prob, opts.prune_c, opts.floor_c
     last_round = num_rounds - 1
     fac = np.ones((3, sched.lpos.shape[0]), np.float64)
@@ -649,7 +693,7 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
         # updates touch different information sets), and the deal and its buckets cost about a
         # quarter of a hold'em traversal
         sample_deal(rng, perm, cards.deck_size, deal)
-        winner = _deal_buckets(cards, deal, buckets, work, st.strength, tree.live)
+        winner = deal_winner(cards, deal, buckets, work, showdown)
         for trav in range(seats):
             prune_now = False
             if prune_prob > 0.0 and t >= prune_start:
@@ -660,7 +704,6 @@ def es_iterations(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, op
                 tables,
                 rows.node_row,
                 rows.epoch,
-                tree.live,
                 sched,
                 fac,
                 now,

@@ -35,7 +35,7 @@ import numpy as np
 
 from abstraction.cards import CardAbstraction, CardArrays
 from abstraction.tree import KIND_DECISION, BettingTree, TreeArrays, build_tree
-from blueprint import trainer_checkpoint
+from blueprint import nplayer, trainer_checkpoint
 from blueprint.algo import AlgoConfig
 from blueprint.best_response import BestResponse
 from blueprint.checkpoints import load_latest, save_checkpoint
@@ -132,6 +132,7 @@ class Trainer:
         self.game: GameDef = config.gamedef
         self.bets = config.bet_abstraction
         self.tree: BettingTree = build_tree(self.game, self.bets)
+        self.live = self.tree.kernel_live()  # the kernels' N-seat payoffs (None with two seats)
         self.cards = cards
         self.num_buckets = self.cards.buckets_array()
         self.row_offset, self.size = layout(self.tree, self.num_buckets)
@@ -165,8 +166,7 @@ class Trainer:
         self.max_actions = int(self.tree.num_actions.max())
         self._tree_arrays: Optional[TreeArrays] = None
         self._card_arrays: Optional[CardArrays] = None
-        self._deals = None
-        self._delta = None
+        self._deals = self._delta = None  # full-traversal CFR's deals and regret deltas
         self._best_response = None
         self.config_dict = config.to_dict()
         self.config_hash = config_hash(self.config_dict)
@@ -277,6 +277,7 @@ class Trainer:
                 self.iteration,
                 1,
                 tree,
+                self.live,
                 cards,
                 tables,
                 rows.under(sched),
@@ -306,6 +307,7 @@ class Trainer:
                         t0,
                         threads,
                         tree,
+                        self.live,
                         cards,
                         tables,
                         rows.under(sched),
@@ -357,7 +359,9 @@ class Trainer:
         lean = [Rows(self.node_row, None)] if window.until >= 0 else []  # past the last boundary
         dims = (self.max_depth, self.max_actions)
         for r in [rows.under(sched), *lean]:
-            es_iterations(0, self.iteration, 1, tree, cards, tables, r, sched, self.rng.copy(), opts, *dims)
+            es_iterations(
+                0, self.iteration, 1, tree, self.live, cards, tables, r, sched, self.rng.copy(), opts, *dims
+            )
         none = np.zeros(0, np.int64)
         for chain in (False, True):
             settle_tables(
@@ -492,6 +496,7 @@ class Trainer:
                 t0 + done * stride,
                 stride,
                 tree,
+                self.live,
                 cards,
                 mine,
                 my_rows,
@@ -732,13 +737,10 @@ class Trainer:
         more than two seats the NashConv, in chips, and each seat's best-response gain
         (:func:`blueprint.nplayer.tables_nash_conv`: ``FlattenError`` if the game is too big)."""
         if self.game.num_players > 2:
-            from blueprint import nplayer
-
             self._best_response = self._best_response or nplayer.NPlayerGame.from_gamedef(self.game)
             args = (self.tree, self.cards, self.row_offset, self.average_strategy())
             return nplayer.tables_nash_conv(self._best_response, *args)
-        if self._best_response is None:
-            self._best_response = BestResponse(self.tree, self.cards, self.row_offset)
+        self._best_response = self._best_response or BestResponse(self.tree, self.cards, self.row_offset)
         return self._best_response.exploitability(self.average_strategy())
 
     # -- checkpoints --------------------------------------------------------------------------

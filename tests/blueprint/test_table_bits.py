@@ -164,6 +164,7 @@ def test_saturation_and_underflow_are_counted_not_wrapped(monkeypatch):
             0,
             1,
             tree,
+            tr.live,
             cards,
             tables,
             Rows(tr.node_row, tr.row_epoch),

@@ -145,7 +145,7 @@ def test_spans_after_the_last_boundary_skip_the_epochs_and_change_nothing(monkey
         checking.run(100)
     assert checking.pending()  # rows left untouched since the last boundary
     # the fast runs' kernel took rows without epochs: compiled without the checks (Rows.under)
-    assert any(sig[6].types[1] == numba.types.none for sig in es_iterations.signatures)
+    assert any(sig[7].types[1] == numba.types.none for sig in es_iterations.signatures)
     for a, b in zip(fast.settled_tables(), checking.settled_tables()):
         assert a.tobytes() == b.tobytes()
     assert (fast.node_visits, fast.pruned, fast.w_base, fast.t_base) == (
