@@ -149,9 +149,9 @@ def exact_eval_problem(tr) -> str | None:
 
         if not g.is_limit:
             return f"exact NashConv needs every betting in the tree: {g.name or 'this game'} is no-limit"
-        deals = nplayer.deal_count(g)
-        if deals > nplayer.MAX_DEALS or deals * tr.tree.num_nodes > nplayer.MAX_CELLS:
-            return f"{g.name or 'this game'} is too big for exact NashConv ({deals:,} deals)"
+        deals = nplayer.deal_count(g)  # (a tree too big is a FlattenError when evaluated)
+        if deals > nplayer.MAX_DEALS:
+            return f"{g.name or 'this game'} has too many deals for exact NashConv ({deals:,})"
         return None
     hands = comb(g.deck_size, g.num_hole_cards)
     if hands > MAX_HANDS:

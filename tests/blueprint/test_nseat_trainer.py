@@ -189,3 +189,37 @@ def test_two_player_only_paths_refuse_three_seats_by_name():
     with pytest.raises(ValueError, match="numPlayers"):
         build_tree(gd, root=Betting.initial(gd), deal_boards=True)
     assert KIND_DECISION == 0
+
+
+def test_three_seat_job_of_workers_and_shards_converges():
+    # the Ray job's worker and shard code, in process (cluster.simulate): two workers, stale by
+    # half a batch, on 3-player Kuhn
+    from cluster.simulate import simulate_job
+
+    tr = make_trainer("kuhn.limit.3p", algo="linear", seed=2)
+    assert simulate_job(tr, 2, 1_000, 100_000)["staleness"] == 500.0
+    expl, _ = tr.exploitability()
+    assert expl < 0.1  # uniform 2.06; one process 0.0091 at 100,000
+
+
+@pytest.mark.slow
+def test_three_seat_ray_job_trains_and_checkpoints(tmp_path: Path):
+    ray = pytest.importorskip("ray")
+    from blueprint.blueprint import Blueprint
+    from cluster.job import RayJob
+
+    ray.init(
+        address="local", num_cpus=2, include_dashboard=False, logging_level="warning", log_to_driver=False
+    )
+    try:
+        with RayJob(
+            make_trainer("kuhn.limit.3p", algo="linear", seed=5), workers=2, shards=2, batch=1_000
+        ) as job:
+            job.run(100_000)
+            job.save(tmp_path / "run")
+            expl, gains = job.exploitability()
+    finally:
+        ray.shutdown()
+    assert expl < 0.1 and len(gains) == 3
+    s = Blueprint.load(tmp_path / "run").strategy("MATCHSTATE:2:0:cc:||5c")
+    assert set(s) == {"c", "r"} and abs(sum(s.values()) - 1) < 1e-6
