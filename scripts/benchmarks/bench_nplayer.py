@@ -1,8 +1,10 @@
-"""N-player MCCFR on small games (blueprint.nplayer): NashConv curves and speed against OpenSpiel.
+"""N-player MCCFR on small games: NashConv curves and speed against OpenSpiel, of the small-game
+solver (blueprint.nplayer, ``--trainer flat``) or the production trainer (blueprint.trainer,
+``--trainer production``: ``--weightings`` are then ``--algo`` names, e.g. ``linear,dcfr,pluribus``).
 
     python scripts/benchmarks/bench_nplayer.py [--seed 0] [--kuhn 1000,10000,100000,1000000]
         [--leduc 10000,100000,1000000] [--weightings linear] [--speed-iterations 200000] [--rounds 2]
-        [--openspiel-nashconv] [--json]
+        [--trainer flat|production] [--openspiel-nashconv] [--json]
 
 * Flattening: betting nodes, deals, information sets and seconds for 3-player Kuhn
   (``kuhn.limit.3p``) and 3-player Leduc (``leduc.limit.3p``, OpenSpiel's
@@ -61,10 +63,40 @@ def flatten(name: str) -> tuple[NPlayerGame, dict]:
     }
 
 
-def curve(game: NPlayerGame, name: str, steps: list[int], seed: int, weighting: str) -> list[dict]:
-    solver = ESSolver(game, seed=seed)
-    solver.run(10)  # compile (or load from numba's cache) outside the timing
-    solver = ESSolver(game, seed=seed, weighting=weighting)
+class Flat:
+    """The small-game solver (:class:`blueprint.nplayer.ESSolver`) behind one interface with
+    :class:`Production`: ``run(n)``, ``nash_conv()``."""
+
+    def __init__(self, game: NPlayerGame, name: str, seed: int, weighting: str):
+        self.game, self.solver = game, ESSolver(game, seed=seed, weighting=weighting)
+
+    def run(self, n: int) -> None:
+        self.solver.run(n)
+
+    def nash_conv(self) -> float:
+        return nash_conv(self.game, self.solver.average_policy())
+
+
+class Production:
+    """The production trainer (``blueprint.trainer.make_trainer``, one thread) with ``weighting``
+    the ``--algo`` name; NashConv by ``Trainer.exploitability`` (the flattened game's)."""
+
+    def __init__(self, game: NPlayerGame, name: str, seed: int, weighting: str):
+        from blueprint.trainer import make_trainer
+
+        self.tr = make_trainer(name, algo=weighting, seed=seed)
+        self.tr._best_response = game  # the game already flattened
+
+    def run(self, n: int) -> None:
+        self.tr.run(n)
+
+    def nash_conv(self) -> float:
+        return self.tr.exploitability()[0]
+
+
+def curve(game: NPlayerGame, name: str, steps: list[int], seed: int, weighting: str, kind=Flat) -> list[dict]:
+    kind(game, name, seed, weighting).run(10)  # compile (or load from numba's cache) outside the timing
+    solver = kind(game, name, seed, weighting)
     rows, done, kernel = [], 0, 0.0
     for it in steps:
         t = time.perf_counter()
@@ -72,10 +104,11 @@ def curve(game: NPlayerGame, name: str, steps: list[int], seed: int, weighting: 
         kernel += time.perf_counter() - t
         done = it
         t = time.perf_counter()
-        nc = nash_conv(game, solver.average_policy())
+        nc = solver.nash_conv()
         rows.append(
             {
                 "what": "curve",
+                "trainer": kind.__name__.lower(),
                 "game": name,
                 "weighting": weighting,
                 "iterations": it,
@@ -87,12 +120,13 @@ def curve(game: NPlayerGame, name: str, steps: list[int], seed: int, weighting: 
     return rows
 
 
-def speed(game: NPlayerGame, iterations: int, rounds: int, seed: int) -> dict:
+def speed(game: NPlayerGame, iterations: int, rounds: int, seed: int, kind=Flat, weighting="linear") -> dict:
     import pyspiel
 
     os_game = pyspiel.load_game("leduc_poker(players=3)")
     peer = pyspiel.ExternalSamplingMCCFRSolver(os_game, seed)
-    solver = ESSolver(game, seed=seed)
+    solver = kind(game, "leduc.limit.3p", seed, weighting)
+    solver.run(10)  # compile (or load) outside the timing
     ours, theirs = [], []
     for _ in range(rounds):
         t = time.perf_counter()
@@ -108,6 +142,8 @@ def speed(game: NPlayerGame, iterations: int, rounds: int, seed: int) -> dict:
     o, p = statistics.median(ours), statistics.median(theirs)
     return {
         "what": "speed",
+        "trainer": kind.__name__.lower(),
+        "weighting": weighting,
         "game": "leduc.limit.3p",
         "ours_it_s": [round(x) for x in ours],
         "openspiel_it_s": [round(x) for x in theirs],
@@ -149,8 +185,15 @@ def main() -> None:
     ap.add_argument("--speed-iterations", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--openspiel-nashconv", action="store_true", help="pyspiel.nash_conv check (minutes)")
+    ap.add_argument(
+        "--trainer",
+        choices=("flat", "production"),
+        default="flat",
+        help="the small-game solver (blueprint.nplayer) or the production trainer (--weightings: --algo names)",
+    )
     ap.add_argument("--json", action="store_true", help="only the JSON rows")
     args = ap.parse_args()
+    kind = Flat if args.trainer == "flat" else Production
     rows = [{"what": "machine", **machine_row()}]
     emit(rows[0])
     games = {}
@@ -160,10 +203,11 @@ def main() -> None:
         emit(row)
     for name, steps in (("kuhn.limit.3p", _ints(args.kuhn)), ("leduc.limit.3p", _ints(args.leduc))):
         for weighting in args.weightings.split(","):
-            for row in curve(games[name], name, steps, args.seed, weighting):
+            for row in curve(games[name], name, steps, args.seed, weighting, kind):
                 rows.append(row)
                 emit(row)
-    rows.append(speed(games["leduc.limit.3p"], args.speed_iterations, args.rounds, args.seed))
+    w0 = args.weightings.split(",")[0]
+    rows.append(speed(games["leduc.limit.3p"], args.speed_iterations, args.rounds, args.seed, kind, w0))
     emit(rows[-1])
     if args.openspiel_nashconv:
         rows.append(openspiel_check(games["leduc.limit.3p"]))
@@ -176,7 +220,7 @@ def main() -> None:
     for r in rows:
         if r["what"] == "curve":
             print(
-                f"{r['game']:15s} {r['weighting']:8s} {r['iterations']:>10,d} it {r['kernel_s']:7.2f} s  NashConv {r['nash_conv']:.6f}"
+                f"{r['trainer']:10s} {r['game']:15s} {r['weighting']:8s} {r['iterations']:>10,d} it {r['kernel_s']:7.2f} s  NashConv {r['nash_conv']:.6f}"
             )
         elif r["what"] == "speed":
             print(
