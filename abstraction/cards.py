@@ -183,14 +183,15 @@ def rank_buckets(game: GameDef) -> CardAbstraction:
 
 def default_card_name(game: GameDef, name: str | None = None) -> str:
     """The card abstraction ``name`` stands for in ``game``: ``name`` itself, or for ``None``
-    ``lossless`` when it fits (at most 2M buckets a round), else ``fine`` for 52-card hold'em (the
+    ``lossless`` when it fits (at most 2M buckets a round), else for 52-card hold'em ``fine`` (the
     abstraction ladder in BENCHMARKS.md: at 3 and 20 minutes of the main job's training, LBR
-    finds it 268 and 228 mbb/game harder to exploit than ``small``)."""
+    finds it 268 and 228 mbb/game harder to exploit than ``small``), or ``small`` with more than
+    two seats (their trees are 10-300x the two-seat one's: ``fine`` would take gigabytes)."""
     if name is None:
         if max(lossless(game).num_buckets) <= 2_000_000:
             name = "lossless"
         elif game.deck_size == 52 and game.num_hole_cards == 2:
-            name = "fine"
+            name = "fine" if game.num_players == 2 else "small"
         else:
             raise AbstractionError(
                 f"no default card abstraction for {game.name or 'this game'}: lossless needs "

@@ -25,6 +25,7 @@ from holdem.gamedef import GameDef, load_gamedef
 
 DEFAULT_GAME = "hunl100"  # the main job: heads-up no-limit hold'em, 100 big blinds
 DEFAULT_NOLIMIT_BETS = "small"  # pot and all-in, at most two raises a round (limit games: their own)
+MULTIWAY_BETS = "multiway"  # games of more than two seats: pot bets, one raise a round after the flop
 # ``mccfr train`` on 52-card no-limit games with at least this many core-seconds of training (time x
 # threads) and no --bets: ``standard`` bets. The abstraction ladder (BENCHMARKS.md), head-to-head
 # with ``fine`` cards on 2 cores, the kernel's row prefetch on: standard loses to small at 3 minutes
@@ -106,6 +107,8 @@ def run_config(
         if bets is not None:
             note(f"warning: --bets is ignored: {gd.name or game} is a limit game (its own bet abstraction)")
         bets = None
+    elif bets is None and gd.num_players > 2:
+        bets = MULTIWAY_BETS
     elif bets is None:
         bets = default_nolimit_bets(gd.deck_size, seconds, cores)
         if bets != DEFAULT_NOLIMIT_BETS:

@@ -32,9 +32,10 @@ file (a device, FIFO or directory is refused without reading) in at most
 Presets (:data:`PRESETS`): ``kuhn``, ``leduc``, ``hulhe`` (heads-up limit hold'em), ``hunl``
 (heads-up no-limit, 200 big blinds, blinds 100/50) and short-stack no-limit presets
 ``hunl100``, ``hunl50`` and ``hunl20`` (100, 50 and 20 big blinds). Three-player games as the
-ACPC dealer ships them (:data:`MULTIWAY_PRESETS`, for the rules only): ``kuhn.limit.3p``,
-``holdem.limit.3p`` and ``holdem.nolimit.3p``; and ``leduc.limit.3p``, OpenSpiel's
-``leduc_poker(players=3)`` (8 cards: 4 ranks of 2 suits).
+ACPC dealer ships them (:data:`MULTIWAY_PRESETS`, for the rules and the trainer): ``kuhn.limit.3p``,
+``holdem.limit.3p`` and ``holdem.nolimit.3p``; ``leduc.limit.3p``, OpenSpiel's
+``leduc_poker(players=3)`` (8 cards: 4 ranks of 2 suits); and ``nl6max``, six seats of no-limit
+hold'em at 100 big blinds.
 """
 
 from __future__ import annotations
@@ -566,9 +567,10 @@ PRESETS: dict[str, GameDef] = {
     "hunl20": _hunl("hunl20", 20),
 }
 
-# Games of more than two seats, as the ACPC dealer ships them (kuhn.limit.3p.game,
-# holdem.*.3p.game): the rules play them, the rest of the project refuses them
-# (:func:`require_two_players`); apart from :data:`PRESETS`, whose games every part takes.
+# Games of more than two seats: as the ACPC dealer ships them (kuhn.limit.3p.game,
+# holdem.*.3p.game), OpenSpiel's 3-player Leduc and six-max no-limit. The rules and the trainer
+# play them; the two-player parts refuse them (:func:`require_two_players`). Apart from
+# :data:`PRESETS`, whose games every part takes.
 MULTIWAY_PRESETS: dict[str, GameDef] = {
     "kuhn.limit.3p": GameDef(
         "limit", 1, (INT32_MAX,) * 3, (1, 1, 1), (1,), (0,), (1,), 1, 4, 1, (0,), "kuhn.limit.3p"
@@ -605,6 +607,22 @@ MULTIWAY_PRESETS: dict[str, GameDef] = {
         2,
         (0, 3, 1, 1),
         "holdem.nolimit.3p",
+    ),
+    # six-max no-limit hold'em at 100 big blinds (blinds 50/100, stacks 10,000), the seat after the
+    # big blind first pre-flop, seat 1 (the small blind) after: the game Pluribus played
+    "nl6max": GameDef(
+        "nolimit",
+        4,
+        (10000,) * 6,
+        (50, 100, 0, 0, 0, 0),
+        (0, 0, 0, 0),
+        (2, 0, 0, 0),
+        (NO_RAISE_CAP,) * 4,
+        4,
+        13,
+        2,
+        (0, 3, 1, 1),
+        "nl6max",
     ),
 }
 

@@ -133,7 +133,7 @@ def opening_range(tr) -> list[str]:
                 hole = f"{RANK_CHARS[i]}c{RANK_CHARS[j]}c"
             else:
                 hole = f"{RANK_CHARS[j]}c{RANK_CHARS[i]}d"
-            cards = hole + "|" if seat == 0 else "|" + hole
+            cards = "|".join(hole if p == seat else "" for p in range(g.num_players))
             strat = bp.strategy(f"MATCHSTATE:{seat}:0::{cards}")
             raise_p = sum(p for a, p in strat.items() if a.startswith("r"))
             cells.append(f"{100 * raise_p:4.0f}")

@@ -223,3 +223,44 @@ def test_three_seat_ray_job_trains_and_checkpoints(tmp_path: Path):
     assert expl < 0.1 and len(gains) == 3
     s = Blueprint.load(tmp_path / "run").strategy("MATCHSTATE:2:0:cc:||5c")
     assert set(s) == {"c", "r"} and abs(sum(s.values()) - 1) < 1e-6
+
+
+def test_multiway_games_default_to_multiway_bets_and_small_cards():
+    from abstraction.cards import default_card_name
+    from blueprint.defaults import run_config
+
+    for game in ("nl6max", "holdem.nolimit.3p"):
+        cfg = run_config(game, seconds=180.0)
+        assert cfg.bets == "multiway" and cfg.gamedef.num_players == load_gamedef(game).num_players
+        assert default_card_name(cfg.gamedef) == "small"
+    assert run_config("hunl100", seconds=180.0).bets == "small"
+    assert default_card_name(load_gamedef("hunl100")) == "fine"
+    gd = load_gamedef("nl6max")
+    assert gd.num_players == 6 and gd.stack == (10000,) * 6 and gd.blind == (50, 100, 0, 0, 0, 0)
+
+
+def test_three_seat_holdem_trains_and_answers_from_the_cli(tmp_path: Path):
+    # no-limit hold'em on three seats, rank buckets (no table to build): the main job's output,
+    # with the opening range of the first seat to act (seat 2), and a blueprint that answers
+    from click.testing import CliRunner
+
+    from blueprint.blueprint import Blueprint
+    from mccfr.cli import cli
+
+    run = tmp_path / "run"
+    args = [
+        "train",
+        "--game",
+        "holdem.nolimit.3p",
+        "--abstraction",
+        "rank",
+        "--iterations",
+        "3000",
+        "--out",
+        str(run),
+    ]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 0, r.output
+    assert "opening range of seat 2" in r.output and 'strategy("MATCHSTATE:2:0::||AsAh")' in r.output
+    s = Blueprint.load(run).strategy("MATCHSTATE:0:0:r300:AsAh||")
+    assert set(s) == {"f", "c", "r1000", "r20000"} and abs(sum(s.values()) - 1) < 1e-6
