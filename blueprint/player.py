@@ -64,7 +64,11 @@ def deal_next(state: State, deck: np.ndarray, i: int) -> tuple[State, int]:
     order) from position ``i``: both hands at the start, else the round's board cards. Returns
     the new state and the position after the cards dealt."""
     g = state.gamedef
-    k = 2 * g.num_hole_cards if i == 0 else g.board_cards_through(state.round) - len(state.board_cards)
+    k = (
+        g.num_players * g.num_hole_cards
+        if i == 0
+        else g.board_cards_through(state.round) - len(state.board_cards)
+    )
     return state.deal([int(c) for c in deck[i : i + k]]), i + k
 
 

@@ -294,8 +294,8 @@ def example_matchstates(game: Game) -> list[str]:
     g = game.gamedef
     state = game.initial_state()
     top = list(range(g.deck_size - 1, -1, -1))
-    state = state.deal(top[: 2 * g.num_hole_cards])
-    i = 2 * g.num_hole_cards
+    state = state.deal(top[: g.num_players * g.num_hole_cards])
+    i = g.num_players * g.num_hole_cards
     out: list[str] = []
     while not state.is_terminal():
         if state.is_chance():

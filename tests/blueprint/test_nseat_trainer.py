@@ -16,6 +16,7 @@ from blueprint.algo import AlgoError
 from blueprint.kernels import nseat_utility
 from blueprint.nplayer import NPlayerGame, nash_conv, openspiel_policy, policy_from_tables
 from blueprint.trainer import Trainer, make_trainer
+from holdem import Game
 from holdem.gamedef import load_gamedef, parse_gamedef
 
 
@@ -264,3 +265,22 @@ def test_three_seat_holdem_trains_and_answers_from_the_cli(tmp_path: Path):
     assert "opening range of seat 2" in r.output and 'strategy("MATCHSTATE:2:0::||AsAh")' in r.output
     s = Blueprint.load(run).strategy("MATCHSTATE:0:0:r300:AsAh||")
     assert set(s) == {"f", "c", "r1000", "r20000"} and abs(sum(s.values()) - 1) < 1e-6
+
+
+def test_three_seat_blueprint_is_served(tmp_path: Path):
+    # the query service's responder (mccfr serve, mccfr play) loads a 3-seat run, warms up on its
+    # example states and answers each round's, and an off-tree raise through translation
+    from mccfr.serving.query import example_matchstates
+    from mccfr.serving.solving import make_responder
+
+    tr = make_trainer("holdem.nolimit.3p", cards="rank", seed=0)
+    tr.run(3_000)
+    tr.save(tmp_path / "run")
+    game = Game.load("holdem.nolimit.3p")
+    states = example_matchstates(game)
+    assert len(states) == 4 and states[0] == "MATCHSTATE:2:0::||KsKh"
+    resp = make_responder(tmp_path / "run")
+    for ms in states + ["MATCHSTATE:0:0:r250:AsKs||"]:
+        out = resp.answer(ms)
+        assert abs(sum(out["strategy"].values()) - 1) < 1e-6, (ms, out)
+        assert out["source"] in ("blueprint", "translated"), out
