@@ -110,7 +110,9 @@ def test_two_threads_do_every_iterations_work_on_the_shared_tables():
     # deviations (plus 1% for lost updates)
     root = r1[: int(one.num_buckets[0])]
     assert np.all(np.abs(r2[: len(root)] - root) <= 6 * np.sqrt(root) + 0.01 * root)
-    assert two.node_visits == pytest.approx(one.node_visits, rel=0.02)
+    # two threads' visits depend on how they interleave: 903k-931k against one thread's 908,806
+    # over loaded runs (the full suite on 2 cores reaches +2.4%)
+    assert two.node_visits == pytest.approx(one.node_visits, rel=0.04)
 
 
 @two_cores
