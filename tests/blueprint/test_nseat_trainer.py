@@ -13,8 +13,8 @@ import pytest
 from abstraction.cards import card_buckets, card_buckets_n, default_card_abstraction
 from abstraction.tree import KIND_DECISION, KIND_FOLD, KIND_SHOWDOWN, build_tree
 from blueprint.algo import AlgoError
-from blueprint.kernels import nseat_utility
 from blueprint.nplayer import NPlayerGame, nash_conv, openspiel_policy, policy_from_tables
+from blueprint.payoffs import nseat_utility
 from blueprint.trainer import Trainer, make_trainer
 from holdem import Game
 from holdem.gamedef import load_gamedef, parse_gamedef

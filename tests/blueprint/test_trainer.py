@@ -8,7 +8,8 @@ import pytest
 
 from abstraction.tree import KIND_DECISION
 from blueprint.algo import AlgoConfig, AlgoError, get_algo
-from blueprint.kernels import discount_tables, es_iterations, regret_matching, terminal_utility
+from blueprint.kernels import discount_tables, es_iterations, regret_matching
+from blueprint.payoffs import terminal_utility
 from blueprint.trainer import Trainer, make_trainer
 
 
