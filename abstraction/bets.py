@@ -8,7 +8,7 @@ own ``maxRaises``). A size below the legal minimum is raised to the minimum; a s
 actor's stack is dropped (all-in covers it); equal sizes are merged, and all-in is omitted when it
 equals another size. Limit games are their own abstraction: every legal action is in the tree.
 
-TOML format (``abstraction/bets/*.toml`` ships ``fcpa``, ``small``, ``standard``, ``rich`` and ``subgame``)::
+TOML format (``abstraction/bets/*.toml`` ships ``fcpa``, ``small``, ``standard``, ``rich``, ``multiway`` and ``subgame``)::
 
     name = "standard"
     [[round]]              # one table per round; the last one repeats for later rounds

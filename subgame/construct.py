@@ -284,7 +284,7 @@ def blueprint_ranges(
 def history_ranges(
     bp: Blueprint, state: State, hands: np.ndarray, cache: Optional[BucketCache] = None, played: Played = None
 ) -> np.ndarray:
-    """[2, H] each seat's range given ``state``'s real history, whether or not the blueprint's tree
+    """[P, H] each of the ``P`` seats' range given ``state``'s real history, whether or not the blueprint's tree
     follows it: at every real action, the probability that a player of this blueprint takes it
     holding each hand, mixed over the abstract nodes it would play there
     (:meth:`~blueprint.blueprint.Blueprint.decision_nodes`: translation mixtures, and the fallback
@@ -295,7 +295,7 @@ def history_ranges(
     cache = cache or BucketCache(bp, hands)
     g = bp.gamedef
     H = len(hands)
-    ranges = np.ones((2, H))
+    ranges = np.ones((g.num_players, H))
     board = tuple(int(c) for c in state.board_cards)
     b = Betting.initial(g)
     flat = [a for acts in state.betting.actions for a in acts]

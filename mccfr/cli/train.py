@@ -64,7 +64,7 @@ from mccfr_util.files import atomic_write_bytes
 @click.option(
     "--bets",
     default=None,
-    help=f"Bet abstraction for no-limit games: a name (fcpa, small, standard, rich) or a TOML file "
+    help=f"Bet abstraction for no-limit games: a name (fcpa, small, standard, rich, multiway) or a TOML file "
     f"[default: {DEFAULT_NOLIMIT_BETS}; standard for 52-card games given at least 20 core-minutes of --time].",
 )
 @click.option(

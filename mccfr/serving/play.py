@@ -120,6 +120,13 @@ class Table:
         ttl_s: float = HAND_TTL_S,
         max_hands_per_client: int = MAX_HANDS_PER_CLIENT,
     ):
+        if game.gamedef.num_players != 2:
+            raise PlayError(
+                "two_players_only",
+                f"the play page seats one person against the bot: {game.gamedef.name or 'this game'} has "
+                f"numPlayers = {game.gamedef.num_players} (mccfr play seats the bot at an ACPC dealer)",
+                409,
+            )
         if max_hands < 1 or max_hands_per_client < 1:
             raise ValueError(
                 f"max_hands and max_hands_per_client must be >= 1, got {max_hands}, {max_hands_per_client}"

@@ -58,7 +58,7 @@ class PublicState:
     seat: Optional[int] = None
     cards_due: int = 0
     state: Optional[State] = None
-    spent: tuple[int, int] = (0, 0)
+    spent: tuple[int, ...] = (0, 0)  # each seat's chips in the pot
 
 
 @functools.lru_cache(maxsize=8)
@@ -125,7 +125,7 @@ def public_state(game: Game, betting: str, board: str, action: Optional[str] = N
             f"at most {need} are dealt",
             400,
         )
-    base = PublicState(b.betting_string(), ids, b.round, "hand_over", spent=(b.spent[0], b.spent[1]))
+    base = PublicState(b.betting_string(), ids, b.round, "hand_over", spent=tuple(b.spent))
     if b.finished and not b.showdown():
         return base
     if len(ids) < need:
@@ -134,7 +134,7 @@ def public_state(game: Game, betting: str, board: str, action: Optional[str] = N
         return base
     seat = b.current_player()
     hole = tuple(c for c in range(g.deck_size) if c not in ids)[: g.num_hole_cards]
-    holes = (hole, ()) if seat == 0 else ((), hole)
+    holes = tuple(hole if p == seat else () for p in range(g.num_players))
     state = State(game, b, hole_cards=holes, board_cards=ids, viewer=seat)
     return dataclasses.replace(base, status="decision", seat=seat, state=state)
 

@@ -284,3 +284,42 @@ def test_three_seat_blueprint_is_served(tmp_path: Path):
         out = resp.answer(ms)
         assert abs(sum(out["strategy"].values()) - 1) < 1e-6, (ms, out)
         assert out["source"] in ("blueprint", "translated"), out
+
+
+def test_three_seat_explorer_ranges_and_play_page_refusal(tmp_path: Path):
+    # the web page's range of the seat to act answers N-seat public states (every hand the
+    # blueprint's own answer); its play page, one person against the bot, refuses by name
+    import json
+    import urllib.error
+    import urllib.request
+
+    from blueprint.blueprint import Blueprint
+    from mccfr.serving.ranges import hand_names
+    from mccfr.serving.responders import BlueprintResponder
+    from mccfr.serving.service import ThreadedServer, create_app
+
+    tr = make_trainer("holdem.nolimit.3p", cards="rank", seed=0)
+    tr.run(3_000)
+    tr.save(tmp_path / "run")
+    bp = Blueprint.load(tmp_path / "run")
+
+    def call(url, path, body):
+        req = urllib.request.Request(
+            url + path, json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=120) as f:
+                return f.status, json.loads(f.read())
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    with ThreadedServer(create_app(BlueprintResponder(bp))) as srv:
+        status, out = call(srv.url, "/v1/range", {"betting": "r300c"})
+        assert status == 200 and out["seat"] == 1 and out["spent"] == [300, 100, 300], out
+        want = bp.strategy("MATCHSTATE:1:0:r300c:|AsAh|")
+        h = hand_names(bp.gamedef).index("AsAh")
+        for i, a in enumerate(out["actions"]):
+            assert out["strategy"][i][h] == pytest.approx(want[a], abs=1e-4)
+        assert out["reach"][h] > 0
+        status, err = call(srv.url, "/v1/play/deal", {})
+        assert status == 409 and err["kind"] == "two_players_only" and "numPlayers = 3" in err["error"]
