@@ -16,7 +16,6 @@ from blueprint.player import KnownPlayer
 from blueprint.session import exact_eval_problem, exact_measure
 from blueprint.trainer import Trainer
 from holdem.game import Game
-from holdem.gamedef import require_two_players
 from mccfr.cli.common import CLIError, expl_unit, is_storage_uri, json_opt, run_dir_arg, user_input
 from mccfr.evaluation.aivat import AIVAT
 from mccfr.evaluation.lbr import LBRError, LocalBestResponse, default_jobs, parse_menu
@@ -470,7 +469,6 @@ def _eval_matches(
             run_player = BlueprintPlayer(Blueprint.load(path, log=log), name=path.name or str(path))
         # without --game, RUN_DIR was given or found above, and run_player holds its blueprint
         game = Game.load(game_name) if game_name is not None else cast(BlueprintPlayer, run_player).bp.game
-        require_two_players(game.gamedef, "mccfr eval's matches (N seats: scripts/experiments/match_n.py)")
         if run_player is not None and run_player.bp.gamedef.to_acpc() != game.gamedef.to_acpc():
             raise CLIError(
                 f"{path} was trained on {run_player.bp.gamedef.name or 'another game'}, "
@@ -487,6 +485,8 @@ def _eval_matches(
             else player_from_spec(_local_spec(vs), game, log=log)
             for vs in vs_specs
         ]
+    if game.gamedef.num_players > 2:
+        return _n_seat_matches(game, a, opponents, vs_specs, hands, seed, aivat or allin_ev)
     if aivat:
         for p in (a, *opponents):
             if not isinstance(p, KnownPlayer):
@@ -510,6 +510,33 @@ def _eval_matches(
         for out, vs in zip(outs, vs_specs):
             out["vs"] = vs
         _echo_match_table(a.name, outs)
+    return outs
+
+
+def _n_seat_matches(
+    game: Game, a: Player, opponents, vs_specs, hands: int, seed: int, two_seat_option
+) -> list:
+    """Matches of more than two seats: ``a`` against N-1 copies of each opponent
+    (:func:`mccfr.evaluation.match_n.play_match_n`: each deal in every seating up to 4 seats,
+    the N rotations above), about ``hands`` hands each."""
+    from mccfr.evaluation.match_n import play_match_n, seatings_of
+
+    n = game.gamedef.num_players
+    if two_seat_option:
+        raise CLIError(f"--aivat and --allin-ev score two-seat matches: {game.gamedef.name} has {n} seats")
+    deals = max(2, hands // len(seatings_of(n)))
+    outs = []
+    for b, vs in zip(opponents, vs_specs):
+        t0 = time.perf_counter()
+        res = play_match_n(game, [a] + [b] * (n - 1), deals, seed)
+        out = {**res.to_json(), "vs": vs, "seconds": time.perf_counter() - t0}
+        mine = out["players"][0]
+        click.echo(
+            f"{a.name} vs {n - 1} x {b.name} on {game.gamedef.name}: {mine['mean']:+.6g} +- {mine['ci95']:.3g} "
+            f"{res.unit} for {a.name} over {res.hands:,} hands ({res.deals:,} deals x {len(res.seatings)} "
+            f"seatings, seed {seed})"
+        )
+        outs.append(out)
     return outs
 
 

@@ -323,3 +323,28 @@ def test_three_seat_explorer_ranges_and_play_page_refusal(tmp_path: Path):
         assert out["reach"][h] > 0
         status, err = call(srv.url, "/v1/play/deal", {})
         assert status == 409 and err["kind"] == "two_players_only" and "numPlayers = 3" in err["error"]
+
+
+def test_eval_plays_n_seat_matches_against_copies_of_each_opponent(tmp_path: Path):
+    # mccfr eval RUN --vs SPEC on a 3-seat game: the run against two copies of each opponent, every
+    # deal in all 6 seatings; the trained Kuhn policy beats always-call with its interval above 0
+    import json
+
+    from click.testing import CliRunner
+
+    from mccfr.cli import cli
+
+    run = tmp_path / "run"
+    r = CliRunner().invoke(
+        cli, ["train", "--game", "kuhn.limit.3p", "--iterations", "100000", "--out", str(run)]
+    )
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["eval", str(run), "--vs", "always-call", "--hands", "12000", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output.strip().splitlines()[-1])
+    assert out["seatings"] == 6 and out["hands"] == 12000 and len(out["players"]) == 3
+    mine = out["players"][0]
+    assert mine["mean"] - mine["ci95"] > 0  # about +0.2 chips a hand (BENCHMARKS.md, "N-seat matches")
+    assert abs(sum(p["chips"] for p in out["players"])) < 1e-9
+    r = CliRunner().invoke(cli, ["eval", str(run), "--vs", "always-call", "--aivat"])
+    assert r.exit_code == 2 and "two-seat matches" in r.output
