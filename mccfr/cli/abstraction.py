@@ -17,7 +17,7 @@ from abstraction.buckets import (
 )
 from abstraction.storage import read_abstraction
 from blueprint.defaults import DEFAULT_GAME
-from holdem.gamedef import load_gamedef, require_two_players
+from holdem.gamedef import load_gamedef
 from mccfr.cli.common import json_opt, user_input
 
 
@@ -71,7 +71,7 @@ def abstraction_build(game, recipe, buckets, method, out, threads, seed, fill, a
     t0 = time.perf_counter()
     with user_input():
         gd = load_gamedef(game)
-        require_two_players(gd, "mccfr abstraction")
+        # (any number of seats: buckets depend on the deck and the deal, not on who holds the hands)
         if recipe is not None:
             if recipe not in RECIPES:
                 raise AbstractionError(

@@ -124,8 +124,8 @@ def test_entry_points_refuse_n_seats():
 @pytest.mark.parametrize(
     "args",
     [
-        ["abstraction", "build", "--game", "holdem.nolimit.3p", "--buckets", "5,5,5,5"],
         ["train", "--game", "kuhn.limit.3p", "--algo", "cfr+", "--iterations", "10"],
+        ["eval", "--game", "kuhn.limit.3p", "--player", "always-call", "--lbr", "--hands", "10"],
     ],
 )
 def test_cli_refuses_n_seats(tmp_path, args):
