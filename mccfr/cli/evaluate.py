@@ -22,6 +22,7 @@ from mccfr.evaluation.lbr import LBRError, LocalBestResponse, default_jobs, pars
 from mccfr.evaluation.lbr_opponents import Hands
 from mccfr.evaluation.lbr_solving import SolvingOpponent
 from mccfr.evaluation.match import exact_value, play_match
+from mccfr.evaluation.match_n import play_match_n, seatings_of
 from mccfr.evaluation.players import BlueprintPlayer, player_from_spec
 from mccfr.evaluation.solving import SolvingPlayer
 
@@ -519,8 +520,6 @@ def _n_seat_matches(
     """Matches of more than two seats: ``a`` against N-1 copies of each opponent
     (:func:`mccfr.evaluation.match_n.play_match_n`: each deal in every seating up to 4 seats,
     the N rotations above), about ``hands`` hands each."""
-    from mccfr.evaluation.match_n import play_match_n, seatings_of
-
     n = game.gamedef.num_players
     if two_seat_option:
         raise CLIError(f"--aivat and --allin-ev score two-seat matches: {game.gamedef.name} has {n} seats")
