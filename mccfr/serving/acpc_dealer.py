@@ -1,15 +1,15 @@
-"""A two-player ACPC dealer over TCP, built on :mod:`holdem.state`: for tests and benchmarks of
+"""An ACPC dealer over TCP for 2 to 10 seats, built on :mod:`holdem.state`: for tests and benchmarks of
 ACPC clients (``mccfr play``), without the C reference dealer.
 
 It follows the reference dealer (``project_acpc_server/dealer.c``, protocol 2.0.0):
 
-* it listens on one port per seat (``ports``; 0 picks a free one) and accepts seat 0 then
-  seat 1; each must first send ``VERSION:2.<minor>.<rev>`` (major 2, minor 0);
+* it listens on one port per seat (``ports``; 0 picks a free one) and accepts seat 0, then
+  seat 1, ...; each must first send ``VERSION:2.<minor>.<rev>`` (major 2, minor 0);
 * hands are numbered from 0; the players rotate around the table (seat ``s`` views the hand as
-  position ``(s - hand) mod 2``) unless ``fixed_seats``; every card of a hand comes from one
+  position ``(s - hand) mod seats``, as the reference's ``seatToPlayer``) unless ``fixed_seats``; every card of a hand comes from one
   permutation of the deck drawn from ``numpy.random.default_rng(seed)``, dealt in
   :mod:`holdem.state`'s deal order, so a match with the same seed and the players connected in
-  the other order deals each player the other's cards (a duplicate match);
+  the other order deals each player the other's cards (a duplicate match, with two seats);
 * at every state of a hand (the first, after each action, the final one) it sends each seat its
   ``MATCHSTATE`` line (``\\r\\n``-terminated), then reads the acting seat's response: comments
   (``#``, ``;``) and responses whose state part differs from the state sent are ignored with a
@@ -21,8 +21,8 @@ It follows the reference dealer (``project_acpc_server/dealer.c``, protocol 2.0.
   t_per_hand``), measured from sending the state to receiving the response; any excess, a
   disconnect or a missing version ends the match;
 * the log (``log_path``) is the reference's: ``#`` header lines, one
-  ``STATE:<hand>:<betting>:<cards>:<v0>|<v1>:<name0>|<name1>`` line per hand (values and names
-  in position order), and ``SCORE:<total0>|<total1>:<name0>|<name1>`` (seat order).
+  ``STATE:<hand>:<betting>:<cards>:<v0>|<v1>...:<name0>|<name1>...`` line per hand (values and
+  names in position order), and ``SCORE:<total0>|<total1>...:<name0>|<name1>...`` (seat order).
 
 ``AcpcDealer(...).start()`` runs the match in a thread; ``join()`` returns the
 :class:`DealerResult`.
@@ -56,13 +56,27 @@ class DealerResult:
 
     hands: int = 0  # hands finished
     totals: list[float] = dataclasses.field(default_factory=lambda: [0.0, 0.0])
-    hand_values: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # per hand, by seat
-    names: tuple[str, str] = ("p1", "p2")
+    hand_values: list[tuple[float, ...]] = dataclasses.field(default_factory=list)  # per hand, by seat
+    names: tuple[str, ...] = ("p1", "p2")
     invalid_actions: list[int] = dataclasses.field(default_factory=lambda: [0, 0])
     ignored_responses: list[int] = dataclasses.field(default_factory=lambda: [0, 0])
     used_ms: list[float] = dataclasses.field(default_factory=lambda: [0.0, 0.0])
     max_response_ms: list[float] = dataclasses.field(default_factory=lambda: [0.0, 0.0])
     responses: list[int] = dataclasses.field(default_factory=lambda: [0, 0])
+
+    @classmethod
+    def for_seats(cls, names: tuple[str, ...]) -> "DealerResult":
+        n = len(names)
+        return cls(
+            totals=[0.0] * n,
+            names=names,
+            invalid_actions=[0] * n,
+            ignored_responses=[0] * n,
+            used_ms=[0.0] * n,
+            max_response_ms=[0.0] * n,
+            responses=[0] * n,
+        )
+
     warnings: list[str] = dataclasses.field(default_factory=list)
     error: str | None = None  # why the match ended early
     seconds: float = 0.0
@@ -86,17 +100,18 @@ class DealerLimits:
 
 
 class AcpcDealer:
-    """A two-player ACPC dealer (module docstring). ``ports`` after construction are the bound
-    ports, seat 0 first."""
+    """An ACPC dealer for the game's 2 to 10 seats (module docstring). ``names`` and ``ports``
+    default to ``p1``, ``p2``, ... and free ports, one per seat; after construction ``ports`` are
+    the bound ports, seat 0 first."""
 
     def __init__(
         self,
         game: Game,
         hands: int,
         seed: int = 0,
-        names: tuple[str, str] = ("p1", "p2"),
+        names: tuple[str, ...] | None = None,
         host: str = "127.0.0.1",
-        ports: tuple[int, int] = (0, 0),
+        ports: tuple[int, ...] | None = None,
         limits: DealerLimits = DealerLimits(),
         fixed_seats: bool = False,
         log_path: str | Path | None = None,
@@ -104,10 +119,15 @@ class AcpcDealer:
     ):
         if hands < 1:
             raise ValueError(f"hands must be >= 1, got {hands}")
+        n = self.seats = game.gamedef.num_players
+        names = tuple(f"p{s + 1}" for s in range(n)) if names is None else tuple(names)
+        ports = (0,) * n if ports is None else tuple(ports)
+        if len(names) != n or len(ports) != n:
+            raise ValueError(f"{n} seats need {n} names and {n} ports, got {len(names)} and {len(ports)}")
         self.game = game
         self.hands = hands
         self.seed = seed
-        self.names = tuple(names)
+        self.names = names
         self.limits = limits
         self.t_response_ms = limits.t_response_ms
         self.t_hand_ms = limits.t_hand_ms
@@ -130,7 +150,7 @@ class AcpcDealer:
             self._listen.append(s)
         self.ports = tuple(s.getsockname()[1] for s in self._listen)
         self._thread: threading.Thread | None = None
-        self.result = DealerResult(names=self.names)
+        self.result = DealerResult.for_seats(self.names)
 
     # -- running ------------------------------------------------------------------------------
     def start(self) -> AcpcDealer:
@@ -166,16 +186,15 @@ class AcpcDealer:
                 c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 conns.append(c)
             readers = [LineReader(c) for c in conns]
-            for seat in (0, 1):
+            for seat in range(self.seats):
                 self._check_version(seat, readers[seat])
             rng = np.random.default_rng(self.seed)
             for h in range(self.hands):
                 deck = rng.permutation(self.game.gamedef.deck_size)
                 self._play_hand(h, deck, conns, readers, log)
             if log is not None:
-                log.write(
-                    f"SCORE:{_num(res.totals[0])}|{_num(res.totals[1])}:{self.names[0]}|{self.names[1]}\n"
-                )
+                totals = "|".join(_num(t) for t in res.totals)
+                log.write(f"SCORE:{totals}:{'|'.join(self.names)}\n")
         except DealerError as exc:
             res.error = str(exc)
         except (OSError, ProtocolError) as exc:
@@ -209,19 +228,20 @@ class AcpcDealer:
             self.result.warnings.append(f"seat {seat + 1} speaks {line}; this dealer uses VERSION:2.0.0")
 
     def _position(self, seat: int, hand: int) -> int:
-        return seat if self.fixed_seats else (seat - hand) % 2
+        # the reference dealer's rotation: seat s plays position (s - hand) mod the seats
+        return seat if self.fixed_seats else (seat - hand) % self.seats
 
     def _play_hand(self, h: int, deck: np.ndarray, conns, readers, log) -> None:
         res = self.result
         g = self.game.gamedef
         state = self.game.initial_state(hand_id=h)
-        used_hand = [0.0, 0.0]
+        used_hand = [0.0] * self.seats
         i = 0
         while True:
             who = state.current_player()
             if who == CHANCE:
                 k = (
-                    2 * g.num_hole_cards
+                    self.seats * g.num_hole_cards
                     if i == 0
                     else max(1, g.board_cards_through(state.round) - len(state.board_cards))
                 )
@@ -229,27 +249,27 @@ class AcpcDealer:
                 i += k
                 continue
             sent = {}
-            for seat in (0, 1):
+            for seat in range(self.seats):
                 pos = self._position(seat, h)
                 sent[seat] = state.matchstate(pos)
                 self._send(seat, conns[seat], sent[seat])
             t_sent = time.perf_counter()
             if who == TERMINAL:
                 break
-            seat = next(s for s in (0, 1) if self._position(s, h) == who)
+            seat = next(s for s in range(self.seats) if self._position(s, h) == who)
             action = self._read_action(seat, readers[seat], sent[seat], state, t_sent, used_hand)
             state = state.apply(action)
         pay = state.payoffs()  # by position
-        by_seat = tuple(float(pay[self._position(s, h)]) for s in (0, 1))
+        by_seat = tuple(float(pay[self._position(s, h)]) for s in range(self.seats))
         res.hands += 1
         res.hand_values.append(by_seat)
-        for s in (0, 1):
+        for s in range(self.seats):
             res.totals[s] += by_seat[s]
         if log is not None:
-            names = [None, None]
-            for s in (0, 1):
+            names = [""] * self.seats
+            for s in range(self.seats):
                 names[self._position(s, h)] = self.names[s]
-            log.write(f"{state.dealer_string()}:{_num(pay[0])}|{_num(pay[1])}:{names[0]}|{names[1]}\n")
+            log.write(f"{state.dealer_string()}:{'|'.join(_num(x) for x in pay)}:{'|'.join(names)}\n")
 
     def _read_action(
         self, seat: int, reader: LineReader, sent: str, state: State, t_sent: float, used_hand: list[float]

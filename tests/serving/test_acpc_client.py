@@ -298,3 +298,46 @@ def test_play_command(tmp_path, responder):
     free.close()
     r = CliRunner().invoke(cli, ["play", str(run), "--dealer", f"127.0.0.1:{port}"])
     assert r.exit_code == 2 and "cannot connect to the dealer" in r.stderr
+
+
+def test_three_seat_match_at_the_dealer(tmp_path):
+    # a 3-seat blueprint (mccfr play's responder) against two always-call clients at the in-repo
+    # dealer: every hand played, positions rotating as the reference dealer's (s - hand) mod 3,
+    # the seats' nets summing to 0 with the dealer's totals, the log naming three players
+    from blueprint.trainer import make_trainer
+    from mccfr.serving.solving import make_responder
+
+    tr = make_trainer("holdem.nolimit.3p", cards="rank", seed=0)
+    tr.run(3_000)
+    tr.save(tmp_path / "run")
+    bot = make_responder(tmp_path / "run")
+    game = bot.game
+    dealer = AcpcDealer(
+        game, 30, seed=4, names=("bp", "c1", "c2"), log_path=tmp_path / "m.log", transcript=True
+    )
+    dealer.start()
+    responders = [bot, PlayerResponder(AlwaysCall(), game), PlayerResponder(AlwaysCall(), game)]
+    reports: dict[int, object] = {}
+
+    def seat(i: int) -> None:
+        reports[i] = AcpcClient(responders[i], seed=i).play("127.0.0.1", dealer.ports[i])
+
+    threads = [threading.Thread(target=seat, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+        time.sleep(0.05)
+    for t in threads:
+        t.join(120)
+    res = dealer.join(30)
+    assert res.ok, res.error
+    assert res.hands == 30 and res.invalid_actions == [0, 0, 0] and not res.warnings
+    for s in range(3):
+        assert reports[s].complete and reports[s].hands == 30 and reports[s].net == res.totals[s]
+    assert abs(sum(res.totals)) < 1e-9 and reports[0].fallbacks == 0
+    for s, d, line in dealer.transcript[3:]:
+        if d == "to":
+            st = game.state(line)
+            assert st.viewer == (s - st.hand_id) % 3
+    lines = (tmp_path / "m.log").read_text().splitlines()
+    assert sum(line.startswith("STATE:") for line in lines) == 30
+    assert lines[-1].startswith("SCORE:") and lines[-1].endswith(":bp|c1|c2")
