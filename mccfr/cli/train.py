@@ -59,7 +59,7 @@ from mccfr_util.files import atomic_write_bytes
     "--game",
     default=DEFAULT_GAME,
     show_default=True,
-    help="A preset (kuhn, leduc, hulhe, hunl, hunl100, ...) or an ACPC .game file.",
+    help="A preset (kuhn, leduc, hulhe, hunl, hunl100, ...; more seats: kuhn.limit.3p, leduc.limit.3p, nl6max, ...) or an ACPC .game file.",
 )
 @click.option(
     "--bets",
