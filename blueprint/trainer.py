@@ -378,7 +378,7 @@ class Trainer:
         if self.threads > 1:
             self._thread_team()
             self._thread_states(self.threads)
-            if self.table_bits == 32 and use_copies(self.size, self.regret.itemsize + self.strat.itemsize):
+            if self._copyable:
                 cp = self._copies(self.threads)[0]
                 merge_copy(
                     none,
@@ -412,13 +412,9 @@ class Trainer:
         a copy of the tables (:mod:`blueprint.threads`, "Copies"): never with 16-bit tables (their
         threads share the one table: a copy's merge would round each thread's update to the
         shared value's spacing), not while the run discounts (:meth:`discounting`), else by the
-        table's size and the span's length."""
-        return (
-            self.table_bits == 32
-            and not self.discounting()
-            and use_copies(self.size, self.regret.itemsize + self.strat.itemsize)
-            and copies_pay(self.size, share)
-        )
+        table's size, its first round's merges (:data:`blueprint.threads.COPY_MIN_HOT_SPAN`) and
+        the span's length."""
+        return not self.discounting() and self._copyable and copies_pay(self.size, share)
 
     def discounting(self) -> bool:
         """Whether discount boundaries still lie ahead. While they do, the threads share one table:
@@ -426,15 +422,18 @@ class Trainer:
         merge must bring three rows through the boundaries. On the main job (idle 2-core VM, 2
         threads, 20 s) the shared table ran 157k it/s against 90k on copies (1 thread: 79k)."""
         a = self.config.algo
-        if a.discount == "none":
-            return False
-        return a.discount_until < 0 or self.iteration < a.discount_until
+        return a.discount != "none" and (a.discount_until < 0 or self.iteration < a.discount_until)
+
+    @property
+    def _copyable(self) -> bool:  # 32-bit tables only (copies_used says why)
+        hot = hot_sync_every(int(self.num_buckets[0]), self.threads)
+        return self.table_bits == 32 and use_copies(self.size, self.regret.itemsize * 2, hot)
 
     def _copy_span(self) -> int:
         """The shortest span on which this trainer's threads train on copies (0: never)."""
         if self.threads < 2 or self.config.algo.full_traversal or self.table_bits == 16:
             return 0
-        if self.discounting() or not use_copies(self.size, self.regret.itemsize + self.strat.itemsize):
+        if self.discounting() or not self._copyable:
             return 0
         return copy_span(self.size, self.threads)
 

@@ -4,7 +4,7 @@ solver (blueprint.nplayer, ``--trainer flat``) or the production trainer (bluepr
 
     python scripts/benchmarks/bench_nplayer.py [--seed 0] [--kuhn 1000,10000,100000,1000000]
         [--leduc 10000,100000,1000000] [--weightings linear] [--speed-iterations 200000] [--rounds 2]
-        [--trainer flat|production] [--openspiel-nashconv] [--json]
+        [--trainer flat|production] [--threads-check N] [--openspiel-nashconv] [--json]
 
 * Flattening: betting nodes, deals, information sets and seconds for 3-player Kuhn
   (``kuhn.limit.3p``) and 3-player Leduc (``leduc.limit.3p``, OpenSpiel's
@@ -151,6 +151,38 @@ def speed(game: NPlayerGame, iterations: int, rounds: int, seed: int, kind=Flat,
     }
 
 
+def threads_check(game: NPlayerGame, iterations: int, seed: int) -> list[dict]:
+    """The production trainer on 3-player Leduc (``vanilla``): one thread, two threads as the
+    trainer runs them (the shared table: ``blueprint.threads.COPY_MIN_HOT_SPAN``), and two threads
+    forced onto copies; wall iterations/s over ``iterations`` after as many to warm up, and the
+    NashConv reached."""
+    import blueprint.trainer as trainer_mod
+    from blueprint.trainer import make_trainer
+
+    rows = []
+    for label, threads, forced in (
+        ("one thread", 1, False),
+        ("two threads", 2, False),
+        ("two, copies", 2, True),
+    ):
+        saved = trainer_mod.use_copies
+        if forced:
+            trainer_mod.use_copies = lambda entries, nbytes, hot_span=None: True
+        try:
+            tr = make_trainer("leduc.limit.3p", algo="vanilla", seed=seed, threads=threads)
+            tr._best_response = game
+            tr.run(iterations)
+            t = time.perf_counter()
+            tr.run(iterations)
+            el = time.perf_counter() - t
+            on_copies = tr.copies_used(iterations)
+        finally:
+            trainer_mod.use_copies = saved
+        row = {"what": "threads", "mode": label, "on_copies": on_copies, "it_s": round(iterations / el)}
+        rows.append({**row, "iterations": 2 * iterations, "nash_conv": tr.exploitability()[0]})
+    return rows
+
+
 def openspiel_check(game: NPlayerGame) -> dict:
     import pyspiel
 
@@ -191,6 +223,13 @@ def main() -> None:
         default="flat",
         help="the small-game solver (blueprint.nplayer) or the production trainer (--weightings: --algo names)",
     )
+    ap.add_argument(
+        "--threads-check",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also 3p Leduc's production trainer on 1 and 2 threads (shared, copies): N iterations timed",
+    )
     ap.add_argument("--json", action="store_true", help="only the JSON rows")
     args = ap.parse_args()
     kind = Flat if args.trainer == "flat" else Production
@@ -209,6 +248,10 @@ def main() -> None:
     w0 = args.weightings.split(",")[0]
     rows.append(speed(games["leduc.limit.3p"], args.speed_iterations, args.rounds, args.seed, kind, w0))
     emit(rows[-1])
+    if args.threads_check:
+        for row in threads_check(games["leduc.limit.3p"], args.threads_check, args.seed):
+            rows.append(row)
+            emit(row)
     if args.openspiel_nashconv:
         rows.append(openspiel_check(games["leduc.limit.3p"]))
         emit(rows[-1])
@@ -226,6 +269,10 @@ def main() -> None:
             print(
                 f"3p Leduc it/s: ours {r['ours_it_s']}, OpenSpiel C++ ES {r['openspiel_it_s']},"
                 f" ratio {r['ratio_of_medians']}x"
+            )
+        elif r["what"] == "threads":
+            print(
+                f"3p Leduc {r['mode']:12s} {r['it_s']:>9,d} it/s, NashConv {r['nash_conv']:.4f} at {r['iterations']:,}"
             )
         elif r["what"] == "nash_conv_vs_openspiel":
             print(

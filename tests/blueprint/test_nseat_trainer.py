@@ -174,8 +174,11 @@ def test_three_seat_resume_is_bit_exact(tmp_path: Path, algo):
         assert whole.pruned > 0
 
 
-def test_three_seat_threads_train_on_copies_and_converge():
-    tr = make_trainer("leduc.limit.3p", algo="dcfr", seed=1, threads=2)
+def test_three_seat_threads_share_the_table_and_converge():
+    # 3-player Leduc's first round (8 buckets) would merge a copy every 20 iterations on 2
+    # threads: its threads share the one table (blueprint.threads.COPY_MIN_HOT_SPAN)
+    tr = make_trainer("leduc.limit.3p", algo="vanilla", seed=1, threads=2)
+    assert not tr.copies_used(1_000_000)
     tr.run(200_000)
     expl, _ = tr.exploitability()
     assert expl < 1.0  # uniform 12.6; one thread's 300,000 iterations: 0.42

@@ -151,13 +151,14 @@ def test_checkpoint_of_a_threaded_run_holds_the_tables_at_its_barrier(tmp_path):
 @pytest.mark.parametrize("algo", ["dcfr", "linear", "pluribus", "vanilla"])
 def test_threads_run_long_spans_across_discount_boundaries_under_every_algorithm(monkeypatch, algo):
     """Discounting is lazy, so no span stops at a discount boundary: with a table big enough for
-    copies (Leduc, with the size rule's minimum lowered to it), spans run across many boundaries
+    copies (Leduc, with the size rule's minima lowered to it), spans run across many boundaries
     and the threads interleave their iteration numbers (they cross each boundary together). While
     the run discounts, the threads share the table (measured faster than copies); without
     discounting (vanilla) they train on copies of their own in nearly every span."""
     import blueprint.threads as threads_mod
 
     monkeypatch.setattr(threads_mod, "COPY_MIN_ENTRIES", 1_000)
+    monkeypatch.setattr(threads_mod, "COPY_MIN_HOT_SPAN", 16)  # Leduc's first round: every 16
     tr = make_trainer("leduc", algo=algo, seed=1, threads=2, discount_every=100)
     assert threads_mod.use_copies(tr.size, 8)
     spans, on_copies = [], []
@@ -277,7 +278,7 @@ def test_threads_on_copies_lose_no_update(monkeypatch, game):
     (2.1% on Leduc once), so they are compared for the shared table only (above)."""
     import blueprint.trainer as trainer_mod
 
-    monkeypatch.setattr(trainer_mod, "use_copies", lambda entries, nbytes: True)
+    monkeypatch.setattr(trainer_mod, "use_copies", lambda entries, nbytes, hot_span=None: True)
     monkeypatch.setattr(trainer_mod, "copies_pay", lambda entries, share: True)
     n = 40_000 if game == "leduc" else 4_000
     one, two = _one_and_two_threads(game, n)
@@ -295,7 +296,7 @@ def test_threads_on_copies_learn_leduc(monkeypatch):
     where a merge that lost updates or a copy never handed back would not converge."""
     import blueprint.trainer as trainer_mod
 
-    monkeypatch.setattr(trainer_mod, "use_copies", lambda entries, nbytes: True)
+    monkeypatch.setattr(trainer_mod, "use_copies", lambda entries, nbytes, hot_span=None: True)
     monkeypatch.setattr(trainer_mod, "copies_pay", lambda entries, share: True)
     expl = {1: [], 2: []}
     for threads in (1, 2):
@@ -321,6 +322,10 @@ def test_copies_are_for_tables_big_enough_and_small_enough():
     assert not use_copies(2_604, 8)  # Leduc: shared
     assert use_copies(116_463, 8)  # the main job's table: copies
     assert not use_copies(COPY_MAX_BYTES, 8) and use_copies(COPY_MIN_ENTRIES, 8)
+    # a first round merged every few iterations (3-player Leduc: 8 buckets, every 20 on 2 threads)
+    # costs more in calls than copies save: shared; hold'em's 169 pre-flop buckets (422) copy
+    assert not use_copies(67_416, 8, hot_sync_every(8, 2)) and use_copies(116_463, 8, hot_sync_every(169, 2))
+    assert use_copies(116_463, 8, hot_sync_every(169, 16))  # 52 iterations on 16 threads: still copies
     assert copy_sync_every(116_463) == 116_463 // 16 and copy_sync_every(10) == 256
     assert hot_sync_every(169, 2) == 422 and hot_sync_every(6, 2) == 16
     # a span must be long enough for the copies' four table copies and merge sweep to pay
