@@ -473,6 +473,7 @@ def test_warm_up_compiles_the_kernels_and_leaves_the_run_alone(game, algo, threa
     from blueprint import kernels
 
     monkeypatch.setattr(threads_mod, "COPY_MIN_ENTRIES", 1_000)  # Leduc's merges too
+    monkeypatch.setattr(threads_mod, "COPY_MIN_HOT_SPAN", 16)  # (its first round merges every 16)
     threads = min(threads, threads_mod.available_cores())
     until = dict(discount_until=700) if algo == "pluribus" else {}  # and past its last boundary
     tr = make_trainer(game, algo=algo, seed=3, threads=threads, discount_every=50, **until)
