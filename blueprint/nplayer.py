@@ -56,8 +56,9 @@ __all__ = [
     "best_response_values",
     "nash_conv",
     "openspiel_policy",
+    "TablesNashConv",
     "policy_from_tables",
-    "tables_nash_conv",
+    "tables_index",
     "policy_values",
     "train_es",
     "uniform_policy",
@@ -458,23 +459,20 @@ def nash_conv(game: NPlayerGame, policy: np.ndarray) -> float:
     return float((best_response_values(game, policy) - policy_values(game, policy)).sum())
 
 
-def policy_from_tables(
-    game: NPlayerGame, tree, cards, row_offset: np.ndarray, strategy: np.ndarray
-) -> np.ndarray:
-    """A flat policy of ``game`` from a production trainer's strategy (:class:`blueprint.trainer.Trainer`:
-    its ``tree``, card abstraction ``cards``, ``row_offset`` and a strategy in its table layout,
-    e.g. ``average_strategy()``): each information set takes the row of its betting node and of the
-    bucket its seat's cards fall in (:func:`abstraction.cards.card_buckets_n` for that one seat)."""
-    from abstraction.cards import card_buckets_n
+def tables_index(game: NPlayerGame, tree, cards, row_offset: np.ndarray) -> np.ndarray:
+    """int64 ``[game.num_actions_total]``: for each action of each information set of ``game``, its
+    entry in a production trainer's tables (:class:`blueprint.trainer.Trainer`: its ``tree``, card
+    abstraction ``cards`` and ``row_offset``): the row of the set's betting node and of the bucket
+    its seat's cards fall in (:func:`abstraction.cards.card_buckets_n` for that one seat)."""
+    from abstraction.cards import card_buckets_n, scratch_size
 
     gd = game.gamedef
     node_of = {tree.betting_string(int(n)): int(n) for n in tree.decision_nodes()}
     arrays = cards.kernel_arrays(gd)
-    rounds = gd.num_rounds
-    out1 = np.zeros((1, rounds), np.int64)
+    out1 = np.zeros((1, gd.num_rounds), np.int64)
     strength = np.zeros(1, np.int64)
-    work = np.zeros(2 * (gd.num_hole_cards + gd.total_board_cards) + 2, np.int64)
-    pol = np.zeros(game.num_actions_total)
+    work = np.zeros(scratch_size(gd.num_hole_cards, gd.total_board_cards), np.int64)
+    index = np.zeros(game.num_actions_total, np.int64)
     ioff = game.tree.ioff
     memo: dict[tuple, int] = {}
     for i in range(game.num_infosets):
@@ -490,20 +488,36 @@ def policy_from_tables(
             deal = np.array(list(hole) + list(board) + rest[: gd.total_board_cards - len(board)], np.int64)
             card_buckets_n(arrays, deal, out1, work, strength)
             b = memo[key] = int(out1[0, r])
-        na = int(tree.num_actions[n])
+        base = int(row_offset[n]) + b * int(tree.num_actions[n])
         labels = tree.action_labels(n)
-        row = strategy[int(row_offset[n]) + b * na : int(row_offset[n]) + (b + 1) * na]
         for a, name in enumerate(game.actions[int(game.infoset_node[i])]):
-            pol[ioff[i] + a] = row[labels.index(name)]
-    return pol
+            index[ioff[i] + a] = base + labels.index(name)
+    return index
 
 
-def tables_nash_conv(game: NPlayerGame, tree, cards, row_offset, strategy) -> tuple[float, list[float]]:
-    """(NashConv, each seat's best-response gain), in chips, of a production trainer's strategy
-    (:func:`policy_from_tables`'s arguments)."""
-    pol = policy_from_tables(game, tree, cards, row_offset, strategy)
-    gains = best_response_values(game, pol) - policy_values(game, pol)
-    return float(gains.sum()), [float(g) for g in gains]
+def policy_from_tables(
+    game: NPlayerGame, tree, cards, row_offset: np.ndarray, strategy: np.ndarray
+) -> np.ndarray:
+    """A flat policy of ``game`` from a production trainer's ``strategy`` in its table layout (e.g.
+    ``average_strategy()``; the other arguments as :func:`tables_index`'s)."""
+    return np.asarray(strategy, np.float64)[tables_index(game, tree, cards, row_offset)]
+
+
+class TablesNashConv:
+    """Exact NashConv of a production trainer's strategies (the N-seat counterpart of
+    :class:`blueprint.best_response.BestResponse`): the game flattened (``flat``, or from
+    ``tree.game``: :class:`FlattenError` when too big) and the map from its information sets to the
+    trainer's table entries (:func:`tables_index`), both once."""
+
+    def __init__(self, tree, cards, row_offset: np.ndarray, flat: NPlayerGame | None = None):
+        self.game = flat if flat is not None else NPlayerGame.from_gamedef(tree.game)
+        self.index = tables_index(self.game, tree, cards, row_offset)
+
+    def exploitability(self, strategy: np.ndarray) -> tuple[float, list[float]]:
+        """(NashConv, each seat's best-response gain), in chips, of ``strategy`` (table layout)."""
+        pol = np.asarray(strategy, np.float64)[self.index]
+        gains = best_response_values(self.game, pol) - policy_values(self.game, pol)
+        return float(gains.sum()), [float(g) for g in gains]
 
 
 WEIGHTINGS = ("linear", "uniform", "dcfr")

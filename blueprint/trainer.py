@@ -734,12 +734,10 @@ class Trainer:
     def exploitability(self) -> tuple[float, list[float]]:
         """Exact exploitability of the average strategy (small games; ValueError otherwise). With
         more than two seats the NashConv, in chips, and each seat's best-response gain
-        (:func:`blueprint.nplayer.tables_nash_conv`: ``FlattenError`` if the game is too big)."""
-        if self.game.num_players > 2:
-            self._best_response = self._best_response or nplayer.NPlayerGame.from_gamedef(self.game)
-            args = (self.tree, self.cards, self.row_offset, self.average_strategy())
-            return nplayer.tables_nash_conv(self._best_response, *args)
-        self._best_response = self._best_response or BestResponse(self.tree, self.cards, self.row_offset)
+        (:class:`blueprint.nplayer.TablesNashConv`: ``FlattenError`` if the game is too big)."""
+        if self._best_response is None:
+            exact = nplayer.TablesNashConv if self.game.num_players > 2 else BestResponse
+            self._best_response = exact(self.tree, self.cards, self.row_offset)
         return self._best_response.exploitability(self.average_strategy())
 
     # -- checkpoints --------------------------------------------------------------------------

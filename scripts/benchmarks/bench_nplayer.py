@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 from blueprint.nplayer import (  # noqa: E402
     ESSolver,
     NPlayerGame,
+    TablesNashConv,
     nash_conv,
     openspiel_policy,
 )
@@ -85,7 +86,7 @@ class Production:
         from blueprint.trainer import make_trainer
 
         self.tr = make_trainer(name, algo=weighting, seed=seed)
-        self.tr._best_response = game  # the game already flattened
+        self.tr._best_response = TablesNashConv(self.tr.tree, self.tr.cards, self.tr.row_offset, game)
 
     def run(self, n: int) -> None:
         self.tr.run(n)
@@ -170,7 +171,7 @@ def threads_check(game: NPlayerGame, iterations: int, seed: int) -> list[dict]:
             trainer_mod.use_copies = lambda entries, nbytes, hot_span=None: True
         try:
             tr = make_trainer("leduc.limit.3p", algo="vanilla", seed=seed, threads=threads)
-            tr._best_response = game
+            tr._best_response = TablesNashConv(tr.tree, tr.cards, tr.row_offset, game)
             tr.run(iterations)
             t = time.perf_counter()
             tr.run(iterations)
