@@ -240,7 +240,8 @@ class Session:
     def _status_text(self, row: dict[str, Any]) -> str:
         parts = [f"visits/s {si(row['node_visits_per_second'])}"]
         if self.last_expl is not None:
-            parts.append(f"{'expl' if self.tr.game.num_players == 2 else 'NashConv'} {self.last_expl:.4g}")
+            measure = exact_measure(self.tr.game)
+            parts.append(f"{'expl' if measure == 'exploitability' else measure} {self.last_expl:.4g}")
         if row["pruned_share"] is not None:
             parts.append(f"pruned {100 * row['pruned_share']:.1f}%")
         parts.append(f"mem {human_bytes(row['rss_bytes'])}")
