@@ -497,8 +497,19 @@ class Blueprint:
             self._node_cache[key] = w
         return w
 
-    def _walk(self, state: State, rng: Optional[np.random.Generator]) -> Walk:
-        """Follow ``state``'s real history down the abstract tree (see the module docstring)."""
+    def path(self, state: State) -> Optional[list[int]]:
+        """The abstract nodes of :meth:`walk`'s deterministic walk (no ``rng``): the root, then
+        the node after each real action of ``state``; None where the tree has no node for the
+        history (or a translated all-in was called and the real hand goes on)."""
+        nodes = [0]
+        w = self._walk(state, None, nodes)
+        if w.dead_end is not None:
+            return None
+        return nodes
+
+    def _walk(self, state: State, rng: Optional[np.random.Generator], path: Optional[list] = None) -> Walk:
+        """Follow ``state``'s real history down the abstract tree (see the module docstring);
+        ``path`` gets the node after each action."""
         translated = False
         t = self.tree
         g = self.gamedef
@@ -544,6 +555,8 @@ class Blueprint:
                         translated = True
                 n = int(t.edge_child[e])
                 b = b.apply(kind, size)
+                if path is not None:
+                    path.append(n)
         if t.kind[n] == KIND_SHOWDOWN:
             return Walk(n, translated, _ALLIN_CALLED)
         return Walk(n, translated, None)

@@ -282,7 +282,12 @@ def blueprint_ranges(
 
 
 def history_ranges(
-    bp: Blueprint, state: State, hands: np.ndarray, cache: Optional[BucketCache] = None, played: Played = None
+    bp: Blueprint,
+    state: State,
+    hands: np.ndarray,
+    cache: Optional[BucketCache] = None,
+    played: Played = None,
+    upto_round: Optional[int] = None,
 ) -> np.ndarray:
     """[P, H] each of the ``P`` seats' range given ``state``'s real history, whether or not the blueprint's tree
     follows it: at every real action, the probability that a player of this blueprint takes it
@@ -291,7 +296,9 @@ def history_ranges(
     node where the tree has none), the abstract actions that become that real action summed. An
     action no abstract action becomes (an off-tree raise) leaves the range as it was: nested
     solving's rule that an off-tree action does not change the range of the one who took it. An
-    action in ``played`` (:data:`Played`) is weighed by the strategy its player really played."""
+    action in ``played`` (:data:`Played`) is weighed by the strategy its player really played.
+    ``upto_round``: only the actions of the rounds before it (the ranges at its start; the hands
+    the state's whole board blocks still get 0)."""
     cache = cache or BucketCache(bp, hands)
     g = bp.gamedef
     H = len(hands)
@@ -300,6 +307,8 @@ def history_ranges(
     b = Betting.initial(g)
     flat = [a for acts in state.betting.actions for a in acts]
     for j, (kind, size) in enumerate(flat):
+        if upto_round is not None and b.round >= upto_round:
+            break
         p = b.current_player()
         if played and j in played:
             ranges[p] *= played[j]

@@ -40,6 +40,8 @@ KERNEL_RECORDS = frozenset(
         "subgame/depth_kernels.py::ContWork",
         "subgame/kernels.py::ParWork",
         "subgame/leaf_model.py::LeafModel",
+        "subgame/multiway_kernels.py::Problem",
+        "subgame/multiway_kernels.py::Scratch",
     }
 )
 

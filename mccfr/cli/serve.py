@@ -18,7 +18,7 @@ from blueprint.io.errors import CheckpointError
 from holdem.gamedef import parse_gamedef
 from mccfr.cli.common import CLIError, json_opt, run_dir_arg, user_input
 from mccfr.serving.acpc_client import AcpcClient, TimeBank, parse_address
-from mccfr.serving.query import SOLVE_METHODS, QueryError, check_method
+from mccfr.serving.query import SEARCH_METHOD, SOLVE_METHODS, QueryError, check_method
 from mccfr.serving.resources import default_memory_budget, default_solver_threads, parse_bytes
 from mccfr.serving.responders import HttpResponder
 from mccfr.serving.solver_processes import available
@@ -134,7 +134,9 @@ def _solving_options(
             )
         out["last_round_threads"] = last_round_threads
     g = _run_game(run_dir)
-    if solve_from is None:
+    if solve_from is None and solve_method == SEARCH_METHOD:  # Pluribus searched from the flop
+        out["from_round"] = min(1, g.num_rounds - 1)
+    elif solve_from is None:
         out["from_round"] = default_solve_from(g.num_rounds, time_budget_ms)
     else:
         names = ROUND_NAMES[: g.num_rounds] if g.num_rounds == 4 else ()
@@ -191,7 +193,8 @@ def _run_game(run_dir):
     default=None,
     metavar="METHOD",
     help="Re-solve subgames (from --solve-from's round, and off-tree bets) with this method "
-    "(e.g. reach-maxmargin); default: blueprint answers only.",
+    "(e.g. reach-maxmargin), or 'search' (Pluribus-style, any number of seats, from the second round "
+    "by default); default: blueprint answers only.",
 )
 @click.option(
     "--solve-from",
@@ -356,7 +359,7 @@ def serve(
         from mccfr.serving.service import bind, create_app, make_server  # FastAPI and uvicorn: serve only
     except ImportError as exc:
         raise CLIError(f"serve needs fastapi and uvicorn ({exc}); pip install fastapi uvicorn") from None
-    if solve_method is not None and "solver_processes" not in solving:
+    if solve_method not in (None, SEARCH_METHOD) and "solver_processes" not in solving:
         solving["solver_processes"] = available()
     path, responder = _load_responder(run_dir, time_budget_ms, solve_method, **solving)
     saved = (
@@ -463,7 +466,8 @@ def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solvi
     "--method",
     default=None,
     help="Method passed with every query (blueprint, or a solving method: without --server, subgames "
-    "solved from the turn in hold'em at a --time-budget-ms of 2000 or more, else the last round).",
+    "solved from the turn in hold'em at a --time-budget-ms of 2000 or more, else the last round; or "
+    "search: Pluribus-style search from the second round, any number of seats).",
 )
 @_budget_opt
 @click.option(
@@ -580,6 +584,8 @@ def play(
 def _play_responder(run_dir, server, api_key, time_budget_ms, method):
     """``play``'s responder: a running service's (``--server``) or the run's own."""
     if server is None:
+        if method == SEARCH_METHOD:
+            return _load_responder(run_dir, time_budget_ms, method)
         if method not in SOLVE_METHODS:
             return _load_responder(run_dir, time_budget_ms)
         return _load_responder(

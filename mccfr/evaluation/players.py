@@ -52,7 +52,7 @@ from blueprint.io.errors import CheckpointError
 from blueprint.player import ExactPlayer, Player, sample
 from holdem.evaluator import rank_many
 from holdem.state import State
-from mccfr.evaluation.solving import solving_player
+from mccfr.evaluation.solving import search_player, solving_player
 
 if TYPE_CHECKING:
     from holdem.game import Game
@@ -371,14 +371,27 @@ def player_from_spec(spec: str, game: Game, log=None) -> Player:
         return KuhnGreedy(game)
     run_dir, sep, method = spec.partition("+")
     if sep:
-        if not method.startswith("solve:") or not method[len("solve:") :]:
-            raise PlayerSpecError(f"player spec {spec!r}: expected RUN_DIR+solve:METHOD")
+        search = method == "search" or method.startswith("search:")
+        if not search and (not method.startswith("solve:") or not method[len("solve:") :]):
+            raise PlayerSpecError(
+                f"player spec {spec!r}: expected RUN_DIR+solve:METHOD or RUN_DIR+search[:ITERATIONS]"
+            )
+        if (
+            search
+            and method != "search"
+            and not all(p.isdigit() for p in method[len("search:") :].split(":"))
+        ):
+            raise PlayerSpecError(
+                f"player spec {spec!r}: expected RUN_DIR+search[:ITERATIONS[:CONTINUATIONS]], positive integers"
+            )
         inner = player_from_spec(run_dir, game, log=log)
         if not isinstance(inner, BlueprintPlayer):
             raise PlayerSpecError(f"player spec {spec!r}: solving needs a run directory before '+'")
         try:
+            if search:
+                return search_player(inner.bp, method[len("search:") :], f"{inner.name}+{method}")
             return solving_player(inner.bp, method[len("solve:") :], f"{inner.name}+{method}")
-        except ValueError as exc:
+        except ValueError as exc:  # a bad method or option, or a search setting out of range
             raise PlayerSpecError(f"player spec {spec!r}: {exc}") from None
     path = Path(spec)
     if not path.is_dir():

@@ -11,6 +11,9 @@ state's round far enough from the abstract sizes (:func:`subgame.policy.off_tree
 Where no subgame fits it plays the blueprint's answer (its fallback at a dead end); every answer
 is labelled (``sources`` counts them). Solves run ``iterations`` (default 200, so that a match
 repeats) within ``time_budget`` seconds when given.
+
+:class:`SearchPlayer` (the ``RUN_DIR+search[:ITERATIONS]`` spec) plays Pluribus-style search for
+any number of seats (:class:`subgame.multiway.MultiwaySearch`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from blueprint.player import sample
 from holdem.state import State
 from subgame.cache import SessionCache
 from subgame.limits import SolveLimits
+from subgame.multiway import MultiwaySearch, SearchConfig
 from subgame.nested import hand_strategy, solve_state
 from subgame.policy import SolvePolicy
 from subgame.solver import METHODS
@@ -156,6 +160,54 @@ def legal_action(action: str, state: State) -> str:
     return f"r{min(max(int(action[1:]), rr[0]), rr[1])}"
 
 
+class SearchPlayer:
+    """Blueprint + Pluribus-style search (:mod:`subgame.multiway`) at every decision from the
+    configuration's first round on; ``sources`` counts the answers by where they came from. A
+    state's answer is computed once (the search is seeded by the state) and kept while the
+    hand lasts."""
+
+    def __init__(self, bp: Blueprint, config: SearchConfig = SearchConfig(), name: str = "blueprint+search"):
+        self.search = MultiwaySearch(bp, config)
+        self.bp, self.name = bp, name
+        self.sources: dict[str, int] = {}
+        self.seconds = 0.0
+        self._memo: dict[str, dict[str, float]] = {}
+
+    def probs(self, state: State) -> dict[str, float]:
+        key = state.matchstate(state.viewer) if state.viewer is not None else str(state)
+        got = self._memo.get(key)
+        if got is None:
+            if len(self._memo) >= 4096:
+                self._memo.clear()
+            ans = self.search.answer(state)
+            self.sources[ans.source] = self.sources.get(ans.source, 0) + 1
+            self.seconds += ans.seconds
+            got = self._memo[key] = ans.strategy
+        return got
+
+    def act(self, state: State, rng: np.random.Generator) -> str:
+        return self.decide(state, rng)[0]
+
+    def decide(self, state: State, rng: np.random.Generator) -> tuple[str, dict[str, float]]:
+        dist = self.probs(state)
+        return sample(dist, rng), dist
+
+    def __repr__(self) -> str:
+        return f"<SearchPlayer {self.name!r}>"
+
+
+def search_player(bp: Blueprint, option: str, name: str) -> SearchPlayer:
+    """The ``RUN_DIR+search`` (``option`` empty: :class:`SearchConfig`'s defaults),
+    ``RUN_DIR+search:ITERATIONS`` or ``RUN_DIR+search:ITERATIONS:CONTINUATIONS`` player."""
+    if not option:
+        return SearchPlayer(bp, name=name)
+    parts = option.split(":")
+    if len(parts) > 2 or not all(p.isdigit() for p in parts):
+        raise ValueError(f"search:{option}: expected search:ITERATIONS[:CONTINUATIONS], positive integers")
+    config = SearchConfig(iterations=int(parts[0]), continuations=int(parts[1]) if len(parts) == 2 else 4)
+    return SearchPlayer(bp, config, name=name)
+
+
 def solving_player(bp: Blueprint, method: str, name: str) -> SolvingPlayer:
     """The factory the player-spec parser is handed (``RUN_DIR+solve:METHOD``,
     ``RUN_DIR+solve:METHOD:off-tree`` with ``off_tree`` at its default split, or
@@ -175,4 +227,4 @@ def solving_player(bp: Blueprint, method: str, name: str) -> SolvingPlayer:
     return SolvingPlayer(bp, method, name=name, off_tree=split)  # which checks the range
 
 
-__all__ = ["SolvingPlayer", "legal_action", "solving_player"]
+__all__ = ["SearchPlayer", "SolvingPlayer", "legal_action", "search_player", "solving_player"]

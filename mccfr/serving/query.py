@@ -90,6 +90,8 @@ from subgame.solver import METHODS
 SOLVE_METHODS: tuple[str, ...] = METHODS
 #: ``method`` value that asks for the blueprint's answer, no solving.
 BLUEPRINT_METHOD = "blueprint"
+#: ``method`` of Pluribus-style search (:mod:`subgame.multiway`, any number of seats).
+SEARCH_METHOD = "search"
 MAX_TIME_BUDGET_MS = 600_000  # the ACPC reference dealer's time per response
 
 MAX_SESSION_LEN = 256
@@ -158,7 +160,7 @@ def check_method(value: Any, accepted: tuple[str, ...]) -> str | None:
     """``value`` when None or in ``accepted``; a :class:`QueryError` naming the choices otherwise."""
     if value is None or (isinstance(value, str) and value in accepted):
         return value
-    known = (BLUEPRINT_METHOD, *SOLVE_METHODS)
+    known = (BLUEPRINT_METHOD, *SOLVE_METHODS, SEARCH_METHOD)
     if isinstance(value, str) and value in known:
         raise QueryError(
             "bad_method",
@@ -315,6 +317,7 @@ __all__ = [
     "MAX_MATCHSTATE_LEN",
     "MAX_SESSION_LEN",
     "MAX_TIME_BUDGET_MS",
+    "SEARCH_METHOD",
     "SOLVE_METHODS",
     "GameChecker",
     "QueryError",

@@ -1,5 +1,6 @@
 """The responders that answer without solving: :class:`BlueprintResponder` (the blueprint's
 average strategy, the base of the solving responder :class:`mccfr.serving.solving.SolvingResponder`),
+:class:`SearchResponder` (Pluribus-style search, any number of seats),
 :class:`PlayerResponder` (a baseline player, for an ACPC dealer) and :class:`HttpResponder` (a
 running ``mccfr serve``, asked over HTTP). What a query and its answer are:
 :mod:`mccfr.serving.query`."""
@@ -18,7 +19,14 @@ import numpy as np
 from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
 from holdem.game import Game
 from holdem.gamedef import parse_gamedef, require_two_players
-from mccfr.serving.query import BLUEPRINT_METHOD, QueryError, ValidatingResponder, example_matchstates
+from mccfr.serving.query import (
+    BLUEPRINT_METHOD,
+    SEARCH_METHOD,
+    QueryError,
+    ValidatingResponder,
+    example_matchstates,
+)
+from subgame.multiway import MultiwaySearch, SearchConfig
 
 if TYPE_CHECKING:
     from blueprint.blueprint import Blueprint
@@ -85,6 +93,55 @@ class BlueprintResponder(ValidatingResponder):
             "config_hash": self.bp.config_hash,
             "abstraction_hash": self.bp.abstraction_hash,
         }
+
+
+class SearchResponder(BlueprintResponder):
+    """Answers with Pluribus-style search (:class:`subgame.multiway.MultiwaySearch`; method
+    ``search``, the default) from ``config.from_round`` on, within 80% of the query's time budget
+    (at most ``config.iterations`` iterations), and with the blueprint before it or when asked
+    for ``blueprint``. Searches run one at a time (a lock: the kernel holds the GIL)."""
+
+    methods: tuple[str, ...] = (BLUEPRINT_METHOD, SEARCH_METHOD)
+    BUDGET_SHARE = 0.8  # of the query's time budget: the rest for the walk, ranges and the reply
+
+    def __init__(
+        self,
+        bp: Blueprint,
+        default_time_budget_ms: int = DEFAULT_TIME_BUDGET_MS,
+        config: SearchConfig | None = None,
+    ):
+        super().__init__(bp, default_time_budget_ms)
+        self.search = MultiwaySearch(bp, config or SearchConfig(iterations=None, seconds=1.0))
+        self._lock = threading.Lock()
+
+    def answer(self, matchstate, session=None, time_budget_ms=None, method=None) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        state, _, budget, method = self.validate(matchstate, session, time_budget_ms, method)
+        if method == BLUEPRINT_METHOD:
+            return self.blueprint_answer(state, t0, method)
+        with self._lock:
+            ans = self.search.answer(state, seconds=max(budget * self.BUDGET_SHARE / 1e3, 1e-3))
+        out: dict[str, Any] = {
+            "strategy": ans.strategy,
+            "source": ans.source,
+            "method": SEARCH_METHOD,
+            "iterations": ans.iterations,
+            "elapsed_ms": (time.perf_counter() - t0) * 1e3,
+        }
+        if ans.reason is not None:
+            out["reason"] = ans.reason
+        return out
+
+    def answer_fast(
+        self, matchstate, session=None, time_budget_ms=None, method=None
+    ) -> dict[str, Any] | None:
+        """The blueprint's answer where no search is due (method ``blueprint``, a round before the
+        first searched), on the service's loop; else None (:meth:`answer` then runs in a thread)."""
+        t0 = time.perf_counter()
+        state, _, _, method = self.validate(matchstate, session, time_budget_ms, method)
+        if method == BLUEPRINT_METHOD or state.round < self.search.config.from_round:
+            return self.blueprint_answer(state, t0, method)
+        return None
 
 
 class PlayerResponder(ValidatingResponder):
@@ -184,4 +241,4 @@ class HttpResponder:
             conn.close()
 
 
-__all__ = ["BlueprintResponder", "HttpResponder", "PlayerResponder"]
+__all__ = ["BlueprintResponder", "HttpResponder", "PlayerResponder", "SearchResponder"]

@@ -24,6 +24,7 @@ from blueprint.defaults import DEFAULT_TIME_BUDGET_MS
 from mccfr.serving.admission import CostModel, SizeModel
 from mccfr.serving.query import (
     BLUEPRINT_METHOD,
+    SEARCH_METHOD,
     SOLVE_METHODS,
     QueryError,
     Responder,
@@ -38,12 +39,13 @@ from mccfr.serving.resources import (
     malloc_trim,
     parse_bytes,
 )
-from mccfr.serving.responders import BlueprintResponder
+from mccfr.serving.responders import BlueprintResponder, SearchResponder
 from mccfr.serving.solver_processes import SolverProcessError, SolverProcesses
 from subgame.cache import SessionCache, nbytes
 from subgame.interrupt import SolveInterrupted
 from subgame.limits import SolveLimits
 from subgame.locking import LockError
+from subgame.multiway import SearchConfig
 from subgame.nested import solve_state
 from subgame.policy import Decision, SolvePolicy
 from subgame.tree import SubgameError, hand_index
@@ -699,12 +701,25 @@ def make_responder(
 ) -> Responder:
     """The responder for a run: the blueprint alone (``solve_method=None``), or blueprint plus
     subgame solving with ``solve_method`` as the default method (``solving``: ``options``, a
-    :class:`SolvingOptions`, and any option by name, e.g. ``from_round``, ``solver_threads``).
+    :class:`SolvingOptions`, and any option by name, e.g. ``from_round``, ``solver_threads``), or
+    with ``solve_method="search"`` Pluribus-style search (:class:`SearchResponder`; any number of
+    seats; ``from_round`` its only option, default 1).
 
     Raises:
         QueryError: ``solve_method`` names no method (``bad_method``).
         blueprint.io.errors.CheckpointError, ValueError: the run cannot be loaded.
     """
+    if solve_method == SEARCH_METHOD:
+        extra = sorted(set(solving) - {"from_round"})
+        if extra:
+            raise QueryError(
+                "bad_method",
+                f"{', '.join(extra)}: options of subgame solving; search takes from_round only",
+                422,
+            )
+        bp = Blueprint.load(Path(run_dir), log=log)
+        config = SearchConfig(iterations=None, seconds=1.0, from_round=solving.get("from_round", 1))
+        return SearchResponder(bp, default_time_budget_ms, config)
     if solve_method is not None:
         check_method(solve_method, SOLVE_METHODS)
         return SolvingResponder(
