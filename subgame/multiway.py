@@ -16,7 +16,8 @@ strategy for its hand at its decision.
   searching seat's too (Pluribus tracked the strategy it really played: not done here).
 - **Frozen**: the searching seat's own earlier actions in the round are fixed for the hand it
   holds (it took them); its other hands and every other seat are solved.
-- **The solver** is external-sampling MCCFR with linear weighting (:mod:`subgame.multiway_kernels`):
+- **The solver** is external-sampling MCCFR with linear weighting (:mod:`subgame.multiway_kernels`),
+  each information set playing the blueprint until one of its regrets is positive:
   a leaf's value is one rollout of the rest of the hand per continuation the traverser tries,
   the board's later cards drawn per iteration, the later rounds' buckets from the blueprint's
   card abstraction. The answer is the linear-weighted average of the searching seat's strategies
@@ -186,6 +187,13 @@ class MultiwaySearch:
             out[p, -1] = 1.0
         return out
 
+    def _round_buckets(self, state: State, r: int) -> np.ndarray:
+        """int64 [H]: every hand's bucket in round ``r`` on the state's board (0 where blocked)."""
+        idx, bk = self.cache(tuple(int(c) for c in state.board_cards), r)
+        out = np.zeros(len(self.hands), np.int64)
+        out[idx] = bk
+        return out
+
     # -- answers --------------------------------------------------------------------------------
     def answer(self, matchstate: str | State, seconds: Optional[float] = None) -> SearchAnswer:
         """The strategy of the seat to act, who must be the state's viewer (module docstring);
@@ -265,6 +273,7 @@ class MultiwaySearch:
             rd.leaf_off,
             frozen,
             self._hands64,
+            self._round_buckets(state, r),
             self._ranges(state, r),
             board,
             int(n0),

@@ -54,6 +54,7 @@ class Problem(NamedTuple):
     leaf_off: np.ndarray  # int64 [N]: first continuation regret of a leaf (-1 elsewhere)
     frozen: np.ndarray  # int64 [N]: the edge the searching seat took there with its hand (-1)
     hands: np.ndarray  # int64 [H, num_hole]
+    round_bucket: np.ndarray  # int64 [H]: each hand's bucket in the round (0 where the board blocks it)
     cdf: np.ndarray  # float64 [P, H]: each seat's range as a cumulative distribution (last = 1)
     board: np.ndarray  # int64 [known]: the board dealt so far, in deal order
     root: int
@@ -105,6 +106,29 @@ def _match(table, base, na, out, off):
     else:
         for a in range(na):
             out[off + a] = 1.0 / na
+
+
+@numba.njit(cache=True, inline="always", error_model="numpy")
+def _match_or(table, base, na, out, off, prior, poff):
+    """:func:`_match`, but where no regret is positive the ``prior`` distribution at ``poff``
+    (the blueprint's strategy) instead of the uniform one; ``poff`` < 0: the first action (a
+    leaf's blueprint continuation)."""
+    total = 0.0
+    for a in range(na):
+        r = table[base + a]
+        if r > 0.0:
+            out[off + a] = r
+            total += r
+        else:
+            out[off + a] = 0.0
+    if total > 0.0:
+        for a in range(na):
+            out[off + a] /= total
+    elif poff < 0:
+        out[off] = 1.0
+    else:
+        for a in range(na):
+            out[off + a] = prior[poff + a]
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
@@ -254,11 +278,11 @@ def _leaf(pb, sc, n, trav, w, off, rng):
         sc.choice[p] = BIAS_NONE
         if p != trav and (live >> p) & 1:
             base = pb.leaf_off[n] + (p * H + sc.hand[p]) * k
-            _match(sc.cont, base, k, sc.sig, off)
+            _match_or(sc.cont, base, k, sc.sig, off, pb.probs, -1)
             sc.choice[p] = _pick(sc.sig, off, k, rng)
     sc.stats[1] += 1
     base = pb.leaf_off[n] + (trav * H + sc.hand[trav]) * k
-    _match(sc.cont, base, k, sc.sig, off)
+    _match_or(sc.cont, base, k, sc.sig, off, pb.probs, -1)
     u = 0.0
     for c in range(k):
         sc.choice[trav] = c
@@ -302,11 +326,12 @@ def traverse(pb, sc, trav, w, maxa, rng):
                 n = pb.edge_child[pb.frozen[n]]
                 continue
             base = pb.sub_off[n] + h * na
+            poff = pb.row_offset[n] + pb.round_bucket[h] * na
             if s != trav:
-                _match(sc.regret, base, na, sc.sig, tmp)
+                _match_or(sc.regret, base, na, sc.sig, tmp, pb.probs, poff)
                 n = pb.edge_child[cs + _pick(sc.sig, tmp, na, rng)]
                 continue
-            _match(sc.regret, base, na, sc.sig, sp * maxa)
+            _match_or(sc.regret, base, na, sc.sig, sp * maxa, pb.probs, poff)
             sc.f_node[sp] = n
             sc.f_base[sp] = base
             sc.f_next[sp] = 0
@@ -348,6 +373,7 @@ def search_iterations(pb, sc, cards, t0, n_iters, maxa, rng):
     root_live = pb.live[pb.root]
     na_cur = pb.num_actions[pb.cur]
     base_cur = pb.sub_off[pb.cur] + pb.my_hand * na_cur
+    poff_cur = pb.row_offset[pb.cur] + pb.round_bucket[pb.my_hand] * na_cur
     for it in range(n_iters):
         w = float(t0 + it + 1)
         sample_hands(pb, sc, rng, False)
@@ -360,6 +386,6 @@ def search_iterations(pb, sc, cards, t0, n_iters, maxa, rng):
         deal_rest(pb, sc, cards, rng)
         traverse(pb, sc, pb.me, w, maxa, rng)
         sc.stats[0] += 1
-        _match(sc.regret, base_cur, na_cur, sc.roll, 0)
+        _match_or(sc.regret, base_cur, na_cur, sc.roll, 0, pb.probs, poff_cur)
         for a in range(na_cur):
             sc.acc[a] += w * sc.roll[a]

@@ -300,20 +300,11 @@ def test_play_command(tmp_path, responder):
     assert r.exit_code == 2 and "cannot connect to the dealer" in r.stderr
 
 
-def test_three_seat_match_at_the_dealer(tmp_path):
-    # a 3-seat blueprint (mccfr play's responder) against two always-call clients at the in-repo
-    # dealer: every hand played, positions rotating as the reference dealer's (s - hand) mod 3,
-    # the seats' nets summing to 0 with the dealer's totals, the log naming three players
-    from blueprint.trainer import make_trainer
-    from mccfr.serving.solving import make_responder
-
-    tr = make_trainer("holdem.nolimit.3p", cards="rank", seed=0)
-    tr.run(3_000)
-    tr.save(tmp_path / "run")
-    bot = make_responder(tmp_path / "run")
+def _three_seat_match(tmp_path, bot, hands: int = 30):
+    """``bot`` against two always-call clients at the in-repo dealer (checked as below)."""
     game = bot.game
     dealer = AcpcDealer(
-        game, 30, seed=4, names=("bp", "c1", "c2"), log_path=tmp_path / "m.log", transcript=True
+        game, hands, seed=4, names=("bp", "c1", "c2"), log_path=tmp_path / "m.log", transcript=True
     )
     dealer.start()
     responders = [bot, PlayerResponder(AlwaysCall(), game), PlayerResponder(AlwaysCall(), game)]
@@ -330,14 +321,46 @@ def test_three_seat_match_at_the_dealer(tmp_path):
         t.join(120)
     res = dealer.join(30)
     assert res.ok, res.error
-    assert res.hands == 30 and res.invalid_actions == [0, 0, 0] and not res.warnings
+    assert res.hands == hands and res.invalid_actions == [0, 0, 0] and not res.warnings
     for s in range(3):
-        assert reports[s].complete and reports[s].hands == 30 and reports[s].net == res.totals[s]
+        assert reports[s].complete and reports[s].hands == hands and reports[s].net == res.totals[s]
     assert abs(sum(res.totals)) < 1e-9 and reports[0].fallbacks == 0
     for s, d, line in dealer.transcript[3:]:
         if d == "to":
             st = game.state(line)
             assert st.viewer == (s - st.hand_id) % 3
     lines = (tmp_path / "m.log").read_text().splitlines()
-    assert sum(line.startswith("STATE:") for line in lines) == 30
+    assert sum(line.startswith("STATE:") for line in lines) == hands
     assert lines[-1].startswith("SCORE:") and lines[-1].endswith(":bp|c1|c2")
+
+
+@pytest.fixture(scope="module")
+def nl3_run(tmp_path_factory):
+    from blueprint.trainer import make_trainer
+
+    tr = make_trainer("holdem.nolimit.3p", cards="rank", seed=0)
+    tr.run(3_000)
+    run = tmp_path_factory.mktemp("nl3") / "run"
+    tr.save(run)
+    return run
+
+
+def test_three_seat_match_at_the_dealer(tmp_path, nl3_run):
+    # a 3-seat blueprint (mccfr play's responder) against two always-call clients at the in-repo
+    # dealer: every hand played, positions rotating as the reference dealer's (s - hand) mod 3,
+    # the seats' nets summing to 0 with the dealer's totals, the log naming three players
+    from mccfr.serving.solving import make_responder
+
+    _three_seat_match(tmp_path, make_responder(nl3_run))
+
+
+def test_three_seat_match_with_search_at_the_dealer(tmp_path, nl3_run):
+    # the same with Pluribus-style search from the flop (mccfr play --method search's responder,
+    # capped at 200 iterations a decision for the test's time): searched answers, no fallback
+    from blueprint.blueprint import Blueprint
+    from mccfr.serving.responders import SearchResponder
+    from subgame.multiway import SearchConfig
+
+    bot = SearchResponder(Blueprint.load(nl3_run), config=SearchConfig(iterations=200))
+    _three_seat_match(tmp_path, bot, hands=12)
+    assert bot.search.stats[0] > 0

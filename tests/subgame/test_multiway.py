@@ -43,7 +43,7 @@ def test_search_lowers_a_weak_blueprints_nash_conv_on_three_player_kuhn(kuhn3_we
     bp = kuhn3_weak
     flat = NPlayerGame.from_gamedef("kuhn.limit.3p")
     before = nash_conv(flat, flat.policy_from(lambda s: bp.strategy(s)))
-    player = SearchPlayer(bp, SearchConfig(iterations=1000, from_round=0))
+    player = SearchPlayer(bp, SearchConfig(iterations=16_000, from_round=0))
     after = nash_conv(flat, flat.policy_from(player.probs))
     assert player.sources == {"search": len(flat.infoset_node)}
     assert before > 0.03
