@@ -29,6 +29,8 @@ The modules, each importing only those above it:
 ``saved``           saved solves: a subgame and its solver state in one file
 ``cache``           solved subgames kept for reuse within a memory budget
 ``policy``          :class:`~subgame.policy.SolvePolicy`: blueprint, then solve, then reuse
+``multiway_kernels`` numba: the N-seat search's sampled traversal, leaves and rollouts
+``multiway``        :class:`~subgame.multiway.MultiwaySearch`: Pluribus-style search, any seats
 ==================  ===========================================================================
 
 The fold and showdown terminals the walks share live below, in :mod:`blueprint.range_kernels`.

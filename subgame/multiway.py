@@ -35,6 +35,7 @@ import dataclasses
 import math
 import time
 import zlib
+from collections import OrderedDict
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -52,6 +53,7 @@ MAX_ITERATIONS = 100_000_000
 MAX_SECONDS = 3600.0
 MAX_TABLE_ENTRIES = 200_000_000  # regrets of one search (float64): 1.6 GB
 CHUNK = 16  # iterations between looks at the clock
+ROUND_CACHE = 16  # round subgames kept (two int64 arrays over the blueprint's nodes each: 13 MB for nl6max)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +133,7 @@ class MultiwaySearch:
         self.cache = BucketCache(bp, self.hands)
         self._index = {tuple(int(c) for c in h): i for i, h in enumerate(self.hands)}
         self._cards = bp.cards.kernel_arrays(bp.gamedef)
-        self._rounds: dict[int, _Round] = {}
+        self._rounds: OrderedDict[int, _Round] = OrderedDict()  # the latest ROUND_CACHE
         # the kernel's stride per depth: a decision's actions or a leaf's continuations
         self.maxa = max(int(t.num_actions.max()), config.continuations)
         self.stats = np.zeros(3, np.int64)  # traversals, leaves rolled out, seat-by-seat draws
@@ -141,6 +143,7 @@ class MultiwaySearch:
         """The offsets of the subgame from node ``n0`` to the end of its round (memoised)."""
         got = self._rounds.get(n0)
         if got is not None:
+            self._rounds.move_to_end(n0)
             return got
         t = self.bp.tree
         r = int(t.round[n0])
@@ -172,6 +175,8 @@ class MultiwaySearch:
                 f"{regrets + leaves * P * H * k:,} table entries (at most {MAX_TABLE_ENTRIES:,})"
             )
         got = self._rounds[n0] = _Round(sub_off, leaf_off, regrets, leaves, depth + 2)
+        if len(self._rounds) > ROUND_CACHE:
+            self._rounds.popitem(last=False)
         return got
 
     def _ranges(self, state: State, r: int) -> np.ndarray:

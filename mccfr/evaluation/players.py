@@ -382,7 +382,7 @@ def player_from_spec(spec: str, game: Game, log=None) -> Player:
             and not all(p.isdigit() for p in method[len("search:") :].split(":"))
         ):
             raise PlayerSpecError(
-                f"player spec {spec!r}: expected RUN_DIR+search[:ITERATIONS[:CONTINUATIONS]], positive integers"
+                f"player spec {spec!r}: expected RUN_DIR+search[:ITERATIONS[:CONTINUATIONS[:FROM_ROUND]]], integers"
             )
         inner = player_from_spec(run_dir, game, log=log)
         if not isinstance(inner, BlueprintPlayer):

@@ -197,14 +197,20 @@ class SearchPlayer:
 
 
 def search_player(bp: Blueprint, option: str, name: str) -> SearchPlayer:
-    """The ``RUN_DIR+search`` (``option`` empty: :class:`SearchConfig`'s defaults),
-    ``RUN_DIR+search:ITERATIONS`` or ``RUN_DIR+search:ITERATIONS:CONTINUATIONS`` player."""
+    """The ``RUN_DIR+search`` (``option`` empty: :class:`SearchConfig`'s defaults) or
+    ``RUN_DIR+search:ITERATIONS[:CONTINUATIONS[:FROM_ROUND]]`` player."""
     if not option:
         return SearchPlayer(bp, name=name)
     parts = option.split(":")
-    if len(parts) > 2 or not all(p.isdigit() for p in parts):
-        raise ValueError(f"search:{option}: expected search:ITERATIONS[:CONTINUATIONS], positive integers")
-    config = SearchConfig(iterations=int(parts[0]), continuations=int(parts[1]) if len(parts) == 2 else 4)
+    if len(parts) > 3 or not all(p.isdigit() for p in parts):
+        raise ValueError(
+            f"search:{option}: expected search:ITERATIONS[:CONTINUATIONS[:FROM_ROUND]], integers"
+        )
+    config = SearchConfig(
+        iterations=int(parts[0]),
+        continuations=int(parts[1]) if len(parts) > 1 else SearchConfig.continuations,
+        from_round=int(parts[2]) if len(parts) > 2 else SearchConfig.from_round,
+    )
     return SearchPlayer(bp, config, name=name)
 
 

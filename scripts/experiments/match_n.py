@@ -15,7 +15,10 @@ Player SPECs: ``es:ITERATIONS[:SEED]``, the average strategy of
 first position and the opponent's copies (one object) in the others, on the same deals (same
 seed). Each match reports every player's mean per hand with its 95% interval over deals, the
 deals, hands and seconds, and, where the game flattens, each player's exact expected value over
-the same seatings (:func:`~mccfr.evaluation.match_n.exact_values`; ``--no-exact`` skips it).
+the same seatings (:func:`~mccfr.evaluation.match_n.exact_values`; ``--no-exact`` skips it) and
+the NashConv of each player's policy played by every seat (``nash_conv``). A player with no
+flat policy (a blueprint, a searching player, a baseline) is asked once per information set.
+Player SPECs also take run directories (``RUN_DIR``, ``RUN_DIR+search[:ITERATIONS[:K[:FROM_ROUND]]]``).
 
 ``mccfr eval`` plays two-player matches only (``--vs`` there means one match per opponent) and
 refuses an N-seat game by name; LBR is a best response to one opponent and two-player only.
@@ -33,7 +36,7 @@ from mccfr_util.numba_cache import configure
 
 configure()  # numba's cache, before the project's kernels load (docs/training.md)
 
-from blueprint.nplayer import FlattenError, NPlayerGame, train_es  # noqa: E402
+from blueprint.nplayer import FlattenError, NPlayerGame, nash_conv, train_es  # noqa: E402
 from blueprint.player import Player  # noqa: E402
 from holdem.game import Game  # noqa: E402
 from mccfr.evaluation.match_n import PolicyPlayer, exact_values, play_match_n  # noqa: E402
@@ -48,6 +51,8 @@ class Players:
         self._flat: NPlayerGame | None = None
         self._made: dict[str, Player] = {}
         self.train_s: dict[str, float] = {}
+        self._policies: dict[int, PolicyPlayer] = {}
+        self._nash_conv: dict[str, float] = {}
 
     def flat(self) -> NPlayerGame:
         if self._flat is None:
@@ -69,6 +74,22 @@ class Players:
                 self._made[spec] = player_from_spec(spec, self.game)
         return self._made[spec]
 
+    def as_policy(self, player: Player) -> PolicyPlayer:
+        """``player`` as a flat policy (asked once per information set), made once per player."""
+        if isinstance(player, PolicyPlayer):
+            return player
+        if id(player) not in self._policies:
+            self._policies[id(player)] = PolicyPlayer(
+                self.flat(), self.flat().policy_from(player.probs), player.name
+            )
+        return self._policies[id(player)]
+
+    def nash_conv(self, player: PolicyPlayer) -> float:
+        """The NashConv of ``player``'s policy played by every seat (chips), computed once."""
+        if player.name not in self._nash_conv:
+            self._nash_conv[player.name] = float(nash_conv(self.flat(), player.policy))
+        return self._nash_conv[player.name]
+
 
 def one_match(
     game: Game, made: Players, players: list[Player], deals: int, seed: int, seatings, exact: bool
@@ -78,12 +99,14 @@ def one_match(
     row = {"what": "match_n", **res.to_json(), "seconds": round(time.perf_counter() - t, 1)}
     if exact:
         try:
-            ex = exact_values(made.flat(), players, seatings)
+            flat = [made.as_policy(p) for p in players]
         except FlattenError:
-            ex = None
-        if ex is not None:
-            for p, v in zip(row["players"], ex):
+            flat = None
+        if flat is not None:
+            ex = exact_values(made.flat(), flat, seatings)
+            for p, v, f in zip(row["players"], ex, flat):
                 p["exact"] = float(v) * res.scale()
+                p["nash_conv"] = made.nash_conv(f)
     row["load"] = round(os.getloadavg()[0], 2)
     return row
 
@@ -130,6 +153,8 @@ def main() -> None:
         head = r["players"][0]
         others = ", ".join(p["name"] for p in r["players"][1:])
         ex = f"  exact {head['exact']:+.4f}" if "exact" in head else ""
+        if "nash_conv" in head:
+            ex += "  NashConv " + " / ".join(f"{p['name']} {p['nash_conv']:.4f}" for p in r["players"][:2])
         print(
             f"{head['name']} vs {others}: {head['mean']:+.4f} +- {head['ci95']:.4f} {r['unit']}{ex}"
             f"  ({r['deals']:,} deals, {r['hands']:,} hands, {r['seconds']} s)"
