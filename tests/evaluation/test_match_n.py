@@ -223,3 +223,9 @@ def test_script_one_match(kuhn3):
     assert row["deals"] == 20 and row["hands"] == 120 and row["unit"] == "chips/hand"
     assert sum(p["exact"] for p in row["players"]) == pytest.approx(0.0, abs=1e-12)
     assert row["players"][0]["name"] == "es:2000"
+    # each policy's NashConv, the same as the small-game oracle's; random's flattened from probs
+    from blueprint.nplayer import nash_conv
+
+    flat = made.flat()
+    assert row["players"][0]["nash_conv"] == pytest.approx(nash_conv(flat, es.policy), abs=1e-12)
+    assert row["players"][1]["nash_conv"] == pytest.approx(2.0625, abs=1e-9)  # uniform play's
