@@ -72,7 +72,16 @@ class BlueprintResponder(ValidatingResponder):
         state, _, _, _ = self.validate(matchstate, session, time_budget_ms, method)
         return self.blueprint_answer(state, t0)
 
-    answer_fast = answer  # every blueprint answer is fast: the service runs it on its event loop
+    def answer_fast(
+        self,
+        matchstate: str,
+        session: str | None = None,
+        time_budget_ms: int | None = None,
+        method: str | None = None,
+    ) -> dict[str, Any] | None:
+        """:meth:`answer`: every blueprint answer is fast, so the service runs it on its event
+        loop (a subclass returns None for the answers that are not)."""
+        return self.answer(matchstate, session, time_budget_ms, method)
 
     def warm_up(self) -> None:
         """Answer one query per betting round so that numba's card-bucket kernels are compiled
