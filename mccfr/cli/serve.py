@@ -420,9 +420,10 @@ def _serve_ray(run_dir, host, port, time_budget_ms, threads, solve_method, solvi
         raise CLIError(str(exc)) from None
     path = run_dir_arg(run_dir)
     opts = {"solve_method": solve_method, "default_time_budget_ms": time_budget_ms, **solving}
-    if solve_method is not None and "solver_threads" not in solving:
+    solves = solve_method not in (None, SEARCH_METHOD)  # subgame solving: its threads and memory
+    if solves and "solver_threads" not in solving:
         opts["solver_threads"] = max(1, default_solver_threads() // replicas)
-    if solve_method is not None and "memory_budget" not in solving:
+    if solves and "memory_budget" not in solving:
         opts["memory_budget"] = default_memory_budget() // replicas
     with user_input():
         make_responder(path, **opts).close()  # fail here, with a clear message, not inside a replica

@@ -703,7 +703,7 @@ def make_responder(
     subgame solving with ``solve_method`` as the default method (``solving``: ``options``, a
     :class:`SolvingOptions`, and any option by name, e.g. ``from_round``, ``solver_threads``), or
     with ``solve_method="search"`` Pluribus-style search (:class:`SearchResponder`; any number of
-    seats; ``from_round`` its only option, default 1).
+    seats; ``from_round`` its only option, default 1, the second round).
 
     Raises:
         QueryError: ``solve_method`` names no method (``bad_method``).
@@ -718,7 +718,8 @@ def make_responder(
                 422,
             )
         bp = Blueprint.load(Path(run_dir), log=log)
-        config = SearchConfig(iterations=None, seconds=1.0, from_round=solving.get("from_round", 1))
+        first = solving.get("from_round", min(1, bp.gamedef.num_rounds - 1))  # Pluribus: the flop on
+        config = SearchConfig(iterations=None, seconds=1.0, from_round=first)
         return SearchResponder(bp, default_time_budget_ms, config)
     if solve_method is not None:
         check_method(solve_method, SOLVE_METHODS)

@@ -31,11 +31,8 @@ def test_search_answers_from_its_round_and_the_blueprint_before(leduc3_run):
     r = SearchResponder(bp, config=SearchConfig(iterations=None, seconds=1.0))
     late = "MATCHSTATE:2:0:ccc/cr:||2d/4c"
     assert r.answer_fast(late) is None  # a search: not on the service's loop
-    t = time.perf_counter()
     out = r.answer(late, time_budget_ms=300)
-    took = time.perf_counter() - t
     assert out["source"] == "search" and out["method"] == "search" and out["iterations"] > 10
-    assert took < 0.3 * 2  # about 80% of the 300 ms budget (slack for a loaded machine)
     assert set(out["strategy"]) == {"f", "c", "r"} and abs(sum(out["strategy"].values()) - 1) < 1e-9
     early = "MATCHSTATE:1:0:r:|3c|"
     fast = r.answer_fast(early)
@@ -58,3 +55,14 @@ def test_serve_refuses_options_of_subgame_solving_with_search(leduc3_run):
         cli, ["serve", str(leduc3_run), "--solve", "search", "--solver-threads", "2", "--port", "0"]
     )
     assert res.exit_code == 2 and "solver_threads" in res.stderr
+
+
+@pytest.mark.timing
+def test_a_search_answers_within_its_budget(leduc3_run):
+    r = SearchResponder(Blueprint.load(leduc3_run), config=SearchConfig(iterations=None, seconds=1.0))
+    late = "MATCHSTATE:2:0:ccc/cr:||2d/4c"
+    r.answer(late, time_budget_ms=50)  # the kernels compiled or loaded
+    for budget in (100, 300):
+        t = time.perf_counter()
+        r.answer(late, time_budget_ms=budget)
+        assert time.perf_counter() - t < budget / 1e3  # 80% searching, the rest to spare
