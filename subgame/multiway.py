@@ -45,7 +45,7 @@ from blueprint.blueprint import Blueprint, viewer_decision
 from blueprint.numerics import seed_rng_state
 from holdem.state import State
 from subgame import multiway_kernels as MK
-from subgame.construct import BucketCache, history_ranges
+from subgame.construct import BucketCache, Played, history_ranges
 from subgame.tree import SubgameError, all_hands
 
 MAX_CONTINUATIONS = 4  # the blueprint, then fold-, call- and raise-biased (Pluribus's four)
@@ -101,6 +101,10 @@ class SearchAnswer(NamedTuple):
     iterations: int
     seconds: float
     reason: Optional[str] = None
+    #: ``search``: every hand's strategy at the decision, {ACPC action: float64 [H] over
+    #: :attr:`MultiwaySearch.hands`} (0 for hands the board blocks): the seat's range after its
+    #: action, what :func:`subgame.construct.history_ranges` takes as ``played``
+    hands: Optional[dict[str, np.ndarray]] = None
 
 
 class _Round(NamedTuple):
@@ -179,9 +183,10 @@ class MultiwaySearch:
             self._rounds.popitem(last=False)
         return got
 
-    def _ranges(self, state: State, r: int) -> np.ndarray:
-        """[P, H] cumulative distributions of every seat's range at round ``r``'s start."""
-        ranges = history_ranges(self.bp, state, self.hands, self.cache, upto_round=r)
+    def _ranges(self, state: State, r: int, played: Played = None) -> np.ndarray:
+        """[P, H] cumulative distributions of every seat's range at round ``r``'s start
+        (``played``: the strategies some of the real actions were drawn from, by hand)."""
+        ranges = history_ranges(self.bp, state, self.hands, self.cache, played=played, upto_round=r)
         out = np.empty_like(ranges)
         for p in range(len(ranges)):
             row = ranges[p]
@@ -193,16 +198,21 @@ class MultiwaySearch:
         return out
 
     def _round_buckets(self, state: State, r: int) -> np.ndarray:
-        """int64 [H]: every hand's bucket in round ``r`` on the state's board (0 where blocked)."""
+        """int64 [H]: every hand's bucket in round ``r`` on the state's board (-1 where blocked)."""
         idx, bk = self.cache(tuple(int(c) for c in state.board_cards), r)
-        out = np.zeros(len(self.hands), np.int64)
+        out = np.full(len(self.hands), -1, np.int64)
         out[idx] = bk
         return out
 
     # -- answers --------------------------------------------------------------------------------
-    def answer(self, matchstate: str | State, seconds: Optional[float] = None) -> SearchAnswer:
+    def answer(
+        self, matchstate: str | State, seconds: Optional[float] = None, played: Played = None
+    ) -> SearchAnswer:
         """The strategy of the seat to act, who must be the state's viewer (module docstring);
-        ``seconds`` bounds this search in place of the configuration's ``seconds``."""
+        ``seconds`` bounds this search in place of the configuration's ``seconds``; ``played``
+        (:data:`subgame.construct.Played`) the strategies, by hand, of earlier actions that
+        were not the blueprint's (the searching seat's own earlier searched decisions: its
+        :attr:`SearchAnswer.hands`)."""
         bp = self.bp
         state = viewer_decision(matchstate if isinstance(matchstate, State) else bp.game.state(matchstate))
         r = state.round
@@ -224,7 +234,7 @@ class MultiwaySearch:
             ans = bp.answer(state)
             return SearchAnswer(ans.strategy, "fallback", 0, 0.0, why)
         start = time.perf_counter()
-        pb, rd = self.problem(state, path)
+        pb, rd = self.problem(state, path, played)
         cur = pb.cur
         sc = self._scratch(rd, int(t.num_actions[cur]))
         key = zlib.crc32(state.matchstate(me).encode())
@@ -239,12 +249,18 @@ class MultiwaySearch:
             done += step
         self.stats += sc.stats
         acc = sc.acc / sc.acc.sum()
+        na = len(acc)
+        every = sc.acc_all.reshape(-1, na)
+        total = every.sum(axis=1, keepdims=True)
+        every = np.divide(every, total, out=np.zeros_like(every), where=total > 0)
         out: dict[str, float] = {}
-        for key_, p in zip(bp.action_keys(cur, state.betting), acc):
+        hands: dict[str, np.ndarray] = {}
+        for a, (key_, p) in enumerate(zip(bp.action_keys(cur, state.betting), acc)):
             out[key_] = out.get(key_, 0.0) + float(p)
-        return SearchAnswer(out, "search", done, time.perf_counter() - start)
+            hands[key_] = hands[key_] + every[:, a] if key_ in hands else every[:, a].copy()
+        return SearchAnswer(out, "search", done, time.perf_counter() - start, None, hands)
 
-    def problem(self, state: State, path: list[int]) -> tuple[MK.Problem, _Round]:
+    def problem(self, state: State, path: list[int], played: Played = None) -> tuple[MK.Problem, _Round]:
         """The kernel's problem for the decision ``state`` of its viewer, whose betting
         :meth:`~blueprint.blueprint.Blueprint.path` walked to ``path`` (a decision of the viewer,
         in the round the path's first node of the state's round is on)."""
@@ -279,7 +295,7 @@ class MultiwaySearch:
             frozen,
             self._hands64,
             self._round_buckets(state, r),
-            self._ranges(state, r),
+            self._ranges(state, r, played),
             board,
             int(n0),
             me,
@@ -299,6 +315,7 @@ class MultiwaySearch:
             np.zeros(max(rd.regrets, 1)),
             np.zeros(max(rd.leaves * P * H * k, 1)),
             np.zeros(na_cur),
+            np.zeros(H * na_cur),
             np.zeros(P, np.int64),
             np.zeros(ncards, np.int64),
             np.zeros(g.deck_size, np.bool_),

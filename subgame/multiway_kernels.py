@@ -54,7 +54,7 @@ class Problem(NamedTuple):
     leaf_off: np.ndarray  # int64 [N]: first continuation regret of a leaf (-1 elsewhere)
     frozen: np.ndarray  # int64 [N]: the edge the searching seat took there with its hand (-1)
     hands: np.ndarray  # int64 [H, num_hole]
-    round_bucket: np.ndarray  # int64 [H]: each hand's bucket in the round (0 where the board blocks it)
+    round_bucket: np.ndarray  # int64 [H]: each hand's bucket in the round (-1 where the board blocks it)
     cdf: np.ndarray  # float64 [P, H]: each seat's range as a cumulative distribution (last = 1)
     board: np.ndarray  # int64 [known]: the board dealt so far, in deal order
     root: int
@@ -71,6 +71,7 @@ class Scratch(NamedTuple):
     regret: np.ndarray  # float64: the round's decisions, [node rows][H][actions]
     cont: np.ndarray  # float64: the leaves' choices, [leaf][P][H][k]
     acc: np.ndarray  # float64 [actions at cur]: the searching seat's linear-weighted strategy
+    acc_all: np.ndarray  # float64 [H * actions at cur]: the same for every hand of the seat
     hand: np.ndarray  # int64 [P]: this iteration's hands (indices)
     deal: np.ndarray  # int64: the seats' hole cards, then the board
     used: np.ndarray  # bool [deck]
@@ -370,6 +371,7 @@ def search_iterations(pb, sc, cards, t0, n_iters, maxa, rng):
     after each, the searching seat's current strategy at ``cur`` added to ``sc.acc`` with the
     iteration's weight."""
     P = pb.cdf.shape[0]
+    H = pb.hands.shape[0]
     root_live = pb.live[pb.root]
     na_cur = pb.num_actions[pb.cur]
     base_cur = pb.sub_off[pb.cur] + pb.my_hand * na_cur
@@ -389,3 +391,20 @@ def search_iterations(pb, sc, cards, t0, n_iters, maxa, rng):
         _match_or(sc.regret, base_cur, na_cur, sc.roll, 0, pb.probs, poff_cur)
         for a in range(na_cur):
             sc.acc[a] += w * sc.roll[a]
+        # every hand's strategy there (the seat's range after its action: what later searches
+        # take as its range, as Pluribus tracked its own)
+        base_all = pb.sub_off[pb.cur]
+        for h in range(H):
+            if pb.round_bucket[h] < 0:
+                continue
+            _match_or(
+                sc.regret,
+                base_all + h * na_cur,
+                na_cur,
+                sc.roll,
+                0,
+                pb.probs,
+                pb.row_offset[pb.cur] + pb.round_bucket[h] * na_cur,
+            )
+            for a in range(na_cur):
+                sc.acc_all[h * na_cur + a] += w * sc.roll[a]

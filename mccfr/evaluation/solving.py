@@ -24,6 +24,7 @@ import numpy as np
 
 from blueprint.blueprint import Blueprint, BlueprintError
 from blueprint.player import sample
+from holdem.betting import Betting, action_string
 from holdem.state import State
 from subgame.cache import SessionCache
 from subgame.limits import SolveLimits
@@ -163,27 +164,60 @@ def legal_action(action: str, state: State) -> str:
 class SearchPlayer:
     """Blueprint + Pluribus-style search (:mod:`subgame.multiway`) at every decision from the
     configuration's first round on; ``sources`` counts the answers by where they came from. A
-    state's answer is computed once (the search is seeded by the state) and kept while the
-    hand lasts."""
+    state's answer is computed once (the search is seeded by the state) and kept, with every
+    hand's strategy there: a later search takes the seat's range after its own earlier searched
+    decisions from those (as Pluribus tracked its range), searching an earlier decision first if
+    it was never asked (exact values ask the information sets in any order)."""
+
+    MEMO = 65536  # answers kept (a hand needs only its own; exact values ask every one once)
 
     def __init__(self, bp: Blueprint, config: SearchConfig = SearchConfig(), name: str = "blueprint+search"):
         self.search = MultiwaySearch(bp, config)
         self.bp, self.name = bp, name
         self.sources: dict[str, int] = {}
         self.seconds = 0.0
-        self._memo: dict[str, dict[str, float]] = {}
+        self._memo: dict[str, tuple[dict[str, float], Optional[dict[str, np.ndarray]]]] = {}
 
-    def probs(self, state: State) -> dict[str, float]:
+    def _answer(self, state: State) -> tuple[dict[str, float], Optional[dict[str, np.ndarray]]]:
         key = state.matchstate(state.viewer) if state.viewer is not None else str(state)
         got = self._memo.get(key)
         if got is None:
-            if len(self._memo) >= 4096:
+            if len(self._memo) >= self.MEMO:
                 self._memo.clear()
-            ans = self.search.answer(state)
+            ans = self.search.answer(state, played=self._played(state))
             self.sources[ans.source] = self.sources.get(ans.source, 0) + 1
             self.seconds += ans.seconds
-            got = self._memo[key] = ans.strategy
+            got = self._memo[key] = (ans.strategy, ans.hands)
         return got
+
+    def _played(self, state: State) -> Optional[dict[int, np.ndarray]]:
+        """{index of the action in the hand: float64 [H]}: the probability, per hand, of each of
+        the viewer's own earlier actions in searched rounds before the state's, from the search
+        that chose it."""
+        g, me = state.gamedef, state.viewer
+        first = self.search.config.from_round
+        if me is None or state.round <= first:
+            return None
+        head, _, cards = state.matchstate(me).rpartition(":")
+        prefix = head.split(":")[:3]  # MATCHSTATE, seat, hand number
+        boards = cards.split("/")
+        out: dict[int, np.ndarray] = {}
+        b = Betting.initial(g)
+        j = 0
+        for acts in state.betting.actions[: state.round]:
+            for kind, size in acts:
+                if b.round >= first and b.current_player() == me:
+                    ms = ":".join([*prefix, b.betting_string(), "/".join(boards[: b.round + 1])])
+                    _, hands = self._answer(self.bp.game.state(ms))
+                    real = action_string(kind, size, g)
+                    if hands is not None and real in hands:
+                        out[j] = hands[real]
+                b = b.apply(kind, size)
+                j += 1
+        return out or None
+
+    def probs(self, state: State) -> dict[str, float]:
+        return self._answer(state)[0]
 
     def act(self, state: State, rng: np.random.Generator) -> str:
         return self.decide(state, rng)[0]

@@ -152,3 +152,23 @@ def test_a_round_the_game_lacks_and_bad_specs_are_refused(kuhn3_weak, tmp_path):
         MultiwaySearch(kuhn3_weak, SearchConfig(from_round=1))
     with pytest.raises(PlayerSpecError, match="search"):
         player_from_spec(f"{tmp_path}+search:many", kuhn3_weak.game)
+
+
+def test_the_searching_seats_range_follows_its_own_searched_play(leduc3):
+    # searching from the first round: at a second-round decision the seat's range is its earlier
+    # searches' strategies for every hand (the actions it took), not the blueprint's
+    bp = leduc3
+    player = SearchPlayer(bp, SearchConfig(iterations=200, from_round=0))
+    state = bp.game.state("MATCHSTATE:0:0:crcc/:5d||/4c")
+    played = player._played(state)
+    assert sorted(played) == [0, 3]  # seat 0's "c" at the start, then its "c" facing the raise
+    first = player.search.answer(bp.game.state("MATCHSTATE:0:0::5d||"))
+    assert first.hands is not None
+    assert np.allclose(sum(first.hands.values()), 1.0)  # a distribution per hand (none blocked)
+    assert np.array_equal(played[0], first.hands["c"])
+    assert player.probs(state) == player.probs(state)
+    # the range differs from the blueprint's: the answer is searched against another range
+    ms = player.search
+    with_played = ms._ranges(state, 1, played)
+    assert not np.allclose(with_played[0], ms._ranges(state, 1)[0])
+    assert np.allclose(with_played[1:], ms._ranges(state, 1)[1:])
