@@ -369,7 +369,7 @@ def search_iterations(pb, sc, cards, t0, n_iters, maxa, rng):
     """Iterations ``t0 + 1 .. t0 + n_iters`` (their linear weights), each of every live seat's
     traversal on one joint deal and the searching seat's on a deal that holds its real hand;
     after each, the searching seat's current strategy at ``cur`` added to ``sc.acc`` with the
-    iteration's weight."""
+    iteration's weight; at the end, every hand's into ``sc.acc_all`` with the call's."""
     P = pb.cdf.shape[0]
     H = pb.hands.shape[0]
     root_live = pb.live[pb.root]
@@ -391,20 +391,24 @@ def search_iterations(pb, sc, cards, t0, n_iters, maxa, rng):
         _match_or(sc.regret, base_cur, na_cur, sc.roll, 0, pb.probs, poff_cur)
         for a in range(na_cur):
             sc.acc[a] += w * sc.roll[a]
-        # every hand's strategy there (the seat's range after its action: what later searches
-        # take as its range, as Pluribus tracked its own)
-        base_all = pb.sub_off[pb.cur]
-        for h in range(H):
-            if pb.round_bucket[h] < 0:
-                continue
-            _match_or(
-                sc.regret,
-                base_all + h * na_cur,
-                na_cur,
-                sc.roll,
-                0,
-                pb.probs,
-                pb.row_offset[pb.cur] + pb.round_bucket[h] * na_cur,
-            )
-            for a in range(na_cur):
-                sc.acc_all[h * na_cur + a] += w * sc.roll[a]
+    # every hand's strategy there, once a call with the call's weight (the seat's range after
+    # its action: what later searches take as its range, as Pluribus tracked its own; every
+    # iteration would cost as much as the traversals with 1,326 hands)
+    w = 0.0
+    for it in range(n_iters):
+        w += float(t0 + it + 1)
+    base_all = pb.sub_off[pb.cur]
+    for h in range(H):
+        if pb.round_bucket[h] < 0:
+            continue
+        _match_or(
+            sc.regret,
+            base_all + h * na_cur,
+            na_cur,
+            sc.roll,
+            0,
+            pb.probs,
+            pb.row_offset[pb.cur] + pb.round_bucket[h] * na_cur,
+        )
+        for a in range(na_cur):
+            sc.acc_all[h * na_cur + a] += w * sc.roll[a]
