@@ -40,6 +40,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from abstraction.cards import scratch_size
 from abstraction.tree import KIND_CHANCE, KIND_DECISION
 from blueprint.blueprint import Blueprint, viewer_decision
 from blueprint.numerics import seed_rng_state
@@ -309,7 +310,7 @@ class MultiwaySearch:
     def _scratch(self, rd: _Round, na_cur: int) -> MK.Scratch:
         g = self.bp.gamedef
         P = g.num_players
-        ncards = P * g.num_hole_cards + sum(g.num_board_cards)
+        ncards = P * g.num_hole_cards + g.total_board_cards
         H, k = len(self.hands), self.config.continuations
         return MK.Scratch(
             np.zeros(max(rd.regrets, 1)),
@@ -322,7 +323,7 @@ class MultiwaySearch:
             np.zeros((P, g.num_rounds), np.int64),
             np.zeros(P, np.int64),
             np.zeros(P, np.int64),
-            np.zeros(2 * ncards + 2, np.int64),
+            np.zeros(scratch_size(g.num_hole_cards, g.total_board_cards), np.int64),  # one seat at a time
             np.zeros(P, np.int64),
             np.zeros((rd.depth + 1) * self.maxa),
             np.zeros((rd.depth + 1) * self.maxa),

@@ -91,29 +91,11 @@ class Scratch(NamedTuple):
 
 
 @numba.njit(cache=True, inline="always", error_model="numpy")
-def _match(table, base, na, out, off):
-    """Regret matching of ``table[base:base+na]`` into ``out[off:off+na]``."""
-    total = 0.0
-    for a in range(na):
-        r = table[base + a]
-        if r > 0.0:
-            out[off + a] = r
-            total += r
-        else:
-            out[off + a] = 0.0
-    if total > 0.0:
-        for a in range(na):
-            out[off + a] /= total
-    else:
-        for a in range(na):
-            out[off + a] = 1.0 / na
-
-
-@numba.njit(cache=True, inline="always", error_model="numpy")
 def _match_or(table, base, na, out, off, prior, poff):
-    """:func:`_match`, but where no regret is positive the ``prior`` distribution at ``poff``
-    (the blueprint's strategy) instead of the uniform one; ``poff`` < 0: the first action (a
-    leaf's blueprint continuation)."""
+    """Regret matching of ``table[base:base+na]`` into ``out[off:off+na]`` (as
+    :func:`blueprint.kernels.regret_matching` over a float64 table), but where no regret is
+    positive the ``prior`` distribution at ``poff`` (the blueprint's strategy) instead of the
+    uniform one; ``poff`` < 0: the first action (a leaf's blueprint continuation)."""
     total = 0.0
     for a in range(na):
         r = table[base + a]

@@ -52,7 +52,7 @@ from blueprint.io.errors import CheckpointError
 from blueprint.player import ExactPlayer, Player, sample
 from holdem.evaluator import rank_many
 from holdem.state import State
-from mccfr.evaluation.solving import search_player, solving_player
+from mccfr.evaluation.solving import SearchPlayer, search_config, solving_player
 
 if TYPE_CHECKING:
     from holdem.game import Game
@@ -374,24 +374,20 @@ def player_from_spec(spec: str, game: Game, log=None) -> Player:
         search = method == "search" or method.startswith("search:")
         if not search and (not method.startswith("solve:") or not method[len("solve:") :]):
             raise PlayerSpecError(
-                f"player spec {spec!r}: expected RUN_DIR+solve:METHOD or RUN_DIR+search[:ITERATIONS]"
+                f"player spec {spec!r}: expected RUN_DIR+solve:METHOD or RUN_DIR+search[:ITERATIONS[:K[:FROM_ROUND]]]"
             )
-        if (
-            search
-            and method != "search"
-            and not all(p.isdigit() for p in method[len("search:") :].split(":"))
-        ):
-            raise PlayerSpecError(
-                f"player spec {spec!r}: expected RUN_DIR+search[:ITERATIONS[:CONTINUATIONS[:FROM_ROUND]]], integers"
-            )
+        try:  # the search's settings checked before the run is loaded
+            config = search_config(method[len("search:") :]) if search else None
+        except ValueError as exc:
+            raise PlayerSpecError(f"player spec {spec!r}: {exc}") from None
         inner = player_from_spec(run_dir, game, log=log)
         if not isinstance(inner, BlueprintPlayer):
             raise PlayerSpecError(f"player spec {spec!r}: solving needs a run directory before '+'")
         try:
-            if search:
-                return search_player(inner.bp, method[len("search:") :], f"{inner.name}+{method}")
+            if config is not None:
+                return SearchPlayer(inner.bp, config, name=f"{inner.name}+{method}")
             return solving_player(inner.bp, method[len("solve:") :], f"{inner.name}+{method}")
-        except ValueError as exc:  # a bad method or option, or a search setting out of range
+        except ValueError as exc:  # a bad solving method or option; a round the game lacks
             raise PlayerSpecError(f"player spec {spec!r}: {exc}") from None
     path = Path(spec)
     if not path.is_dir():

@@ -230,22 +230,22 @@ class SearchPlayer:
         return f"<SearchPlayer {self.name!r}>"
 
 
-def search_player(bp: Blueprint, option: str, name: str) -> SearchPlayer:
-    """The ``RUN_DIR+search`` (``option`` empty: :class:`SearchConfig`'s defaults) or
-    ``RUN_DIR+search:ITERATIONS[:CONTINUATIONS[:FROM_ROUND]]`` player."""
+def search_config(option: str) -> SearchConfig:
+    """The settings of a ``RUN_DIR+search`` player spec (``option`` empty: :class:`SearchConfig`'s
+    defaults) or ``RUN_DIR+search:ITERATIONS[:CONTINUATIONS[:FROM_ROUND]]``; ValueError naming the
+    form or the setting otherwise."""
     if not option:
-        return SearchPlayer(bp, name=name)
+        return SearchConfig()
     parts = option.split(":")
     if len(parts) > 3 or not all(p.isdigit() for p in parts):
         raise ValueError(
             f"search:{option}: expected search:ITERATIONS[:CONTINUATIONS[:FROM_ROUND]], integers"
         )
-    config = SearchConfig(
+    return SearchConfig(
         iterations=int(parts[0]),
         continuations=int(parts[1]) if len(parts) > 1 else SearchConfig.continuations,
         from_round=int(parts[2]) if len(parts) > 2 else SearchConfig.from_round,
     )
-    return SearchPlayer(bp, config, name=name)
 
 
 def solving_player(bp: Blueprint, method: str, name: str) -> SolvingPlayer:
@@ -267,4 +267,4 @@ def solving_player(bp: Blueprint, method: str, name: str) -> SolvingPlayer:
     return SolvingPlayer(bp, method, name=name, off_tree=split)  # which checks the range
 
 
-__all__ = ["SearchPlayer", "SolvingPlayer", "legal_action", "search_player", "solving_player"]
+__all__ = ["SearchPlayer", "SolvingPlayer", "legal_action", "search_config", "solving_player"]
