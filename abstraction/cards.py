@@ -301,7 +301,7 @@ def _table_reads(num_rounds, out, table, offsets):
         out[1, r] = table[out[1, r]]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def deal_buckets(
     kind, deal, num_hole, board_per_round, deck_size, num_suits, num_ranks, out, work, iso, table, offsets
 ):
@@ -367,7 +367,7 @@ def deal_buckets(
     return -1
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def card_buckets_n(cards, deal, out, work, strength):
     """:func:`card_buckets` for ``P = out.shape[0]`` seats (any number; the kernels take it for more
     than two): ``deal`` holds ``P`` seats' hole cards, then the board; ``out[p, r]`` gets seat

@@ -34,7 +34,7 @@ def terminal_utility(n, trav, kind, player, spent, winner):
     return v if winner == trav else -v
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def nseat_utility(n, trav, kind, spent, live, strength, rem):
     """:func:`terminal_utility` for any number of seats ``P = spent.shape[1]``: net chips for seat
     ``trav`` at terminal ``n``, given each seat's hand ``strength`` (higher wins; ``rem`` is int64
