@@ -125,7 +125,7 @@ def _pick(dist, off, na, rng):
     return na - 1
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _draw(cdf, p, rng):
     """A hand index of seat ``p``'s range (binary search of its cumulative distribution)."""
     x = rng_uniform(rng)
@@ -139,7 +139,7 @@ def _draw(cdf, p, rng):
     return lo
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _fits(hands, h, used):
     for c in range(hands.shape[1]):
         if used[hands[h, c]]:
@@ -147,13 +147,13 @@ def _fits(hands, h, used):
     return True
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _take(hands, h, used, flag):
     for c in range(hands.shape[1]):
         used[hands[h, c]] = flag
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def sample_hands(pb, sc, rng, fix_me):
     """Every seat's hand into ``sc.hand`` (the searching seat's real hand with ``fix_me``), no
     card twice: joint draws from the ranges (exact: the ranges' product given no shared card);
@@ -191,7 +191,7 @@ def sample_hands(pb, sc, rng, fix_me):
             return
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def deal_rest(pb, sc, cards, rng):
     """The deal array (hole cards, then the board: the known cards, then uniform draws of the
     rest from the cards left), and every seat's buckets and strength for it."""
@@ -215,7 +215,7 @@ def deal_rest(pb, sc, cards, rng):
     card_buckets_n(cards, sc.deal, sc.buckets, sc.work, sc.strength)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def rollout(pb, sc, n, trav, rng):
     """Play the hand from node ``n`` to its end with the blueprint, each seat's actions biased by
     its continuation ``sc.choice``; the traverser's net chips."""
@@ -249,7 +249,7 @@ def rollout(pb, sc, n, trav, rng):
     return nseat_utility(n, trav, pb.kind, pb.spent, pb.live, sc.strength, sc.rem)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def _leaf(pb, sc, n, trav, w, off, rng):
     """A leaf: every live seat picks a continuation; the traverser tries each (``sc.sig`` and
     ``sc.val`` from ``off`` are its scratch)."""
@@ -277,7 +277,7 @@ def _leaf(pb, sc, n, trav, w, off, rng):
     return u
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def traverse(pb, sc, trav, w, maxa, rng):
     """The traverser's sampled counterfactual value at the root, updating its regrets. An
     explicit stack of the traverser's decisions (numba's cache cannot hold a recursive kernel):
@@ -346,7 +346,7 @@ def traverse(pb, sc, trav, w, maxa, rng):
             return ret
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", _nrt=False)
 def search_iterations(pb, sc, cards, t0, n_iters, maxa, rng):
     """Iterations ``t0 + 1 .. t0 + n_iters`` (their linear weights), each of every live seat's
     traversal on one joint deal and the searching seat's on a deal that holds its real hand;
