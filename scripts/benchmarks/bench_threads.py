@@ -4,6 +4,7 @@
     python scripts/benchmarks/bench_threads.py leduc --threads 16 --seeds 8 --iterations 2000,10000,50000,200000
     python scripts/benchmarks/bench_threads.py exact --game small-deck --threads 2 --seeds 8 --iterations 20000,100000,500000
     python scripts/benchmarks/bench_threads.py distance --reference-seconds 60 --seconds 7.4 --seeds 6
+    python scripts/benchmarks/bench_threads.py pairs --pairs 7 --seconds 20
 
 speed: the main job (``make_trainer()``: hunl100, small bets, fine card abstraction, pluribus;
 ``--cards small`` for another abstraction; ``--algo dcfr`` for barriers every 1,000 iterations),
@@ -33,6 +34,13 @@ distances: the mean absolute difference per first-round table entry, and over ev
 by the reference's strategy sums (where the play goes). A proxy, not exploitability: it says which
 arm is further along the same road in the same time.
 
+pairs: the default main job as users run it, ``mccfr train --game hunl100 --time S --threads T
+--json --out DIR`` (a process each, the default ``dcfr``), one thread then ``--threads`` threads,
+``--pairs`` times (the order alternating). Per pair two ratios: iterations/s at equal time (the runs'
+final counts), and at equal work, the one-thread run's seconds over the seconds the T-thread run
+took to reach the one-thread run's final iteration count (interpolated in its ``metrics.jsonl``):
+a node visit per iteration grows as the strategy trains, so equal time understates the faster run.
+
 Each command prints a table and a final JSON line. Run it on an idle machine: with other work on
 the cores, the thread counts compete with it.
 """
@@ -43,7 +51,13 @@ import argparse
 import functools
 import json
 import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 from mccfr_util.numba_cache import configure
 
@@ -293,6 +307,65 @@ def cmd_distance(
     }
 
 
+def _train(threads: int, seconds: float, out: Path) -> tuple[int, float, list[tuple[int, float]]]:
+    """One ``mccfr train`` process: its final iteration count and seconds, and its metrics' points."""
+    cmd = [sys.executable, "-m", "mccfr", "train", "--game", "hunl100", "--time", f"{seconds:g}"]
+    cmd += ["--threads", str(threads), "--json", "--out", str(out)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    last = json.loads(done.stdout.strip().splitlines()[-1])
+    points = [(0, 0.0)]
+    for line in (out / "metrics.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        points.append((row["iteration"], row["seconds"]))
+    return last["iterations"], last["seconds"], points
+
+
+def _seconds_to(points: list[tuple[int, float]], iterations: int) -> float | None:
+    for (i0, s0), (i1, s1) in zip(points, points[1:]):
+        if i0 <= iterations <= i1 and i1 > i0:
+            return s0 + (s1 - s0) * (iterations - i0) / (i1 - i0)
+    return None
+
+
+def cmd_pairs(pairs: int, seconds: float, threads: int) -> dict:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(pairs):
+            order = (1, threads) if k % 2 == 0 else (threads, 1)
+            runs = {t: _train(t, seconds, Path(tmp) / f"p{k}t{t}") for t in order}
+            (n1, s1, _), (nt, st, points) = runs[1], runs[threads]
+            reach = _seconds_to(points, n1)
+            rows.append(
+                {
+                    "first": order[0],
+                    "iterations_per_s": {"1": n1 / s1, str(threads): nt / st},
+                    "equal_time": (nt / st) / (n1 / s1),
+                    "equal_work": s1 / reach if reach else None,
+                    "load": round(os.getloadavg()[0], 2),
+                }
+            )
+            print(
+                f"pair {k + 1} ({order[0]} thread{'s' if order[0] > 1 else ''} first): 1 thread {n1 / s1:,.0f} it/s, "
+                f"{threads} threads {nt / st:,.0f} it/s; equal time {rows[-1]['equal_time']:.2f}x, "
+                f"equal work " + (f"{rows[-1]['equal_work']:.2f}x" if reach else "not reached"),
+                flush=True,
+            )
+    work = [r["equal_work"] for r in rows if r["equal_work"]]
+    res = {
+        "machine": machine(),
+        "threads": threads,
+        "seconds": seconds,
+        "pairs": rows,
+        "median_equal_time": statistics.median(r["equal_time"] for r in rows),
+        "median_equal_work": statistics.median(work) if work else None,
+    }
+    print(
+        f"median over {pairs} pairs: equal time {res['median_equal_time']:.2f}x, equal work "
+        + (f"{res['median_equal_work']:.2f}x" if work else "-")
+    )
+    return res
+
+
 def _ints(text: str) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
@@ -340,8 +413,16 @@ def main(argv: list[str] | None = None) -> None:
     dp.add_argument("--threads", type=int, default=cores)
     dp.add_argument("--game", default="hunl100")
     dp.add_argument("--reference-threads", type=int, default=1, help="threads of the reference run")
+    pp = sub.add_parser("pairs", help="mccfr train processes, 1 thread against T, equal time and equal work")
+    pp.add_argument("--pairs", type=int, default=7)
+    pp.add_argument("--seconds", type=float, default=20.0, help="--time of every run")
+    pp.add_argument("--threads", type=int, default=cores)
     args = ap.parse_args(argv)
-    if args.cmd == "distance":
+    if args.cmd == "pairs":
+        if not 2 <= args.threads <= cores or args.pairs < 1:
+            ap.error(f"pairs needs --threads from 2 to {cores} and --pairs >= 1")
+        res = cmd_pairs(args.pairs, args.seconds, args.threads)
+    elif args.cmd == "distance":
         if not 2 <= args.threads <= cores or args.seeds < 2:
             ap.error(f"distance needs --threads from 2 to {cores} and --seeds >= 2")
         res = cmd_distance(
