@@ -327,7 +327,7 @@ def _prefetch_children(n, trav, tree, tables, node_row, epoch, buckets):
                 prefetch(epoch, 2 * (node_row[c] + b))
 
 
-@numba.njit(cache=True, error_model="numpy", _nrt=False)
+@numba.njit(cache=True, inline="always", error_model="numpy", _nrt=False)
 def _es_traverse(
     trav,
     tree,
@@ -548,19 +548,60 @@ def es_iterations(n_iters, t0, stride, tree, live, cards, tables, rows, sched, r
         showdown = Showdown(live, np.zeros(seats, np.int64), np.zeros(seats, np.int64))
     fac = np.ones((3, sched.lpos.shape[0]), np.float64)
     _es_loop(
-        n_iters, t0, stride, tree, cards, tables, rows, sched, rng, opts, seats, deal, perm, work, buckets, st, showdown, fac
+        n_iters,
+        t0,
+        stride,
+        tree,
+        cards,
+        tables,
+        rows.node_row,
+        rows.epoch,
+        sched,
+        rng,
+        opts,
+        seats,
+        deal,
+        perm,
+        work,
+        buckets,
+        st,
+        showdown,
+        fac,
     )
     return st.stats
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
-def _es_loop(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, opts, seats, deal, perm, work, buckets, st, showdown, fac):
+def _es_loop(
+    n_iters,
+    t0,
+    stride,
+    tree,
+    cards,
+    tables,
+    node_row,
+    epoch,
+    sched,
+    rng,
+    opts,
+    seats,
+    deal,
+    perm,
+    work,
+    buckets,
+    st,
+    showdown,
+    fac,
+):
     """:func:`es_iterations`' loop over its iterations, on the scratch arrays it allocated.
 
     Compiled without numba's reference counting (``_nrt=False``), as :func:`_es_traverse` and the
     deal's :func:`abstraction.cards.deal_buckets`: nothing here allocates or keeps an array, and
     the counts' atomic increments and decrements on every call and every read of a record's array
-    took half of a Leduc iteration's time."""
+    took half of a Leduc iteration's time. :func:`_es_traverse` is inlined here: called, it was
+    handed every record's arrays by value, a fifth of a 3-player Leduc iteration. ``epoch`` is an
+    argument of its own (not ``rows.epoch``) so that numba still prunes the traversal's
+    ``epoch is not None`` branches on its type."""
     prune_start, prune_prob, prune_c, floor_c = opts.prune_start, opts.prune_prob, opts.prune_c, opts.floor_c
     last_round = cards.board_per_round.shape[0] - 1
     have = -1  # the epoch fac holds the factors to
@@ -586,8 +627,8 @@ def _es_loop(n_iters, t0, stride, tree, cards, tables, rows, sched, rng, opts, s
                 trav,
                 tree,
                 tables,
-                rows.node_row,
-                rows.epoch,
+                node_row,
+                epoch,
                 sched,
                 fac,
                 now,
