@@ -37,7 +37,7 @@ arm is further along the same road in the same time.
 pairs: the default main job as users run it, ``mccfr train --game hunl100 --time S --threads T
 --json --out DIR`` (a process each, the default ``dcfr``), one thread then ``--threads`` threads,
 ``--pairs`` times (the order alternating). Per pair two ratios: iterations/s at equal time (the runs'
-final counts), and at equal work, the one-thread run's seconds over the seconds the T-thread run
+final counts), node visits/s (the runs' totals over their seconds), and at equal work, the one-thread run's seconds over the seconds the T-thread run
 took to reach the one-thread run's final iteration count (interpolated in its ``metrics.jsonl``):
 a node visit per iteration grows as the strategy trains, so equal time understates the faster run.
 
@@ -307,8 +307,9 @@ def cmd_distance(
     }
 
 
-def _train(threads: int, seconds: float, out: Path) -> tuple[int, float, list[tuple[int, float]]]:
-    """One ``mccfr train`` process: its final iteration count and seconds, and its metrics' points."""
+def _train(threads: int, seconds: float, out: Path) -> tuple[int, float, list[tuple[int, float]], float]:
+    """One ``mccfr train`` process: its final iteration count and seconds, its metrics' points and
+    its node visits per second."""
     cmd = [sys.executable, "-m", "mccfr", "train", "--game", "hunl100", "--time", f"{seconds:g}"]
     cmd += ["--threads", str(threads), "--json", "--out", str(out)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=True)
@@ -317,7 +318,7 @@ def _train(threads: int, seconds: float, out: Path) -> tuple[int, float, list[tu
     for line in (out / "metrics.jsonl").read_text().splitlines():
         row = json.loads(line)
         points.append((row["iteration"], row["seconds"]))
-    return last["iterations"], last["seconds"], points
+    return last["iterations"], last["seconds"], points, last["node_visits_per_second"]
 
 
 def _seconds_to(points: list[tuple[int, float]], iterations: int) -> float | None:
@@ -333,7 +334,7 @@ def cmd_pairs(pairs: int, seconds: float, threads: int) -> dict:
         for k in range(pairs):
             order = (1, threads) if k % 2 == 0 else (threads, 1)
             runs = {t: _train(t, seconds, Path(tmp) / f"p{k}t{t}") for t in order}
-            (n1, s1, _), (nt, st, points) = runs[1], runs[threads]
+            (n1, s1, _, v1), (nt, st, points, vt) = runs[1], runs[threads]
             reach = _seconds_to(points, n1)
             rows.append(
                 {
@@ -341,12 +342,14 @@ def cmd_pairs(pairs: int, seconds: float, threads: int) -> dict:
                     "iterations_per_s": {"1": n1 / s1, str(threads): nt / st},
                     "equal_time": (nt / st) / (n1 / s1),
                     "equal_work": s1 / reach if reach else None,
+                    "node_visits": vt / v1,
                     "load": round(os.getloadavg()[0], 2),
                 }
             )
             print(
                 f"pair {k + 1} ({order[0]} thread{'s' if order[0] > 1 else ''} first): 1 thread {n1 / s1:,.0f} it/s, "
                 f"{threads} threads {nt / st:,.0f} it/s; equal time {rows[-1]['equal_time']:.2f}x, "
+                f"node visits/s {rows[-1]['node_visits']:.2f}x, "
                 f"equal work " + (f"{rows[-1]['equal_work']:.2f}x" if reach else "not reached"),
                 flush=True,
             )
@@ -358,9 +361,11 @@ def cmd_pairs(pairs: int, seconds: float, threads: int) -> dict:
         "pairs": rows,
         "median_equal_time": statistics.median(r["equal_time"] for r in rows),
         "median_equal_work": statistics.median(work) if work else None,
+        "median_node_visits": statistics.median(r["node_visits"] for r in rows),
     }
     print(
-        f"median over {pairs} pairs: equal time {res['median_equal_time']:.2f}x, equal work "
+        f"median over {pairs} pairs: equal time {res['median_equal_time']:.2f}x, "
+        f"node visits/s {res['median_node_visits']:.2f}x, equal work "
         + (f"{res['median_equal_work']:.2f}x" if work else "-")
     )
     return res
