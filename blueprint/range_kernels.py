@@ -25,7 +25,7 @@ from __future__ import annotations
 import numba
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+@numba.njit(cache=True, nogil=True, fastmath=True, _nrt=False)
 def fold_values(ro, no, cards_o, cards_p, same_p, npl, u, cacc, out):
     """``out[i] = u * sum of ro over the opponent hands sharing no card with traverser hand i``
     (lists of hands per seat, as the subgame solver's :class:`subgame.tree.HandLists`: ``cards_*[i]``
@@ -54,7 +54,7 @@ def fold_values(ro, no, cards_o, cards_p, same_p, npl, u, cacc, out):
         out[i] = u * s
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _fold_values2(ro, no, cards_o, cards_p, same_p, npl, u, cacc, out):
     """:func:`fold_values` for two-card hands (the same sums; the same hand's reach added before
     the two cards' sums are subtracted, which keeps exact zeros where the old loop did)."""
@@ -72,7 +72,7 @@ def _fold_values2(ro, no, cards_o, cards_p, same_p, npl, u, cacc, out):
         out[i] = u * (s - cacc[cards_p[i, 0]] - cacc[cards_p[i, 1]])
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, _nrt=False)
 def _showdown_values2(ro, n_ev, up, up_cards, down, down_cards, m, cacc, out):
     """:func:`showdown_values` for two-card hands (the same sums; the cards are read ahead of the
     event's branch)."""
@@ -107,7 +107,7 @@ def _showdown_values2(ro, n_ev, up, up_cards, down, down_cards, m, cacc, out):
             out[i] = m * (out[i] - (tot - cacc[c1] - cacc[c2]))
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+@numba.njit(cache=True, nogil=True, fastmath=True, _nrt=False)
 def showdown_values(ro, n_ev, up, up_cards, down, down_cards, m, cacc, out):
     """``out[i] = m * sum_{h' compatible} sign(s(i) - s(h')) ro[h']`` for each traverser entry ``i``,
     by the two sweeps of events of :class:`subgame.tree.HandLists` (``up``: additions of weaker
@@ -151,7 +151,7 @@ def showdown_values(ro, n_ev, up, up_cards, down, down_cards, m, cacc, out):
             out[i] = m * (out[i] - s)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+@numba.njit(cache=True, nogil=True, fastmath=True, _nrt=False)
 def fold_values_all(rho, live, hands, u, card, out):
     """``out[h] = u * sum of rho over hands sharing no card with h`` for the ``live`` hands, 0
     elsewhere: :func:`fold_values` over every hand (full-width vectors, ``H`` hands). ``card``:
@@ -179,7 +179,7 @@ def fold_values_all(rho, live, hands, u, card, out):
             out[h] = 0.0
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+@numba.njit(cache=True, nogil=True, fastmath=True, _nrt=False)
 def showdown_values_all(rho, order, strength, nlive, hands, m, card, out):
     """``out[h] = m * sum_{h' compatible} sign(s(h) - s(h')) rho[h']`` for the live hands
     (``order[:nlive]`` by increasing ``strength[:nlive]``), 0 elsewhere: :func:`showdown_values`

@@ -311,7 +311,7 @@ def max_depth(kind, child_start, num_actions, edge_child):
     return best
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+@numba.njit(cache=True, nogil=True, fastmath=True, _nrt=False)
 def _terminal(
     c, p, kind, player, spent, board, nlive, cards, same, up, up_cards, down, down_cards, ro, cacc, out
 ):
@@ -339,7 +339,7 @@ def _terminal(
         )
 
 
-@numba.njit(cache=True, nogil=True, fastmath=True)
+@numba.njit(cache=True, nogil=True, fastmath=True, _nrt=False)
 def _scatter_up(vals, acc, p, pb, cb, nlive, idx, pos):
     """Add a chance child's values (list of board ``cb``) into its parent's (list of board ``pb``)."""
     for j in range(nlive[cb, p]):

@@ -1,5 +1,5 @@
 """Kernels compiled without numba's reference counting (``_nrt=False``: the sampling loop, the
-deal's buckets, the N-seat payoffs, the N-seat search) stay safe: none returns an array or a
+deal's buckets, the N-seat payoffs, the N-seat search, the subgame solver's terminal values) stay safe: none returns an array or a
 record of arrays (the caller would count down a reference it never got, and free the array under
 its owner). Compiled from a clean cache in a child process, so that every such kernel is typed
 here rather than loaded with its callers."""
@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHILD = textwrap.dedent(
     """
     import json, sys
+    ROOT = sys.argv[1]
     import numba
     from numba.core import types
     from numba.core.registry import CPUDispatcher
@@ -37,6 +38,16 @@ CHILD = textwrap.dedent(
     ms = MultiwaySearch(bp, SearchConfig(iterations=50, from_round=0))
     for m in self_play_states(bp.game, 20, 0, bp.strategy)[:3]:
         ms.answer(m)
+
+    from subgame.libratus import read_libratus
+    from subgame.nested import solve_state
+    from subgame.solver import solve
+    solve(read_libratus(ROOT + "/tests/data/libratus/subgame4.txt"), method="unsafe", iterations=2)
+    tr = make_trainer("hunl20", bets="small", cards="rank", algo="pluribus", seed=1)
+    tr.run(1000)
+    hu = Blueprint(tr)
+    turn = [m for m in self_play_states(hu.game, 400, 0, hu.strategy) if hu.game.state(m).round == 2]
+    solve_state(hu, turn[0], "reach-maxmargin", time_budget=None, iterations=1)
 
     PACKAGES = ("holdem", "abstraction", "blueprint", "subgame", "mccfr", "cluster")
     found = {}
@@ -64,7 +75,12 @@ CHILD = textwrap.dedent(
 def test_kernels_without_reference_counting_return_no_arrays(tmp_path):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
     done = subprocess.run(
-        [sys.executable, "-c", CHILD], env=env, cwd=ROOT, capture_output=True, text=True, timeout=900
+        [sys.executable, "-c", CHILD, str(ROOT)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
@@ -76,6 +92,8 @@ def test_kernels_without_reference_counting_return_no_arrays(tmp_path):
         "blueprint.payoffs.nseat_utility",
         "subgame.multiway_kernels.search_iterations",
         "subgame.multiway_kernels.rollout",
+        "blueprint.range_kernels.showdown_values",
+        "subgame.kernels._terminal",
     ):
         assert name in found, sorted(found)
     for name, info in found.items():
