@@ -695,7 +695,7 @@ def _merge_row(r, e, na, regret, strat, epoch, cp, sched, floor, ceil, int_regre
         b_ep[k] = c_ep[k]
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 def merge_copy(nodes, layout, regret, strat, epoch, cp, sched, floor, ceil, int_regret):
     """Add a thread's updates of its copy of the tables since the last merge (copy minus base) to
     the shared ``regret`` and ``strat``, the regrets clipped to ``[floor[d], ceil]`` as a traversal
@@ -726,7 +726,7 @@ def merge_copy(nodes, layout, regret, strat, epoch, cp, sched, floor, ceil, int_
             )
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 def settle_tables(nodes, layout, regret, strat, epoch, to, sched, int_regret, chain):
     """Bring every row of the decision nodes ``nodes`` (indices into ``layout``) through the
     boundaries up to epoch ``to``: at once (:func:`settle_row`, as a traversal would), or with
@@ -743,7 +743,7 @@ def settle_tables(nodes, layout, regret, strat, epoch, to, sched, int_regret, ch
                 settle_row(r, e, na, regret, strat, epoch, to, sched, int_regret)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy", _nrt=False)
 def discount_tables(regret, strat, pos_f, neg_f, avg_f, int_regret):
     """Scale positive regrets by ``pos_f``, negative by ``neg_f`` and strategy sums by ``avg_f``: a
     whole table's (or a slice's) discount at one boundary, as the Ray job's shards apply it (the

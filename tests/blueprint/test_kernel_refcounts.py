@@ -35,6 +35,12 @@ CHILD = textwrap.dedent(
         tr = make_trainer(game, algo=algo, seed=0)
         tr.run(300)
     bp = Blueprint(tr)
+    import numpy as np
+    from blueprint.kernels import discount_tables
+    discount_tables(np.ones(4, np.float32), np.ones(4, np.float32), 1.0, 0.5, 1.0, False)
+    # threads on copies (a vanilla run's table of 396,201 entries): merge_copy
+    cp = make_trainer("hunl", bets="fcpa", cards="rank", algo="vanilla", seed=0, threads=2)
+    cp.run(40_000)
     ms = MultiwaySearch(bp, SearchConfig(iterations=50, from_round=0))
     for m in self_play_states(bp.game, 20, 0, bp.strategy)[:3]:
         ms.answer(m)
@@ -94,6 +100,7 @@ def test_kernels_without_reference_counting_return_no_arrays(tmp_path):
         "subgame.multiway_kernels.rollout",
         "blueprint.range_kernels.showdown_values",
         "subgame.kernels._terminal",
+        "blueprint.kernels.merge_copy",
     ):
         assert name in found, sorted(found)
     for name, info in found.items():
