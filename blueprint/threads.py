@@ -12,7 +12,9 @@ the kernel allocates it per call.
 Copies. On a table of a few megabytes, as the main job's (116,463 entries), every cache line is
 written by every thread within a millisecond or so, and each write to a line the other core wrote
 last waits for it to move: two threads on one such table ran 1.19x one thread on 2 cores, where two
-trainers on two tables in two threads of one process ran 1.90x. So on a table of
+trainers on two tables in two threads of one process ran 1.90x (most of that was numba's reference
+counts on the tables' arrays, written by both cores at every call, since gone: two threads now
+share the table, :data:`COPY_MIN_THREADS`). So with more threads, on a table of
 :data:`COPY_MIN_ENTRIES` entries or more whose copies fit in :data:`COPY_MAX_BYTES` per thread,
 each thread trains on a copy of its own and merges it into the shared tables: the shared tables
 gain the thread's updates since the last merge (copy minus base), and the thread takes the merged
@@ -112,9 +114,23 @@ iterations) on 2 threads ran 119-160k it/s on copies, and reached NashConv 0.219
 iterations, against 230-274k it/s and 0.136 on the shared table (one thread: 166k, 0.140)."""
 
 
-def use_copies(entries: int, bytes_per_entry: int, hot_span: int | None = None) -> bool:
-    """Whether threads train on copies of a table of ``entries`` whose first round merges every
-    ``hot_span`` iterations (module docstring, "Copies"; None: not limited by it)."""
+COPY_MIN_THREADS = 3
+"""...and as long as there are this many threads or more. Two threads share the one table: once
+the kernels stopped counting references to the tables' arrays (the counters were the cache lines
+both cores wrote at every call, blueprint/kernels.py), two threads on the main job's shared table
+ran 1.8-2.0x one thread, and on copies 1.19x (`pluribus` past its discounting, 2-core VM; the
+1.19x the shared table ran before was the counters'). More threads keep copies until the curve
+past 2 cores is measured again (docs/training.md, "Threads on one table")."""
+
+
+def use_copies(
+    entries: int, bytes_per_entry: int, hot_span: int | None = None, threads: int | None = None
+) -> bool:
+    """Whether ``threads`` threads (None: not limited by their number) train on copies of a table
+    of ``entries`` whose first round merges every ``hot_span`` iterations (module docstring,
+    "Copies"; None: not limited by it)."""
+    if threads is not None and threads < COPY_MIN_THREADS:
+        return False
     if hot_span is not None and hot_span < COPY_MIN_HOT_SPAN:
         return False
     return COPY_MIN_ENTRIES <= entries and 2 * entries * bytes_per_entry <= COPY_MAX_BYTES

@@ -427,7 +427,7 @@ class Trainer:
     @property
     def _copyable(self) -> bool:  # 32-bit tables only (copies_used says why)
         hot = hot_sync_every(int(self.num_buckets[0]), self.threads)
-        return self.table_bits == 32 and use_copies(self.size, self.regret.itemsize * 2, hot)
+        return self.table_bits == 32 and use_copies(self.size, self.regret.itemsize * 2, hot, self.threads)
 
     def _copy_span(self) -> int:
         """The shortest span on which this trainer's threads train on copies (0: never)."""

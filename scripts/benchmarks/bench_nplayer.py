@@ -168,7 +168,7 @@ def threads_check(game: NPlayerGame, iterations: int, seed: int) -> list[dict]:
     ):
         saved = trainer_mod.use_copies
         if forced:
-            trainer_mod.use_copies = lambda entries, nbytes, hot_span=None: True
+            trainer_mod.use_copies = lambda entries, nbytes, hot_span=None, threads=None: True
         try:
             tr = make_trainer("leduc.limit.3p", algo="vanilla", seed=seed, threads=threads)
             tr._best_response = TablesNashConv(tr.tree, tr.cards, tr.row_offset, game)

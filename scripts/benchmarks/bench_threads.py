@@ -255,8 +255,12 @@ def cmd_distance(
     ref = make_trainer(game, seed=1_000_000, threads=ref_threads)
     ref.run_for(ref_seconds)
     distance = harness.ReferenceDistance(ref)
-    arms = [("1 thread", 1, use_copies), (f"{threads} threads, copies", threads, use_copies)]
-    arms.append((f"{threads} threads, shared table", threads, lambda entries, nbytes: False))
+
+    def copies(entries, nbytes, hot_span=None, threads=None):  # by the table, at any thread count
+        return use_copies(entries, nbytes, hot_span)
+
+    arms = [("1 thread", 1, use_copies), (f"{threads} threads, copies", threads, copies)]
+    arms.append((f"{threads} threads, shared table", threads, lambda *args, **kw: False))
     rows = []
     for name, th, copies in arms:
         trainer_mod.use_copies = copies

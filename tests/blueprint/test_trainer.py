@@ -474,6 +474,7 @@ def test_warm_up_compiles_the_kernels_and_leaves_the_run_alone(game, algo, threa
 
     monkeypatch.setattr(threads_mod, "COPY_MIN_ENTRIES", 1_000)  # Leduc's merges too
     monkeypatch.setattr(threads_mod, "COPY_MIN_HOT_SPAN", 16)  # (its first round merges every 16)
+    monkeypatch.setattr(threads_mod, "COPY_MIN_THREADS", 2)
     threads = min(threads, threads_mod.available_cores())
     until = dict(discount_until=700) if algo == "pluribus" else {}  # and past its last boundary
     tr = make_trainer(game, algo=algo, seed=3, threads=threads, discount_every=50, **until)

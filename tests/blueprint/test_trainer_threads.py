@@ -159,6 +159,7 @@ def test_threads_run_long_spans_across_discount_boundaries_under_every_algorithm
 
     monkeypatch.setattr(threads_mod, "COPY_MIN_ENTRIES", 1_000)
     monkeypatch.setattr(threads_mod, "COPY_MIN_HOT_SPAN", 16)  # Leduc's first round: every 16
+    monkeypatch.setattr(threads_mod, "COPY_MIN_THREADS", 2)
     tr = make_trainer("leduc", algo=algo, seed=1, threads=2, discount_every=100)
     assert threads_mod.use_copies(tr.size, 8)
     spans, on_copies = [], []
@@ -278,7 +279,7 @@ def test_threads_on_copies_lose_no_update(monkeypatch, game):
     (2.1% on Leduc once), so they are compared for the shared table only (above)."""
     import blueprint.trainer as trainer_mod
 
-    monkeypatch.setattr(trainer_mod, "use_copies", lambda entries, nbytes, hot_span=None: True)
+    monkeypatch.setattr(trainer_mod, "use_copies", lambda entries, nbytes, hot_span=None, threads=None: True)
     monkeypatch.setattr(trainer_mod, "copies_pay", lambda entries, share: True)
     n = 40_000 if game == "leduc" else 4_000
     one, two = _one_and_two_threads(game, n)
@@ -296,7 +297,7 @@ def test_threads_on_copies_learn_leduc(monkeypatch):
     where a merge that lost updates or a copy never handed back would not converge."""
     import blueprint.trainer as trainer_mod
 
-    monkeypatch.setattr(trainer_mod, "use_copies", lambda entries, nbytes, hot_span=None: True)
+    monkeypatch.setattr(trainer_mod, "use_copies", lambda entries, nbytes, hot_span=None, threads=None: True)
     monkeypatch.setattr(trainer_mod, "copies_pay", lambda entries, share: True)
     expl = {1: [], 2: []}
     for threads in (1, 2):
@@ -326,6 +327,8 @@ def test_copies_are_for_tables_big_enough_and_small_enough():
     # costs more in calls than copies save: shared; hold'em's 169 pre-flop buckets (422) copy
     assert not use_copies(67_416, 8, hot_sync_every(8, 2)) and use_copies(116_463, 8, hot_sync_every(169, 2))
     assert use_copies(116_463, 8, hot_sync_every(169, 16))  # 52 iterations on 16 threads: still copies
+    # two threads share the table (faster than copies since the kernels stopped counting references)
+    assert not use_copies(116_463, 8, threads=2) and use_copies(116_463, 8, threads=4)
     assert copy_sync_every(116_463) == 116_463 // 16 and copy_sync_every(10) == 256
     assert hot_sync_every(169, 2) == 422 and hot_sync_every(6, 2) == 16
     # a span must be long enough for the copies' four table copies and merge sweep to pay
