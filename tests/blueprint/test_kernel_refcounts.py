@@ -38,7 +38,9 @@ CHILD = textwrap.dedent(
     import numpy as np
     from blueprint.kernels import discount_tables
     discount_tables(np.ones(4, np.float32), np.ones(4, np.float32), 1.0, 0.5, 1.0, False)
-    # threads on copies (a vanilla run's table of 396,201 entries): merge_copy
+    # threads on copies (a vanilla run's table of 396,201 entries; copies from 2 threads here): merge_copy
+    import blueprint.threads
+    blueprint.threads.COPY_MIN_THREADS = 2
     cp = make_trainer("hunl", bets="fcpa", cards="rank", algo="vanilla", seed=0, threads=2)
     cp.run(40_000)
     ms = MultiwaySearch(bp, SearchConfig(iterations=50, from_round=0))
