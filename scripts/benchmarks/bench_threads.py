@@ -326,10 +326,11 @@ def _train(threads: int, seconds: float, out: Path) -> tuple[int, float, list[tu
 
 
 def _seconds_to(points: list[tuple[int, float]], iterations: int) -> float | None:
-    for (i0, s0), (i1, s1) in zip(points, points[1:]):
-        if i0 <= iterations <= i1 and i1 > i0:
-            return s0 + (s1 - s0) * (iterations - i0) / (i1 - i0)
-    return None
+    """The seconds a run's metrics put at ``iterations`` (linear between points; None past its end)."""
+    import numpy as np
+
+    its, secs = zip(*points)
+    return float(np.interp(iterations, its, secs)) if iterations <= its[-1] else None
 
 
 def cmd_pairs(pairs: int, seconds: float, threads: int) -> dict:
