@@ -5,6 +5,7 @@
     python scripts/benchmarks/bench_threads.py exact --game small-deck --threads 2 --seeds 8 --iterations 20000,100000,500000
     python scripts/benchmarks/bench_threads.py distance --reference-seconds 60 --seconds 7.4 --seeds 6
     python scripts/benchmarks/bench_threads.py pairs --pairs 7 --seconds 20
+    python scripts/benchmarks/bench_threads.py tables --threads 2 --window 5 --rounds 8
 
 speed: the main job (``make_trainer()``: hunl100, small bets, fine card abstraction, pluribus;
 ``--cards small`` for another abstraction; ``--algo dcfr`` for barriers every 1,000 iterations),
@@ -40,6 +41,14 @@ pairs: the default main job as users run it, ``mccfr train --game hunl100 --time
 final counts), node visits/s (the runs' totals over their seconds), and at equal work, the one-thread run's seconds over the seconds the T-thread run
 took to reach the one-thread run's final iteration count (interpolated in its ``metrics.jsonl``):
 a node visit per iteration grows as the strategy trains, so equal time understates the faster run.
+
+tables: whether threads lose to sharing the one table. Per round, four windows of ``--window``
+seconds: ONE trainer (the default ``dcfr`` main job, warmed up ``--warmup`` iterations) on 1 thread
+then on T threads (the same trainer: a trainer's node visits/s grows as it trains, so separate
+trainers per thread count, as in ``speed``, favour the one that trained further), then a second
+trainer alone, then it with T - 1 more trainers on tables of their own, each in its own thread
+(Python threads: the kernel releases the GIL). Per round the two ratios of node visits/s, T over 1;
+their medians.
 
 Each command prints a table and a final JSON line. Run it on an idle machine: with other work on
 the cores, the thread counts compete with it.
@@ -376,6 +385,45 @@ def cmd_pairs(pairs: int, seconds: float, threads: int) -> dict:
     return res
 
 
+def cmd_tables(threads: int, window: float, rounds: int, warmup: int) -> dict:
+    import threading
+
+    from blueprint.defaults import SHORT_BUDGET_DCFR_PARAMS
+    from blueprint.trainer import make_trainer
+
+    a, b, g = SHORT_BUDGET_DCFR_PARAMS  # the main job's dcfr (mccfr train --time S)
+    kw = dict(algo="dcfr", alpha=a, beta=b, gamma=g)
+    shared, *alone = [make_trainer(seed=1 + k, **kw) for k in range(threads + 1)]
+    for tr in (shared, *alone):
+        tr.run(warmup)
+
+    def rate(trainers) -> float:
+        v0, t0 = sum(t.node_visits for t in trainers), time.perf_counter()
+        ths = [threading.Thread(target=t.run_for, args=(window,)) for t in trainers]
+        for th in ths:
+            th.start()
+        for th in ths:
+            th.join()
+        return (sum(t.node_visits for t in trainers) - v0) / (time.perf_counter() - t0)
+
+    out = []
+    print(f"{shared.config.algo}, {rounds} rounds of four {window:g} s windows ({machine()})")
+    for r in range(rounds):
+        shared.set_threads(1)
+        one = rate([shared])
+        shared.set_threads(threads)
+        many = rate([shared])
+        base = rate(alone[:1])
+        apart = rate(alone)
+        out.append({"shared": many / one, "apart": apart / base, "one_thread": one})
+        print(
+            f"round {r + 1}: one table {many / one:.2f}x, {threads} tables {apart / base:.2f}x ({one:,.0f} node visits/s)"
+        )
+    med = {k: statistics.median(o[k] for o in out) for k in ("shared", "apart")}
+    print(f"medians: one table {med['shared']:.3f}x, {threads} tables {med['apart']:.3f}x")
+    return {"machine": machine(), "threads": threads, "window_s": window, "rounds": out, "median": med}
+
+
 def _ints(text: str) -> list[int]:
     try:
         values = [int(x) for x in text.split(",") if x.strip()]
@@ -427,8 +475,17 @@ def main(argv: list[str] | None = None) -> None:
     pp.add_argument("--pairs", type=int, default=7)
     pp.add_argument("--seconds", type=float, default=20.0, help="--time of every run")
     pp.add_argument("--threads", type=int, default=cores)
+    tp = sub.add_parser("tables", help="T threads on one table against T trainers on T tables")
+    tp.add_argument("--threads", type=int, default=cores)
+    tp.add_argument("--window", type=float, default=5.0, help="seconds per window")
+    tp.add_argument("--rounds", type=int, default=8)
+    tp.add_argument("--warmup", type=int, default=300_000, help="iterations before measuring")
     args = ap.parse_args(argv)
-    if args.cmd == "pairs":
+    if args.cmd == "tables":
+        if not 2 <= args.threads <= cores or args.rounds < 1 or args.window <= 0:
+            ap.error(f"tables needs --threads from 2 to {cores}, --rounds >= 1 and --window > 0")
+        res = cmd_tables(args.threads, args.window, args.rounds, args.warmup)
+    elif args.cmd == "pairs":
         if not 2 <= args.threads <= cores or args.pairs < 1:
             ap.error(f"pairs needs --threads from 2 to {cores} and --pairs >= 1")
         res = cmd_pairs(args.pairs, args.seconds, args.threads)
