@@ -44,7 +44,7 @@ a node visit per iteration grows as the strategy trains, so equal time understat
 
 tables: whether threads lose to sharing the one table. Per round, four windows of ``--window``
 seconds: ONE trainer (the default ``dcfr`` main job, warmed up ``--warmup`` iterations) on 1 thread
-then on T threads (the same trainer: a trainer's node visits/s grows as it trains, so separate
+then on T threads (``--algo``; the same trainer: a trainer's node visits/s grows as it trains, so separate
 trainers per thread count, as in ``speed``, favour the one that trained further), then a second
 trainer alone, then it with T - 1 more trainers on tables of their own, each in its own thread
 (Python threads: the kernel releases the GIL). Per round the two ratios of node visits/s, T over 1;
@@ -385,14 +385,14 @@ def cmd_pairs(pairs: int, seconds: float, threads: int) -> dict:
     return res
 
 
-def cmd_tables(threads: int, window: float, rounds: int, warmup: int) -> dict:
+def cmd_tables(threads: int, window: float, rounds: int, warmup: int, algo: str) -> dict:
     import threading
 
     from blueprint.defaults import SHORT_BUDGET_DCFR_PARAMS
     from blueprint.trainer import make_trainer
 
     a, b, g = SHORT_BUDGET_DCFR_PARAMS  # the main job's dcfr (mccfr train --time S)
-    kw = dict(algo="dcfr", alpha=a, beta=b, gamma=g)
+    kw = dict(algo="dcfr", alpha=a, beta=b, gamma=g) if algo == "dcfr" else dict(algo=algo)
     shared, *alone = [make_trainer(seed=1 + k, **kw) for k in range(threads + 1)]
     for tr in (shared, *alone):
         tr.run(warmup)
@@ -421,7 +421,14 @@ def cmd_tables(threads: int, window: float, rounds: int, warmup: int) -> dict:
         )
     med = {k: statistics.median(o[k] for o in out) for k in ("shared", "apart")}
     print(f"medians: one table {med['shared']:.3f}x, {threads} tables {med['apart']:.3f}x")
-    return {"machine": machine(), "threads": threads, "window_s": window, "rounds": out, "median": med}
+    return {
+        "machine": machine(),
+        "algo": algo,
+        "threads": threads,
+        "window_s": window,
+        "rounds": out,
+        "median": med,
+    }
 
 
 def _ints(text: str) -> list[int]:
@@ -480,11 +487,12 @@ def main(argv: list[str] | None = None) -> None:
     tp.add_argument("--window", type=float, default=5.0, help="seconds per window")
     tp.add_argument("--rounds", type=int, default=8)
     tp.add_argument("--warmup", type=int, default=300_000, help="iterations before measuring")
+    tp.add_argument("--algo", default="dcfr", help="dcfr: the main job's (1.5, 0.75, 2); or a preset")
     args = ap.parse_args(argv)
     if args.cmd == "tables":
         if not 2 <= args.threads <= cores or args.rounds < 1 or args.window <= 0:
             ap.error(f"tables needs --threads from 2 to {cores}, --rounds >= 1 and --window > 0")
-        res = cmd_tables(args.threads, args.window, args.rounds, args.warmup)
+        res = cmd_tables(args.threads, args.window, args.rounds, args.warmup, args.algo)
     elif args.cmd == "pairs":
         if not 2 <= args.threads <= cores or args.pairs < 1:
             ap.error(f"pairs needs --threads from 2 to {cores} and --pairs >= 1")
