@@ -265,10 +265,10 @@ def cmd_distance(
     ref.run_for(ref_seconds)
     distance = harness.ReferenceDistance(ref)
 
-    def copies(entries, nbytes, hot_span=None, threads=None):  # by the table, at any thread count
+    def by_table(entries, nbytes, hot_span=None, threads=None):  # copies at any thread count
         return use_copies(entries, nbytes, hot_span)
 
-    arms = [("1 thread", 1, use_copies), (f"{threads} threads, copies", threads, copies)]
+    arms = [("1 thread", 1, use_copies), (f"{threads} threads, copies", threads, by_table)]
     arms.append((f"{threads} threads, shared table", threads, lambda *args, **kw: False))
     rows = []
     for name, th, copies in arms:
@@ -388,12 +388,13 @@ def cmd_pairs(pairs: int, seconds: float, threads: int) -> dict:
 def cmd_tables(threads: int, window: float, rounds: int, warmup: int, algo: str) -> dict:
     import threading
 
+    from blueprint.algo import dcfr_overrides
     from blueprint.defaults import SHORT_BUDGET_DCFR_PARAMS
     from blueprint.trainer import make_trainer
 
-    a, b, g = SHORT_BUDGET_DCFR_PARAMS  # the main job's dcfr (mccfr train --time S)
-    kw = dict(algo="dcfr", alpha=a, beta=b, gamma=g) if algo == "dcfr" else dict(algo=algo)
-    shared, *alone = [make_trainer(seed=1 + k, **kw) for k in range(threads + 1)]
+    # dcfr: the main job's parameters (mccfr train --time S)
+    kw = dcfr_overrides(SHORT_BUDGET_DCFR_PARAMS) if algo == "dcfr" else {}
+    shared, *alone = [make_trainer(algo=algo, seed=1 + k, **kw) for k in range(threads + 1)]
     for tr in (shared, *alone):
         tr.run(warmup)
 
@@ -487,11 +488,18 @@ def main(argv: list[str] | None = None) -> None:
     tp.add_argument("--window", type=float, default=5.0, help="seconds per window")
     tp.add_argument("--rounds", type=int, default=8)
     tp.add_argument("--warmup", type=int, default=300_000, help="iterations before measuring")
-    tp.add_argument("--algo", default="dcfr", help="dcfr: the main job's (1.5, 0.75, 2); or a preset")
+    tp.add_argument(
+        "--algo",
+        choices=("dcfr", "pluribus", "linear", "vanilla"),
+        default="dcfr",
+        help="dcfr: with the main job's (1.5, 0.75, 2)",
+    )
     args = ap.parse_args(argv)
     if args.cmd == "tables":
-        if not 2 <= args.threads <= cores or args.rounds < 1 or args.window <= 0:
-            ap.error(f"tables needs --threads from 2 to {cores}, --rounds >= 1 and --window > 0")
+        if not 2 <= args.threads <= cores or args.rounds < 1 or args.window <= 0 or args.warmup < 0:
+            ap.error(
+                f"tables needs --threads from 2 to {cores}, --rounds >= 1, --window > 0 and --warmup >= 0"
+            )
         res = cmd_tables(args.threads, args.window, args.rounds, args.warmup, args.algo)
     elif args.cmd == "pairs":
         if not 2 <= args.threads <= cores or args.pairs < 1:
